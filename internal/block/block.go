@@ -1,0 +1,101 @@
+// Package block defines Tessera's content-addressed blocks: their names
+// (BLAKE3-256 hashes), the Store interface every block holder implements, and
+// the errors they classify.
+//
+// Contract. A block is immutable: Put of a hash that is already present keeps
+// the stored copy (and refreshes its age, so the garbage collector's grace
+// period counts from the latest Put). Put verifies that data hashes to h and
+// returns only once the block is durable. Get verifies what it returns against
+// the hash: a Store never hands out bytes that do not match their name; a
+// mismatch is ErrCorrupt, which callers must not retry against the same copy.
+//
+// Sub-packages: disk (blocks as files on a local file system), server (the
+// HTTP face of a disk store, `tessera blockd`), and client (a Store that talks
+// to a block server over HTTP, with bounded retries).
+package block
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"lukechampine.com/blake3"
+)
+
+// HashSize is the length of a block name in bytes.
+const HashSize = 32
+
+// Hash names a block: the BLAKE3-256 digest of its content. The zero Hash
+// names no block; recipes use it for a hole.
+type Hash [HashSize]byte
+
+// Sum returns the hash of data.
+func Sum(data []byte) Hash { return Hash(blake3.Sum256(data)) }
+
+// IsZero reports whether h is the zero hash (a hole).
+func (h Hash) IsZero() bool { return h == Hash{} }
+
+// String returns h in lower-case hex.
+func (h Hash) String() string { return hex.EncodeToString(h[:]) }
+
+// Short returns the first 12 hex digits of h, for logs.
+func (h Hash) Short() string { return hex.EncodeToString(h[:6]) }
+
+// ParseHash parses a 64-digit hex block name.
+func ParseHash(s string) (Hash, error) {
+	var h Hash
+	if len(s) != 2*HashSize {
+		return h, fmt.Errorf("block name %q: want %d hex digits, got %d", s, 2*HashSize, len(s))
+	}
+	if _, err := hex.Decode(h[:], []byte(s)); err != nil {
+		return h, fmt.Errorf("block name %q: %v", s, err)
+	}
+	return h, nil
+}
+
+var (
+	// ErrNotFound reports that a store does not hold the block.
+	ErrNotFound = errors.New("block not found")
+	// ErrCorrupt reports bytes that do not match their hash. It is never
+	// retried against the same copy.
+	ErrCorrupt = errors.New("block corrupt")
+	// ErrHashMismatch reports a Put whose data does not match the given name.
+	ErrHashMismatch = errors.New("block data does not match its name")
+	// ErrUnavailable reports a store that could not be reached (after the
+	// retries a client makes). It is retryable later.
+	ErrUnavailable = errors.New("block server unavailable")
+	// ErrNoSpace reports a store whose disk is full.
+	ErrNoSpace = errors.New("block store out of space")
+)
+
+// Store holds content-addressed blocks.
+type Store interface {
+	// Put stores data under h, after checking Sum(data) == h, and returns
+	// once the block is durable.
+	Put(ctx context.Context, h Hash, data []byte) error
+	// Get returns the whole block, verified against h.
+	Get(ctx context.Context, h Hash) ([]byte, error)
+	// Has reports, for each hash, whether the store holds it.
+	Has(ctx context.Context, hs []Hash) ([]bool, error)
+}
+
+// Info describes one stored block, as listed for the garbage collector.
+type Info struct {
+	Hash    Hash
+	Size    int64
+	ModTime int64 // unix nanoseconds of the latest Put
+}
+
+// Lister is the optional capability of enumerating and removing blocks,
+// used by gc, fsck and status. Block servers implement it; caches need not.
+type Lister interface {
+	// List calls fn for every stored block, in no particular order.
+	List(ctx context.Context, fn func(Info) error) error
+	// Remove deletes h if its latest Put is older than notAfter (unix ns);
+	// it reports whether it removed the block. Removing an absent block is
+	// not an error.
+	Remove(ctx context.Context, h Hash, notAfter int64) (bool, error)
+	// Usage returns the number of blocks and their total size in bytes.
+	Usage(ctx context.Context) (blocks, bytes int64, err error)
+}

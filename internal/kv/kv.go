@@ -1,0 +1,70 @@
+// Package kv defines the transactional, ordered key-value interface the
+// metadata service keeps all of its state in, and the errors its engines
+// return.
+//
+// Contract. A Store runs transactions. View runs a read-only transaction over
+// a consistent snapshot. Update runs a read-write transaction: every read sees
+// one snapshot plus the transaction's own writes; at commit the engine checks
+// that nothing the transaction read was changed by a transaction that committed
+// in the meantime, and if so the commit fails with ErrConflict. Update retries
+// conflicting transactions itself (bounded), so fn must be free of side effects
+// other than on the Txn: it may run more than once. When Update returns nil the
+// writes are durable (for durable engines) and visible to every later View.
+//
+// Keys are compared bytewise. A Txn and the slices it hands out are valid only
+// while fn runs; callers copy what they keep.
+//
+// Engines live in sub-packages: memkv (in memory, for unit tests), boltkv
+// (embedded, durable, the default) and, later, etcd. Every engine passes the
+// conformance suite in kvtest.
+package kv
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrConflict reports that an Update transaction read a key another
+// transaction changed before it could commit, and the retries ran out.
+var ErrConflict = errors.New("kv: transaction conflict")
+
+// ErrClosed reports use of a Store after Close.
+var ErrClosed = errors.New("kv: store closed")
+
+// Store is a transactional, ordered key-value store.
+type Store interface {
+	// View runs fn in a read-only transaction over a consistent snapshot.
+	View(ctx context.Context, fn func(tx Txn) error) error
+	// Update runs fn in a read-write transaction and commits it if fn
+	// returns nil. It retries fn on conflicts; see the package comment.
+	Update(ctx context.Context, fn func(tx Txn) error) error
+	// Close releases the store. Pending transactions may fail with ErrClosed.
+	Close() error
+}
+
+// Txn is one transaction. Put and Delete fail inside View.
+type Txn interface {
+	// Get returns the value of key, or nil and false when it is absent.
+	Get(key []byte) ([]byte, bool, error)
+	// Put sets key to value. The engine copies both.
+	Put(key, value []byte) error
+	// Delete removes key; deleting an absent key is not an error.
+	Delete(key []byte) error
+	// Scan calls fn for each key in [start, end) in ascending order, until
+	// fn returns false or an error. A nil end means no upper bound. Writes
+	// made by this transaction are visible to Scan.
+	Scan(start, end []byte, fn func(key, value []byte) (bool, error)) error
+}
+
+// PrefixEnd returns the smallest key greater than every key with the given
+// prefix, for use as a Scan end; nil when there is none.
+func PrefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}

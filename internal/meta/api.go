@@ -1,0 +1,247 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"tessera/internal/block"
+)
+
+// Ino is an inode number. RootIno is the root directory.
+type Ino uint64
+
+// RootIno is the inode number of the file system's root directory.
+const RootIno Ino = 1
+
+// DefaultBlockSize is the block size given to new files unless a flag or a
+// parent directory says otherwise (see docs/design).
+const DefaultBlockSize = 4 << 20
+
+// InlineMax is the largest block-0 content kept inline in the inode record
+// instead of on block servers.
+const InlineMax = 4096
+
+// Errors are syscall.Errno values so that they cross the RPC boundary and
+// the FUSE boundary unchanged; check them with errors.Is.
+var (
+	ErrNotFound    = syscall.ENOENT
+	ErrExist       = syscall.EEXIST
+	ErrNotEmpty    = syscall.ENOTEMPTY
+	ErrNotDir      = syscall.ENOTDIR
+	ErrIsDir       = syscall.EISDIR
+	ErrInvalid     = syscall.EINVAL
+	ErrNameTooLong = syscall.ENAMETOOLONG
+	ErrNoAttr      = syscall.ENODATA // xattr absent
+	ErrRange       = syscall.ERANGE
+	ErrPerm        = syscall.EPERM
+	ErrTooManyLink = syscall.EMLINK
+	ErrIO          = syscall.EIO
+)
+
+// MaxNameLen is the longest directory entry name.
+const MaxNameLen = 255
+
+// ErrConflict is matched (errors.Is) by a *ConflictError.
+var ErrConflict = errors.New("commit conflict")
+
+// ConflictError is returned by Commit when an old hash did not match: it
+// carries the current hash of every block index the commit named, so the
+// client can redo its change on top of them.
+type ConflictError struct {
+	Ino     Ino
+	Current []BlockChange // Index and New (= the current hash) are set
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("commit inode %d: %d block(s) changed underneath", e.Ino, len(e.Current))
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// Attr are an inode's attributes. Mode holds the file type bits (S_IFMT) and
+// the permission bits. Times are unix nanoseconds.
+type Attr struct {
+	Ino       Ino
+	Gen       uint64
+	Mode      uint32
+	Uid, Gid  uint32
+	Nlink     uint32
+	Size      uint64
+	Atime     int64
+	Mtime     int64
+	Ctime     int64
+	Rdev      uint32
+	Change    uint64 // bumped by every change of content or attributes
+	BlockSize uint32
+	Policy    string // consistency policy name; "" inherits the mount's
+}
+
+// IsDir reports whether the inode is a directory.
+func (a *Attr) IsDir() bool { return a.Mode&syscall.S_IFMT == syscall.S_IFDIR }
+
+// IsRegular reports whether the inode is a regular file.
+func (a *Attr) IsRegular() bool { return a.Mode&syscall.S_IFMT == syscall.S_IFREG }
+
+// Inode is what lookups return: attributes, a symlink's target, and, for a
+// regular file whose block 0 is kept inline, that block's content.
+type Inode struct {
+	Attr
+	Target    string // symlink target
+	HasInline bool   // block 0 is Inline (possibly empty), not a hash
+	Inline    []byte
+}
+
+// BlockChange is one block of a commit: the hash the writer based its change
+// on (Old) and the new hash (New). The zero hash is a hole. For block 0 a
+// writer may instead send NewInline (len <= InlineMax) with InlineNew set; an
+// inline block compares as the hash of its content.
+type BlockChange struct {
+	Index     uint64
+	Old, New  block.Hash
+	InlineNew bool
+	NewInline []byte
+}
+
+// CommitReq installs new block hashes into a file's recipe (DESIGN §2.3).
+type CommitReq struct {
+	Ino     Ino
+	Changes []BlockChange
+	// Size is the new file size: with SetSize it is set exactly (truncate)
+	// and recipe entries at or past ceil(Size/BlockSize) are dropped;
+	// without it the size becomes max(current, Size).
+	Size    uint64
+	SetSize bool
+	Mtime   int64 // 0 leaves mtime alone
+	Forced  bool  // install without comparing old hashes
+}
+
+// Recipe is a run of a file's block hashes.
+type Recipe struct {
+	Change uint64       // the inode's change counter the recipe was read at
+	Size   uint64       // file size at that change
+	First  uint64       // index of Blocks[0]
+	Blocks []block.Hash // zero hash = hole; the run ends at the last block < Size
+	// HasInline and Inline describe block 0 when it is kept inline.
+	HasInline bool
+	Inline    []byte
+}
+
+// SetAttrReq changes attributes; only the fields named in Valid are used.
+type SetAttrReq struct {
+	Valid uint32 // SetMode | SetUid | ...
+	Mode  uint32 // permission bits (and setuid/setgid/sticky)
+	Uid   uint32
+	Gid   uint32
+	Size  uint64 // truncate (the client rewrites a partial last block first)
+	Atime int64
+	Mtime int64
+	Ctime int64 // 0: now
+}
+
+// Bits of SetAttrReq.Valid.
+const (
+	SetMode uint32 = 1 << iota
+	SetUid
+	SetGid
+	SetSize
+	SetAtime
+	SetMtime
+	SetCtime
+)
+
+// CreateReq creates a regular file, device, FIFO or socket (Mode has the type
+// bits), a directory (S_IFDIR) or a symlink (S_IFLNK with Target).
+type CreateReq struct {
+	Parent   Ino
+	Name     string
+	Mode     uint32
+	Uid, Gid uint32
+	Rdev     uint32
+	Target   string
+	Excl     bool // fail with ErrExist if the name exists; else return it
+}
+
+// Rename flags, as renameat2(2).
+const (
+	RenameNoReplace uint32 = 1 << 0
+	RenameExchange  uint32 = 1 << 1
+)
+
+// DirEntry is one directory entry. With ReadDir's plus flag Inode is filled.
+type DirEntry struct {
+	Name  string
+	Ino   Ino
+	Mode  uint32 // type bits only, unless Inode is set
+	Inode *Inode
+}
+
+// Xattr flags, as setxattr(2).
+const (
+	XattrCreate  uint32 = 1
+	XattrReplace uint32 = 2
+)
+
+// StatFS is the file-system-wide usage the meta service tracks.
+type StatFS struct {
+	Files        uint64 // inodes in use
+	LogicalBytes uint64 // sum of file sizes
+}
+
+// Server is one block server in the map.
+type Server struct {
+	ID     string // stable name, e.g. "b0"
+	Addr   string // host:port of its HTTP endpoint
+	Dir    string // data directory, for co-located short-circuit reads
+	Host   string // failure domains
+	Rack   string
+	Site   string
+	State  string // "up", "down", "draining"
+	Seen   int64  // unix ns of the latest heartbeat
+}
+
+// ServerMap is the block-server map; Epoch increases with every change.
+type ServerMap struct {
+	Epoch   uint64
+	Servers []Server
+}
+
+// API is the metadata service as clients see it; the in-process Service and
+// the RPC Client both implement it. Every method may return ErrIO wrapped
+// with context when the service is unreachable.
+type API interface {
+	Lookup(ctx context.Context, parent Ino, name string) (Inode, error)
+	GetAttr(ctx context.Context, ino Ino) (Inode, error)
+	SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, error)
+	Create(ctx context.Context, req CreateReq) (Inode, error)
+	Link(ctx context.Context, ino, newParent Ino, newName string) (Inode, error)
+	// Unlink removes a non-directory entry and returns the inode as it is
+	// after (Nlink 0 means it became an orphan; see Reap).
+	Unlink(ctx context.Context, parent Ino, name string) (Inode, error)
+	Rmdir(ctx context.Context, parent Ino, name string) error
+	Rename(ctx context.Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) error
+	// ReadDir lists entries with names after `after` (in name order), at most
+	// limit of them; more reports whether entries remain.
+	ReadDir(ctx context.Context, dir Ino, after string, limit int, plus bool) (ents []DirEntry, more bool, err error)
+
+	// GetRecipe returns block hashes from index first, at most count.
+	GetRecipe(ctx context.Context, ino Ino, first, count uint64) (Recipe, error)
+	Commit(ctx context.Context, req CommitReq) (Inode, error)
+	// Reap deletes an orphan (Nlink 0) inode and its recipe once no client
+	// holds it open; a no-op for linked inodes.
+	Reap(ctx context.Context, ino Ino) error
+
+	GetXattr(ctx context.Context, ino Ino, name string) ([]byte, error)
+	SetXattr(ctx context.Context, ino Ino, name string, value []byte, flags uint32) error
+	ListXattr(ctx context.Context, ino Ino) ([]string, error)
+	RemoveXattr(ctx context.Context, ino Ino, name string) error
+
+	StatFS(ctx context.Context) (StatFS, error)
+	Servers(ctx context.Context) (ServerMap, error)
+	RegisterServer(ctx context.Context, s Server) (ServerMap, error)
+	// WalkBlocks calls fn with every block hash some recipe (or orphan's
+	// recipe) refers to, with the inode that refers to it; for gc and fsck.
+	WalkBlocks(ctx context.Context, fn func(ino Ino, index uint64, h block.Hash) error) error
+}
