@@ -38,6 +38,7 @@ var (
 	ErrPerm        = syscall.EPERM
 	ErrTooManyLink = syscall.EMLINK
 	ErrIO          = syscall.EIO
+	ErrTooBig      = syscall.E2BIG // xattr value over XattrValueMax
 )
 
 // MaxNameLen is the longest directory entry name.
@@ -192,14 +193,14 @@ type StatFS struct {
 
 // Server is one block server in the map.
 type Server struct {
-	ID     string // stable name, e.g. "b0"
-	Addr   string // host:port of its HTTP endpoint
-	Dir    string // data directory, for co-located short-circuit reads
-	Host   string // failure domains
-	Rack   string
-	Site   string
-	State  string // "up", "down", "draining"
-	Seen   int64  // unix ns of the latest heartbeat
+	ID    string // stable name, e.g. "b0"
+	Addr  string // host:port of its HTTP endpoint
+	Dir   string // data directory, for co-located short-circuit reads
+	Host  string // failure domains
+	Rack  string
+	Site  string
+	State string // "up", "down", "draining"
+	Seen  int64  // unix ns of the latest heartbeat
 }
 
 // ServerMap is the block-server map; Epoch increases with every change.
@@ -221,7 +222,9 @@ type API interface {
 	// after (Nlink 0 means it became an orphan; see Reap).
 	Unlink(ctx context.Context, parent Ino, name string) (Inode, error)
 	Rmdir(ctx context.Context, parent Ino, name string) error
-	Rename(ctx context.Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) error
+	// Rename returns the inode the rename replaced, as it is after (Ino 0
+	// when it replaced nothing; Nlink 0 means it became an orphan to Reap).
+	Rename(ctx context.Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) (replaced Inode, err error)
 	// ReadDir lists entries with names after `after` (in name order), at most
 	// limit of them; more reports whether entries remain.
 	ReadDir(ctx context.Context, dir Ino, after string, limit int, plus bool) (ents []DirEntry, more bool, err error)

@@ -1,0 +1,556 @@
+// Command benchreport is the number-crunching half of bench/run.sh.
+//
+//	benchreport proc PID          print "cpu_s hwm_kib nprocs max_hwm_kib" for PID and its live descendants
+//	benchreport fio FILE          print "bw_MiBps iops runtime_s" from a fio --output-format=json file
+//	benchreport report -dir DIR [-json OUT]
+//	                              summarise DIR/samples.tsv, DIR/targets.tsv and DIR/meta.tsv:
+//	                              print a table (median [min-max] per target, ratios) and write OUT as JSON
+//
+// samples.tsv: target workload run value unit daemon_cpu_s wall_s status note
+// targets.tsv: target status reason peak_rss_kib cpu_total_s version nprocs max_hwm_kib
+// meta.tsv:    key value
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"tessera/bench/internal/proctree"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	switch os.Args[1] {
+	case "fio":
+		if len(os.Args) != 3 {
+			usage()
+		}
+		if err := fioCmd(os.Args[2]); err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport fio:", err)
+			os.Exit(1)
+		}
+	case "proc":
+		// benchreport proc PID: "cpu_s hwm_kib nprocs max_hwm_kib" for PID's process tree.
+		if len(os.Args) != 3 {
+			usage()
+		}
+		pid, err := strconv.Atoi(os.Args[2])
+		if err != nil {
+			usage()
+		}
+		s, err := proctree.Read(pid)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport proc:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("%.2f %d %d %d\n", s.CPUSeconds, s.HWMKiB, s.Procs, s.MaxHWMKiB)
+	case "report":
+		fs := flag.NewFlagSet("report", flag.ExitOnError)
+		dir := fs.String("dir", "", "directory holding samples.tsv, targets.tsv, meta.tsv")
+		out := fs.String("json", "", "write the JSON summary here")
+		_ = fs.Parse(os.Args[2:])
+		if *dir == "" {
+			usage()
+		}
+		if err := reportCmd(*dir, *out); err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport report:", err)
+			os.Exit(1)
+		}
+	default:
+		usage()
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: benchreport fio FILE | benchreport proc PID | benchreport report -dir DIR [-json OUT]")
+	os.Exit(2)
+}
+
+// ---- fio ----
+
+type fioDir struct {
+	IOBytes int64   `json:"io_bytes"`
+	BWBytes float64 `json:"bw_bytes"`
+	IOPS    float64 `json:"iops"`
+	Runtime float64 `json:"runtime"` // ms
+}
+
+type fioOut struct {
+	Jobs []struct {
+		Error int    `json:"error"`
+		Read  fioDir `json:"read"`
+		Write fioDir `json:"write"`
+	} `json:"jobs"`
+}
+
+func fioCmd(path string) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	// fio may print notes before the JSON document.
+	if i := bytes.IndexByte(b, '{'); i > 0 {
+		b = b[i:]
+	}
+	var o fioOut
+	if err := json.Unmarshal(b, &o); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if len(o.Jobs) == 0 {
+		return fmt.Errorf("%s: no jobs", path)
+	}
+	var bw, iops, rt float64
+	var n int64
+	for _, j := range o.Jobs {
+		if j.Error != 0 {
+			return fmt.Errorf("%s: fio job error %d", path, j.Error)
+		}
+		for _, d := range []fioDir{j.Read, j.Write} {
+			if d.IOBytes > 0 {
+				bw += d.BWBytes
+				iops += d.IOPS
+				rt = math.Max(rt, d.Runtime/1000)
+				n += d.IOBytes
+			}
+		}
+	}
+	if n == 0 {
+		return fmt.Errorf("%s: no I/O done", path)
+	}
+	fmt.Printf("%.3f %.1f %.3f\n", bw/(1<<20), iops, rt)
+	return nil
+}
+
+// ---- report ----
+
+type workload struct{ key, label, unit string }
+
+var workloads = []workload{
+	{"seqwrite", "seq write 1MiB +fsync", "MiB/s"},
+	{"seqread", "seq read 1MiB, cold", "MiB/s"},
+	{"randread", "rand read 4KiB, cold (invalidate=1)", "IOPS"},
+	{"create", "create empty files", "ops/s"},
+	{"stat", "stat files", "ops/s"},
+	{"unlink", "unlink files", "ops/s"},
+}
+
+var targetOrder = []string{"passthrough", "userloop", "juicefs", "tessera"}
+
+var abbr = map[string]string{"passthrough": "P", "userloop": "U", "juicefs": "J", "tessera": "T"}
+
+type pair struct{ a, b string }
+
+func (p pair) label() string { return abbr[p.a] + "/" + abbr[p.b] }
+
+// ratioPairs: Tessera against JuiceFS and passthrough always (n/a when absent),
+// against userloop when it was run, and JuiceFS against the FUSE floors.
+func ratioPairs(names []string) []pair {
+	has := map[string]bool{}
+	for _, n := range names {
+		has[n] = true
+	}
+	ps := []pair{{"tessera", "juicefs"}, {"tessera", "passthrough"}}
+	if has["userloop"] {
+		ps = append(ps, pair{"tessera", "userloop"})
+	}
+	if has["juicefs"] && has["passthrough"] {
+		ps = append(ps, pair{"juicefs", "passthrough"})
+	}
+	if has["juicefs"] && has["userloop"] {
+		ps = append(ps, pair{"juicefs", "userloop"})
+	}
+	return ps
+}
+
+type stats struct {
+	N      int       `json:"n"`
+	Errors int       `json:"errors"`
+	Median float64   `json:"median"`
+	Min    float64   `json:"min"`
+	Max    float64   `json:"max"`
+	Values []float64 `json:"values"`
+	CPU    float64   `json:"daemon_cpu_s_median"`
+	CPUs   []float64 `json:"daemon_cpu_s"`
+}
+
+type target struct {
+	Name       string  `json:"name"`
+	Status     string  `json:"status"`
+	Reason     string  `json:"reason,omitempty"`
+	PeakRSSKiB int64   `json:"peak_rss_kib"`
+	CPUTotalS  float64 `json:"daemon_cpu_total_s"`
+	Version    string  `json:"version,omitempty"`
+	Procs      int     `json:"daemon_procs"`
+	MaxHWMKiB  int64   `json:"peak_rss_largest_proc_kib"`
+}
+
+type sample struct {
+	Target, Workload string
+	Run              int
+	Value            float64
+	Unit             string
+	CPU, Wall        float64
+	Status, Note     string
+}
+
+func readTSV(path string) ([][]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	defer f.Close()
+	var rows [][]string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		rows = append(rows, strings.Split(line, "\t"))
+	}
+	return rows, sc.Err()
+}
+
+func atof(s string) float64 {
+	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+func col(r []string, i int) string {
+	if i < len(r) {
+		return r[i]
+	}
+	return ""
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func reportCmd(dir, out string) error {
+	metaRows, err := readTSV(filepath.Join(dir, "meta.tsv"))
+	if err != nil {
+		return err
+	}
+	meta := map[string]string{}
+	var metaKeys []string
+	for _, r := range metaRows {
+		if _, ok := meta[r[0]]; !ok {
+			metaKeys = append(metaKeys, r[0])
+		}
+		meta[r[0]] = col(r, 1)
+	}
+	tRows, err := readTSV(filepath.Join(dir, "targets.tsv"))
+	if err != nil {
+		return err
+	}
+	targets := map[string]*target{}
+	var names []string
+	for _, r := range tRows {
+		t := &target{Name: r[0], Status: col(r, 1), Reason: col(r, 2), Version: col(r, 5)}
+		t.PeakRSSKiB, _ = strconv.ParseInt(col(r, 3), 10, 64)
+		t.Procs, _ = strconv.Atoi(col(r, 6))
+		t.MaxHWMKiB, _ = strconv.ParseInt(col(r, 7), 10, 64)
+		t.CPUTotalS = atof(col(r, 4))
+		if math.IsNaN(t.CPUTotalS) {
+			t.CPUTotalS = 0
+		}
+		if _, ok := targets[t.Name]; !ok {
+			names = append(names, t.Name)
+		}
+		targets[t.Name] = t
+	}
+	sort.SliceStable(names, func(i, j int) bool { return rank(names[i]) < rank(names[j]) })
+
+	sRows, err := readTSV(filepath.Join(dir, "samples.tsv"))
+	if err != nil {
+		return err
+	}
+	// results[workload][target]
+	results := map[string]map[string]*stats{}
+	var samples []sample
+	for _, r := range sRows {
+		run, _ := strconv.Atoi(col(r, 2))
+		s := sample{Target: r[0], Workload: col(r, 1), Run: run, Value: atof(col(r, 3)), Unit: col(r, 4),
+			CPU: atof(col(r, 5)), Wall: atof(col(r, 6)), Status: col(r, 7), Note: col(r, 8)}
+		samples = append(samples, s)
+		if results[s.Workload] == nil {
+			results[s.Workload] = map[string]*stats{}
+		}
+		st := results[s.Workload][s.Target]
+		if st == nil {
+			st = &stats{}
+			results[s.Workload][s.Target] = st
+		}
+		if s.Status != "ok" || math.IsNaN(s.Value) {
+			st.Errors++
+			continue
+		}
+		st.Values = append(st.Values, s.Value)
+		if !math.IsNaN(s.CPU) {
+			st.CPUs = append(st.CPUs, s.CPU)
+		}
+	}
+	for _, m := range results {
+		for _, st := range m {
+			st.N = len(st.Values)
+			if st.N > 0 {
+				st.Median = median(st.Values)
+				st.Min, st.Max = st.Values[0], st.Values[0]
+				for _, v := range st.Values {
+					st.Min, st.Max = math.Min(st.Min, v), math.Max(st.Max, v)
+				}
+			}
+			st.CPU = median(st.CPUs)
+		}
+	}
+
+	// ---- print ----
+	w := os.Stdout
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "== Tessera benchmark ==")
+	for _, k := range metaKeys {
+		fmt.Fprintf(w, "  %-14s %s\n", k+":", meta[k])
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Targets:")
+	for _, n := range names {
+		t := targets[n]
+		if t.Status == "ok" {
+			fmt.Fprintf(w, "  %-12s ok    %s\n", n, t.Version)
+		} else {
+			fmt.Fprintf(w, "  %-12s %s: %s\n", n, t.Status, t.Reason)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Throughput: median [min-max] over runs; ratios are of medians (>1 = Tessera faster)")
+	const cw = 26
+	pairs := ratioPairs(names)
+	legend := "  ratios:"
+	for _, n := range names {
+		legend += fmt.Sprintf(" %s=%s", abbr[n], n)
+	}
+	fmt.Fprintln(w, legend)
+	hdr := fmt.Sprintf("  %-36s %-6s", "workload", "unit")
+	for _, n := range names {
+		hdr += fmt.Sprintf(" %-*s", cw, n)
+	}
+	for _, p := range pairs {
+		hdr += fmt.Sprintf(" %6s", p.label())
+	}
+	fmt.Fprintln(w, hdr)
+	for _, wl := range workloads {
+		m := results[wl.key]
+		line := fmt.Sprintf("  %-36s %-6s", wl.label, wl.unit)
+		for _, n := range names {
+			line += fmt.Sprintf(" %-*s", cw, cell(targets[n], m[n]))
+		}
+		for _, p := range pairs {
+			line += fmt.Sprintf(" %6s", ratio(m, p.a, p.b))
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Daemon CPU seconds per measurement (median; user+sys of the daemon's process tree; <1 = Tessera cheaper)")
+	hdr = fmt.Sprintf("  %-36s %-6s", "workload", "")
+	for _, n := range names {
+		hdr += fmt.Sprintf(" %-*s", cw, n)
+	}
+	for _, p := range pairs {
+		hdr += fmt.Sprintf(" %6s", p.label())
+	}
+	fmt.Fprintln(w, hdr)
+	for _, wl := range workloads {
+		m := results[wl.key]
+		line := fmt.Sprintf("  %-36s %-6s", wl.label, "cpu-s")
+		for _, n := range names {
+			s := "-"
+			if st := m[n]; st != nil && !math.IsNaN(st.CPU) {
+				s = fmt.Sprintf("%.2f", st.CPU)
+			}
+			line += fmt.Sprintf(" %-*s", cw, s)
+		}
+		for _, p := range pairs {
+			line += fmt.Sprintf(" %6s", cpuRatio(m, p.a, p.b))
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Daemon totals (whole run, from mount to unmount of the workloads):")
+	for _, n := range names {
+		t := targets[n]
+		if t.Status != "ok" {
+			fmt.Fprintf(w, "  %-12s -\n", n)
+			continue
+		}
+		fmt.Fprintf(w, "  %-12s cpu %8.2f s   peak RSS (VmHWM) %7.1f MiB", n, t.CPUTotalS, float64(t.PeakRSSKiB)/1024)
+		if t.Procs > 1 {
+			fmt.Fprintf(w, "  (sum over %d processes; largest %.1f MiB)", t.Procs, float64(t.MaxHWMKiB)/1024)
+		}
+		fmt.Fprintln(w)
+	}
+	var errs []string
+	for _, s := range samples {
+		if s.Status != "ok" {
+			errs = append(errs, fmt.Sprintf("  %s %s run %d: %s %s", s.Target, s.Workload, s.Run, s.Status, s.Note))
+		}
+	}
+	if len(errs) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Failed measurements:")
+		for _, e := range errs {
+			fmt.Fprintln(w, e)
+		}
+	}
+
+	if out != "" {
+		type sampleJ struct {
+			Target   string   `json:"target"`
+			Workload string   `json:"workload"`
+			Run      int      `json:"run"`
+			Value    *float64 `json:"value"`
+			Unit     string   `json:"unit"`
+			CPU      *float64 `json:"daemon_cpu_s"`
+			Wall     *float64 `json:"wall_s"`
+			Status   string   `json:"status"`
+			Note     string   `json:"note,omitempty"`
+		}
+		num := func(v float64) *float64 {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				return nil
+			}
+			return &v
+		}
+		var sj []sampleJ
+		for _, s := range samples {
+			sj = append(sj, sampleJ{s.Target, s.Workload, s.Run, num(s.Value), s.Unit, num(s.CPU), num(s.Wall), s.Status, s.Note})
+		}
+		type wlJ struct {
+			Key     string              `json:"key"`
+			Label   string              `json:"label"`
+			Unit    string              `json:"unit"`
+			Targets map[string]*stats   `json:"targets"`
+			Ratios  map[string]*float64 `json:"ratios"`
+		}
+		var wj []wlJ
+		for _, wl := range workloads {
+			m := results[wl.key]
+			if m == nil {
+				m = map[string]*stats{}
+			}
+			rs := map[string]*float64{}
+			for _, p := range pairs {
+				rs[p.a+"/"+p.b] = num(ratioF(m, p.a, p.b))
+			}
+			wj = append(wj, wlJ{wl.key, wl.label, wl.unit, m, rs})
+		}
+		var tj []*target
+		for _, n := range names {
+			tj = append(tj, targets[n])
+		}
+		doc := map[string]any{"meta": meta, "targets": tj, "workloads": wj, "samples": sj}
+		// NaN-free copies of stats: replace NaN CPU medians.
+		for _, m := range results {
+			for _, st := range m {
+				if math.IsNaN(st.CPU) {
+					st.CPU = 0
+				}
+			}
+		}
+		b, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(out, append(b, '\n'), 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func rank(n string) int {
+	for i, t := range targetOrder {
+		if t == n {
+			return i
+		}
+	}
+	return len(targetOrder)
+}
+
+func cell(t *target, st *stats) string {
+	if t == nil || t.Status != "ok" {
+		return "unavailable"
+	}
+	if st == nil || st.N == 0 {
+		if st != nil && st.Errors > 0 {
+			return "failed"
+		}
+		return "-"
+	}
+	s := fmt.Sprintf("%s [%s-%s]", num(st.Median), num(st.Min), num(st.Max))
+	if st.Errors > 0 {
+		s += fmt.Sprintf(" (%d err)", st.Errors)
+	}
+	return s
+}
+
+func num(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	default:
+		return fmt.Sprintf("%.2f", v)
+	}
+}
+
+func ratioF(m map[string]*stats, a, b string) float64 {
+	sa, sb := m[a], m[b]
+	if sa == nil || sb == nil || sa.N == 0 || sb.N == 0 || sb.Median == 0 {
+		return math.NaN()
+	}
+	return sa.Median / sb.Median
+}
+
+func ratio(m map[string]*stats, a, b string) string {
+	r := ratioF(m, a, b)
+	if math.IsNaN(r) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", r)
+}
+
+func cpuRatio(m map[string]*stats, a, b string) string {
+	sa, sb := m[a], m[b]
+	if sa == nil || sb == nil || math.IsNaN(sa.CPU) || math.IsNaN(sb.CPU) || sb.CPU == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", sa.CPU/sb.CPU)
+}

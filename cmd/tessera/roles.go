@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"tessera/internal/block/disk"
+	blockserver "tessera/internal/block/server"
+	"tessera/internal/client"
+	"tessera/internal/fuse"
+	"tessera/internal/kv/boltkv"
+	"tessera/internal/meta"
+	"tessera/internal/meta/metarpc"
+	"tessera/internal/up"
+)
+
+func runMeta(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("meta", flag.ContinueOnError)
+	data := fs.String("data", "", "directory of the embedded KV engine; required")
+	listen := fs.String("listen", "127.0.0.1:7400", "address to listen on")
+	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *data == "" {
+		return fmt.Errorf("%w: --data is required (see tessera meta -h)", errUsage)
+	}
+	log := newLogger(false)
+	if err := os.MkdirAll(*data, 0o755); err != nil {
+		return fmt.Errorf("data directory %s: %w", *data, err)
+	}
+	store, err := boltkv.Open(filepath.Join(*data, "meta.db"), boltkv.Options{})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	svc, err := meta.New(store, meta.Options{BlockSize: uint32(*bs)})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *listen, err)
+	}
+	log.Info("meta service", "listen", ln.Addr().String(), "data", *data)
+	fmt.Printf("tessera meta: ready listen=%s\n", ln.Addr())
+	go func() { <-ctx.Done(); ln.Close() }()
+	err = metarpc.Serve(ln, svc, log)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+func runBlockd(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("blockd", flag.ContinueOnError)
+	data := fs.String("data", "", "block directory; required")
+	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	metaAddr := fs.String("meta", "", "meta service to register with (host:port); required")
+	id := fs.String("id", "", "stable server id (default: derived from the listen address)")
+	host := fs.String("host", "", "failure domain: host (default: this host name)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *data == "" || *metaAddr == "" {
+		return fmt.Errorf("%w: --data and --meta are required (see tessera blockd -h)", errUsage)
+	}
+	log := newLogger(false)
+	st, err := disk.Open(*data)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *listen, err)
+	}
+	addr := ln.Addr().String()
+	if *id == "" {
+		*id = "b-" + addr
+	}
+	if *host == "" {
+		*host, _ = os.Hostname()
+	}
+	mc, err := metarpc.Dial(*metaAddr)
+	if err != nil {
+		return fmt.Errorf("meta service at %s unreachable: %w", *metaAddr, err)
+	}
+	defer mc.Close()
+	if _, err := mc.RegisterServer(ctx, meta.Server{ID: *id, Addr: addr, Dir: *data, Host: *host, State: "up", Seen: time.Now().UnixNano()}); err != nil {
+		return fmt.Errorf("register with %s: %w", *metaAddr, err)
+	}
+	srv := blockserver.NewHTTPServer(addr, blockserver.New(st, blockserver.Options{Logger: log}), log)
+	log.Info("block server", "id", *id, "listen", addr, "data", *data)
+	fmt.Printf("tessera blockd: ready id=%s listen=%s\n", *id, addr)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+		return err
+	}
+	return nil
+}
+
+func runMount(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("mount", flag.ContinueOnError)
+	metaAddr := fs.String("meta", "", "meta service (host:port); required")
+	cacheDir := fs.String("cache-dir", "", "local disk block cache directory (default: none)")
+	cacheSize := fs.Int64("cache-size", 1<<30, "local disk block cache size in bytes")
+	debug := fs.Bool("debug", false, "log every FUSE request")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *metaAddr == "" || fs.NArg() != 1 {
+		return fmt.Errorf("%w: want --meta ADDR and one mount point (see tessera mount -h)", errUsage)
+	}
+	mnt := fs.Arg(0)
+	log := newLogger(false)
+	if err := up.CleanStaleMount(mnt, log); err != nil {
+		return err
+	}
+	mc, err := metarpc.Dial(*metaAddr)
+	if err != nil {
+		return fmt.Errorf("meta service at %s unreachable: %w", *metaAddr, err)
+	}
+	defer mc.Close()
+	cl, err := client.New(ctx, client.Config{Meta: mc, Dial: up.DialBlockServer, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize})
+	if err != nil {
+		return err
+	}
+	srv, err := fuse.Mount(fuse.New(cl, fuse.Options{Logger: log, Debug: *debug}), mnt)
+	if err != nil {
+		cl.Close(context.Background())
+		return err
+	}
+	fmt.Printf("tessera mount: ready mount=%s meta=%s\n", mnt, *metaAddr)
+	unmounted := make(chan struct{})
+	go func() { srv.Wait(); close(unmounted) }()
+	select {
+	case <-ctx.Done():
+	case <-unmounted:
+	}
+	uerr := up.Unmount(srv, mnt, log)
+	return errors.Join(uerr, cl.Close(context.Background()))
+}

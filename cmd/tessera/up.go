@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"tessera/internal/up"
+)
+
+func runUp(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	data := fs.String("data", "", "data directory (meta database, blocks, cache); required")
+	mnt := fs.String("mount", "", "mount point (an existing directory); required")
+	n := fs.Int("block-servers", 3, "number of block servers to run")
+	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
+	metaListen := fs.String("meta-listen", "127.0.0.1:0", "address the meta service listens on")
+	debug := fs.Bool("debug", false, "log every FUSE request")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *data == "" || *mnt == "" {
+		return fmt.Errorf("%w: --data and --mount are required (see tessera up -h)", errUsage)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q (see tessera up -h)", errUsage, fs.Arg(0))
+	}
+	if *bs != 0 && (*bs < 64<<10 || *bs > 64<<20 || *bs&(*bs-1) != 0) {
+		return fmt.Errorf("%w: --block-size %d: want a power of two from 64 KiB to 64 MiB", errUsage, *bs)
+	}
+	return up.Run(ctx, up.Config{
+		DataDir:      *data,
+		Mount:        *mnt,
+		BlockServers: *n,
+		BlockSize:    uint32(*bs),
+		MetaListen:   *metaListen,
+		Debug:        *debug,
+		Logger:       newLogger(false),
+		Ready: func(mount, metaAddr string) {
+			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s\n", mount, metaAddr, *data)
+		},
+	})
+}

@@ -1,0 +1,232 @@
+// Package admin holds the operator's whole-cluster commands: status, gc
+// (the CAPFS cleaner) and fsck. Each works through the meta service's API and
+// the block servers' HTTP interface, so it runs from any machine that can
+// reach them, while the cluster serves.
+package admin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"tessera/internal/block"
+	"tessera/internal/meta"
+	"tessera/internal/placement"
+)
+
+// BlockServer is what admin needs of a block server.
+type BlockServer interface {
+	block.Store
+	block.Lister
+}
+
+// Cluster is a meta service and a way to reach the block servers it lists.
+type Cluster struct {
+	Meta meta.API
+	Dial func(meta.Server) (BlockServer, error)
+}
+
+func (c *Cluster) servers(ctx context.Context) ([]meta.Server, map[string]BlockServer, error) {
+	m, err := c.Meta.Servers(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("block-server map: %w", err)
+	}
+	out := make(map[string]BlockServer, len(m.Servers))
+	for _, s := range m.Servers {
+		bs, err := c.Dial(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("block server %s at %s: %w", s.ID, s.Addr, err)
+		}
+		out[s.ID] = bs
+	}
+	return m.Servers, out, nil
+}
+
+// StatusReport is what `tessera status` prints.
+type StatusReport struct {
+	Files        uint64
+	LogicalBytes uint64
+	StoredBytes  int64
+	Blocks       int64
+	Servers      []ServerStatus
+}
+
+// ServerStatus is one block server's line.
+type ServerStatus struct {
+	meta.Server
+	Blocks, Bytes int64
+	Err           error
+}
+
+// Status gathers file-system and per-server usage.
+func Status(ctx context.Context, c *Cluster) (StatusReport, error) {
+	var r StatusReport
+	st, err := c.Meta.StatFS(ctx)
+	if err != nil {
+		return r, fmt.Errorf("statfs: %w", err)
+	}
+	r.Files, r.LogicalBytes = st.Files, st.LogicalBytes
+	list, stores, err := c.servers(ctx)
+	if err != nil {
+		return r, err
+	}
+	for _, s := range list {
+		ss := ServerStatus{Server: s}
+		ss.Blocks, ss.Bytes, ss.Err = stores[s.ID].Usage(ctx)
+		if ss.Err == nil {
+			r.Blocks += ss.Blocks
+			r.StoredBytes += ss.Bytes
+		}
+		r.Servers = append(r.Servers, ss)
+	}
+	return r, nil
+}
+
+// Print writes r as `key: value` lines.
+func (r StatusReport) Print(w io.Writer) {
+	up := 0
+	for _, s := range r.Servers {
+		if s.Err == nil && s.State != "down" {
+			up++
+		}
+	}
+	fmt.Fprintf(w, "files: %d\n", r.Files)
+	fmt.Fprintf(w, "logical bytes: %d\n", r.LogicalBytes)
+	fmt.Fprintf(w, "stored block bytes: %d\n", r.StoredBytes)
+	fmt.Fprintf(w, "blocks: %d\n", r.Blocks)
+	fmt.Fprintf(w, "servers: %d (%d up)\n", len(r.Servers), up)
+	for _, s := range r.Servers {
+		state := s.State
+		if s.Err != nil {
+			state = "unreachable: " + s.Err.Error()
+		}
+		fmt.Fprintf(w, "server %s: addr=%s state=%s blocks=%d bytes=%d\n", s.ID, s.Addr, state, s.Blocks, s.Bytes)
+	}
+}
+
+// liveBlocks returns every block some recipe refers to.
+func liveBlocks(ctx context.Context, api meta.API) (map[block.Hash]struct{}, error) {
+	live := make(map[block.Hash]struct{})
+	err := api.WalkBlocks(ctx, func(_ meta.Ino, _ uint64, h block.Hash) error {
+		live[h] = struct{}{}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("walk recipes: %w", err)
+	}
+	return live, nil
+}
+
+// GCReport says what a collection removed.
+type GCReport struct {
+	Live           int
+	Scanned        int64
+	Removed        int64
+	RemovedBytes   int64
+	KeptYoung      int64 // unreferenced but within the grace period
+	UnreachableErr []error
+}
+
+// GC removes blocks no recipe refers to whose latest Put is older than
+// grace. Blocks being written are younger than the grace period (every Put
+// refreshes a block's age), so they are never removed while the grace period
+// is longer than the longest write between a block's upload and its commit.
+func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GCReport, error) {
+	var r GCReport
+	live, err := liveBlocks(ctx, c.Meta)
+	if err != nil {
+		return r, err
+	}
+	r.Live = len(live)
+	notAfter := now.Add(-grace).UnixNano()
+	list, stores, err := c.servers(ctx)
+	if err != nil {
+		return r, err
+	}
+	for _, s := range list {
+		bs := stores[s.ID]
+		var dead []block.Info
+		err := bs.List(ctx, func(info block.Info) error {
+			r.Scanned++
+			if _, ok := live[info.Hash]; ok {
+				return nil
+			}
+			if info.ModTime > notAfter {
+				r.KeptYoung++
+				return nil
+			}
+			dead = append(dead, info)
+			return nil
+		})
+		if err != nil {
+			r.UnreachableErr = append(r.UnreachableErr, fmt.Errorf("list server %s: %w", s.ID, err))
+			continue
+		}
+		for _, info := range dead {
+			removed, err := bs.Remove(ctx, info.Hash, notAfter)
+			if err != nil {
+				r.UnreachableErr = append(r.UnreachableErr, fmt.Errorf("remove %s from %s: %w", info.Hash.Short(), s.ID, err))
+				continue
+			}
+			if removed {
+				r.Removed++
+				r.RemovedBytes += info.Size
+			}
+		}
+	}
+	return r, errors.Join(r.UnreachableErr...)
+}
+
+// Fsck checks that every block a recipe refers to is held by some server
+// and matches its hash. It writes one line per problem to w and returns the
+// number of problems.
+func Fsck(ctx context.Context, c *Cluster, w io.Writer) (int, error) {
+	list, stores, err := c.servers(ctx)
+	if err != nil {
+		return 0, err
+	}
+	ids := make([]string, 0, len(list))
+	for _, s := range list {
+		ids = append(ids, s.ID)
+	}
+	sort.Strings(ids)
+	type ref struct {
+		ino meta.Ino
+		idx uint64
+	}
+	refs := make(map[block.Hash][]ref)
+	err = c.Meta.WalkBlocks(ctx, func(ino meta.Ino, idx uint64, h block.Hash) error {
+		refs[h] = append(refs[h], ref{ino, idx})
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("walk recipes: %w", err)
+	}
+	problems := 0
+	for h, rs := range refs {
+		var found bool
+		var errs []error
+		for _, id := range placement.Pick(h, ids, len(ids)) {
+			_, err := stores[id].Get(ctx, h)
+			if err == nil {
+				found = true
+				break
+			}
+			if !errors.Is(err, block.ErrNotFound) {
+				errs = append(errs, fmt.Errorf("server %s: %w", id, err))
+			}
+		}
+		if !found {
+			problems++
+			what := "missing"
+			if len(errs) > 0 {
+				what = errors.Join(errs...).Error()
+			}
+			fmt.Fprintf(w, "block %s (inode %d block %d, %d reference(s)): %s\n", h, rs[0].ino, rs[0].idx, len(rs), what)
+		}
+	}
+	return problems, nil
+}

@@ -1,0 +1,468 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"tessera/internal/block"
+)
+
+var (
+	_ block.Store  = (*Client)(nil)
+	_ block.Lister = (*Client)(nil)
+)
+
+// Protocol constants shared with package server (see its doc).
+const (
+	errorHeader      = "Tessera-Error"
+	classNotFound    = "not-found"
+	classCorrupt     = "corrupt"
+	listCountTrailer = "Tessera-List-Count"
+	listErrorTrailer = "Tessera-List-Error"
+	listRecordSize   = block.HashSize + 8 + 8
+	maxHasBatch      = 1 << 16
+)
+
+// Options configure a Client. Zero fields take the defaults in brackets.
+type Options struct {
+	// Transport carries the requests [a new NewTransport() per Client].
+	Transport http.RoundTripper
+	// Tries is the number of tries per call [4].
+	Tries int
+	// Budget bounds a call's tries and backoffs: no try starts after it
+	// is spent [3 s, plus the body's time at MinRate].
+	Budget time.Duration
+	// AttemptTimeout bounds one try [2 s, plus the body's time at MinRate].
+	AttemptTimeout time.Duration
+	// Backoff is the wait before the second try; it doubles for each
+	// further try, with jitter [100 ms].
+	Backoff time.Duration
+	// MinRate is the slowest transfer rate, in bytes per second, that is
+	// not a failure; it scales the timeouts to the body size [8 MiB/s].
+	MinRate int64
+	// MaxBlockSize bounds the size of a reply to Get [64 MiB].
+	MaxBlockSize int64
+}
+
+// Client is a block.Store and block.Lister backed by one block server. It is
+// safe for concurrent use.
+type Client struct {
+	addr    string // as given, for messages
+	base    string // http://host:port
+	hc      *http.Client
+	tries   int
+	budget  time.Duration
+	attempt time.Duration
+	backoff time.Duration
+	minRate int64
+	maxSize int64
+}
+
+// NewTransport returns a Transport suited to block traffic: HTTP/1.1 only
+// (no HTTP/2 multiplexing of large bodies over one connection), 64 idle
+// connections per host, no compression, and a bounded dial.
+func NewTransport() *http.Transport {
+	t := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 2 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        1024,
+		MaxIdleConnsPerHost: 64,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		WriteBufferSize:     64 << 10,
+		ReadBufferSize:      64 << 10,
+		Protocols:           new(http.Protocols),
+	}
+	t.Protocols.SetHTTP1(true)
+	return t
+}
+
+// New returns a Client of the block server at addr ("host:port" or an
+// http:// URL).
+func New(addr string, opts Options) *Client {
+	base := strings.TrimRight(addr, "/")
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	rt := opts.Transport
+	if rt == nil {
+		rt = NewTransport()
+	}
+	c := &Client{
+		addr: addr,
+		base: base,
+		hc: &http.Client{
+			Transport: rt,
+			CheckRedirect: func(*http.Request, []*http.Request) error {
+				return http.ErrUseLastResponse
+			},
+		},
+		tries:   orDefault(opts.Tries, 4),
+		budget:  orDefault(opts.Budget, 3*time.Second),
+		attempt: orDefault(opts.AttemptTimeout, 2*time.Second),
+		backoff: orDefault(opts.Backoff, 100*time.Millisecond),
+		minRate: orDefault(opts.MinRate, 8<<20),
+		maxSize: orDefault(opts.MaxBlockSize, 64<<20),
+	}
+	return c
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
+}
+
+// Addr returns the server address the client was made with.
+func (c *Client) Addr() string { return c.addr }
+
+func (c *Client) blockURL(h block.Hash) string { return c.base + "/v1/blocks/" + h.String() }
+
+// Put sends a block; the server checks its hash and makes it durable before
+// answering.
+func (c *Client) Put(ctx context.Context, h block.Hash, data []byte) error {
+	op := "put block " + h.String()
+	return c.do(ctx, op, int64(len(data)), func(a *attempt) (bool, error) {
+		req, err := http.NewRequestWithContext(a.ctx, http.MethodPut, c.blockURL(h), bytes.NewReader(data))
+		if err != nil {
+			return false, c.errorf(op, "%w", err)
+		}
+		req.Header.Set("Content-Type", "application/octet-stream")
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return true, a.transportErr(op, err)
+		}
+		defer drain(resp)
+		switch resp.StatusCode {
+		case http.StatusCreated, http.StatusNoContent:
+			return false, nil
+		}
+		return c.statusErr(op, resp)
+	})
+}
+
+// Get returns block h, verified.
+func (c *Client) Get(ctx context.Context, h block.Hash) ([]byte, error) {
+	return c.GetInto(ctx, h, nil)
+}
+
+// GetInto is Get reading into buf if it is large enough (the result then
+// shares buf's memory); otherwise it allocates exactly the block's size.
+func (c *Client) GetInto(ctx context.Context, h block.Hash, buf []byte) ([]byte, error) {
+	op := "get block " + h.String()
+	var out []byte
+	err := c.do(ctx, op, 0, func(a *attempt) (bool, error) {
+		resp, err := c.get(a, op, c.blockURL(h), "")
+		if err != nil {
+			return true, err
+		}
+		defer drain(resp)
+		if resp.StatusCode != http.StatusOK {
+			return c.statusErr(op, resp)
+		}
+		n := resp.ContentLength
+		if n < 0 || n > c.maxSize {
+			return false, c.errorf(op, "reply of %d bytes: want a Content-Length of at most %d", n, c.maxSize)
+		}
+		a.expect(n)
+		data := buf
+		if int64(cap(data)) < n {
+			data = make([]byte, n)
+		}
+		data = data[:n]
+		if _, err := io.ReadFull(resp.Body, data); err != nil {
+			return true, a.transportErr(op+": read body", err)
+		}
+		if got := block.Sum(data); got != h {
+			return false, c.errorf(op, "%w: received %d bytes hashing to %s", block.ErrCorrupt, n, got)
+		}
+		out = data
+		return false, nil
+	})
+	return out, err
+}
+
+// GetRange returns n bytes of block h from offset off (fewer if the block
+// ends first). A range cannot be verified; callers that need integrity fetch
+// whole blocks.
+func (c *Client) GetRange(ctx context.Context, h block.Hash, off, n int64) ([]byte, error) {
+	op := fmt.Sprintf("get block %s range %d+%d", h, off, n)
+	if off < 0 || n < 0 {
+		return nil, c.errorf(op, "negative offset or length")
+	}
+	if n == 0 {
+		return []byte{}, nil
+	}
+	rng := fmt.Sprintf("bytes=%d-%d", off, off+n-1)
+	var out []byte
+	err := c.do(ctx, op, n, func(a *attempt) (bool, error) {
+		resp, err := c.get(a, op, c.blockURL(h), rng)
+		if err != nil {
+			return true, err
+		}
+		defer drain(resp)
+		limit := n
+		switch resp.StatusCode {
+		case http.StatusPartialContent:
+		case http.StatusOK: // the whole block: cut the range out of it
+			limit = c.maxSize
+		case http.StatusRequestedRangeNotSatisfiable:
+			// Content-Range: bytes */<size>. A range starting at the
+			// end is empty, as for disk.Store.
+			var size int64
+			if _, err := fmt.Sscanf(resp.Header.Get("Content-Range"), "bytes */%d", &size); err == nil && size == off {
+				out = []byte{}
+				return false, nil
+			}
+			return false, c.errorf(op, "range beyond the end of the block (%s)", resp.Header.Get("Content-Range"))
+		default:
+			return c.statusErr(op, resp)
+		}
+		if resp.ContentLength < 0 || resp.ContentLength > limit {
+			return false, c.errorf(op, "reply of %d bytes: want a Content-Length of at most %d", resp.ContentLength, limit)
+		}
+		a.expect(resp.ContentLength)
+		data := make([]byte, resp.ContentLength)
+		if _, err := io.ReadFull(resp.Body, data); err != nil {
+			return true, a.transportErr(op+": read body", err)
+		}
+		if resp.StatusCode == http.StatusOK {
+			data = data[min(off, int64(len(data))):]
+			data = data[:min(n, int64(len(data)))]
+		}
+		out = data
+		return false, nil
+	})
+	return out, err
+}
+
+// get sends a GET (with a Range header if rng is set).
+func (c *Client) get(a *attempt, op, url, rng string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(a.ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, c.errorf(op, "%w", err)
+	}
+	if rng != "" {
+		req.Header.Set("Range", rng)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, a.transportErr(op, err)
+	}
+	return resp, nil
+}
+
+// Has asks the server which of hs it holds, in batches.
+func (c *Client) Has(ctx context.Context, hs []block.Hash) ([]bool, error) {
+	out := make([]bool, 0, len(hs))
+	for len(hs) > 0 {
+		batch := hs[:min(len(hs), maxHasBatch)]
+		hs = hs[len(batch):]
+		has, err := c.hasBatch(ctx, batch)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, has...)
+	}
+	return out, nil
+}
+
+func (c *Client) hasBatch(ctx context.Context, hs []block.Hash) ([]bool, error) {
+	op := fmt.Sprintf("has %d blocks", len(hs))
+	body := make([]byte, 0, len(hs)*block.HashSize)
+	for _, h := range hs {
+		body = append(body, h[:]...)
+	}
+	out := make([]bool, len(hs))
+	err := c.do(ctx, op, int64(len(body)), func(a *attempt) (bool, error) {
+		req, err := http.NewRequestWithContext(a.ctx, http.MethodPost, c.base+"/v1/has", bytes.NewReader(body))
+		if err != nil {
+			return false, c.errorf(op, "%w", err)
+		}
+		req.Header.Set("Content-Type", "application/octet-stream")
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return true, a.transportErr(op, err)
+		}
+		defer drain(resp)
+		if resp.StatusCode != http.StatusOK {
+			return c.statusErr(op, resp)
+		}
+		reply, err := io.ReadAll(io.LimitReader(resp.Body, int64(len(hs))+1))
+		if err != nil {
+			return true, a.transportErr(op+": read body", err)
+		}
+		if len(reply) != len(hs) {
+			return false, c.errorf(op, "reply of %d bytes, want %d", len(reply), len(hs))
+		}
+		for i, b := range reply {
+			out[i] = b == 1
+		}
+		return false, nil
+	})
+	return out, err
+}
+
+// Remove asks the server to delete h if its latest Put is before notAfter.
+func (c *Client) Remove(ctx context.Context, h block.Hash, notAfter int64) (bool, error) {
+	op := "remove block " + h.String()
+	var reply struct {
+		Removed bool `json:"removed"`
+	}
+	url := c.blockURL(h) + "?older-than=" + strconv.FormatInt(notAfter, 10)
+	err := c.doJSON(ctx, op, http.MethodDelete, url, &reply)
+	return reply.Removed, err
+}
+
+// Usage returns the server's block count and bytes.
+func (c *Client) Usage(ctx context.Context) (blocks, bytes int64, err error) {
+	var reply struct {
+		Blocks int64 `json:"blocks"`
+		Bytes  int64 `json:"bytes"`
+	}
+	err = c.doJSON(ctx, "usage", http.MethodGet, c.base+"/v1/usage", &reply)
+	return reply.Blocks, reply.Bytes, err
+}
+
+func (c *Client) doJSON(ctx context.Context, op, method, url string, v any) error {
+	return c.do(ctx, op, 0, func(a *attempt) (bool, error) {
+		req, err := http.NewRequestWithContext(a.ctx, method, url, nil)
+		if err != nil {
+			return false, c.errorf(op, "%w", err)
+		}
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return true, a.transportErr(op, err)
+		}
+		defer drain(resp)
+		if resp.StatusCode != http.StatusOK {
+			return c.statusErr(op, resp)
+		}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<16)).Decode(v); err != nil {
+			if a.ctx.Err() != nil {
+				return true, a.transportErr(op+": read body", err)
+			}
+			return false, c.errorf(op, "decode reply: %w", err)
+		}
+		return false, nil
+	})
+}
+
+// statusErr turns an unexpected reply into an error of its class and says
+// whether it is worth another try.
+func (c *Client) statusErr(op string, resp *http.Response) (retry bool, err error) {
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	text := strings.TrimSpace(string(msg))
+	if text == "" {
+		text = resp.Status
+	}
+	class := resp.Header.Get(errorHeader)
+	switch {
+	case class == classCorrupt:
+		return false, c.errorf(op, "%w: server reports: %s", block.ErrCorrupt, text)
+	case resp.StatusCode == http.StatusNotFound && class == classNotFound:
+		return false, c.errorf(op, "%w", block.ErrNotFound)
+	case resp.StatusCode == http.StatusUnprocessableEntity:
+		return false, c.errorf(op, "%w: %s", block.ErrHashMismatch, text)
+	case resp.StatusCode == http.StatusInsufficientStorage:
+		return false, c.errorf(op, "%w: %s", block.ErrNoSpace, text)
+	case resp.StatusCode >= 500:
+		return true, c.errorf(op, "status %d: %s", resp.StatusCode, text)
+	default:
+		return false, c.errorf(op, "status %d: %s", resp.StatusCode, text)
+	}
+}
+
+func (c *Client) errorf(op, format string, args ...any) error {
+	return fmt.Errorf("block server %s: %s: "+format, append([]any{c.addr, op}, args...)...)
+}
+
+// drain reads what is left of a small reply so the connection can be reused,
+// and closes it.
+func drain(resp *http.Response) {
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+}
+
+// errAttemptTimeout is the cause with which a try's watchdog cancels it.
+var errAttemptTimeout = errors.New("try timed out")
+
+// attempt is one try of a call, cancelled by its watchdog timer.
+type attempt struct {
+	c      *Client
+	ctx    context.Context
+	parent context.Context
+	timer  *time.Timer
+}
+
+// expect re-arms the watchdog for a body of n bytes that starts now.
+func (a *attempt) expect(n int64) { a.timer.Reset(a.c.attempt + a.c.transferTime(n)) }
+
+// transportErr wraps a failure to exchange a request, saying whether the
+// watchdog cut it.
+func (a *attempt) transportErr(op string, err error) error {
+	if a.parent.Err() == nil && context.Cause(a.ctx) == errAttemptTimeout {
+		return a.c.errorf(op, "%w: %v", errAttemptTimeout, err)
+	}
+	return a.c.errorf(op, "%w", err)
+}
+
+func (c *Client) transferTime(n int64) time.Duration {
+	return time.Duration(float64(n) / float64(c.minRate) * float64(time.Second))
+}
+
+// do runs try until it succeeds, fails for good, or the tries or the budget
+// run out. size is the request body size, for the timeouts.
+func (c *Client) do(ctx context.Context, op string, size int64, try func(*attempt) (retry bool, err error)) error {
+	start := time.Now()
+	budgetEnd := start.Add(c.budget + c.transferTime(size))
+	backoff := c.backoff
+	var last error
+	n := 0
+	for n < c.tries {
+		if n > 0 {
+			wait := backoff/2 + rand.N(backoff)
+			backoff *= 2
+			if time.Now().Add(wait).After(budgetEnd) {
+				break
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return c.errorf(op, "%w (after %d tries: %v)", ctx.Err(), n, last)
+			case <-t.C:
+			}
+		}
+		n++
+		actx, cancel := context.WithCancelCause(ctx)
+		a := &attempt{c: c, ctx: actx, parent: ctx}
+		timeout := min(c.attempt+c.transferTime(size), time.Until(budgetEnd))
+		a.timer = time.AfterFunc(timeout, func() { cancel(errAttemptTimeout) })
+		retry, err := try(a)
+		a.timer.Stop()
+		cancel(nil)
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return c.errorf(op, "%w", ctx.Err())
+		}
+		if !retry {
+			return err
+		}
+		last = err
+	}
+	// last names the server and the operation.
+	return fmt.Errorf("%w after %d tries in %v: %v", block.ErrUnavailable, n, time.Since(start).Round(time.Millisecond), last)
+}

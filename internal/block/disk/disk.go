@@ -1,0 +1,453 @@
+package disk
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"tessera/internal/block"
+)
+
+var (
+	_ block.Store  = (*Store)(nil)
+	_ block.Lister = (*Store)(nil)
+)
+
+// verifyBufSize is the read size used when a whole block is hashed as it is
+// read from its file (OpenBlock with verify).
+const verifyBufSize = 256 << 10
+
+// Store is a block store over a local directory. It is safe for concurrent
+// use. It must not be used after Close.
+//
+// Lock order: a hash stripe (lockFor) before usage.mu; nothing else nests.
+type Store struct {
+	dir    string // as given to Open
+	blocks string // dir/blocks
+	tmp    string // dir/tmp
+	lock   *os.File
+
+	// stripes serialise Put's install-or-refresh step with Remove of the
+	// same hash (see the package doc).
+	stripes [256]sync.Mutex
+
+	// made[i] is set once the fan-out directory blocks/xx/yy with
+	// i == 0xxxyy exists and is durable.
+	made [1 << 16]atomic.Bool
+
+	usage struct {
+		sync.Mutex
+		blocks, bytes int64
+	}
+
+	verifyBufs sync.Pool // *[]byte of verifyBufSize
+}
+
+// Dir returns the directory the store was opened on.
+func (s *Store) Dir() string { return s.dir }
+
+// Path returns the name of the file that holds (or would hold) block h.
+// Readers of the file must verify its content against h.
+func (s *Store) Path(h block.Hash) string {
+	x := h.String()
+	return filepath.Join(s.blocks, x[0:2], x[2:4], x)
+}
+
+// lockFor returns the lock stripe of h. It is picked by the last byte of the
+// hash, which is independent of the fan-out directory.
+func (s *Store) lockFor(h block.Hash) *sync.Mutex { return &s.stripes[h[block.HashSize-1]] }
+
+// Put stores data under h. See PutCreated.
+func (s *Store) Put(ctx context.Context, h block.Hash, data []byte) error {
+	_, err := s.PutCreated(ctx, h, data)
+	return err
+}
+
+// PutCreated stores data under h and reports whether the block is new. It
+// checks the hash first (block.ErrHashMismatch), and returns once the block
+// is durable. If the block is already present, its mtime is set to now and
+// false is returned. Out of space is reported as an error wrapping
+// block.ErrNoSpace, with no temporary file left behind.
+func (s *Store) PutCreated(ctx context.Context, h block.Hash, data []byte) (created bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("put block %s: %w", h, err)
+	}
+	if got := block.Sum(data); got != h {
+		return false, fmt.Errorf("put block %s: data hashes to %s: %w", h, got, block.ErrHashMismatch)
+	}
+	p := s.Path(h)
+	size := int64(len(data))
+
+	mu := s.lockFor(h)
+	mu.Lock()
+	done, err := s.refreshLocked(p, size)
+	mu.Unlock()
+	if err != nil || done {
+		if err != nil {
+			err = fmt.Errorf("put block %s: %w", h, err)
+		}
+		return false, err
+	}
+
+	tmp, err := s.writeTmp(data)
+	if err != nil {
+		return false, fmt.Errorf("put block %s: %w", h, err)
+	}
+	// After a successful install tmp is only a second link (or gone after
+	// a rename); either way it must not stay.
+	defer os.Remove(tmp)
+	if err := s.ensureDir(h); err != nil {
+		return false, fmt.Errorf("put block %s: %w", h, err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	created, err = s.installLocked(p, tmp, size)
+	if err != nil {
+		return false, fmt.Errorf("put block %s: %w", h, err)
+	}
+	return created, nil
+}
+
+// refreshLocked handles a Put of a block that is already stored: if the
+// file at p exists with the right size, it sets its mtime to now and reports
+// done. A missing file, or one of the wrong size (a damaged copy, which the
+// caller replaces), is not done.
+func (s *Store) refreshLocked(p string, size int64) (done bool, err error) {
+	fi, err := os.Stat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, classify(err)
+	}
+	if fi.Size() != size {
+		return false, nil
+	}
+	now := time.Now()
+	if err := os.Chtimes(p, now, now); err != nil {
+		return false, classify(err)
+	}
+	return true, nil
+}
+
+// installLocked gives the durable temporary file tmp its final name p. It
+// links rather than renames so that a concurrent Put of the same block is
+// noticed (and counted once).
+func (s *Store) installLocked(p, tmp string, size int64) (created bool, err error) {
+	err = os.Link(tmp, p)
+	if errors.Is(err, fs.ErrExist) {
+		fi, serr := os.Stat(p)
+		if serr != nil {
+			return false, classify(serr)
+		}
+		if fi.Size() == size {
+			// Installed by a concurrent Put since refreshLocked: that
+			// Put made it durable and set its mtime.
+			return false, nil
+		}
+		// A damaged copy: replace it.
+		if err := os.Rename(tmp, p); err != nil {
+			return false, classify(err)
+		}
+		if err := syncDir(filepath.Dir(p)); err != nil {
+			return false, classify(err)
+		}
+		s.addUsage(0, size-fi.Size())
+		return false, nil
+	}
+	if err != nil {
+		return false, classify(err)
+	}
+	if err := syncDir(filepath.Dir(p)); err != nil {
+		return false, classify(err)
+	}
+	s.addUsage(1, size)
+	return true, nil
+}
+
+// writeTmp writes data to a new file in tmp/ and fsyncs it. On failure the
+// file is removed.
+func (s *Store) writeTmp(data []byte) (name string, err error) {
+	f, err := os.CreateTemp(s.tmp, "put-*")
+	if err != nil {
+		return "", classify(err)
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", classify(err)
+	}
+	return f.Name(), nil
+}
+
+// ensureDir creates the fan-out directories of h durably, once.
+func (s *Store) ensureDir(h block.Hash) error {
+	i := int(h[0])<<8 | int(h[1])
+	if s.made[i].Load() {
+		return nil
+	}
+	x := hex.EncodeToString(h[:2])
+	l1 := filepath.Join(s.blocks, x[0:2])
+	l2 := filepath.Join(l1, x[2:4])
+	// Each creator fsyncs the parents itself, even if another goroutine
+	// won the mkdir: that one may not have synced yet.
+	for _, d := range [...]struct{ dir, parent string }{{l1, s.blocks}, {l2, l1}} {
+		if err := os.Mkdir(d.dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return classify(err)
+		}
+		if err := syncDir(d.parent); err != nil {
+			return classify(err)
+		}
+	}
+	s.made[i].Store(true)
+	return nil
+}
+
+// Get returns block h, verified against its hash. A mismatch is an error
+// wrapping block.ErrCorrupt that names the file.
+func (s *Store) Get(ctx context.Context, h block.Hash) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get block %s: %w", h, err)
+	}
+	f, err := s.open(h)
+	if err != nil {
+		return nil, fmt.Errorf("get block %s: %w", h, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("get block %s: %w", h, err)
+	}
+	data := make([]byte, fi.Size())
+	if _, err := io.ReadFull(f, data); err != nil {
+		return nil, fmt.Errorf("get block %s: read %s: %w", h, f.Name(), err)
+	}
+	if got := block.Sum(data); got != h {
+		return nil, corrupt(h, f.Name(), got)
+	}
+	return data, nil
+}
+
+// GetRange returns n bytes of block h from offset off (fewer if the block
+// ends first). A range cannot be verified against the block's hash: callers
+// that need integrity fetch whole blocks.
+func (s *Store) GetRange(ctx context.Context, h block.Hash, off, n int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("get block %s range: %w", h, err)
+	}
+	if off < 0 || n < 0 {
+		return nil, fmt.Errorf("get block %s range %d+%d: negative offset or length", h, off, n)
+	}
+	f, err := s.open(h)
+	if err != nil {
+		return nil, fmt.Errorf("get block %s range: %w", h, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("get block %s range: %w", h, err)
+	}
+	if off > fi.Size() {
+		return nil, fmt.Errorf("get block %s range %d+%d: block has %d bytes", h, off, n, fi.Size())
+	}
+	n = min(n, fi.Size()-off)
+	data := make([]byte, n)
+	if _, err := f.ReadAt(data, off); err != nil && !(errors.Is(err, io.EOF) && n == 0) {
+		return nil, fmt.Errorf("get block %s range: read %s: %w", h, f.Name(), err)
+	}
+	return data, nil
+}
+
+// OpenBlock opens the file of block h for reading and returns it with the
+// block's Info; the caller closes it. With verify, the whole file is hashed
+// first (a mismatch wraps block.ErrCorrupt and names the file) and the file
+// is returned positioned at its start. It lets a server send the file with
+// sendfile after checking it.
+func (s *Store) OpenBlock(ctx context.Context, h block.Hash, verify bool) (*os.File, block.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, block.Info{}, fmt.Errorf("open block %s: %w", h, err)
+	}
+	f, err := s.open(h)
+	if err != nil {
+		return nil, block.Info{}, fmt.Errorf("open block %s: %w", h, err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, block.Info{}, fmt.Errorf("open block %s: %w", h, err)
+	}
+	info := block.Info{Hash: h, Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}
+	if !verify {
+		return f, info, nil
+	}
+	if err := s.verifyFile(h, f); err != nil {
+		f.Close()
+		return nil, block.Info{}, err
+	}
+	return f, info, nil
+}
+
+func (s *Store) verifyFile(h block.Hash, f *os.File) error {
+	bp, _ := s.verifyBufs.Get().(*[]byte)
+	if bp == nil {
+		b := make([]byte, verifyBufSize)
+		bp = &b
+	}
+	defer s.verifyBufs.Put(bp)
+	hh := newHasher()
+	for {
+		n, err := f.Read(*bp)
+		hh.Write((*bp)[:n])
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("verify block %s: read %s: %w", h, f.Name(), err)
+		}
+	}
+	var got block.Hash
+	hh.Sum(got[:0])
+	if got != h {
+		return corrupt(h, f.Name(), got)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("verify block %s: %w", h, err)
+	}
+	return nil
+}
+
+// Stat returns the Info of block h without reading it.
+func (s *Store) Stat(ctx context.Context, h block.Hash) (block.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return block.Info{}, fmt.Errorf("stat block %s: %w", h, err)
+	}
+	fi, err := os.Stat(s.Path(h))
+	if errors.Is(err, fs.ErrNotExist) {
+		return block.Info{}, fmt.Errorf("stat block %s: %w", h, block.ErrNotFound)
+	}
+	if err != nil {
+		return block.Info{}, fmt.Errorf("stat block %s: %w", h, err)
+	}
+	return block.Info{Hash: h, Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}, nil
+}
+
+// Has reports, for each hash, whether its file exists.
+func (s *Store) Has(ctx context.Context, hs []block.Hash) ([]bool, error) {
+	out := make([]bool, len(hs))
+	for i, h := range hs {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("has blocks: %w", err)
+			}
+		}
+		_, err := os.Stat(s.Path(h))
+		switch {
+		case err == nil:
+			out[i] = true
+		case errors.Is(err, fs.ErrNotExist):
+		default:
+			return nil, fmt.Errorf("has block %s: %w", h, err)
+		}
+	}
+	return out, nil
+}
+
+// Remove deletes block h if its mtime (its latest Put) is before notAfter
+// (unix ns). Removing an absent block reports false and no error.
+func (s *Store) Remove(ctx context.Context, h block.Hash, notAfter int64) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("remove block %s: %w", h, err)
+	}
+	p := s.Path(h)
+	mu := s.lockFor(h)
+	mu.Lock()
+	defer mu.Unlock()
+	fi, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("remove block %s: %w", h, err)
+	}
+	if fi.ModTime().UnixNano() >= notAfter {
+		return false, nil
+	}
+	if err := os.Remove(p); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, fmt.Errorf("remove block %s: %w", h, err)
+	}
+	s.addUsage(-1, -fi.Size())
+	return true, nil
+}
+
+// Usage returns the number of blocks and their total size, kept up to date
+// by Put and Remove since the scan at Open.
+func (s *Store) Usage(ctx context.Context) (blocks, bytes int64, err error) {
+	s.usage.Lock()
+	defer s.usage.Unlock()
+	return s.usage.blocks, s.usage.bytes, nil
+}
+
+func (s *Store) addUsage(blocks, bytes int64) {
+	s.usage.Lock()
+	s.usage.blocks += blocks
+	s.usage.bytes += bytes
+	s.usage.Unlock()
+}
+
+// open opens the file of h, mapping a missing file to block.ErrNotFound.
+func (s *Store) open(h block.Hash) (*os.File, error) {
+	f, err := os.Open(s.Path(h))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, block.ErrNotFound
+	}
+	return f, err
+}
+
+// corrupt is the error for a block file whose content does not match its
+// name.
+func corrupt(h block.Hash, path string, got block.Hash) error {
+	return fmt.Errorf("block %s: file %s: %w: content hashes to %s", h, path, block.ErrCorrupt, got)
+}
+
+// classify marks out-of-space errors with block.ErrNoSpace.
+func classify(err error) error {
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		return fmt.Errorf("%w: %w", block.ErrNoSpace, err)
+	}
+	return err
+}
+
+// syncDir fsyncs a directory, making the entries created in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,42 @@
+// Package disk keeps blocks as files in a local directory. It implements
+// block.Store and block.Lister and is what a block server (`tessera blockd`)
+// serves.
+//
+// Layout. Under the store's directory:
+//
+//	blocks/ab/cd/abcd…(64 hex digits)   one file per block, named by its hash
+//	tmp/put-*                           Puts in flight
+//	LOCK                                flock'd while a process has the store open
+//
+// The two fan-out levels (the first two bytes of the hash) keep directories
+// small; they are created lazily, on the first Put that needs them, and
+// fsync'd together with their parent.
+//
+// Durability. Put verifies the hash, writes the data to a fresh file in tmp/,
+// fsyncs it, links it to its final name and fsyncs the fan-out directory
+// before returning: a block that Put acknowledged survives a crash. Because a
+// block is only ever linked into place whole, a reader never sees a partial
+// block under its final name. Files left in tmp/ by a crash are removed by
+// Open. Remove does not fsync the directory: a removal lost in a crash brings
+// the block back, which is harmless (the garbage collector sweeps it again).
+//
+// Put of a block that is already present does not rewrite it: it checks that
+// the stored file has the right size and sets its mtime to now, so the garbage
+// collector's grace period counts from the latest Put. (If the size is wrong
+// the stored copy is damaged and Put replaces it.) The mtime refresh is not
+// fsync'd; a crash may lose it, which only matters if the writer also crashed
+// before committing the recipe that refers to the block.
+//
+// Put and Remove of the same hash are serialised, so a Put that refreshes a
+// block cannot race with the garbage collector removing it: either Remove sees
+// the new mtime and keeps the block, or it removes it first and Put writes it
+// again.
+//
+// Verification. Get and OpenBlock(verify=true) re-hash the file and report a
+// mismatch as an error wrapping block.ErrCorrupt that names the file. GetRange
+// and OpenBlock(verify=false) cannot verify a part of a block: callers that
+// need integrity fetch whole blocks.
+//
+// Path exposes the file name of a block so that a client on the same host
+// may read it directly (and must verify it, like any reader).
+package disk

@@ -1,0 +1,170 @@
+package disk
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"lukechampine.com/blake3"
+
+	"tessera/internal/block"
+)
+
+// Open opens the block store in dir, creating it if needed. It takes an
+// exclusive lock on the directory (a second Open of the same directory, in
+// this or another process, fails until Close), removes temporary files left
+// by a crash, and scans the blocks to compute Usage.
+func Open(dir string) (*Store, error) {
+	s, err := open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open block store %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+func open(dir string) (*Store, error) {
+	s := &Store{
+		dir:    dir,
+		blocks: filepath.Join(dir, "blocks"),
+		tmp:    filepath.Join(dir, "tmp"),
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	lock, err := os.OpenFile(filepath.Join(dir, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		lock.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%s is locked: the store is open elsewhere", lock.Name())
+		}
+		return nil, fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	s.lock = lock
+	if err := s.init(); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) init() error {
+	for _, d := range []string{s.blocks, s.tmp} {
+		if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	if err := syncDir(s.dir); err != nil {
+		return err
+	}
+	stale, err := os.ReadDir(s.tmp)
+	if err != nil {
+		return err
+	}
+	for _, e := range stale {
+		if err := os.RemoveAll(filepath.Join(s.tmp, e.Name())); err != nil {
+			return fmt.Errorf("remove stale temporary file: %w", err)
+		}
+	}
+	var blocks, bytes int64
+	err = s.walk(context.Background(), func(info block.Info) error {
+		blocks++
+		bytes += info.Size
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("scan blocks: %w", err)
+	}
+	s.usage.blocks, s.usage.bytes = blocks, bytes
+	return nil
+}
+
+// Close releases the store's directory lock.
+func (s *Store) Close() error {
+	if s.lock == nil {
+		return nil
+	}
+	err := s.lock.Close() // closing the descriptor drops the flock
+	s.lock = nil
+	if err != nil {
+		return fmt.Errorf("close block store %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// List calls fn for every stored block. Blocks put or removed while List
+// runs may or may not be seen. An error from fn stops the walk and is
+// returned.
+func (s *Store) List(ctx context.Context, fn func(block.Info) error) error {
+	if err := s.walk(ctx, fn); err != nil {
+		return fmt.Errorf("list blocks in %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// walk visits blocks/xx/yy/<hash> and marks the fan-out directories it finds
+// as made. Names that are not block files are skipped.
+func (s *Store) walk(ctx context.Context, fn func(block.Info) error) error {
+	l1s, err := os.ReadDir(s.blocks)
+	if err != nil {
+		return err
+	}
+	for _, l1 := range l1s {
+		var b1 [1]byte
+		if !l1.IsDir() || len(l1.Name()) != 2 || !decodeHex(b1[:], l1.Name()) {
+			continue
+		}
+		l2s, err := os.ReadDir(filepath.Join(s.blocks, l1.Name()))
+		if err != nil {
+			return err
+		}
+		for _, l2 := range l2s {
+			var b2 [1]byte
+			if !l2.IsDir() || len(l2.Name()) != 2 || !decodeHex(b2[:], l2.Name()) {
+				continue
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			s.made[int(b1[0])<<8|int(b2[0])].Store(true)
+			leaf := filepath.Join(s.blocks, l1.Name(), l2.Name())
+			files, err := os.ReadDir(leaf)
+			if err != nil {
+				return err
+			}
+			for _, f := range files {
+				h, err := block.ParseHash(f.Name())
+				if err != nil || h[0] != b1[0] || h[1] != b2[0] || !f.Type().IsRegular() || f.Name() != h.String() {
+					continue
+				}
+				fi, err := f.Info()
+				if errors.Is(err, fs.ErrNotExist) {
+					continue // removed since ReadDir
+				}
+				if err != nil {
+					return err
+				}
+				if err := fn(block.Info{Hash: h, Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func decodeHex(dst []byte, s string) bool {
+	_, err := hex.Decode(dst, []byte(s))
+	return err == nil
+}
+
+// newHasher returns a streaming hasher that computes block.Sum.
+func newHasher() hash.Hash { return blake3.New(block.HashSize, nil) }

@@ -1,0 +1,46 @@
+// Package server is the HTTP face of a block store: the handler that
+// `tessera blockd` serves. It exposes a Backend (a block.Store that is also a
+// block.Lister, in practice a disk.Store) and adds no state of its own.
+//
+// Protocol (HTTP/1.1; {hex} is a block name, 64 lower-case hex digits):
+//
+//	PUT    /v1/blocks/{hex}   body = the block. 201 stored, 204 already present
+//	                          (its age is refreshed). 400 bad name or short
+//	                          body, 413 larger than the maximum block size,
+//	                          422 body does not hash to {hex}, 507 out of space.
+//	                          The reply is sent once the block is durable.
+//	GET    /v1/blocks/{hex}   200 with the block. Without a Range header the
+//	                          server verifies the block against its hash before
+//	                          sending it; a corrupt block is a 500 with header
+//	                          Tessera-Error: corrupt and a body naming the file.
+//	                          With a Range header (206) the bytes are sent
+//	                          unverified: a part of a block cannot be checked.
+//	                          ETag is the quoted block name; the body is sent
+//	                          with sendfile where the backend has files.
+//	HEAD   /v1/blocks/{hex}   200 with Content-Length, or 404.
+//	DELETE /v1/blocks/{hex}?older-than=<unix ns>
+//	                          block.Lister.Remove: 200 with {"removed":bool}.
+//	                          older-than is required.
+//	POST   /v1/has            body = concatenated 32-byte hashes (at most
+//	                          MaxHasBatch); reply = one byte per hash, 1 if
+//	                          the block is held, else 0.
+//	GET    /v1/list           every block as a 48-byte record: hash (32 bytes),
+//	                          size (uint64), mtime (int64 unix ns), both big
+//	                          endian; streamed. The HTTP trailer
+//	                          Tessera-List-Count carries the number of records
+//	                          when the listing is complete; otherwise
+//	                          Tessera-List-Error says what failed. A reader
+//	                          must treat a reply without the count as failed.
+//	GET    /v1/usage          {"blocks":n,"bytes":n}.
+//
+// Errors have plain-text bodies that say what was wrong, and a
+// Tessera-Error header naming their class (not-found, corrupt,
+// hash-mismatch, no-space, too-large, bad-request, internal) so that a
+// client can tell a missing block from a missing route.
+//
+// Put reuses its receive buffers: the Backend's Put must not keep the data
+// slice after it returns (disk.Store copies it to a file).
+//
+// Logging goes to the *slog.Logger in Options: server errors (5xx) and every
+// corrupt block, with the block and its file.
+package server

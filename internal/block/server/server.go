@@ -1,0 +1,393 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"tessera/internal/block"
+)
+
+// DefaultMaxBlockSize is the largest block a server accepts unless
+// Options.MaxBlockSize says otherwise.
+const DefaultMaxBlockSize = 64 << 20
+
+// MaxHasBatch is the largest number of hashes one POST /v1/has may ask about.
+const MaxHasBatch = 1 << 16
+
+// ErrorHeader is the reply header that names the class of an error reply.
+const ErrorHeader = "Tessera-Error"
+
+// Error classes sent in ErrorHeader.
+const (
+	ClassNotFound     = "not-found"
+	ClassCorrupt      = "corrupt"
+	ClassHashMismatch = "hash-mismatch"
+	ClassNoSpace      = "no-space"
+	ClassTooLarge     = "too-large"
+	ClassBadRequest   = "bad-request"
+	ClassInternal     = "internal"
+)
+
+// Trailers of GET /v1/list.
+const (
+	ListCountTrailer = "Tessera-List-Count"
+	ListErrorTrailer = "Tessera-List-Error"
+)
+
+// ListRecordSize is the size of one record of GET /v1/list.
+const ListRecordSize = block.HashSize + 8 + 8
+
+// Backend is what the server exposes. Put must not keep the data slice after
+// it returns.
+type Backend interface {
+	block.Store
+	block.Lister
+}
+
+// Files is the optional capability of a Backend whose blocks are local files
+// (disk.Store). With it, GET sends the file with sendfile and HEAD answers
+// from the file's metadata; without it, GET falls back to Get and HEAD to Has.
+type Files interface {
+	// OpenBlock opens the block's file, verified first if verify is set.
+	OpenBlock(ctx context.Context, h block.Hash, verify bool) (*os.File, block.Info, error)
+	// Stat returns the block's Info or an error wrapping block.ErrNotFound.
+	Stat(ctx context.Context, h block.Hash) (block.Info, error)
+	// Path returns the name of the block's file, for logs.
+	Path(h block.Hash) string
+}
+
+// Creator is the optional capability of telling a new block from one that
+// was already present, for 201 versus 204. Without it PUT answers 201.
+type Creator interface {
+	PutCreated(ctx context.Context, h block.Hash, data []byte) (created bool, err error)
+}
+
+// Options configure a Handler. The zero value is usable.
+type Options struct {
+	// MaxBlockSize bounds PUT bodies; 0 means DefaultMaxBlockSize.
+	MaxBlockSize int64
+	// Logger receives server errors and corruption reports; nil discards.
+	Logger *slog.Logger
+}
+
+// Handler serves the block protocol (see the package doc) for one Backend.
+type Handler struct {
+	b       Backend
+	files   Files   // nil if b has no files
+	creator Creator // nil if b cannot tell
+	max     int64
+	log     *slog.Logger
+	mux     *http.ServeMux
+	bufs    bufPool
+}
+
+var _ http.Handler = (*Handler)(nil)
+
+// New returns a Handler serving b.
+func New(b Backend, opts Options) *Handler {
+	h := &Handler{b: b, max: opts.MaxBlockSize, log: opts.Logger}
+	if h.max <= 0 {
+		h.max = DefaultMaxBlockSize
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	h.files, _ = b.(Files)
+	h.creator, _ = b.(Creator)
+	h.mux = http.NewServeMux()
+	h.mux.HandleFunc("PUT /v1/blocks/{hex}", h.put)
+	h.mux.HandleFunc("GET /v1/blocks/{hex}", h.get) // and HEAD
+	h.mux.HandleFunc("DELETE /v1/blocks/{hex}", h.remove)
+	h.mux.HandleFunc("POST /v1/has", h.has)
+	h.mux.HandleFunc("GET /v1/list", h.list)
+	h.mux.HandleFunc("GET /v1/usage", h.usage)
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
+
+// NewHTTPServer returns an http.Server for handler with the timeouts a block
+// server wants: bounded header reads and idle connections. Bodies get
+// per-request deadlines scaled to their size from the handler.
+func NewHTTPServer(addr string, handler http.Handler, log *slog.Logger) *http.Server {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &http.Server{
+		Addr:              addr,
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
+
+// bodyDeadline is how long a body of n bytes may take to cross the network:
+// generous, it only stops a stalled peer from pinning a handler forever.
+func bodyDeadline(n int64) time.Time {
+	const minRate = 1 << 20 // bytes per second
+	return time.Now().Add(30*time.Second + time.Duration(n/minRate)*time.Second)
+}
+
+func (h *Handler) parseName(w http.ResponseWriter, r *http.Request) (block.Hash, bool) {
+	x := r.PathValue("hex")
+	hash, err := block.ParseHash(x)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, ClassBadRequest, err)
+		return hash, false
+	}
+	return hash, true
+}
+
+func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
+	hash, ok := h.parseName(w, r)
+	if !ok {
+		return
+	}
+	if r.ContentLength > h.max {
+		h.fail(w, r, http.StatusRequestEntityTooLarge, ClassTooLarge,
+			fmt.Errorf("block %s of %d bytes exceeds the maximum block size of %d bytes", hash, r.ContentLength, h.max))
+		return
+	}
+	n := r.ContentLength
+	if n < 0 {
+		n = h.max
+	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(bodyDeadline(n))
+	data, buf, err := h.readBody(r)
+	// Clear it: the server's background read (which notices a client
+	// hanging up) must not time out while the block is made durable.
+	_ = rc.SetReadDeadline(time.Time{})
+	if buf != nil {
+		defer h.bufs.put(buf)
+	}
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			h.fail(w, r, http.StatusRequestEntityTooLarge, ClassTooLarge,
+				fmt.Errorf("block %s exceeds the maximum block size of %d bytes", hash, h.max))
+			return
+		}
+		h.fail(w, r, http.StatusBadRequest, ClassBadRequest, fmt.Errorf("put block %s: read body: %w", hash, err))
+		return
+	}
+	created := true
+	if h.creator != nil {
+		created, err = h.creator.PutCreated(r.Context(), hash, data)
+	} else {
+		err = h.b.Put(r.Context(), hash, data)
+	}
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	if created {
+		w.WriteHeader(http.StatusCreated)
+	} else {
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+// readBody reads a PUT body of at most h.max bytes. buf, if not nil, goes
+// back to the pool once data is no longer used.
+func (h *Handler) readBody(r *http.Request) (data []byte, buf *[]byte, err error) {
+	if r.ContentLength >= 0 {
+		buf = h.bufs.get(int(r.ContentLength))
+		data = (*buf)[:r.ContentLength]
+		_, err = io.ReadFull(r.Body, data)
+		return data, buf, err
+	}
+	// Chunked: rare, not pooled.
+	data, err = io.ReadAll(http.MaxBytesReader(nil, r.Body, h.max))
+	return data, nil, err
+}
+
+func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
+	hash, ok := h.parseName(w, r)
+	if !ok {
+		return
+	}
+	if r.Method == http.MethodHead {
+		h.head(w, r, hash)
+		return
+	}
+	// A range cannot be verified, so only whole-block reads are.
+	verify := r.Header.Get("Range") == ""
+	if h.files == nil {
+		data, err := h.b.Get(r.Context(), hash)
+		if err != nil {
+			h.failErr(w, r, err)
+			return
+		}
+		setBlockHeaders(w, hash)
+		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
+		return
+	}
+	f, info, err := h.files.OpenBlock(r.Context(), hash, verify)
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	defer f.Close()
+	_ = http.NewResponseController(w).SetWriteDeadline(bodyDeadline(info.Size))
+	setBlockHeaders(w, hash)
+	// ServeContent copies an *os.File with sendfile.
+	http.ServeContent(w, r, "", time.Unix(0, info.ModTime), f)
+}
+
+func (h *Handler) head(w http.ResponseWriter, r *http.Request, hash block.Hash) {
+	if h.files == nil {
+		has, err := h.b.Has(r.Context(), []block.Hash{hash})
+		if err != nil {
+			h.failErr(w, r, err)
+			return
+		}
+		if !has[0] {
+			h.failErr(w, r, fmt.Errorf("block %s: %w", hash, block.ErrNotFound))
+			return
+		}
+		setBlockHeaders(w, hash)
+		return
+	}
+	info, err := h.files.Stat(r.Context(), hash)
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	setBlockHeaders(w, hash)
+	w.Header().Set("Content-Length", strconv.FormatInt(info.Size, 10))
+	w.Header().Set("Last-Modified", time.Unix(0, info.ModTime).UTC().Format(http.TimeFormat))
+}
+
+func setBlockHeaders(w http.ResponseWriter, hash block.Hash) {
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("ETag", `"`+hash.String()+`"`)
+}
+
+func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
+	hash, ok := h.parseName(w, r)
+	if !ok {
+		return
+	}
+	q := r.URL.Query().Get("older-than")
+	notAfter, err := strconv.ParseInt(q, 10, 64)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, ClassBadRequest,
+			fmt.Errorf("remove block %s: query parameter older-than=<unix ns> is required, got %q", hash, q))
+		return
+	}
+	removed, err := h.b.Remove(r.Context(), hash, notAfter)
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, struct {
+		Removed bool `json:"removed"`
+	}{removed})
+}
+
+func (h *Handler) has(w http.ResponseWriter, r *http.Request) {
+	const max = MaxHasBatch * block.HashSize
+	if r.ContentLength > max {
+		h.fail(w, r, http.StatusRequestEntityTooLarge, ClassTooLarge,
+			fmt.Errorf("has: at most %d hashes per request", MaxHasBatch))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, max))
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, ClassBadRequest, fmt.Errorf("has: read body: %w", err))
+		return
+	}
+	if len(body)%block.HashSize != 0 {
+		h.fail(w, r, http.StatusBadRequest, ClassBadRequest,
+			fmt.Errorf("has: body of %d bytes is not a sequence of %d-byte hashes", len(body), block.HashSize))
+		return
+	}
+	hs := make([]block.Hash, len(body)/block.HashSize)
+	for i := range hs {
+		hs[i] = block.Hash(body[i*block.HashSize:])
+	}
+	has, err := h.b.Has(r.Context(), hs)
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	reply := make([]byte, len(has))
+	for i, ok := range has {
+		if ok {
+			reply[i] = 1
+		}
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
+	w.Write(reply)
+}
+
+func (h *Handler) usage(w http.ResponseWriter, r *http.Request) {
+	blocks, bytes, err := h.b.Usage(r.Context())
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, struct {
+		Blocks int64 `json:"blocks"`
+		Bytes  int64 `json:"bytes"`
+	}{blocks, bytes})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// failErr answers with the status of err's class.
+func (h *Handler) failErr(w http.ResponseWriter, r *http.Request, err error) {
+	switch {
+	case errors.Is(err, block.ErrNotFound):
+		h.fail(w, r, http.StatusNotFound, ClassNotFound, err)
+	case errors.Is(err, block.ErrCorrupt):
+		attrs := []any{"block", r.PathValue("hex"), "err", err}
+		if h.files != nil {
+			if hash, perr := block.ParseHash(r.PathValue("hex")); perr == nil {
+				attrs = append(attrs, "file", h.files.Path(hash))
+			}
+		}
+		h.log.Error("corrupt block", attrs...)
+		h.fail(w, r, http.StatusInternalServerError, ClassCorrupt, err)
+	case errors.Is(err, block.ErrHashMismatch):
+		h.fail(w, r, http.StatusUnprocessableEntity, ClassHashMismatch, err)
+	case errors.Is(err, block.ErrNoSpace):
+		h.fail(w, r, http.StatusInsufficientStorage, ClassNoSpace, err)
+	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
+		// The client went away; nobody reads the reply.
+		h.fail(w, r, http.StatusServiceUnavailable, ClassInternal, err)
+	default:
+		h.fail(w, r, http.StatusInternalServerError, ClassInternal, err)
+	}
+}
+
+// fail writes a plain-text error reply, logging server errors.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, code int, class string, err error) {
+	if code >= 500 && class != ClassCorrupt && r.Context().Err() == nil {
+		h.log.Error("block request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
+	}
+	hd := w.Header()
+	hd.Del("Content-Length")
+	hd.Del("ETag")
+	hd.Set("Content-Type", "text/plain; charset=utf-8")
+	hd.Set("X-Content-Type-Options", "nosniff")
+	hd.Set(ErrorHeader, class)
+	w.WriteHeader(code)
+	fmt.Fprintln(w, err)
+}

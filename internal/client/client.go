@@ -1,0 +1,302 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"tessera/internal/block"
+	"tessera/internal/meta"
+)
+
+// Config configures a Client. Zero values take the defaults noted.
+type Config struct {
+	Meta   meta.API
+	Dial   Dialer
+	Logger *slog.Logger
+
+	MemCacheBytes   int64  // memory block cache; default 256 MiB
+	DiskCacheDir    string // local disk block cache; "" disables it
+	DiskCacheBytes  int64  // default 1 GiB
+	DirtyBytes      int64  // bound on buffered, not yet uploaded data; default 256 MiB
+	Uploads         int    // concurrent block uploads; default 16
+	Fetches         int    // concurrent block fetches; default 16
+	ReadAheadBlocks int    // blocks fetched ahead of sequential readers; default 4
+}
+
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.MemCacheBytes == 0 {
+		c.MemCacheBytes = 256 << 20
+	}
+	if c.DiskCacheBytes == 0 {
+		c.DiskCacheBytes = 1 << 30
+	}
+	if c.DirtyBytes == 0 {
+		c.DirtyBytes = 256 << 20
+	}
+	if c.Uploads == 0 {
+		c.Uploads = 16
+	}
+	if c.Fetches == 0 {
+		c.Fetches = 16
+	}
+	if c.ReadAheadBlocks == 0 {
+		c.ReadAheadBlocks = 4
+	}
+}
+
+// Client is one mount's data path. It is safe for concurrent use.
+type Client struct {
+	cfg     Config
+	api     meta.API
+	log     *slog.Logger
+	router  *router
+	mem     *memCache
+	disk    *diskCache
+	budget  *budget
+	uploads chan struct{} // semaphore
+	fetches chan struct{} // semaphore
+	bg      sync.WaitGroup
+
+	mu struct {
+		sync.Mutex
+		files   map[meta.Ino]*file
+		seen    map[meta.Ino]uint64 // change counter whose content the kernel may cache
+		flights map[block.Hash]*flight
+	}
+}
+
+type flight struct {
+	done chan struct{}
+	data []byte
+	err  error
+}
+
+// New makes a client and loads the block-server map.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	cfg.setDefaults()
+	if cfg.Meta == nil || cfg.Dial == nil {
+		return nil, errors.New("client: Config.Meta and Config.Dial are required")
+	}
+	c := &Client{
+		cfg:     cfg,
+		api:     cfg.Meta,
+		log:     cfg.Logger,
+		mem:     newMemCache(cfg.MemCacheBytes),
+		uploads: make(chan struct{}, cfg.Uploads),
+		fetches: make(chan struct{}, cfg.Fetches),
+	}
+	c.budget = newBudget(cfg.DirtyBytes)
+	c.mu.files = make(map[meta.Ino]*file)
+	c.mu.seen = make(map[meta.Ino]uint64)
+	c.mu.flights = make(map[block.Hash]*flight)
+	c.router = newRouter(cfg.Meta, cfg.Dial, cfg.Logger)
+	if err := c.router.refresh(ctx); err != nil {
+		return nil, err
+	}
+	if cfg.DiskCacheDir != "" {
+		d, err := openDiskCache(cfg.DiskCacheDir, cfg.DiskCacheBytes, cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		c.disk = d
+	}
+	return c, nil
+}
+
+// Meta returns the metadata service the client uses.
+func (c *Client) Meta() meta.API { return c.api }
+
+// RefreshServers reloads the block-server map.
+func (c *Client) RefreshServers(ctx context.Context) error { return c.router.refresh(ctx) }
+
+// Close commits every open file's buffered data and stops background work.
+func (c *Client) Close(ctx context.Context) error {
+	c.mu.Lock()
+	files := make([]*file, 0, len(c.mu.files))
+	for _, f := range c.mu.files {
+		files = append(files, f)
+	}
+	c.mu.Unlock()
+	var errs []error
+	for _, f := range files {
+		f.mu.Lock()
+		if err := f.commitLocked(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		f.mu.Unlock()
+	}
+	c.bg.Wait()
+	if c.disk != nil {
+		c.disk.close()
+	}
+	return errors.Join(errs...)
+}
+
+// Stats are counters for status output.
+type Stats struct {
+	MemHits, MemMisses uint64
+	MemBytes           int64
+	DirtyBytes         int64
+}
+
+// Stats returns the client's cache and buffer counters.
+func (c *Client) Stats() Stats {
+	h, m, u := c.mem.stats()
+	return Stats{MemHits: h, MemMisses: m, MemBytes: u, DirtyBytes: c.budget.inUse()}
+}
+
+// Overlay replaces the size and mtime of in with this client's view when it
+// has the file open with changes not yet committed.
+func (c *Client) Overlay(in *meta.Inode) {
+	c.mu.Lock()
+	f := c.mu.files[in.Ino]
+	c.mu.Unlock()
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.loaded {
+		return
+	}
+	in.Size = uint64(f.size)
+	if f.mtime != 0 {
+		in.Mtime = f.mtime
+	}
+}
+
+// Unlinked tells the client that ino lost its last name: it is reaped now, or
+// when this client's last open handle on it is released.
+func (c *Client) Unlinked(ctx context.Context, ino meta.Ino) error {
+	c.mu.Lock()
+	f := c.mu.files[ino]
+	if f != nil && f.opens > 0 {
+		f.unlinked = true
+		c.mu.Unlock()
+		return nil
+	}
+	c.mu.Unlock()
+	return c.api.Reap(ctx, ino)
+}
+
+// getBlock returns a verified block from the caches or the block servers.
+// Concurrent requests for the same hash share one fetch.
+func (c *Client) getBlock(ctx context.Context, h block.Hash) ([]byte, error) {
+	if data, ok := c.mem.get(h); ok {
+		return data, nil
+	}
+	if c.disk != nil {
+		if data, ok := c.disk.get(h); ok {
+			c.mem.put(h, data)
+			return data, nil
+		}
+	}
+	c.mu.Lock()
+	if fl, ok := c.mu.flights[h]; ok {
+		c.mu.Unlock()
+		select {
+		case <-fl.done:
+			return fl.data, fl.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	fl := &flight{done: make(chan struct{})}
+	c.mu.flights[h] = fl
+	c.mu.Unlock()
+
+	c.fetches <- struct{}{}
+	fl.data, fl.err = c.router.get(ctx, h)
+	<-c.fetches
+	if fl.err == nil {
+		c.mem.put(h, fl.data)
+		if c.disk != nil {
+			c.disk.put(h, fl.data)
+		}
+	}
+	c.mu.Lock()
+	delete(c.mu.flights, h)
+	c.mu.Unlock()
+	close(fl.done)
+	return fl.data, fl.err
+}
+
+// prefetch fetches h in the background unless it is cached or in flight.
+func (c *Client) prefetch(h block.Hash) {
+	if c.mem.contains(h) {
+		return
+	}
+	c.mu.Lock()
+	_, busy := c.mu.flights[h]
+	c.mu.Unlock()
+	if busy {
+		return
+	}
+	c.bg.Add(1)
+	go func() {
+		defer c.bg.Done()
+		if _, err := c.getBlock(context.Background(), h); err != nil {
+			c.log.Debug("read-ahead failed", "block", h.Short(), "err", err)
+		}
+	}()
+}
+
+// upload hashes data and stores it; an all-zero block becomes a hole.
+func (c *Client) upload(ctx context.Context, data []byte) (block.Hash, error) {
+	if isZero(data) {
+		return block.Hash{}, nil
+	}
+	h := block.Sum(data)
+	c.uploads <- struct{}{}
+	err := c.router.put(ctx, h, data)
+	<-c.uploads
+	if err != nil {
+		return h, fmt.Errorf("upload: %w", err)
+	}
+	c.mem.put(h, data)
+	return h, nil
+}
+
+// makeRoom schedules the upload of every dirty block of every open file, to
+// free dirty-memory budget. It reports how many uploads are now under way.
+func (c *Client) makeRoom() int {
+	c.mu.Lock()
+	files := make([]*file, 0, len(c.mu.files))
+	for _, f := range c.mu.files {
+		files = append(files, f)
+	}
+	c.mu.Unlock()
+	n := 0
+	for _, f := range files {
+		f.mu.Lock()
+		if f.loaded {
+			for _, d := range f.dirty {
+				f.scheduleLocked(d)
+			}
+			n += f.nInflight
+		}
+		f.mu.Unlock()
+	}
+	return n
+}
+
+func isZero(b []byte) bool {
+	for len(b) >= 8 {
+		if b[0]|b[1]|b[2]|b[3]|b[4]|b[5]|b[6]|b[7] != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}

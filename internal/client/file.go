@@ -1,0 +1,270 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"tessera/internal/block"
+	"tessera/internal/meta"
+)
+
+// recipeWindow is how many block hashes the client fetches from the meta
+// service at a time.
+const recipeWindow = 1024
+
+// file is the client's state for one inode that is open (or being
+// truncated): its committed recipe as last seen, and its uncommitted changes.
+type file struct {
+	c   *Client
+	ino meta.Ino
+
+	mu     sync.Mutex
+	cond   sync.Cond // signalled when an upload finishes; uses mu
+	opens  int       // guarded by Client.mu
+	loaded bool
+	// unlinked: the inode lost its last name while open; reap on release.
+	unlinked bool // guarded by Client.mu
+
+	bs        int64
+	size      int64 // as this client sees it, including uncommitted writes
+	change    uint64
+	windows   map[uint64][]block.Hash // committed recipe, by window
+	hasInline bool
+	inline    []byte
+
+	dirty     map[uint64]*dblock // written, not yet uploading
+	inflight  map[uint64]*dblock // uploading
+	nInflight int
+	pending   map[uint64]pend // uploaded, not yet committed
+	seq       uint64
+	truncated bool  // the next commit sets the size exactly
+	metaDirty bool  // size or mtime changed since the last commit
+	mtime     int64 // mtime of the latest uncommitted write
+	err       error // first failed upload since the last commit
+}
+
+// dblock is one dirty block. buf holds the block's content from its start;
+// bytes past len(buf) are zeros.
+type dblock struct {
+	idx uint64
+	buf []byte
+	seq uint64
+}
+
+type pend struct {
+	h   block.Hash
+	seq uint64
+}
+
+// load fills the file's state from in; called once, with f.mu held.
+func (f *file) loadLocked(in meta.Inode) {
+	f.loaded = true
+	f.bs = int64(in.BlockSize)
+	if f.bs <= 0 {
+		f.bs = meta.DefaultBlockSize
+	}
+	f.size = int64(in.Size)
+	f.change = in.Change
+	f.hasInline = in.HasInline
+	f.inline = in.Inline
+	f.windows = make(map[uint64][]block.Hash)
+	f.dirty = make(map[uint64]*dblock)
+	f.inflight = make(map[uint64]*dblock)
+	f.pending = make(map[uint64]pend)
+	f.cond.L = &f.mu
+}
+
+// refreshLocked adopts a newer committed state from the meta service when
+// this client has no uncommitted change of its own.
+func (f *file) refreshLocked(in meta.Inode) {
+	if in.Change == f.change || len(f.dirty) > 0 || f.nInflight > 0 || len(f.pending) > 0 || f.metaDirty {
+		return
+	}
+	f.size = int64(in.Size)
+	f.change = in.Change
+	f.hasInline = in.HasInline
+	f.inline = in.Inline
+	f.windows = make(map[uint64][]block.Hash)
+}
+
+// committedLocked returns the committed content reference of block idx:
+// its hash, or its inline bytes for an inline block 0.
+func (f *file) committedLocked(ctx context.Context, idx uint64) (h block.Hash, inline []byte, isInline bool, err error) {
+	if idx == 0 && f.hasInline {
+		return block.Sum(f.inline), f.inline, true, nil
+	}
+	w := idx / recipeWindow
+	hs, ok := f.windows[w]
+	if !ok {
+		r, err := f.c.api.GetRecipe(ctx, f.ino, w*recipeWindow, recipeWindow)
+		if err != nil {
+			return h, nil, false, fmt.Errorf("load recipe of inode %d: %w", f.ino, err)
+		}
+		hs = r.Blocks
+		f.windows[w] = hs
+	}
+	if i := idx % recipeWindow; i < uint64(len(hs)) {
+		return hs[i], nil, false, nil
+	}
+	return h, nil, false, nil
+}
+
+// contentLocked returns the current content of block idx as this client sees
+// it: a buffer (which the caller must not modify) or a hash to fetch.
+func (f *file) contentLocked(ctx context.Context, idx uint64) (buf []byte, h block.Hash, err error) {
+	if d, ok := f.dirty[idx]; ok {
+		return d.buf, h, nil
+	}
+	if d, ok := f.inflight[idx]; ok {
+		return d.buf, h, nil
+	}
+	if p, ok := f.pending[idx]; ok {
+		return nil, p.h, nil
+	}
+	h, inline, isInline, err := f.committedLocked(ctx, idx)
+	if isInline {
+		return inline, block.Hash{}, err
+	}
+	return nil, h, err
+}
+
+// baseLocked returns a private, modifiable copy of block idx's content.
+func (f *file) baseLocked(ctx context.Context, idx uint64) ([]byte, error) {
+	if int64(idx)*f.bs >= f.size {
+		return nil, nil
+	}
+	buf, h, err := f.contentLocked(ctx, idx)
+	if err != nil {
+		return nil, err
+	}
+	if buf == nil && !h.IsZero() {
+		if buf, err = f.c.getBlock(ctx, h); err != nil {
+			return nil, fmt.Errorf("inode %d block %d: %w", f.ino, idx, err)
+		}
+	}
+	if lim := f.size - int64(idx)*f.bs; int64(len(buf)) > lim {
+		buf = buf[:lim]
+	}
+	out := make([]byte, len(buf), f.bs)
+	copy(out, buf)
+	return out, nil
+}
+
+// write copies data into the file at off.
+func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	written := 0
+	for len(data) > 0 {
+		idx := uint64(off / f.bs)
+		bo := off % f.bs
+		n := min(int64(len(data)), f.bs-bo)
+		d := f.dirty[idx]
+		if d == nil {
+			// Wait for budget without holding f.mu, so the flusher can
+			// take it; then look again.
+			f.mu.Unlock()
+			f.c.budget.acquire(f.bs, f.c.makeRoom)
+			f.mu.Lock()
+			if d = f.dirty[idx]; d != nil {
+				f.c.budget.release(f.bs)
+			} else {
+				d = &dblock{idx: idx}
+				if !(bo == 0 && n == f.bs) {
+					base, err := f.baseLocked(ctx, idx)
+					if err != nil {
+						f.c.budget.release(f.bs)
+						return written, err
+					}
+					d.buf = base
+				}
+				if d.buf == nil {
+					d.buf = make([]byte, 0, min(f.bs, max(bo+n, 64<<10)))
+				}
+				f.dirty[idx] = d
+			}
+		}
+		end := bo + n
+		d.buf = grow(d.buf, int(end))
+		copy(d.buf[bo:end], data[:n])
+		off += n
+		data = data[n:]
+		written += int(n)
+		if off > f.size {
+			f.size = off
+		}
+		if end == f.bs {
+			f.scheduleLocked(d)
+		}
+	}
+	f.mtime = time.Now().UnixNano()
+	f.metaDirty = true
+	return written, nil
+}
+
+// grow extends b to n bytes, zeroing what it adds.
+func grow(b []byte, n int) []byte {
+	if n <= len(b) {
+		return b
+	}
+	if n <= cap(b) {
+		old := len(b)
+		b = b[:n]
+		clear(b[old:])
+		return b
+	}
+	nb := make([]byte, n, max(n, 2*cap(b)))
+	copy(nb, b)
+	return nb
+}
+
+// scheduleLocked starts uploading d in the background.
+func (f *file) scheduleLocked(d *dblock) {
+	delete(f.dirty, d.idx)
+	if lim := f.size - int64(d.idx)*f.bs; int64(len(d.buf)) > lim {
+		d.buf = d.buf[:max(lim, 0)]
+	}
+	f.seq++
+	d.seq = f.seq
+	f.inflight[d.idx] = d
+	f.nInflight++
+	f.c.bg.Add(1)
+	go func() {
+		defer f.c.bg.Done()
+		h, err := f.c.upload(context.Background(), d.buf)
+		f.c.budget.release(f.bs)
+		f.uploadDone(d, h, err)
+	}()
+}
+
+func (f *file) uploadDone(d *dblock, h block.Hash, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nInflight--
+	if f.inflight[d.idx] == d {
+		delete(f.inflight, d.idx)
+	}
+	if err != nil {
+		f.c.log.Error("block upload failed; data kept for the next fsync", "inode", f.ino, "block", d.idx, "err", err)
+		if f.err == nil {
+			f.err = err
+		}
+		if _, newer := f.dirty[d.idx]; !newer && f.pending[d.idx].seq < d.seq {
+			f.c.budget.force(f.bs)
+			f.dirty[d.idx] = d
+		}
+	} else if f.pending[d.idx].seq < d.seq {
+		f.pending[d.idx] = pend{h: h, seq: d.seq}
+	}
+	f.cond.Broadcast()
+}
+
+// waitLocked waits until no upload of this file is under way.
+func (f *file) waitLocked() {
+	for f.nInflight > 0 {
+		f.cond.Wait()
+	}
+}

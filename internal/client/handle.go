@@ -1,0 +1,234 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"tessera/internal/block"
+	"tessera/internal/meta"
+)
+
+// Handle is one open file description: reads and writes at offsets, with
+// sequential-read detection for read-ahead.
+type Handle struct {
+	f  *file
+	mu sync.Mutex
+	// next is where a sequential reader's next read starts; run counts
+	// consecutive sequential reads.
+	next int64
+	run  int
+}
+
+// Open opens the file whose current attributes are in. keepCache reports
+// whether the kernel may keep the pages it cached from an earlier open: the
+// content has not changed since this client last saw it.
+func (c *Client) Open(ctx context.Context, in meta.Inode) (h *Handle, keepCache bool) {
+	f := c.acquire(in)
+	c.mu.Lock()
+	keepCache = c.mu.seen[in.Ino] == in.Change && in.Change != 0
+	c.mu.seen[in.Ino] = in.Change
+	c.mu.Unlock()
+	return &Handle{f: f}, keepCache
+}
+
+// acquire returns the open-file state of in.Ino, creating it, and counts one
+// more opener.
+func (c *Client) acquire(in meta.Inode) *file {
+	c.mu.Lock()
+	f := c.mu.files[in.Ino]
+	if f == nil {
+		f = &file{c: c, ino: in.Ino}
+		c.mu.files[in.Ino] = f
+	}
+	f.opens++
+	c.mu.Unlock()
+	f.mu.Lock()
+	if !f.loaded {
+		f.loadLocked(in)
+	} else {
+		f.refreshLocked(in)
+	}
+	f.mu.Unlock()
+	return f
+}
+
+// release drops one opener; the last one removes the state (after a commit)
+// and reaps the inode if it was unlinked meanwhile.
+func (c *Client) release(ctx context.Context, f *file) error {
+	f.mu.Lock()
+	err := f.commitLocked(ctx)
+	f.mu.Unlock()
+	c.mu.Lock()
+	f.opens--
+	last := f.opens == 0
+	reap := last && f.unlinked
+	if last && err == nil {
+		delete(c.mu.files, f.ino)
+	}
+	c.mu.Unlock()
+	if reap {
+		if rerr := c.api.Reap(ctx, f.ino); rerr != nil {
+			c.log.Warn("reap of unlinked inode failed", "inode", f.ino, "err", rerr)
+		}
+	}
+	return err
+}
+
+// Truncate sets the size of in.Ino, whether or not it is open.
+func (c *Client) Truncate(ctx context.Context, in meta.Inode, size int64) (meta.Inode, error) {
+	f := c.acquire(in)
+	f.mu.Lock()
+	err := f.truncateLocked(ctx, size)
+	f.mu.Unlock()
+	if rerr := c.release(ctx, f); err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return meta.Inode{}, err
+	}
+	return c.api.GetAttr(ctx, in.Ino)
+}
+
+// Write writes data at off.
+func (h *Handle) Write(ctx context.Context, off int64, data []byte) (int, error) {
+	return h.f.write(ctx, off, data)
+}
+
+// Flush commits what was written (close, fsync).
+func (h *Handle) Flush(ctx context.Context) error {
+	h.f.mu.Lock()
+	defer h.f.mu.Unlock()
+	return h.f.commitLocked(ctx)
+}
+
+// Release closes the handle, committing what is left.
+func (h *Handle) Release(ctx context.Context) error {
+	return h.f.c.release(ctx, h.f)
+}
+
+// Size returns the file size as this client sees it.
+func (h *Handle) Size() int64 {
+	h.f.mu.Lock()
+	defer h.f.mu.Unlock()
+	return h.f.size
+}
+
+// fetchJob is one block a read needs from the caches or the block servers.
+type fetchJob struct {
+	h    block.Hash
+	dst  []byte // where the bytes go
+	from int64  // offset inside the block
+}
+
+// Read reads into dest from off and returns the byte count; 0 at or past
+// the end of the file.
+func (h *Handle) Read(ctx context.Context, off int64, dest []byte) (int, error) {
+	f := h.f
+	f.mu.Lock()
+	if off >= f.size {
+		f.mu.Unlock()
+		return 0, nil
+	}
+	n := min(int64(len(dest)), f.size-off)
+	dest = dest[:n]
+	var jobs []fetchJob
+	for pos := int64(0); pos < n; {
+		idx := uint64((off + pos) / f.bs)
+		bo := (off + pos) % f.bs
+		m := min(n-pos, f.bs-bo)
+		dst := dest[pos : pos+m]
+		buf, bh, err := f.contentLocked(ctx, idx)
+		if err != nil {
+			f.mu.Unlock()
+			return 0, err
+		}
+		switch {
+		case buf != nil || bh.IsZero():
+			copyBlock(dst, buf, bo)
+		default:
+			jobs = append(jobs, fetchJob{h: bh, dst: dst, from: bo})
+		}
+		pos += m
+	}
+	ahead := h.readAheadLocked(ctx, off, n)
+	f.mu.Unlock()
+
+	if err := h.fetch(ctx, jobs); err != nil {
+		return 0, err
+	}
+	for _, a := range ahead {
+		f.c.prefetch(a)
+	}
+	return int(n), nil
+}
+
+// fetch runs jobs in parallel.
+func (h *Handle) fetch(ctx context.Context, jobs []fetchJob) error {
+	if len(jobs) == 1 {
+		j := jobs[0]
+		data, err := h.f.c.getBlock(ctx, j.h)
+		if err != nil {
+			return fmt.Errorf("read inode %d: %w", h.f.ino, err)
+		}
+		copyBlock(j.dst, data, j.from)
+		return nil
+	}
+	errs := make(chan error, len(jobs))
+	for _, j := range jobs {
+		go func() {
+			data, err := h.f.c.getBlock(ctx, j.h)
+			if err == nil {
+				copyBlock(j.dst, data, j.from)
+			}
+			errs <- err
+		}()
+	}
+	var first error
+	for range jobs {
+		if err := <-errs; err != nil && first == nil {
+			first = fmt.Errorf("read inode %d: %w", h.f.ino, err)
+		}
+	}
+	return first
+}
+
+// copyBlock copies block content from offset `from` into dst; bytes past the
+// end of the stored content are zeros.
+func copyBlock(dst, content []byte, from int64) {
+	k := 0
+	if from < int64(len(content)) {
+		k = copy(dst, content[from:])
+	}
+	clear(dst[k:])
+}
+
+// readAheadLocked tracks sequential access and returns the hashes of the
+// blocks worth fetching ahead of the reader.
+func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) []block.Hash {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if off == h.next {
+		h.run++
+	} else {
+		h.run = 0
+	}
+	h.next = off + n
+	if h.run < 2 {
+		return nil
+	}
+	f := h.f
+	first := uint64((off+n)/f.bs) + 1
+	if (off+n)%f.bs == 0 {
+		first--
+	}
+	var out []block.Hash
+	for idx := first; idx < first+uint64(f.c.cfg.ReadAheadBlocks) && int64(idx)*f.bs < f.size; idx++ {
+		buf, bh, err := f.contentLocked(ctx, idx)
+		if err != nil || buf != nil || bh.IsZero() {
+			continue
+		}
+		out = append(out, bh)
+	}
+	return out
+}

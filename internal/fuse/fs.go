@@ -1,0 +1,174 @@
+package fuse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"syscall"
+	"time"
+
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+
+	"tessera/internal/client"
+	"tessera/internal/meta"
+)
+
+// Options tune the mount.
+type Options struct {
+	EntryTimeout time.Duration // default 1 s
+	AttrTimeout  time.Duration // default 1 s
+	Debug        bool          // log every FUSE request
+	Logger       *slog.Logger
+}
+
+// FS implements gofuse.RawFileSystem over a client.
+type FS struct {
+	gofuse.RawFileSystem // ENOSYS for what we do not implement
+	c                    *client.Client
+	api                  meta.API
+	opts                 Options
+	log                  *slog.Logger
+
+	mu struct {
+		sync.Mutex
+		next  uint64
+		files map[uint64]*client.Handle
+		dirs  map[uint64]*dirHandle
+	}
+}
+
+// New returns the file system; Mount serves it.
+func New(c *client.Client, opts Options) *FS {
+	if opts.EntryTimeout == 0 {
+		opts.EntryTimeout = time.Second
+	}
+	if opts.AttrTimeout == 0 {
+		opts.AttrTimeout = time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	fs := &FS{RawFileSystem: gofuse.NewDefaultRawFileSystem(), c: c, api: c.Meta(), opts: opts, log: opts.Logger}
+	fs.mu.files = make(map[uint64]*client.Handle)
+	fs.mu.dirs = make(map[uint64]*dirHandle)
+	return fs
+}
+
+// Mount mounts fs at dir and starts serving it; Server.Unmount ends it.
+func Mount(fs *FS, dir string) (*gofuse.Server, error) {
+	mo := &gofuse.MountOptions{
+		AllowOther:    true,
+		Name:          "tessera",
+		FsName:        "tessera",
+		MaxWrite:      1 << 20,
+		MaxReadAhead:  1 << 20,
+		MaxBackground: 64,
+		Options:       []string{"default_permissions"},
+		DirectMount:   true,
+		Debug:         fs.opts.Debug,
+	}
+	srv, err := gofuse.NewServer(fs, dir, mo)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		srv.Unmount()
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	return srv, nil
+}
+
+func (fs *FS) String() string { return "tessera" }
+
+// status maps an error to a FUSE status: errno values pass through, anything
+// else is EIO with a log line.
+func (fs *FS) status(op string, err error) gofuse.Status {
+	if err == nil {
+		return gofuse.OK
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		if errno == syscall.EIO {
+			fs.log.Error(op, "err", err)
+		}
+		return gofuse.Status(errno)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		fs.log.Error(op, "err", err)
+		return gofuse.EIO
+	}
+	fs.log.Error(op, "err", err)
+	return gofuse.EIO
+}
+
+func ctxOf(cancel <-chan struct{}) context.Context { return context.Background() }
+
+// fillAttr converts meta attributes into the kernel's.
+func fillAttr(in *meta.Inode, out *gofuse.Attr) {
+	out.Ino = uint64(in.Ino)
+	out.Size = in.Size
+	out.Blocks = (in.Size + 511) / 512
+	out.Atime, out.Atimensec = splitNs(in.Atime)
+	out.Mtime, out.Mtimensec = splitNs(in.Mtime)
+	out.Ctime, out.Ctimensec = splitNs(in.Ctime)
+	out.Mode = in.Mode
+	out.Nlink = in.Nlink
+	out.Uid = in.Uid
+	out.Gid = in.Gid
+	out.Rdev = in.Rdev
+	out.Blksize = 1 << 20
+}
+
+func splitNs(ns int64) (uint64, uint32) {
+	if ns < 0 {
+		return 0, 0
+	}
+	return uint64(ns / 1e9), uint32(ns % 1e9)
+}
+
+func (fs *FS) fillEntry(in *meta.Inode, out *gofuse.EntryOut) {
+	fs.c.Overlay(in)
+	out.NodeId = uint64(in.Ino)
+	out.Generation = in.Gen
+	out.SetEntryTimeout(fs.opts.EntryTimeout)
+	out.SetAttrTimeout(fs.opts.AttrTimeout)
+	fillAttr(in, &out.Attr)
+}
+
+func (fs *FS) addFile(h *client.Handle) uint64 {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	fs.mu.next++
+	fs.mu.files[fs.mu.next] = h
+	return fs.mu.next
+}
+
+func (fs *FS) file(fh uint64) *client.Handle {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.mu.files[fh]
+}
+
+// StatFs reports usage from the meta service. Capacity is not bounded by a
+// quota yet, so the totals are nominal (1 PiB, 1 G inodes) as JuiceFS does.
+func (fs *FS) StatFs(cancel <-chan struct{}, header *gofuse.InHeader, out *gofuse.StatfsOut) gofuse.Status {
+	st, err := fs.api.StatFS(ctxOf(cancel))
+	if err != nil {
+		return fs.status("statfs", err)
+	}
+	const bsize = 4096
+	total := uint64(1<<50) / bsize
+	used := (st.LogicalBytes + bsize - 1) / bsize
+	out.Bsize = bsize
+	out.Frsize = bsize
+	out.Blocks = total
+	out.Bfree = total - min(used, total)
+	out.Bavail = out.Bfree
+	out.Files = 1 << 30
+	out.Ffree = out.Files - min(st.Files, out.Files)
+	out.NameLen = meta.MaxNameLen
+	return gofuse.OK
+}

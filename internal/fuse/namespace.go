@@ -1,0 +1,209 @@
+package fuse
+
+import (
+	"syscall"
+	"time"
+
+	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+
+	"tessera/internal/meta"
+)
+
+func (fs *FS) Lookup(cancel <-chan struct{}, header *gofuse.InHeader, name string, out *gofuse.EntryOut) gofuse.Status {
+	in, err := fs.api.Lookup(ctxOf(cancel), meta.Ino(header.NodeId), name)
+	if err != nil {
+		return fs.status("lookup", err)
+	}
+	fs.fillEntry(&in, out)
+	return gofuse.OK
+}
+
+// Forget needs no bookkeeping: node ids are inode numbers.
+func (fs *FS) Forget(nodeid, nlookup uint64) {}
+
+func (fs *FS) GetAttr(cancel <-chan struct{}, input *gofuse.GetAttrIn, out *gofuse.AttrOut) gofuse.Status {
+	in, err := fs.api.GetAttr(ctxOf(cancel), meta.Ino(input.NodeId))
+	if err != nil {
+		return fs.status("getattr", err)
+	}
+	fs.c.Overlay(&in)
+	fillAttr(&in, &out.Attr)
+	out.SetTimeout(fs.opts.AttrTimeout)
+	return gofuse.OK
+}
+
+func (fs *FS) SetAttr(cancel <-chan struct{}, input *gofuse.SetAttrIn, out *gofuse.AttrOut) gofuse.Status {
+	ctx := ctxOf(cancel)
+	ino := meta.Ino(input.NodeId)
+	in, err := fs.api.GetAttr(ctx, ino)
+	if err != nil {
+		return fs.status("setattr", err)
+	}
+	if input.Valid&gofuse.FATTR_SIZE != 0 {
+		if in.IsDir() {
+			return gofuse.Status(syscall.EISDIR)
+		}
+		if in, err = fs.c.Truncate(ctx, in, int64(input.Size)); err != nil {
+			return fs.status("truncate", err)
+		}
+	}
+	var req meta.SetAttrReq
+	now := time.Now().UnixNano()
+	if input.Valid&gofuse.FATTR_MODE != 0 {
+		req.Valid |= meta.SetMode
+		req.Mode = input.Mode &^ syscall.S_IFMT
+	}
+	if input.Valid&gofuse.FATTR_KILL_SUIDGID != 0 {
+		if req.Valid&meta.SetMode == 0 {
+			req.Valid |= meta.SetMode
+			req.Mode = in.Mode &^ syscall.S_IFMT
+		}
+		req.Mode &^= syscall.S_ISUID
+		if req.Mode&syscall.S_IXGRP != 0 {
+			req.Mode &^= syscall.S_ISGID
+		}
+	}
+	if input.Valid&gofuse.FATTR_UID != 0 {
+		req.Valid |= meta.SetUid
+		req.Uid = input.Uid
+	}
+	if input.Valid&gofuse.FATTR_GID != 0 {
+		req.Valid |= meta.SetGid
+		req.Gid = input.Gid
+	}
+	if input.Valid&gofuse.FATTR_ATIME != 0 {
+		req.Valid |= meta.SetAtime
+		req.Atime = int64(input.Atime)*1e9 + int64(input.Atimensec)
+		if input.Valid&gofuse.FATTR_ATIME_NOW != 0 {
+			req.Atime = now
+		}
+	}
+	if input.Valid&gofuse.FATTR_MTIME != 0 {
+		req.Valid |= meta.SetMtime
+		req.Mtime = int64(input.Mtime)*1e9 + int64(input.Mtimensec)
+		if input.Valid&gofuse.FATTR_MTIME_NOW != 0 {
+			req.Mtime = now
+		}
+	}
+	if input.Valid&gofuse.FATTR_CTIME != 0 {
+		req.Valid |= meta.SetCtime
+		req.Ctime = int64(input.Ctime)*1e9 + int64(input.Ctimensec)
+	}
+	if req.Valid != 0 {
+		if in, err = fs.api.SetAttr(ctx, ino, req); err != nil {
+			return fs.status("setattr", err)
+		}
+	}
+	fs.c.Overlay(&in)
+	fillAttr(&in, &out.Attr)
+	out.SetTimeout(fs.opts.AttrTimeout)
+	return gofuse.OK
+}
+
+func (fs *FS) create(cancel <-chan struct{}, header *gofuse.InHeader, req meta.CreateReq, out *gofuse.EntryOut) gofuse.Status {
+	req.Parent = meta.Ino(header.NodeId)
+	req.Uid, req.Gid = header.Uid, header.Gid
+	in, err := fs.api.Create(ctxOf(cancel), req)
+	if err != nil {
+		return fs.status("create", err)
+	}
+	fs.fillEntry(&in, out)
+	return gofuse.OK
+}
+
+func (fs *FS) Mknod(cancel <-chan struct{}, input *gofuse.MknodIn, name string, out *gofuse.EntryOut) gofuse.Status {
+	return fs.create(cancel, &input.InHeader, meta.CreateReq{Name: name, Mode: input.Mode, Rdev: input.Rdev, Excl: true}, out)
+}
+
+func (fs *FS) Mkdir(cancel <-chan struct{}, input *gofuse.MkdirIn, name string, out *gofuse.EntryOut) gofuse.Status {
+	mode := input.Mode&^syscall.S_IFMT | syscall.S_IFDIR
+	return fs.create(cancel, &input.InHeader, meta.CreateReq{Name: name, Mode: mode, Excl: true}, out)
+}
+
+func (fs *FS) Symlink(cancel <-chan struct{}, header *gofuse.InHeader, target string, name string, out *gofuse.EntryOut) gofuse.Status {
+	return fs.create(cancel, header, meta.CreateReq{Name: name, Mode: syscall.S_IFLNK | 0o777, Target: target, Excl: true}, out)
+}
+
+func (fs *FS) Readlink(cancel <-chan struct{}, header *gofuse.InHeader) ([]byte, gofuse.Status) {
+	in, err := fs.api.GetAttr(ctxOf(cancel), meta.Ino(header.NodeId))
+	if err != nil {
+		return nil, fs.status("readlink", err)
+	}
+	if in.Mode&syscall.S_IFMT != syscall.S_IFLNK {
+		return nil, gofuse.EINVAL
+	}
+	return []byte(in.Target), gofuse.OK
+}
+
+func (fs *FS) Unlink(cancel <-chan struct{}, header *gofuse.InHeader, name string) gofuse.Status {
+	ctx := ctxOf(cancel)
+	in, err := fs.api.Unlink(ctx, meta.Ino(header.NodeId), name)
+	if err != nil {
+		return fs.status("unlink", err)
+	}
+	if in.Nlink == 0 {
+		if err := fs.c.Unlinked(ctx, in.Ino); err != nil {
+			fs.log.Warn("reap after unlink failed", "inode", in.Ino, "err", err)
+		}
+	}
+	return gofuse.OK
+}
+
+func (fs *FS) Rmdir(cancel <-chan struct{}, header *gofuse.InHeader, name string) gofuse.Status {
+	return fs.status("rmdir", fs.api.Rmdir(ctxOf(cancel), meta.Ino(header.NodeId), name))
+}
+
+func (fs *FS) Rename(cancel <-chan struct{}, input *gofuse.RenameIn, oldName string, newName string) gofuse.Status {
+	var flags uint32
+	if input.Flags&1 != 0 { // RENAME_NOREPLACE
+		flags |= meta.RenameNoReplace
+	}
+	if input.Flags&2 != 0 { // RENAME_EXCHANGE
+		flags |= meta.RenameExchange
+	}
+	if input.Flags&^3 != 0 {
+		return gofuse.EINVAL
+	}
+	ctx := ctxOf(cancel)
+	replaced, err := fs.api.Rename(ctx, meta.Ino(input.NodeId), oldName, meta.Ino(input.Newdir), newName, flags)
+	if err != nil {
+		return fs.status("rename", err)
+	}
+	if replaced.Ino != 0 && replaced.Nlink == 0 && !replaced.IsDir() {
+		if err := fs.c.Unlinked(ctx, replaced.Ino); err != nil {
+			fs.log.Warn("reap after rename failed", "inode", replaced.Ino, "err", err)
+		}
+	}
+	return gofuse.OK
+}
+
+func (fs *FS) Link(cancel <-chan struct{}, input *gofuse.LinkIn, name string, out *gofuse.EntryOut) gofuse.Status {
+	in, err := fs.api.Link(ctxOf(cancel), meta.Ino(input.Oldnodeid), meta.Ino(input.NodeId), name)
+	if err != nil {
+		return fs.status("link", err)
+	}
+	fs.fillEntry(&in, out)
+	return gofuse.OK
+}
+
+// Access is answered from the mode bits; with default_permissions the kernel
+// checks before asking, so this serves access(2) callers only.
+func (fs *FS) Access(cancel <-chan struct{}, input *gofuse.AccessIn) gofuse.Status {
+	in, err := fs.api.GetAttr(ctxOf(cancel), meta.Ino(input.NodeId))
+	if err != nil {
+		return fs.status("access", err)
+	}
+	if input.Uid == 0 {
+		return gofuse.OK
+	}
+	perm := in.Mode & 0o7
+	if input.Uid == in.Uid {
+		perm = in.Mode >> 6 & 0o7
+	} else if input.Gid == in.Gid {
+		perm = in.Mode >> 3 & 0o7
+	}
+	if input.Mask&perm != input.Mask {
+		return gofuse.EACCES
+	}
+	return gofuse.OK
+}

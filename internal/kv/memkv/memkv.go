@@ -1,0 +1,196 @@
+package memkv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/google/btree"
+
+	"tessera/internal/kv"
+)
+
+var _ kv.Store = (*Store)(nil)
+
+// btreeDegree is the B-tree's minimum degree; 32 keeps nodes within a few
+// cache lines of pointers.
+const btreeDegree = 32
+
+// Store is an in-memory kv.Store. The zero value is not usable; call New.
+type Store struct {
+	// writer is a one-slot semaphore held by the running Update. It is a
+	// channel rather than a mutex so that waiting for it honours the context.
+	writer chan struct{}
+	// tree is the committed state. A published tree is never modified.
+	tree   atomic.Pointer[btree.BTreeG[item]]
+	closed atomic.Bool
+}
+
+// item is one key and its value. Neither slice is modified once stored.
+type item struct{ key, value []byte }
+
+func less(a, b item) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+// New returns an empty store.
+func New() *Store {
+	s := &Store{writer: make(chan struct{}, 1)}
+	s.tree.Store(btree.NewG(btreeDegree, less))
+	return s
+}
+
+// View implements kv.Store.
+func (s *Store) View(ctx context.Context, fn func(tx kv.Txn) error) error {
+	if err := s.check(ctx); err != nil {
+		return fmt.Errorf("memkv: view: %w", err)
+	}
+	t := &txn{tree: s.tree.Load()}
+	defer t.finish()
+	return fn(t)
+}
+
+// Update implements kv.Store.
+func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
+	if err := s.check(ctx); err != nil {
+		return fmt.Errorf("memkv: update: %w", err)
+	}
+	select {
+	case s.writer <- struct{}{}:
+	case <-ctx.Done():
+		return fmt.Errorf("memkv: update: %w", ctx.Err())
+	}
+	defer func() { <-s.writer }()
+	if err := s.check(ctx); err != nil {
+		return fmt.Errorf("memkv: update: %w", err)
+	}
+
+	// Clone writes only the base tree's copy-on-write context, which readers
+	// of the base never touch, so Views may go on reading it meanwhile.
+	t := &txn{tree: s.tree.Load().Clone(), writable: true}
+	err := fn(t)
+	t.finish()
+	if err != nil {
+		return err
+	}
+	if s.closed.Load() {
+		return fmt.Errorf("memkv: update: %w", kv.ErrClosed)
+	}
+	s.tree.Store(t.tree)
+	return nil
+}
+
+// Close implements kv.Store. Updates still running when it is called fail
+// with kv.ErrClosed.
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}
+
+func (s *Store) check(ctx context.Context) error {
+	if s.closed.Load() {
+		return kv.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// errDone reports use of a transaction after its function returned.
+var errDone = errors.New("memkv: transaction used after its function returned")
+
+// scanChunk is how many entries Scan gathers from the tree at a time; it
+// calls back outside the tree walk so that callbacks may write.
+const scanChunk = 64
+
+// txn is a kv.Txn over one tree: the published snapshot in a View, a private
+// clone in an Update.
+type txn struct {
+	tree     *btree.BTreeG[item]
+	writable bool
+	done     bool
+	// gen counts writes, so that Scan notices its callback wrote.
+	gen uint64
+}
+
+var _ kv.Txn = (*txn)(nil)
+
+func (t *txn) finish() { t.done = true }
+
+func (t *txn) check(write bool) error {
+	if t.done {
+		return errDone
+	}
+	if write && !t.writable {
+		return errors.New("memkv: write in a read-only transaction")
+	}
+	return nil
+}
+
+// Get implements kv.Txn.
+func (t *txn) Get(key []byte) ([]byte, bool, error) {
+	if err := t.check(false); err != nil {
+		return nil, false, err
+	}
+	it, ok := t.tree.Get(item{key: key})
+	return it.value, ok, nil
+}
+
+// Put implements kv.Txn.
+func (t *txn) Put(key, value []byte) error {
+	if err := t.check(true); err != nil {
+		return err
+	}
+	if len(key) == 0 {
+		return errors.New("memkv: put: empty key")
+	}
+	t.tree.ReplaceOrInsert(item{key: bytes.Clone(key), value: bytes.Clone(value)})
+	t.gen++
+	return nil
+}
+
+// Delete implements kv.Txn.
+func (t *txn) Delete(key []byte) error {
+	if err := t.check(true); err != nil {
+		return err
+	}
+	t.tree.Delete(item{key: key})
+	t.gen++
+	return nil
+}
+
+// Scan implements kv.Txn. It gathers up to scanChunk entries, then calls fn
+// on them; when fn writes, it gathers again from just after the current key.
+func (t *txn) Scan(start, end []byte, fn func(key, value []byte) (bool, error)) error {
+	if err := t.check(false); err != nil {
+		return err
+	}
+	var chunk [scanChunk]item
+	from := start
+	for {
+		n := 0
+		t.tree.AscendGreaterOrEqual(item{key: from}, func(it item) bool {
+			if end != nil && bytes.Compare(it.key, end) >= 0 {
+				return false
+			}
+			chunk[n] = it
+			n++
+			return n < len(chunk)
+		})
+		if n == 0 {
+			return nil
+		}
+		for i := range n {
+			gen := t.gen
+			more, err := fn(chunk[i].key, chunk[i].value)
+			if err != nil || !more {
+				return err
+			}
+			if t.gen != gen {
+				n = i + 1 // the rest of the chunk may be stale
+				break
+			}
+		}
+		// The smallest key after the last one called back.
+		last := chunk[n-1].key
+		from = append(last[:len(last):len(last)], 0)
+	}
+}

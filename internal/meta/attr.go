@@ -1,0 +1,65 @@
+package meta
+
+import (
+	"context"
+	"fmt"
+)
+
+// SetAttr changes the attributes named in req.Valid. A size change truncates
+// or extends the file (extension leaves a hole); ctime becomes req.Ctime, or
+// now when that is 0, whenever anything changes.
+func (s *Service) SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, error) {
+	var out Inode
+	err := s.update(ctx, func(t txn) error {
+		rec, err := t.getInode(ino)
+		if err != nil {
+			return err
+		}
+		if req.Valid&SetSize != 0 && !rec.IsRegular() {
+			if rec.IsDir() {
+				return ErrIsDir
+			}
+			return ErrInvalid
+		}
+		out = rec.Inode
+		if req.Valid == 0 {
+			return nil
+		}
+		if req.Valid&SetMode != 0 {
+			rec.Mode = typeOf(rec.Mode) | req.Mode&07777
+		}
+		if req.Valid&SetUid != 0 {
+			rec.Uid = req.Uid
+		}
+		if req.Valid&SetGid != 0 {
+			rec.Gid = req.Gid
+		}
+		if req.Valid&SetAtime != 0 {
+			rec.Atime = req.Atime
+		}
+		if req.Valid&SetMtime != 0 {
+			rec.Mtime = req.Mtime
+		}
+		if req.Valid&SetSize != 0 && req.Size != rec.Size {
+			if req.Size < rec.Size {
+				if err := t.truncateRecipe(rec, req.Size); err != nil {
+					return err
+				}
+			}
+			if err := t.addCounter(ctrBytes, ino, int64(req.Size-rec.Size)); err != nil {
+				return err
+			}
+			rec.Size = req.Size
+		}
+		rec.touch(s.nowNs())
+		if req.Valid&SetCtime != 0 && req.Ctime != 0 {
+			rec.Ctime = req.Ctime
+		}
+		out = rec.Inode
+		return t.putInode(rec)
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("setattr %d: %w", ino, err)
+	}
+	return out, nil
+}

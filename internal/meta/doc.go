@@ -1,0 +1,70 @@
+// Package meta is Tessera's metadata service: the namespace (inodes and
+// directory entries), file recipes (block index -> block hash), extended
+// attributes, usage counters and the block-server map, all kept in a
+// transactional, ordered kv.Store.
+//
+// Contract. API (api.go) is what clients see; Service implements it over a
+// kv.Store and the RPC client in metarpc implements it over the wire. Every
+// method runs in a single kv transaction, so each operation is atomic and
+// isolated; a Service keeps no state the store does not hold except a batch
+// of pre-allocated inode numbers, so several Services may share one store.
+// Errors are syscall.Errno sentinels (ErrNotFound, ErrExist, ...) wrapped
+// with the operation's context: test them with errors.Is. A record that fails
+// to decode is ErrCorrupt (which also matches ErrIO) and is never retried.
+// Commit conflicts are *ConflictError (errors.Is(err, ErrConflict)).
+//
+// Semantics follow Linux: nlink counts (a directory has 2 plus one per
+// subdirectory), ctime on every change, parent mtime/ctime on entry changes,
+// setgid directories, renameat2 flags. A non-directory whose last link goes
+// becomes an orphan: its inode and recipe stay (an open file can still be
+// read and written) until Reap. Inode numbers are never reused, so Gen is
+// always 1. Permission checks are the kernel's (default_permissions).
+//
+// # Key schema
+//
+// All integers are big-endian so that keys sort numerically; ino and seg are
+// 8 bytes, names are raw bytes (no terminator: the key ends with the name).
+//
+//	"i" ino              -> inode record
+//	"d" parent name      -> dentry record: child ino and file type
+//	"r" ino seg          -> recipe segment: blocks seg*SegmentBlocks ... of ino
+//	"x" ino name         -> xattr record
+//	"o" ino              -> orphan marker: nlink is 0, awaiting Reap
+//	"c" "n"              -> next free inode number (8 bytes)
+//	"c" "f" shard        -> inodes in use whose ino%CounterShards == shard (8 bytes, wrapping)
+//	"c" "b" shard        -> logical bytes of regular files in that shard (8 bytes, wrapping)
+//	"s" id               -> block-server record
+//	"m" "epoch"          -> block-server map epoch (8 bytes)
+//	"m" "format"         -> key-schema version, FormatVersion (8 bytes)
+//
+// Counters are sharded by inode number so that creates and commits in
+// different directories do not all conflict on one key; StatFS sums the
+// shards. Inode numbers are handed out in batches (InoBatch) so allocation is
+// not a hot key either; an unused batch is a harmless gap.
+//
+// # Records
+//
+// Every record value starts with a version byte (1 today); decoders reject
+// unknown versions, short or over-long input, out-of-range lengths and
+// trailing bytes with ErrCorrupt, and never panic. Strings and byte strings
+// are a uvarint length then the bytes. Version 1 layouts:
+//
+//	inode:   1 | flags(1: bit0 HasInline) | gen 8 | mode 4 | uid 4 | gid 4 |
+//	         nlink 4 | size 8 | atime 8 | mtime 8 | ctime 8 | rdev 4 |
+//	         change 8 | blocksize 4 | parent 8 | policy str | target str |
+//	         inline bytes (empty unless HasInline)
+//	dentry:  1 | ino 8 | type 1 (mode>>12: one of the S_IF* types)
+//	segment: 1 | n * 32-byte hash, 1 <= n <= SegmentBlocks, entry i is block
+//	         seg*SegmentBlocks+i, zero hash = hole, the last entry is never a
+//	         hole (trailing holes are trimmed; an all-hole segment is deleted)
+//	xattr:   1 | value (0..XattrValueMax bytes)
+//	orphan:  1 | unix ns when the last link went (8)
+//	server:  1 | addr str | dir str | host str | rack str | site str |
+//	         state str | seen 8
+//
+// The parent field of an inode record is the containing directory for
+// directories (the root's is itself) and 0 for everything else; rename walks
+// it up to refuse moving a directory into its own subtree. When block 0 of a
+// file is inline its recipe entry is a hole and its content lives in the
+// inode record.
+package meta

@@ -1,0 +1,378 @@
+package meta
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+
+	"tessera/internal/kv"
+)
+
+// DefaultReadDirLimit is the page size ReadDir uses when limit <= 0.
+const DefaultReadDirLimit = 1024
+
+// Lookup returns the inode name refers to in directory parent.
+func (s *Service) Lookup(ctx context.Context, parent Ino, name string) (Inode, error) {
+	var out Inode
+	err := checkName(name)
+	if err == nil {
+		err = s.view(ctx, func(t txn) error {
+			if _, err := t.getDir(parent); err != nil {
+				return err
+			}
+			ino, _, ok, err := t.getDentry(parent, name)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return ErrNotFound
+			}
+			rec, err := t.getInode(ino)
+			if err != nil {
+				return err
+			}
+			out = rec.Inode
+			return nil
+		})
+	}
+	if err != nil {
+		return Inode{}, fmt.Errorf("lookup %d/%q: %w", parent, name, err)
+	}
+	return out, nil
+}
+
+// GetAttr returns inode ino.
+func (s *Service) GetAttr(ctx context.Context, ino Ino) (Inode, error) {
+	var out Inode
+	err := s.view(ctx, func(t txn) error {
+		rec, err := t.getInode(ino)
+		if err != nil {
+			return err
+		}
+		out = rec.Inode
+		return nil
+	})
+	if err != nil {
+		return Inode{}, fmt.Errorf("getattr %d: %w", ino, err)
+	}
+	return out, nil
+}
+
+// Create makes a file, directory, symlink or special file (see CreateReq).
+func (s *Service) Create(ctx context.Context, req CreateReq) (Inode, error) {
+	out, err := s.create(ctx, req)
+	if err != nil {
+		return Inode{}, fmt.Errorf("create %d/%q: %w", req.Parent, req.Name, err)
+	}
+	return out, nil
+}
+
+func (s *Service) create(ctx context.Context, req CreateReq) (Inode, error) {
+	if err := checkName(req.Name); err != nil {
+		return Inode{}, err
+	}
+	typ := typeOf(req.Mode)
+	if typ == 0 {
+		typ = syscall.S_IFREG
+	}
+	if !validType(typ) {
+		return Inode{}, ErrInvalid
+	}
+	if typ == syscall.S_IFLNK {
+		if req.Target == "" {
+			return Inode{}, ErrNotFound
+		}
+		if len(req.Target) > MaxTargetLen {
+			return Inode{}, ErrNameTooLong
+		}
+	}
+	ino, err := s.allocIno(ctx)
+	if err != nil {
+		return Inode{}, err
+	}
+	var out Inode
+	used := false
+	err = s.update(ctx, func(t txn) error {
+		used = false
+		parent, err := t.getDir(req.Parent)
+		if err != nil {
+			return err
+		}
+		old, oldTyp, exists, err := t.getDentry(req.Parent, req.Name)
+		if err != nil {
+			return err
+		}
+		if exists {
+			if typ != syscall.S_IFREG || req.Excl {
+				return ErrExist
+			}
+			if oldTyp == syscall.S_IFDIR {
+				return ErrIsDir
+			}
+			rec, err := t.getInode(old)
+			if err != nil {
+				return err
+			}
+			out = rec.Inode
+			return nil
+		}
+		now := s.nowNs()
+		rec := &inodeRec{}
+		rec.Attr = Attr{Ino: ino, Gen: 1, Mode: typ | req.Mode&07777, Uid: req.Uid, Gid: req.Gid, Nlink: 1,
+			Atime: now, Mtime: now, Ctime: now, Change: 1, BlockSize: parent.BlockSize, Policy: parent.Policy}
+		if rec.BlockSize == 0 {
+			rec.BlockSize = s.blockSize
+		}
+		if parent.Mode&syscall.S_ISGID != 0 {
+			rec.Gid = parent.Gid
+			if typ == syscall.S_IFDIR {
+				rec.Mode |= syscall.S_ISGID
+			}
+		}
+		switch typ {
+		case syscall.S_IFDIR:
+			rec.Nlink = 2
+			rec.Parent = parent.Ino
+			parent.Nlink++
+		case syscall.S_IFLNK:
+			rec.Mode = syscall.S_IFLNK | 0777
+			rec.Target = req.Target
+			rec.Size = uint64(len(req.Target))
+		case syscall.S_IFCHR, syscall.S_IFBLK:
+			rec.Rdev = req.Rdev
+		}
+		parent.touchDir(now)
+		if err := t.putInode(rec); err != nil {
+			return err
+		}
+		if err := t.putInode(parent); err != nil {
+			return err
+		}
+		if err := t.putDentry(parent.Ino, req.Name, ino, typ); err != nil {
+			return err
+		}
+		if err := t.addCounter(ctrFiles, ino, 1); err != nil {
+			return err
+		}
+		out = rec.Inode
+		used = true
+		return nil
+	})
+	if !used {
+		s.releaseIno(ino)
+	}
+	return out, err
+}
+
+// Link adds the name newParent/newName for the non-directory ino.
+func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) (Inode, error) {
+	var out Inode
+	err := checkName(newName)
+	if err == nil {
+		err = s.update(ctx, func(t txn) error {
+			parent, err := t.getDir(newParent)
+			if err != nil {
+				return err
+			}
+			rec, err := t.getInode(ino)
+			if err != nil {
+				return err
+			}
+			if _, _, exists, err := t.getDentry(newParent, newName); err != nil {
+				return err
+			} else if exists {
+				return ErrExist
+			}
+			switch {
+			case rec.IsDir():
+				return ErrPerm
+			case rec.Nlink == 0:
+				return ErrNotFound
+			case rec.Nlink >= MaxLink:
+				return ErrTooManyLink
+			}
+			now := s.nowNs()
+			rec.Nlink++
+			rec.touch(now)
+			parent.touchDir(now)
+			if err := t.putDentry(newParent, newName, ino, rec.Mode); err != nil {
+				return err
+			}
+			if err := t.putInode(parent); err != nil {
+				return err
+			}
+			out = rec.Inode
+			return t.putInode(rec)
+		})
+	}
+	if err != nil {
+		return Inode{}, fmt.Errorf("link %d to %d/%q: %w", ino, newParent, newName, err)
+	}
+	return out, nil
+}
+
+// Unlink removes the non-directory entry parent/name. An inode whose last
+// link goes becomes an orphan (see Reap).
+func (s *Service) Unlink(ctx context.Context, parent Ino, name string) (Inode, error) {
+	var out Inode
+	err := checkName(name)
+	if err == nil {
+		err = s.update(ctx, func(t txn) error {
+			dir, err := t.getDir(parent)
+			if err != nil {
+				return err
+			}
+			ino, typ, ok, err := t.getDentry(parent, name)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return ErrNotFound
+			}
+			if typ == syscall.S_IFDIR {
+				return ErrIsDir
+			}
+			rec, err := t.getInode(ino)
+			if err != nil {
+				return err
+			}
+			now := s.nowNs()
+			if err := t.dropLink(rec, now); err != nil {
+				return err
+			}
+			if err := t.Delete(dentryKey(parent, name)); err != nil {
+				return err
+			}
+			dir.touchDir(now)
+			out = rec.Inode
+			return t.putInode(dir)
+		})
+	}
+	if err != nil {
+		return Inode{}, fmt.Errorf("unlink %d/%q: %w", parent, name, err)
+	}
+	return out, nil
+}
+
+// dropLink takes one link from the non-directory rec and stores it, marking
+// it an orphan when none are left.
+func (t txn) dropLink(rec *inodeRec, now int64) error {
+	if rec.Nlink > 0 {
+		rec.Nlink--
+	}
+	rec.touch(now)
+	if rec.Nlink == 0 {
+		if err := t.Put(orphanKey(rec.Ino), encodeOrphan(now)); err != nil {
+			return err
+		}
+	}
+	return t.putInode(rec)
+}
+
+// Rmdir removes the empty directory parent/name.
+func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
+	err := checkName(name)
+	if err == nil {
+		err = s.update(ctx, func(t txn) error {
+			dir, err := t.getDir(parent)
+			if err != nil {
+				return err
+			}
+			ino, typ, ok, err := t.getDentry(parent, name)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return ErrNotFound
+			}
+			if typ != syscall.S_IFDIR {
+				return ErrNotDir
+			}
+			if err := t.removeDir(ino); err != nil {
+				return err
+			}
+			if err := t.Delete(dentryKey(parent, name)); err != nil {
+				return err
+			}
+			dir.Nlink--
+			dir.touchDir(s.nowNs())
+			return t.putInode(dir)
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("rmdir %d/%q: %w", parent, name, err)
+	}
+	return nil
+}
+
+// removeDir deletes the empty directory ino (its inode and xattrs); the
+// caller deals with the entry and the parent.
+func (t txn) removeDir(ino Ino) error {
+	empty, err := t.dirEmpty(ino)
+	if err != nil {
+		return err
+	}
+	if !empty {
+		return ErrNotEmpty
+	}
+	if err := t.deletePrefix(xattrPrefix(ino)); err != nil {
+		return err
+	}
+	if err := t.Delete(inodeKey(ino)); err != nil {
+		return err
+	}
+	return t.addCounter(ctrFiles, ino, -1)
+}
+
+// ReadDir lists the entries of dir after `after` in name order, at most
+// limit (DefaultReadDirLimit when limit <= 0). It never lists "." or "..".
+func (s *Service) ReadDir(ctx context.Context, dir Ino, after string, limit int, plus bool) ([]DirEntry, bool, error) {
+	if limit <= 0 {
+		limit = DefaultReadDirLimit
+	}
+	var ents []DirEntry
+	more := false
+	err := s.view(ctx, func(t txn) error {
+		ents, more = ents[:0], false
+		if _, err := t.getDir(dir); err != nil {
+			return err
+		}
+		p := dentryPrefix(dir)
+		start := p
+		if after != "" {
+			start = append(dentryKey(dir, after), 0)
+		}
+		err := t.Scan(start, kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
+			if len(ents) == limit {
+				more = true
+				return false, nil
+			}
+			_, name, err := parseDentryKey(k)
+			if err != nil {
+				return false, err
+			}
+			ino, typ, err := decodeDentry(v)
+			if err != nil {
+				return false, err
+			}
+			ents = append(ents, DirEntry{Name: name, Ino: ino, Mode: typ})
+			return true, nil
+		})
+		if err != nil || !plus {
+			return err
+		}
+		for i := range ents {
+			rec, err := t.getInode(ents[i].Ino)
+			if err != nil {
+				return err
+			}
+			ents[i].Inode = &rec.Inode
+			ents[i].Mode = rec.Mode
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("readdir %d after %q: %w", dir, after, err)
+	}
+	return ents, more, nil
+}

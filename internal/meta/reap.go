@@ -1,0 +1,163 @@
+package meta
+
+import (
+	"context"
+	"fmt"
+
+	"tessera/internal/block"
+	"tessera/internal/kv"
+)
+
+// Reap deletes the orphan ino (Nlink 0): its inode, recipe, xattrs and
+// orphan marker, and takes it off the usage counters. Reaping a linked inode,
+// or one already gone, does nothing.
+func (s *Service) Reap(ctx context.Context, ino Ino) error {
+	err := s.update(ctx, func(t txn) error {
+		v, ok, err := t.Get(inodeKey(ino))
+		if err != nil || !ok {
+			return err
+		}
+		rec, err := decodeInode(ino, v)
+		if err != nil {
+			return err
+		}
+		if rec.Nlink > 0 {
+			return nil
+		}
+		for _, p := range [][]byte{segmentPrefix(ino), xattrPrefix(ino)} {
+			if err := t.deletePrefix(p); err != nil {
+				return err
+			}
+		}
+		if err := t.Delete(orphanKey(ino)); err != nil {
+			return err
+		}
+		if err := t.Delete(inodeKey(ino)); err != nil {
+			return err
+		}
+		if rec.IsRegular() {
+			if err := t.addCounter(ctrBytes, ino, -int64(rec.Size)); err != nil {
+				return err
+			}
+		}
+		return t.addCounter(ctrFiles, ino, -1)
+	})
+	if err != nil {
+		return fmt.Errorf("reap %d: %w", ino, err)
+	}
+	return nil
+}
+
+// Orphans lists up to limit orphan inodes with numbers above after, for a
+// reaper that runs after a crash; more reports whether others remain.
+func (s *Service) Orphans(ctx context.Context, after Ino, limit int) (inos []Ino, more bool, err error) {
+	if limit <= 0 {
+		limit = DefaultReadDirLimit
+	}
+	if after == ^Ino(0) {
+		return nil, false, nil
+	}
+	err = s.view(ctx, func(t txn) error {
+		inos, more = inos[:0], false
+		p := []byte{pfxOrphan}
+		return t.Scan(orphanKey(after+1), kv.PrefixEnd(p), func(k, _ []byte) (bool, error) {
+			if len(inos) == limit {
+				more = true
+				return false, nil
+			}
+			ino, err := parseOrphanKey(k)
+			inos = append(inos, ino)
+			return err == nil, err
+		})
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list orphans: %w", err)
+	}
+	return inos, more, nil
+}
+
+// BlockRef is one recipe entry: block Index of inode Ino is Hash.
+type BlockRef struct {
+	Ino   Ino
+	Index uint64
+	Hash  block.Hash
+}
+
+// BlockLister is the optional capability of listing recipe entries a page at
+// a time, which lets WalkBlocks cross an RPC boundary without holding one
+// long call. Implementations without it are walked with WalkBlocks.
+type BlockLister interface {
+	// ListBlocks returns up to limit non-hole recipe entries ordered by
+	// (Ino, Index) that come after (afterIno, afterIndex); more reports
+	// whether others remain. Start with (0, 0).
+	ListBlocks(ctx context.Context, afterIno Ino, afterIndex uint64, limit int) (refs []BlockRef, more bool, err error)
+}
+
+// WalkPage is the number of recipe entries one WalkBlocks transaction reads.
+const WalkPage = 4096
+
+// ListBlocks implements BlockLister.
+func (s *Service) ListBlocks(ctx context.Context, afterIno Ino, afterIndex uint64, limit int) ([]BlockRef, bool, error) {
+	if limit <= 0 {
+		limit = WalkPage
+	}
+	var refs []BlockRef
+	more := false
+	err := s.view(ctx, func(t txn) error {
+		refs, more = refs[:0], false
+		seg, _ := segOf(afterIndex)
+		return t.Scan(segmentKey(afterIno, seg), kv.PrefixEnd([]byte{pfxSegment}), func(k, v []byte) (bool, error) {
+			ino, seg, err := parseSegmentKey(k)
+			if err != nil {
+				return false, err
+			}
+			hs, err := decodeSegment(v)
+			if err != nil {
+				return false, err
+			}
+			for i, h := range hs {
+				idx := seg*SegmentBlocks + uint64(i)
+				if h.IsZero() || (ino == afterIno && idx <= afterIndex) {
+					continue
+				}
+				if len(refs) == limit {
+					more = true
+					return false, nil
+				}
+				refs = append(refs, BlockRef{Ino: ino, Index: idx, Hash: h})
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("list blocks after %d/%d: %w", afterIno, afterIndex, err)
+	}
+	return refs, more, nil
+}
+
+// WalkBlocks calls fn with every non-hole recipe entry, orphans' included,
+// reading WalkPage entries per transaction and calling fn outside them.
+func (s *Service) WalkBlocks(ctx context.Context, fn func(ino Ino, index uint64, h block.Hash) error) error {
+	return WalkLister(ctx, s, fn)
+}
+
+// WalkLister walks every entry of l page by page, for WalkBlocks.
+func WalkLister(ctx context.Context, l BlockLister, fn func(ino Ino, index uint64, h block.Hash) error) error {
+	var ino Ino
+	var idx uint64
+	for {
+		refs, more, err := l.ListBlocks(ctx, ino, idx, WalkPage)
+		if err != nil {
+			return err
+		}
+		for _, r := range refs {
+			if err := fn(r.Ino, r.Index, r.Hash); err != nil {
+				return err
+			}
+			ino, idx = r.Ino, r.Index
+		}
+		if !more || len(refs) == 0 {
+			return nil
+		}
+	}
+}

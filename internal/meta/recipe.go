@@ -1,0 +1,307 @@
+package meta
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+
+	"tessera/internal/block"
+	"tessera/internal/kv"
+)
+
+// MaxRecipeRun is the most block hashes one GetRecipe returns; a caller that
+// asks for more gets a shorter run and asks again from where it ends.
+const MaxRecipeRun = 64 * SegmentBlocks
+
+// ceilDiv returns the number of blocks of size bs that size bytes span.
+func ceilDiv(size, bs uint64) uint64 { return size/bs + min(size%bs, 1) }
+
+// regularFile checks that rec is a regular file, as recipe operations need.
+func regularFile(rec *inodeRec) error {
+	switch {
+	case rec.IsRegular():
+		return nil
+	case rec.IsDir():
+		return ErrIsDir
+	}
+	return ErrInvalid
+}
+
+// GetRecipe returns the hashes of blocks [first, first+count) that lie below
+// the file's size, at most MaxRecipeRun of them.
+func (s *Service) GetRecipe(ctx context.Context, ino Ino, first, count uint64) (Recipe, error) {
+	var out Recipe
+	err := s.view(ctx, func(t txn) error {
+		rec, err := t.getInode(ino)
+		if err != nil {
+			return err
+		}
+		if err := regularFile(rec); err != nil {
+			return err
+		}
+		out = Recipe{Change: rec.Change, Size: rec.Size, First: first}
+		if first == 0 && rec.HasInline {
+			out.HasInline, out.Inline = true, rec.Inline
+		}
+		nb := ceilDiv(rec.Size, uint64(rec.BlockSize))
+		if first >= nb || count == 0 {
+			return nil
+		}
+		n := min(count, nb-first, MaxRecipeRun)
+		out.Blocks = make([]block.Hash, n)
+		firstSeg, _ := segOf(first)
+		lastSeg, _ := segOf(first + n - 1)
+		return t.Scan(segmentKey(ino, firstSeg), segmentKey(ino, lastSeg+1), func(k, v []byte) (bool, error) {
+			_, seg, err := parseSegmentKey(k)
+			if err != nil {
+				return false, err
+			}
+			hs, err := decodeSegment(v)
+			if err != nil {
+				return false, err
+			}
+			base := seg * SegmentBlocks
+			for i, h := range hs {
+				if idx := base + uint64(i); idx >= first && idx-first < n {
+					out.Blocks[idx-first] = h
+				}
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return Recipe{}, fmt.Errorf("get recipe %d [%d,+%d): %w", ino, first, count, err)
+	}
+	return out, nil
+}
+
+// segments caches the recipe segments one transaction reads and changes.
+type segments struct {
+	t     txn
+	ino   Ino
+	segs  map[uint64][]block.Hash
+	dirty map[uint64]bool
+}
+
+func newSegments(t txn, ino Ino) *segments {
+	return &segments{t: t, ino: ino, segs: map[uint64][]block.Hash{}, dirty: map[uint64]bool{}}
+}
+
+func (ss *segments) load(seg uint64) ([]block.Hash, error) {
+	if hs, ok := ss.segs[seg]; ok {
+		return hs, nil
+	}
+	v, ok, err := ss.t.Get(segmentKey(ss.ino, seg))
+	var hs []block.Hash
+	if err == nil && ok {
+		hs, err = decodeSegment(v)
+	}
+	if err != nil {
+		return nil, err
+	}
+	ss.segs[seg] = hs
+	return hs, nil
+}
+
+// get returns entry index (zero for a hole).
+func (ss *segments) get(index uint64) (block.Hash, error) {
+	seg, slot := segOf(index)
+	hs, err := ss.load(seg)
+	if err != nil || slot >= len(hs) {
+		return block.Hash{}, err
+	}
+	return hs[slot], nil
+}
+
+// set changes entry index; flush writes it.
+func (ss *segments) set(index uint64, h block.Hash) error {
+	seg, slot := segOf(index)
+	hs, err := ss.load(seg)
+	if err != nil {
+		return err
+	}
+	if slot >= len(hs) {
+		if h.IsZero() {
+			return nil
+		}
+		hs = append(hs, make([]block.Hash, slot+1-len(hs))...)
+	}
+	hs[slot] = h
+	ss.segs[seg] = hs
+	ss.dirty[seg] = true
+	return nil
+}
+
+// flush writes the changed segments, deleting all-hole ones.
+func (ss *segments) flush() error {
+	for seg := range ss.dirty {
+		k := segmentKey(ss.ino, seg)
+		var err error
+		if v := encodeSegment(ss.segs[seg]); v == nil {
+			err = ss.t.Delete(k)
+		} else {
+			err = ss.t.Put(k, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// truncateRecipe drops rec's recipe entries at or past ceil(size/BlockSize)
+// and cuts inline block-0 data to size (dropping it when size is 0). It does
+// not store rec.
+func (t txn) truncateRecipe(rec *inodeRec, size uint64) error {
+	nb := ceilDiv(size, uint64(rec.BlockSize))
+	if rec.HasInline {
+		if nb == 0 {
+			rec.HasInline, rec.Inline = false, nil
+		} else if uint64(len(rec.Inline)) > size {
+			rec.Inline = rec.Inline[:size]
+		}
+	}
+	seg, slot := segOf(nb)
+	type kvp struct{ k, v []byte }
+	var found []kvp
+	p := segmentPrefix(rec.Ino)
+	err := t.Scan(segmentKey(rec.Ino, seg), kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
+		found = append(found, kvp{append([]byte(nil), k...), append([]byte(nil), v...)})
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, f := range found {
+		_, sg, err := parseSegmentKey(f.k)
+		if err != nil {
+			return err
+		}
+		if sg == seg && slot > 0 {
+			hs, err := decodeSegment(f.v)
+			if err != nil {
+				return err
+			}
+			if len(hs) <= slot {
+				continue
+			}
+			if v := encodeSegment(hs[:slot]); v != nil {
+				if err := t.Put(f.k, v); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if err := t.Delete(f.k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Commit installs new block hashes into a file's recipe if every old hash
+// still matches (or the commit is forced), as DESIGN §2.3 describes.
+func (s *Service) Commit(ctx context.Context, req CommitReq) (Inode, error) {
+	out, err := s.commit(ctx, req)
+	if err != nil {
+		return Inode{}, fmt.Errorf("commit inode %d: %w", req.Ino, err)
+	}
+	return out, nil
+}
+
+func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
+	changes := append([]BlockChange(nil), req.Changes...)
+	sort.Slice(changes, func(i, j int) bool { return changes[i].Index < changes[j].Index })
+	for i, c := range changes {
+		if i > 0 && changes[i-1].Index == c.Index {
+			return Inode{}, fmt.Errorf("block %d named twice: %w", c.Index, ErrInvalid)
+		}
+		if c.InlineNew && (c.Index != 0 || len(c.NewInline) > InlineMax) {
+			return Inode{}, fmt.Errorf("inline block %d of %d bytes: %w", c.Index, len(c.NewInline), ErrInvalid)
+		}
+	}
+	var out Inode
+	err := s.update(ctx, func(t txn) error {
+		rec, err := t.getInode(req.Ino)
+		if err != nil {
+			return err
+		}
+		if err := regularFile(rec); err != nil {
+			return err
+		}
+		bs := uint64(rec.BlockSize)
+		if n := len(changes); n > 0 && changes[n-1].Index >= math.MaxUint64/bs {
+			return fmt.Errorf("block %d past the largest file: %w", changes[n-1].Index, ErrInvalid)
+		}
+		ss := newSegments(t, rec.Ino)
+		if !req.Forced {
+			if err := compareOld(ss, rec, changes); err != nil {
+				return err
+			}
+		}
+		for _, c := range changes {
+			h := c.New
+			if c.Index == 0 {
+				rec.HasInline, rec.Inline = c.InlineNew, nil
+				if c.InlineNew {
+					h = block.Hash{}
+					rec.Inline = append([]byte{}, c.NewInline...)
+				}
+			}
+			if err := ss.set(c.Index, h); err != nil {
+				return err
+			}
+		}
+		if err := ss.flush(); err != nil {
+			return err
+		}
+		oldSize := rec.Size
+		if req.SetSize {
+			rec.Size = req.Size
+			if err := t.truncateRecipe(rec, req.Size); err != nil {
+				return err
+			}
+		} else {
+			rec.Size = max(rec.Size, req.Size)
+		}
+		if req.Mtime != 0 {
+			rec.Mtime = req.Mtime
+		}
+		rec.touch(s.nowNs())
+		if err := t.addCounter(ctrBytes, rec.Ino, int64(rec.Size-oldSize)); err != nil {
+			return err
+		}
+		out = rec.Inode
+		return t.putInode(rec)
+	})
+	return out, err
+}
+
+// compareOld checks every change's Old against the current entry; on any
+// mismatch it returns a *ConflictError listing the current hash of every
+// named index.
+func compareOld(ss *segments, rec *inodeRec, changes []BlockChange) error {
+	cur := make([]BlockChange, len(changes))
+	conflict := false
+	for i, c := range changes {
+		cur[i].Index = c.Index
+		if c.Index == 0 && rec.HasInline {
+			cur[i].New = block.Sum(rec.Inline)
+			cur[i].InlineNew, cur[i].NewInline = true, append([]byte{}, rec.Inline...)
+		} else {
+			h, err := ss.get(c.Index)
+			if err != nil {
+				return err
+			}
+			cur[i].New = h
+		}
+		if cur[i].New != c.Old {
+			conflict = true
+		}
+	}
+	if conflict {
+		return &ConflictError{Ino: rec.Ino, Current: cur}
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+package meta
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"syscall"
+
+	"tessera/internal/block"
+)
+
+// ErrCorrupt marks a record or key in the store that does not decode. Errors
+// carrying it also match ErrIO, so they reach clients as EIO. Corruption is
+// never retried.
+var ErrCorrupt = errors.New("meta: corrupt record")
+
+func corruptf(format string, args ...any) error {
+	return fmt.Errorf("%s: %w (%w)", fmt.Sprintf(format, args...), ErrCorrupt, ErrIO)
+}
+
+// recordV1 is the version byte every record written today starts with.
+const recordV1 = 1
+
+// Limits a decoder enforces on variable-length fields.
+const (
+	// MaxTargetLen is the longest symlink target (PATH_MAX - 1).
+	MaxTargetLen = 4095
+	// MaxPolicyLen is the longest policy name.
+	MaxPolicyLen = 255
+	// MaxServerID is the longest block-server ID; other server fields are
+	// limited to maxServerField bytes.
+	MaxServerID    = 255
+	maxServerField = 4096
+	// XattrValueMax is the largest xattr value (as Linux: 64 KiB).
+	XattrValueMax = 64 << 10
+	// XattrNameMax is the longest xattr name.
+	XattrNameMax = 255
+)
+
+// inodeRec is an inode as stored: the Inode plus the parent pointer kept for
+// directories.
+type inodeRec struct {
+	Inode
+	Parent Ino
+}
+
+const inodeFixedLen = 2 + 8 + 4*4 + 8*4 + 4 + 8 + 4 + 8
+
+const flagHasInline = 1
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// encodeInode encodes rec (its Ino is the key's, not stored).
+func encodeInode(rec *inodeRec) []byte {
+	b := make([]byte, 0, inodeFixedLen+3+len(rec.Policy)+len(rec.Target)+len(rec.Inline))
+	var flags byte
+	if rec.HasInline {
+		flags |= flagHasInline
+	}
+	b = append(b, recordV1, flags)
+	be := binary.BigEndian
+	b = be.AppendUint64(b, rec.Gen)
+	b = be.AppendUint32(b, rec.Mode)
+	b = be.AppendUint32(b, rec.Uid)
+	b = be.AppendUint32(b, rec.Gid)
+	b = be.AppendUint32(b, rec.Nlink)
+	b = be.AppendUint64(b, rec.Size)
+	b = be.AppendUint64(b, uint64(rec.Atime))
+	b = be.AppendUint64(b, uint64(rec.Mtime))
+	b = be.AppendUint64(b, uint64(rec.Ctime))
+	b = be.AppendUint32(b, rec.Rdev)
+	b = be.AppendUint64(b, rec.Change)
+	b = be.AppendUint32(b, rec.BlockSize)
+	b = be.AppendUint64(b, uint64(rec.Parent))
+	b = appendString(b, rec.Policy)
+	b = appendString(b, rec.Target)
+	if rec.HasInline {
+		b = appendBytes(b, rec.Inline)
+	} else {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// reader decodes length-prefixed fields, remembering the first error.
+type reader struct {
+	b    []byte
+	err  error
+	what string
+}
+
+func (r *reader) fail(format string, args ...any) {
+	if r.err == nil {
+		r.err = corruptf("%s record: %s", r.what, fmt.Sprintf(format, args...))
+	}
+}
+
+func (r *reader) fixed(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if len(r.b) < n {
+		r.fail("truncated")
+		return nil
+	}
+	s := r.b[:n]
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *reader) u32() uint32 {
+	if s := r.fixed(4); s != nil {
+		return binary.BigEndian.Uint32(s)
+	}
+	return 0
+}
+
+func (r *reader) u64() uint64 {
+	if s := r.fixed(8); s != nil {
+		return binary.BigEndian.Uint64(s)
+	}
+	return 0
+}
+
+func (r *reader) bytes(max int, field string) []byte {
+	if r.err != nil {
+		return nil
+	}
+	n, k := binary.Uvarint(r.b)
+	if k <= 0 {
+		r.fail("bad %s length", field)
+		return nil
+	}
+	if n > uint64(max) {
+		r.fail("%s of %d bytes, max %d", field, n, max)
+		return nil
+	}
+	r.b = r.b[k:]
+	return r.fixed(int(n))
+}
+
+func (r *reader) str(max int, field string) string { return string(r.bytes(max, field)) }
+
+func (r *reader) end() error {
+	if r.err == nil && len(r.b) != 0 {
+		r.fail("%d trailing bytes", len(r.b))
+	}
+	return r.err
+}
+
+func (r *reader) version() {
+	v := r.fixed(1)
+	if r.err == nil && v[0] != recordV1 {
+		r.fail("unknown version %d", v[0])
+	}
+}
+
+// decodeInode decodes an inode record of inode ino.
+func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
+	r := reader{b: b, what: fmt.Sprintf("inode %d", ino)}
+	r.version()
+	flags := r.fixed(1)
+	if r.err == nil && flags[0]&^flagHasInline != 0 {
+		r.fail("unknown flags %#x", flags[0])
+	}
+	rec := &inodeRec{}
+	rec.Ino = ino
+	rec.Gen = r.u64()
+	rec.Mode = r.u32()
+	rec.Uid = r.u32()
+	rec.Gid = r.u32()
+	rec.Nlink = r.u32()
+	rec.Size = r.u64()
+	rec.Atime = int64(r.u64())
+	rec.Mtime = int64(r.u64())
+	rec.Ctime = int64(r.u64())
+	rec.Rdev = r.u32()
+	rec.Change = r.u64()
+	rec.BlockSize = r.u32()
+	rec.Parent = Ino(r.u64())
+	rec.Policy = r.str(MaxPolicyLen, "policy")
+	rec.Target = r.str(MaxTargetLen, "target")
+	inline := r.bytes(InlineMax, "inline data")
+	if err := r.end(); err != nil {
+		return nil, err
+	}
+	if !validType(rec.Mode) {
+		return nil, corruptf("inode %d record: bad file type %#o", ino, rec.Mode&syscall.S_IFMT)
+	}
+	if rec.BlockSize == 0 {
+		return nil, corruptf("inode %d record: block size 0", ino)
+	}
+	if flags[0]&flagHasInline != 0 {
+		rec.HasInline = true
+		rec.Inline = append([]byte{}, inline...)
+	} else if len(inline) != 0 {
+		return nil, corruptf("inode %d record: inline data without the inline flag", ino)
+	}
+	return rec, nil
+}
+
+// validType reports whether mode's type bits name a known file type.
+func validType(mode uint32) bool {
+	switch mode & syscall.S_IFMT {
+	case syscall.S_IFREG, syscall.S_IFDIR, syscall.S_IFLNK, syscall.S_IFCHR,
+		syscall.S_IFBLK, syscall.S_IFIFO, syscall.S_IFSOCK:
+		return true
+	}
+	return false
+}
+
+// encodeDentry encodes a directory entry pointing at ino of the given mode.
+func encodeDentry(ino Ino, mode uint32) []byte {
+	b := make([]byte, 10)
+	b[0] = recordV1
+	binary.BigEndian.PutUint64(b[1:], uint64(ino))
+	b[9] = byte((mode & syscall.S_IFMT) >> 12)
+	return b
+}
+
+// decodeDentry returns the child inode and its type bits (S_IFMT).
+func decodeDentry(b []byte) (Ino, uint32, error) {
+	if len(b) != 10 || b[0] != recordV1 {
+		return 0, 0, corruptf("dentry record %x: want version 1, 10 bytes", b)
+	}
+	mode := uint32(b[9]) << 12
+	if b[9] > 0xf || !validType(mode) {
+		return 0, 0, corruptf("dentry record %x: bad file type", b)
+	}
+	ino := Ino(binary.BigEndian.Uint64(b[1:]))
+	if ino == 0 {
+		return 0, 0, corruptf("dentry record %x: inode 0", b)
+	}
+	return ino, mode, nil
+}
+
+// encodeSegment encodes a segment's hashes, trimming trailing holes; it
+// returns nil when every entry is a hole (the segment is to be deleted).
+func encodeSegment(hs []block.Hash) []byte {
+	n := len(hs)
+	for n > 0 && hs[n-1].IsZero() {
+		n--
+	}
+	if n == 0 {
+		return nil
+	}
+	b := make([]byte, 1, 1+n*block.HashSize)
+	b[0] = recordV1
+	for i := range n {
+		b = append(b, hs[i][:]...)
+	}
+	return b
+}
+
+// decodeSegment decodes a segment into its hashes (length 1..SegmentBlocks).
+func decodeSegment(b []byte) ([]block.Hash, error) {
+	if len(b) < 1+block.HashSize || b[0] != recordV1 || (len(b)-1)%block.HashSize != 0 {
+		return nil, corruptf("segment record of %d bytes: want version 1 + n*%d bytes", len(b), block.HashSize)
+	}
+	n := (len(b) - 1) / block.HashSize
+	if n > SegmentBlocks {
+		return nil, corruptf("segment record of %d entries, max %d", n, SegmentBlocks)
+	}
+	hs := make([]block.Hash, n)
+	for i := range hs {
+		copy(hs[i][:], b[1+i*block.HashSize:])
+	}
+	if hs[n-1].IsZero() {
+		return nil, corruptf("segment record ends in a hole")
+	}
+	return hs, nil
+}
+
+// encodeXattr encodes an xattr value.
+func encodeXattr(v []byte) []byte { return append([]byte{recordV1}, v...) }
+
+// decodeXattr returns the value of an xattr record (a copy).
+func decodeXattr(b []byte) ([]byte, error) {
+	if len(b) < 1 || b[0] != recordV1 || len(b)-1 > XattrValueMax {
+		return nil, corruptf("xattr record of %d bytes", len(b))
+	}
+	return append([]byte{}, b[1:]...), nil
+}
+
+// encodeOrphan encodes an orphan marker set at unix ns t.
+func encodeOrphan(t int64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{recordV1}, uint64(t))
+}
+
+// decodeOrphan returns the time an orphan marker was set.
+func decodeOrphan(b []byte) (int64, error) {
+	if len(b) != 9 || b[0] != recordV1 {
+		return 0, corruptf("orphan record %x", b)
+	}
+	return int64(be64(b[1:])), nil
+}
+
+// encodeU64 encodes a counter, the epoch or the format version.
+func encodeU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// decodeU64 decodes what encodeU64 wrote.
+func decodeU64(b []byte) (uint64, error) {
+	if len(b) != 8 {
+		return 0, corruptf("counter record of %d bytes, want 8", len(b))
+	}
+	return be64(b), nil
+}
+
+// encodeServer encodes a block-server record (its ID is the key's).
+func encodeServer(s *Server) []byte {
+	b := []byte{recordV1}
+	for _, f := range []string{s.Addr, s.Dir, s.Host, s.Rack, s.Site, s.State} {
+		b = appendString(b, f)
+	}
+	return binary.BigEndian.AppendUint64(b, uint64(s.Seen))
+}
+
+// decodeServer decodes the record of server id.
+func decodeServer(id string, b []byte) (Server, error) {
+	r := reader{b: b, what: "server " + id}
+	r.version()
+	s := Server{ID: id}
+	for _, f := range []*string{&s.Addr, &s.Dir, &s.Host, &s.Rack, &s.Site, &s.State} {
+		*f = r.str(maxServerField, "field")
+	}
+	s.Seen = int64(r.u64())
+	if err := r.end(); err != nil {
+		return Server{}, err
+	}
+	return s, nil
+}

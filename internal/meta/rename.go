@@ -1,0 +1,194 @@
+package meta
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+)
+
+// maxDepth bounds the walk up the parent pointers, so a corrupt cycle ends.
+const maxDepth = 1 << 16
+
+// Rename moves oldParent/oldName to newParent/newName, as renameat2(2) with
+// flags RenameNoReplace or RenameExchange. The checks run in Linux's order:
+// ENOENT, EEXIST (no-replace), ENOENT of the target (exchange), EINVAL (a
+// directory into its own subtree), same inode (success, no change), then
+// ENOTDIR/EISDIR and ENOTEMPTY for the target. It returns the inode it
+// replaced as it is after (a replaced directory is gone and has Nlink 0);
+// Ino 0 when it replaced nothing, which includes every exchange.
+func (s *Service) Rename(ctx context.Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) (Inode, error) {
+	replaced, err := s.rename(ctx, oldParent, oldName, newParent, newName, flags)
+	if err != nil {
+		return Inode{}, fmt.Errorf("rename %d/%q to %d/%q: %w", oldParent, oldName, newParent, newName, err)
+	}
+	return replaced, nil
+}
+
+func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) (Inode, error) {
+	if flags&^(RenameNoReplace|RenameExchange) != 0 || flags == RenameNoReplace|RenameExchange {
+		return Inode{}, ErrInvalid
+	}
+	if err := checkName(oldName); err != nil {
+		return Inode{}, err
+	}
+	if err := checkName(newName); err != nil {
+		return Inode{}, err
+	}
+	exchange := flags&RenameExchange != 0
+	var replaced Inode
+	err := s.update(ctx, func(t txn) error {
+		replaced = Inode{}
+		op, err := t.getDir(oldParent)
+		if err != nil {
+			return err
+		}
+		np := op
+		if newParent != oldParent {
+			if np, err = t.getDir(newParent); err != nil {
+				return err
+			}
+		}
+		srcIno, srcTyp, ok, err := t.getDentry(oldParent, oldName)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return ErrNotFound
+		}
+		dstIno, dstTyp, dstOk, err := t.getDentry(newParent, newName)
+		if err != nil {
+			return err
+		}
+		switch {
+		case flags&RenameNoReplace != 0 && dstOk:
+			return ErrExist
+		case exchange && !dstOk:
+			return ErrNotFound
+		}
+		crossDir := oldParent != newParent
+		if crossDir && srcTyp == syscall.S_IFDIR {
+			if err := t.checkNotUnder(newParent, srcIno); err != nil {
+				return err
+			}
+		}
+		if crossDir && exchange && dstTyp == syscall.S_IFDIR {
+			if err := t.checkNotUnder(oldParent, dstIno); err != nil {
+				return err
+			}
+		}
+		if dstOk && dstIno == srcIno {
+			return nil
+		}
+		if dstOk && !exchange {
+			switch {
+			case srcTyp == syscall.S_IFDIR && dstTyp != syscall.S_IFDIR:
+				return ErrNotDir
+			case srcTyp != syscall.S_IFDIR && dstTyp == syscall.S_IFDIR:
+				return ErrIsDir
+			}
+		}
+		src, err := t.getInode(srcIno)
+		if err != nil {
+			return err
+		}
+		now := s.nowNs()
+		if exchange {
+			dst, err := t.getInode(dstIno)
+			if err != nil {
+				return err
+			}
+			if crossDir {
+				moveDir(src, op, np)
+				moveDir(dst, np, op)
+			}
+			dst.touch(now)
+			if err := t.putInode(dst); err != nil {
+				return err
+			}
+			if err := t.putDentry(oldParent, oldName, dstIno, dstTyp); err != nil {
+				return err
+			}
+		} else {
+			if dstOk {
+				if replaced, err = t.replaceTarget(dstIno, dstTyp, np, now); err != nil {
+					return err
+				}
+			}
+			if crossDir {
+				moveDir(src, op, np)
+			}
+			if err := t.Delete(dentryKey(oldParent, oldName)); err != nil {
+				return err
+			}
+		}
+		if err := t.putDentry(newParent, newName, srcIno, srcTyp); err != nil {
+			return err
+		}
+		src.touch(now)
+		if err := t.putInode(src); err != nil {
+			return err
+		}
+		op.touchDir(now)
+		if err := t.putInode(op); err != nil {
+			return err
+		}
+		if crossDir {
+			np.touchDir(now)
+			return t.putInode(np)
+		}
+		return nil
+	})
+	return replaced, err
+}
+
+// moveDir updates the parent pointer and the parents' link counts when rec,
+// if a directory, moves from directory from to directory to.
+func moveDir(rec, from, to *inodeRec) {
+	if !rec.IsDir() {
+		return
+	}
+	rec.Parent = to.Ino
+	from.Nlink--
+	to.Nlink++
+}
+
+// replaceTarget drops the entry a rename overwrites: an empty directory goes
+// (taking a link from its parent np), a non-directory loses a link.
+func (t txn) replaceTarget(ino Ino, typ uint32, np *inodeRec, now int64) (Inode, error) {
+	rec, err := t.getInode(ino)
+	if err != nil {
+		return Inode{}, err
+	}
+	if typ == syscall.S_IFDIR {
+		if err := t.removeDir(ino); err != nil {
+			return Inode{}, err
+		}
+		np.Nlink--
+		rec.Nlink = 0
+		rec.touch(now)
+		return rec.Inode, nil
+	}
+	if err := t.dropLink(rec, now); err != nil {
+		return Inode{}, err
+	}
+	return rec.Inode, nil
+}
+
+// checkNotUnder fails with ErrInvalid when directory dir is ino or lies
+// under it, walking up the parent pointers.
+func (t txn) checkNotUnder(dir, ino Ino) error {
+	for range maxDepth {
+		if dir == ino {
+			return ErrInvalid
+		}
+		if dir == RootIno {
+			return nil
+		}
+		rec, err := t.getInode(dir)
+		if err != nil {
+			return err
+		}
+		dir = rec.Parent
+	}
+	return corruptf("directory %d: parent chain longer than %d", dir, maxDepth)
+}

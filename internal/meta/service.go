@@ -1,0 +1,183 @@
+package meta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"tessera/internal/kv"
+)
+
+// FormatVersion is the key-schema version New writes and accepts.
+const FormatVersion = 1
+
+// InoBatch is how many inode numbers a Service reserves at a time.
+const InoBatch = 256
+
+// MaxLink is the largest link count Link will produce (as ext4).
+const MaxLink = 65000
+
+// Options configure a Service.
+type Options struct {
+	// RootUid, RootGid and RootMode (permission bits; 0 means 0755) are
+	// given to the root directory when New creates it.
+	RootUid, RootGid uint32
+	RootMode         uint32
+	// RootPolicy is the root directory's consistency policy, which new
+	// files and directories inherit from their parent.
+	RootPolicy string
+	// BlockSize is given to new files whose parent directory names none;
+	// 0 means DefaultBlockSize.
+	BlockSize uint32
+	// Now is the clock for inode times; nil means time.Now.
+	Now func() time.Time
+}
+
+// Service implements API over a kv.Store. It is safe for concurrent use.
+type Service struct {
+	store     kv.Store
+	now       func() time.Time
+	blockSize uint32
+
+	// mu guards the batch of reserved inode numbers.
+	mu struct {
+		sync.Mutex
+		next, end Ino // [next, end) are reserved and unused
+		spare     []Ino
+	}
+}
+
+var (
+	_ API         = (*Service)(nil)
+	_ BlockLister = (*Service)(nil)
+)
+
+// New returns a Service over store, creating the root directory and the
+// format marker if the store is empty.
+func New(store kv.Store, opts Options) (*Service, error) {
+	s := &Service{store: store, now: opts.Now, blockSize: opts.BlockSize}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.blockSize == 0 {
+		s.blockSize = DefaultBlockSize
+	}
+	if len(opts.RootPolicy) > MaxPolicyLen {
+		return nil, fmt.Errorf("meta: root policy name of %d bytes: %w", len(opts.RootPolicy), ErrNameTooLong)
+	}
+	mode := opts.RootMode & 07777
+	if mode == 0 {
+		mode = 0755
+	}
+	err := store.Update(context.Background(), func(tx kv.Txn) error {
+		v, ok, err := tx.Get(keyFormat)
+		if err != nil {
+			return err
+		}
+		if ok {
+			f, err := decodeU64(v)
+			if err != nil {
+				return err
+			}
+			if f != FormatVersion {
+				return fmt.Errorf("key-schema version %d, this build reads %d: %w", f, FormatVersion, ErrInvalid)
+			}
+			return nil
+		}
+		now := s.now().UnixNano()
+		root := &inodeRec{Parent: RootIno}
+		root.Attr = Attr{Ino: RootIno, Gen: 1, Mode: syscall.S_IFDIR | mode, Uid: opts.RootUid, Gid: opts.RootGid,
+			Nlink: 2, Atime: now, Mtime: now, Ctime: now, Change: 1, BlockSize: s.blockSize, Policy: opts.RootPolicy}
+		t := txn{tx}
+		if err := t.putInode(root); err != nil {
+			return err
+		}
+		if err := t.addCounter(ctrFiles, RootIno, 1); err != nil {
+			return err
+		}
+		if err := tx.Put(keyNext, encodeU64(uint64(RootIno)+1)); err != nil {
+			return err
+		}
+		return tx.Put(keyFormat, encodeU64(FormatVersion))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("meta: open store: %w", err)
+	}
+	return s, nil
+}
+
+// nowNs is the current time in unix nanoseconds.
+func (s *Service) nowNs() int64 { return s.now().UnixNano() }
+
+// update runs fn in a read-write transaction; kv errors that are not already
+// classified become ErrIO.
+func (s *Service) update(ctx context.Context, fn func(t txn) error) error {
+	return classify(s.store.Update(ctx, func(tx kv.Txn) error { return fn(txn{tx}) }))
+}
+
+// view runs fn in a read-only transaction.
+func (s *Service) view(ctx context.Context, fn func(t txn) error) error {
+	return classify(s.store.View(ctx, func(tx kv.Txn) error { return fn(txn{tx}) }))
+}
+
+// classify makes sure every error carries an errno: store failures (closed,
+// conflicts that outlived the retries, I/O) become ErrIO.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) || errors.Is(err, ErrConflict) {
+		return err
+	}
+	return fmt.Errorf("%w (%w)", err, ErrIO)
+}
+
+// allocIno returns an unused inode number, reserving a new batch in its own
+// transaction when the current one is used up.
+func (s *Service) allocIno(ctx context.Context) (Ino, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.mu.spare); n > 0 {
+		ino := s.mu.spare[n-1]
+		s.mu.spare = s.mu.spare[:n-1]
+		return ino, nil
+	}
+	if s.mu.next == s.mu.end {
+		var first Ino
+		err := s.update(ctx, func(t txn) error {
+			v, ok, err := t.Get(keyNext)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return corruptf("next-inode counter missing")
+			}
+			n, err := decodeU64(v)
+			if err != nil {
+				return err
+			}
+			first = Ino(n)
+			return t.Put(keyNext, encodeU64(n+InoBatch))
+		})
+		if err != nil {
+			return 0, fmt.Errorf("allocate inode: %w", err)
+		}
+		s.mu.next, s.mu.end = first, first+InoBatch
+	}
+	ino := s.mu.next
+	s.mu.next++
+	return ino, nil
+}
+
+// releaseIno hands back an inode number allocIno gave that was not used.
+func (s *Service) releaseIno(ino Ino) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.mu.spare) < InoBatch {
+		s.mu.spare = append(s.mu.spare, ino)
+	}
+}

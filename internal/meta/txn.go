@@ -1,0 +1,131 @@
+package meta
+
+import (
+	"fmt"
+	"strings"
+	"syscall"
+
+	"tessera/internal/kv"
+)
+
+// txn wraps a kv.Txn with typed accessors for the records of the key schema.
+type txn struct{ kv.Txn }
+
+// getInode loads an inode; an absent one is ErrNotFound.
+func (t txn) getInode(ino Ino) (*inodeRec, error) {
+	v, ok, err := t.Get(inodeKey(ino))
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("inode %d: %w", ino, ErrNotFound)
+	}
+	return decodeInode(ino, v)
+}
+
+// getDir loads an inode that must be a directory.
+func (t txn) getDir(ino Ino) (*inodeRec, error) {
+	rec, err := t.getInode(ino)
+	if err != nil {
+		return nil, err
+	}
+	if !rec.IsDir() {
+		return nil, fmt.Errorf("inode %d: %w", ino, ErrNotDir)
+	}
+	return rec, nil
+}
+
+func (t txn) putInode(rec *inodeRec) error {
+	return t.Put(inodeKey(rec.Ino), encodeInode(rec))
+}
+
+// getDentry looks name up in parent; ok is false when it is absent.
+func (t txn) getDentry(parent Ino, name string) (ino Ino, typ uint32, ok bool, err error) {
+	v, ok, err := t.Get(dentryKey(parent, name))
+	if err != nil || !ok {
+		return 0, 0, false, err
+	}
+	ino, typ, err = decodeDentry(v)
+	return ino, typ, err == nil, err
+}
+
+func (t txn) putDentry(parent Ino, name string, ino Ino, mode uint32) error {
+	return t.Put(dentryKey(parent, name), encodeDentry(ino, mode))
+}
+
+// dirEmpty reports whether directory ino has no entries.
+func (t txn) dirEmpty(ino Ino) (bool, error) {
+	p := dentryPrefix(ino)
+	empty := true
+	err := t.Scan(p, kv.PrefixEnd(p), func(_, _ []byte) (bool, error) {
+		empty = false
+		return false, nil
+	})
+	return empty, err
+}
+
+// addCounter adds delta (two's complement for negative) to the shard of a
+// usage counter that ino belongs to.
+func (t txn) addCounter(kind byte, ino Ino, delta int64) error {
+	if delta == 0 {
+		return nil
+	}
+	k := counterKey(kind, ino)
+	var cur uint64
+	v, ok, err := t.Get(k)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if cur, err = decodeU64(v); err != nil {
+			return err
+		}
+	}
+	return t.Put(k, encodeU64(cur+uint64(delta)))
+}
+
+// deletePrefix deletes every key starting with p.
+func (t txn) deletePrefix(p []byte) error {
+	var keys [][]byte
+	err := t.Scan(p, kv.PrefixEnd(p), func(k, _ []byte) (bool, error) {
+		keys = append(keys, append([]byte(nil), k...))
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if err := t.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// touch records a change of rec at now: ctime and the change counter.
+func (rec *inodeRec) touch(now int64) {
+	rec.Ctime = now
+	rec.Change++
+}
+
+// touchDir records an entry change in a directory: mtime too.
+func (rec *inodeRec) touchDir(now int64) {
+	rec.Mtime = now
+	rec.touch(now)
+}
+
+// checkName validates a directory entry name.
+func checkName(name string) error {
+	switch {
+	case name == "" || name == "." || name == "..":
+		return ErrInvalid
+	case len(name) > MaxNameLen:
+		return ErrNameTooLong
+	case strings.ContainsAny(name, "/\x00"):
+		return ErrInvalid
+	}
+	return nil
+}
+
+// typeOf returns the S_IFMT bits of mode.
+func typeOf(mode uint32) uint32 { return mode & syscall.S_IFMT }

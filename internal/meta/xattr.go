@@ -1,0 +1,135 @@
+package meta
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"tessera/internal/kv"
+)
+
+// checkXattrName validates an xattr name as Linux does.
+func checkXattrName(name string) error {
+	switch {
+	case name == "" || strings.IndexByte(name, 0) >= 0:
+		return ErrInvalid
+	case len(name) > XattrNameMax:
+		return ErrRange
+	}
+	return nil
+}
+
+// GetXattr returns the value of xattr name of ino; ErrNoAttr if absent.
+func (s *Service) GetXattr(ctx context.Context, ino Ino, name string) ([]byte, error) {
+	var out []byte
+	err := checkXattrName(name)
+	if err == nil {
+		err = s.view(ctx, func(t txn) error {
+			if _, err := t.getInode(ino); err != nil {
+				return err
+			}
+			v, ok, err := t.Get(xattrKey(ino, name))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return ErrNoAttr
+			}
+			out, err = decodeXattr(v)
+			return err
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("getxattr %d %q: %w", ino, name, err)
+	}
+	return out, nil
+}
+
+// SetXattr sets xattr name of ino; flags XattrCreate (fail with ErrExist if
+// present) or XattrReplace (fail with ErrNoAttr if absent).
+func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []byte, flags uint32) error {
+	err := checkXattrName(name)
+	switch {
+	case err != nil:
+	case flags&^(XattrCreate|XattrReplace) != 0 || flags == XattrCreate|XattrReplace:
+		err = ErrInvalid
+	case len(value) > XattrValueMax:
+		err = ErrTooBig
+	}
+	if err == nil {
+		err = s.update(ctx, func(t txn) error {
+			rec, err := t.getInode(ino)
+			if err != nil {
+				return err
+			}
+			k := xattrKey(ino, name)
+			_, ok, err := t.Get(k)
+			switch {
+			case err != nil:
+				return err
+			case ok && flags&XattrCreate != 0:
+				return ErrExist
+			case !ok && flags&XattrReplace != 0:
+				return ErrNoAttr
+			}
+			if err := t.Put(k, encodeXattr(value)); err != nil {
+				return err
+			}
+			rec.touch(s.nowNs())
+			return t.putInode(rec)
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("setxattr %d %q: %w", ino, name, err)
+	}
+	return nil
+}
+
+// ListXattr returns the xattr names of ino in name order.
+func (s *Service) ListXattr(ctx context.Context, ino Ino) ([]string, error) {
+	var names []string
+	err := s.view(ctx, func(t txn) error {
+		names = names[:0]
+		if _, err := t.getInode(ino); err != nil {
+			return err
+		}
+		p := xattrPrefix(ino)
+		return t.Scan(p, kv.PrefixEnd(p), func(k, _ []byte) (bool, error) {
+			_, name, err := parseXattrKey(k)
+			names = append(names, name)
+			return err == nil, err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listxattr %d: %w", ino, err)
+	}
+	return names, nil
+}
+
+// RemoveXattr removes xattr name of ino; ErrNoAttr if absent.
+func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
+	err := checkXattrName(name)
+	if err == nil {
+		err = s.update(ctx, func(t txn) error {
+			rec, err := t.getInode(ino)
+			if err != nil {
+				return err
+			}
+			k := xattrKey(ino, name)
+			if _, ok, err := t.Get(k); err != nil {
+				return err
+			} else if !ok {
+				return ErrNoAttr
+			}
+			if err := t.Delete(k); err != nil {
+				return err
+			}
+			rec.touch(s.nowNs())
+			return t.putInode(rec)
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("removexattr %d %q: %w", ino, name, err)
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+// Package up runs a whole Tessera in one process for `tessera up`: the meta
+// service on the embedded KV engine, N block servers (each on its own
+// loopback port and data directory, speaking HTTP like remote ones) and a FUSE
+// mount. The mount talks to the meta service in-process and to the block
+// servers over loopback HTTP. Stopping (context cancelled) unmounts, commits
+// what the mount buffered and closes everything; starting again on the same
+// data directory brings every file back.
+//
+// Data directory layout:
+//
+//	DIR/meta.db        the embedded KV engine's file
+//	DIR/meta.addr      where the meta service listens (read by status, gc, fsck)
+//	DIR/blocks/bN/     block server N's store
+//	DIR/cache/         the mount's local disk block cache
+package up
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"tessera/internal/block/disk"
+	blockserver "tessera/internal/block/server"
+	"tessera/internal/client"
+	"tessera/internal/fuse"
+	"tessera/internal/kv/boltkv"
+	"tessera/internal/meta"
+	"tessera/internal/meta/metarpc"
+)
+
+// Config is what `tessera up` takes from its flags.
+type Config struct {
+	DataDir      string
+	Mount        string
+	BlockServers int
+	BlockSize    uint32
+	MetaListen   string // default 127.0.0.1:0
+	Debug        bool
+	Logger       *slog.Logger
+	// Ready, if set, is called once the mount is usable.
+	Ready func(mount, metaAddr string)
+}
+
+// Run brings everything up and blocks until ctx is done, then tears down.
+func Run(ctx context.Context, cfg Config) (err error) {
+	log := cfg.Logger
+	if cfg.BlockServers < 1 {
+		return fmt.Errorf("--block-servers must be at least 1, got %d", cfg.BlockServers)
+	}
+	if cfg.MetaListen == "" {
+		cfg.MetaListen = "127.0.0.1:0"
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+	}
+	if err := CleanStaleMount(cfg.Mount, log); err != nil {
+		return err
+	}
+	if fi, err := os.Stat(cfg.Mount); err != nil || !fi.IsDir() {
+		return fmt.Errorf("mount point %s: not a directory (%v)", cfg.Mount, err)
+	}
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+
+	dbPath := filepath.Join(cfg.DataDir, "meta.db")
+	store, err := boltkv.Open(dbPath, boltkv.Options{})
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, func() { store.Close() })
+	svc, err := meta.New(store, meta.Options{BlockSize: cfg.BlockSize})
+	if err != nil {
+		return fmt.Errorf("meta service on %s: %w", dbPath, err)
+	}
+	ln, err := net.Listen("tcp", cfg.MetaListen)
+	if err != nil {
+		return fmt.Errorf("meta service listen on %s: %w", cfg.MetaListen, err)
+	}
+	cleanups = append(cleanups, func() { ln.Close() })
+	go metarpc.Serve(ln, svc, log)
+	metaAddr := ln.Addr().String()
+	if err := os.WriteFile(filepath.Join(cfg.DataDir, "meta.addr"), []byte(metaAddr+"\n"), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(cfg.DataDir, "meta.addr"), err)
+	}
+	log.Info("meta service", "listen", metaAddr, "db", dbPath)
+
+	host, _ := os.Hostname()
+	for i := 0; i < cfg.BlockServers; i++ {
+		id := fmt.Sprintf("b%d", i)
+		dir := filepath.Join(cfg.DataDir, "blocks", id)
+		st, err := disk.Open(dir)
+		if err != nil {
+			return err
+		}
+		bln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			st.Close()
+			return fmt.Errorf("block server %s listen: %w", id, err)
+		}
+		srv := blockserver.NewHTTPServer(bln.Addr().String(), blockserver.New(st, blockserver.Options{Logger: log.With("blockd", id)}), log)
+		go srv.Serve(bln)
+		cleanups = append(cleanups, func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			srv.Shutdown(sctx)
+			st.Close()
+		})
+		addr := bln.Addr().String()
+		if _, err := svc.RegisterServer(ctx, meta.Server{ID: id, Addr: addr, Dir: dir, Host: host, State: "up", Seen: time.Now().UnixNano()}); err != nil {
+			return fmt.Errorf("register block server %s: %w", id, err)
+		}
+		log.Info("block server", "id", id, "listen", addr, "dir", dir)
+	}
+
+	cl, err := client.New(ctx, client.Config{
+		Meta:         svc,
+		Dial:         DialBlockServer,
+		Logger:       log,
+		DiskCacheDir: filepath.Join(cfg.DataDir, "cache"),
+	})
+	if err != nil {
+		return err
+	}
+	fs := fuse.New(cl, fuse.Options{Logger: log, Debug: cfg.Debug})
+	srv, err := fuse.Mount(fs, cfg.Mount)
+	if err != nil {
+		cl.Close(context.Background())
+		return err
+	}
+	log.Info("mounted", "mount", cfg.Mount)
+	if cfg.Ready != nil {
+		cfg.Ready(cfg.Mount, metaAddr)
+	}
+	unmounted := make(chan struct{})
+	go func() { srv.Wait(); close(unmounted) }()
+	select {
+	case <-ctx.Done():
+	case <-unmounted:
+		log.Warn("the mount went away (unmounted from outside)", "mount", cfg.Mount)
+	}
+	uerr := Unmount(srv, cfg.Mount, log)
+	cerr := cl.Close(context.Background())
+	return errors.Join(uerr, cerr)
+}
+
+// Unmount unmounts, retrying while the mount is busy, and detaching lazily
+// as the last resort so that the process never leaves a dead mount behind.
+func Unmount(srv interface{ Unmount() error }, mnt string, log *slog.Logger) error {
+	var err error
+	for i := 0; i < 10; i++ {
+		if err = srv.Unmount(); err == nil || !mounted(mnt) {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	log.Warn("mount busy; detaching it", "mount", mnt, "err", err)
+	if derr := syscall.Unmount(mnt, syscall.MNT_DETACH); derr != nil {
+		return fmt.Errorf("unmount %s: %w", mnt, errors.Join(err, derr))
+	}
+	return nil
+}
+
+// mounted reports whether dir is a mount point in /proc/mounts.
+func mounted(dir string) bool {
+	data, err := os.ReadFile("/proc/mounts")
+	if err != nil {
+		return false
+	}
+	abs, _ := filepath.Abs(dir)
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && unescapeMount(f[1]) == abs {
+			return true
+		}
+	}
+	return false
+}
+
+func unescapeMount(s string) string {
+	return strings.NewReplacer(`\040`, " ", `\011`, "\t", `\012`, "\n", `\134`, `\`).Replace(s)
+}
+
+// CleanStaleMount detaches a FUSE mount at dir whose server is gone (a
+// previous run killed with -9): such a mount answers ENOTCONN.
+func CleanStaleMount(dir string, log *slog.Logger) error {
+	if !mounted(dir) {
+		return nil
+	}
+	_, err := os.Stat(dir)
+	if err == nil {
+		return fmt.Errorf("mount point %s: something is already mounted there", dir)
+	}
+	if !errors.Is(err, syscall.ENOTCONN) && !errors.Is(err, syscall.ECONNABORTED) {
+		return fmt.Errorf("mount point %s: %w", dir, err)
+	}
+	log.Warn("detaching a stale mount left by a previous run", "mount", dir)
+	if err := syscall.Unmount(dir, syscall.MNT_DETACH); err != nil {
+		return fmt.Errorf("detach stale mount %s: %w", dir, err)
+	}
+	return nil
+}
