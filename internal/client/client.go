@@ -176,13 +176,16 @@ func (c *Client) Overlay(in *meta.Inode) {
 func (c *Client) Unlinked(ctx context.Context, ino meta.Ino) error {
 	c.mu.Lock()
 	f := c.mu.files[ino]
-	if f != nil && f.opens > 0 {
-		f.unlinked = true
-		c.mu.Unlock()
-		return nil
+	if f == nil {
+		f = &file{c: c, ino: ino}
+		c.mu.files[ino] = f
 	}
+	f.unlinked = true
 	c.mu.Unlock()
-	return c.api.Reap(ctx, ino)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c.reapLocked(ctx, f)
+	return nil
 }
 
 // getBlock returns a verified block from the caches or the block servers.

@@ -20,64 +20,124 @@ type Handle struct {
 	run  int
 }
 
-// Open opens the file whose current attributes are in. keepCache reports
-// whether the kernel may keep the pages it cached from an earlier open: the
-// content has not changed since this client last saw it.
+// Open opens the file whose current attributes are in (as Create returns
+// them). keepCache reports whether the kernel may keep the pages it cached
+// from an earlier open: the content has not changed since this client last
+// saw it.
 func (c *Client) Open(ctx context.Context, in meta.Inode) (h *Handle, keepCache bool) {
-	f := c.acquire(in)
-	c.mu.Lock()
-	keepCache = c.mu.seen[in.Ino] == in.Change && in.Change != 0
-	c.mu.seen[in.Ino] = in.Change
-	c.mu.Unlock()
-	return &Handle{f: f}, keepCache
+	f := c.ref(in.Ino)
+	f.adopt(in)
+	return &Handle{f: f}, c.keepCache(in)
 }
 
-// acquire returns the open-file state of in.Ino, creating it, and counts one
-// more opener.
-func (c *Client) acquire(in meta.Inode) *file {
+// OpenIno opens ino, counting the opener before it reads the attributes
+// under the file's lock, so that an unlink racing with the open either sees
+// the opener (and defers the reap) or reaps first (and the open fails with
+// ENOENT): an open never returns a handle on a reaped inode.
+func (c *Client) OpenIno(ctx context.Context, ino meta.Ino) (h *Handle, keepCache bool, in meta.Inode, err error) {
+	f := c.ref(ino)
+	f.mu.Lock()
+	in, err = c.api.GetAttr(ctx, ino)
+	if err != nil {
+		f.mu.Unlock()
+		c.unref(f)
+		return nil, false, in, err
+	}
+	f.adoptLocked(in)
+	f.mu.Unlock()
+	return &Handle{f: f}, c.keepCache(in), in, nil
+}
+
+func (c *Client) keepCache(in meta.Inode) bool {
 	c.mu.Lock()
-	f := c.mu.files[in.Ino]
+	defer c.mu.Unlock()
+	keep := c.mu.seen[in.Ino] == in.Change && in.Change != 0
+	c.mu.seen[in.Ino] = in.Change
+	return keep
+}
+
+// ref returns the open-file state of ino, creating it, and counts one more
+// opener.
+func (c *Client) ref(ino meta.Ino) *file {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f := c.mu.files[ino]
 	if f == nil {
-		f = &file{c: c, ino: in.Ino}
-		c.mu.files[in.Ino] = f
+		f = &file{c: c, ino: ino}
+		c.mu.files[ino] = f
 	}
 	f.opens++
-	c.mu.Unlock()
+	return f
+}
+
+// unref drops an opener whose open failed.
+func (c *Client) unref(f *file) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	f.opens--
+	if f.opens == 0 && c.mu.files[f.ino] == f {
+		delete(c.mu.files, f.ino)
+	}
+}
+
+// adopt loads in into f, or refreshes f from it.
+func (f *file) adopt(in meta.Inode) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.adoptLocked(in)
+}
+
+func (f *file) adoptLocked(in meta.Inode) {
 	if !f.loaded {
 		f.loadLocked(in)
 	} else {
 		f.refreshLocked(in)
 	}
-	f.mu.Unlock()
-	return f
 }
 
 // release drops one opener; the last one removes the state (after a commit)
 // and reaps the inode if it was unlinked meanwhile.
 func (c *Client) release(ctx context.Context, f *file) error {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	err := f.commitLocked(ctx)
-	f.mu.Unlock()
 	c.mu.Lock()
 	f.opens--
 	last := f.opens == 0
-	reap := last && f.unlinked
-	if last && err == nil {
+	if last && err == nil && !f.unlinked {
 		delete(c.mu.files, f.ino)
 	}
 	c.mu.Unlock()
-	if reap {
-		if rerr := c.api.Reap(ctx, f.ino); rerr != nil {
-			c.log.Warn("reap of unlinked inode failed", "inode", f.ino, "err", rerr)
-		}
+	if last && f.unlinked {
+		c.reapLocked(ctx, f)
 	}
 	return err
 }
 
+// reapLocked reaps f's inode unless an opener arrived meanwhile, and drops
+// f. f.mu is held, so an OpenIno of the inode waits (it reads the attributes
+// under f.mu) and then finds the inode gone.
+func (c *Client) reapLocked(ctx context.Context, f *file) {
+	c.mu.Lock()
+	busy := f.opens > 0
+	c.mu.Unlock()
+	if busy {
+		return
+	}
+	if err := c.api.Reap(ctx, f.ino); err != nil {
+		c.log.Warn("reap of unlinked inode failed", "inode", f.ino, "err", err)
+	}
+	c.mu.Lock()
+	if f.opens == 0 && c.mu.files[f.ino] == f {
+		delete(c.mu.files, f.ino)
+	}
+	c.mu.Unlock()
+}
+
 // Truncate sets the size of in.Ino, whether or not it is open.
 func (c *Client) Truncate(ctx context.Context, in meta.Inode, size int64) (meta.Inode, error) {
-	f := c.acquire(in)
+	f := c.ref(in.Ino)
+	f.adopt(in)
 	f.mu.Lock()
 	err := f.truncateLocked(ctx, size)
 	f.mu.Unlock()

@@ -41,14 +41,19 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	in, err := fs.api.GetAttr(ctxOf(cancel), meta.Ino(input.NodeId))
+	h, keep, in, err := fs.c.OpenIno(ctxOf(cancel), meta.Ino(input.NodeId))
 	if err != nil {
 		return fs.status("open", err)
 	}
 	if in.IsDir() {
+		h.Release(ctxOf(cancel))
 		return gofuse.Status(syscall.EISDIR)
 	}
-	return fs.open(cancel, in, out)
+	out.Fh = fs.addFile(h)
+	if keep {
+		out.OpenFlags |= gofuse.FOPEN_KEEP_CACHE
+	}
+	return gofuse.OK
 }
 
 func (fs *FS) Read(cancel <-chan struct{}, input *gofuse.ReadIn, buf []byte) (gofuse.ReadResult, gofuse.Status) {

@@ -1,16 +1,3 @@
-// Package blocktest is the conformance suite for block.Store implementations.
-// A store's test supplies a factory and calls Run:
-//
-//	func TestConformance(t *testing.T) {
-//		blocktest.Run(t, func(t *testing.T) block.Store { return openStore(t) })
-//	}
-//
-// Each subtest gets a fresh, empty store from the factory, which should
-// register its own cleanup with t.Cleanup. Stores that also implement
-// block.Lister, or Ranger, get those capabilities tested too.
-//
-// The model-based subtest draws random operations from a seed it logs; set
-// BLOCKTEST_SEED to replay one.
 package blocktest
 
 import (

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,10 @@ const (
 	listRecordSize   = block.HashSize + 8 + 8
 	maxHasBatch      = 1 << 16
 )
+
+// hashSlack is spare capacity after a block handed to block.Sum: with less
+// than 16 KiB of capacity past its tail the BLAKE3 hasher allocates copies.
+const hashSlack = 16 << 10
 
 // Options configure a Client. Zero fields take the defaults in brackets.
 type Options struct {
@@ -157,7 +162,8 @@ func (c *Client) Get(ctx context.Context, h block.Hash) ([]byte, error) {
 }
 
 // GetInto is Get reading into buf if it is large enough (the result then
-// shares buf's memory); otherwise it allocates exactly the block's size.
+// shares buf's memory); otherwise it allocates the block's size (plus 16 KiB
+// that spare the hasher its own allocations).
 func (c *Client) GetInto(ctx context.Context, h block.Hash, buf []byte) ([]byte, error) {
 	op := "get block " + h.String()
 	var out []byte
@@ -177,7 +183,8 @@ func (c *Client) GetInto(ctx context.Context, h block.Hash, buf []byte) ([]byte,
 		a.expect(n)
 		data := buf
 		if int64(cap(data)) < n {
-			data = make([]byte, n)
+			// The slack spares the hasher a copy of the block's tail.
+			data = make([]byte, n, n+hashSlack)
 		}
 		data = data[:n]
 		if _, err := io.ReadFull(resp.Body, data); err != nil {
@@ -411,7 +418,11 @@ func (a *attempt) expect(n int64) { a.timer.Reset(a.c.attempt + a.c.transferTime
 // transportErr wraps a failure to exchange a request, saying whether the
 // watchdog cut it.
 func (a *attempt) transportErr(op string, err error) error {
-	if a.parent.Err() == nil && context.Cause(a.ctx) == errAttemptTimeout {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err // the URL only repeats the server and the block
+	}
+	if a.parent.Err() == nil && context.Cause(a.ctx) == errAttemptTimeout && !errors.Is(err, errAttemptTimeout) {
 		return a.c.errorf(op, "%w: %v", errAttemptTimeout, err)
 	}
 	return a.c.errorf(op, "%w", err)

@@ -26,6 +26,11 @@ var (
 // read from its file (OpenBlock with verify).
 const verifyBufSize = 256 << 10
 
+// hashSlack is spare capacity after data handed to the BLAKE3 hasher: with
+// less than 16 KiB of capacity past a small subtree the hasher allocates a
+// copy of it.
+const hashSlack = 16 << 10
+
 // Store is a block store over a local directory. It is safe for concurrent
 // use. It must not be used after Close.
 //
@@ -49,7 +54,10 @@ type Store struct {
 		blocks, bytes int64
 	}
 
-	verifyBufs sync.Pool // *[]byte of verifyBufSize
+	// verifyBufs is a free list of read buffers for verifyFile; unlike a
+	// sync.Pool it survives garbage collections, which 4 MiB reads make
+	// frequent.
+	verifyBufs chan []byte
 }
 
 // Dir returns the directory the store was opened on.
@@ -162,7 +170,9 @@ func (s *Store) installLocked(p, tmp string, size int64) (created bool, err erro
 		if err := syncDir(filepath.Dir(p)); err != nil {
 			return false, classify(err)
 		}
-		s.addUsage(0, size-fi.Size())
+		// Usage counted the block at its true size (unless the damage
+		// predates Open's scan: Usage is approximate under damage done
+		// behind the store's back).
 		return false, nil
 	}
 	if err != nil {
@@ -234,7 +244,8 @@ func (s *Store) Get(ctx context.Context, h block.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("get block %s: %w", h, err)
 	}
-	data := make([]byte, fi.Size())
+	// The slack spares the hasher copies of the block's tail.
+	data := make([]byte, fi.Size(), fi.Size()+hashSlack)
 	if _, err := io.ReadFull(f, data); err != nil {
 		return nil, fmt.Errorf("get block %s: read %s: %w", h, f.Name(), err)
 	}
@@ -304,16 +315,22 @@ func (s *Store) OpenBlock(ctx context.Context, h block.Hash, verify bool) (*os.F
 }
 
 func (s *Store) verifyFile(h block.Hash, f *os.File) error {
-	bp, _ := s.verifyBufs.Get().(*[]byte)
-	if bp == nil {
-		b := make([]byte, verifyBufSize)
-		bp = &b
+	var buf []byte
+	select {
+	case buf = <-s.verifyBufs:
+	default:
+		buf = make([]byte, verifyBufSize, verifyBufSize+hashSlack)
 	}
-	defer s.verifyBufs.Put(bp)
+	defer func() {
+		select {
+		case s.verifyBufs <- buf:
+		default:
+		}
+	}()
 	hh := newHasher()
 	for {
-		n, err := f.Read(*bp)
-		hh.Write((*bp)[:n])
+		n, err := f.Read(buf)
+		hh.Write(buf[:n])
 		if err == io.EOF {
 			break
 		}

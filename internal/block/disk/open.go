@@ -33,6 +33,8 @@ func open(dir string) (*Store, error) {
 		dir:    dir,
 		blocks: filepath.Join(dir, "blocks"),
 		tmp:    filepath.Join(dir, "tmp"),
+
+		verifyBufs: make(chan []byte, 16),
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err

@@ -6,12 +6,23 @@ import (
 )
 
 // bufPool recycles PUT receive buffers in power-of-two size classes from
-// 64 KiB up, so that a steady stream of 4 MiB blocks allocates nothing.
+// 64 KiB up, so that a steady stream of 4 MiB blocks allocates nothing. It
+// keeps at most poolBytes (and 64 buffers) per class. Unlike a sync.Pool it
+// survives garbage collections, which large blocks make frequent.
 type bufPool struct {
-	classes [40]sync.Pool // class c holds *[]byte with cap 1<<(c+minShift)
+	once    sync.Once
+	classes [maxClass + 1]chan []byte
 }
 
-const minShift = 16
+const (
+	minShift  = 16 // smallest class: 64 KiB
+	maxClass  = 30 - minShift
+	poolBytes = 64 << 20
+
+	// hashSlack is spare capacity after each buffer: with less than 16 KiB
+	// of capacity past its tail the BLAKE3 hasher copies small subtrees.
+	hashSlack = 16 << 10
+)
 
 func class(n int) int {
 	if n <= 1<<minShift {
@@ -20,22 +31,35 @@ func class(n int) int {
 	return bits.Len(uint(n-1)) - minShift
 }
 
-// get returns a buffer of length n (and capacity n rounded up to its class).
-func (p *bufPool) get(n int) *[]byte {
-	c := class(n)
-	if b, ok := p.classes[c].Get().(*[]byte); ok {
-		*b = (*b)[:n]
-		return b
+func (p *bufPool) init() {
+	for c := range p.classes {
+		p.classes[c] = make(chan []byte, min(64, max(1, poolBytes>>(c+minShift))))
 	}
-	b := make([]byte, n, 1<<(c+minShift))
-	return &b
 }
 
-// put returns b to the pool.
-func (p *bufPool) put(b *[]byte) {
-	c := class(cap(*b))
-	if cap(*b) != 1<<(c+minShift) {
+// get returns a buffer of length n.
+func (p *bufPool) get(n int) []byte {
+	p.once.Do(p.init)
+	c := class(n)
+	if c > maxClass {
+		return make([]byte, n)
+	}
+	select {
+	case b := <-p.classes[c]:
+		return b[:n]
+	default:
+		return make([]byte, n, 1<<(c+minShift)+hashSlack)
+	}
+}
+
+// put returns a buffer from get to the pool.
+func (p *bufPool) put(b []byte) {
+	c := class(cap(b) - hashSlack)
+	if c > maxClass || cap(b) != 1<<(c+minShift)+hashSlack {
 		return // not one of ours
 	}
-	p.classes[c].Put(b)
+	select {
+	case p.classes[c] <- b:
+	default:
+	}
 }

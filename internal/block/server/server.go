@@ -165,12 +165,12 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
 	}
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(bodyDeadline(n))
-	data, buf, err := h.readBody(r)
+	data, pooled, err := h.readBody(r)
 	// Clear it: the server's background read (which notices a client
 	// hanging up) must not time out while the block is made durable.
 	_ = rc.SetReadDeadline(time.Time{})
-	if buf != nil {
-		defer h.bufs.put(buf)
+	if pooled {
+		defer h.bufs.put(data)
 	}
 	if err != nil {
 		var tooBig *http.MaxBytesError
@@ -199,18 +199,17 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// readBody reads a PUT body of at most h.max bytes. buf, if not nil, goes
-// back to the pool once data is no longer used.
-func (h *Handler) readBody(r *http.Request) (data []byte, buf *[]byte, err error) {
+// readBody reads a PUT body of at most h.max bytes. If pooled, data goes
+// back to the pool once it is no longer used.
+func (h *Handler) readBody(r *http.Request) (data []byte, pooled bool, err error) {
 	if r.ContentLength >= 0 {
-		buf = h.bufs.get(int(r.ContentLength))
-		data = (*buf)[:r.ContentLength]
+		data = h.bufs.get(int(r.ContentLength))
 		_, err = io.ReadFull(r.Body, data)
-		return data, buf, err
+		return data, true, err
 	}
 	// Chunked: rare, not pooled.
 	data, err = io.ReadAll(http.MaxBytesReader(nil, r.Body, h.max))
-	return data, nil, err
+	return data, false, err
 }
 
 func (h *Handler) get(w http.ResponseWriter, r *http.Request) {

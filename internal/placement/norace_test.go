@@ -1,0 +1,7 @@
+//go:build !race
+
+package placement
+
+import "testing"
+
+func skipUnderRace(*testing.T) {}
