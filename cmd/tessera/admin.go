@@ -42,7 +42,7 @@ func (f clusterFlags) dial(name string) (*admin.Cluster, func(), error) {
 	}
 	c, err := metarpc.Dial(addr)
 	if err != nil {
-		return nil, nil, fmt.Errorf("meta service at %s unreachable: %w", addr, err)
+		return nil, nil, err
 	}
 	return &admin.Cluster{Meta: c, Dial: up.DialAdmin}, func() { c.Close() }, nil
 }

@@ -90,7 +90,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	}
 	mc, err := metarpc.Dial(*metaAddr)
 	if err != nil {
-		return fmt.Errorf("meta service at %s unreachable: %w", *metaAddr, err)
+		return err
 	}
 	defer mc.Close()
 	if _, err := mc.RegisterServer(ctx, meta.Server{ID: *id, Addr: addr, Dir: *data, Host: *host, State: "up", Seen: time.Now().UnixNano()}); err != nil {
@@ -130,7 +130,7 @@ func runMount(ctx context.Context, args []string) error {
 	}
 	mc, err := metarpc.Dial(*metaAddr)
 	if err != nil {
-		return fmt.Errorf("meta service at %s unreachable: %w", *metaAddr, err)
+		return err
 	}
 	defer mc.Close()
 	cl, err := client.New(ctx, client.Config{Meta: mc, Dial: up.DialBlockServer, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize})
