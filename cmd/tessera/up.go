@@ -16,7 +16,11 @@ func runUp(ctx context.Context, args []string) error {
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	metaListen := fs.String("meta-listen", "127.0.0.1:0", "address the meta service listens on")
 	debug := fs.Bool("debug", false, "log every FUSE request")
+	pprofAddr := fs.String("pprof", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := servePprof(*pprofAddr); err != nil {
 		return err
 	}
 	if *data == "" || *mnt == "" {

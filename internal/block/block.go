@@ -20,7 +20,7 @@ import (
 	"errors"
 	"fmt"
 
-	"lukechampine.com/blake3"
+	"github.com/zeebo/blake3"
 )
 
 // HashSize is the length of a block name in bytes.

@@ -17,10 +17,10 @@ type Config struct {
 	Dial   Dialer
 	Logger *slog.Logger
 
-	MemCacheBytes   int64  // memory block cache; default 256 MiB
+	MemCacheBytes   int64  // memory block cache; default 128 MiB
 	DiskCacheDir    string // local disk block cache; "" disables it
 	DiskCacheBytes  int64  // default 1 GiB
-	DirtyBytes      int64  // bound on buffered, not yet uploaded data; default 256 MiB
+	DirtyBytes      int64  // bound on buffered and uploading data; default 64 MiB
 	Uploads         int    // concurrent block uploads; default 16
 	Fetches         int    // concurrent block fetches; default 16
 	ReadAheadBlocks int    // blocks fetched ahead of sequential readers; default 4
@@ -31,13 +31,13 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.Default()
 	}
 	if c.MemCacheBytes == 0 {
-		c.MemCacheBytes = 256 << 20
+		c.MemCacheBytes = 128 << 20
 	}
 	if c.DiskCacheBytes == 0 {
 		c.DiskCacheBytes = 1 << 30
 	}
 	if c.DirtyBytes == 0 {
-		c.DirtyBytes = 256 << 20
+		c.DirtyBytes = 64 << 20
 	}
 	if c.Uploads == 0 {
 		c.Uploads = 16

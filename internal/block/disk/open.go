@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"lukechampine.com/blake3"
+	"github.com/zeebo/blake3"
 
 	"tessera/internal/block"
 )
@@ -169,4 +169,4 @@ func decodeHex(dst []byte, s string) bool {
 }
 
 // newHasher returns a streaming hasher that computes block.Sum.
-func newHasher() hash.Hash { return blake3.New(block.HashSize, nil) }
+func newHasher() hash.Hash { return blake3.New() }
