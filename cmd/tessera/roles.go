@@ -14,7 +14,7 @@ import (
 	blockserver "tessera/internal/block/server"
 	"tessera/internal/client"
 	"tessera/internal/fuse"
-	"tessera/internal/kv/boltkv"
+	"tessera/internal/kv/pebblekv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
 	"tessera/internal/up"
@@ -35,7 +35,7 @@ func runMeta(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(*data, 0o755); err != nil {
 		return fmt.Errorf("data directory %s: %w", *data, err)
 	}
-	store, err := boltkv.Open(filepath.Join(*data, "meta.db"), boltkv.Options{})
+	store, err := pebblekv.Open(filepath.Join(*data, "meta"), pebblekv.Options{PipelinedSync: true})
 	if err != nil {
 		return err
 	}

@@ -215,11 +215,12 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash) ([]byte, error) {
 	c.mu.Unlock()
 
 	c.fetches <- struct{}{}
-	fl.data, fl.err = c.router.get(ctx, h)
+	var local bool
+	fl.data, local, fl.err = c.router.get(ctx, h)
 	<-c.fetches
 	if fl.err == nil {
 		c.mem.put(h, fl.data)
-		if c.disk != nil {
+		if c.disk != nil && !local {
 			c.disk.put(h, fl.data)
 		}
 	}

@@ -105,17 +105,23 @@ func (r *router) put(ctx context.Context, h block.Hash, data []byte) error {
 	return fmt.Errorf("put block %s: %w", h.Short(), errors.Join(errs...))
 }
 
-// get fetches a verified copy of h.
-func (r *router) get(ctx context.Context, h block.Hash) ([]byte, error) {
+// localStore is implemented by stores that read block files of this host
+// (disk.LocalReader): their blocks are not worth a copy in the disk cache.
+type localStore interface{ IsLocal() bool }
+
+// get fetches a verified copy of h; local reports that it came from a block
+// file on this host.
+func (r *router) get(ctx context.Context, h block.Hash) (data []byte, local bool, err error) {
 	stores := r.ranked(h)
 	if len(stores) == 0 {
-		return nil, fmt.Errorf("get block %s: no block server in the map: %w", h.Short(), block.ErrUnavailable)
+		return nil, false, fmt.Errorf("get block %s: no block server in the map: %w", h.Short(), block.ErrUnavailable)
 	}
 	var errs []error
 	for _, s := range stores {
 		data, err := s.st.Get(ctx, h)
 		if err == nil {
-			return data, nil
+			ls, ok := s.st.(localStore)
+			return data, ok && ls.IsLocal(), nil
 		}
 		if errors.Is(err, block.ErrCorrupt) {
 			r.log.Error("corrupt block copy", "block", h.String(), "server", s.id, "err", err)
@@ -125,5 +131,5 @@ func (r *router) get(ctx context.Context, h block.Hash) ([]byte, error) {
 			break
 		}
 	}
-	return nil, fmt.Errorf("get block %s: %w", h.Short(), errors.Join(errs...))
+	return nil, false, fmt.Errorf("get block %s: %w", h.Short(), errors.Join(errs...))
 }

@@ -154,19 +154,29 @@ func (ss *segments) flush() error {
 // and cuts inline block-0 data to size (dropping it when size is 0). It does
 // not store rec.
 func (t txn) truncateRecipe(rec *inodeRec, size uint64) error {
-	nb := ceilDiv(size, uint64(rec.BlockSize))
-	if rec.HasInline {
-		if nb == 0 {
-			rec.HasInline, rec.Inline = false, nil
-		} else if uint64(len(rec.Inline)) > size {
-			rec.Inline = rec.Inline[:size]
-		}
+	trimInline(rec, size)
+	return t.dropSegmentsFrom(rec.Ino, ceilDiv(size, uint64(rec.BlockSize)))
+}
+
+// trimInline cuts rec's inline block-0 data to size, dropping it at size 0.
+func trimInline(rec *inodeRec, size uint64) {
+	if !rec.HasInline {
+		return
 	}
+	if size == 0 {
+		rec.HasInline, rec.Inline = false, nil
+	} else if uint64(len(rec.Inline)) > size {
+		rec.Inline = rec.Inline[:size]
+	}
+}
+
+// dropSegmentsFrom deletes the recipe entries of ino at or past index nb.
+func (t txn) dropSegmentsFrom(ino Ino, nb uint64) error {
 	seg, slot := segOf(nb)
 	type kvp struct{ k, v []byte }
 	var found []kvp
-	p := segmentPrefix(rec.Ino)
-	err := t.Scan(segmentKey(rec.Ino, seg), kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
+	p := segmentPrefix(ino)
+	err := t.Scan(segmentKey(ino, seg), kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
 		found = append(found, kvp{append([]byte(nil), k...), append([]byte(nil), v...)})
 		return true, nil
 	})
@@ -201,7 +211,10 @@ func (t txn) truncateRecipe(rec *inodeRec, size uint64) error {
 }
 
 // Commit installs new block hashes into a file's recipe if every old hash
-// still matches (or the commit is forced), as DESIGN §2.3 describes.
+// still matches (or the commit is forced), as DESIGN §2.3 describes. The
+// size becomes req.Size (SetSize) or the larger of the two; entries at or
+// past the resulting end are dropped, changes there included. A conflict's
+// Current lists the named indices in ascending order.
 func (s *Service) Commit(ctx context.Context, req CommitReq) (Inode, error) {
 	out, err := s.commit(ctx, req)
 	if err != nil {
@@ -259,11 +272,16 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 		oldSize := rec.Size
 		if req.SetSize {
 			rec.Size = req.Size
-			if err := t.truncateRecipe(rec, req.Size); err != nil {
-				return err
-			}
 		} else {
 			rec.Size = max(rec.Size, req.Size)
+		}
+		// Entries at or past the end would resurface if the file grew by
+		// a truncate, which must leave holes: drop them.
+		trimInline(rec, rec.Size)
+		if n := len(changes); req.SetSize || (n > 0 && changes[n-1].Index >= ceilDiv(rec.Size, bs)) {
+			if err := t.dropSegmentsFrom(rec.Ino, ceilDiv(rec.Size, bs)); err != nil {
+				return err
+			}
 		}
 		if req.Mtime != 0 {
 			rec.Mtime = req.Mtime

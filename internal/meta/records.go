@@ -135,8 +135,8 @@ func (r *reader) bytes(max int, field string) []byte {
 		return nil
 	}
 	n, k := binary.Uvarint(r.b)
-	if k <= 0 {
-		r.fail("bad %s length", field)
+	if k <= 0 || k != len(binary.AppendUvarint(nil, n)) {
+		r.fail("bad %s length", field) // absent, overflowing or not minimal
 		return nil
 	}
 	if n > uint64(max) {

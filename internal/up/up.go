@@ -8,7 +8,7 @@
 //
 // Data directory layout:
 //
-//	DIR/meta.db        the embedded KV engine's file
+//	DIR/meta/          the embedded KV engine (Pebble)
 //	DIR/meta.addr      where the meta service listens (read by status, gc, fsck)
 //	DIR/blocks/bN/     block server N's store
 //	DIR/cache/         the mount's local disk block cache
@@ -30,7 +30,7 @@ import (
 	blockserver "tessera/internal/block/server"
 	"tessera/internal/client"
 	"tessera/internal/fuse"
-	"tessera/internal/kv/boltkv"
+	"tessera/internal/kv/pebblekv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
 )
@@ -73,8 +73,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}()
 
-	dbPath := filepath.Join(cfg.DataDir, "meta.db")
-	store, err := boltkv.Open(dbPath, boltkv.Options{})
+	dbPath := filepath.Join(cfg.DataDir, "meta")
+	store, err := pebblekv.Open(dbPath, pebblekv.Options{PipelinedSync: true})
 	if err != nil {
 		return err
 	}
@@ -82,6 +82,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	svc, err := meta.New(store, meta.Options{BlockSize: cfg.BlockSize})
 	if err != nil {
 		return fmt.Errorf("meta service on %s: %w", dbPath, err)
+	}
+	if n, err := reapOrphans(ctx, svc); err != nil {
+		log.Warn("reaping orphans left by the previous run", "err", err)
+	} else if n > 0 {
+		log.Info("reaped orphans left by the previous run", "count", n)
 	}
 	ln, err := net.Listen("tcp", cfg.MetaListen)
 	if err != nil {
@@ -152,6 +157,30 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	uerr := Unmount(srv, cfg.Mount, log)
 	cerr := cl.Close(context.Background())
 	return errors.Join(uerr, cerr)
+}
+
+// reapOrphans removes inodes that lost their last name while open and were
+// never reaped because the process died. Safe only before any client
+// connects: no handle can be open yet.
+func reapOrphans(ctx context.Context, svc *meta.Service) (int, error) {
+	n := 0
+	var after meta.Ino
+	for {
+		inos, more, err := svc.Orphans(ctx, after, 1024)
+		if err != nil {
+			return n, err
+		}
+		for _, ino := range inos {
+			if err := svc.Reap(ctx, ino); err != nil {
+				return n, err
+			}
+			n++
+			after = ino
+		}
+		if !more {
+			return n, nil
+		}
+	}
 }
 
 // Unmount unmounts, retrying while the mount is busy, and detaching lazily

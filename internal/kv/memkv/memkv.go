@@ -14,9 +14,9 @@ import (
 
 var _ kv.Store = (*Store)(nil)
 
-// btreeDegree is the B-tree's minimum degree; 32 keeps nodes within a few
-// cache lines of pointers.
-const btreeDegree = 32
+// btreeDegree is the B-tree's minimum degree. Every write in an Update copies
+// the nodes on its path, so small nodes keep that copying short.
+const btreeDegree = 8
 
 // Store is an in-memory kv.Store. The zero value is not usable; call New.
 type Store struct {

@@ -1,0 +1,86 @@
+package disk
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"tessera/internal/block"
+)
+
+// LocalReader is the co-located fast path of lpNFS: a client on the same
+// host as a block server reads the server's block files directly instead of
+// asking over the network, and verifies them itself. Everything else (Put,
+// Has) and any Get the file cannot serve go to the server (next).
+//
+// It only reads: the server stays the sole writer of its directory. A corrupt
+// file is reported with its path and is an error (the caller tries another
+// copy, as with any corrupt copy); a missing or unreadable file falls back to
+// the server.
+type LocalReader struct {
+	blocks string // the server's DIR/blocks
+	next   block.Store
+	log    *slog.Logger
+}
+
+var _ block.Store = (*LocalReader)(nil)
+
+// NewLocalReader returns a store reading the block files of the server whose
+// data directory is dir, with next as the way to the server itself. It
+// returns nil when dir does not look like a block store on this host.
+func NewLocalReader(dir string, next block.Store, log *slog.Logger) *LocalReader {
+	blocks := filepath.Join(dir, "blocks")
+	if fi, err := os.Stat(blocks); err != nil || !fi.IsDir() {
+		return nil
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &LocalReader{blocks: blocks, next: next, log: log}
+}
+
+func (l *LocalReader) path(h block.Hash) string {
+	x := h.String()
+	return filepath.Join(l.blocks, x[0:2], x[2:4], x)
+}
+
+// Get reads the block file directly and verifies it.
+func (l *LocalReader) Get(ctx context.Context, h block.Hash) ([]byte, error) {
+	p := l.path(h)
+	f, err := os.Open(p)
+	if err != nil {
+		return l.next.Get(ctx, h)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return l.next.Get(ctx, h)
+	}
+	data := make([]byte, fi.Size(), fi.Size()+hashSlack)
+	if _, err := io.ReadFull(f, data); err != nil {
+		return l.next.Get(ctx, h)
+	}
+	if got := block.Sum(data); got != h {
+		err := corrupt(h, p, got)
+		l.log.Error("corrupt block file", "file", p, "block", h.String(), "got", got.String())
+		return nil, err
+	}
+	return data, nil
+}
+
+// IsLocal reports that blocks come from files on this host, so a client's
+// disk cache need not keep copies of them.
+func (l *LocalReader) IsLocal() bool { return true }
+
+// Put goes to the server, which alone writes its directory.
+func (l *LocalReader) Put(ctx context.Context, h block.Hash, data []byte) error {
+	return l.next.Put(ctx, h, data)
+}
+
+// Has asks the server.
+func (l *LocalReader) Has(ctx context.Context, hs []block.Hash) ([]bool, error) {
+	return l.next.Has(ctx, hs)
+}
+

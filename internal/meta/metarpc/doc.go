@@ -1,0 +1,25 @@
+// Package metarpc carries meta.API over TCP: Serve exposes any meta.API,
+// and the Client returned by Dial implements meta.API against it.
+//
+// Protocol. net/rpc with its gob codec, service name "Meta", one RPC method
+// per API method with the same name (WalkBlocks travels as pages of
+// ListBlocks). Every call sends an Args envelope and receives a Reply
+// envelope; gob transmits only the fields a call sets. Args.Timeout carries
+// the caller's remaining deadline, so the server abandons work nobody waits
+// for. An error travels inside the Reply as a WireError: an errno and the
+// server's message, or a commit conflict with its current hashes. The client
+// turns it back into an error that wraps the same syscall.Errno (errors.Is
+// works as on the server), a *meta.ConflictError, or, for anything without
+// an errno, an error wrapping meta.ErrIO with the server's message.
+//
+// Connections. A Client keeps PoolSize TCP connections, used round-robin so
+// that concurrent requests do not queue behind one gob stream. Each is dialled
+// lazily with DialTimeout and redialled on the call after it broke. A call
+// that finds its connection already shut down (the server restarted while it
+// sat idle) is resent once on a fresh one: it never left this process. A call
+// that was sent and lost its connection is not resent, since the server may
+// have applied it; it fails with an error wrapping meta.ErrIO that names the
+// server. Every call is bounded by its context's deadline, or
+// DefaultCallTimeout when it has none; a call that times out closes its
+// connection, since a server that does not answer is presumed stuck.
+package metarpc

@@ -1,0 +1,68 @@
+package metarpc_test
+
+import (
+	"flag"
+	"net"
+	"testing"
+	"time"
+
+	"tessera/internal/kv/memkv"
+	"tessera/internal/meta"
+	"tessera/internal/meta/metarpc"
+	"tessera/internal/meta/metatest"
+)
+
+var (
+	seedFlag  = flag.Uint64("seed", 0, "seed of the model-based random test (0: a new one, logged)")
+	stepsFlag = flag.Int("steps", 400, "steps of the model-based random test over RPC")
+)
+
+// serve starts Serve for api on a loopback port and stops it at cleanup.
+func serve(t testing.TB, api meta.API) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- metarpc.Serve(ln, api, nil) }()
+	t.Cleanup(func() {
+		ln.Close()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+func dial(t testing.TB, addr string) *metarpc.Client {
+	c, err := metarpc.Dial(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// rpcFactory serves a Service over memkv and returns a client of it.
+func rpcFactory(t *testing.T, opts meta.Options) meta.API {
+	store := memkv.New()
+	t.Cleanup(func() { store.Close() })
+	s, err := meta.New(store, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dial(t, serve(t, s))
+}
+
+func TestConformance(t *testing.T) {
+	metatest.Run(t, rpcFactory)
+}
+
+func TestModel(t *testing.T) {
+	seed := *seedFlag
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("replay with -seed %d", seed)
+	metatest.RunModel(t, rpcFactory, seed, *stepsFlag)
+}

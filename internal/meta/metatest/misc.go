@@ -1,0 +1,141 @@
+package metatest
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"tessera/internal/meta"
+)
+
+func testXattr(h *harness) {
+	f := h.file(meta.RootIno, "f")
+	now := h.clock.Advance(time.Second)
+	h.wantErr("set", h.api.SetXattr(h.ctx, f.Ino, "user.b", []byte("1"), 0), nil)
+	in := h.attr(f.Ino)
+	eq(h, "ctime", in.Ctime, now)
+	if in.Change <= f.Change {
+		h.t.Fatal("setxattr did not bump change")
+	}
+	v, err := h.api.GetXattr(h.ctx, f.Ino, "user.b")
+	h.wantErr("get", err, nil)
+	eq(h, "value", string(v), "1")
+	h.wantErr("set a", h.api.SetXattr(h.ctx, f.Ino, "user.a", []byte("2"), meta.XattrCreate), nil)
+	h.wantErr("set empty", h.api.SetXattr(h.ctx, f.Ino, "user.e", nil, 0), nil)
+	v, err = h.api.GetXattr(h.ctx, f.Ino, "user.e")
+	h.wantErr("get empty", err, nil)
+	eq(h, "empty value", len(v), 0)
+	h.wantErr("replace", h.api.SetXattr(h.ctx, f.Ino, "user.a", []byte("3"), meta.XattrReplace), nil)
+	v, _ = h.api.GetXattr(h.ctx, f.Ino, "user.a")
+	eq(h, "replaced", string(v), "3")
+	big := make([]byte, meta.XattrValueMax)
+	h.wantErr("set 64k", h.api.SetXattr(h.ctx, f.Ino, "user.big", big, 0), nil)
+	v, _ = h.api.GetXattr(h.ctx, f.Ino, "user.big")
+	eq(h, "64k", len(v), meta.XattrValueMax)
+	names, err := h.api.ListXattr(h.ctx, f.Ino)
+	h.wantErr("list", err, nil)
+	eq(h, "list", strings.Join(names, ","), "user.a,user.b,user.big,user.e")
+
+	long := strings.Repeat("n", meta.XattrNameMax+1)
+	for _, c := range []struct {
+		what  string
+		ino   meta.Ino
+		name  string
+		value []byte
+		flags uint32
+		want  error
+	}{
+		{"create existing", f.Ino, "user.a", nil, meta.XattrCreate, meta.ErrExist},
+		{"replace absent", f.Ino, "user.zz", nil, meta.XattrReplace, meta.ErrNoAttr},
+		{"both flags", f.Ino, "user.a", nil, meta.XattrCreate | meta.XattrReplace, meta.ErrInvalid},
+		{"empty name", f.Ino, "", nil, 0, meta.ErrInvalid},
+		{"long name", f.Ino, long, nil, 0, meta.ErrRange},
+		{"too big", f.Ino, "user.c", make([]byte, meta.XattrValueMax+1), 0, meta.ErrTooBig},
+		{"absent inode", 4242, "user.a", nil, 0, meta.ErrNotFound},
+	} {
+		h.wantErr("setxattr "+c.what, h.api.SetXattr(h.ctx, c.ino, c.name, c.value, c.flags), c.want)
+	}
+	for _, c := range []struct {
+		what string
+		ino  meta.Ino
+		name string
+		want error
+	}{
+		{"absent", f.Ino, "user.zz", meta.ErrNoAttr},
+		{"empty name", f.Ino, "", meta.ErrInvalid},
+		{"long name", f.Ino, long, meta.ErrRange},
+		{"absent inode", 4242, "user.a", meta.ErrNotFound},
+	} {
+		_, err := h.api.GetXattr(h.ctx, c.ino, c.name)
+		h.wantErr("getxattr "+c.what, err, c.want)
+		h.wantErr("removexattr "+c.what, h.api.RemoveXattr(h.ctx, c.ino, c.name), c.want)
+	}
+	_, err = h.api.ListXattr(h.ctx, 4242)
+	h.wantErr("listxattr absent", err, meta.ErrNotFound)
+
+	before := h.attr(f.Ino)
+	now = h.clock.Advance(time.Second)
+	h.wantErr("remove", h.api.RemoveXattr(h.ctx, f.Ino, "user.a"), nil)
+	in = h.attr(f.Ino)
+	eq(h, "remove ctime", in.Ctime, now)
+	if in.Change <= before.Change {
+		h.t.Fatal("removexattr did not bump change")
+	}
+	_, err = h.api.GetXattr(h.ctx, f.Ino, "user.a")
+	h.wantErr("get removed", err, meta.ErrNoAttr)
+	names, _ = h.api.ListXattr(h.ctx, f.Ino)
+	eq(h, "list after remove", strings.Join(names, ","), "user.b,user.big,user.e")
+	g := h.file(meta.RootIno, "g")
+	names, err = h.api.ListXattr(h.ctx, g.Ino)
+	h.wantErr("list none", err, nil)
+	eq(h, "none", len(names), 0)
+}
+
+func testStatFS(h *harness) {
+	st := h.statfs()
+	eq(h, "empty", st, meta.StatFS{Files: 1})
+	d := h.mkdir(meta.RootIno, "d")
+	f := h.file(d.Ino, "f")
+	g := h.file(meta.RootIno, "g")
+	h.commit(meta.CommitReq{Ino: f.Ino, Size: 1000})
+	h.commit(meta.CommitReq{Ino: g.Ino, Size: 24})
+	eq(h, "used", h.statfs(), meta.StatFS{Files: 4, LogicalBytes: 1024})
+	_, err := h.api.Unlink(h.ctx, d.Ino, "f")
+	h.wantErr("unlink", err, nil)
+	eq(h, "orphan counted", h.statfs(), meta.StatFS{Files: 4, LogicalBytes: 1024})
+	h.wantErr("reap", h.api.Reap(h.ctx, f.Ino), nil)
+	eq(h, "reaped", h.statfs(), meta.StatFS{Files: 3, LogicalBytes: 24})
+	h.wantErr("rmdir", h.api.Rmdir(h.ctx, meta.RootIno, "d"), nil)
+	eq(h, "rmdir", h.statfs(), meta.StatFS{Files: 2, LogicalBytes: 24})
+}
+
+func testServers(h *harness) {
+	m, err := h.api.Servers(h.ctx)
+	h.wantErr("servers", err, nil)
+	eq(h, "empty", m.Epoch+uint64(len(m.Servers)), 0)
+	b1 := meta.Server{ID: "b1", Addr: "127.0.0.1:7001", Dir: "/d1", Host: "h1", Rack: "r1", Site: "s1", State: "up", Seen: 1}
+	m, err = h.api.RegisterServer(h.ctx, b1)
+	h.wantErr("register b1", err, nil)
+	eq(h, "epoch 1", m.Epoch, uint64(1))
+	b1.Seen = 2
+	m, err = h.api.RegisterServer(h.ctx, b1)
+	h.wantErr("heartbeat", err, nil)
+	eq(h, "heartbeat keeps epoch", m.Epoch, uint64(1))
+	eq(h, "seen updated", m.Servers[0].Seen, int64(2))
+	b1.State = "draining"
+	m, _ = h.api.RegisterServer(h.ctx, b1)
+	eq(h, "state change bumps", m.Epoch, uint64(2))
+	b0 := meta.Server{ID: "b0", Addr: "127.0.0.1:7000", State: "up"}
+	m, _ = h.api.RegisterServer(h.ctx, b0)
+	eq(h, "new server bumps", m.Epoch, uint64(3))
+	got, err := h.api.Servers(h.ctx)
+	h.wantErr("servers", err, nil)
+	eq(h, "map", got.Epoch, uint64(3))
+	if !slices.Equal(got.Servers, []meta.Server{b0, b1}) {
+		h.t.Fatalf("servers = %+v", got.Servers)
+	}
+	_, err = h.api.RegisterServer(h.ctx, meta.Server{})
+	h.wantErr("empty id", err, meta.ErrInvalid)
+	_, err = h.api.RegisterServer(h.ctx, meta.Server{ID: strings.Repeat("b", meta.MaxServerID+1)})
+	h.wantErr("long id", err, meta.ErrNameTooLong)
+}
