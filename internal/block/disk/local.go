@@ -83,4 +83,3 @@ func (l *LocalReader) Put(ctx context.Context, h block.Hash, data []byte) error 
 func (l *LocalReader) Has(ctx context.Context, hs []block.Hash) ([]bool, error) {
 	return l.next.Has(ctx, hs)
 }
-
