@@ -145,7 +145,13 @@ func (c *Client) call(ctx context.Context, method string, args *Args) (*Reply, e
 			return nil, c.ioErr(method, ctx.Err())
 		}
 		if call.Error == nil {
-			return reply, reply.Err.decode()
+			err := reply.Err.decode()
+			if err != nil && errors.Is(err, meta.ErrIO) && (ctx.Err() != nil || time.Until(dl) < 50*time.Millisecond) {
+				// The server gave up on the deadline we sent it before our
+				// own timer fired: report it as the client's time-out.
+				return nil, c.ioErr(method, ctx.Err())
+			}
+			return reply, err
 		}
 		var se rpc.ServerError
 		if errors.As(call.Error, &se) {
