@@ -136,17 +136,8 @@ func (fs *FS) Readlink(cancel <-chan struct{}, header *gofuse.InHeader) ([]byte,
 }
 
 func (fs *FS) Unlink(cancel <-chan struct{}, header *gofuse.InHeader, name string) gofuse.Status {
-	ctx := ctxOf(cancel)
-	in, err := fs.api.Unlink(ctx, meta.Ino(header.NodeId), name)
-	if err != nil {
-		return fs.status("unlink", err)
-	}
-	if in.Nlink == 0 {
-		if err := fs.c.Unlinked(ctx, in.Ino); err != nil {
-			fs.log.Warn("reap after unlink failed", "inode", in.Ino, "err", err)
-		}
-	}
-	return gofuse.OK
+	_, err := fs.c.Unlink(ctxOf(cancel), meta.Ino(header.NodeId), name)
+	return fs.status("unlink", err)
 }
 
 func (fs *FS) Rmdir(cancel <-chan struct{}, header *gofuse.InHeader, name string) gofuse.Status {

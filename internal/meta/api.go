@@ -219,8 +219,10 @@ type API interface {
 	Create(ctx context.Context, req CreateReq) (Inode, error)
 	Link(ctx context.Context, ino, newParent Ino, newName string) (Inode, error)
 	// Unlink removes a non-directory entry and returns the inode as it is
-	// after (Nlink 0 means it became an orphan; see Reap).
-	Unlink(ctx context.Context, parent Ino, name string) (Inode, error)
+	// after (Nlink 0 means it became an orphan; see Reap). When reap names the
+	// entry's inode and this was its last link, the inode is deleted in the
+	// same transaction instead (the caller knows no handle is open on it).
+	Unlink(ctx context.Context, parent Ino, name string, reap Ino) (Inode, error)
 	Rmdir(ctx context.Context, parent Ino, name string) error
 	// Rename returns the inode the rename replaced, as it is after (Ino 0
 	// when it replaced nothing; Nlink 0 means it became an orphan to Reap).

@@ -64,7 +64,7 @@ func TestDurable(t *testing.T) {
 	}
 	f = must(s.GetAttr(ctx, f.Ino))
 	o := must(s.Create(ctx, meta.CreateReq{Parent: d.Ino, Name: "o", Mode: syscall.S_IFREG | 0644}))
-	must(s.Unlink(ctx, d.Ino, "o"))
+	must(s.Unlink(ctx, d.Ino, "o", 0))
 	if _, err := s.RegisterServer(ctx, meta.Server{ID: "b0", Addr: "127.0.0.1:1"}); err != nil {
 		t.Fatal(err)
 	}

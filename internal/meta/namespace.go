@@ -213,7 +213,7 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 
 // Unlink removes the non-directory entry parent/name. An inode whose last
 // link goes becomes an orphan (see Reap).
-func (s *Service) Unlink(ctx context.Context, parent Ino, name string) (Inode, error) {
+func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino) (Inode, error) {
 	var out Inode
 	err := checkName(name)
 	if err == nil {
@@ -237,7 +237,12 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string) (Inode, e
 				return err
 			}
 			now := s.nowNs()
-			if err := t.dropLink(rec, now); err != nil {
+			if rec.Nlink <= 1 && reap != 0 && reap == ino {
+				rec.Nlink = 0
+				if err := t.deleteInode(rec); err != nil {
+					return err
+				}
+			} else if err := t.dropLink(rec, now); err != nil {
 				return err
 			}
 			if err := t.Delete(dentryKey(parent, name)); err != nil {

@@ -24,28 +24,35 @@ func (s *Service) Reap(ctx context.Context, ino Ino) error {
 		if rec.Nlink > 0 {
 			return nil
 		}
-		for _, p := range [][]byte{segmentPrefix(ino), xattrPrefix(ino)} {
-			if err := t.deletePrefix(p); err != nil {
-				return err
-			}
-		}
-		if err := t.Delete(orphanKey(ino)); err != nil {
-			return err
-		}
-		if err := t.Delete(inodeKey(ino)); err != nil {
-			return err
-		}
-		if rec.IsRegular() {
-			if err := t.addCounter(ctrBytes, ino, -int64(rec.Size)); err != nil {
-				return err
-			}
-		}
-		return t.addCounter(ctrFiles, ino, -1)
+		return t.deleteInode(rec)
 	})
 	if err != nil {
 		return fmt.Errorf("reap %d: %w", ino, err)
 	}
 	return nil
+}
+
+// deleteInode removes an unlinked inode with its recipe, xattrs and orphan
+// marker, and takes it off the usage counters.
+func (t txn) deleteInode(rec *inodeRec) error {
+	ino := rec.Ino
+	for _, p := range [][]byte{segmentPrefix(ino), xattrPrefix(ino)} {
+		if err := t.deletePrefix(p); err != nil {
+			return err
+		}
+	}
+	if err := t.Delete(orphanKey(ino)); err != nil {
+		return err
+	}
+	if err := t.Delete(inodeKey(ino)); err != nil {
+		return err
+	}
+	if rec.IsRegular() {
+		if err := t.addCounter(ctrBytes, ino, -int64(rec.Size)); err != nil {
+			return err
+		}
+	}
+	return t.addCounter(ctrFiles, ino, -1)
 }
 
 // Orphans lists up to limit orphan inodes with numbers above after, for a

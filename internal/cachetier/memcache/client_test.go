@@ -134,15 +134,17 @@ func TestClientConcurrent(t *testing.T) {
 	}
 }
 
-// fakeServer accepts connections and hands each to serve.
-func fakeServer(t *testing.T, serve func(net.Conn)) string {
+// fakeServer accepts connections and hands each to serve, with a channel
+// closed when the test ends.
+func fakeServer(t *testing.T, serve func(c net.Conn, quit <-chan struct{})) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	t.Cleanup(func() { l.Close(); wg.Wait() })
+	quit := make(chan struct{})
+	t.Cleanup(func() { close(quit); l.Close(); wg.Wait() })
 	wg.Go(func() {
 		for {
 			c, err := l.Accept()
@@ -151,7 +153,7 @@ func fakeServer(t *testing.T, serve func(net.Conn)) string {
 			}
 			wg.Go(func() {
 				defer c.Close()
-				serve(c)
+				serve(c, quit)
 			})
 		}
 	})
@@ -161,27 +163,25 @@ func fakeServer(t *testing.T, serve func(net.Conn)) string {
 // TestClientNeverHangs checks the deadlines against servers that stall,
 // trickle, or answer garbage.
 func TestClientNeverHangs(t *testing.T) {
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
 	for _, tc := range []struct {
 		name  string
-		serve func(net.Conn)
+		serve func(net.Conn, <-chan struct{})
 		want  error
 	}{
-		{"silent", func(c net.Conn) { <-stop }, memcache.ErrTimeout},
-		{"stalls mid-value", func(c net.Conn) {
+		{"silent", func(c net.Conn, stop <-chan struct{}) { <-stop }, memcache.ErrTimeout},
+		{"stalls mid-value", func(c net.Conn, stop <-chan struct{}) {
 			c.Write([]byte("VALUE k 0 100\r\nabc"))
 			<-stop
 		}, memcache.ErrTimeout},
-		{"garbage", func(c net.Conn) {
+		{"garbage", func(c net.Conn, stop <-chan struct{}) {
 			c.Write([]byte("HELLO THERE\r\n"))
 			<-stop
 		}, memcache.ErrProtocol},
-		{"endless line", func(c net.Conn) {
+		{"endless line", func(c net.Conn, stop <-chan struct{}) {
 			c.Write(bytes.Repeat([]byte("x"), 20000))
 			<-stop
 		}, memcache.ErrProtocol},
-		{"closes", func(c net.Conn) {}, nil},
+		{"closes", func(c net.Conn, stop <-chan struct{}) {}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			addr := fakeServer(t, tc.serve)
@@ -214,9 +214,7 @@ func TestClientDialRefused(t *testing.T) {
 }
 
 func TestClientContext(t *testing.T) {
-	stop := make(chan struct{})
-	t.Cleanup(func() { close(stop) })
-	addr := fakeServer(t, func(c net.Conn) { <-stop })
+	addr := fakeServer(t, func(c net.Conn, stop <-chan struct{}) { <-stop })
 	c := memcache.New(addr, memcache.Options{OpTimeout: 10 * time.Second})
 	defer c.Close()
 

@@ -55,7 +55,7 @@ func TestReadValuesErrors(t *testing.T) {
 		{"VALUE a 0 -1\r\n", ErrProtocol},
 		{"VALUE a x 1\r\n", ErrProtocol},
 		{"VALUE a 0 1 z\r\n", ErrProtocol},
-		{"VALUE z 0 1\r\nz\r\nEND\r\n", ErrProtocol},              // not asked for
+		{"VALUE z 0 1\r\nz\r\nEND\r\n", ErrProtocol},                     // not asked for
 		{"VALUE b 0 1\r\nb\r\nVALUE a 0 1\r\na\r\nEND\r\n", ErrProtocol}, // out of order
 		{"VALUE a 0 1 2 3\r\n", ErrProtocol},
 		{"STORED\r\n", ErrProtocol},

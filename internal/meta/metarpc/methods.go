@@ -46,8 +46,8 @@ func (c *Client) Link(ctx context.Context, ino, newParent meta.Ino, newName stri
 }
 
 // Unlink implements meta.API.
-func (c *Client) Unlink(ctx context.Context, parent meta.Ino, name string) (meta.Inode, error) {
-	return c.inode(ctx, "Unlink", &Args{Parent: parent, Name: name})
+func (c *Client) Unlink(ctx context.Context, parent meta.Ino, name string, reap meta.Ino) (meta.Inode, error) {
+	return c.inode(ctx, "Unlink", &Args{Parent: parent, Name: name, Ino: reap})
 }
 
 // Rmdir implements meta.API.

@@ -138,7 +138,7 @@ func (h *handler) Link(a *Args, r *Reply) error {
 // Unlink serves meta.API.Unlink.
 func (h *handler) Unlink(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Inode, err = h.api.Unlink(ctx, a.Parent, a.Name)
+		r.Inode, err = h.api.Unlink(ctx, a.Parent, a.Name, a.Ino)
 		return err
 	})
 }

@@ -100,7 +100,7 @@ func testStatFS(h *harness) {
 	h.commit(meta.CommitReq{Ino: f.Ino, Size: 1000})
 	h.commit(meta.CommitReq{Ino: g.Ino, Size: 24})
 	eq(h, "used", h.statfs(), meta.StatFS{Files: 4, LogicalBytes: 1024})
-	_, err := h.api.Unlink(h.ctx, d.Ino, "f")
+	_, err := h.api.Unlink(h.ctx, d.Ino, "f", 0)
 	h.wantErr("unlink", err, nil)
 	eq(h, "orphan counted", h.statfs(), meta.StatFS{Files: 4, LogicalBytes: 1024})
 	h.wantErr("reap", h.api.Reap(h.ctx, f.Ino), nil)

@@ -140,7 +140,7 @@ func (m *model) step(h *harness, rng *rand.Rand) (op string, want, got error) {
 		in, err := h.api.Create(h.ctx, req)
 		return fmt.Sprintf("create %d/%s %o excl=%v", dir.ino, name, req.Mode, req.Excl), m.create(dir, req, in.Ino), err
 	case r < 37:
-		_, err := h.api.Unlink(h.ctx, dir.ino, name)
+		_, err := h.api.Unlink(h.ctx, dir.ino, name, 0)
 		return fmt.Sprintf("unlink %d/%s", dir.ino, name), m.unlink(dir, name), err
 	case r < 45:
 		err := h.api.Rmdir(h.ctx, dir.ino, name)

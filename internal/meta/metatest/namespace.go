@@ -39,7 +39,7 @@ func testNames(h *harness) {
 		h.wantErr("create "+c.name, err, c.want)
 		_, err = h.api.Lookup(h.ctx, meta.RootIno, c.name)
 		h.wantErr("lookup "+c.name, err, c.want)
-		_, err = h.api.Unlink(h.ctx, meta.RootIno, c.name)
+		_, err = h.api.Unlink(h.ctx, meta.RootIno, c.name, 0)
 		h.wantErr("unlink "+c.name, err, c.want)
 		h.wantErr("rmdir "+c.name, h.api.Rmdir(h.ctx, meta.RootIno, c.name), c.want)
 		_, err = h.api.Rename(h.ctx, meta.RootIno, strings.Repeat("n", meta.MaxNameLen), meta.RootIno, c.name, 0)
@@ -191,7 +191,7 @@ func testLink(h *harness) {
 		h.wantErr("link "+c.what, err, c.want)
 	}
 	g := h.file(meta.RootIno, "g")
-	_, err = h.api.Unlink(h.ctx, meta.RootIno, "g")
+	_, err = h.api.Unlink(h.ctx, meta.RootIno, "g", 0)
 	h.wantErr("unlink g", err, nil)
 	_, err = h.api.Link(h.ctx, g.Ino, meta.RootIno, "g2")
 	h.wantErr("link an orphan", err, meta.ErrNotFound)
@@ -204,7 +204,7 @@ func testUnlinkReap(h *harness) {
 	d := h.mkdir(meta.RootIno, "d")
 	base := h.statfs()
 	now := h.clock.Advance(time.Second)
-	in, err := h.api.Unlink(h.ctx, meta.RootIno, "f")
+	in, err := h.api.Unlink(h.ctx, meta.RootIno, "f", 0)
 	h.wantErr("unlink f", err, nil)
 	eq(h, "nlink", in.Nlink, uint32(1))
 	eq(h, "ctime", in.Ctime, now)
@@ -215,7 +215,7 @@ func testUnlinkReap(h *harness) {
 	_, err = h.api.Commit(h.ctx, meta.CommitReq{Ino: f.Ino, Changes: []meta.BlockChange{{Index: 0, New: hashOf("x")}}, Size: 10})
 	h.wantErr("commit", err, nil)
 	h.wantErr("setxattr", h.api.SetXattr(h.ctx, f.Ino, "user.a", []byte("v"), 0), nil)
-	in, err = h.api.Unlink(h.ctx, meta.RootIno, "f2")
+	in, err = h.api.Unlink(h.ctx, meta.RootIno, "f2", 0)
 	h.wantErr("unlink f2", err, nil)
 	eq(h, "orphan nlink", in.Nlink, uint32(0))
 	eq(h, "orphan readable", h.attr(f.Ino).Size, uint64(10))
@@ -234,11 +234,11 @@ func testUnlinkReap(h *harness) {
 	}
 	h.wantErr("reap again", h.api.Reap(h.ctx, f.Ino), nil)
 
-	_, err = h.api.Unlink(h.ctx, meta.RootIno, "f")
+	_, err = h.api.Unlink(h.ctx, meta.RootIno, "f", 0)
 	h.wantErr("unlink absent", err, meta.ErrNotFound)
-	_, err = h.api.Unlink(h.ctx, meta.RootIno, "d")
+	_, err = h.api.Unlink(h.ctx, meta.RootIno, "d", 0)
 	h.wantErr("unlink dir", err, meta.ErrIsDir)
-	_, err = h.api.Unlink(h.ctx, d.Ino+1000, "x")
+	_, err = h.api.Unlink(h.ctx, d.Ino+1000, "x", 0)
 	h.wantErr("unlink in absent dir", err, meta.ErrNotFound)
 }
 
