@@ -122,11 +122,20 @@ func fillAttr(in *meta.Inode, out *gofuse.Attr) {
 	out.Blksize = 1 << 20
 }
 
+// splitNs splits unix nanoseconds into the kernel's seconds (a signed
+// value carried in a uint64) and nanoseconds (0 to 1e9-1), also before 1970.
 func splitNs(ns int64) (uint64, uint32) {
-	if ns < 0 {
-		return 0, 0
+	sec, nsec := ns/1e9, ns%1e9
+	if nsec < 0 {
+		sec--
+		nsec += 1e9
 	}
-	return uint64(ns / 1e9), uint32(ns % 1e9)
+	return uint64(sec), uint32(nsec)
+}
+
+// joinNs is the inverse of splitNs.
+func joinNs(sec uint64, nsec uint32) int64 {
+	return int64(sec)*1e9 + int64(nsec)
 }
 
 func (fs *FS) fillEntry(in *meta.Inode, out *gofuse.EntryOut) {

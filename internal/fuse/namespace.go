@@ -73,21 +73,21 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, input *gofuse.SetAttrIn, out *gofu
 	}
 	if input.Valid&gofuse.FATTR_ATIME != 0 {
 		req.Valid |= meta.SetAtime
-		req.Atime = int64(input.Atime)*1e9 + int64(input.Atimensec)
+		req.Atime = joinNs(input.Atime, input.Atimensec)
 		if input.Valid&gofuse.FATTR_ATIME_NOW != 0 {
 			req.Atime = now
 		}
 	}
 	if input.Valid&gofuse.FATTR_MTIME != 0 {
 		req.Valid |= meta.SetMtime
-		req.Mtime = int64(input.Mtime)*1e9 + int64(input.Mtimensec)
+		req.Mtime = joinNs(input.Mtime, input.Mtimensec)
 		if input.Valid&gofuse.FATTR_MTIME_NOW != 0 {
 			req.Mtime = now
 		}
 	}
 	if input.Valid&gofuse.FATTR_CTIME != 0 {
 		req.Valid |= meta.SetCtime
-		req.Ctime = int64(input.Ctime)*1e9 + int64(input.Ctimensec)
+		req.Ctime = joinNs(input.Ctime, input.Ctimensec)
 	}
 	if req.Valid != 0 {
 		if in, err = fs.api.SetAttr(ctx, ino, req); err != nil {

@@ -221,12 +221,15 @@ func unescapeMount(s string) string {
 }
 
 // CleanStaleMount detaches a FUSE mount at dir whose server is gone (a
-// previous run killed with -9): such a mount answers ENOTCONN.
+// previous run killed with -9): such a mount answers ENOTCONN. statfs is the
+// probe because the kernel always asks the daemon for it, while a stat of the
+// mount point may be answered from cached attributes.
 func CleanStaleMount(dir string, log *slog.Logger) error {
 	if !mounted(dir) {
 		return nil
 	}
-	_, err := os.Stat(dir)
+	var st syscall.Statfs_t
+	err := syscall.Statfs(dir, &st)
 	if err == nil {
 		return fmt.Errorf("mount point %s: something is already mounted there", dir)
 	}

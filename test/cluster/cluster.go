@@ -134,8 +134,12 @@ func (c *Cluster) start() error {
 	if c.Running() {
 		return errors.New("cluster: already running")
 	}
-	for _, d := range []string{c.opts.DataDir, c.opts.MountDir} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	if err := os.MkdirAll(c.opts.DataDir, 0o755); err != nil {
+		return err
+	}
+	// A stale mount left by a killed run is the daemon's to clean up.
+	if !IsMounted(c.opts.MountDir) {
+		if err := os.MkdirAll(c.opts.MountDir, 0o755); err != nil {
 			return err
 		}
 	}

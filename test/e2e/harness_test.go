@@ -202,6 +202,9 @@ func fsDir(t testing.TB) string {
 		mark = c.LogMark()
 	}
 	t.Cleanup(func() {
+		if c != nil && !c.Running() {
+			t.Errorf("the shared tessera up died during this test: %v", c.ExitError())
+		}
 		if c != nil && t.Failed() {
 			t.Logf("tessera output during the test:\n%s", c.LogSince(mark))
 		}

@@ -1,6 +1,7 @@
 package fsx
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -44,8 +45,8 @@ func (o Op) String() string {
 // DefaultWeights is the operation mix: mostly writes and reads, enough
 // metadata churn to move data between names and descriptors.
 var DefaultWeights = map[Op]int{
-	OpWrite: 30, OpAppend: 6, OpRead: 22, OpReadPath: 4, OpTruncate: 5, OpFtruncate: 5,
-	OpFsync: 3, OpFdatasync: 2, OpReopen: 8, OpRename: 4, OpLink: 1, OpUnlink: 2, OpVerify: 1,
+	OpWrite: 32, OpAppend: 5, OpRead: 24, OpReadPath: 4, OpTruncate: 5, OpFtruncate: 5,
+	OpFsync: 2, OpFdatasync: 2, OpReopen: 6, OpRename: 4, OpLink: 1, OpUnlink: 2, OpVerify: 1,
 }
 
 // Config sets up a run. Zero fields take the defaults noted.
@@ -60,6 +61,9 @@ type Config struct {
 	MaxIO       int64      // largest write or read, default 3 blocks (capped by MaxFileSize)
 	LogTail     int        // operations kept for the failure report, default 50
 	Weights     map[Op]int // default DefaultWeights
+	// Keep leaves the files in place after a successful run (Stats.Final
+	// says what they hold), for a caller that checks them again later.
+	Keep bool
 	// Progress, if set, is called every ProgressEvery operations.
 	Progress      func(done int, elapsed time.Duration)
 	ProgressEvery int // default 2000
@@ -71,11 +75,15 @@ type Config struct {
 type Stats struct {
 	Ops          int
 	Count        [numOps]int
+	Time         [numOps]time.Duration // spent in each kind of operation
 	BytesWritten int64
 	BytesRead    int64
 	Elapsed      time.Duration
 	Slowest      time.Duration
 	SlowestOp    string
+	// Final maps each name left after a successful run to the SHA-256 of
+	// its content.
+	Final map[string][32]byte
 }
 
 func (s Stats) String() string {
@@ -84,7 +92,7 @@ func (s Stats) String() string {
 		s.Ops, s.Elapsed.Round(time.Millisecond), float64(s.Ops)/s.Elapsed.Seconds(),
 		s.BytesWritten>>20, s.BytesRead>>20, s.Slowest.Round(time.Microsecond), s.SlowestOp)
 	for o := Op(0); o < numOps; o++ {
-		fmt.Fprintf(&b, " %s=%d", o, s.Count[o])
+		fmt.Fprintf(&b, " %s=%d/%v", o, s.Count[o], s.Time[o].Round(time.Millisecond))
 	}
 	return b.String()
 }
@@ -93,16 +101,20 @@ func (s Stats) String() string {
 // operation that failed.
 type Failure struct {
 	Seed uint64
-	Op   int      // index of the failing operation (0-based)
+	Op   int      // index of the failing operation (0-based); Ops for the final verification
+	Ops  int      // operations the run was configured with
 	What string   // the operation
 	Err  string   // what went wrong
 	Log  []string // the operations before it, oldest first
 }
 
+// ReplayOps is the smallest operation count that reproduces the failure.
+func (f *Failure) ReplayOps() int { return min(f.Op+1, f.Ops) }
+
 func (f *Failure) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "fsx: seed %d, op %d (%s): %s\n", f.Seed, f.Op, f.What, f.Err)
-	fmt.Fprintf(&b, "replay with the same seed and at least %d ops; last %d ops:\n", f.Op+1, len(f.Log))
+	fmt.Fprintf(&b, "replay with seed %d and %d ops; last %d ops:\n", f.Seed, f.ReplayOps(), len(f.Log))
 	for _, l := range f.Log {
 		b.WriteString("  ")
 		b.WriteString(l)
@@ -124,9 +136,10 @@ func Run(cfg Config) (Stats, error) {
 		r.opIndex = i
 		op := r.pickOp()
 		t0 := time.Now()
-		desc, err := r.do(op)
+		desc, err := r.do(&op)
 		d := time.Since(t0)
 		r.stats.Count[op]++
+		r.stats.Time[op] += d
 		if d > r.stats.Slowest {
 			r.stats.Slowest, r.stats.SlowestOp = d, desc
 		}
@@ -146,6 +159,13 @@ func Run(cfg Config) (Stats, error) {
 		return r.finish(start), r.failure("final verify of every name and descriptor", err)
 	}
 	r.closeAll()
+	r.stats.Final = map[string][32]byte{}
+	for _, n := range r.existingNames() {
+		r.stats.Final[n] = sha256.Sum256(r.byName[n].data)
+	}
+	if r.cfg.Keep {
+		return r.finish(start), nil
+	}
 	for _, n := range r.names {
 		if err := os.Remove(r.path(n)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return r.finish(start), fmt.Errorf("fsx: cleanup: %w", err)
@@ -262,7 +282,7 @@ func (r *runner) remember(desc string) {
 }
 
 func (r *runner) failure(desc string, err error) *Failure {
-	f := &Failure{Seed: r.cfg.Seed, Op: r.opIndex, What: desc, Err: err.Error()}
+	f := &Failure{Seed: r.cfg.Seed, Op: r.opIndex, Ops: r.cfg.Ops, What: desc, Err: err.Error()}
 	f.Log = append(f.Log, r.log[r.logPos:]...)
 	f.Log = append(f.Log, r.log[:r.logPos]...)
 	return f
@@ -296,7 +316,7 @@ func (r *runner) pickSize() int64 {
 		n = 1 + r.rng.Int64N(4096)
 	case p < 88:
 		n = 4096 + r.rng.Int64N(256<<10)
-	case p < 98:
+	case p < 99:
 		n = (256 << 10) + r.rng.Int64N(1<<20)
 	default:
 		n = m/4 + r.rng.Int64N(m-m/4+1)

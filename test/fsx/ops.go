@@ -11,8 +11,12 @@ import (
 )
 
 // do performs one operation on the file system and the model, and checks
-// the result. It returns a description for the log.
-func (r *runner) do(op Op) (string, error) {
+// the result. It returns a description for the log. The operation done can
+// differ from the one asked for when that one cannot run (a closed
+// descriptor, no free name, ...); *op is updated.
+func (r *runner) do(opp *Op) (string, error) {
+	op := *opp
+	defer func() { *opp = op }()
 	h := r.handles[r.rng.IntN(len(r.handles))]
 	switch op {
 	case OpWrite, OpRead, OpFtruncate, OpFsync, OpFdatasync:

@@ -31,6 +31,7 @@ type Server struct {
 type Options struct {
 	MemoryMB int // -m [64]
 	Threads  int // -t [1: tests share small machines]
+	Port     int // -p [a free port]
 }
 
 // Start starts a memcached and registers its end with tb.Cleanup.
@@ -51,7 +52,7 @@ func Start(tb testing.TB, opts Options) *Server {
 		opts.Threads = 1
 	}
 	var lastErr error
-	for range 3 { // the free port may be taken between probe and start
+	for range 3 { // a free port may be taken between probe and start
 		s, err := start(path, opts)
 		if err == nil {
 			tb.Cleanup(s.Kill)
@@ -72,9 +73,12 @@ func unavailable(tb testing.TB, format string, args ...any) {
 }
 
 func start(path string, opts Options) (*Server, error) {
-	port, err := freePort()
-	if err != nil {
-		return nil, err
+	port := opts.Port
+	if port == 0 {
+		var err error
+		if port, err = freePort(); err != nil {
+			return nil, err
+		}
 	}
 	args := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0",
 		"-m", strconv.Itoa(opts.MemoryMB), "-t", strconv.Itoa(opts.Threads), "-c", "256"}
@@ -128,6 +132,9 @@ func (s *Server) Kill() {
 	s.cmd.Process.Kill()
 	<-s.done
 }
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) { return freePort() }
 
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
