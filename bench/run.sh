@@ -146,7 +146,7 @@ prepare_passthrough() {
   LOOPBACK=$TOOLS/bin/loopback
   if [ ! -x "$LOOPBACK" ] || [ "$(cat "$TOOLS/loopback.version" 2>/dev/null)" != "$LOOPBACK_VERSION" ]; then
     log "installing go-fuse loopback $LOOPBACK_VERSION into $TOOLS/bin"
-    ( cd / && GOBIN=$TOOLS/bin GOFLAGS= go install "github.com/hanwen/go-fuse/v2/example/loopback@$LOOPBACK_VERSION" ) >"$TOOLS/install.log" 2>&1 \
+    ( cd / && GOBIN=$TOOLS/bin GOFLAGS='' go install "github.com/hanwen/go-fuse/v2/example/loopback@$LOOPBACK_VERSION" ) >"$TOOLS/install.log" 2>&1 \
       || { REASON[passthrough]="go install loopback failed: $(tail -n 1 "$TOOLS/install.log")"; return 1; }
     echo "$LOOPBACK_VERSION" > "$TOOLS/loopback.version"
   fi

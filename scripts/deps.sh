@@ -5,6 +5,7 @@ set -euo pipefail
 
 need=()
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
+command -v memcached >/dev/null 2>&1 || need+=(memcached)
 command -v go >/dev/null 2>&1 || need+=(golang-go)
 if [ "${#need[@]}" -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
