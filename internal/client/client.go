@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"tessera/internal/block"
+	"tessera/internal/cachetier"
 	"tessera/internal/meta"
 )
 
@@ -24,6 +25,10 @@ type Config struct {
 	Uploads         int    // concurrent block uploads; default 16
 	Fetches         int    // concurrent block fetches; default 16
 	ReadAheadBlocks int    // blocks fetched ahead of sequential readers; default 4
+	// CacheTier is a shared memcached tier (IMCa), "memcached://h1:p1,h2:p2";
+	// "" for none. Blocks are looked up there after the local caches and
+	// before the block servers, and stored there after a miss.
+	CacheTier string
 }
 
 func (c *Config) setDefaults() {
@@ -58,6 +63,8 @@ type Client struct {
 	router  *router
 	mem     *memCache
 	disk    *diskCache
+	tier    *cachetier.BlockCache // nil without a cache tier
+	sums    *segSums
 	budget  *budget
 	uploads chan struct{} // semaphore
 	fetches chan struct{} // semaphore
@@ -88,6 +95,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		api:     cfg.Meta,
 		log:     cfg.Logger,
 		mem:     newMemCache(cfg.MemCacheBytes),
+		sums:    newSegSums(16384),
 		uploads: make(chan struct{}, cfg.Uploads),
 		fetches: make(chan struct{}, cfg.Fetches),
 	}
@@ -105,6 +113,15 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			return nil, err
 		}
 		c.disk = d
+	}
+	if cfg.CacheTier != "" {
+		pool, err := cachetier.Open(cfg.CacheTier, cachetier.Options{})
+		if err != nil {
+			return nil, err
+		}
+		// Only Lookup and Fill are used: the client itself goes on to the
+		// block servers on a miss.
+		c.tier = cachetier.NewBlockCache(pool, nil)
 	}
 	return c, nil
 }
@@ -135,20 +152,29 @@ func (c *Client) Close(ctx context.Context) error {
 	if c.disk != nil {
 		c.disk.close()
 	}
+	if c.tier != nil {
+		c.tier.Close()
+	}
 	return errors.Join(errs...)
 }
 
 // Stats are counters for status output.
 type Stats struct {
-	MemHits, MemMisses uint64
-	MemBytes           int64
-	DirtyBytes         int64
+	MemHits, MemMisses   uint64
+	MemBytes             int64
+	DirtyBytes           int64
+	TierHits, TierMisses uint64
 }
 
 // Stats returns the client's cache and buffer counters.
 func (c *Client) Stats() Stats {
 	h, m, u := c.mem.stats()
-	return Stats{MemHits: h, MemMisses: m, MemBytes: u, DirtyBytes: c.budget.inUse()}
+	st := Stats{MemHits: h, MemMisses: m, MemBytes: u, DirtyBytes: c.budget.inUse()}
+	if c.tier != nil {
+		ts := c.tier.Stats()
+		st.TierHits, st.TierMisses = ts.Hits, ts.Misses
+	}
+	return st
 }
 
 // Overlay replaces the size and mtime of in with this client's view when it
@@ -194,8 +220,18 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash) ([]byte, error) {
 	if data, ok := c.mem.get(h); ok {
 		return data, nil
 	}
+	if e, ok := c.sums.get(h); ok {
+		if data, ok := c.localRange(h, 0, e.size); ok {
+			if e.check(data, 0) {
+				c.mem.put(h, data)
+				return data, nil
+			}
+			c.localChanged(h)
+		}
+	}
 	if c.disk != nil {
 		if data, ok := c.disk.get(h); ok {
+			c.sums.learn(h, data)
 			c.mem.put(h, data)
 			return data, nil
 		}
@@ -215,13 +251,22 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash) ([]byte, error) {
 	c.mu.Unlock()
 
 	c.fetches <- struct{}{}
-	var local bool
-	fl.data, local, fl.err = c.router.get(ctx, h)
+	var local, fromTier bool
+	if c.tier != nil {
+		fl.data, fromTier = c.tier.Lookup(ctx, h)
+	}
+	if !fromTier {
+		fl.data, local, fl.err = c.router.get(ctx, h)
+	}
 	<-c.fetches
 	if fl.err == nil {
+		c.sums.learn(h, fl.data)
 		c.mem.put(h, fl.data)
 		if c.disk != nil && !local {
 			c.disk.put(h, fl.data)
+		}
+		if c.tier != nil && !fromTier {
+			c.tier.Fill(h, fl.data)
 		}
 	}
 	c.mu.Lock()
@@ -263,8 +308,69 @@ func (c *Client) upload(ctx context.Context, data []byte) (block.Hash, error) {
 	if err != nil {
 		return h, fmt.Errorf("upload: %w", err)
 	}
+	c.sums.learn(h, data)
 	c.mem.put(h, data)
 	return h, nil
+}
+
+// readRange copies block h's bytes from offset `from` into dst. It reads only
+// the needed segments of a copy on this host when the block's segment sums
+// are known, else the whole block (verified, and cached).
+func (c *Client) readRange(ctx context.Context, h block.Hash, from int64, dst []byte) error {
+	if data, ok := c.mem.get(h); ok {
+		copyBlock(dst, data, from)
+		return nil
+	}
+	if e, ok := c.sums.get(h); ok {
+		if from >= e.size {
+			clear(dst)
+			return nil
+		}
+		off, end, first := e.span(from, int64(len(dst)))
+		if buf, ok := c.localRange(h, off, end-off); ok {
+			if e.check(buf, first) {
+				copyBlock(dst, buf, from-off)
+				return nil
+			}
+			c.localChanged(h)
+		}
+	}
+	data, err := c.getBlock(ctx, h)
+	if err != nil {
+		return err
+	}
+	copyBlock(dst, data, from)
+	return nil
+}
+
+// rangeReader is implemented by stores that read block files on this host.
+type rangeReader interface {
+	ReadRange(h block.Hash, off, n int64) ([]byte, error)
+}
+
+// localRange reads n bytes at off of a copy of h on this host, unverified.
+func (c *Client) localRange(h block.Hash, off, n int64) ([]byte, bool) {
+	for _, s := range c.router.ranked(h) {
+		if rr, ok := s.st.(rangeReader); ok {
+			if buf, err := rr.ReadRange(h, off, n); err == nil {
+				return buf, true
+			}
+		}
+	}
+	if c.disk != nil {
+		if buf, err := c.disk.readRange(h, off, n); err == nil {
+			return buf, true
+		}
+	}
+	return nil, false
+}
+
+// localChanged handles a local copy that no longer matches the sums learned
+// from a verified copy: the sums are dropped and the next read verifies a
+// whole copy again (finding and reporting the bad one).
+func (c *Client) localChanged(h block.Hash) {
+	c.log.Error("a local copy of a block changed since it was verified; verifying again", "block", h.String())
+	c.sums.forget(h)
 }
 
 // makeRoom schedules the upload of every dirty block of every open file, to

@@ -227,22 +227,14 @@ func (h *Handle) Read(ctx context.Context, off int64, dest []byte) (int, error) 
 func (h *Handle) fetch(ctx context.Context, jobs []fetchJob) error {
 	if len(jobs) == 1 {
 		j := jobs[0]
-		data, err := h.f.c.getBlock(ctx, j.h)
-		if err != nil {
+		if err := h.f.c.readRange(ctx, j.h, j.from, j.dst); err != nil {
 			return fmt.Errorf("read inode %d: %w", h.f.ino, err)
 		}
-		copyBlock(j.dst, data, j.from)
 		return nil
 	}
 	errs := make(chan error, len(jobs))
 	for _, j := range jobs {
-		go func() {
-			data, err := h.f.c.getBlock(ctx, j.h)
-			if err == nil {
-				copyBlock(j.dst, data, j.from)
-			}
-			errs <- err
-		}()
+		go func() { errs <- h.f.c.readRange(ctx, j.h, j.from, j.dst) }()
 	}
 	var first error
 	for range jobs {

@@ -78,6 +78,7 @@ type Attr struct {
 	Change    uint64 // bumped by every change of content or attributes
 	BlockSize uint32
 	Policy    string // consistency policy name; "" inherits the mount's
+	Replicas  uint8  // replication factor; 0 = the cluster's (ReplicasXattr)
 }
 
 // IsDir reports whether the inode is a directory.
@@ -203,10 +204,36 @@ type Server struct {
 	Seen  int64  // unix ns of the latest heartbeat
 }
 
-// ServerMap is the block-server map; Epoch increases with every change.
+// Server states. A server is up while it heartbeats, down once it has missed
+// heartbeats for the meta service's down-after period, and draining when an
+// operator asked for it to be emptied: it serves reads but takes no new
+// blocks, and the mover copies its blocks away.
+const (
+	StateUp       = "up"
+	StateDown     = "down"
+	StateDraining = "draining"
+)
+
+// ServerMap is the block-server map; Epoch increases with every change of a
+// member, a state or Replicas.
 type ServerMap struct {
-	Epoch   uint64
-	Servers []Server
+	Epoch    uint64
+	Replicas int // the cluster's default replication factor (>= 1)
+	Servers  []Server
+}
+
+// MoverProgress is the mover's latest report (DESIGN §3.2): how far the
+// cluster is from every block having its R copies on its placement.
+type MoverProgress struct {
+	Round           uint64 // rounds completed
+	At              int64  // unix ns of the report
+	Running         bool   // a round is under way
+	Blocks          int64  // live blocks seen in the last round
+	UnderReplicated int64  // blocks with fewer live copies than their R
+	Misplaced       int64  // blocks with a copy outside their placement
+	BytesToMove     int64  // still to copy
+	BytesMoved      int64  // copied in this round so far
+	Err             string // the last round's error, if any
 }
 
 // API is the metadata service as clients see it; the in-process Service and
@@ -245,7 +272,16 @@ type API interface {
 
 	StatFS(ctx context.Context) (StatFS, error)
 	Servers(ctx context.Context) (ServerMap, error)
+	// RegisterServer adds a server or refreshes it (a heartbeat): Seen is
+	// set, a down server comes back up, a draining one stays draining.
 	RegisterServer(ctx context.Context, s Server) (ServerMap, error)
+	// SetServerState sets StateUp or StateDraining, or "removed" to drop
+	// the server from the map.
+	SetServerState(ctx context.Context, id, state string) (ServerMap, error)
+	// SetReplicas sets the cluster's default replication factor.
+	SetReplicas(ctx context.Context, r int) (ServerMap, error)
+	// MoverProgress returns the mover's latest report.
+	MoverProgress(ctx context.Context) (MoverProgress, error)
 	// WalkBlocks calls fn with every block hash some recipe (or orphan's
 	// recipe) refers to, with the inode that refers to it; for gc and fsck.
 	WalkBlocks(ctx context.Context, fn func(ino Ino, index uint64, h block.Hash) error) error

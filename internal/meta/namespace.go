@@ -119,7 +119,8 @@ func (s *Service) create(ctx context.Context, req CreateReq) (Inode, error) {
 		now := s.nowNs()
 		rec := &inodeRec{}
 		rec.Attr = Attr{Ino: ino, Gen: 1, Mode: typ | req.Mode&07777, Uid: req.Uid, Gid: req.Gid, Nlink: 1,
-			Atime: now, Mtime: now, Ctime: now, Change: 1, BlockSize: parent.BlockSize, Policy: parent.Policy}
+			Atime: now, Mtime: now, Ctime: now, Change: 1, BlockSize: parent.BlockSize, Policy: parent.Policy,
+			Replicas: parent.Replicas}
 		if rec.BlockSize == 0 {
 			rec.BlockSize = s.blockSize
 		}

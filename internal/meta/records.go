@@ -46,7 +46,10 @@ type inodeRec struct {
 
 const inodeFixedLen = 2 + 8 + 4*4 + 8*4 + 4 + 8 + 4 + 8
 
-const flagHasInline = 1
+const (
+	flagHasInline   = 1
+	flagHasReplicas = 2 // a replication-factor byte follows the inline data
+)
 
 func appendBytes(b, s []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
@@ -64,6 +67,9 @@ func encodeInode(rec *inodeRec) []byte {
 	var flags byte
 	if rec.HasInline {
 		flags |= flagHasInline
+	}
+	if rec.Replicas != 0 {
+		flags |= flagHasReplicas
 	}
 	b = append(b, recordV1, flags)
 	be := binary.BigEndian
@@ -86,6 +92,9 @@ func encodeInode(rec *inodeRec) []byte {
 		b = appendBytes(b, rec.Inline)
 	} else {
 		b = append(b, 0)
+	}
+	if rec.Replicas != 0 {
+		b = append(b, rec.Replicas)
 	}
 	return b
 }
@@ -168,7 +177,7 @@ func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 	r := reader{b: b, what: fmt.Sprintf("inode %d", ino)}
 	r.version()
 	flags := r.fixed(1)
-	if r.err == nil && flags[0]&^flagHasInline != 0 {
+	if r.err == nil && flags[0]&^(flagHasInline|flagHasReplicas) != 0 {
 		r.fail("unknown flags %#x", flags[0])
 	}
 	rec := &inodeRec{}
@@ -189,6 +198,14 @@ func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 	rec.Policy = r.str(MaxPolicyLen, "policy")
 	rec.Target = r.str(MaxTargetLen, "target")
 	inline := r.bytes(InlineMax, "inline data")
+	if r.err == nil && flags[0]&flagHasReplicas != 0 {
+		if v := r.fixed(1); v != nil {
+			rec.Replicas = v[0]
+		}
+		if r.err == nil && (rec.Replicas == 0 || rec.Replicas > MaxReplicas) {
+			r.fail("replication factor %d", rec.Replicas)
+		}
+	}
 	if err := r.end(); err != nil {
 		return nil, err
 	}

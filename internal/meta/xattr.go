@@ -3,6 +3,7 @@ package meta
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"tessera/internal/kv"
@@ -25,8 +26,17 @@ func (s *Service) GetXattr(ctx context.Context, ino Ino, name string) ([]byte, e
 	err := checkXattrName(name)
 	if err == nil {
 		err = s.view(ctx, func(t txn) error {
-			if _, err := t.getInode(ino); err != nil {
+			rec, err := t.getInode(ino)
+			if err != nil {
 				return err
+			}
+			if fa, ok := fieldAttrs[name]; ok {
+				v, present := fa.get(rec)
+				if !present {
+					return ErrNoAttr
+				}
+				out = []byte(v)
+				return nil
 			}
 			v, ok, err := t.Get(xattrKey(ino, name))
 			if err != nil {
@@ -62,6 +72,13 @@ func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []by
 			if err != nil {
 				return err
 			}
+			if fa, ok := fieldAttrs[name]; ok {
+				if err := setFieldAttr(fa, rec, value, flags); err != nil {
+					return err
+				}
+				rec.touch(s.nowNs())
+				return t.putInode(rec)
+			}
 			k := xattrKey(ino, name)
 			_, ok, err := t.Get(k)
 			switch {
@@ -90,8 +107,14 @@ func (s *Service) ListXattr(ctx context.Context, ino Ino) ([]string, error) {
 	var names []string
 	err := s.view(ctx, func(t txn) error {
 		names = names[:0]
-		if _, err := t.getInode(ino); err != nil {
+		rec, err := t.getInode(ino)
+		if err != nil {
 			return err
+		}
+		for name, fa := range fieldAttrs {
+			if _, present := fa.get(rec); present {
+				names = append(names, name)
+			}
 		}
 		p := xattrPrefix(ino)
 		return t.Scan(p, kv.PrefixEnd(p), func(k, _ []byte) (bool, error) {
@@ -100,6 +123,7 @@ func (s *Service) ListXattr(ctx context.Context, ino Ino) ([]string, error) {
 			return err == nil, err
 		})
 	})
+	sort.Strings(names)
 	if err != nil {
 		return nil, fmt.Errorf("listxattr %d: %w", ino, err)
 	}
@@ -114,6 +138,14 @@ func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
 			rec, err := t.getInode(ino)
 			if err != nil {
 				return err
+			}
+			if fa, ok := fieldAttrs[name]; ok {
+				if _, present := fa.get(rec); !present {
+					return ErrNoAttr
+				}
+				fa.clear(rec)
+				rec.touch(s.nowNs())
+				return t.putInode(rec)
 			}
 			k := xattrKey(ino, name)
 			if _, ok, err := t.Get(k); err != nil {

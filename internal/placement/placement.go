@@ -176,3 +176,50 @@ func mix(x uint64) uint64 {
 	x *= 0x9fb21c651e98df25
 	return x ^ x>>28
 }
+
+// Domain names the failure domains a server lives in.
+type Domain struct {
+	Site, Rack, Host string
+}
+
+// Spread picks r of the ranked ids (best first, as Ranked returns them) so
+// that the copies land in as many different failure domains as the servers
+// allow: each next pick is the best-ranked server that opens a new site, else
+// a new rack, else a new host, else any. With one server per host and no
+// racks or sites this is the first r of ranked.
+func Spread(ranked []string, domain func(id string) Domain, r int) []string {
+	out := make([]string, 0, min(r, len(ranked)))
+	used := make([]bool, len(ranked))
+	sites, racks, hosts := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	for len(out) < r && len(out) < len(ranked) {
+		best, bestScore := -1, -1
+		for i, id := range ranked {
+			if used[i] {
+				continue
+			}
+			d := domain(id)
+			score := 0
+			switch {
+			case !sites[d.Site]:
+				score = 3
+			case !racks[d.Site+"/"+d.Rack]:
+				score = 2
+			case !hosts[d.Site+"/"+d.Rack+"/"+d.Host]:
+				score = 1
+			}
+			if score > bestScore {
+				best, bestScore = i, score
+			}
+			if score == 3 {
+				break
+			}
+		}
+		used[best] = true
+		d := domain(ranked[best])
+		sites[d.Site] = true
+		racks[d.Site+"/"+d.Rack] = true
+		hosts[d.Site+"/"+d.Rack+"/"+d.Host] = true
+		out = append(out, ranked[best])
+	}
+	return out
+}

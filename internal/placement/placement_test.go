@@ -202,3 +202,23 @@ func BenchmarkPick1000R1(b *testing.B) {
 		dst = set.PickIndex(hs[i%len(hs)], 1, dst)
 	}
 }
+
+func TestSpreadPrefersDistinctDomains(t *testing.T) {
+	dom := map[string]Domain{
+		"a1": {Site: "s1", Host: "h1"}, "a2": {Site: "s1", Host: "h1"},
+		"b1": {Site: "s1", Host: "h2"}, "c1": {Site: "s2", Host: "h3"},
+	}
+	ranked := []string{"a1", "a2", "b1", "c1"}
+	got := Spread(ranked, func(id string) Domain { return dom[id] }, 3)
+	want := []string{"a1", "c1", "b1"} // a new site first, then a new host
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Spread = %v; want %v", got, want)
+	}
+	if got := Spread(ranked, func(id string) Domain { return dom[id] }, 9); len(got) != 4 {
+		t.Fatalf("Spread with r > servers = %v; want all 4", got)
+	}
+	same := func(string) Domain { return Domain{} }
+	if got := Spread(ranked, same, 2); fmt.Sprint(got) != "[a1 a2]" {
+		t.Fatalf("Spread without domains = %v; want the first two ranked", got)
+	}
+}

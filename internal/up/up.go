@@ -26,6 +26,7 @@ import (
 	"syscall"
 	"time"
 
+	"tessera/internal/block"
 	"tessera/internal/block/disk"
 	blockserver "tessera/internal/block/server"
 	"tessera/internal/client"
@@ -101,6 +102,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	log.Info("meta service", "listen", metaAddr, "db", dbPath)
 
 	host, _ := os.Hostname()
+	stores := make(map[string]*disk.Store, cfg.BlockServers)
 	for i := 0; i < cfg.BlockServers; i++ {
 		id := fmt.Sprintf("b%d", i)
 		dir := filepath.Join(cfg.DataDir, "blocks", id)
@@ -121,6 +123,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			srv.Shutdown(sctx)
 			st.Close()
 		})
+		stores[id] = st
 		addr := bln.Addr().String()
 		if _, err := svc.RegisterServer(ctx, meta.Server{ID: id, Addr: addr, Dir: dir, Host: host, State: "up", Seen: time.Now().UnixNano()}); err != nil {
 			return fmt.Errorf("register block server %s: %w", id, err)
@@ -128,9 +131,17 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		log.Info("block server", "id", id, "listen", addr, "dir", dir)
 	}
 
+	// The mount reaches this process's block servers through memory (the
+	// co-located fast path); servers that join later go over HTTP.
+	dial := func(s meta.Server) (block.Store, error) {
+		if st, ok := stores[s.ID]; ok && s.Dir == st.Dir() {
+			return st, nil
+		}
+		return DialBlockServer(s)
+	}
 	cl, err := client.New(ctx, client.Config{
 		Meta:         svc,
-		Dial:         DialBlockServer,
+		Dial:         dial,
 		Logger:       log,
 		DiskCacheDir: filepath.Join(cfg.DataDir, "cache"),
 	})

@@ -1,0 +1,117 @@
+package client
+
+import (
+	"container/list"
+	"hash/crc32"
+	"sync"
+
+	"tessera/internal/block"
+)
+
+// segSize is the granularity at which local copies of blocks are re-read and
+// re-checked.
+const segSize = 64 << 10
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// segSums remembers, for blocks whose content this client verified against
+// their BLAKE3 name (fetched in full, or hashed itself before an upload), a
+// CRC-32C of every 64 KiB segment. A later read of a few KiB from a copy on
+// this host (a co-located block file, the disk cache) then reads and checks
+// only the segments it needs instead of reading and hashing the whole block:
+// the chain of trust is BLAKE3 at first sight, then the CRCs derived from the
+// verified bytes, which catch any change of the file since. Bytes from the
+// network are always verified in full against BLAKE3.
+//
+// The table is an LRU bounded in entries (each about 400 bytes for a 4 MiB
+// block).
+type segSums struct {
+	max int
+	mu  struct {
+		sync.Mutex
+		ll    *list.List // front = most recent; values are *sumEntry
+		items map[block.Hash]*list.Element
+	}
+}
+
+type sumEntry struct {
+	h    block.Hash
+	size int64
+	sums []uint32
+}
+
+func newSegSums(max int) *segSums {
+	s := &segSums{max: max}
+	s.mu.ll = list.New()
+	s.mu.items = make(map[block.Hash]*list.Element)
+	return s
+}
+
+// learn records the segment sums of data, which the caller verified as h.
+func (s *segSums) learn(h block.Hash, data []byte) {
+	s.mu.Lock()
+	if e, ok := s.mu.items[h]; ok {
+		s.mu.ll.MoveToFront(e)
+		s.mu.Unlock()
+		return
+	}
+	s.mu.Unlock()
+	n := (len(data) + segSize - 1) / segSize
+	sums := make([]uint32, n)
+	for i := range sums {
+		sums[i] = crc32.Checksum(data[i*segSize:min(len(data), (i+1)*segSize)], castagnoli)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.mu.items[h]; ok {
+		return
+	}
+	s.mu.items[h] = s.mu.ll.PushFront(&sumEntry{h: h, size: int64(len(data)), sums: sums})
+	for s.mu.ll.Len() > s.max {
+		e := s.mu.ll.Back()
+		s.mu.ll.Remove(e)
+		delete(s.mu.items, e.Value.(*sumEntry).h)
+	}
+}
+
+func (s *segSums) get(h block.Hash) (*sumEntry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.mu.items[h]
+	if !ok {
+		return nil, false
+	}
+	s.mu.ll.MoveToFront(e)
+	return e.Value.(*sumEntry), true
+}
+
+func (s *segSums) forget(h block.Hash) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.mu.items[h]; ok {
+		s.mu.ll.Remove(e)
+		delete(s.mu.items, h)
+	}
+}
+
+// span returns the byte range [off, end) of the whole segments covering
+// [from, from+n) of a block of e.size bytes, and the first segment's index.
+func (e *sumEntry) span(from, n int64) (off, end int64, first int) {
+	first = int(from / segSize)
+	off = int64(first) * segSize
+	end = min(e.size, ((from+n+segSize-1)/segSize)*segSize)
+	return off, end, first
+}
+
+// check reports whether buf, the segments from index first on, matches the
+// remembered sums.
+func (e *sumEntry) check(buf []byte, first int) bool {
+	for i := 0; len(buf) > 0; i++ {
+		seg := buf[:min(len(buf), segSize)]
+		if first+i >= len(e.sums) || crc32.Checksum(seg, castagnoli) != e.sums[first+i] {
+			return false
+		}
+		buf = buf[len(seg):]
+	}
+	return true
+}

@@ -1,0 +1,52 @@
+package meta
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// ReplicasXattr is the extended attribute through which a file's or a
+// directory's replication factor is read and set ("1".."9"; absent = the
+// cluster default). New files and directories inherit their parent's.
+const ReplicasXattr = "user.tessera.replicas"
+
+// MaxReplicas bounds the replication factor.
+const MaxReplicas = 9
+
+// fieldAttr exposes an inode field as an extended attribute: it is stored in
+// the inode record, not as an xattr key, so lookups carry it for free.
+type fieldAttr struct {
+	get   func(rec *inodeRec) (string, bool)
+	set   func(rec *inodeRec, v string) error
+	clear func(rec *inodeRec)
+}
+
+// fieldAttrs is read-only after init.
+var fieldAttrs = map[string]fieldAttr{
+	ReplicasXattr: {
+		get: func(rec *inodeRec) (string, bool) {
+			return strconv.Itoa(int(rec.Replicas)), rec.Replicas != 0
+		},
+		set: func(rec *inodeRec, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > MaxReplicas {
+				return fmt.Errorf("%s %q: want a number from 1 to %d: %w", ReplicasXattr, v, MaxReplicas, ErrInvalid)
+			}
+			rec.Replicas = uint8(n)
+			return nil
+		},
+		clear: func(rec *inodeRec) { rec.Replicas = 0 },
+	},
+}
+
+// setFieldAttr applies SetXattr's flag rules to a field attribute.
+func setFieldAttr(fa fieldAttr, rec *inodeRec, value []byte, flags uint32) error {
+	_, present := fa.get(rec)
+	switch {
+	case present && flags&XattrCreate != 0:
+		return ErrExist
+	case !present && flags&XattrReplace != 0:
+		return ErrNoAttr
+	}
+	return fa.set(rec, string(value))
+}
