@@ -35,6 +35,8 @@
 //	"c" "b" shard        -> logical bytes of regular files in that shard (8 bytes, wrapping)
 //	"s" id               -> block-server record
 //	"m" "epoch"          -> block-server map epoch (8 bytes)
+//	"m" "replicas"       -> the cluster's default replication factor (8 bytes, 1..MaxReplicas)
+//	"m" "progress"       -> the mover's latest report
 //	"m" "format"         -> key-schema version, FormatVersion (8 bytes)
 //
 // Counters are sharded by inode number so that creates and commits in
@@ -61,6 +63,20 @@
 //	orphan:  1 | unix ns when the last link went (8)
 //	server:  1 | addr str | dir str | host str | rack str | site str |
 //	         state str | seen 8
+//	progress: 1 | flags(1: bit0 Running) | round 8 | at 8 | blocks 8 |
+//	         under-replicated 8 | misplaced 8 | bytes to move 8 |
+//	         bytes moved 8 | err str (at most 4096 bytes)
+//
+// # Membership
+//
+// A block server's record holds its state: up while it heartbeats
+// (RegisterServer, which stamps Seen with the service's clock), down once
+// SweepServers finds it silent for the down-after period, draining when an
+// operator asked (SetServerState). A heartbeat brings a down server back up
+// and leaves a draining one draining. The epoch changes with every change of
+// a member, a state, a label or the default replication factor, and not
+// with a plain heartbeat, so that clients and the mover can tell cheaply
+// whether placement changed.
 //
 // The parent field of an inode record is the containing directory for
 // directories (the root's is itself) and 0 for everything else; rename walks

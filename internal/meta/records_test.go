@@ -190,3 +190,25 @@ func FuzzParseKeys(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecodeProgress(f *testing.F) {
+	f.Add(encodeProgress(&MoverProgress{Round: 1, At: -2, Running: true, Blocks: 3, UnderReplicated: 4,
+		Misplaced: 5, BytesToMove: 6, BytesMoved: 7, Err: "e"}))
+	f.Add(encodeProgress(&MoverProgress{}))
+	f.Add([]byte{1, 2})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := decodeProgress(b)
+		wantCorrupt(t, err)
+		if err == nil && !bytes.Equal(encodeProgress(&p), b) {
+			t.Fatalf("re-encoding %x differs", b)
+		}
+	})
+}
+
+func TestProgressErrCut(t *testing.T) {
+	long := string(bytes.Repeat([]byte("x"), maxProgressErr+10))
+	p, err := decodeProgress(encodeProgress(&MoverProgress{Err: long}))
+	if err != nil || len(p.Err) != maxProgressErr {
+		t.Fatalf("long error: %d bytes, %v", len(p.Err), err)
+	}
+}

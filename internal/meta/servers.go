@@ -44,13 +44,23 @@ func (s *Service) StatFS(ctx context.Context) (StatFS, error) {
 func (s *Service) Servers(ctx context.Context) (ServerMap, error) {
 	var out ServerMap
 	err := s.view(ctx, func(t txn) (err error) {
-		out, err = t.serverMap()
+		out, err = s.serverMapTx(t)
 		return err
 	})
 	if err != nil {
 		return ServerMap{}, fmt.Errorf("servers: %w", err)
 	}
 	return out, nil
+}
+
+// serverMapTx is the map with the replication factor filled in.
+func (s *Service) serverMapTx(t txn) (ServerMap, error) {
+	m, err := t.serverMap()
+	if err != nil {
+		return m, err
+	}
+	m.Replicas, err = t.replicas(s.replicas)
+	return m, err
 }
 
 func (t txn) serverMap() (ServerMap, error) {
@@ -80,9 +90,12 @@ func (t txn) serverMap() (ServerMap, error) {
 	return m, err
 }
 
-// RegisterServer adds or updates server srv.ID (a heartbeat is a
-// registration with a newer Seen) and returns the map. The epoch increases
-// when anything but Seen changes.
+// RegisterServer adds server srv.ID or refreshes it (a heartbeat) and
+// returns the map. Seen is set from the service's clock (the caller's is
+// ignored, so hosts' clocks need not agree) and the state follows the
+// membership rules: a new or down server is up, a draining one stays
+// draining (srv.State is ignored; SetServerState changes it). The epoch
+// increases when anything but Seen changes: a plain heartbeat keeps it.
 func (s *Service) RegisterServer(ctx context.Context, srv Server) (ServerMap, error) {
 	var out ServerMap
 	err := checkServer(&srv)
@@ -93,11 +106,15 @@ func (s *Service) RegisterServer(ctx context.Context, srv Server) (ServerMap, er
 			if err != nil {
 				return err
 			}
+			srv.Seen, srv.State = s.nowNs(), StateUp
 			changed := !ok
 			if ok {
 				old, err := decodeServer(srv.ID, v)
 				if err != nil {
 					return err
+				}
+				if old.State == StateDraining {
+					srv.State = StateDraining
 				}
 				old.Seen = srv.Seen
 				changed = old != srv
@@ -106,15 +123,11 @@ func (s *Service) RegisterServer(ctx context.Context, srv Server) (ServerMap, er
 				return err
 			}
 			if changed {
-				m, err := t.serverMap()
-				if err != nil {
-					return err
-				}
-				if err := t.Put(keyEpoch, encodeU64(m.Epoch+1)); err != nil {
+				if err := t.bumpEpoch(); err != nil {
 					return err
 				}
 			}
-			out, err = t.serverMap()
+			out, err = s.serverMapTx(t)
 			return err
 		})
 	}

@@ -34,6 +34,9 @@ type Options struct {
 	BlockSize uint32
 	// Now is the clock for inode times; nil means time.Now.
 	Now func() time.Time
+	// Replicas is the default replication factor until SetReplicas stores
+	// one; 0 means 1.
+	Replicas int
 }
 
 // Service implements API over a kv.Store. It is safe for concurrent use.
@@ -41,6 +44,7 @@ type Service struct {
 	store     kv.Store
 	now       func() time.Time
 	blockSize uint32
+	replicas  int // default replication factor (Options.Replicas)
 
 	// mu guards the batch of reserved inode numbers.
 	mu struct {
@@ -58,7 +62,7 @@ var (
 // New returns a Service over store, creating the root directory and the
 // format marker if the store is empty.
 func New(store kv.Store, opts Options) (*Service, error) {
-	s := &Service{store: store, now: opts.Now, blockSize: opts.BlockSize}
+	s := &Service{store: store, now: opts.Now, blockSize: opts.BlockSize, replicas: max(opts.Replicas, 1)}
 	if s.now == nil {
 		s.now = time.Now
 	}

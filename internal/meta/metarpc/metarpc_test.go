@@ -1,6 +1,7 @@
 package metarpc_test
 
 import (
+	"context"
 	"flag"
 	"net"
 	"testing"
@@ -65,4 +66,29 @@ func TestModel(t *testing.T) {
 	}
 	t.Logf("replay with -seed %d", seed)
 	metatest.RunModel(t, rpcFactory, seed, *stepsFlag)
+}
+
+// TestMoverProgressOverRPC puts a report in process and reads it over the
+// wire, which the conformance suite cannot (the RPC client cannot put).
+func TestMoverProgressOverRPC(t *testing.T) {
+	store := memkv.New()
+	t.Cleanup(func() { store.Close() })
+	s, err := meta.New(store, meta.Options{Replicas: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, serve(t, s))
+	want := meta.MoverProgress{Round: 2, At: 9, Running: true, Blocks: 4, UnderReplicated: 1, Misplaced: 3,
+		BytesToMove: 100, BytesMoved: 50, Err: "boom"}
+	if err := s.PutMoverProgress(context.Background(), want); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.MoverProgress(context.Background())
+	if err != nil || got != want {
+		t.Fatalf("MoverProgress = %+v, %v; want %+v", got, err, want)
+	}
+	m, err := c.Servers(context.Background())
+	if err != nil || m.Replicas != 2 {
+		t.Fatalf("Servers = %+v, %v; want the default replicas 2", m, err)
+	}
 }

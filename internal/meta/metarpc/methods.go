@@ -160,3 +160,30 @@ func (c *Client) ListBlocks(ctx context.Context, afterIno meta.Ino, afterIndex u
 func (c *Client) WalkBlocks(ctx context.Context, fn func(ino meta.Ino, index uint64, h block.Hash) error) error {
 	return meta.WalkLister(ctx, c, fn)
 }
+
+// SetServerState implements meta.API.
+func (c *Client) SetServerState(ctx context.Context, id, state string) (meta.ServerMap, error) {
+	r, err := c.call(ctx, "SetServerState", &Args{Name: id, Value: []byte(state)})
+	if err != nil {
+		return meta.ServerMap{}, err
+	}
+	return r.Map, nil
+}
+
+// SetReplicas implements meta.API.
+func (c *Client) SetReplicas(ctx context.Context, n int) (meta.ServerMap, error) {
+	r, err := c.call(ctx, "SetReplicas", &Args{Count: uint64(n)})
+	if err != nil {
+		return meta.ServerMap{}, err
+	}
+	return r.Map, nil
+}
+
+// MoverProgress implements meta.API.
+func (c *Client) MoverProgress(ctx context.Context) (meta.MoverProgress, error) {
+	r, err := c.call(ctx, "MoverProgress", &Args{})
+	if err != nil {
+		return meta.MoverProgress{}, err
+	}
+	return r.Progress, nil
+}

@@ -273,3 +273,27 @@ func walkPage(ctx context.Context, api meta.API, afterIno meta.Ino, afterIndex u
 	}
 	return refs, more, nil
 }
+
+// SetServerState serves meta.API.SetServerState.
+func (h *handler) SetServerState(a *Args, r *Reply) error {
+	return h.do(a, r, func(ctx context.Context) (err error) {
+		r.Map, err = h.api.SetServerState(ctx, a.Name, string(a.Value))
+		return err
+	})
+}
+
+// SetReplicas serves meta.API.SetReplicas.
+func (h *handler) SetReplicas(a *Args, r *Reply) error {
+	return h.do(a, r, func(ctx context.Context) (err error) {
+		r.Map, err = h.api.SetReplicas(ctx, int(a.Count))
+		return err
+	})
+}
+
+// MoverProgress serves meta.API.MoverProgress.
+func (h *handler) MoverProgress(a *Args, r *Reply) error {
+	return h.do(a, r, func(ctx context.Context) (err error) {
+		r.Progress, err = h.api.MoverProgress(ctx)
+		return err
+	})
+}

@@ -27,16 +27,17 @@ type Args struct {
 
 // Reply is the response envelope of every call.
 type Reply struct {
-	Err    *WireError
-	Inode  meta.Inode
-	Ents   []meta.DirEntry
-	More   bool
-	Recipe meta.Recipe
-	Value  []byte
-	Names  []string
-	StatFS meta.StatFS
-	Map    meta.ServerMap
-	Refs   []meta.BlockRef
+	Err      *WireError
+	Inode    meta.Inode
+	Ents     []meta.DirEntry
+	More     bool
+	Recipe   meta.Recipe
+	Value    []byte
+	Names    []string
+	StatFS   meta.StatFS
+	Map      meta.ServerMap
+	Refs     []meta.BlockRef
+	Progress meta.MoverProgress
 }
 
 // WireError is an error as it crosses the wire.

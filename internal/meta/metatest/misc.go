@@ -1,7 +1,6 @@
 package metatest
 
 import (
-	"slices"
 	"strings"
 	"time"
 
@@ -109,33 +108,3 @@ func testStatFS(h *harness) {
 	eq(h, "rmdir", h.statfs(), meta.StatFS{Files: 2, LogicalBytes: 24})
 }
 
-func testServers(h *harness) {
-	m, err := h.api.Servers(h.ctx)
-	h.wantErr("servers", err, nil)
-	eq(h, "empty", m.Epoch+uint64(len(m.Servers)), 0)
-	b1 := meta.Server{ID: "b1", Addr: "127.0.0.1:7001", Dir: "/d1", Host: "h1", Rack: "r1", Site: "s1", State: "up", Seen: 1}
-	m, err = h.api.RegisterServer(h.ctx, b1)
-	h.wantErr("register b1", err, nil)
-	eq(h, "epoch 1", m.Epoch, uint64(1))
-	b1.Seen = 2
-	m, err = h.api.RegisterServer(h.ctx, b1)
-	h.wantErr("heartbeat", err, nil)
-	eq(h, "heartbeat keeps epoch", m.Epoch, uint64(1))
-	eq(h, "seen updated", m.Servers[0].Seen, int64(2))
-	b1.State = "draining"
-	m, _ = h.api.RegisterServer(h.ctx, b1)
-	eq(h, "state change bumps", m.Epoch, uint64(2))
-	b0 := meta.Server{ID: "b0", Addr: "127.0.0.1:7000", State: "up"}
-	m, _ = h.api.RegisterServer(h.ctx, b0)
-	eq(h, "new server bumps", m.Epoch, uint64(3))
-	got, err := h.api.Servers(h.ctx)
-	h.wantErr("servers", err, nil)
-	eq(h, "map", got.Epoch, uint64(3))
-	if !slices.Equal(got.Servers, []meta.Server{b0, b1}) {
-		h.t.Fatalf("servers = %+v", got.Servers)
-	}
-	_, err = h.api.RegisterServer(h.ctx, meta.Server{})
-	h.wantErr("empty id", err, meta.ErrInvalid)
-	_, err = h.api.RegisterServer(h.ctx, meta.Server{ID: strings.Repeat("b", meta.MaxServerID+1)})
-	h.wantErr("long id", err, meta.ErrNameTooLong)
-}

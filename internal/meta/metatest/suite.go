@@ -104,6 +104,9 @@ func Run(t *testing.T, f Factory) {
 		{"Xattr", testXattr},
 		{"StatFS", testStatFS},
 		{"Servers", testServers},
+		{"Membership", testMembership},
+		{"Replicas", testReplicas},
+		{"MoverProgress", testMoverProgress},
 		{"WalkBlocks", testWalkBlocks},
 	}
 	for _, c := range cases {

@@ -1,0 +1,85 @@
+package meta
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+)
+
+// maxProgressErr bounds the error text a progress record keeps.
+const maxProgressErr = 4096
+
+// keyProgress holds the mover's latest MoverProgress (see doc.go).
+var keyProgress = []byte("mprogress")
+
+const progressRunning = 1 // flag bit of the progress record
+
+// encodeProgress encodes a mover progress record; an over-long Err is cut.
+func encodeProgress(p *MoverProgress) []byte {
+	var flags byte
+	if p.Running {
+		flags |= progressRunning
+	}
+	b := make([]byte, 0, 2+8*8+2+len(p.Err))
+	b = append(b, recordV1, flags)
+	be := binary.BigEndian
+	b = be.AppendUint64(b, p.Round)
+	for _, v := range []int64{p.At, p.Blocks, p.UnderReplicated, p.Misplaced, p.BytesToMove, p.BytesMoved} {
+		b = be.AppendUint64(b, uint64(v))
+	}
+	e := p.Err
+	if len(e) > maxProgressErr {
+		e = e[:maxProgressErr]
+	}
+	return appendString(b, e)
+}
+
+// decodeProgress decodes what encodeProgress wrote.
+func decodeProgress(b []byte) (MoverProgress, error) {
+	r := reader{b: b, what: "mover progress"}
+	r.version()
+	var p MoverProgress
+	flags := r.fixed(1)
+	if r.err == nil && flags[0]&^progressRunning != 0 {
+		r.fail("unknown flags %#x", flags[0])
+	}
+	if r.err == nil {
+		p.Running = flags[0]&progressRunning != 0
+	}
+	p.Round = r.u64()
+	for _, f := range []*int64{&p.At, &p.Blocks, &p.UnderReplicated, &p.Misplaced, &p.BytesToMove, &p.BytesMoved} {
+		*f = int64(r.u64())
+	}
+	p.Err = r.str(maxProgressErr, "error")
+	if err := r.end(); err != nil {
+		return MoverProgress{}, err
+	}
+	return p, nil
+}
+
+// PutMoverProgress stores the mover's report, for MoverProgress on any meta
+// process. It is not part of API: the mover runs inside a meta process.
+func (s *Service) PutMoverProgress(ctx context.Context, p MoverProgress) error {
+	b := encodeProgress(&p)
+	if err := s.update(ctx, func(t txn) error { return t.Put(keyProgress, b) }); err != nil {
+		return fmt.Errorf("put mover progress: %w", err)
+	}
+	return nil
+}
+
+// MoverProgress returns the mover's latest report (zero before the first).
+func (s *Service) MoverProgress(ctx context.Context) (MoverProgress, error) {
+	var p MoverProgress
+	err := s.view(ctx, func(t txn) error {
+		v, ok, err := t.Get(keyProgress)
+		if err != nil || !ok {
+			return err
+		}
+		p, err = decodeProgress(v)
+		return err
+	})
+	if err != nil {
+		return MoverProgress{}, fmt.Errorf("mover progress: %w", err)
+	}
+	return p, nil
+}
