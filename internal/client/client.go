@@ -296,21 +296,26 @@ func (c *Client) prefetch(h block.Hash) {
 	}()
 }
 
-// upload hashes data and stores it; an all-zero block becomes a hole.
-func (c *Client) upload(ctx context.Context, data []byte) (block.Hash, error) {
+// upload hashes data and stores n copies (0: the cluster's default); an
+// all-zero block becomes a hole. It returns once a majority of the copies
+// are durable; rep completes when all were tried.
+func (c *Client) upload(ctx context.Context, data []byte, n int) (h block.Hash, rep *replication, err error) {
 	if isZero(data) {
-		return block.Hash{}, nil
+		return block.Hash{}, nil, nil
 	}
-	h := block.Sum(data)
+	h = block.Sum(data)
+	if n <= 0 {
+		n = c.router.defaultReplicas()
+	}
 	c.uploads <- struct{}{}
-	err := c.router.put(ctx, h, data)
+	rep, err = c.router.put(ctx, h, data, n)
 	<-c.uploads
 	if err != nil {
-		return h, fmt.Errorf("upload: %w", err)
+		return h, rep, fmt.Errorf("upload: %w", err)
 	}
 	c.sums.learn(h, data)
 	c.mem.put(h, data)
-	return h, nil
+	return h, rep, nil
 }
 
 // readRange copies block h's bytes from offset `from` into dst. It reads only

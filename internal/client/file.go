@@ -43,6 +43,10 @@ type file struct {
 	metaDirty bool  // size or mtime changed since the last commit
 	mtime     int64 // mtime of the latest uncommitted write
 	err       error // first failed upload since the last commit
+	replicas  int   // copies per block; 0 = the cluster's default
+	// repls are the replications of blocks uploaded since the last fsync,
+	// which waits until every copy was tried.
+	repls []*replication
 }
 
 // dblock is one dirty block. buf holds the block's content from its start;
@@ -69,6 +73,7 @@ func (f *file) loadLocked(in meta.Inode) {
 	f.change = in.Change
 	f.hasInline = in.HasInline
 	f.inline = in.Inline
+	f.replicas = int(in.Replicas)
 	f.windows = make(map[uint64][]block.Hash)
 	f.dirty = make(map[uint64]*dblock)
 	f.inflight = make(map[uint64]*dblock)
@@ -231,18 +236,28 @@ func (f *file) scheduleLocked(d *dblock) {
 	f.inflight[d.idx] = d
 	f.nInflight++
 	f.c.bg.Add(1)
+	n := f.replicas
 	go func() {
 		defer f.c.bg.Done()
-		h, err := f.c.upload(context.Background(), d.buf)
+		h, rep, err := f.c.upload(context.Background(), d.buf, n)
+		f.uploadDone(d, h, rep, err)
+		if rep != nil {
+			<-rep.done // the buffer is in use until every copy was tried
+		}
 		f.c.budget.release(f.bs)
-		f.uploadDone(d, h, err)
 	}()
 }
 
-func (f *file) uploadDone(d *dblock, h block.Hash, err error) {
+func (f *file) uploadDone(d *dblock, h block.Hash, rep *replication, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nInflight--
+	if rep != nil && err == nil {
+		if len(f.repls) >= 64 {
+			f.repls = pruneDone(f.repls)
+		}
+		f.repls = append(f.repls, rep)
+	}
 	if f.inflight[d.idx] == d {
 		delete(f.inflight, d.idx)
 	}
@@ -259,6 +274,22 @@ func (f *file) uploadDone(d *dblock, h block.Hash, err error) {
 		f.pending[d.idx] = pend{h: h, seq: d.seq}
 	}
 	f.cond.Broadcast()
+}
+
+// pruneDone drops the replications that have completed.
+func pruneDone(reps []*replication) []*replication {
+	out := reps[:0]
+	for _, r := range reps {
+		select {
+		case <-r.done:
+			if r.err != nil {
+				out = append(out, r) // fsync reports it
+			}
+		default:
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // waitLocked waits until no upload of this file is under way.

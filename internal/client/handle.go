@@ -162,6 +162,30 @@ func (h *Handle) Flush(ctx context.Context) error {
 	return h.f.commitLocked(ctx)
 }
 
+// Fsync commits what was written and waits until every copy of every block
+// uploaded since the last fsync was tried: all live replicas hold them
+// (a copy that failed went to a server that is not live).
+func (h *Handle) Fsync(ctx context.Context) error {
+	f := h.f
+	f.mu.Lock()
+	err := f.commitLocked(ctx)
+	repls := f.repls
+	f.repls = nil
+	f.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, rep := range repls {
+		if err := rep.wait(ctx); err != nil {
+			return fmt.Errorf("fsync inode %d: %w", f.ino, err)
+		}
+		if rep.err != nil {
+			f.c.log.Warn("fsync: a block has fewer copies than asked; the mover will restore them", "inode", f.ino, "err", rep.err)
+		}
+	}
+	return nil
+}
+
 // Release closes the handle, committing what is left.
 func (h *Handle) Release(ctx context.Context) error {
 	return h.f.c.release(ctx, h.f)

@@ -15,26 +15,38 @@ import (
 // Dialer makes a block.Store for a block server of the map.
 type Dialer func(s meta.Server) (block.Store, error)
 
-// router sends each block to the servers placement ranks for its hash: a Put
-// goes to the first that accepts it, a Get asks them in rank order and falls
-// back to the next on a missing, unreachable or corrupt copy.
+// router sends each block to the servers placement picks for its hash and
+// reads it back from the nearest copy (DESIGN §3.2, issue 3):
+//
+//   - a Put goes to R servers in state up, spread over failure domains
+//     (placement.Spread of the rendezvous ranking); a server that fails is
+//     replaced by the next in rank, so the block still gets R copies when
+//     enough servers are up. The write counts as done once a majority of R
+//     copies are durable; the others go on in the background and fsync
+//     waits for them (replication.wait).
+//   - a Get asks copies on this host first (a co-located block file), then
+//     the servers in rank order, and falls back to the next on a missing,
+//     unreachable or corrupt copy. A corrupt copy is reported to its server
+//     (which moves it aside) and replaced with the good bytes.
 type router struct {
 	api  meta.API
 	dial Dialer
 	log  *slog.Logger
 	mu   struct {
 		sync.RWMutex
-		epoch  uint64
-		ids    []string
-		stores map[string]block.Store
-		addrs  map[string]string
+		epoch    uint64
+		replicas int
+		ids      []string // every server in the map
+		up       []string // servers taking new blocks
+		servers  map[string]meta.Server
+		stores   map[string]block.Store
 	}
 }
 
 func newRouter(api meta.API, dial Dialer, log *slog.Logger) *router {
 	r := &router{api: api, dial: dial, log: log}
 	r.mu.stores = make(map[string]block.Store)
-	r.mu.addrs = make(map[string]string)
+	r.mu.servers = make(map[string]meta.Server)
 	return r
 }
 
@@ -49,82 +61,211 @@ func (r *router) refresh(ctx context.Context) error {
 	if m.Epoch == r.mu.epoch && len(r.mu.ids) > 0 {
 		return nil
 	}
-	ids := make([]string, 0, len(m.Servers))
+	var ids, up []string
 	for _, s := range m.Servers {
-		if s.State == "down" {
-			continue
-		}
-		if st, ok := r.mu.stores[s.ID]; !ok || r.mu.addrs[s.ID] != s.Addr || st == nil {
+		old, known := r.mu.servers[s.ID]
+		if st := r.mu.stores[s.ID]; st == nil || !known || old.Addr != s.Addr || old.Dir != s.Dir || old.Host != s.Host {
 			st, err := r.dial(s)
 			if err != nil {
 				return fmt.Errorf("block server %s at %s: %w", s.ID, s.Addr, err)
 			}
 			r.mu.stores[s.ID] = st
-			r.mu.addrs[s.ID] = s.Addr
 		}
+		r.mu.servers[s.ID] = s
 		ids = append(ids, s.ID)
+		if s.State == meta.StateUp || s.State == "" {
+			up = append(up, s.ID)
+		}
 	}
-	r.mu.ids = ids
+	r.mu.ids, r.mu.up = ids, up
+	r.mu.replicas = max(m.Replicas, 1)
 	r.mu.epoch = m.Epoch
 	return nil
 }
 
-type rankedStore struct {
-	id string
-	st block.Store
+// defaultReplicas is the cluster's replication factor.
+func (r *router) defaultReplicas() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return max(r.mu.replicas, 1)
 }
 
+type rankedStore struct {
+	id    string
+	st    block.Store
+	local bool
+}
+
+func isLocal(st block.Store) bool {
+	ls, ok := st.(localStore)
+	return ok && ls.IsLocal()
+}
+
+// ranked returns every server for reading h: copies on this host first,
+// then the rendezvous order.
 func (r *router) ranked(h block.Hash) []rankedStore {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	ids := placement.Pick(h, r.mu.ids, len(r.mu.ids))
-	out := make([]rankedStore, len(ids))
-	for i, id := range ids {
-		out[i] = rankedStore{id: id, st: r.mu.stores[id]}
+	out := make([]rankedStore, 0, len(ids))
+	for _, id := range ids {
+		if r.mu.servers[id].State == meta.StateDown {
+			continue
+		}
+		st := r.mu.stores[id]
+		out = append(out, rankedStore{id: id, st: st, local: isLocal(st)})
+	}
+	// Stable: local copies first, the rest in rank order.
+	j := 0
+	for i := range out {
+		if out[i].local {
+			out[i], out[j] = out[j], out[i]
+			j++
+		}
 	}
 	return out
 }
 
-// put stores data on the first server in rank order that accepts it.
-func (r *router) put(ctx context.Context, h block.Hash, data []byte) error {
-	stores := r.ranked(h)
-	if len(stores) == 0 {
-		return fmt.Errorf("put block %s: no block server in the map: %w", h.Short(), block.ErrUnavailable)
-	}
-	var errs []error
-	for _, s := range stores {
-		err := s.st.Put(ctx, h, data)
-		if err == nil {
-			return nil
+// targets returns the up servers for a new block with r copies: the first r
+// spread over failure domains, then the rest in rank order as substitutes.
+func (r *router) targets(h block.Hash, n int) (first, spare []rankedStore) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	ranked := placement.Pick(h, r.mu.up, len(r.mu.up))
+	dom := func(id string) placement.Domain {
+		s := r.mu.servers[id]
+		host := s.Host
+		if host == "" {
+			host = id
 		}
-		errs = append(errs, fmt.Errorf("server %s: %w", s.id, err))
-		if ctx.Err() != nil {
-			break
+		return placement.Domain{Site: s.Site, Rack: s.Rack, Host: host}
+	}
+	picked := placement.Spread(ranked, dom, n)
+	in := make(map[string]bool, len(picked))
+	for _, id := range picked {
+		in[id] = true
+		first = append(first, rankedStore{id: id, st: r.mu.stores[id]})
+	}
+	for _, id := range ranked {
+		if !in[id] {
+			spare = append(spare, rankedStore{id: id, st: r.mu.stores[id]})
 		}
 	}
-	return fmt.Errorf("put block %s: %w", h.Short(), errors.Join(errs...))
+	return first, spare
+}
+
+// replication is the fate of one block's copies: wait returns once every
+// copy was tried (fsync's "all live replicas").
+type replication struct {
+	done chan struct{}
+	err  error // set before done is closed when fewer than all copies landed
+}
+
+func (p *replication) wait(ctx context.Context) error {
+	select {
+	case <-p.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// put stores n copies of data; it returns once a majority of them are
+// durable (or fails when that became impossible). The returned replication
+// completes when every copy has been tried.
+func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*replication, error) {
+	first, spare := r.targets(h, n)
+	if len(first) == 0 {
+		return nil, fmt.Errorf("put block %s: no block server is up: %w", h.Short(), block.ErrUnavailable)
+	}
+	n = len(first)
+	need := n/2 + 1
+	type result struct {
+		id  string
+		err error
+	}
+	results := make(chan result, n)
+	var mu sync.Mutex // guards spare
+	// Each copy tries its server, then the spares in rank order, and
+	// reports once.
+	copyTo := func(s rankedStore) {
+		for {
+			err := s.st.Put(context.WithoutCancel(ctx), h, data)
+			if err == nil {
+				results <- result{s.id, nil}
+				return
+			}
+			mu.Lock()
+			if len(spare) == 0 {
+				mu.Unlock()
+				results <- result{s.id, err}
+				return
+			}
+			r.log.Warn("block copy failed; trying another server", "block", h.Short(), "server", s.id, "next", spare[0].id, "err", err)
+			s, spare = spare[0], spare[1:]
+			mu.Unlock()
+		}
+	}
+	for _, s := range first {
+		go copyTo(s)
+	}
+	rep := &replication{done: make(chan struct{})}
+	answer := make(chan error, 1)
+	go func() {
+		ok, answered := 0, false
+		var errs []error
+		for range n {
+			res := <-results
+			if res.err != nil {
+				errs = append(errs, fmt.Errorf("server %s: %w", res.id, res.err))
+			} else {
+				ok++
+			}
+			if !answered && ok >= need {
+				answered = true
+				answer <- nil
+			}
+		}
+		if ok < n {
+			rep.err = fmt.Errorf("put block %s: %d of %d copies: %w", h.Short(), ok, n, errors.Join(errs...))
+		}
+		if !answered {
+			answer <- rep.err
+		}
+		close(rep.done)
+	}()
+	return rep, <-answer
 }
 
 // localStore is implemented by stores that read block files of this host
-// (disk.LocalReader): their blocks are not worth a copy in the disk cache.
+// (disk.LocalReader, an in-process disk.Store): their blocks are not worth a
+// copy in the disk cache.
 type localStore interface{ IsLocal() bool }
 
+// remoteOf is implemented by disk.LocalReader: the server behind the files.
+type remoteOf interface{ Remote() block.Store }
+
 // get fetches a verified copy of h; local reports that it came from a block
-// file on this host.
+// file on this host. Corrupt copies met on the way are repaired in the
+// background with the good bytes.
 func (r *router) get(ctx context.Context, h block.Hash) (data []byte, local bool, err error) {
 	stores := r.ranked(h)
 	if len(stores) == 0 {
 		return nil, false, fmt.Errorf("get block %s: no block server in the map: %w", h.Short(), block.ErrUnavailable)
 	}
 	var errs []error
+	var bad []rankedStore
 	for _, s := range stores {
 		data, err := s.st.Get(ctx, h)
 		if err == nil {
-			ls, ok := s.st.(localStore)
-			return data, ok && ls.IsLocal(), nil
+			for _, b := range bad {
+				go r.repair(h, data, b)
+			}
+			return data, s.local, nil
 		}
 		if errors.Is(err, block.ErrCorrupt) {
-			r.log.Error("corrupt block copy", "block", h.String(), "server", s.id, "err", err)
+			r.log.Error("corrupt block copy; reading another and repairing this one", "block", h.String(), "server", s.id, "err", err)
+			bad = append(bad, s)
 		}
 		errs = append(errs, fmt.Errorf("server %s: %w", s.id, err))
 		if ctx.Err() != nil {
@@ -132,4 +273,23 @@ func (r *router) get(ctx context.Context, h block.Hash) (data []byte, local bool
 		}
 	}
 	return nil, false, fmt.Errorf("get block %s: %w", h.Short(), errors.Join(errs...))
+}
+
+// repair replaces a corrupt copy on s with good data. The server moves a
+// corrupt file aside when its own read finds it; a copy read directly from
+// its files (co-located) is first reported by asking the server to read it.
+func (r *router) repair(h block.Hash, good []byte, s rankedStore) {
+	ctx := context.Background()
+	target := s.st
+	if ro, ok := s.st.(remoteOf); ok {
+		target = ro.Remote()
+		if _, err := target.Get(ctx, h); err == nil {
+			return // the server's own read finds the block sound
+		}
+	}
+	if err := target.Put(ctx, h, good); err != nil {
+		r.log.Warn("repair of a corrupt copy failed", "block", h.Short(), "server", s.id, "err", err)
+		return
+	}
+	r.log.Info("repaired a corrupt copy", "block", h.Short(), "server", s.id)
 }

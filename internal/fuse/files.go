@@ -94,7 +94,7 @@ func (fs *FS) Fsync(cancel <-chan struct{}, input *gofuse.FsyncIn) gofuse.Status
 		// fsync(2) on a file opened elsewhere: nothing buffered here.
 		return gofuse.OK
 	}
-	return fs.status("fsync", h.Flush(ctxOf(cancel)))
+	return fs.status("fsync", h.Fsync(ctxOf(cancel)))
 }
 
 func (fs *FS) Release(cancel <-chan struct{}, input *gofuse.ReleaseIn) {

@@ -250,7 +250,7 @@ func (s *Store) Get(ctx context.Context, h block.Hash) ([]byte, error) {
 		return nil, fmt.Errorf("get block %s: read %s: %w", h, f.Name(), err)
 	}
 	if got := block.Sum(data); got != h {
-		return nil, corrupt(h, f.Name(), got)
+		return nil, s.corruptFound(h, f.Name(), got)
 	}
 	return data, nil
 }
@@ -341,7 +341,7 @@ func (s *Store) verifyFile(h block.Hash, f *os.File) error {
 	var got block.Hash
 	hh.Sum(got[:0])
 	if got != h {
-		return corrupt(h, f.Name(), got)
+		return s.corruptFound(h, f.Name(), got)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("verify block %s: %w", h, err)
@@ -441,6 +441,31 @@ func (s *Store) open(h block.Hash) (*os.File, error) {
 
 // corrupt is the error for a block file whose content does not match its
 // name.
+// corruptFound moves the corrupt file of block h out of the store, into
+// DIR/quarantine, so that the next Put of h (a repair with a good copy)
+// writes the block afresh, and returns the error naming the file. A failure
+// to move it is added to the error.
+func (s *Store) corruptFound(h block.Hash, path string, got block.Hash) error {
+	err := corrupt(h, path, got)
+	mu := s.lockFor(h)
+	mu.Lock()
+	defer mu.Unlock()
+	fi, serr := os.Stat(path)
+	if serr != nil {
+		return err // already moved by a concurrent reader
+	}
+	qdir := filepath.Join(s.dir, "quarantine")
+	if merr := os.MkdirAll(qdir, 0o755); merr != nil {
+		return fmt.Errorf("%w (quarantine: %v)", err, merr)
+	}
+	q := filepath.Join(qdir, fmt.Sprintf("%s.%d", h, time.Now().UnixNano()))
+	if rerr := os.Rename(path, q); rerr != nil {
+		return fmt.Errorf("%w (quarantine: %v)", err, rerr)
+	}
+	s.addUsage(-1, -fi.Size())
+	return fmt.Errorf("%w; moved to %s", err, q)
+}
+
 func corrupt(h block.Hash, path string, got block.Hash) error {
 	return fmt.Errorf("block %s: file %s: %w: content hashes to %s", h, path, block.ErrCorrupt, got)
 }

@@ -93,6 +93,10 @@ func (l *LocalReader) ReadRange(h block.Hash, off, n int64) ([]byte, error) {
 // disk cache need not keep copies of them.
 func (l *LocalReader) IsLocal() bool { return true }
 
+// Remote returns the server behind the files, for what only it can do
+// (writing, and moving a corrupt file aside when its own read finds it).
+func (l *LocalReader) Remote() block.Store { return l.next }
+
 // Put goes to the server, which alone writes its directory.
 func (l *LocalReader) Put(ctx context.Context, h block.Hash, data []byte) error {
 	return l.next.Put(ctx, h, data)
