@@ -220,22 +220,6 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash) ([]byte, error) {
 	if data, ok := c.mem.get(h); ok {
 		return data, nil
 	}
-	if e, ok := c.sums.get(h); ok {
-		if data, ok := c.localRange(h, 0, e.size); ok {
-			if e.check(data, 0) {
-				c.mem.put(h, data)
-				return data, nil
-			}
-			c.localChanged(h)
-		}
-	}
-	if c.disk != nil {
-		if data, ok := c.disk.get(h); ok {
-			c.sums.learn(h, data)
-			c.mem.put(h, data)
-			return data, nil
-		}
-	}
 	c.mu.Lock()
 	if fl, ok := c.mu.flights[h]; ok {
 		c.mu.Unlock()
@@ -251,29 +235,54 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash) ([]byte, error) {
 	c.mu.Unlock()
 
 	c.fetches <- struct{}{}
-	var local, fromTier bool
-	if c.tier != nil {
-		fl.data, fromTier = c.tier.Lookup(ctx, h)
-	}
-	if !fromTier {
-		fl.data, local, fl.err = c.router.get(ctx, h)
-	}
+	fl.data, fl.err = c.fetch(ctx, h)
 	<-c.fetches
 	if fl.err == nil {
-		c.sums.learn(h, fl.data)
 		c.mem.put(h, fl.data)
-		if c.disk != nil && !local {
-			c.disk.put(h, fl.data)
-		}
-		if c.tier != nil && !fromTier {
-			c.tier.Fill(h, fl.data)
-		}
 	}
 	c.mu.Lock()
 	delete(c.mu.flights, h)
 	c.mu.Unlock()
 	close(fl.done)
 	return fl.data, fl.err
+}
+
+// fetch finds a verified copy of h, nearest first: a local copy checked
+// against known segment sums, the disk cache, the cache tier, the block
+// servers. What came from further away is kept nearer.
+func (c *Client) fetch(ctx context.Context, h block.Hash) ([]byte, error) {
+	if e, ok := c.sums.get(h); ok {
+		if data, ok := c.localRange(h, 0, e.size); ok {
+			if e.check(data, 0) {
+				return data, nil
+			}
+			c.localChanged(h)
+		}
+	}
+	if c.disk != nil {
+		if data, ok := c.disk.get(h); ok {
+			c.sums.learn(h, data)
+			return data, nil
+		}
+	}
+	if c.tier != nil {
+		if data, ok := c.tier.Lookup(ctx, h); ok {
+			c.sums.learn(h, data)
+			return data, nil
+		}
+	}
+	data, local, err := c.router.get(ctx, h)
+	if err != nil {
+		return nil, err
+	}
+	c.sums.learn(h, data)
+	if c.disk != nil && !local {
+		c.disk.put(h, data)
+	}
+	if c.tier != nil {
+		c.tier.Fill(h, data)
+	}
+	return data, nil
 }
 
 // prefetch fetches h in the background unless it is cached or in flight.

@@ -186,7 +186,13 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 					d.buf = base
 				}
 				if d.buf == nil {
-					d.buf = make([]byte, 0, min(f.bs, max(bo+n, 64<<10)))
+					// Small files start small; a file that fills whole
+					// blocks gets whole blocks at once, not by doubling.
+					c := min(f.bs, max(bo+n, 64<<10))
+					if idx > 0 || bo+n >= 256<<10 {
+						c = f.bs
+					}
+					d.buf = make([]byte, 0, c)
 				}
 				f.dirty[idx] = d
 			}
