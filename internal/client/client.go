@@ -65,6 +65,7 @@ type Client struct {
 	disk    *diskCache
 	tier    *cachetier.BlockCache // nil without a cache tier
 	sums    *segSums
+	bufs    *bufList
 	budget  *budget
 	uploads chan struct{} // semaphore
 	fetches chan struct{} // semaphore
@@ -96,6 +97,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		log:     cfg.Logger,
 		mem:     newMemCache(cfg.MemCacheBytes),
 		sums:    newSegSums(16384),
+		bufs:    newBufList(meta.DefaultBlockSize, 16),
 		uploads: make(chan struct{}, cfg.Uploads),
 		fetches: make(chan struct{}, cfg.Fetches),
 	}
@@ -322,8 +324,10 @@ func (c *Client) upload(ctx context.Context, data []byte, n int) (h block.Hash, 
 	if err != nil {
 		return h, rep, fmt.Errorf("upload: %w", err)
 	}
+	// The buffer goes back to the writer's free list, so it is not kept in
+	// the memory cache; the segment sums let reads of the fresh copies on
+	// this host check just what they read.
 	c.sums.learn(h, data)
-	c.mem.put(h, data)
 	return h, rep, nil
 }
 

@@ -192,13 +192,18 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 					if idx > 0 || bo+n >= 256<<10 {
 						c = f.bs
 					}
-					d.buf = make([]byte, 0, c)
+					d.buf = f.c.bufs.get(int(c))
 				}
 				f.dirty[idx] = d
 			}
 		}
 		end := bo + n
-		d.buf = grow(d.buf, int(end))
+		if old := int64(len(d.buf)); end > old {
+			d.buf = extend(d.buf, int(end))
+			if bo > old {
+				clear(d.buf[old:bo]) // a gap: zeros; the rest is copied over
+			}
+		}
 		copy(d.buf[bo:end], data[:n])
 		off += n
 		data = data[n:]
@@ -215,16 +220,11 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 	return written, nil
 }
 
-// grow extends b to n bytes, zeroing what it adds.
-func grow(b []byte, n int) []byte {
-	if n <= len(b) {
-		return b
-	}
+// extend returns b with length n (> len(b)); the added bytes are not
+// cleared when b's capacity suffices (the caller overwrites or clears them).
+func extend(b []byte, n int) []byte {
 	if n <= cap(b) {
-		old := len(b)
-		b = b[:n]
-		clear(b[old:])
-		return b
+		return b[:n]
 	}
 	nb := make([]byte, n, max(n, 2*cap(b)))
 	copy(nb, b)
@@ -249,6 +249,11 @@ func (f *file) scheduleLocked(d *dblock) {
 		f.uploadDone(d, h, rep, err)
 		if rep != nil {
 			<-rep.done // the buffer is in use until every copy was tried
+		}
+		if err == nil {
+			// No reader holds d.buf any more: uploadDone took it out of
+			// inflight, and readers copy from it under f.mu.
+			f.c.bufs.put(d.buf)
 		}
 		f.c.budget.release(f.bs)
 	}()
