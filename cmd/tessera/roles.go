@@ -25,11 +25,20 @@ func runMeta(ctx context.Context, args []string) error {
 	data := fs.String("data", "", "directory of the embedded KV engine; required")
 	listen := fs.String("listen", "127.0.0.1:7400", "address to listen on")
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
+	replicas := fs.Int("replicas", 2, "the cluster's default replication factor (stored when given)")
+	role := addMetaRoleFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *data == "" {
 		return fmt.Errorf("%w: --data is required (see tessera meta -h)", errUsage)
+	}
+	if *replicas < 1 || *replicas > meta.MaxReplicas {
+		return fmt.Errorf("%w: --replicas %d: want 1 to %d", errUsage, *replicas, meta.MaxReplicas)
+	}
+	rc, err := role.config()
+	if err != nil {
+		return err
 	}
 	log := newLogger(false)
 	if err := os.MkdirAll(*data, 0o755); err != nil {
@@ -40,10 +49,18 @@ func runMeta(ctx context.Context, args []string) error {
 		return err
 	}
 	defer store.Close()
-	svc, err := meta.New(store, meta.Options{BlockSize: uint32(*bs)})
+	svc, err := meta.New(store, meta.Options{BlockSize: uint32(*bs), Replicas: *replicas})
 	if err != nil {
 		return err
 	}
+	if flagGiven(fs, "replicas") {
+		if _, err := svc.SetReplicas(ctx, *replicas); err != nil {
+			return err
+		}
+	}
+	rc.Logger = log
+	stopRole := up.StartMetaRole(ctx, svc, rc)
+	defer stopRole()
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *listen, err)
@@ -65,6 +82,9 @@ func runBlockd(ctx context.Context, args []string) error {
 	metaAddr := fs.String("meta", "", "meta service to register with (host:port); required")
 	id := fs.String("id", "", "stable server id (default: derived from the listen address)")
 	host := fs.String("host", "", "failure domain: host (default: this host name)")
+	rack := fs.String("rack", "", "failure domain: rack")
+	site := fs.String("site", "", "failure domain: site")
+	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "re-register with the meta service this often")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -93,9 +113,17 @@ func runBlockd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer mc.Close()
-	if _, err := mc.RegisterServer(ctx, meta.Server{ID: *id, Addr: addr, Dir: *data, Host: *host, State: "up", Seen: time.Now().UnixNano()}); err != nil {
+	if *heartbeat <= 0 {
+		return fmt.Errorf("%w: --heartbeat %v must be positive", errUsage, *heartbeat)
+	}
+	me := meta.Server{ID: *id, Addr: addr, Dir: *data, Host: *host, Rack: *rack, Site: *site}
+	if _, err := mc.RegisterServer(ctx, me); err != nil {
 		return fmt.Errorf("register with %s: %w", *metaAddr, err)
 	}
+	hbCtx, stopHeartbeat := context.WithCancel(ctx)
+	hbDone := make(chan struct{})
+	go func() { defer close(hbDone); meta.Heartbeat(hbCtx, mc, me, *heartbeat, log) }()
+	defer func() { stopHeartbeat(); <-hbDone }()
 	srv := blockserver.NewHTTPServer(addr, blockserver.New(st, blockserver.Options{Logger: log}), log)
 	log.Info("block server", "id", *id, "listen", addr, "data", *data)
 	fmt.Printf("tessera blockd: ready id=%s listen=%s\n", *id, addr)
@@ -116,6 +144,7 @@ func runMount(ctx context.Context, args []string) error {
 	metaAddr := fs.String("meta", "", "meta service (host:port); required")
 	cacheDir := fs.String("cache-dir", "", "local disk block cache directory (default: none)")
 	cacheSize := fs.Int64("cache-size", 1<<30, "local disk block cache size in bytes")
+	cacheTier := fs.String("cache-tier", "", "shared memcached tier for blocks, memcached://host:port,host:port")
 	debug := fs.Bool("debug", false, "log every FUSE request")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -133,7 +162,8 @@ func runMount(ctx context.Context, args []string) error {
 		return err
 	}
 	defer mc.Close()
-	cl, err := client.New(ctx, client.Config{Meta: mc, Dial: up.DialBlockServer, Logger: log, DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize})
+	cl, err := client.New(ctx, client.Config{Meta: mc, Dial: up.DialBlockServer, Logger: log,
+		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier})
 	if err != nil {
 		return err
 	}
