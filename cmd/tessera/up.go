@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"tessera/internal/meta"
 	"tessera/internal/up"
 )
 
@@ -15,6 +16,9 @@ func runUp(ctx context.Context, args []string) error {
 	n := fs.Int("block-servers", 3, "number of block servers to run")
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	metaListen := fs.String("meta-listen", "127.0.0.1:0", "address the meta service listens on")
+	replicas := fs.Int("replicas", 0, "the cluster's default replication factor (default 2 with --block-servers >= 2, else 1)")
+	role := addMetaRoleFlags(fs)
+	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "how often the block servers re-register")
 	debug := fs.Bool("debug", false, "log every FUSE request")
 	pprofAddr := fs.String("pprof", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
 	if err := parse(fs, args); err != nil {
@@ -32,7 +36,17 @@ func runUp(ctx context.Context, args []string) error {
 	if *bs != 0 && (*bs < 64<<10 || *bs > 64<<20 || *bs&(*bs-1) != 0) {
 		return fmt.Errorf("%w: --block-size %d: want a power of two from 64 KiB to 64 MiB", errUsage, *bs)
 	}
+	if *replicas < 0 || *replicas > meta.MaxReplicas {
+		return fmt.Errorf("%w: --replicas %d: want 1 to %d", errUsage, *replicas, meta.MaxReplicas)
+	}
+	rc, err := role.config()
+	if err != nil {
+		return err
+	}
 	return up.Run(ctx, up.Config{
+		Replicas:     *replicas,
+		Heartbeat:    *heartbeat,
+		Role:         rc,
 		DataDir:      *data,
 		Mount:        *mnt,
 		BlockServers: *n,

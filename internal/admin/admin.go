@@ -34,15 +34,21 @@ func (c *Cluster) servers(ctx context.Context) ([]meta.Server, map[string]BlockS
 	if err != nil {
 		return nil, nil, fmt.Errorf("block-server map: %w", err)
 	}
+	stores, err := c.dialAll(m)
+	return m.Servers, stores, err
+}
+
+// dialAll dials every server of m.
+func (c *Cluster) dialAll(m meta.ServerMap) (map[string]BlockServer, error) {
 	out := make(map[string]BlockServer, len(m.Servers))
 	for _, s := range m.Servers {
 		bs, err := c.Dial(s)
 		if err != nil {
-			return nil, nil, fmt.Errorf("block server %s at %s: %w", s.ID, s.Addr, err)
+			return nil, fmt.Errorf("block server %s at %s: %w", s.ID, s.Addr, err)
 		}
 		out[s.ID] = bs
 	}
-	return m.Servers, out, nil
+	return out, nil
 }
 
 // StatusReport is what `tessera status` prints.
@@ -52,6 +58,9 @@ type StatusReport struct {
 	StoredBytes  int64
 	Blocks       int64
 	Servers      []ServerStatus
+	Replicas     int    // the cluster's default replication factor
+	Epoch        uint64 // of the block-server map
+	Mover        meta.MoverProgress
 }
 
 // ServerStatus is one block server's line.
@@ -69,12 +78,24 @@ func Status(ctx context.Context, c *Cluster) (StatusReport, error) {
 		return r, fmt.Errorf("statfs: %w", err)
 	}
 	r.Files, r.LogicalBytes = st.Files, st.LogicalBytes
-	list, stores, err := c.servers(ctx)
+	m, err := c.Meta.Servers(ctx)
+	if err != nil {
+		return r, fmt.Errorf("block-server map: %w", err)
+	}
+	r.Replicas, r.Epoch = m.Replicas, m.Epoch
+	if r.Mover, err = c.Meta.MoverProgress(ctx); err != nil {
+		return r, err
+	}
+	stores, err := c.dialAll(m)
 	if err != nil {
 		return r, err
 	}
-	for _, s := range list {
+	for _, s := range m.Servers {
 		ss := ServerStatus{Server: s}
+		if s.State == meta.StateDown {
+			r.Servers = append(r.Servers, ss) // not asked: it stopped answering
+			continue
+		}
 		ss.Blocks, ss.Bytes, ss.Err = stores[s.ID].Usage(ctx)
 		if ss.Err == nil {
 			r.Blocks += ss.Blocks
@@ -98,6 +119,18 @@ func (r StatusReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "stored block bytes: %d\n", r.StoredBytes)
 	fmt.Fprintf(w, "blocks: %d\n", r.Blocks)
 	fmt.Fprintf(w, "servers: %d (%d up)\n", len(r.Servers), up)
+	fmt.Fprintf(w, "replicas: %d\n", r.Replicas)
+	fmt.Fprintf(w, "epoch: %d\n", r.Epoch)
+	fmt.Fprintf(w, "under-replicated: %d\n", r.Mover.UnderReplicated)
+	fmt.Fprintf(w, "misplaced: %d\n", r.Mover.Misplaced)
+	fmt.Fprintf(w, "bytes to move: %d\n", r.Mover.BytesToMove)
+	fmt.Fprintf(w, "mover rounds: %d\n", r.Mover.Round)
+	if r.Mover.Running {
+		fmt.Fprintf(w, "mover: running, %d bytes moved this round\n", r.Mover.BytesMoved)
+	}
+	if r.Mover.Err != "" {
+		fmt.Fprintf(w, "mover error: %s\n", r.Mover.Err)
+	}
 	for _, s := range r.Servers {
 		state := s.State
 		if s.Err != nil {

@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -43,8 +44,17 @@ type Config struct {
 	BlockServers int
 	BlockSize    uint32
 	MetaListen   string // default 127.0.0.1:0
-	Debug        bool
-	Logger       *slog.Logger
+	// Replicas, when set, is stored as the cluster's default replication
+	// factor; otherwise the stored one stays, or 2 (1 with a single block
+	// server) on a new cluster.
+	Replicas int
+	// Heartbeat is how often the block servers re-register
+	// (meta.DefaultHeartbeat when 0).
+	Heartbeat time.Duration
+	// Role configures the sweeper and the mover.
+	Role   MetaRole
+	Debug  bool
+	Logger *slog.Logger
 	// Ready, if set, is called once the mount is usable.
 	Ready func(mount, metaAddr string)
 }
@@ -80,9 +90,18 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	cleanups = append(cleanups, func() { store.Close() })
-	svc, err := meta.New(store, meta.Options{BlockSize: cfg.BlockSize})
+	defReplicas := 1
+	if cfg.BlockServers >= 2 {
+		defReplicas = 2
+	}
+	svc, err := meta.New(store, meta.Options{BlockSize: cfg.BlockSize, Replicas: defReplicas})
 	if err != nil {
 		return fmt.Errorf("meta service on %s: %w", dbPath, err)
+	}
+	if cfg.Replicas > 0 {
+		if _, err := svc.SetReplicas(ctx, cfg.Replicas); err != nil {
+			return err
+		}
 	}
 	if n, err := reapOrphans(ctx, svc); err != nil {
 		log.Warn("reaping orphans left by the previous run", "err", err)
@@ -102,6 +121,9 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	log.Info("meta service", "listen", metaAddr, "db", dbPath)
 
 	host, _ := os.Hostname()
+	hbCtx, stopHeartbeats := context.WithCancel(ctx)
+	var heartbeats sync.WaitGroup
+	cleanups = append(cleanups, func() { stopHeartbeats(); heartbeats.Wait() })
 	stores := make(map[string]*disk.Store, cfg.BlockServers)
 	for i := 0; i < cfg.BlockServers; i++ {
 		id := fmt.Sprintf("b%d", i)
@@ -125,9 +147,15 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		})
 		stores[id] = st
 		addr := bln.Addr().String()
-		if _, err := svc.RegisterServer(ctx, meta.Server{ID: id, Addr: addr, Dir: dir, Host: host, State: "up", Seen: time.Now().UnixNano()}); err != nil {
+		me := meta.Server{ID: id, Addr: addr, Dir: dir, Host: host}
+		if _, err := svc.RegisterServer(ctx, me); err != nil {
 			return fmt.Errorf("register block server %s: %w", id, err)
 		}
+		heartbeats.Add(1)
+		go func() {
+			defer heartbeats.Done()
+			meta.Heartbeat(hbCtx, svc, me, cfg.Heartbeat, log)
+		}()
 		log.Info("block server", "id", id, "listen", addr, "dir", dir)
 	}
 
@@ -135,10 +163,16 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// co-located fast path); servers that join later go over HTTP.
 	dial := func(s meta.Server) (block.Store, error) {
 		if st, ok := stores[s.ID]; ok && s.Dir == st.Dir() {
-			return st, nil
+			// The client hashed every block it sends; the store need
+			// not hash it again.
+			return st.Trusted(), nil
 		}
 		return DialBlockServer(s)
 	}
+	role := cfg.Role
+	role.Logger = log
+	cleanups = append(cleanups, StartMetaRole(ctx, svc, role))
+
 	cl, err := client.New(ctx, client.Config{
 		Meta:         svc,
 		Dial:         dial,

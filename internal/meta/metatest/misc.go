@@ -107,4 +107,3 @@ func testStatFS(h *harness) {
 	h.wantErr("rmdir", h.api.Rmdir(h.ctx, meta.RootIno, "d"), nil)
 	eq(h, "rmdir", h.statfs(), meta.StatFS{Files: 2, LogicalBytes: 24})
 }
-

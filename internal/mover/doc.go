@@ -1,0 +1,30 @@
+// Package mover is Tessera's repair and rebalance loop (DESIGN §3.2), run by
+// the meta role. There is no per-block location table: a block belongs on
+// placement.Spread(placement.Pick(h, up servers, all), domains, R), so after
+// a server goes down, comes up, is added or drains, some blocks have fewer
+// than R copies or copies where they no longer belong. The mover finds them
+// and moves them.
+//
+// A round lists the live blocks (meta WalkBlocks) with each block's R (the
+// largest Attr.Replicas of the inodes referring to it, 0 meaning the map's
+// Replicas), lists what every up or draining server holds (block.Lister),
+// and plans (Plan, a pure function) for each block the copies to placement
+// members that lack it and the removals of copies outside the placement.
+// Copies read the block from any live holder (verified against its hash by
+// the block client; a corrupt copy is skipped) and PUT it, throttled by a
+// token bucket (bytes per second) with a bounded number of blocks in flight.
+// A copy outside the placement is removed only once every placement member
+// holds the block and at least R other copies remain on up servers, so that
+// no step of a drain or a rebalance ever leaves a block under R. A block is
+// under-replicated when it has fewer than R live copies, on servers up or
+// draining (a draining server still serves reads): a drain alone never
+// makes a block under-replicated, a server going down does.
+//
+// Contract. The mover never touches a block no recipe refers to (that is
+// gc's), never removes the last copies, and reports through
+// PutMoverProgress during and after each round, so that `tessera status` on
+// any meta process shows under-replicated and misplaced counts and the bytes
+// left to move. Rounds run every Config.Interval and soon after the map's
+// epoch changes. It reaches block servers only through Config.Dial and the
+// meta service only through the Meta interface.
+package mover
