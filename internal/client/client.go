@@ -24,7 +24,7 @@ type Config struct {
 	DirtyBytes      int64  // bound on buffered and uploading data; default 64 MiB
 	Uploads         int    // concurrent block uploads; default 16
 	Fetches         int    // concurrent block fetches; default 16
-	ReadAheadBlocks int    // blocks fetched ahead of sequential readers; default 4
+	ReadAheadBlocks int    // blocks fetched ahead of sequential readers; default 8
 	// CacheTier is a shared memcached tier (IMCa), "memcached://h1:p1,h2:p2";
 	// "" for none. Blocks are looked up there after the local caches and
 	// before the block servers, and stored there after a miss.
@@ -51,7 +51,7 @@ func (c *Config) setDefaults() {
 		c.Fetches = 16
 	}
 	if c.ReadAheadBlocks == 0 {
-		c.ReadAheadBlocks = 4
+		c.ReadAheadBlocks = 8
 	}
 }
 

@@ -40,13 +40,19 @@ type router struct {
 		up       []string // servers taking new blocks
 		servers  map[string]meta.Server
 		stores   map[string]block.Store
+		slots    map[string]chan struct{} // uploads under way per server
 	}
 }
+
+// uploadsPerServer bounds the block uploads in flight to one server: more
+// only split its link further and push every transfer towards its timeout.
+const uploadsPerServer = 4
 
 func newRouter(api meta.API, dial Dialer, log *slog.Logger) *router {
 	r := &router{api: api, dial: dial, log: log}
 	r.mu.stores = make(map[string]block.Store)
 	r.mu.servers = make(map[string]meta.Server)
+	r.mu.slots = make(map[string]chan struct{})
 	return r
 }
 
@@ -71,6 +77,9 @@ func (r *router) refresh(ctx context.Context) error {
 			}
 			r.mu.stores[s.ID] = st
 		}
+		if r.mu.slots[s.ID] == nil {
+			r.mu.slots[s.ID] = make(chan struct{}, uploadsPerServer)
+		}
 		r.mu.servers[s.ID] = s
 		ids = append(ids, s.ID)
 		if s.State == meta.StateUp || s.State == "" {
@@ -94,6 +103,7 @@ type rankedStore struct {
 	id    string
 	st    block.Store
 	local bool
+	slots chan struct{} // the server's upload slots
 }
 
 func isLocal(st block.Store) bool {
@@ -144,11 +154,11 @@ func (r *router) targets(h block.Hash, n int) (first, spare []rankedStore) {
 	in := make(map[string]bool, len(picked))
 	for _, id := range picked {
 		in[id] = true
-		first = append(first, rankedStore{id: id, st: r.mu.stores[id]})
+		first = append(first, rankedStore{id: id, st: r.mu.stores[id], slots: r.mu.slots[id]})
 	}
 	for _, id := range ranked {
 		if !in[id] {
-			spare = append(spare, rankedStore{id: id, st: r.mu.stores[id]})
+			spare = append(spare, rankedStore{id: id, st: r.mu.stores[id], slots: r.mu.slots[id]})
 		}
 	}
 	return first, spare
@@ -190,7 +200,9 @@ func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*re
 	// reports once.
 	copyTo := func(s rankedStore) {
 		for {
+			s.slots <- struct{}{}
 			err := s.st.Put(context.WithoutCancel(ctx), h, data)
+			<-s.slots
 			if err == nil {
 				results <- result{s.id, nil}
 				return

@@ -53,7 +53,8 @@ type Options struct {
 	// further try, with jitter [100 ms].
 	Backoff time.Duration
 	// MinRate is the slowest transfer rate, in bytes per second, that is
-	// not a failure; it scales the timeouts to the body size [8 MiB/s].
+	// not a failure; it scales the timeouts to the body size [1 MiB/s: several
+	// transfers may share a slow link].
 	MinRate int64
 	// MaxBlockSize bounds the size of a reply to Get [64 MiB].
 	MaxBlockSize int64
@@ -115,7 +116,7 @@ func New(addr string, opts Options) *Client {
 		budget:  orDefault(opts.Budget, 3*time.Second),
 		attempt: orDefault(opts.AttemptTimeout, 2*time.Second),
 		backoff: orDefault(opts.Backoff, 100*time.Millisecond),
-		minRate: orDefault(opts.MinRate, 8<<20),
+		minRate: orDefault(opts.MinRate, 1<<20),
 		maxSize: orDefault(opts.MaxBlockSize, 64<<20),
 	}
 	return c

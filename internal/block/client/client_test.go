@@ -178,7 +178,7 @@ func TestHungServer(t *testing.T) {
 	t.Cleanup(func() { ln.Close(); <-done })
 
 	const budget = 600 * time.Millisecond
-	c := client.New(ln.Addr().String(), client.Options{Budget: budget, AttemptTimeout: 200 * time.Millisecond})
+	c := client.New(ln.Addr().String(), client.Options{Budget: budget, AttemptTimeout: 200 * time.Millisecond, MinRate: 8 << 20})
 	data := blocktest.Data(1, 1<<20)
 	start := time.Now()
 	err = c.Put(context.Background(), block.Sum(data), data)
