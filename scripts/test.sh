@@ -18,6 +18,9 @@ go vet ./...
 echo "== unit tests (race detector)"
 TESSERA_REQUIRE_MEMCACHED=1 go test -race -count=1 -timeout 20m ./internal/... ./cmd/...
 
+echo "== statistical tests the race detector skips (placement balance)"
+go test -count=1 -timeout 5m ./internal/placement
+
 echo "== end-to-end tests"
 go test -count=1 -timeout 20m ./test/... ${FSX_OPS:+-args -fsx.ops=$FSX_OPS}
 

@@ -1,5 +1,7 @@
 // Package cluster runs `tessera up` as a real child process for end-to-end
 // tests and benchmarks, and guarantees that no FUSE mount outlives it.
+// Multi does the same for a cluster of separate processes (`tessera meta`,
+// `tessera blockd`, `tessera mount`; see MultiOptions for their contract).
 //
 // Contract of the binary this package relies on (see DESIGN.md §1):
 //
