@@ -25,21 +25,24 @@ const (
 // logTime stamps the harness's own lines in the cluster output.
 const logTime = "15:04:05.000"
 
-// Daemon is one long-running child of a Multi: the meta service, a block
-// server or a mount. Like Cluster, it runs in its own process group with a
-// parent-death signal; Stop, Kill9 and Restart are safe in any order and
-// more than once.
+// Daemon is one long-running child of a Multi (the meta service, a block
+// server or a mount) or, inside a Cluster, `tessera up`. It runs in its own
+// process group with a parent-death signal; Stop, Kill9 and Restart are safe
+// in any order and more than once.
 type Daemon struct {
-	name     string   // "meta", "blockd b3", "mount m1": prefixes its log lines
+	name     string   // "meta", "blockd b3", "mount m1", "tessera up": in its logs and errors
 	bin      string   // the tessera binary
-	args     []string // without the mount point
+	args     []string // a mount's end with its mount point
 	prefix   string   // of the ready line
 	want     func(fields map[string]string) error
-	mountDir string // mounts only: the last argument, unmounted by Stop
-	dataDir  string // meta and blockd only
+	mountDir string // mounts and up only: unmounted by Stop
+	dataDir  string // meta, blockd and up only
 	id       string // blockd only
 	env      []string
-	log      io.Writer
+	log      *logBuf
+	// plain is the style of a Cluster's log: the child's output unprefixed,
+	// harness lines untimed and none on SIGTERM, a start error with the tail.
+	plain bool
 
 	readyTimeout, stopTimeout time.Duration
 
@@ -49,6 +52,14 @@ type Daemon struct {
 		fields map[string]string // of the latest ready line
 		runs   int
 	}
+}
+
+// proc is one child process.
+type proc struct {
+	cmd     *exec.Cmd
+	done    chan struct{} // closed when Wait returned
+	waitErr error         // valid after done
+	stopped bool          // we signalled it (guarded by Daemon.mu)
 }
 
 // Name returns the daemon's name in the logs ("meta", "blockd b3", "mount m1").
@@ -129,13 +140,11 @@ func (d *Daemon) start() error {
 			args[i+1] = prev
 		}
 	}
-	if d.mountDir != "" {
-		if !IsMounted(d.mountDir) { // a stale mount is the daemon's to clean up
-			if err := os.MkdirAll(d.mountDir, 0o755); err != nil {
-				return err
-			}
+	// A stale mount is the daemon's to clean up.
+	if d.mountDir != "" && !IsMounted(d.mountDir) {
+		if err := os.MkdirAll(d.mountDir, 0o755); err != nil {
+			return err
 		}
-		args = append(args, d.mountDir)
 	}
 	if d.dataDir != "" {
 		if err := os.MkdirAll(d.dataDir, 0o755); err != nil {
@@ -149,13 +158,18 @@ func (d *Daemon) start() error {
 	cmd := exec.Command(d.bin, args...)
 	cmd.Env = append(os.Environ(), d.env...)
 	cmd.Stdout = outW
-	cmd.Stderr = newPrefixWriter(d.log, d.name)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.Stderr = d.output()
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid: true,
+		// A test binary that dies (panic, timeout) takes the daemon along,
+		// and SIGTERM lets a mount unmount on its way out.
+		Pdeathsig: syscall.SIGTERM,
+	}
 	d.mu.Lock()
 	d.mu.runs++
 	run := d.mu.runs
 	d.mu.Unlock()
-	fmt.Fprintf(d.log, "=== %s: run %d at %s: %s %s\n", d.name, run, time.Now().Format(logTime), d.bin, strings.Join(args, " "))
+	d.note(fmt.Sprintf("run %d", run), d.bin+" "+strings.Join(args, " "))
 	if err := cmd.Start(); err != nil {
 		outR.Close()
 		outW.Close()
@@ -168,7 +182,7 @@ func (d *Daemon) start() error {
 		close(p.done)
 	}()
 	ready := make(chan string, 1)
-	go scanReady(outR, newPrefixWriter(d.log, d.name), d.prefix, ready)
+	go scanReady(outR, d.output(), d.prefix, ready)
 	d.mu.Lock()
 	d.mu.p = p
 	d.mu.Unlock()
@@ -182,6 +196,9 @@ func (d *Daemon) start() error {
 			if uerr := ForceUnmount(d.mountDir); uerr != nil {
 				err = errors.Join(err, uerr)
 			}
+		}
+		if d.plain {
+			err = fmt.Errorf("%w\n--- tessera output (tail) ---\n%s", err, d.log.Tail(16<<10))
 		}
 		return err
 	}
@@ -224,7 +241,40 @@ func scanReady(r *os.File, log io.Writer, prefix string, ready chan<- string) {
 			sent = true
 		}
 	}
+	// Keep draining if the scanner gave up on a giant line.
 	_, _ = io.Copy(log, r)
+}
+
+// lineFields parses the key=value words of a line.
+func lineFields(line string) map[string]string {
+	m := map[string]string{}
+	for _, w := range strings.Fields(line) {
+		if k, v, ok := strings.Cut(w, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// output returns a writer of one of the child's streams to the log.
+func (d *Daemon) output() io.Writer {
+	if d.plain {
+		return d.log
+	}
+	return newPrefixWriter(d.log, d.name)
+}
+
+// note writes a harness line to the log: "=== meta: EVENT at TIME: DETAIL",
+// or "=== cluster: EVENT: DETAIL" in the plain style (DETAIL if not empty).
+func (d *Daemon) note(event, detail string) {
+	line := "=== cluster: " + event
+	if !d.plain {
+		line = fmt.Sprintf("=== %s: %s at %s", d.name, event, time.Now().Format(logTime))
+	}
+	if detail != "" {
+		line += ": " + detail
+	}
+	fmt.Fprintln(d.log, line)
 }
 
 // kill sends sig to the child's process group and waits (bounded) for the
@@ -251,7 +301,7 @@ func (d *Daemon) kill(sig syscall.Signal) error {
 // Kill9 kills the daemon's process group with SIGKILL, as a crash would. A
 // mount is left behind, stale, for Restart or Close to clean up.
 func (d *Daemon) Kill9() error {
-	fmt.Fprintf(d.log, "=== %s: kill -9 at %s\n", d.name, time.Now().Format(logTime))
+	d.note("kill -9", "")
 	return d.kill(syscall.SIGKILL)
 }
 
@@ -274,11 +324,15 @@ func (d *Daemon) Stop() error {
 	}
 	if p != nil && d.Running() {
 		pid := p.cmd.Process.Pid
-		fmt.Fprintf(d.log, "=== %s: SIGTERM at %s\n", d.name, time.Now().Format(logTime))
+		if !d.plain {
+			d.note("SIGTERM", "")
+		}
 		_ = syscall.Kill(pid, syscall.SIGTERM)
 		select {
 		case <-p.done:
-			fmt.Fprintf(d.log, "=== %s: exited at %s: %v\n", d.name, time.Now().Format(logTime), p.waitErr)
+			if !d.plain {
+				d.note("exited", fmt.Sprint(p.waitErr))
+			}
 			if p.waitErr != nil {
 				errs = append(errs, fmt.Errorf("%s exited on SIGTERM with %v, want status 0", d.name, p.waitErr))
 			}

@@ -147,7 +147,8 @@ func (m *Multi) AddMount(args ...string) (*Daemon, error) {
 	m.mu.Unlock()
 	name := "m" + strconv.Itoa(i)
 	mnt := filepath.Join(m.opts.Dir, name)
-	d := m.daemon("mount "+name, MountReadyPrefix, append([]string{"mount", "--meta", m.MetaAddr()}, args...))
+	a := append([]string{"mount", "--meta", m.MetaAddr()}, args...)
+	d := m.daemon("mount "+name, MountReadyPrefix, append(a, mnt))
 	d.mountDir = mnt
 	d.want = func(f map[string]string) error {
 		if f["mount"] != mnt {
