@@ -33,6 +33,7 @@ var commands = map[string]command{
 	"gc":     {"remove blocks no file refers to", runGC},
 	"fsck":   {"check that every file's blocks exist and match their hashes", runFsck},
 	"server": {"list block servers; drain, undrain or remove one", runServer},
+	"policy": {"get or set a file's consistency policy; list the policies", runPolicy},
 }
 
 func usage(w io.Writer) {

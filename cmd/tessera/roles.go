@@ -146,6 +146,7 @@ func runMount(ctx context.Context, args []string) error {
 	cacheSize := fs.Int64("cache-size", 1<<30, "local disk block cache size in bytes")
 	cacheTier := fs.String("cache-tier", "", "shared memcached tier for blocks, memcached://host:port,host:port")
 	debug := fs.Bool("debug", false, "log every FUSE request")
+	pol := addPolicyFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -163,7 +164,7 @@ func runMount(ctx context.Context, args []string) error {
 	}
 	defer mc.Close()
 	cl, err := client.New(ctx, client.Config{Meta: mc, Dial: up.DialBlockServer, Logger: log,
-		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier})
+		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String()})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ func runUp(ctx context.Context, args []string) error {
 	role := addMetaRoleFlags(fs)
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "how often the block servers re-register")
 	debug := fs.Bool("debug", false, "log every FUSE request")
+	pol := addPolicyFlag(fs)
 	pprofAddr := fs.String("pprof", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -53,6 +54,7 @@ func runUp(ctx context.Context, args []string) error {
 		BlockSize:    uint32(*bs),
 		MetaListen:   *metaListen,
 		Debug:        *debug,
+		Policy:       pol.String(),
 		Logger:       newLogger(false),
 		Ready: func(mount, metaAddr string) {
 			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s\n", mount, metaAddr, *data)

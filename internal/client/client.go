@@ -29,6 +29,10 @@ type Config struct {
 	// "" for none. Blocks are looked up there after the local caches and
 	// before the block servers, and stored there after a miss.
 	CacheTier string
+	// Policy is the mount's default consistency policy, a name
+	// policy.Lookup knows, for files whose inode names none; "" means
+	// policy.Default.
+	Policy string
 }
 
 func (c *Config) setDefaults() {

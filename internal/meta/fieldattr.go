@@ -3,12 +3,20 @@ package meta
 import (
 	"fmt"
 	"strconv"
+
+	"tessera/internal/policy"
 )
 
 // ReplicasXattr is the extended attribute through which a file's or a
 // directory's replication factor is read and set ("1".."9"; absent = the
 // cluster default). New files and directories inherit their parent's.
 const ReplicasXattr = "user.tessera.replicas"
+
+// PolicyXattr is the extended attribute through which a file's or a
+// directory's consistency policy is read and set (a name policy.Lookup
+// knows; absent = the mount's default). New files and directories inherit
+// their parent's.
+const PolicyXattr = "user.tessera.policy"
 
 // MaxReplicas bounds the replication factor.
 const MaxReplicas = 9
@@ -37,6 +45,29 @@ var fieldAttrs = map[string]fieldAttr{
 		},
 		clear: func(rec *inodeRec) { rec.Replicas = 0 },
 	},
+	PolicyXattr: {
+		get: func(rec *inodeRec) (string, bool) { return rec.Policy, rec.Policy != "" },
+		set: func(rec *inodeRec, v string) error {
+			p, err := checkPolicy(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w", PolicyXattr, err)
+			}
+			rec.Policy = p
+			return nil
+		},
+		clear: func(rec *inodeRec) { rec.Policy = "" },
+	},
+}
+
+// checkPolicy returns the name of the policy called name, or an error
+// matching ErrInvalid (and policy.ErrUnknownPolicy) that lists the valid
+// names.
+func checkPolicy(name string) (string, error) {
+	p, err := policy.Lookup(name)
+	if err != nil {
+		return "", fmt.Errorf("%w (%w)", err, ErrInvalid)
+	}
+	return p.Name(), nil
 }
 
 // setFieldAttr applies SetXattr's flag rules to a field attribute.

@@ -27,7 +27,8 @@ type Options struct {
 	RootUid, RootGid uint32
 	RootMode         uint32
 	// RootPolicy is the root directory's consistency policy, which new
-	// files and directories inherit from their parent.
+	// files and directories inherit from their parent: "" (the mount's
+	// default) or a name policy.Lookup knows.
 	RootPolicy string
 	// BlockSize is given to new files whose parent directory names none;
 	// 0 means DefaultBlockSize.
@@ -71,6 +72,11 @@ func New(store kv.Store, opts Options) (*Service, error) {
 	}
 	if len(opts.RootPolicy) > MaxPolicyLen {
 		return nil, fmt.Errorf("meta: root policy name of %d bytes: %w", len(opts.RootPolicy), ErrNameTooLong)
+	}
+	if opts.RootPolicy != "" {
+		if _, err := checkPolicy(opts.RootPolicy); err != nil {
+			return nil, fmt.Errorf("meta: root policy: %w", err)
+		}
 	}
 	mode := opts.RootMode & 07777
 	if mode == 0 {

@@ -52,8 +52,11 @@ type Config struct {
 	// (meta.DefaultHeartbeat when 0).
 	Heartbeat time.Duration
 	// Role configures the sweeper and the mover.
-	Role   MetaRole
-	Debug  bool
+	Role  MetaRole
+	Debug bool
+	// Policy is the mount's default consistency policy (a preset name;
+	// "" means policy.Default), for files with none of their own.
+	Policy string
 	Logger *slog.Logger
 	// Ready, if set, is called once the mount is usable.
 	Ready func(mount, metaAddr string)
@@ -178,6 +181,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Dial:         dial,
 		Logger:       log,
 		DiskCacheDir: filepath.Join(cfg.DataDir, "cache"),
+		Policy:       cfg.Policy,
 	})
 	if err != nil {
 		return err

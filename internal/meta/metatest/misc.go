@@ -33,7 +33,8 @@ func testXattr(h *harness) {
 	eq(h, "64k", len(v), meta.XattrValueMax)
 	names, err := h.api.ListXattr(h.ctx, f.Ino)
 	h.wantErr("list", err, nil)
-	eq(h, "list", strings.Join(names, ","), "user.a,user.b,user.big,user.e")
+	// The policy inherited from the root is the inode's own, so it is listed.
+	eq(h, "list", strings.Join(names, ","), "user.a,user.b,user.big,user.e,"+meta.PolicyXattr)
 
 	long := strings.Repeat("n", meta.XattrNameMax+1)
 	for _, c := range []struct {
@@ -83,11 +84,24 @@ func testXattr(h *harness) {
 	_, err = h.api.GetXattr(h.ctx, f.Ino, "user.a")
 	h.wantErr("get removed", err, meta.ErrNoAttr)
 	names, _ = h.api.ListXattr(h.ctx, f.Ino)
-	eq(h, "list after remove", strings.Join(names, ","), "user.b,user.big,user.e")
+	eq(h, "list after remove", strings.Join(names, ","), "user.b,user.big,user.e,"+meta.PolicyXattr)
 	g := h.file(meta.RootIno, "g")
 	names, err = h.api.ListXattr(h.ctx, g.Ino)
-	h.wantErr("list none", err, nil)
-	eq(h, "none", len(names), 0)
+	h.wantErr("list fresh", err, nil)
+	eq(h, "only the policy", strings.Join(names, ","), meta.PolicyXattr)
+
+	// The policy is validated where it is stored, and the refusal names
+	// the valid policies (the message crosses the wire with the errno).
+	err = h.api.SetXattr(h.ctx, g.Ino, meta.PolicyXattr, []byte("bogus"), 0)
+	h.wantErr("set unknown policy", err, meta.ErrInvalid)
+	if err == nil || !strings.Contains(err.Error(), "valid policies are") {
+		h.t.Fatalf("unknown policy refused with %v, which lists no valid names", err)
+	}
+	h.wantErr("set policy", h.api.SetXattr(h.ctx, g.Ino, meta.PolicyXattr, []byte("nfs"), meta.XattrReplace), nil)
+	v, err = h.api.GetXattr(h.ctx, g.Ino, meta.PolicyXattr)
+	h.wantErr("get policy", err, nil)
+	eq(h, "policy", string(v), "nfs")
+	eq(h, "policy attr", h.attr(g.Ino).Policy, "nfs")
 }
 
 func testStatFS(h *harness) {
