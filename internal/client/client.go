@@ -33,6 +33,20 @@ type Config struct {
 	// policy.Lookup knows, for files whose inode names none; "" means
 	// policy.Default.
 	Policy string
+
+	// Sessions turns on coherent caching (callbacks.go): when Meta
+	// implements meta.SessionBinder the client opens a session, makes its
+	// meta calls under it and applies the meta service's callbacks.
+	Sessions bool
+	// SyncCommits makes commits and setattrs made under the session wait
+	// until every other client that cached the inode applied the change
+	// (sequential consistency, the posix policy). Needs Sessions.
+	SyncCommits bool
+	// OnInvalidate, if set, is called (in its own goroutine) with every
+	// inode a callback or an expired session invalidated or updated, after
+	// the client's own caches were updated: the FUSE layer drops the
+	// kernel's caches of it.
+	OnInvalidate func(ino meta.Ino)
 }
 
 func (c *Config) setDefaults() {
@@ -74,6 +88,7 @@ type Client struct {
 	uploads chan struct{} // semaphore
 	fetches chan struct{} // semaphore
 	bg      sync.WaitGroup
+	cb      *callbacks // nil without a session
 
 	mu struct {
 		sync.Mutex
@@ -129,6 +144,11 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		// block servers on a miss.
 		c.tier = cachetier.NewBlockCache(pool, nil)
 	}
+	if b, ok := cfg.Meta.(meta.SessionBinder); ok && cfg.Sessions {
+		if err := c.startCallbacks(ctx, b); err != nil {
+			return nil, fmt.Errorf("client: open meta session: %w", err)
+		}
+	}
 	return c, nil
 }
 
@@ -155,6 +175,11 @@ func (c *Client) Close(ctx context.Context) error {
 		f.mu.Unlock()
 	}
 	c.bg.Wait()
+	if c.cb != nil {
+		if err := c.cb.stop(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.disk != nil {
 		c.disk.close()
 	}
@@ -170,12 +195,16 @@ type Stats struct {
 	MemBytes             int64
 	DirtyBytes           int64
 	TierHits, TierMisses uint64
+	Callbacks            uint64 // received from the meta service
 }
 
 // Stats returns the client's cache and buffer counters.
 func (c *Client) Stats() Stats {
 	h, m, u := c.mem.stats()
 	st := Stats{MemHits: h, MemMisses: m, MemBytes: u, DirtyBytes: c.budget.inUse()}
+	if c.cb != nil {
+		st.Callbacks = c.cb.received.Load()
+	}
 	if c.tier != nil {
 		ts := c.tier.Stats()
 		st.TierHits, st.TierMisses = ts.Hits, ts.Misses
@@ -196,6 +225,10 @@ func (c *Client) Overlay(in *meta.Inode) {
 	defer f.mu.Unlock()
 	if !f.loaded {
 		return
+	}
+	f.drainLocked()
+	if f.stale && f.cleanLocked() {
+		return // in is newer than what f has
 	}
 	in.Size = uint64(f.size)
 	if f.mtime != 0 {

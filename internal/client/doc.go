@@ -23,6 +23,32 @@
 // and the server, never wrong bytes. Sequential reads trigger read-ahead of
 // the next blocks. Caches are keyed by hash, so they never need invalidation.
 //
+// Callbacks. With Config.Sessions and a meta API that implements
+// meta.SessionBinder, New opens a meta session and makes the client's meta
+// calls (and the FUSE layer's, through Meta) under it, so the meta service
+// grants it leases on what it reads and calls back when another client
+// changes those inodes (DESIGN §2.4). One goroutine, stopped by Close (which
+// then closes the session), long-polls meta.API.Callbacks. Each callback is
+// queued on the open file it names and applied at once unless the file's
+// lock is busy, in which case the lock's next taker applies it before it
+// uses the cached size or recipe: the poll loop never waits for a file lock,
+// whose holder may be in a Sync commit waiting for this very client. A
+// callback is acknowledged (by the next poll) only once applied or queued
+// that way. An update is installed (new hashes, size, change counter) when
+// the file has no uncommitted change and it is the next change after the
+// one the file has; anything else acts as an invalidation: the recipe is
+// dropped and the attributes read again before the next use, or, when the
+// file has uncommitted changes, once they are committed (the commit still
+// compares against the hashes they were based on). Either way the kernel may
+// no longer keep its pages on the next open, and Config.OnInvalidate is
+// called in the background. When the session expired the client opens a new
+// one and treats every open file as invalidated; when the meta service is
+// unreachable it retries with backoff (one log line per outage) and drops
+// its caches once two thirds of the TTL passed without a poll, since writers
+// stop waiting for it when its session expires. With Config.SyncCommits the
+// client's commits and setattrs wait for the other clients' acknowledgements
+// (sequential consistency).
+//
 // Locking. Client.mu guards the table of open files; file.mu guards one file's
 // state. Order: Client.mu before file.mu, never the reverse. No file.mu is held
 // while waiting for the dirty-memory budget, so the flusher can take any.

@@ -47,6 +47,15 @@ type file struct {
 	// repls are the replications of blocks uploaded since the last fsync,
 	// which waits until every copy was tried.
 	repls []*replication
+
+	// Callbacks (callbacks.go): cbq holds the ones not yet applied (it is
+	// a leaf lock, taken with or without mu); stale says an invalidation
+	// left size and recipe to be read again.
+	cbq struct {
+		sync.Mutex
+		q []meta.Callback
+	}
+	stale bool
 }
 
 // dblock is one dirty block. buf holds the block's content from its start;
@@ -161,6 +170,9 @@ func (f *file) baseLocked(ctx context.Context, idx uint64) ([]byte, error) {
 func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if err := f.catchUpLocked(ctx); err != nil {
+		return 0, err
+	}
 	written := 0
 	for len(data) > 0 {
 		idx := uint64(off / f.bs)

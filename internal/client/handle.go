@@ -90,9 +90,13 @@ func (f *file) adopt(in meta.Inode) {
 func (f *file) adoptLocked(in meta.Inode) {
 	if !f.loaded {
 		f.loadLocked(in)
-	} else {
-		f.refreshLocked(in)
+		return
 	}
+	f.drainLocked()
+	if f.stale && f.cleanLocked() {
+		f.stale, f.change = false, 0 // in is fresh: adopt it
+	}
+	f.refreshLocked(in)
 }
 
 // release drops one opener; the last one removes the state (after a commit)
@@ -195,6 +199,7 @@ func (h *Handle) Release(ctx context.Context) error {
 func (h *Handle) Size() int64 {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
+	h.f.drainLocked()
 	return h.f.size
 }
 
@@ -210,6 +215,10 @@ type fetchJob struct {
 func (h *Handle) Read(ctx context.Context, off int64, dest []byte) (int, error) {
 	f := h.f
 	f.mu.Lock()
+	if err := f.catchUpLocked(ctx); err != nil {
+		f.mu.Unlock()
+		return 0, err
+	}
 	if off >= f.size {
 		f.mu.Unlock()
 		return 0, nil

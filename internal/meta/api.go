@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"time"
 
 	"tessera/internal/block"
 )
@@ -118,6 +119,9 @@ type CommitReq struct {
 	SetSize bool
 	Mtime   int64 // 0 leaves mtime alone
 	Forced  bool  // install without comparing old hashes
+	// Sync makes the call return only after every lease holder it called
+	// back has acknowledged the callback or lost its session (DESIGN §2.4).
+	Sync bool
 }
 
 // Recipe is a run of a file's block hashes.
@@ -141,6 +145,8 @@ type SetAttrReq struct {
 	Atime int64
 	Mtime int64
 	Ctime int64 // 0: now
+	// Sync: as CommitReq.Sync.
+	Sync bool
 }
 
 // Bits of SetAttrReq.Valid.
@@ -285,4 +291,17 @@ type API interface {
 	// WalkBlocks calls fn with every block hash some recipe (or orphan's
 	// recipe) refers to, with the inode that refers to it; for gc and fsck.
 	WalkBlocks(ctx context.Context, fn func(ino Ino, index uint64, h block.Hash) error) error
+
+	// OpenSession starts a client session: the holder of leases and the
+	// receiver of callbacks (session.go). It lives while it polls Callbacks
+	// at least once per TTL.
+	OpenSession(ctx context.Context) (SessionInfo, error)
+	// Callbacks is a long poll: it acknowledges every callback with Seq <=
+	// ack, renews the session, and returns the pending callbacks (Seq > ack)
+	// at once if there are any, else waits up to wait (capped at TTL/3) for
+	// one. An expired or unknown session gives ErrSessionExpired.
+	Callbacks(ctx context.Context, id SessionID, ack uint64, wait time.Duration) ([]Callback, error)
+	// CloseSession ends a session and drops its leases; closing an unknown
+	// session is not an error.
+	CloseSession(ctx context.Context, id SessionID) error
 }

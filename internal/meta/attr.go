@@ -9,6 +9,7 @@ import (
 // or extends the file (extension leaves a hole); ctime becomes req.Ctime, or
 // now when that is 0, whenever anything changes.
 func (s *Service) SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, error) {
+	mark := s.readMark()
 	var out Inode
 	err := s.update(ctx, func(t txn) error {
 		rec, err := t.getInode(ino)
@@ -59,6 +60,14 @@ func (s *Service) SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, 
 		return t.putInode(rec)
 	})
 	if err != nil {
+		return Inode{}, fmt.Errorf("setattr %d: %w", ino, err)
+	}
+	if req.Valid == 0 {
+		s.granted(ctx, ino, mark)
+		return out, nil
+	}
+	c := change{ino: ino, since: mark, keep: true, inode: &out, setSize: req.Valid&SetSize != 0}
+	if err := s.changed(ctx, c, req.Sync); err != nil {
 		return Inode{}, fmt.Errorf("setattr %d: %w", ino, err)
 	}
 	return out, nil

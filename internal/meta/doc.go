@@ -78,6 +78,37 @@
 // with a plain heartbeat, so that clients and the mover can tell cheaply
 // whether placement changed.
 //
+// # Leases and sessions
+//
+// A client opens a session (OpenSession) and binds an API to it
+// (SessionBinder.WithSession; over the wire the session id travels in every
+// call). Lookup, GetAttr, GetRecipe, Create, Commit and SetAttr made through
+// a bound API give the session a lease on the inode they return. After the
+// kv transaction of a change commits (Commit, SetAttr, Link, Unlink, the
+// inode a Rename replaced, SetXattr, RemoveXattr), every session other than
+// the one that made it and holding a lease on the inode is queued a
+// Callback: an update (the inode after, the changed recipe entries, whether
+// the size was set exactly) when it is the only such holder, else an
+// invalidation, which ends that holder's lease (CAPFS 3.5). Xattr changes,
+// and commits of more than 4096 blocks, are always invalidations. A client
+// fetches its callbacks with Callbacks, a long poll that also acknowledges
+// the ones it has applied and renews the session. A read that races with a
+// change (the change is called back between the read's transaction and the
+// grant) earns the reader an invalidation at once, so no holder keeps data
+// older than its lease says.
+//
+// CommitReq.Sync and SetAttrReq.Sync make the call return only once every
+// holder it called back has acknowledged, or its session has expired;
+// without Sync the callbacks are queued and the call returns at once. A
+// session expires SessionTTL (default 5 s) after its latest poll, dropping
+// its leases and releasing any Sync waiter; a session caps its leases at
+// MaxLeases, dropping the oldest with an invalidation. All of this is soft
+// state in the Service's memory: a restarted service, or another Service
+// sharing the store, knows no session, and its clients get ErrSessionExpired
+// (they drop their caches and open a new session). Changes made through
+// another Service over the same store are not called back. Expiry and long
+// polls read the injected clock (Options.Now, Options.After).
+//
 // The parent field of an inode record is the containing directory for
 // directories (the root's is itself) and 0 for everything else; rename walks
 // it up to refuse moving a directory into its own subtree. When block 0 of a

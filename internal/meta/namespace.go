@@ -13,6 +13,7 @@ const DefaultReadDirLimit = 1024
 
 // Lookup returns the inode name refers to in directory parent.
 func (s *Service) Lookup(ctx context.Context, parent Ino, name string) (Inode, error) {
+	mark := s.readMark()
 	var out Inode
 	err := checkName(name)
 	if err == nil {
@@ -38,11 +39,13 @@ func (s *Service) Lookup(ctx context.Context, parent Ino, name string) (Inode, e
 	if err != nil {
 		return Inode{}, fmt.Errorf("lookup %d/%q: %w", parent, name, err)
 	}
+	s.granted(ctx, out.Ino, mark)
 	return out, nil
 }
 
 // GetAttr returns inode ino.
 func (s *Service) GetAttr(ctx context.Context, ino Ino) (Inode, error) {
+	mark := s.readMark()
 	var out Inode
 	err := s.view(ctx, func(t txn) error {
 		rec, err := t.getInode(ino)
@@ -55,15 +58,18 @@ func (s *Service) GetAttr(ctx context.Context, ino Ino) (Inode, error) {
 	if err != nil {
 		return Inode{}, fmt.Errorf("getattr %d: %w", ino, err)
 	}
+	s.granted(ctx, ino, mark)
 	return out, nil
 }
 
 // Create makes a file, directory, symlink or special file (see CreateReq).
 func (s *Service) Create(ctx context.Context, req CreateReq) (Inode, error) {
+	mark := s.readMark()
 	out, err := s.create(ctx, req)
 	if err != nil {
 		return Inode{}, fmt.Errorf("create %d/%q: %w", req.Parent, req.Name, err)
 	}
+	s.granted(ctx, out.Ino, mark)
 	return out, nil
 }
 
@@ -209,6 +215,7 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 	if err != nil {
 		return Inode{}, fmt.Errorf("link %d to %d/%q: %w", ino, newParent, newName, err)
 	}
+	s.changed(ctx, change{ino: ino, inode: &out}, false)
 	return out, nil
 }
 
@@ -257,6 +264,7 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 	if err != nil {
 		return Inode{}, fmt.Errorf("unlink %d/%q: %w", parent, name, err)
 	}
+	s.changed(ctx, change{ino: out.Ino, inode: &out}, false)
 	return out, nil
 }
 

@@ -31,6 +31,7 @@ func regularFile(rec *inodeRec) error {
 // GetRecipe returns the hashes of blocks [first, first+count) that lie below
 // the file's size, at most MaxRecipeRun of them.
 func (s *Service) GetRecipe(ctx context.Context, ino Ino, first, count uint64) (Recipe, error) {
+	mark := s.readMark()
 	var out Recipe
 	err := s.view(ctx, func(t txn) error {
 		rec, err := t.getInode(ino)
@@ -73,6 +74,7 @@ func (s *Service) GetRecipe(ctx context.Context, ino Ino, first, count uint64) (
 	if err != nil {
 		return Recipe{}, fmt.Errorf("get recipe %d [%d,+%d): %w", ino, first, count, err)
 	}
+	s.granted(ctx, ino, mark)
 	return out, nil
 }
 
@@ -216,7 +218,12 @@ func (t txn) dropSegmentsFrom(ino Ino, nb uint64) error {
 // past the resulting end are dropped, changes there included. A conflict's
 // Current lists the named indices in ascending order.
 func (s *Service) Commit(ctx context.Context, req CommitReq) (Inode, error) {
+	mark := s.readMark()
 	out, err := s.commit(ctx, req)
+	if err == nil {
+		c := change{ino: req.Ino, since: mark, keep: true, inode: &out, changes: req.Changes, setSize: req.SetSize}
+		err = s.changed(ctx, c, req.Sync)
+	}
 	if err != nil {
 		return Inode{}, fmt.Errorf("commit inode %d: %w", req.Ino, err)
 	}

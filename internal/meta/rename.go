@@ -21,6 +21,9 @@ func (s *Service) Rename(ctx context.Context, oldParent Ino, oldName string, new
 	if err != nil {
 		return Inode{}, fmt.Errorf("rename %d/%q to %d/%q: %w", oldParent, oldName, newParent, newName, err)
 	}
+	if replaced.Ino != 0 {
+		s.changed(ctx, change{ino: replaced.Ino, inode: &replaced}, false)
+	}
 	return replaced, nil
 }
 

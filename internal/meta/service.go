@@ -38,6 +38,15 @@ type Options struct {
 	// Replicas is the default replication factor until SetReplicas stores
 	// one; 0 means 1.
 	Replicas int
+	// After is the timer for session expiry and long polls, read against
+	// Now; nil means time.After. Tests pass a fake clock's.
+	After func(time.Duration) <-chan time.Time
+	// SessionTTL is how long a session lives after its latest poll; 0
+	// means DefaultSessionTTL.
+	SessionTTL time.Duration
+	// MaxLeases bounds the leases of one session; past it the oldest is
+	// dropped with an invalidation. 0 means DefaultMaxLeases.
+	MaxLeases int
 }
 
 // Service implements API over a kv.Store. It is safe for concurrent use.
@@ -46,6 +55,7 @@ type Service struct {
 	now       func() time.Time
 	blockSize uint32
 	replicas  int // default replication factor (Options.Replicas)
+	leases    *leaseTable
 
 	// mu guards the batch of reserved inode numbers.
 	mu struct {
@@ -56,8 +66,9 @@ type Service struct {
 }
 
 var (
-	_ API         = (*Service)(nil)
-	_ BlockLister = (*Service)(nil)
+	_ API           = (*Service)(nil)
+	_ BlockLister   = (*Service)(nil)
+	_ SessionBinder = (*Service)(nil)
 )
 
 // New returns a Service over store, creating the root directory and the
@@ -67,6 +78,7 @@ func New(store kv.Store, opts Options) (*Service, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.leases = newLeaseTable(opts, s.now)
 	if s.blockSize == 0 {
 		s.blockSize = DefaultBlockSize
 	}

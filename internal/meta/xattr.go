@@ -99,6 +99,7 @@ func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []by
 	if err != nil {
 		return fmt.Errorf("setxattr %d %q: %w", ino, name, err)
 	}
+	s.changed(ctx, change{ino: ino}, false)
 	return nil
 }
 
@@ -163,5 +164,6 @@ func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
 	if err != nil {
 		return fmt.Errorf("removexattr %d %q: %w", ino, name, err)
 	}
+	s.changed(ctx, change{ino: ino}, false)
 	return nil
 }

@@ -21,17 +21,28 @@ const (
 )
 
 // Client is a meta.API served by a remote Serve. It is safe for concurrent
-// use; Close releases its connections.
+// use; Close releases its connections. Clients returned by WithSession share
+// the connections of the one they came from.
 type Client struct {
+	*pool
+	session meta.SessionID // sent with every call; 0: none
+}
+
+// pool is the connections a Client and its session-bound copies share.
+type pool struct {
 	addr   string
 	next   atomic.Uint32
 	closed atomic.Bool
 	slots  [PoolSize]slot
+	// poll is the connection of Callbacks long polls, kept apart so that a
+	// poll that times out (and drops its connection) disturbs no other call.
+	poll slot
 }
 
 var (
-	_ meta.API         = (*Client)(nil)
-	_ meta.BlockLister = (*Client)(nil)
+	_ meta.API           = (*Client)(nil)
+	_ meta.BlockLister   = (*Client)(nil)
+	_ meta.SessionBinder = (*Client)(nil)
 )
 
 // slot is one pooled connection, dialled on demand.
@@ -52,7 +63,7 @@ type conn struct {
 // Dial connects to the meta service at addr. It fails at once, with one line
 // naming addr, when nothing answers there.
 func Dial(addr string) (*Client, error) {
-	c := &Client{addr: addr}
+	c := &Client{pool: &pool{addr: addr}}
 	ctx, cancel := context.WithTimeout(context.Background(), DialTimeout)
 	defer cancel()
 	if _, err := c.slots[0].get(ctx, addr); err != nil {
@@ -68,16 +79,27 @@ func (c *Client) Addr() string { return c.addr }
 func (c *Client) Close() error {
 	c.closed.Store(true)
 	for i := range c.slots {
-		s := &c.slots[i]
-		s.mu.Lock()
-		if s.mu.conn != nil {
-			s.mu.conn.abandoned.Store(true)
-			s.mu.conn.rc.Close()
-			s.mu.conn = nil
-		}
-		s.mu.Unlock()
+		c.slots[i].close()
 	}
+	c.poll.close()
 	return nil
+}
+
+// close closes the slot's connection, if any.
+func (s *slot) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.conn != nil {
+		s.mu.conn.abandoned.Store(true)
+		s.mu.conn.rc.Close()
+		s.mu.conn = nil
+	}
+}
+
+// WithSession implements meta.SessionBinder: the returned Client sends id
+// with every call and shares c's connections (closing either closes both).
+func (c *Client) WithSession(id meta.SessionID) meta.API {
+	return &Client{pool: c.pool, session: id}
 }
 
 // get returns the slot's connection, dialling it if needed.
@@ -125,6 +147,10 @@ func (c *Client) call(ctx context.Context, method string, args *Args) (*Reply, e
 	}
 	dl, _ := ctx.Deadline()
 	s := &c.slots[c.next.Add(1)%PoolSize]
+	if method == "Callbacks" {
+		s = &c.poll
+	}
+	args.Session = c.session
 	for attempt := 0; ; attempt++ {
 		args.Timeout = int64(time.Until(dl))
 		if args.Timeout <= 0 || ctx.Err() != nil {

@@ -22,4 +22,12 @@
 // server. Every call is bounded by its context's deadline, or
 // DefaultCallTimeout when it has none; a call that times out closes its
 // connection, since a server that does not answer is presumed stuck.
+//
+// Sessions. WithSession returns a Client that shares the connections and
+// sends the session id in Args.Session; the server binds its API to that
+// session (meta.SessionBinder) for the call. Callbacks, the long poll, runs on
+// a connection of its own outside the pool, so that a poll that waits or
+// times out (closing its connection) never holds up or breaks other calls;
+// without a deadline in its context it is bounded by the wait plus
+// DefaultCallTimeout.
 package metarpc

@@ -1,6 +1,8 @@
 package metarpc
 
 import (
+	"time"
+
 	"context"
 
 	"tessera/internal/block"
@@ -186,4 +188,39 @@ func (c *Client) MoverProgress(ctx context.Context) (meta.MoverProgress, error) 
 		return meta.MoverProgress{}, err
 	}
 	return r.Progress, nil
+}
+
+// OpenSession implements meta.API.
+func (c *Client) OpenSession(ctx context.Context) (meta.SessionInfo, error) {
+	r, err := c.call(ctx, "OpenSession", &Args{})
+	if err != nil {
+		return meta.SessionInfo{}, err
+	}
+	return r.Session, nil
+}
+
+// Callbacks implements meta.API over the client's poll connection. Without
+// a deadline in ctx the call waits wait plus DefaultCallTimeout at most.
+func (c *Client) Callbacks(ctx context.Context, id meta.SessionID, ack uint64, wait time.Duration) ([]meta.Callback, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait+DefaultCallTimeout)
+		defer cancel()
+	}
+	a := &Args{Ack: ack, Wait: int64(wait)}
+	r, err := c.withSession(id).call(ctx, "Callbacks", a)
+	if err != nil {
+		return nil, err
+	}
+	return r.Callbacks, nil
+}
+
+// CloseSession implements meta.API.
+func (c *Client) CloseSession(ctx context.Context, id meta.SessionID) error {
+	return c.withSession(id).none(ctx, "CloseSession", &Args{})
+}
+
+// withSession returns c sending session id.
+func (c *Client) withSession(id meta.SessionID) *Client {
+	return &Client{pool: c.pool, session: id}
 }

@@ -98,7 +98,7 @@ func (h *handler) do(a *Args, r *Reply, fn func(ctx context.Context) error) erro
 // Lookup serves meta.API.Lookup.
 func (h *handler) Lookup(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Inode, err = h.api.Lookup(ctx, a.Parent, a.Name)
+		r.Inode, err = h.on(a).Lookup(ctx, a.Parent, a.Name)
 		return err
 	})
 }
@@ -106,7 +106,7 @@ func (h *handler) Lookup(a *Args, r *Reply) error {
 // GetAttr serves meta.API.GetAttr.
 func (h *handler) GetAttr(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Inode, err = h.api.GetAttr(ctx, a.Ino)
+		r.Inode, err = h.on(a).GetAttr(ctx, a.Ino)
 		return err
 	})
 }
@@ -114,7 +114,7 @@ func (h *handler) GetAttr(a *Args, r *Reply) error {
 // SetAttr serves meta.API.SetAttr.
 func (h *handler) SetAttr(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Inode, err = h.api.SetAttr(ctx, a.Ino, a.SetAttr)
+		r.Inode, err = h.on(a).SetAttr(ctx, a.Ino, a.SetAttr)
 		return err
 	})
 }
@@ -122,7 +122,7 @@ func (h *handler) SetAttr(a *Args, r *Reply) error {
 // Create serves meta.API.Create.
 func (h *handler) Create(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Inode, err = h.api.Create(ctx, a.Create)
+		r.Inode, err = h.on(a).Create(ctx, a.Create)
 		return err
 	})
 }
@@ -130,7 +130,7 @@ func (h *handler) Create(a *Args, r *Reply) error {
 // Link serves meta.API.Link.
 func (h *handler) Link(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Inode, err = h.api.Link(ctx, a.Ino, a.NewParent, a.NewName)
+		r.Inode, err = h.on(a).Link(ctx, a.Ino, a.NewParent, a.NewName)
 		return err
 	})
 }
@@ -138,20 +138,20 @@ func (h *handler) Link(a *Args, r *Reply) error {
 // Unlink serves meta.API.Unlink.
 func (h *handler) Unlink(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Inode, err = h.api.Unlink(ctx, a.Parent, a.Name, a.Ino)
+		r.Inode, err = h.on(a).Unlink(ctx, a.Parent, a.Name, a.Ino)
 		return err
 	})
 }
 
 // Rmdir serves meta.API.Rmdir.
 func (h *handler) Rmdir(a *Args, r *Reply) error {
-	return h.do(a, r, func(ctx context.Context) error { return h.api.Rmdir(ctx, a.Parent, a.Name) })
+	return h.do(a, r, func(ctx context.Context) error { return h.on(a).Rmdir(ctx, a.Parent, a.Name) })
 }
 
 // Rename serves meta.API.Rename.
 func (h *handler) Rename(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Inode, err = h.api.Rename(ctx, a.Parent, a.Name, a.NewParent, a.NewName, a.Flags)
+		r.Inode, err = h.on(a).Rename(ctx, a.Parent, a.Name, a.NewParent, a.NewName, a.Flags)
 		return err
 	})
 }
@@ -159,7 +159,7 @@ func (h *handler) Rename(a *Args, r *Reply) error {
 // ReadDir serves meta.API.ReadDir.
 func (h *handler) ReadDir(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Ents, r.More, err = h.api.ReadDir(ctx, a.Ino, a.After, a.Limit, a.Plus)
+		r.Ents, r.More, err = h.on(a).ReadDir(ctx, a.Ino, a.After, a.Limit, a.Plus)
 		return err
 	})
 }
@@ -167,7 +167,7 @@ func (h *handler) ReadDir(a *Args, r *Reply) error {
 // GetRecipe serves meta.API.GetRecipe.
 func (h *handler) GetRecipe(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Recipe, err = h.api.GetRecipe(ctx, a.Ino, a.First, a.Count)
+		r.Recipe, err = h.on(a).GetRecipe(ctx, a.Ino, a.First, a.Count)
 		return err
 	})
 }
@@ -175,46 +175,46 @@ func (h *handler) GetRecipe(a *Args, r *Reply) error {
 // Commit serves meta.API.Commit.
 func (h *handler) Commit(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Inode, err = h.api.Commit(ctx, a.Commit)
+		r.Inode, err = h.on(a).Commit(ctx, a.Commit)
 		return err
 	})
 }
 
 // Reap serves meta.API.Reap.
 func (h *handler) Reap(a *Args, r *Reply) error {
-	return h.do(a, r, func(ctx context.Context) error { return h.api.Reap(ctx, a.Ino) })
+	return h.do(a, r, func(ctx context.Context) error { return h.on(a).Reap(ctx, a.Ino) })
 }
 
 // GetXattr serves meta.API.GetXattr.
 func (h *handler) GetXattr(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Value, err = h.api.GetXattr(ctx, a.Ino, a.Name)
+		r.Value, err = h.on(a).GetXattr(ctx, a.Ino, a.Name)
 		return err
 	})
 }
 
 // SetXattr serves meta.API.SetXattr.
 func (h *handler) SetXattr(a *Args, r *Reply) error {
-	return h.do(a, r, func(ctx context.Context) error { return h.api.SetXattr(ctx, a.Ino, a.Name, a.Value, a.Flags) })
+	return h.do(a, r, func(ctx context.Context) error { return h.on(a).SetXattr(ctx, a.Ino, a.Name, a.Value, a.Flags) })
 }
 
 // ListXattr serves meta.API.ListXattr.
 func (h *handler) ListXattr(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Names, err = h.api.ListXattr(ctx, a.Ino)
+		r.Names, err = h.on(a).ListXattr(ctx, a.Ino)
 		return err
 	})
 }
 
 // RemoveXattr serves meta.API.RemoveXattr.
 func (h *handler) RemoveXattr(a *Args, r *Reply) error {
-	return h.do(a, r, func(ctx context.Context) error { return h.api.RemoveXattr(ctx, a.Ino, a.Name) })
+	return h.do(a, r, func(ctx context.Context) error { return h.on(a).RemoveXattr(ctx, a.Ino, a.Name) })
 }
 
 // StatFS serves meta.API.StatFS.
 func (h *handler) StatFS(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.StatFS, err = h.api.StatFS(ctx)
+		r.StatFS, err = h.on(a).StatFS(ctx)
 		return err
 	})
 }
@@ -222,7 +222,7 @@ func (h *handler) StatFS(a *Args, r *Reply) error {
 // Servers serves meta.API.Servers.
 func (h *handler) Servers(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Map, err = h.api.Servers(ctx)
+		r.Map, err = h.on(a).Servers(ctx)
 		return err
 	})
 }
@@ -230,7 +230,7 @@ func (h *handler) Servers(a *Args, r *Reply) error {
 // RegisterServer serves meta.API.RegisterServer.
 func (h *handler) RegisterServer(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Map, err = h.api.RegisterServer(ctx, a.Server)
+		r.Map, err = h.on(a).RegisterServer(ctx, a.Server)
 		return err
 	})
 }
@@ -277,7 +277,7 @@ func walkPage(ctx context.Context, api meta.API, afterIno meta.Ino, afterIndex u
 // SetServerState serves meta.API.SetServerState.
 func (h *handler) SetServerState(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Map, err = h.api.SetServerState(ctx, a.Name, string(a.Value))
+		r.Map, err = h.on(a).SetServerState(ctx, a.Name, string(a.Value))
 		return err
 	})
 }
@@ -285,7 +285,7 @@ func (h *handler) SetServerState(a *Args, r *Reply) error {
 // SetReplicas serves meta.API.SetReplicas.
 func (h *handler) SetReplicas(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Map, err = h.api.SetReplicas(ctx, int(a.Count))
+		r.Map, err = h.on(a).SetReplicas(ctx, int(a.Count))
 		return err
 	})
 }
@@ -293,7 +293,39 @@ func (h *handler) SetReplicas(a *Args, r *Reply) error {
 // MoverProgress serves meta.API.MoverProgress.
 func (h *handler) MoverProgress(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {
-		r.Progress, err = h.api.MoverProgress(ctx)
+		r.Progress, err = h.on(a).MoverProgress(ctx)
 		return err
 	})
+}
+
+// on returns the API a call runs against: bound to the call's session when
+// it names one and the API can bind.
+func (h *handler) on(a *Args) meta.API {
+	if a.Session != 0 {
+		if b, ok := h.api.(meta.SessionBinder); ok {
+			return b.WithSession(a.Session)
+		}
+	}
+	return h.api
+}
+
+// OpenSession serves meta.API.OpenSession.
+func (h *handler) OpenSession(a *Args, r *Reply) error {
+	return h.do(a, r, func(ctx context.Context) (err error) {
+		r.Session, err = h.api.OpenSession(ctx)
+		return err
+	})
+}
+
+// Callbacks serves meta.API.Callbacks.
+func (h *handler) Callbacks(a *Args, r *Reply) error {
+	return h.do(a, r, func(ctx context.Context) (err error) {
+		r.Callbacks, err = h.api.Callbacks(ctx, a.Session, a.Ack, time.Duration(a.Wait))
+		return err
+	})
+}
+
+// CloseSession serves meta.API.CloseSession.
+func (h *handler) CloseSession(a *Args, r *Reply) error {
+	return h.do(a, r, func(ctx context.Context) error { return h.api.CloseSession(ctx, a.Session) })
 }

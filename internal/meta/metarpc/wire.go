@@ -11,6 +11,11 @@ import (
 // its meta.API counterpart takes.
 type Args struct {
 	Timeout int64 // nanoseconds the caller still waits; 0: no deadline
+	// Session is the session the call is made for (meta.SessionBinder);
+	// 0 for none.
+	Session meta.SessionID
+	Ack     uint64 // Callbacks: acknowledged up to this Seq
+	Wait    int64  // Callbacks: nanoseconds to wait for a callback
 
 	Ino, Parent, NewParent meta.Ino
 	Name, NewName, After   string
@@ -27,17 +32,19 @@ type Args struct {
 
 // Reply is the response envelope of every call.
 type Reply struct {
-	Err      *WireError
-	Inode    meta.Inode
-	Ents     []meta.DirEntry
-	More     bool
-	Recipe   meta.Recipe
-	Value    []byte
-	Names    []string
-	StatFS   meta.StatFS
-	Map      meta.ServerMap
-	Refs     []meta.BlockRef
-	Progress meta.MoverProgress
+	Err       *WireError
+	Inode     meta.Inode
+	Ents      []meta.DirEntry
+	More      bool
+	Recipe    meta.Recipe
+	Value     []byte
+	Names     []string
+	StatFS    meta.StatFS
+	Map       meta.ServerMap
+	Refs      []meta.BlockRef
+	Progress  meta.MoverProgress
+	Session   meta.SessionInfo
+	Callbacks []meta.Callback
 }
 
 // WireError is an error as it crosses the wire.

@@ -29,10 +29,17 @@ import (
 // Factory returns a fresh, empty API built with opts.
 type Factory func(t *testing.T, opts meta.Options) meta.API
 
-// Clock is a manual clock for meta.Options.Now.
+// Clock is a manual clock for meta.Options.Now and meta.Options.After.
 type Clock struct {
-	mu sync.Mutex
-	t  time.Time
+	mu      sync.Mutex
+	t       time.Time
+	waiters []clockWaiter
+}
+
+// clockWaiter is a channel After returned, due at the given time.
+type clockWaiter struct {
+	at time.Time
+	ch chan time.Time
 }
 
 // NewClock returns a clock at a fixed instant.
@@ -50,15 +57,47 @@ func (c *Clock) Advance(d time.Duration) int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.t = c.t.Add(d)
+	keep := c.waiters[:0]
+	for _, w := range c.waiters {
+		if w.at.After(c.t) {
+			keep = append(keep, w)
+		} else {
+			w.ch <- c.t
+		}
+	}
+	c.waiters = keep
 	return c.t.UnixNano()
+}
+
+// After returns a channel that receives the clock's time once Advance has
+// moved it d or more past now (at once when d <= 0).
+func (c *Clock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.t
+		return ch
+	}
+	c.waiters = append(c.waiters, clockWaiter{at: c.t.Add(d), ch: ch})
+	return ch
+}
+
+// Waiters returns how many After channels have not fired yet; a test waits
+// for a goroutine to block on the clock by watching it grow.
+func (c *Clock) Waiters() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiters)
 }
 
 // harness is one fresh API with its clock and helpers that fail the test.
 type harness struct {
-	t     *testing.T
-	ctx   context.Context
-	api   meta.API
-	clock *Clock
+	t       *testing.T
+	ctx     context.Context
+	api     meta.API
+	clock   *Clock
+	factory Factory
 }
 
 // Root ownership the suite asks the factory for.
@@ -69,11 +108,17 @@ const (
 	blockSize  = 64 << 10
 )
 
-func newHarness(t *testing.T, f Factory) *harness {
+func newHarness(t *testing.T, f Factory) *harness { return newHarnessOpts(t, f, nil) }
+
+// newHarnessOpts is newHarness with the options changed by edit (if not nil).
+func newHarnessOpts(t *testing.T, f Factory, edit func(*meta.Options)) *harness {
 	c := NewClock()
-	api := f(t, meta.Options{RootUid: rootUid, RootGid: rootGid, RootMode: 0775, RootPolicy: rootPolicy,
-		BlockSize: blockSize, Now: c.Now})
-	return &harness{t: t, ctx: context.Background(), api: api, clock: c}
+	opts := meta.Options{RootUid: rootUid, RootGid: rootGid, RootMode: 0775, RootPolicy: rootPolicy,
+		BlockSize: blockSize, Now: c.Now, After: c.After}
+	if edit != nil {
+		edit(&opts)
+	}
+	return &harness{t: t, ctx: context.Background(), api: f(t, opts), clock: c, factory: f}
 }
 
 // Run runs every conformance case against the factory's APIs.
@@ -112,6 +157,7 @@ func Run(t *testing.T, f Factory) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.fn(newHarness(t, f)) })
 	}
+	runSessions(t, f)
 }
 
 // wantErr fails unless err matches want (nil: no error).

@@ -1,0 +1,131 @@
+package meta
+
+import (
+	"context"
+	"time"
+)
+
+// sessionKey is the context key under which a bound Service passes the
+// calling session to the Service's methods.
+type sessionKey struct{}
+
+// sessionOf returns the session a call is made for, 0 for none.
+func sessionOf(ctx context.Context) SessionID {
+	id, _ := ctx.Value(sessionKey{}).(SessionID)
+	return id
+}
+
+// OpenSession implements API.
+func (s *Service) OpenSession(ctx context.Context) (SessionInfo, error) {
+	return s.leases.open(), nil
+}
+
+// Callbacks implements API.
+func (s *Service) Callbacks(ctx context.Context, id SessionID, ack uint64, wait time.Duration) ([]Callback, error) {
+	return s.leases.poll(ctx, id, ack, wait)
+}
+
+// CloseSession implements API.
+func (s *Service) CloseSession(ctx context.Context, id SessionID) error {
+	s.leases.close(id)
+	return nil
+}
+
+// Sessions returns how many client sessions are live.
+func (s *Service) Sessions() int { return s.leases.sessionCount() }
+
+// WithSession implements SessionBinder: the returned API makes its calls on
+// behalf of session id. With id 0 it returns s.
+func (s *Service) WithSession(id SessionID) API {
+	if id == 0 {
+		return s
+	}
+	return &boundService{Service: s, id: id}
+}
+
+// boundService is a Service whose calls carry a session; the Service's
+// methods grant leases to it and leave it out of their callbacks.
+type boundService struct {
+	*Service
+	id SessionID
+}
+
+func (b *boundService) ctx(ctx context.Context) context.Context {
+	return context.WithValue(ctx, sessionKey{}, b.id)
+}
+
+// Lookup implements API.
+func (b *boundService) Lookup(ctx context.Context, parent Ino, name string) (Inode, error) {
+	return b.Service.Lookup(b.ctx(ctx), parent, name)
+}
+
+// GetAttr implements API.
+func (b *boundService) GetAttr(ctx context.Context, ino Ino) (Inode, error) {
+	return b.Service.GetAttr(b.ctx(ctx), ino)
+}
+
+// SetAttr implements API.
+func (b *boundService) SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, error) {
+	return b.Service.SetAttr(b.ctx(ctx), ino, req)
+}
+
+// Create implements API.
+func (b *boundService) Create(ctx context.Context, req CreateReq) (Inode, error) {
+	return b.Service.Create(b.ctx(ctx), req)
+}
+
+// Link implements API.
+func (b *boundService) Link(ctx context.Context, ino, newParent Ino, newName string) (Inode, error) {
+	return b.Service.Link(b.ctx(ctx), ino, newParent, newName)
+}
+
+// Unlink implements API.
+func (b *boundService) Unlink(ctx context.Context, parent Ino, name string, reap Ino) (Inode, error) {
+	return b.Service.Unlink(b.ctx(ctx), parent, name, reap)
+}
+
+// Rename implements API.
+func (b *boundService) Rename(ctx context.Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) (Inode, error) {
+	return b.Service.Rename(b.ctx(ctx), oldParent, oldName, newParent, newName, flags)
+}
+
+// GetRecipe implements API.
+func (b *boundService) GetRecipe(ctx context.Context, ino Ino, first, count uint64) (Recipe, error) {
+	return b.Service.GetRecipe(b.ctx(ctx), ino, first, count)
+}
+
+// Commit implements API.
+func (b *boundService) Commit(ctx context.Context, req CommitReq) (Inode, error) {
+	return b.Service.Commit(b.ctx(ctx), req)
+}
+
+// SetXattr implements API.
+func (b *boundService) SetXattr(ctx context.Context, ino Ino, name string, value []byte, flags uint32) error {
+	return b.Service.SetXattr(b.ctx(ctx), ino, name, value, flags)
+}
+
+// RemoveXattr implements API.
+func (b *boundService) RemoveXattr(ctx context.Context, ino Ino, name string) error {
+	return b.Service.RemoveXattr(b.ctx(ctx), ino, name)
+}
+
+// readMark is taken before a read that grants a lease.
+func (s *Service) readMark() uint64 { return s.leases.generation() }
+
+// granted gives the calling session (if any) a lease on ino, read after
+// mark.
+func (s *Service) granted(ctx context.Context, ino Ino, mark uint64) {
+	s.leases.grant(sessionOf(ctx), ino, mark)
+}
+
+// changed calls a committed change back to the holders of leases on c.ino
+// other than the calling session, and with sync waits for their
+// acknowledgements (or their sessions' expiry).
+func (s *Service) changed(ctx context.Context, c change, sync bool) error {
+	c.from = sessionOf(ctx)
+	waits := s.leases.notify(c)
+	if !sync || len(waits) == 0 {
+		return nil
+	}
+	return s.leases.wait(ctx, waits)
+}

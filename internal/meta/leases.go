@@ -1,0 +1,356 @@
+package meta
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+)
+
+// recentChanges is how many of the latest changed inodes a leaseTable
+// remembers, to catch a change that slips between a read and its grant.
+const recentChanges = 1024
+
+// session is one client session's soft state.
+type session struct {
+	id       SessionID
+	deadline time.Time // expires when the clock passes it
+	seq      uint64    // latest Seq queued
+	acked    uint64    // latest Seq acknowledged
+	pending  []Callback
+	// wake is closed (and replaced) when a callback is queued; acks when
+	// acked advances. Both are closed for good when the session ends.
+	wake, acks chan struct{}
+	ended      bool
+	leases     map[Ino]*list.Element // values of order
+	order      *list.List            // of Ino, oldest grant first
+}
+
+// ackWait is one callback a Sync change waits for.
+type ackWait struct {
+	s   *session
+	seq uint64
+}
+
+// leaseTable tracks sessions, their leases and their callback queues, in
+// memory only (DESIGN §2.4). It is safe for concurrent use.
+type leaseTable struct {
+	now       func() time.Time
+	after     func(time.Duration) <-chan time.Time
+	ttl       time.Duration
+	maxLeases int
+
+	mu struct {
+		sync.Mutex
+		sessions  map[SessionID]*session
+		holders   map[Ino]map[SessionID]*session
+		gen       uint64 // counts changes called back
+		recent    [recentChanges]recentChange
+		nextSweep time.Time
+	}
+}
+
+// recentChange records that ino changed at generation gen.
+type recentChange struct {
+	ino Ino
+	gen uint64
+}
+
+func newLeaseTable(opts Options, now func() time.Time) *leaseTable {
+	l := &leaseTable{now: now, after: opts.After, ttl: opts.SessionTTL, maxLeases: opts.MaxLeases}
+	if l.after == nil {
+		l.after = time.After
+	}
+	if l.ttl <= 0 {
+		l.ttl = DefaultSessionTTL
+	}
+	if l.maxLeases <= 0 {
+		l.maxLeases = DefaultMaxLeases
+	}
+	l.mu.sessions = make(map[SessionID]*session)
+	l.mu.holders = make(map[Ino]map[SessionID]*session)
+	return l
+}
+
+// open starts a session. Ids are random so that a restarted service does not
+// hand a new client the id an old one still uses.
+func (l *leaseTable) open() SessionInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweepLocked()
+	id := SessionID(rand.Uint64())
+	for id == 0 || l.mu.sessions[id] != nil {
+		id = SessionID(rand.Uint64())
+	}
+	l.mu.sessions[id] = &session{id: id, deadline: l.now().Add(l.ttl),
+		wake: make(chan struct{}), acks: make(chan struct{}),
+		leases: make(map[Ino]*list.Element), order: list.New()}
+	return SessionInfo{ID: id, TTL: l.ttl}
+}
+
+// close ends session id, if it exists.
+func (l *leaseTable) close(id SessionID) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if s := l.mu.sessions[id]; s != nil {
+		l.endLocked(s)
+	}
+}
+
+// liveLocked returns session id, or nil when it is unknown or expired (an
+// expired one is ended now).
+func (l *leaseTable) liveLocked(id SessionID) *session {
+	s := l.mu.sessions[id]
+	if s != nil && l.now().After(s.deadline) {
+		l.endLocked(s)
+		return nil
+	}
+	return s
+}
+
+// endLocked drops s, its leases and its queue, and wakes its waiters.
+func (l *leaseTable) endLocked(s *session) {
+	if s.ended {
+		return
+	}
+	s.ended = true
+	delete(l.mu.sessions, s.id)
+	for ino := range s.leases {
+		l.unholdLocked(ino, s.id)
+	}
+	s.leases, s.order, s.pending = nil, nil, nil
+	close(s.wake)
+	close(s.acks)
+}
+
+func (l *leaseTable) unholdLocked(ino Ino, id SessionID) {
+	if hs := l.mu.holders[ino]; hs != nil {
+		delete(hs, id)
+		if len(hs) == 0 {
+			delete(l.mu.holders, ino)
+		}
+	}
+}
+
+// sweepLocked ends expired sessions, at most twice per TTL, so that clients
+// that vanished do not keep memory.
+func (l *leaseTable) sweepLocked() {
+	now := l.now()
+	if now.Before(l.mu.nextSweep) {
+		return
+	}
+	l.mu.nextSweep = now.Add(l.ttl / 2)
+	for _, s := range l.mu.sessions {
+		if now.After(s.deadline) {
+			l.endLocked(s)
+		}
+	}
+}
+
+// generation returns a mark to pass to grant: changes called back after it
+// are caught by the grant.
+func (l *leaseTable) generation() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.gen
+}
+
+// grant gives session id a lease on ino, read at generation since. When ino
+// was changed (and called back) after since, the caller may hold stale data
+// that no callback will correct, so the session gets an invalidation now.
+func (l *leaseTable) grant(id SessionID, ino Ino, since uint64) {
+	if id == 0 || ino == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.grantLocked(id, ino, since)
+}
+
+func (l *leaseTable) grantLocked(id SessionID, ino Ino, since uint64) {
+	s := l.liveLocked(id)
+	if s == nil {
+		return
+	}
+	if l.changedSinceLocked(ino, since) {
+		l.queueLocked(s, Callback{Ino: ino, Kind: CallbackInvalidate})
+		l.dropLeaseLocked(s, ino)
+		return
+	}
+	if e, ok := s.leases[ino]; ok {
+		s.order.MoveToBack(e)
+		return
+	}
+	s.leases[ino] = s.order.PushBack(ino)
+	hs := l.mu.holders[ino]
+	if hs == nil {
+		hs = make(map[SessionID]*session)
+		l.mu.holders[ino] = hs
+	}
+	hs[id] = s
+	for len(s.leases) > l.maxLeases {
+		old := s.order.Front().Value.(Ino)
+		l.dropLeaseLocked(s, old)
+		l.queueLocked(s, Callback{Ino: old, Kind: CallbackInvalidate})
+	}
+}
+
+// changedSinceLocked reports whether ino may have changed after since.
+func (l *leaseTable) changedSinceLocked(ino Ino, since uint64) bool {
+	if l.mu.gen == since {
+		return false
+	}
+	if l.mu.gen-since > recentChanges {
+		return true // the record of what changed does not reach back so far
+	}
+	for g := since + 1; g <= l.mu.gen; g++ {
+		if r := l.mu.recent[g%recentChanges]; r.gen == g && r.ino == ino {
+			return true
+		}
+	}
+	return false
+}
+
+func (l *leaseTable) dropLeaseLocked(s *session, ino Ino) {
+	if e, ok := s.leases[ino]; ok {
+		s.order.Remove(e)
+		delete(s.leases, ino)
+		l.unholdLocked(ino, s.id)
+	}
+}
+
+// queueLocked appends cb to s's queue and wakes its poller.
+func (l *leaseTable) queueLocked(s *session, cb Callback) uint64 {
+	s.seq++
+	cb.Seq = s.seq
+	s.pending = append(s.pending, cb)
+	close(s.wake)
+	s.wake = make(chan struct{})
+	return cb.Seq
+}
+
+// change is one change to call back.
+type change struct {
+	ino     Ino
+	from    SessionID // the session that made it: not called back; it keeps (or gains) a lease
+	since   uint64    // generation before the change was read, for from's grant
+	keep    bool      // from gains a lease on ino
+	inode   *Inode    // the inode after; nil: invalidate only
+	changes []BlockChange
+	setSize bool
+}
+
+// notify records a committed change and calls it back to every other
+// holder of a lease on its inode: an update when there is exactly one, else
+// invalidations (which end those leases). It returns what a Sync caller
+// waits for.
+func (l *leaseTable) notify(c change) []ackWait {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweepLocked()
+	if c.from != 0 && c.keep {
+		l.grantLocked(c.from, c.ino, c.since)
+	}
+	l.mu.gen++
+	l.mu.recent[l.mu.gen%recentChanges] = recentChange{ino: c.ino, gen: l.mu.gen}
+	var others []*session
+	now := l.now()
+	for id, s := range l.mu.holders[c.ino] {
+		switch {
+		case id == c.from:
+		case now.After(s.deadline):
+			l.endLocked(s)
+		default:
+			others = append(others, s)
+		}
+	}
+	var waits []ackWait
+	if len(others) == 1 && c.inode != nil && len(c.changes) <= maxUpdateChanges {
+		cb := Callback{Ino: c.ino, Kind: CallbackUpdate, Inode: *c.inode, SetSize: c.setSize}
+		for _, ch := range c.changes {
+			cb.Changes = append(cb.Changes, BlockChange{Index: ch.Index, New: ch.New, InlineNew: ch.InlineNew})
+		}
+		return append(waits, ackWait{others[0], l.queueLocked(others[0], cb)})
+	}
+	for _, s := range others {
+		waits = append(waits, ackWait{s, l.queueLocked(s, Callback{Ino: c.ino, Kind: CallbackInvalidate})})
+		l.dropLeaseLocked(s, c.ino)
+	}
+	return waits
+}
+
+// wait returns once every callback in ws is acknowledged or its session
+// ended (expired sessions are ended when the clock passes their deadline).
+func (l *leaseTable) wait(ctx context.Context, ws []ackWait) error {
+	for _, w := range ws {
+		for {
+			l.mu.Lock()
+			if w.s.ended || w.s.acked >= w.seq {
+				l.mu.Unlock()
+				break
+			}
+			left := w.s.deadline.Sub(l.now())
+			if left < 0 {
+				l.endLocked(w.s)
+				l.mu.Unlock()
+				break
+			}
+			acks := w.s.acks
+			l.mu.Unlock()
+			select {
+			case <-acks:
+			case <-l.after(left + 1): // strictly past the deadline
+			case <-ctx.Done():
+				return fmt.Errorf("change applied; waiting for session %x to acknowledge: %w (%w)", w.s.id, ctx.Err(), ErrIO)
+			}
+		}
+	}
+	return nil
+}
+
+// poll is Callbacks: see API.
+func (l *leaseTable) poll(ctx context.Context, id SessionID, ack uint64, wait time.Duration) ([]Callback, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweepLocked()
+	s := l.liveLocked(id)
+	if s == nil {
+		return nil, fmt.Errorf("callbacks of session %x: %w", id, ErrSessionExpired)
+	}
+	if ack = min(ack, s.seq); ack > s.acked {
+		s.acked = ack
+		i := 0
+		for i < len(s.pending) && s.pending[i].Seq <= ack {
+			i++
+		}
+		s.pending = slices.Delete(s.pending, 0, i)
+		close(s.acks)
+		s.acks = make(chan struct{})
+	}
+	s.deadline = l.now().Add(l.ttl)
+	if len(s.pending) == 0 && wait > 0 {
+		wake := s.wake
+		l.mu.Unlock()
+		select {
+		case <-wake:
+		case <-l.after(min(wait, l.ttl/3)):
+		case <-ctx.Done():
+		}
+		l.mu.Lock()
+		if s.ended {
+			return nil, fmt.Errorf("callbacks of session %x: %w", id, ErrSessionExpired)
+		}
+		s.deadline = l.now().Add(l.ttl)
+	}
+	return slices.Clone(s.pending), nil
+}
+
+// sessionCount returns how many sessions are live (for tests and status).
+func (l *leaseTable) sessionCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.mu.sessions)
+}

@@ -1,0 +1,86 @@
+package metarpc_test
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"tessera/internal/kv/memkv"
+	"tessera/internal/meta"
+)
+
+// TestLongPollOverRPC checks that a blocked Callbacks poll returns a
+// callback caused by another RPC client's commit, and that calls through
+// the polling client are not held up while the poll waits.
+func TestLongPollOverRPC(t *testing.T) {
+	store := memkv.New()
+	t.Cleanup(func() { store.Close() })
+	s, err := meta.New(store, meta.Options{SessionTTL: 30 * time.Second}) // real clock
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := serve(t, s)
+	ctx := context.Background()
+	writer, reader := dial(t, addr), dial(t, addr)
+	wi, err := writer.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, err := reader.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, r := writer.WithSession(wi.ID), reader.WithSession(ri.ID)
+	f, err := w.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: syscall.S_IFREG | 0644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.GetAttr(ctx, f.Ino); err != nil {
+		t.Fatal(err)
+	}
+
+	type polled struct {
+		cbs []meta.Callback
+		err error
+	}
+	done := make(chan polled, 1)
+	go func() {
+		cbs, err := reader.Callbacks(ctx, ri.ID, 0, 8*time.Second)
+		done <- polled{cbs, err}
+	}()
+	// While the poll waits, the polling client's other calls go through.
+	start := time.Now()
+	for range 2 * 4 { // every pooled connection, twice
+		if _, err := r.GetAttr(ctx, f.Ino); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("calls beside a long poll took %v", d)
+	}
+	select {
+	case p := <-done:
+		t.Fatalf("the poll returned before any change: %+v, %v", p.cbs, p.err)
+	default:
+	}
+	in, err := w.Commit(ctx, meta.CommitReq{Ino: f.Ino, Size: 123})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case p := <-done:
+		if p.err != nil {
+			t.Fatal(p.err)
+		}
+		if len(p.cbs) != 1 || p.cbs[0].Kind != meta.CallbackUpdate || p.cbs[0].Inode.Size != 123 || p.cbs[0].Inode.Change != in.Change {
+			t.Fatalf("poll = %+v, want one update to size 123", p.cbs)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the long poll did not return the commit's callback")
+	}
+	if _, err := reader.Callbacks(ctx, meta.SessionID(12345), 0, 0); !errors.Is(err, meta.ErrSessionExpired) {
+		t.Fatalf("unknown session over RPC: %v, want ErrSessionExpired", err)
+	}
+}
