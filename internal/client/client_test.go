@@ -104,7 +104,7 @@ func (e *env) readAll(t *testing.T, ino meta.Ino) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, _ := e.c.Open(ctx, in)
+	h, _, _ := e.c.Open(ctx, in, 0)
 	defer h.Release(ctx)
 	buf := make([]byte, in.Size+10)
 	n, err := h.Read(ctx, 0, buf)
@@ -119,7 +119,7 @@ func TestWriteCommitRead(t *testing.T) {
 	e := newEnv(t, bs, 0)
 	ctx := context.Background()
 	in := e.create(t, "f")
-	h, _ := e.c.Open(ctx, in)
+	h, _, _ := e.c.Open(ctx, in, 0)
 	data := make([]byte, 3*bs+123)
 	rand.New(rand.NewSource(1)).Read(data)
 	if _, err := h.Write(ctx, 0, data); err != nil {
@@ -145,7 +145,7 @@ func TestSmallFileIsInline(t *testing.T) {
 	e := newEnv(t, 64<<10, 0)
 	ctx := context.Background()
 	in := e.create(t, "small")
-	h, _ := e.c.Open(ctx, in)
+	h, _, _ := e.c.Open(ctx, in, 0)
 	h.Write(ctx, 0, []byte("hello, tessera"))
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func TestZeroBlocksAreHoles(t *testing.T) {
 	e := newEnv(t, bs, 0)
 	ctx := context.Background()
 	in := e.create(t, "sparse")
-	h, _ := e.c.Open(ctx, in)
+	h, _, _ := e.c.Open(ctx, in, 0)
 	h.Write(ctx, 10*bs, []byte("end"))
 	h.Write(ctx, 0, make([]byte, bs)) // an explicit block of zeros
 	if err := h.Release(ctx); err != nil {
@@ -191,7 +191,7 @@ func TestDirtyMemoryBounded(t *testing.T) {
 	var peak int64
 	for i := 0; i < 4; i++ {
 		in := e.create(t, fmt.Sprintf("f%d", i))
-		h, _ := e.c.Open(ctx, in)
+		h, _, _ := e.c.Open(ctx, in, 0)
 		chunk := bytes.Repeat([]byte{byte(i + 1)}, 1000)
 		for off := int64(0); off < 40*bs; off += int64(len(chunk)) {
 			if _, err := h.Write(ctx, off, chunk); err != nil {
@@ -220,7 +220,7 @@ func TestRandomOps(t *testing.T) {
 	e := newEnv(t, bs, 8*bs)
 	ctx := context.Background()
 	in := e.create(t, "r")
-	h, _ := e.c.Open(ctx, in)
+	h, _, _ := e.c.Open(ctx, in, 0)
 	var model []byte
 	ops := 3000
 	if testing.Short() {
@@ -295,7 +295,7 @@ func TestRandomOps(t *testing.T) {
 			if cur.Size != uint64(len(model)) {
 				fail("op %d: committed size %d, model %d", i, cur.Size, len(model))
 			}
-			h, _ = e.c.Open(ctx, cur)
+			h, _, _ = e.c.Open(ctx, cur, 0)
 		}
 	}
 	h.Release(ctx)

@@ -139,6 +139,9 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode) {
 	f.truncated = false
 	f.metaDirty = false
 	f.mtime = 0
+	f.writes = 0
+	f.committedSize = int64(in.Size)
+	f.policyName = in.Policy
 	f.change = in.Change
 	f.c.mu.Lock()
 	f.c.mu.seen[f.ino] = in.Change

@@ -44,7 +44,7 @@ func TestBlockServerDown(t *testing.T) {
 	}
 	data := make([]byte, 200<<10)
 	rand.New(rand.NewSource(2)).Read(data)
-	h, _ := write.Open(ctx, in)
+	h, _, _ := write.Open(ctx, in, 0)
 	h.Write(ctx, 0, data)
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
@@ -59,7 +59,7 @@ func TestBlockServerDown(t *testing.T) {
 	}
 	defer read.Close(ctx)
 	cur, _ := svc.GetAttr(ctx, in.Ino)
-	rh, _ := read.Open(ctx, cur)
+	rh, _, _ := read.Open(ctx, cur, 0)
 	defer rh.Release(ctx)
 	start := time.Now()
 	_, err = rh.Read(ctx, 0, make([]byte, 4096))
@@ -74,7 +74,7 @@ func TestBlockServerDown(t *testing.T) {
 
 	// A write whose upload cannot reach a server fails at fsync, not before,
 	// and not with a hang.
-	wh, _ := read.Open(ctx, cur)
+	wh, _, _ := read.Open(ctx, cur, 0)
 	defer wh.Release(ctx)
 	wh.Write(ctx, 0, make([]byte, 64<<10))
 	wh.Write(ctx, 0, []byte{1})

@@ -44,6 +44,14 @@ type file struct {
 	mtime     int64 // mtime of the latest uncommitted write
 	err       error // first failed upload since the last commit
 	replicas  int   // copies per block; 0 = the cluster's default
+	// policyName is the inode's own consistency policy ("" = the mount's).
+	policyName string
+	// committedSize is the size at the latest commit this client made or
+	// saw; writes counts writes since then and firstWrite is when the
+	// first of them came (for the policies' commit knobs).
+	committedSize int64
+	writes        int
+	firstWrite    time.Time
 	// repls are the replications of blocks uploaded since the last fsync,
 	// which waits until every copy was tried.
 	repls []*replication
@@ -83,6 +91,8 @@ func (f *file) loadLocked(in meta.Inode) {
 	f.hasInline = in.HasInline
 	f.inline = in.Inline
 	f.replicas = int(in.Replicas)
+	f.policyName = in.Policy
+	f.committedSize = int64(in.Size)
 	f.windows = make(map[uint64][]block.Hash)
 	f.dirty = make(map[uint64]*dblock)
 	f.inflight = make(map[uint64]*dblock)
@@ -93,9 +103,12 @@ func (f *file) loadLocked(in meta.Inode) {
 // refreshLocked adopts a newer committed state from the meta service when
 // this client has no uncommitted change of its own.
 func (f *file) refreshLocked(in meta.Inode) {
+	f.policyName = in.Policy
+	f.replicas = int(in.Replicas)
 	if in.Change == f.change || len(f.dirty) > 0 || f.nInflight > 0 || len(f.pending) > 0 || f.metaDirty {
 		return
 	}
+	f.committedSize = int64(in.Size)
 	f.size = int64(in.Size)
 	f.change = in.Change
 	f.hasInline = in.HasInline
@@ -227,8 +240,13 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 			f.scheduleLocked(d)
 		}
 	}
-	f.mtime = time.Now().UnixNano()
+	now := time.Now()
+	f.mtime = now.UnixNano()
 	f.metaDirty = true
+	if f.writes == 0 {
+		f.firstWrite = now
+	}
+	f.writes++
 	return written, nil
 }
 
@@ -313,6 +331,16 @@ func pruneDone(reps []*replication) []*replication {
 		}
 	}
 	return out
+}
+
+// dirtyFor is how long the oldest uncommitted write has waited (0 if none).
+func (f *file) dirtyFor() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.writes == 0 {
+		return 0
+	}
+	return time.Since(f.firstWrite)
 }
 
 // waitLocked waits until no upload of this file is under way.

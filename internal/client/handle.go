@@ -7,53 +7,71 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
+	"tessera/internal/policy"
 )
 
 // Handle is one open file description: reads and writes at offsets, with
-// sequential-read detection for read-ahead.
+// sequential-read detection for read-ahead. Every operation runs between
+// the Pre and Post hooks of the file's consistency policy (internal/policy).
 type Handle struct {
-	f  *file
-	mu sync.Mutex
+	f     *file
+	flags int // open flags (O_SYNC, O_DSYNC, O_RSYNC, O_TRUNC...)
+	mu    sync.Mutex
 	// next is where a sequential reader's next read starts; run counts
 	// consecutive sequential reads.
 	next int64
 	run  int
+	// fresh: the attributes were just read from the meta service by the
+	// open, which is revalidation enough for the open's hooks.
+	fresh bool
 }
 
 // Open opens the file whose current attributes are in (as Create returns
-// them). keepCache reports whether the kernel may keep the pages it cached
-// from an earlier open: the content has not changed since this client last
-// saw it.
-func (c *Client) Open(ctx context.Context, in meta.Inode) (h *Handle, keepCache bool) {
+// them) with the open flags `flags`, running the policy's open hooks. The
+// mode says how the kernel may cache the file's pages (see OpenMode).
+func (c *Client) Open(ctx context.Context, in meta.Inode, flags int) (*Handle, OpenMode, error) {
 	f := c.ref(in.Ino)
 	f.adopt(in)
-	return &Handle{f: f}, c.keepCache(in)
+	return c.opened(ctx, f, in, flags)
 }
 
 // OpenIno opens ino, counting the opener before it reads the attributes
 // under the file's lock, so that an unlink racing with the open either sees
 // the opener (and defers the reap) or reaps first (and the open fails with
 // ENOENT): an open never returns a handle on a reaped inode.
-func (c *Client) OpenIno(ctx context.Context, ino meta.Ino) (h *Handle, keepCache bool, in meta.Inode, err error) {
+func (c *Client) OpenIno(ctx context.Context, ino meta.Ino, flags int) (*Handle, OpenMode, meta.Inode, error) {
 	f := c.ref(ino)
 	f.mu.Lock()
-	in, err = c.api.GetAttr(ctx, ino)
+	in, err := c.api.GetAttr(ctx, ino)
 	if err != nil {
 		f.mu.Unlock()
 		c.unref(f)
-		return nil, false, in, err
+		return nil, OpenMode{}, in, err
 	}
 	f.adoptLocked(in)
 	f.mu.Unlock()
-	return &Handle{f: f}, c.keepCache(in), in, nil
+	h, mode, err := c.opened(ctx, f, in, flags)
+	return h, mode, in, err
 }
 
-func (c *Client) keepCache(in meta.Inode) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	keep := c.mu.seen[in.Ino] == in.Change && in.Change != 0
-	c.mu.seen[in.Ino] = in.Change
-	return keep
+// opened runs the open hooks on a handle of f, whose attributes in were
+// just read, and releases it if they fail.
+func (c *Client) opened(ctx context.Context, f *file, in meta.Inode, flags int) (*Handle, OpenMode, error) {
+	h := &Handle{f: f, flags: flags, fresh: true}
+	p := c.PolicyFor(in.Policy)
+	op := h.op(0, 0)
+	err := p.PreOpen(ctx, handleFile{h}, op)
+	if err == nil {
+		err = p.PostOpen(ctx, handleFile{h}, op)
+	}
+	if err != nil {
+		_ = c.release(ctx, f)
+		return nil, OpenMode{}, err
+	}
+	h.mu.Lock()
+	h.fresh = false
+	h.mu.Unlock()
+	return h, c.openMode(in.Ino, in.Change, p.Knobs(), flags), nil
 }
 
 // ref returns the open-file state of ino, creating it, and counts one more
@@ -154,27 +172,64 @@ func (c *Client) Truncate(ctx context.Context, in meta.Inode, size int64) (meta.
 	return c.api.GetAttr(ctx, in.Ino)
 }
 
-// Write writes data at off.
+// Write writes data at off, between the policy's write hooks (which may
+// refuse it, or commit it at once).
 func (h *Handle) Write(ctx context.Context, off int64, data []byte) (int, error) {
-	return h.f.write(ctx, off, data)
+	p, hf, op := h.policy(), handleFile{h}, h.op(off, int64(len(data)))
+	if err := p.PreWrite(ctx, hf, op); err != nil {
+		return 0, err
+	}
+	n, err := h.f.write(ctx, off, data)
+	if err != nil {
+		return n, err
+	}
+	if err := p.PostWrite(ctx, hf, op); err != nil {
+		return 0, err
+	}
+	if k := p.Knobs(); k.Commit == policy.CommitPeriodic && k.CommitEvery > 0 && h.f.dirtyFor() >= k.CommitEvery {
+		return n, h.commit(ctx, false)
+	}
+	return n, nil
 }
 
-// Flush commits what was written (close, fsync).
+// Flush commits what was written (close(2) of one descriptor), between the
+// policy's close hooks.
 func (h *Handle) Flush(ctx context.Context) error {
-	h.f.mu.Lock()
-	defer h.f.mu.Unlock()
-	return h.f.commitLocked(ctx)
+	p, hf, op := h.policy(), handleFile{h}, h.op(0, 0)
+	if err := p.PreClose(ctx, hf, op); err != nil {
+		return err
+	}
+	if err := h.commit(ctx, false); err != nil {
+		return err
+	}
+	return p.PostClose(ctx, hf, op)
 }
 
 // Fsync commits what was written and waits until every copy of every block
 // uploaded since the last fsync was tried: all live replicas hold them
 // (a copy that failed went to a server that is not live).
 func (h *Handle) Fsync(ctx context.Context) error {
+	p, hf, op := h.policy(), handleFile{h}, h.op(0, 0)
+	if err := p.PreSync(ctx, hf, op); err != nil {
+		return err
+	}
+	if err := h.commit(ctx, true); err != nil {
+		return err
+	}
+	return p.PostSync(ctx, hf, op)
+}
+
+// commit commits what was written; with all it then waits until every copy
+// of every block uploaded since the last such wait was tried.
+func (h *Handle) commit(ctx context.Context, all bool) error {
 	f := h.f
 	f.mu.Lock()
 	err := f.commitLocked(ctx)
-	repls := f.repls
-	f.repls = nil
+	var repls []*replication
+	if all {
+		repls = f.repls
+		f.repls = nil
+	}
 	f.mu.Unlock()
 	if err != nil {
 		return err
@@ -211,8 +266,21 @@ type fetchJob struct {
 }
 
 // Read reads into dest from off and returns the byte count; 0 at or past
-// the end of the file.
+// the end of the file. It runs between the policy's read hooks, which
+// revalidate first for synchronized reads (O_RSYNC).
 func (h *Handle) Read(ctx context.Context, off int64, dest []byte) (int, error) {
+	p, hf, op := h.policy(), handleFile{h}, h.op(off, int64(len(dest)))
+	if err := p.PreRead(ctx, hf, op); err != nil {
+		return 0, err
+	}
+	n, err := h.read(ctx, off, dest)
+	if err != nil {
+		return n, err
+	}
+	return n, p.PostRead(ctx, hf, op)
+}
+
+func (h *Handle) read(ctx context.Context, off int64, dest []byte) (int, error) {
 	f := h.f
 	f.mu.Lock()
 	if err := f.catchUpLocked(ctx); err != nil {

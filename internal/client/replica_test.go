@@ -102,7 +102,7 @@ func TestReplicatedWriteSurvivesDeadServer(t *testing.T) {
 	}
 	data := make([]byte, 8*64<<10)
 	rand.New(rand.NewSource(3)).Read(data)
-	h, _ := c.Open(ctx, in)
+	h, _, _ := c.Open(ctx, in, 0)
 	if _, err := h.Write(ctx, 0, data); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestReadFallsBackAndRepairs(t *testing.T) {
 	svc, c, stores := newReplicaEnv(t, 3, 3)
 	in, _ := svc.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: 0o100644})
 	data := bytes.Repeat([]byte("tessera!"), 8<<10) // one full 64 KiB block
-	h, _ := c.Open(ctx, in)
+	h, _, _ := c.Open(ctx, in, 0)
 	h.Write(ctx, 0, data)
 	if err := h.Fsync(ctx); err != nil {
 		t.Fatal(err)
@@ -155,7 +155,7 @@ func TestReadFallsBackAndRepairs(t *testing.T) {
 	}
 	defer c2.Close(ctx)
 	cur, _ := svc.GetAttr(ctx, in.Ino)
-	rh, _ := c2.Open(ctx, cur)
+	rh, _, _ := c2.Open(ctx, cur, 0)
 	defer rh.Release(ctx)
 	buf := make([]byte, len(data))
 	if n, err := rh.Read(ctx, 0, buf); err != nil || n != len(data) || !bytes.Equal(buf, data) {

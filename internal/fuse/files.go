@@ -5,16 +5,32 @@ import (
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 
+	"tessera/internal/client"
 	"tessera/internal/meta"
 )
 
-func (fs *FS) open(cancel <-chan struct{}, in meta.Inode, out *gofuse.OpenOut) gofuse.Status {
-	h, keep := fs.c.Open(ctxOf(cancel), in)
-	out.Fh = fs.addFile(h)
-	if keep {
-		out.OpenFlags |= gofuse.FOPEN_KEEP_CACHE
+func (fs *FS) open(cancel <-chan struct{}, in meta.Inode, flags uint32, out *gofuse.OpenOut) gofuse.Status {
+	h, mode, err := fs.c.Open(ctxOf(cancel), in, int(flags))
+	if err != nil {
+		return fs.status("open", err)
 	}
+	fs.opened(h, in.Ino, mode, out)
 	return gofuse.OK
+}
+
+// opened registers h and tells the kernel how to cache the file. When the
+// kernel may not keep the pages it has, it must not keep the size it has
+// either: a read past a stale, shorter size would end early.
+func (fs *FS) opened(h *client.Handle, ino meta.Ino, mode client.OpenMode, out *gofuse.OpenOut) {
+	out.Fh = fs.addFile(h)
+	if mode.KeepCache {
+		out.OpenFlags |= gofuse.FOPEN_KEEP_CACHE
+	} else {
+		fs.invalidateAttr(ino)
+	}
+	if mode.DirectIO {
+		out.OpenFlags |= gofuse.FOPEN_DIRECT_IO
+	}
 }
 
 func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string, out *gofuse.CreateOut) gofuse.Status {
@@ -37,11 +53,11 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 		}
 	}
 	fs.fillEntry(&in, &out.EntryOut)
-	return fs.open(cancel, in, &out.OpenOut)
+	return fs.open(cancel, in, input.Flags, &out.OpenOut)
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	h, keep, in, err := fs.c.OpenIno(ctxOf(cancel), meta.Ino(input.NodeId))
+	h, mode, in, err := fs.c.OpenIno(ctxOf(cancel), meta.Ino(input.NodeId), int(input.Flags))
 	if err != nil {
 		return fs.status("open", err)
 	}
@@ -49,10 +65,7 @@ func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.Ope
 		h.Release(ctxOf(cancel))
 		return gofuse.Status(syscall.EISDIR)
 	}
-	out.Fh = fs.addFile(h)
-	if keep {
-		out.OpenFlags |= gofuse.FOPEN_KEEP_CACHE
-	}
+	fs.opened(h, in.Ino, mode, out)
 	return gofuse.OK
 }
 

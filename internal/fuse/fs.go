@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -33,6 +34,7 @@ type FS struct {
 	api                  meta.API
 	opts                 Options
 	log                  *slog.Logger
+	srv                  atomic.Pointer[gofuse.Server] // set by Mount, for notifications
 
 	mu struct {
 		sync.Mutex
@@ -76,6 +78,7 @@ func Mount(fs *FS, dir string) (*gofuse.Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
+	fs.srv.Store(srv)
 	go srv.Serve()
 	if err := srv.WaitMount(); err != nil {
 		srv.Unmount()
@@ -105,6 +108,30 @@ func setReadAhead(dir string, kb int) error {
 }
 
 func (fs *FS) String() string { return "tessera" }
+
+// invalidateAttr makes the kernel forget ino's cached attributes. It only
+// marks them stale, taking no inode lock, so a request handler may call it.
+func (fs *FS) invalidateAttr(ino meta.Ino) {
+	if srv := fs.srv.Load(); srv != nil {
+		srv.InodeNotify(uint64(ino), -1, 0)
+	}
+}
+
+// Invalidate makes the kernel forget ino's cached attributes and pages, as
+// a callback from the meta service asks (another client changed the file).
+// Dropping pages waits for page locks that reads in flight hold, so it runs
+// on its own goroutine and the caller never waits for it.
+func (fs *FS) Invalidate(ino meta.Ino) {
+	srv := fs.srv.Load()
+	if srv == nil {
+		return
+	}
+	go func() {
+		if st := srv.InodeNotify(uint64(ino), 0, -1); st != gofuse.OK && st != gofuse.ENOENT {
+			fs.log.Debug("kernel cache invalidation", "inode", ino, "status", st)
+		}
+	}()
+}
 
 // status maps an error to a FUSE status: errno values pass through, anything
 // else is EIO with a log line.
@@ -166,8 +193,18 @@ func (fs *FS) fillEntry(in *meta.Inode, out *gofuse.EntryOut) {
 	out.NodeId = uint64(in.Ino)
 	out.Generation = in.Gen
 	out.SetEntryTimeout(fs.opts.EntryTimeout)
-	out.SetAttrTimeout(fs.opts.AttrTimeout)
+	out.SetAttrTimeout(fs.attrTTL(in))
 	fillAttr(in, &out.Attr)
+}
+
+// attrTTL is how long the kernel may keep in's attributes: what the
+// inode's consistency policy allows (client.CacheTTL) for regular files,
+// Options.AttrTimeout for the rest, whose attributes no policy governs.
+func (fs *FS) attrTTL(in *meta.Inode) time.Duration {
+	if !in.IsRegular() {
+		return fs.opts.AttrTimeout
+	}
+	return fs.c.CacheTTL(in)
 }
 
 func (fs *FS) addFile(h *client.Handle) uint64 {

@@ -28,7 +28,7 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, input *gofuse.GetAttrIn, out *gofu
 	}
 	fs.c.Overlay(&in)
 	fillAttr(&in, &out.Attr)
-	out.SetTimeout(fs.opts.AttrTimeout)
+	out.SetTimeout(fs.attrTTL(&in))
 	return gofuse.OK
 }
 
@@ -96,7 +96,7 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, input *gofuse.SetAttrIn, out *gofu
 	}
 	fs.c.Overlay(&in)
 	fillAttr(&in, &out.Attr)
-	out.SetTimeout(fs.opts.AttrTimeout)
+	out.SetTimeout(fs.attrTTL(&in))
 	return gofuse.OK
 }
 
