@@ -163,12 +163,16 @@ func runMount(ctx context.Context, args []string) error {
 		return err
 	}
 	defer mc.Close()
+	inv := new(fuse.Invalidator)
 	cl, err := client.New(ctx, client.Config{Meta: mc, Dial: up.DialBlockServer, Logger: log,
-		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String()})
+		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String(),
+		Sessions: true, OnInvalidate: inv.Invalidate})
 	if err != nil {
 		return err
 	}
-	srv, err := fuse.Mount(fuse.New(cl, fuse.Options{Logger: log, Debug: *debug}), mnt)
+	fsys := fuse.New(cl, fuse.Options{Logger: log, Debug: *debug})
+	inv.Set(fsys)
+	srv, err := fuse.Mount(fsys, mnt)
 	if err != nil {
 		cl.Close(context.Background())
 		return err

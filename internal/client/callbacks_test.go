@@ -61,7 +61,7 @@ func (e *sessionEnv) client(t *testing.T) (*Client, chan meta.Ino) {
 func writeAt(t *testing.T, c *Client, ino meta.Ino, off int64, data []byte) {
 	t.Helper()
 	ctx := context.Background()
-	h, _, _, err := c.OpenIno(ctx, ino)
+	h, _, _, err := c.OpenIno(ctx, ino, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestCallbacksKeepReadersCoherent(t *testing.T) {
 	v1 := bytes.Repeat([]byte("1"), 2*bs)
 	writeAt(t, a, f.Ino, 0, v1)
 
-	hb, _, _, err := b.OpenIno(ctx, f.Ino)
+	hb, _, _, err := b.OpenIno(ctx, f.Ino, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestCallbacksKeepReadersCoherent(t *testing.T) {
 
 	// Two other holders: invalidations.
 	c, cTold := e.client(t)
-	hc, _, _, err := c.OpenIno(ctx, f.Ino)
+	hc, _, _, err := c.OpenIno(ctx, f.Ino, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestCallbacksKeepReadersCoherent(t *testing.T) {
 		t.Fatalf("B counted %d callbacks, want 2", n)
 	}
 	// The kernel may not keep B's pages: the content changed since B saw it.
-	if _, keep := b.Open(ctx, in); keep {
+	if _, m, _ := b.Open(ctx, in, 0); m.KeepCache {
 		t.Fatal("B would keep the kernel cache of a changed file")
 	}
 }
@@ -190,7 +190,7 @@ func TestCallbacksSessionExpired(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeAt(t, a, f.Ino, 0, []byte("one"))
-	hb, _, _, err := b.OpenIno(ctx, f.Ino)
+	hb, _, _, err := b.OpenIno(ctx, f.Ino, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

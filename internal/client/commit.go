@@ -9,6 +9,7 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
+	"tessera/internal/policy"
 )
 
 // commitLocked uploads every dirty block, waits for the uploads and commits
@@ -36,6 +37,10 @@ func (f *file) commitLocked(ctx context.Context) error {
 		return nil
 	}
 	req := meta.CommitReq{Ino: f.ino, Size: uint64(f.size), SetSize: f.truncated, Mtime: f.mtime}
+	// Under a coherent policy a commit returns only once every other
+	// client caching the file has dropped or updated its copy: the next
+	// read anywhere sees it (sequential consistency).
+	req.Sync = f.c.PolicyFor(f.policyName).Knobs().Cache == policy.CacheCoherent
 	idxs := make([]uint64, 0, len(f.pending))
 	for idx := range f.pending {
 		idxs = append(idxs, idx)

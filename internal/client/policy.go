@@ -80,9 +80,9 @@ type handleFile struct{ h *Handle }
 
 var _ policy.File = handleFile{}
 
-func (hf handleFile) Ino() uint64  { return uint64(hf.h.f.ino) }
-func (hf handleFile) Size() int64  { return hf.h.Size() }
-func (hf handleFile) Dirty() int   { return hf.h.f.writesSinceCommit() }
+func (hf handleFile) Ino() uint64 { return uint64(hf.h.f.ino) }
+func (hf handleFile) Size() int64 { return hf.h.Size() }
+func (hf handleFile) Dirty() int  { return hf.h.f.writesSinceCommit() }
 func (hf handleFile) Committed() bool {
 	f := hf.h.f
 	f.mu.Lock()

@@ -109,6 +109,20 @@ func setReadAhead(dir string, kb int) error {
 
 func (fs *FS) String() string { return "tessera" }
 
+// Invalidator forwards a client's invalidations (client.Config.OnInvalidate)
+// to the FS made after the client; until Set they are dropped.
+type Invalidator struct{ fs atomic.Pointer[FS] }
+
+// Set names the FS that receives the invalidations.
+func (v *Invalidator) Set(fs *FS) { v.fs.Store(fs) }
+
+// Invalidate calls the FS's Invalidate.
+func (v *Invalidator) Invalidate(ino meta.Ino) {
+	if fs := v.fs.Load(); fs != nil {
+		fs.Invalidate(ino)
+	}
+}
+
 // invalidateAttr makes the kernel forget ino's cached attributes. It only
 // marks them stale, taking no inode lock, so a request handler may call it.
 func (fs *FS) invalidateAttr(ino meta.Ino) {

@@ -176,17 +176,22 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	role.Logger = log
 	cleanups = append(cleanups, StartMetaRole(ctx, svc, role))
 
+	inv := new(fuse.Invalidator)
 	cl, err := client.New(ctx, client.Config{
 		Meta:         svc,
 		Dial:         dial,
 		Logger:       log,
 		DiskCacheDir: filepath.Join(cfg.DataDir, "cache"),
 		Policy:       cfg.Policy,
+		// Other mounts (tessera mount --meta) keep this one coherent.
+		Sessions:     true,
+		OnInvalidate: inv.Invalidate,
 	})
 	if err != nil {
 		return err
 	}
 	fs := fuse.New(cl, fuse.Options{Logger: log, Debug: cfg.Debug})
+	inv.Set(fs)
 	srv, err := fuse.Mount(fs, cfg.Mount)
 	if err != nil {
 		cl.Close(context.Background())
