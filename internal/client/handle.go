@@ -157,11 +157,18 @@ func (c *Client) reapLocked(ctx context.Context, f *file) {
 }
 
 // Truncate sets the size of in.Ino, whether or not it is open.
+// A write-once file (policy.Knobs.WriteOnce) with committed content cannot
+// change size.
 func (c *Client) Truncate(ctx context.Context, in meta.Inode, size int64) (meta.Inode, error) {
 	f := c.ref(in.Ino)
 	f.adopt(in)
 	f.mu.Lock()
-	err := f.truncateLocked(ctx, size)
+	var err error
+	if c.PolicyFor(f.policyName).Knobs().WriteOnce && f.committedSize > 0 && size != f.size {
+		err = fmt.Errorf("truncate inode %d: %w", f.ino, policy.ErrImmutable)
+	} else {
+		err = f.truncateLocked(ctx, size)
+	}
 	f.mu.Unlock()
 	if rerr := c.release(ctx, f); err == nil {
 		err = rerr
