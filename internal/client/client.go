@@ -70,6 +70,7 @@ type Client struct {
 	uploads chan struct{} // semaphore
 	fetches chan struct{} // semaphore
 	bg      sync.WaitGroup
+	redo    redoStats
 
 	mu struct {
 		sync.Mutex
@@ -166,12 +167,18 @@ type Stats struct {
 	MemBytes             int64
 	DirtyBytes           int64
 	TierHits, TierMisses uint64
+	// Commits succeeded; Conflicts met (each answered by a redo or, past
+	// the attempts allowed, by CommitsFailed); RedoRetries are the
+	// commits re-sent after a redo.
+	Commits, Conflicts, RedoRetries, CommitsFailed uint64
 }
 
 // Stats returns the client's cache and buffer counters.
 func (c *Client) Stats() Stats {
 	h, m, u := c.mem.stats()
-	st := Stats{MemHits: h, MemMisses: m, MemBytes: u, DirtyBytes: c.budget.inUse()}
+	st := Stats{MemHits: h, MemMisses: m, MemBytes: u, DirtyBytes: c.budget.inUse(),
+		Commits: c.redo.commits.Load(), Conflicts: c.redo.conflicts.Load(),
+		RedoRetries: c.redo.retries.Load(), CommitsFailed: c.redo.failed.Load()}
 	if c.tier != nil {
 		ts := c.tier.Stats()
 		st.TierHits, st.TierMisses = ts.Hits, ts.Misses
