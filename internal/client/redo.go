@@ -171,7 +171,7 @@ func (f *file) redoLocked(ctx context.Context, req *meta.CommitReq, ours []*ourB
 func conflictedBlocks(req *meta.CommitReq, cerr error) []uint64 {
 	var out []uint64
 	ce := (*meta.ConflictError)(nil)
-	known := errors.As(cerr, &ce)
+	known := errors.As(cerr, &ce) && len(ce.Current) > 0
 	for _, ch := range req.Changes {
 		changed := !known
 		for i := 0; known && i < len(ce.Current); i++ {
