@@ -68,7 +68,7 @@ func (f *file) commitLocked(ctx context.Context) error {
 	}
 	if inlineOK {
 		ch := meta.BlockChange{InlineNew: true, NewInline: inline}
-		if err := add(0, d0.base, ch, &ourBlock{content: inline, loaded: true}); err != nil {
+		if err := add(0, d0.base, ch, &ourBlock{inline: inline}); err != nil {
 			return err
 		}
 	}
@@ -126,13 +126,13 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode, ours []*ourBlock
 	redone := false
 	for i, ch := range req.Changes {
 		o := ours[i]
-		redone = redone || o.merged != nil
+		redone = redone || o.redone
 		if d, ok := f.dirty[ch.Index]; ok {
 			d.old, d.oldSet = ch.New, true
 			if ch.InlineNew {
 				d.old = block.Sum(ch.NewInline)
 			}
-			if o.merged != nil {
+			if o.redone {
 				buf := make([]byte, max(int64(len(o.merged)), d.own.end), max(f.bs, int64(len(o.merged))))
 				copy(buf, o.merged)
 				d.own.overlay(buf, d.buf)

@@ -64,11 +64,15 @@ func (r *redoStats) backoff(ctx context.Context, attempt int) error {
 
 // ourBlock is this client's side of one change of a commit, for a redo.
 type ourBlock struct {
-	sp      spans
-	h       block.Hash // this client's content, until loaded
-	content []byte
-	loaded  bool
-	merged  []byte // after a redo: the content of the change sent
+	sp     spans
+	h      block.Hash // this client's content, unless inline
+	inline []byte     // this client's content when it was inline
+	redone bool
+	// merged is the content a redo sent, kept only while a dirty block
+	// of the same index waits to be rebased on it (installLocked); other
+	// merged blocks are dropped once uploaded, so a redo of many blocks
+	// holds about one block at a time beyond the caches.
+	merged []byte
 }
 
 // SetForced chooses what a commit of the handle's file does when another
@@ -102,10 +106,18 @@ func (f *file) sendLocked(ctx context.Context, req *meta.CommitReq, ours []*ourB
 				"inode", f.ino, "blocks", conflictedBlocks(req, err), "attempts", attempt)
 			return meta.Inode{}, fmt.Errorf("commit inode %d: %d attempts conflicted: %w (%w)", f.ino, attempt, syscall.EIO, err)
 		}
-		if err := st.backoff(ctx, attempt); err != nil {
-			return meta.Inode{}, fmt.Errorf("commit inode %d: %w", f.ino, err)
+		// The first conflict is redone at once on the hashes it carries.
+		// Conflicts that repeat mean contention: wait, so that contending
+		// clients fall out of step, then read the hashes afresh, as the
+		// conflict's are as old as the wait.
+		cerr := err
+		if attempt > 1 {
+			if err := st.backoff(ctx, attempt-1); err != nil {
+				return meta.Inode{}, fmt.Errorf("commit inode %d: %w", f.ino, err)
+			}
+			cerr = nil
 		}
-		if err := f.redoLocked(ctx, req, ours, err); err != nil {
+		if err := f.redoLocked(ctx, req, ours, cerr); err != nil {
 			return meta.Inode{}, err
 		}
 		st.retries.Add(1)
@@ -126,11 +138,11 @@ func (f *file) redoLocked(ctx context.Context, req *meta.CommitReq, ours []*ourB
 		if !ok || c.New == ch.Old {
 			continue
 		}
-		if !o.loaded {
-			if o.content, err = f.fetchLocked(ctx, ch.Index, nil, o.h); err != nil {
+		ours := o.inline
+		if ours == nil {
+			if ours, err = f.fetchLocked(ctx, ch.Index, nil, o.h); err != nil {
 				return fmt.Errorf("redo: %w", err)
 			}
-			o.loaded = true
 		}
 		now := c.NewInline
 		if !c.InlineNew {
@@ -140,11 +152,14 @@ func (f *file) redoLocked(ctx context.Context, req *meta.CommitReq, ours []*ourB
 		}
 		m := make([]byte, max(int64(len(now)), o.sp.end))
 		copy(m, now)
-		o.sp.overlay(m, o.content)
+		o.sp.overlay(m, ours)
 		if lim := int64(req.Size) - int64(ch.Index)*f.bs; req.SetSize && int64(len(m)) > lim {
 			m = m[:max(lim, 0)]
 		}
-		o.merged = m
+		o.redone, o.merged = true, nil
+		if _, ok := f.dirty[ch.Index]; ok {
+			o.merged = m
+		}
 		ch.Old = c.New
 		if ch.InlineNew && len(m) <= meta.InlineMax {
 			ch.NewInline = m
@@ -197,19 +212,32 @@ func (f *file) currentLocked(ctx context.Context, req *meta.CommitReq, cerr erro
 		}
 		return cur, nil
 	}
-	for _, ch := range req.Changes {
-		r, err := f.c.api.GetRecipe(ctx, f.ino, ch.Index, 1)
+	if len(req.Changes) == 0 {
+		return cur, nil
+	}
+	// req.Changes are in ascending order: read the run they span.
+	first, last := req.Changes[0].Index, req.Changes[len(req.Changes)-1].Index
+	hs := make(map[uint64]block.Hash)
+	for next := first; next <= last; {
+		r, err := f.c.api.GetRecipe(ctx, f.ino, next, last+1-next)
 		if err != nil {
 			return nil, fmt.Errorf("redo: read recipe of inode %d: %w", f.ino, err)
 		}
-		c := meta.BlockChange{Index: ch.Index}
-		switch {
-		case ch.Index == 0 && r.HasInline:
-			c.New, c.InlineNew, c.NewInline = block.Sum(r.Inline), true, r.Inline
-		case len(r.Blocks) > 0:
-			c.New = r.Blocks[0]
+		if next == 0 && r.HasInline {
+			cur[0] = meta.BlockChange{New: block.Sum(r.Inline), InlineNew: true, NewInline: r.Inline}
 		}
-		cur[ch.Index] = c
+		for i, h := range r.Blocks {
+			hs[next+uint64(i)] = h
+		}
+		if len(r.Blocks) == 0 {
+			break // the rest lies past the end: holes
+		}
+		next += uint64(len(r.Blocks))
+	}
+	for _, ch := range req.Changes {
+		if _, ok := cur[ch.Index]; !ok {
+			cur[ch.Index] = meta.BlockChange{Index: ch.Index, New: hs[ch.Index]}
+		}
 	}
 	return cur, nil
 }
