@@ -26,7 +26,7 @@ type shared struct {
 	store *memStore
 }
 
-func newShared(t *testing.T, bs uint32) *shared {
+func newShared(t testing.TB, bs uint32) *shared {
 	t.Helper()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: bs})
 	if err != nil {
@@ -40,7 +40,7 @@ func newShared(t *testing.T, bs uint32) *shared {
 
 // client makes one more client of s; api and st replace the shared service
 // and store when not nil.
-func (s *shared) client(t *testing.T, api meta.API, st block.Store, log *slog.Logger) *Client {
+func (s *shared) client(t testing.TB, api meta.API, st block.Store, log *slog.Logger) *Client {
 	t.Helper()
 	if api == nil {
 		api = s.api
@@ -63,7 +63,7 @@ func (s *shared) client(t *testing.T, api meta.API, st block.Store, log *slog.Lo
 	return c
 }
 
-func (s *shared) create(t *testing.T, name string) meta.Inode {
+func (s *shared) create(t testing.TB, name string) meta.Inode {
 	t.Helper()
 	in, err := s.api.Create(context.Background(), meta.CreateReq{Parent: meta.RootIno, Name: name, Mode: 0o100644, Excl: true})
 	if err != nil {
@@ -91,7 +91,7 @@ func (s *shared) content(t *testing.T, ino meta.Ino) []byte {
 }
 
 // fill commits data as the content of ino through a client of its own.
-func (s *shared) fill(t *testing.T, ino meta.Ino, data []byte) {
+func (s *shared) fill(t testing.TB, ino meta.Ino, data []byte) {
 	t.Helper()
 	ctx := context.Background()
 	c := s.client(t, nil, nil, nil)
@@ -107,7 +107,7 @@ func (s *shared) fill(t *testing.T, ino meta.Ino, data []byte) {
 	}
 }
 
-func open(t *testing.T, c *Client, ino meta.Ino) *Handle {
+func open(t testing.TB, c *Client, ino meta.Ino) *Handle {
 	t.Helper()
 	ctx := context.Background()
 	h, _, _, err := c.OpenIno(ctx, ino)
@@ -653,4 +653,52 @@ func TestForcedLastWriterWins(t *testing.T) {
 	if st := cb.Stats(); st.Conflicts != 0 || st.RedoRetries != 0 || st.Commits != 1 {
 		t.Fatalf("B's stats %+v: want one commit and no conflict", st)
 	}
+}
+
+// BenchmarkContendedCommits: 4 clients each write 100 bytes into one shared
+// block and commit, in a loop, concurrently. It reports commits and redo
+// retries per second (b.N commits in all).
+func BenchmarkContendedCommits(b *testing.B) {
+	const bs, k = 64 << 10, 4
+	ctx := context.Background()
+	t := b
+	s := newShared(t, bs)
+	in := s.create(t, "f")
+	s.fill(t, in.Ino, make([]byte, 2*bs))
+	clients := make([]*Client, k)
+	handles := make([]*Handle, k)
+	for i := range k {
+		clients[i] = s.client(t, nil, nil, nil)
+		handles[i] = open(t, clients[i], in.Ino)
+	}
+	data := bytes.Repeat([]byte{'x'}, 100)
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range k {
+		n := b.N / k
+		if i < b.N%k {
+			n++
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range n {
+				handles[i].Write(ctx, int64(bs+200*i+j%50), data)
+				for handles[i].Flush(ctx) != nil {
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	secs := time.Since(start).Seconds()
+	b.StopTimer()
+	var retries, failed uint64
+	for _, c := range clients {
+		st := c.Stats()
+		retries, failed = retries+st.RedoRetries, failed+st.CommitsFailed
+	}
+	b.ReportMetric(float64(b.N)/secs, "commits/s")
+	b.ReportMetric(float64(retries)/secs, "retries/s")
+	b.ReportMetric(float64(failed)/secs, "failed/s")
 }
