@@ -242,7 +242,7 @@ func (f *file) cutLocked(ctx context.Context, last uint64, keep int64) error {
 	}
 	b.sp.add(keep, f.bs)
 	inline := last == 0 && f.hasInline && !hasPend
-	if int64(len(buf)) <= keep && !inline && (hasPend || b.old != staleBase) {
+	if int64(len(buf)) <= keep && !inline && (hasPend || b.old != staleBase()) {
 		h := b.old
 		if hasPend {
 			h = p.h

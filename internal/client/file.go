@@ -159,8 +159,8 @@ func (f *file) contentLocked(ctx context.Context, idx uint64) (buf []byte, h blo
 
 // baseLocked returns what a new dirty block idx starts from: the base of
 // the version being uploaded or waiting for its commit, or else the
-// committed one (see baseOfLocked); and, when content is set, a private,
-// modifiable copy of the block's content.
+// committed one; and, when content is set, a private, modifiable copy of
+// the block's content as this client sees it (cut at its size).
 func (f *file) baseLocked(ctx context.Context, idx uint64, content bool) ([]byte, base, error) {
 	if d, ok := f.inflight[idx]; ok {
 		b := d.base
@@ -176,7 +176,7 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool) ([]byte
 		if !content {
 			return nil, b, nil
 		}
-		buf, err := f.fetchLocked(ctx, idx, nil, p.h)
+		buf, err := f.fetchLocked(ctx, idx, p.h)
 		return cloneBlock(buf, f.size-int64(idx)*f.bs, f.bs), b, err
 	}
 	if !content {
@@ -195,7 +195,7 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool) ([]byte
 	var buf []byte
 	if isInline {
 		buf = inline
-	} else if buf, err = f.fetchLocked(ctx, idx, nil, h); err != nil {
+	} else if buf, err = f.fetchLocked(ctx, idx, h); err != nil {
 		return nil, base{}, err
 	}
 	b := base{old: h, oldSet: true}
@@ -205,21 +205,21 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool) ([]byte
 			// size this client knows: the base is not that block's
 			// content, so no commit may find it unchanged. The redo
 			// reapplies this client's ranges on the real content.
-			b.old = staleBase
+			b.old = staleBase()
 		}
 		buf = buf[:lim]
 	}
 	return cloneBlock(buf, int64(len(buf)), f.bs), b, nil
 }
 
-// staleBase is an Old hash no block has: a commit that names it conflicts.
-var staleBase = block.Hash{0: 0xff, 1: 0xff, 2: 0xff, 3: 0xff, 31: 0xff}
+// staleBase returns an Old hash no block has: a commit naming it conflicts.
+func staleBase() block.Hash { return block.Hash{0: 0xff, 1: 0xff, 2: 0xff, 3: 0xff, 31: 0xff} }
 
-// fetchLocked returns the content of block idx given by buf or hash h (a
-// zero hash is a hole: nil); the caller must not modify it.
-func (f *file) fetchLocked(ctx context.Context, idx uint64, buf []byte, h block.Hash) ([]byte, error) {
-	if buf != nil || h.IsZero() {
-		return buf, nil
+// fetchLocked returns the content of block idx of hash h (a zero hash is a
+// hole: nil); the caller must not modify it.
+func (f *file) fetchLocked(ctx context.Context, idx uint64, h block.Hash) ([]byte, error) {
+	if h.IsZero() {
+		return nil, nil
 	}
 	buf, err := f.c.getBlock(ctx, h)
 	if err != nil {

@@ -140,13 +140,13 @@ func (f *file) redoLocked(ctx context.Context, req *meta.CommitReq, ours []*ourB
 		}
 		ours := o.inline
 		if ours == nil {
-			if ours, err = f.fetchLocked(ctx, ch.Index, nil, o.h); err != nil {
+			if ours, err = f.fetchLocked(ctx, ch.Index, o.h); err != nil {
 				return fmt.Errorf("redo: %w", err)
 			}
 		}
 		now := c.NewInline
 		if !c.InlineNew {
-			if now, err = f.fetchLocked(ctx, ch.Index, nil, c.New); err != nil {
+			if now, err = f.fetchLocked(ctx, ch.Index, c.New); err != nil {
 				return fmt.Errorf("redo: %w", err)
 			}
 		}
