@@ -89,6 +89,7 @@ type Client struct {
 	fetches chan struct{} // semaphore
 	bg      sync.WaitGroup
 	cb      *callbacks // nil without a session
+	redo    redoStats
 
 	mu struct {
 		sync.Mutex
@@ -196,12 +197,18 @@ type Stats struct {
 	DirtyBytes           int64
 	TierHits, TierMisses uint64
 	Callbacks            uint64 // received from the meta service
+	// Commits succeeded; Conflicts met (each answered by a redo or, past
+	// the attempts allowed, by CommitsFailed); RedoRetries are the
+	// commits re-sent after a redo.
+	Commits, Conflicts, RedoRetries, CommitsFailed uint64
 }
 
 // Stats returns the client's cache and buffer counters.
 func (c *Client) Stats() Stats {
 	h, m, u := c.mem.stats()
-	st := Stats{MemHits: h, MemMisses: m, MemBytes: u, DirtyBytes: c.budget.inUse()}
+	st := Stats{MemHits: h, MemMisses: m, MemBytes: u, DirtyBytes: c.budget.inUse(),
+		Commits: c.redo.commits.Load(), Conflicts: c.redo.conflicts.Load(),
+		RedoRetries: c.redo.retries.Load(), CommitsFailed: c.redo.failed.Load()}
 	if c.cb != nil {
 		st.Callbacks = c.cb.received.Load()
 	}

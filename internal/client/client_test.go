@@ -302,4 +302,8 @@ func TestRandomOps(t *testing.T) {
 	if got := e.readAll(t, in.Ino); !bytes.Equal(got, model) {
 		fail("final content differs: %d bytes vs model %d", len(got), len(model))
 	}
+	// One client alone never conflicts with itself.
+	if st := e.c.Stats(); st.Conflicts != 0 {
+		fail("%d commit conflicts with a single client", st.Conflicts)
+	}
 }

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"syscall"
@@ -13,12 +12,13 @@ import (
 )
 
 // commitLocked uploads every dirty block, waits for the uploads and commits
-// the changed recipe entries, size and mtime to the meta service.
+// the changed recipe entries, size and mtime to the meta service; a conflict
+// is redone on top of the current blocks (sendLocked, redo.go).
 func (f *file) commitLocked(ctx context.Context) error {
 	if !f.loaded {
 		return nil
 	}
-	inline, inlineOK, err := f.inlineCandidateLocked(ctx)
+	inline, d0, inlineOK, err := f.inlineCandidateLocked(ctx)
 	if err != nil {
 		return err
 	}
@@ -36,65 +36,83 @@ func (f *file) commitLocked(ctx context.Context) error {
 	if len(f.pending) == 0 && !inlineOK && !f.metaDirty {
 		return nil
 	}
-	req := meta.CommitReq{Ino: f.ino, Size: uint64(f.size), SetSize: f.truncated, Mtime: f.mtime}
 	// Under a coherent policy a commit returns only once every other
 	// client caching the file has dropped or updated its copy: the next
-	// read anywhere sees it (sequential consistency).
-	req.Sync = f.c.PolicyFor(f.policyName).Knobs().Cache == policy.CacheCoherent
+	// read anywhere sees it (sequential consistency). Under a forcing one
+	// it installs without comparing (last writer wins).
+	k := f.c.PolicyFor(f.policyName).Knobs()
+	req := meta.CommitReq{Ino: f.ino, SetSize: f.truncated, Mtime: f.mtime,
+		Forced: f.forced || k.Conflict == policy.ConflictForce, Sync: k.Cache == policy.CacheCoherent}
+	var ours []*ourBlock // what a redo needs, by index of req.Changes
+	var end int64        // the end of this client's writes
+	add := func(idx uint64, b base, ch meta.BlockChange, o *ourBlock) error {
+		ch.Index, ch.Old = idx, b.old
+		if !b.oldSet {
+			old, _, _, err := f.committedLocked(ctx, idx)
+			if err != nil {
+				return err
+			}
+			ch.Old = old
+		}
+		if b.sp.end > 0 {
+			end = max(end, int64(idx)*f.bs+b.sp.end)
+		}
+		o.sp = b.sp
+		req.Changes = append(req.Changes, ch)
+		ours = append(ours, o)
+		return nil
+	}
 	idxs := make([]uint64, 0, len(f.pending))
 	for idx := range f.pending {
 		idxs = append(idxs, idx)
 	}
 	sort.Slice(idxs, func(i, j int) bool { return idxs[i] < idxs[j] })
 	for _, idx := range idxs {
-		old, _, _, err := f.committedLocked(ctx, idx)
-		if err != nil {
+		p := f.pending[idx]
+		if err := add(idx, p.base, meta.BlockChange{New: p.h}, &ourBlock{h: p.h}); err != nil {
 			return err
 		}
-		req.Changes = append(req.Changes, meta.BlockChange{Index: idx, Old: old, New: f.pending[idx].h})
 	}
 	if inlineOK {
-		old, _, _, err := f.committedLocked(ctx, 0)
-		if err != nil {
+		ch := meta.BlockChange{InlineNew: true, NewInline: inline}
+		if err := add(0, d0.base, ch, &ourBlock{inline: inline}); err != nil {
 			return err
 		}
-		req.Changes = append(req.Changes, meta.BlockChange{Index: 0, Old: old, InlineNew: true, NewInline: inline})
 	}
-	in, err := f.c.api.Commit(ctx, req)
-	if errors.Is(err, meta.ErrConflict) {
-		// Another client changed these blocks. Until per-file policies
-		// decide (optimistic redo), the last writer wins, as NFS does.
-		f.c.log.Warn("commit conflict; forcing last-writer-wins", "inode", f.ino, "err", err)
-		req.Forced = true
-		in, err = f.c.api.Commit(ctx, req)
+	// A truncate sets the size; writes make it at least their end (a size
+	// this client saw but did not write is not sent: another client may
+	// have truncated since).
+	req.Size = uint64(end)
+	if f.truncated {
+		req.Size = uint64(f.size)
 	}
+	in, err := f.sendLocked(ctx, &req, ours)
 	if err != nil {
-		return fmt.Errorf("commit inode %d: %w", f.ino, err)
+		return err
 	}
 	if inlineOK {
-		if d, ok := f.dirty[0]; ok {
+		if _, ok := f.dirty[0]; ok {
 			delete(f.dirty, 0)
 			f.c.budget.release(f.bs)
-			_ = d
 		}
 	}
-	f.installLocked(req, in)
+	f.installLocked(req, in, ours)
 	return nil
 }
 
 // inlineCandidateLocked reports whether the file's only change is to block 0
 // of a file small enough to keep inline, and returns that content.
-func (f *file) inlineCandidateLocked(ctx context.Context) ([]byte, bool, error) {
+func (f *file) inlineCandidateLocked(ctx context.Context) ([]byte, *dblock, bool, error) {
 	if f.size > meta.InlineMax {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	d, ok := f.dirty[0]
 	if !ok || len(f.dirty) != 1 || f.nInflight > 0 {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	for idx := range f.pending {
 		if idx != 0 {
-			return nil, false, nil
+			return nil, nil, false, nil
 		}
 	}
 	buf := d.buf
@@ -102,13 +120,33 @@ func (f *file) inlineCandidateLocked(ctx context.Context) ([]byte, bool, error) 
 		buf = buf[:f.size]
 	}
 	out := append([]byte(nil), buf...)
-	delete(f.pending, 0)
-	return out, true, nil
+	delete(f.pending, 0) // d inherited its ranges and base
+	return out, d, true, nil
 }
 
-// installLocked makes a successful commit the new committed state.
-func (f *file) installLocked(req meta.CommitReq, in meta.Inode) {
-	for _, ch := range req.Changes {
+// installLocked makes a successful commit the new committed state. Dirty
+// blocks written while the commit waited for uploads are rebased on what it
+// installed: their ranges become those written into them, their base the
+// installed hash, and where a redo merged another client's bytes into the
+// block those replace this client's stale view around the ranges.
+func (f *file) installLocked(req meta.CommitReq, in meta.Inode, ours []*ourBlock) {
+	redone := false
+	for i, ch := range req.Changes {
+		o := ours[i]
+		redone = redone || o.redone
+		if d, ok := f.dirty[ch.Index]; ok {
+			d.old, d.oldSet = ch.New, true
+			if ch.InlineNew {
+				d.old = block.Sum(ch.NewInline)
+			}
+			if o.redone {
+				buf := make([]byte, max(int64(len(o.merged)), d.own.end), max(f.bs, int64(len(o.merged))))
+				copy(buf, o.merged)
+				d.own.overlay(buf, d.buf)
+				d.buf = buf
+			}
+			d.sp = d.own.clone()
+		}
 		if ch.InlineNew {
 			continue
 		}
@@ -131,6 +169,11 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode) {
 	if in.HasInline {
 		f.inline = in.Inline
 	}
+	if redone {
+		// Other clients committed meanwhile: forget the recipe this
+		// client cached, so reads and new bases see their blocks.
+		f.windows = make(map[uint64][]block.Hash)
+	}
 	if req.SetSize {
 		nb := (int64(in.Size) + f.bs - 1) / f.bs
 		for w, hs := range f.windows {
@@ -139,6 +182,13 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode) {
 				f.windows[w] = hs[:max(keep, 0)]
 			}
 		}
+	}
+	// The committed size may differ from this client's view (another
+	// client wrote or truncated); writes still buffered keep theirs.
+	if len(f.dirty) == 0 {
+		f.size = int64(in.Size)
+	} else {
+		f.size = max(f.size, int64(in.Size))
 	}
 	f.pending = make(map[uint64]pend)
 	f.truncated = false
@@ -158,11 +208,10 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode) {
 func (f *file) truncateLocked(ctx context.Context, size int64) error {
 	f.waitLocked()
 	nb := uint64((size + f.bs - 1) / f.bs)
-	for idx, d := range f.dirty {
+	for idx := range f.dirty {
 		if idx >= nb {
 			delete(f.dirty, idx)
 			f.c.budget.release(f.bs)
-			_ = d
 		}
 	}
 	for idx := range f.pending {
@@ -170,33 +219,52 @@ func (f *file) truncateLocked(ctx context.Context, size int64) error {
 			delete(f.pending, idx)
 		}
 	}
-	if size < f.size && size%f.bs != 0 {
-		last := uint64(size / f.bs)
-		keep := size % f.bs
-		if d, ok := f.dirty[last]; ok {
-			if int64(len(d.buf)) > keep {
-				d.buf = d.buf[:keep]
-			}
-		} else {
-			buf, h, err := f.contentLocked(ctx, last)
-			if err != nil {
-				return err
-			}
-			if buf == nil && !h.IsZero() {
-				if buf, err = f.c.getBlock(ctx, h); err != nil {
-					return fmt.Errorf("truncate inode %d: %w", f.ino, err)
-				}
-			}
-			if int64(len(buf)) > keep {
-				nbuf := make([]byte, keep, f.bs)
-				copy(nbuf, buf)
-				f.c.budget.force(f.bs)
-				f.dirty[last] = &dblock{idx: last, buf: nbuf}
-			}
+	if size%f.bs != 0 {
+		if err := f.cutLocked(ctx, uint64(size/f.bs), size%f.bs); err != nil {
+			return err
 		}
 	}
 	f.size = size
 	f.truncated = true
 	f.metaDirty = true
 	return f.commitLocked(ctx)
+}
+
+// cutLocked makes block last of a file being truncated end at keep. The cut
+// [keep, block size) is recorded as a changed range, so that the commit
+// conflicts if another client wrote into the block meanwhile and the redo
+// cuts the current content too; for that the block is always part of the
+// commit, unchanged (Old = New) when this client's content already ends
+// before keep.
+func (f *file) cutLocked(ctx context.Context, last uint64, keep int64) error {
+	if d, ok := f.dirty[last]; ok {
+		if int64(len(d.buf)) > keep {
+			d.buf = d.buf[:keep]
+		}
+		d.sp.add(keep, f.bs)
+		d.own.add(keep, f.bs)
+		return nil
+	}
+	p, hasPend := f.pending[last]
+	buf, b, err := f.baseLocked(ctx, last, true)
+	if err != nil {
+		return fmt.Errorf("truncate inode %d: %w", f.ino, err)
+	}
+	b.sp.add(keep, f.bs)
+	inline := last == 0 && f.hasInline && !hasPend
+	if int64(len(buf)) <= keep && !inline && (hasPend || b.old != staleBase()) {
+		h := b.old
+		if hasPend {
+			h = p.h
+		}
+		f.seq++
+		f.pending[last] = pend{h: h, seq: f.seq, base: b}
+		return nil
+	}
+	if int64(len(buf)) > keep {
+		buf = buf[:keep]
+	}
+	f.c.budget.force(f.bs)
+	f.dirty[last] = &dblock{idx: last, buf: buf, base: b}
+	return nil
 }

@@ -8,8 +8,19 @@
 // the block server placement picks for its hash, while the application keeps
 // writing. Commit (on fsync, flush/close and truncate) waits for the uploads
 // and sends the meta service one commit naming, for every changed block, the
-// hash it was based on and the new hash (DESIGN §2.3). A block that is all
-// zeros becomes a hole; a file of at most meta.InlineMax bytes is committed
+// hash it was based on and the new hash (DESIGN §2.3). Each changed block
+// carries the byte ranges this client wrote since the block was last
+// committed. When another client committed one of the blocks meanwhile, the
+// commit conflicts and the client redoes it: it reads the current content,
+// copies its own ranges over it, uploads the result and commits again with
+// the current hashes — at most 10 attempts with a short jittered backoff,
+// then the commit fails with EIO (and one log line) and the data stays
+// buffered for the next try. Both writers' bytes survive; where they overlap
+// one writer's write wins whole. Writes commit as the file size the end of
+// this client's writes (the meta service keeps the larger); a truncate sets
+// its size exactly and conflicts with writes into the block it cuts. A
+// file set forced (Handle.SetForced) commits without the comparison: the last
+// writer wins whole blocks. A block that is all zeros becomes a hole; a file of at most meta.InlineMax bytes is committed
 // inline and never reaches a block server. Dirty memory is bounded for the
 // whole client (Config.DirtyBytes): a writer that would exceed it waits, and
 // the client uploads dirty blocks of open files to make room, so memory does

@@ -52,6 +52,10 @@ type file struct {
 	committedSize int64
 	writes        int
 	firstWrite    time.Time
+	// forced: commits install this client's blocks without comparing the
+	// old hashes (last writer wins the whole block); false: a conflict is
+	// redone on top of the current blocks (redo.go). See Handle.SetForced.
+	forced bool
 	// repls are the replications of blocks uploaded since the last fsync,
 	// which waits until every copy was tried.
 	repls []*replication
@@ -72,11 +76,29 @@ type dblock struct {
 	idx uint64
 	buf []byte
 	seq uint64
+	base
+	// own are the ranges written into buf since it was made; base.sp also
+	// holds those inherited from the uploading or uploaded version it was
+	// made from (redo.go rebases on them after a commit).
+	own spans
 }
 
+// pend is an uploaded block waiting for its commit.
 type pend struct {
 	h   block.Hash
 	seq uint64
+	base
+}
+
+// base is what an optimistic commit of a changed block needs: the hash of
+// the committed content the change was made on (the commit's Old) and the
+// ranges this client changed since the commit that installed that content.
+// It goes with the block from dirty through inflight and pending to the
+// commit that installs it.
+type base struct {
+	old    block.Hash
+	oldSet bool // false: old is the committed hash the commit finds (a whole-block write)
+	sp     spans
 }
 
 // load fills the file's state from in; called once, with f.mu held.
@@ -157,26 +179,85 @@ func (f *file) contentLocked(ctx context.Context, idx uint64) (buf []byte, h blo
 	return nil, h, err
 }
 
-// baseLocked returns a private, modifiable copy of block idx's content.
-func (f *file) baseLocked(ctx context.Context, idx uint64) ([]byte, error) {
-	if int64(idx)*f.bs >= f.size {
-		return nil, nil
-	}
-	buf, h, err := f.contentLocked(ctx, idx)
-	if err != nil {
-		return nil, err
-	}
-	if buf == nil && !h.IsZero() {
-		if buf, err = f.c.getBlock(ctx, h); err != nil {
-			return nil, fmt.Errorf("inode %d block %d: %w", f.ino, idx, err)
+// baseLocked returns what a new dirty block idx starts from: the base of
+// the version being uploaded or waiting for its commit, or else the
+// committed one; and, when content is set, a private, modifiable copy of
+// the block's content as this client sees it (cut at its size).
+func (f *file) baseLocked(ctx context.Context, idx uint64, content bool) ([]byte, base, error) {
+	if d, ok := f.inflight[idx]; ok {
+		b := d.base
+		b.sp = b.sp.clone()
+		if !content {
+			return nil, b, nil
 		}
+		return cloneBlock(d.buf, f.size-int64(idx)*f.bs, f.bs), b, nil
 	}
+	if p, ok := f.pending[idx]; ok {
+		b := p.base
+		b.sp = b.sp.clone()
+		if !content {
+			return nil, b, nil
+		}
+		buf, err := f.fetchLocked(ctx, idx, p.h)
+		return cloneBlock(buf, f.size-int64(idx)*f.bs, f.bs), b, err
+	}
+	if !content {
+		// A whole-block write: the commit compares with what it finds.
+		return nil, base{}, nil
+	}
+	if int64(idx)*f.bs >= f.size {
+		// Past the end as this client sees it: zeros, whatever another
+		// client may have committed there since.
+		return nil, base{oldSet: true}, nil
+	}
+	h, inline, isInline, err := f.committedLocked(ctx, idx)
+	if err != nil {
+		return nil, base{}, err
+	}
+	var buf []byte
+	if isInline {
+		buf = inline
+	} else if buf, err = f.fetchLocked(ctx, idx, h); err != nil {
+		return nil, base{}, err
+	}
+	b := base{old: h, oldSet: true}
 	if lim := f.size - int64(idx)*f.bs; int64(len(buf)) > lim {
+		if !isZero(buf[lim:]) {
+			// The recipe was read after another client wrote past the
+			// size this client knows: the base is not that block's
+			// content, so no commit may find it unchanged. The redo
+			// reapplies this client's ranges on the real content.
+			b.old = staleBase()
+		}
 		buf = buf[:lim]
 	}
-	out := make([]byte, len(buf), f.bs)
+	return cloneBlock(buf, int64(len(buf)), f.bs), b, nil
+}
+
+// staleBase returns an Old hash no block has: a commit naming it conflicts.
+func staleBase() block.Hash { return block.Hash{0: 0xff, 1: 0xff, 2: 0xff, 3: 0xff, 31: 0xff} }
+
+// fetchLocked returns the content of block idx of hash h (a zero hash is a
+// hole: nil); the caller must not modify it.
+func (f *file) fetchLocked(ctx context.Context, idx uint64, h block.Hash) ([]byte, error) {
+	if h.IsZero() {
+		return nil, nil
+	}
+	buf, err := f.c.getBlock(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("inode %d block %d: %w", f.ino, idx, err)
+	}
+	return buf, nil
+}
+
+// cloneBlock returns a copy of at most lim bytes of buf with capacity c.
+func cloneBlock(buf []byte, lim, c int64) []byte {
+	if int64(len(buf)) > lim {
+		buf = buf[:max(lim, 0)]
+	}
+	out := make([]byte, len(buf), max(c, int64(len(buf))))
 	copy(out, buf)
-	return out, nil
+	return out
 }
 
 // write copies data into the file at off.
@@ -202,14 +283,12 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 				f.c.budget.release(f.bs)
 			} else {
 				d = &dblock{idx: idx}
-				if !(bo == 0 && n == f.bs) {
-					base, err := f.baseLocked(ctx, idx)
-					if err != nil {
-						f.c.budget.release(f.bs)
-						return written, err
-					}
-					d.buf = base
+				buf, b, err := f.baseLocked(ctx, idx, !(bo == 0 && n == f.bs))
+				if err != nil {
+					f.c.budget.release(f.bs)
+					return written, err
 				}
+				d.buf, d.base = buf, b
 				if d.buf == nil {
 					// Small files start small; a file that fills whole
 					// blocks gets whole blocks at once, not by doubling.
@@ -230,6 +309,8 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 			}
 		}
 		copy(d.buf[bo:end], data[:n])
+		d.sp.wrote(bo, end)
+		d.own.wrote(bo, end)
 		off += n
 		data = data[n:]
 		written += int(n)
@@ -312,7 +393,7 @@ func (f *file) uploadDone(d *dblock, h block.Hash, rep *replication, err error) 
 			f.dirty[d.idx] = d
 		}
 	} else if f.pending[d.idx].seq < d.seq {
-		f.pending[d.idx] = pend{h: h, seq: d.seq}
+		f.pending[d.idx] = pend{h: h, seq: d.seq, base: d.base}
 	}
 	f.cond.Broadcast()
 }
