@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"syscall"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -183,6 +184,12 @@ func (c *Client) Truncate(ctx context.Context, in meta.Inode, size int64) (meta.
 // refuse it, or commit it at once).
 func (h *Handle) Write(ctx context.Context, off int64, data []byte) (int, error) {
 	p, hf, op := h.policy(), handleFile{h}, h.op(off, int64(len(data)))
+	if k := p.Knobs(); k.Commit == policy.CommitEachWrite || op.Flags&syscall.O_DSYNC != 0 {
+		// The write is committed before it returns: no reader of this
+		// client may see it before the commit made it visible everywhere.
+		h.f.visible.Lock()
+		defer h.f.visible.Unlock()
+	}
 	if err := p.PreWrite(ctx, hf, op); err != nil {
 		return 0, err
 	}
@@ -277,6 +284,10 @@ type fetchJob struct {
 // revalidate first for synchronized reads (O_RSYNC).
 func (h *Handle) Read(ctx context.Context, off int64, dest []byte) (int, error) {
 	p, hf, op := h.policy(), handleFile{h}, h.op(off, int64(len(dest)))
+	if k := p.Knobs(); k.Commit == policy.CommitEachWrite || k.Reads == policy.ReadSynchronized || op.Flags&syscall.O_RSYNC == syscall.O_RSYNC {
+		h.f.visible.RLock()
+		defer h.f.visible.RUnlock()
+	}
 	if err := p.PreRead(ctx, hf, op); err != nil {
 		return 0, err
 	}

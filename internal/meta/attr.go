@@ -11,7 +11,25 @@ import (
 func (s *Service) SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, error) {
 	mark := s.readMark()
 	var out Inode
-	err := s.update(ctx, func(t txn) error {
+	err := s.syncChange(ctx, ino, req.Sync && req.Valid != 0, func() error { return s.setAttr(ctx, ino, req, &out) })
+	if err != nil {
+		return Inode{}, fmt.Errorf("setattr %d: %w", ino, err)
+	}
+	if req.Valid == 0 {
+		s.granted(ctx, ino, mark)
+		return out, nil
+	}
+	c := change{ino: ino, since: mark, keep: true, inode: &out, setSize: req.Valid&SetSize != 0}
+	if err := s.changed(ctx, c, req.Sync); err != nil {
+		return Inode{}, fmt.Errorf("setattr %d: %w", ino, err)
+	}
+	return out, nil
+}
+
+func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *Inode) error {
+	var out Inode
+	defer func() { *outp = out }()
+	return s.update(ctx, func(t txn) error {
 		rec, err := t.getInode(ino)
 		if err != nil {
 			return err
@@ -59,16 +77,4 @@ func (s *Service) SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, 
 		out = rec.Inode
 		return t.putInode(rec)
 	})
-	if err != nil {
-		return Inode{}, fmt.Errorf("setattr %d: %w", ino, err)
-	}
-	if req.Valid == 0 {
-		s.granted(ctx, ino, mark)
-		return out, nil
-	}
-	c := change{ino: ino, since: mark, keep: true, inode: &out, setSize: req.Valid&SetSize != 0}
-	if err := s.changed(ctx, c, req.Sync); err != nil {
-		return Inode{}, fmt.Errorf("setattr %d: %w", ino, err)
-	}
-	return out, nil
 }

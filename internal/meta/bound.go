@@ -113,9 +113,45 @@ func (b *boundService) RemoveXattr(ctx context.Context, ino Ino, name string) er
 func (s *Service) readMark() uint64 { return s.leases.generation() }
 
 // granted gives the calling session (if any) a lease on ino, read after
-// mark.
+// mark. For reads that may meet a Sync change, use leasedRead.
 func (s *Service) granted(ctx context.Context, ino Ino, mark uint64) {
 	s.leases.grant(sessionOf(ctx), ino, mark)
+}
+
+// leasedRead runs read, which reads the state of one inode (known, when
+// the caller knows it beforehand, else the one read returns), and grants
+// the calling session a lease on it. A read that meets a Sync change of that
+// inode under way (leaseTable.begin) waits for the change to end and runs
+// again, so no session caches a state older than a change that returned.
+func (s *Service) leasedRead(ctx context.Context, known Ino, read func() (Ino, error)) error {
+	id := sessionOf(ctx)
+	for {
+		if id != 0 && known != 0 {
+			if err := s.leases.await(ctx, known); err != nil {
+				return err
+			}
+		}
+		mark := s.readMark()
+		got, err := read()
+		if err != nil || s.leases.grant(id, got, mark) {
+			return err
+		}
+		known = got
+	}
+}
+
+// syncChange runs apply, a change of ino, as a Sync change when sync is set
+// (see leaseTable.begin); otherwise it just runs it.
+func (s *Service) syncChange(ctx context.Context, ino Ino, sync bool, apply func() error) error {
+	if !sync {
+		return apply()
+	}
+	end, err := s.leases.begin(ctx, ino, sessionOf(ctx))
+	if err != nil {
+		return err
+	}
+	defer end()
+	return apply()
 }
 
 // changed calls a committed change back to the holders of leases on c.ino

@@ -50,6 +50,9 @@ type leaseTable struct {
 		gen       uint64 // counts changes called back
 		recent    [recentChanges]recentChange
 		nextSweep time.Time
+		// changing holds the inodes a Sync change is under way on; the
+		// channel is closed when it ends (see begin).
+		changing map[Ino]chan struct{}
 	}
 }
 
@@ -72,6 +75,7 @@ func newLeaseTable(opts Options, now func() time.Time) *leaseTable {
 	}
 	l.mu.sessions = make(map[SessionID]*session)
 	l.mu.holders = make(map[Ino]map[SessionID]*session)
+	l.mu.changing = make(map[Ino]chan struct{})
 	return l
 }
 
@@ -161,13 +165,85 @@ func (l *leaseTable) generation() uint64 {
 // grant gives session id a lease on ino, read at generation since. When ino
 // was changed (and called back) after since, the caller may hold stale data
 // that no callback will correct, so the session gets an invalidation now.
-func (l *leaseTable) grant(id SessionID, ino Ino, since uint64) {
+// It reports false, granting nothing, while a Sync change of ino is under
+// way: the caller must wait for it (await) and read again.
+func (l *leaseTable) grant(id SessionID, ino Ino, since uint64) bool {
 	if id == 0 || ino == 0 {
-		return
+		return true
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if _, busy := l.mu.changing[ino]; busy {
+		return false
+	}
 	l.grantLocked(id, ino, since)
+	return true
+}
+
+// await returns once no Sync change of ino is under way.
+func (l *leaseTable) await(ctx context.Context, ino Ino) error {
+	l.mu.Lock()
+	gate, busy := l.mu.changing[ino]
+	l.mu.Unlock()
+	if !busy {
+		return nil
+	}
+	select {
+	case <-gate:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("inode %d: waiting for a change to end: %w (%w)", ino, ctx.Err(), ErrIO)
+	}
+}
+
+// begin starts a Sync change of ino by session from, before the change is
+// made: it waits for any other Sync change of ino to end, ends every other
+// session's lease on ino with an invalidation, and waits until each was
+// acknowledged or its session expired. Until end is called, reads that would
+// grant a lease on ino wait (grant reports false). So when the change is
+// made, no client caches ino any more and none can cache it again before the
+// change is visible: a read anywhere that starts after the change returned
+// sees it (linearizable, as the posix policy promises). Invalidating before
+// the change, not after, is what closes the window in which one client could
+// read the new state from the store while another still served the old one
+// from its cache.
+func (l *leaseTable) begin(ctx context.Context, ino Ino, from SessionID) (end func(), err error) {
+	for {
+		if err := l.await(ctx, ino); err != nil {
+			return nil, err
+		}
+		l.mu.Lock()
+		if _, busy := l.mu.changing[ino]; !busy {
+			break
+		}
+		l.mu.Unlock()
+	}
+	gate := make(chan struct{})
+	l.mu.changing[ino] = gate
+	now := l.now()
+	var waits []ackWait
+	for id, s := range l.mu.holders[ino] {
+		switch {
+		case id == from:
+		case now.After(s.deadline):
+			l.endLocked(s)
+		default:
+			waits = append(waits, ackWait{s, l.queueLocked(s, Callback{Ino: ino, Kind: CallbackInvalidate})})
+			l.dropLeaseLocked(s, ino)
+		}
+	}
+	l.mu.Unlock()
+	end = func() {
+		l.mu.Lock()
+		delete(l.mu.changing, ino)
+		l.mu.Unlock()
+		close(gate)
+	}
+	if err := l.wait(ctx, waits); err != nil {
+		end()
+		return nil, err
+	}
+	return end, nil
 }
 
 func (l *leaseTable) grantLocked(id SessionID, ino Ino, since uint64) {

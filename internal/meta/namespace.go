@@ -13,21 +13,42 @@ const DefaultReadDirLimit = 1024
 
 // Lookup returns the inode name refers to in directory parent.
 func (s *Service) Lookup(ctx context.Context, parent Ino, name string) (Inode, error) {
-	mark := s.readMark()
 	var out Inode
 	err := checkName(name)
 	if err == nil {
-		err = s.view(ctx, func(t txn) error {
-			if _, err := t.getDir(parent); err != nil {
-				return err
-			}
-			ino, _, ok, err := t.getDentry(parent, name)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				return ErrNotFound
-			}
+		err = s.leasedRead(ctx, 0, func() (Ino, error) {
+			err := s.view(ctx, func(t txn) error {
+				if _, err := t.getDir(parent); err != nil {
+					return err
+				}
+				ino, _, ok, err := t.getDentry(parent, name)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return ErrNotFound
+				}
+				rec, err := t.getInode(ino)
+				if err != nil {
+					return err
+				}
+				out = rec.Inode
+				return nil
+			})
+			return out.Ino, err
+		})
+	}
+	if err != nil {
+		return Inode{}, fmt.Errorf("lookup %d/%q: %w", parent, name, err)
+	}
+	return out, nil
+}
+
+// GetAttr returns inode ino.
+func (s *Service) GetAttr(ctx context.Context, ino Ino) (Inode, error) {
+	var out Inode
+	err := s.leasedRead(ctx, ino, func() (Ino, error) {
+		return ino, s.view(ctx, func(t txn) error {
 			rec, err := t.getInode(ino)
 			if err != nil {
 				return err
@@ -35,30 +56,10 @@ func (s *Service) Lookup(ctx context.Context, parent Ino, name string) (Inode, e
 			out = rec.Inode
 			return nil
 		})
-	}
-	if err != nil {
-		return Inode{}, fmt.Errorf("lookup %d/%q: %w", parent, name, err)
-	}
-	s.granted(ctx, out.Ino, mark)
-	return out, nil
-}
-
-// GetAttr returns inode ino.
-func (s *Service) GetAttr(ctx context.Context, ino Ino) (Inode, error) {
-	mark := s.readMark()
-	var out Inode
-	err := s.view(ctx, func(t txn) error {
-		rec, err := t.getInode(ino)
-		if err != nil {
-			return err
-		}
-		out = rec.Inode
-		return nil
 	})
 	if err != nil {
 		return Inode{}, fmt.Errorf("getattr %d: %w", ino, err)
 	}
-	s.granted(ctx, ino, mark)
 	return out, nil
 }
 

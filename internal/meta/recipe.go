@@ -31,9 +31,18 @@ func regularFile(rec *inodeRec) error {
 // GetRecipe returns the hashes of blocks [first, first+count) that lie below
 // the file's size, at most MaxRecipeRun of them.
 func (s *Service) GetRecipe(ctx context.Context, ino Ino, first, count uint64) (Recipe, error) {
-	mark := s.readMark()
 	var out Recipe
-	err := s.view(ctx, func(t txn) error {
+	err := s.leasedRead(ctx, ino, func() (Ino, error) { return ino, s.getRecipe(ctx, ino, first, count, &out) })
+	if err != nil {
+		return Recipe{}, fmt.Errorf("get recipe %d [%d,+%d): %w", ino, first, count, err)
+	}
+	return out, nil
+}
+
+func (s *Service) getRecipe(ctx context.Context, ino Ino, first, count uint64, outp *Recipe) error {
+	var out Recipe
+	defer func() { *outp = out }()
+	return s.view(ctx, func(t txn) error {
 		rec, err := t.getInode(ino)
 		if err != nil {
 			return err
@@ -71,11 +80,6 @@ func (s *Service) GetRecipe(ctx context.Context, ino Ino, first, count uint64) (
 			return true, nil
 		})
 	})
-	if err != nil {
-		return Recipe{}, fmt.Errorf("get recipe %d [%d,+%d): %w", ino, first, count, err)
-	}
-	s.granted(ctx, ino, mark)
-	return out, nil
 }
 
 // segments caches the recipe segments one transaction reads and changes.
@@ -219,7 +223,11 @@ func (t txn) dropSegmentsFrom(ino Ino, nb uint64) error {
 // Current lists the named indices in ascending order.
 func (s *Service) Commit(ctx context.Context, req CommitReq) (Inode, error) {
 	mark := s.readMark()
-	out, err := s.commit(ctx, req)
+	var out Inode
+	err := s.syncChange(ctx, req.Ino, req.Sync, func() (err error) {
+		out, err = s.commit(ctx, req)
+		return err
+	})
 	if err == nil {
 		c := change{ino: req.Ino, since: mark, keep: true, inode: &out, changes: req.Changes, setSize: req.SetSize}
 		err = s.changed(ctx, c, req.Sync)

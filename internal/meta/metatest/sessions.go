@@ -22,6 +22,7 @@ var sessionCases = []struct {
 	{"SessionExpiry", testSessionExpiry},
 	{"SessionSyncWaitsForAck", testSessionSyncAck},
 	{"SessionSyncHolderExpires", testSessionSyncExpiry},
+	{"SessionSyncInvalidatesFirst", testSessionSyncFirst},
 	{"SessionLeaseCap", testSessionLeaseCap},
 }
 
@@ -275,7 +276,10 @@ func testSessionSyncAck(h *harness) {
 		h.t.Fatal(err)
 	}
 	finished(h, "sync commit after the ack", done)
-	// Without Sync the commit returns with the callback unacknowledged.
+	// The Sync commit ended b's lease before it changed the file (an
+	// invalidation); b reads again and holds a new one. Without Sync the
+	// commit returns with the callback unacknowledged.
+	b.attr(f.Ino)
 	a.commit(meta.CommitReq{Ino: f.Ino, Size: 2})
 	b.ack = cbs[0].Seq
 	b.want("async commit's callback", f.Ino, update)
@@ -314,4 +318,38 @@ func testSessionLeaseCap(h *harness) {
 	b.want("no lease, no callback", fs[1].Ino)
 	a.commit(meta.CommitReq{Ino: fs[0].Ino, Size: 1})
 	b.want("kept lease", fs[0].Ino, update)
+}
+
+// testSessionSyncFirst: a Sync commit invalidates the other holders before
+// it changes the file, and a session that reads the file meanwhile waits
+// for the change and sees it: no client can read the new state while
+// another still serves the old one from its cache.
+func testSessionSyncFirst(h *harness) {
+	a, b, c := h.session(), h.session(), h.session()
+	f := h.file(meta.RootIno, "f")
+	b.attr(f.Ino)
+	done := a.syncCommit(meta.CommitReq{Ino: f.Ino, Size: 7})
+	cbs, err := h.api.Callbacks(h.ctx, b.id, 0, time.Hour)
+	h.wantErr("long poll", err, nil)
+	if len(cbs) != 1 || cbs[0].Kind != meta.CallbackInvalidate {
+		h.t.Fatalf("one holder of a Sync change got %+v, want one invalidation", cbs)
+	}
+	// Not yet changed: a read without a session sees the old size at once.
+	if in, err := h.api.GetAttr(h.ctx, f.Ino); err != nil || in.Size != 0 {
+		h.t.Fatalf("GetAttr without a session during the change = %d, %v; want the old size 0", in.Size, err)
+	}
+	read := make(chan error, 1)
+	go func() {
+		in, err := c.api.GetAttr(h.ctx, f.Ino)
+		if err == nil && in.Size != 7 {
+			err = fmt.Errorf("size %d, want the new 7", in.Size)
+		}
+		read <- err
+	}()
+	notYet(h, "a session's read during a Sync change", read)
+	if _, err := h.api.Callbacks(h.ctx, b.id, cbs[0].Seq, 0); err != nil {
+		h.t.Fatal(err)
+	}
+	finished(h, "sync commit after the ack", done)
+	finished(h, "the read after the change", read)
 }
