@@ -20,16 +20,16 @@ type file struct {
 	c   *Client
 	ino meta.Ino
 
-	mu     sync.Mutex
-	cond   sync.Cond // signalled when an upload finishes; uses mu
+	mu   sync.Mutex
+	cond sync.Cond // signalled when an upload finishes; uses mu
 	// visible is held for writing by a write that commits before it
 	// returns (commit per write, O_SYNC), from before its data lands in
 	// the buffers until its commit, and for reading by reads that must
 	// not see a write before it is visible to every client (linearizable
 	// policies, O_RSYNC). Taken before mu.
 	visible sync.RWMutex
-	opens  int       // guarded by Client.mu
-	loaded bool
+	opens   int // guarded by Client.mu
+	loaded  bool
 	// unlinked: the inode lost its last name while open; reap on release.
 	unlinked bool // guarded by Client.mu
 
