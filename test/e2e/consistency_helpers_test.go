@@ -106,7 +106,7 @@ func stampOf(b []byte) (uint64, bool) {
 // where it stops being one.
 func describeStamped(b []byte) string {
 	if id, ok := stampOf(b); ok {
-		return fmt.Sprintf("%d bytes of stamp %d", len(b), id)
+		return fmt.Sprintf("%d bytes of stamp %#x", len(b), id)
 	}
 	if len(b) < 8 {
 		return fmt.Sprintf("%d bytes %x", len(b), b)
@@ -114,10 +114,10 @@ func describeStamped(b []byte) string {
 	first := binary.LittleEndian.Uint64(b)
 	for i := 8; i+8 <= len(b); i += 8 {
 		if w := binary.LittleEndian.Uint64(b[i:]); w != first {
-			return fmt.Sprintf("%d bytes: stamp %d up to offset %d, then %d", len(b), first, i, w)
+			return fmt.Sprintf("%d bytes: stamp %#x up to offset %d, then %#x", len(b), first, i, w)
 		}
 	}
-	return fmt.Sprintf("%d bytes of stamp %d with %d trailing bytes", len(b), first, len(b)%8)
+	return fmt.Sprintf("%d bytes of stamp %#x with %d trailing bytes", len(b), first, len(b)%8)
 }
 
 // readAll reads f from offset 0 until EOF through pread (without moving
