@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // One test per consistency preset (issue 4, DESIGN §4), each showing what
@@ -179,5 +181,57 @@ func TestConsistencyNFS(t *testing.T) {
 		}
 		t.Logf("round %d: seen on the other mount %v (open handle) and %v (new open) after the close",
 			r, heldAfter.Round(time.Millisecond), openAfter.Round(time.Millisecond))
+	}
+}
+
+// TestConsistencyRSyncAnyPolicy: whatever the policy, a read through a
+// handle opened O_RSYNC (O_SYNC|O_RSYNC) reflects every write acknowledged
+// before it started on any mount: one written through an O_SYNC handle
+// (acknowledged when the write returns) or one followed by fsync. The
+// reader's handle stays open and has read the file before each write.
+// One directory per policy on one cluster.
+func TestConsistencyRSyncAnyPolicy(t *testing.T) {
+	c := startConsistency(t, 2, "")
+	for _, policy := range []string{"session", "relaxed", "nfs", "forced"} {
+		must(t, os.Mkdir(c.path(0, policy), 0o755))
+		setPolicy(t, c.path(0, policy), policy)
+		for _, how := range []string{"O_SYNC", "fsync"} {
+			name := policy + "/" + how
+			want := stamped(1000, 12<<10)
+			writeFile(t, c.path(0, name), want)
+			wflags := os.O_WRONLY
+			if how == "O_SYNC" {
+				wflags |= os.O_SYNC
+			}
+			w, err := os.OpenFile(c.path(0, name), wflags, 0)
+			must(t, err)
+			r, err := os.OpenFile(c.path(1, name), os.O_RDONLY|unix.O_SYNC|unix.O_RSYNC, 0)
+			must(t, err)
+			for round := range 10 {
+				got, err := readAll(r, 16<<10)
+				must(t, err)
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s round %d: O_RSYNC read before the write: %s, want %s",
+						name, round, describeStamped(got), describeStamped(want))
+					break
+				}
+				want = stamped(uint64(round+1), 12<<10)
+				if _, err := w.WriteAt(want, 0); err != nil {
+					t.Fatalf("%s round %d: pwrite: %v", name, round, err)
+				}
+				if how == "fsync" {
+					must(t, w.Sync())
+				}
+				got, err = readAll(r, 16<<10)
+				must(t, err)
+				if !bytes.Equal(got, want) {
+					t.Errorf("%s round %d: O_RSYNC read on mount 1 after the acknowledged write on mount 0: %s, want %s",
+						name, round, describeStamped(got), describeStamped(want))
+					break
+				}
+			}
+			must(t, w.Close())
+			must(t, r.Close())
+		}
 	}
 }
