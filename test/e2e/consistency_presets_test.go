@@ -180,7 +180,7 @@ func TestConsistencyNFS(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 		t.Logf("round %d: seen on the other mount %v (open handle) and %v (new open) after the close",
-			r, heldAfter.Round(time.Millisecond), openAfter.Round(time.Millisecond))
+			r, heldAfter.Round(time.Microsecond), openAfter.Round(time.Microsecond))
 	}
 }
 
