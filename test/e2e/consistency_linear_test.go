@@ -101,7 +101,7 @@ var linModel = porcupine.Model{
 // go to porcupine; a failure writes its HTML visualization to a temp file.
 func checkLinearizable(t *testing.T, c *ccluster, extraFlags int) {
 	for f, size := range linFiles {
-		writeFile(t, c.path(0, fmt.Sprintf("f%d", f)), stamped(linInitial, size))
+		writeFileSync(t, c.path(0, fmt.Sprintf("f%d", f)), stamped(linInitial, size))
 	}
 	var mu sync.Mutex
 	var hist []porcupine.Operation

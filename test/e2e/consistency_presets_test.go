@@ -198,7 +198,7 @@ func TestConsistencyRSyncAnyPolicy(t *testing.T) {
 		for _, how := range []string{"O_SYNC", "fsync"} {
 			name := policy + "/" + how
 			want := stamped(1000, 12<<10)
-			writeFile(t, c.path(0, name), want)
+			writeFileSync(t, c.path(0, name), want)
 			wflags := os.O_WRONLY
 			if how == "O_SYNC" {
 				wflags |= os.O_SYNC
