@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -150,6 +151,17 @@ func checkLinearizable(t *testing.T, c *ccluster, extraFlags int) {
 	} else {
 		t.Logf("porcupine's visualization of the history: %s", p)
 	}
+	// TESSERA_LIN_DUMP=FILE writes the history for offline analysis: per
+	// operation "client file write value output call" and "R return".
+	if d := os.Getenv("TESSERA_LIN_DUMP"); d != "" {
+		var b strings.Builder
+		for _, op := range hist {
+			in := op.Input.(linInput)
+			fmt.Fprintf(&b, "%d %d %v %d %d %d\n", op.ClientId, in.file, in.write, in.value, op.Output.(uint64), op.Call)
+			fmt.Fprintf(&b, "R %d\n", op.Return)
+		}
+		os.WriteFile(d, []byte(b.String()), 0o644)
+	}
 	stale := staleReads(hist)
 	for i, s := range stale[:min(len(stale), 5)] {
 		t.Logf("stale read %d of %d: %s", i+1, len(stale), s)
@@ -210,11 +222,14 @@ func linWorker(c *ccluster, m, client, extraFlags int, start time.Time, record f
 }
 
 // TestConsistencyLinearizableOneMount is the control of the two tests
-// above: the same workload from six clients of one mount (one kernel page
-// cache, one client process), which is linearizable under any policy. It
-// shows that the recording and the model accept a correct history.
+// above: the same workload from six clients of one mount (one client
+// process), under posix, which serializes a write and its commit against
+// the mount's reads. It shows that the recording and the model accept a
+// correct history. (Under a policy that keeps the kernel page cache, a
+// pread racing a pwrite of 8 KiB can see part of it: the kernel does not
+// make them atomic against each other.)
 func TestConsistencyLinearizableOneMount(t *testing.T) {
-	c := startConsistency(t, 1, "")
+	c := startConsistency(t, 1, "posix")
 	c.mounts = append(c.mounts, c.mounts[0], c.mounts[0])
 	checkLinearizable(t, c, 0)
 }
