@@ -19,9 +19,10 @@
 // one writer's write wins whole. Writes commit as the file size the end of
 // this client's writes (the meta service keeps the larger); a truncate sets
 // its size exactly and conflicts with writes into the block it cuts. A
-// file set forced (Handle.SetForced) commits without the comparison: the last
-// writer wins whole blocks. A block that is all zeros becomes a hole; a file of at most meta.InlineMax bytes is committed
-// inline and never reaches a block server. Dirty memory is bounded for the
+// file whose policy forces commits (policy.ConflictForce) or set forced
+// (Handle.SetForced) commits without the comparison: the last writer wins
+// whole blocks. A block that is all zeros becomes a hole; a file of at most
+// meta.InlineMax bytes is committed inline and never reaches a block server. Dirty memory is bounded for the
 // whole client (Config.DirtyBytes): a writer that would exceed it waits, and
 // the client uploads dirty blocks of open files to make room, so memory does
 // not grow with the size or number of files written.
@@ -56,11 +57,22 @@
 // one and treats every open file as invalidated; when the meta service is
 // unreachable it retries with backoff (one log line per outage) and drops
 // its caches once two thirds of the TTL passed without a poll, since writers
-// stop waiting for it when its session expires. With Config.SyncCommits the
-// client's commits and setattrs wait for the other clients' acknowledgements
-// (sequential consistency).
+// stop waiting for it when its session expires. Commits of files under a
+// coherent policy are Sync (with Config.SyncCommits, every commit and
+// setattr is): the meta service invalidates the other holders before it
+// makes the change, so the next read anywhere sees it.
+//
+// Policies. Every handle operation runs between the Pre and Post hooks of
+// the file's consistency policy (policy.Policy; the inode's own, else
+// Config.Policy, else policy.Default): they commit after each write, refuse
+// writes to committed write-once files, revalidate before synchronized
+// reads. PolicyFor, CacheTTL and OpenMode tell the FUSE layer how long the
+// kernel may cache attributes and pages. docs/design/2026-11-23-consistency.md
+// has the whole picture.
 //
 // Locking. Client.mu guards the table of open files; file.mu guards one file's
-// state. Order: Client.mu before file.mu, never the reverse. No file.mu is held
+// state; file.visible orders a commit-per-write write against linearizable
+// reads of the file in this client. Order: file.visible before file.mu;
+// Client.mu before file.mu. No file.mu is held
 // while waiting for the dirty-memory budget, so the flusher can take any.
 package client

@@ -4,12 +4,16 @@
 // requests go straight to the meta service, data requests to the client
 // package, which owns buffering, caching and commits.
 //
-// Kernel caching. Entries and attributes are cached by the kernel for
-// Options.EntryTimeout and Options.AttrTimeout. An open asks the kernel to keep
-// its page cache (FOPEN_KEEP_CACHE) when the file's change counter is the one
-// this client last saw, so hot re-reads are served from the page cache; other
-// clients' changes are invisible to this mount until its caches time out (the
-// coherent policies of DESIGN §4 replace that with callbacks).
+// Kernel caching follows each regular file's consistency policy
+// (client.CacheTTL, client.OpenMode; docs/design/2026-11-23-consistency.md):
+// attributes are cached for the policy's TTL (0 for coherent and uncached
+// policies, whose reads use direct I/O so that the client's coherent caches
+// answer them); an open keeps the page cache (FOPEN_KEEP_CACHE) when the
+// change counter is the one this client last saw, and otherwise also drops
+// the kernel's cached attributes; O_RSYNC handles use direct I/O. Callbacks
+// from the meta service (another client changed a file) reach the kernel as
+// inode invalidations through an Invalidator. Directories, symlinks and
+// special files keep Options.EntryTimeout and Options.AttrTimeout.
 //
 // Permissions are checked by the kernel (default_permissions) against the
 // attributes the meta service keeps; new inodes are owned by the caller's
