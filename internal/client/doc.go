@@ -72,7 +72,7 @@
 //
 // Locking. Client.mu guards the table of open files; file.mu guards one file's
 // state; file.visible orders a commit-per-write write against linearizable
-// reads of the file in this client. Order: file.visible before file.mu;
-// Client.mu before file.mu. No file.mu is held
+// reads of the file in this client. Order: file.visible, then file.mu, then
+// Client.mu, which is a leaf (it is never held while a file's lock is taken). No file.mu is held
 // while waiting for the dirty-memory budget, so the flusher can take any.
 package client
