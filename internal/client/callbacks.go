@@ -252,27 +252,12 @@ func (f *file) applyLocked(x meta.Callback) {
 	}
 	in := x.Inode
 	for _, ch := range x.Changes {
-		if ch.InlineNew {
-			continue
+		if !ch.InlineNew {
+			f.setHashLocked(ch.Index, ch.New)
 		}
-		w, i := ch.Index/recipeWindow, ch.Index%recipeWindow
-		hs, ok := f.windows[w]
-		if !ok {
-			continue
-		}
-		if i >= uint64(len(hs)) {
-			hs = append(hs, make([]block.Hash, i+1-uint64(len(hs)))...)
-		}
-		hs[i] = ch.New
-		f.windows[w] = hs
 	}
 	if x.SetSize {
-		nb := (int64(in.Size) + f.bs - 1) / f.bs
-		for w, hs := range f.windows {
-			if keep := nb - int64(w)*recipeWindow; keep < int64(len(hs)) {
-				f.windows[w] = hs[:max(keep, 0)]
-			}
-		}
+		f.trimWindowsLocked(int64(in.Size))
 	}
 	f.size = int64(in.Size)
 	f.change = in.Change

@@ -154,16 +154,7 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode, ours []*ourBlock
 			f.hasInline = false
 			f.inline = nil
 		}
-		w, i := ch.Index/recipeWindow, ch.Index%recipeWindow
-		hs, ok := f.windows[w]
-		if !ok {
-			continue
-		}
-		if i >= uint64(len(hs)) {
-			hs = append(hs, make([]block.Hash, i+1-uint64(len(hs)))...)
-		}
-		hs[i] = ch.New
-		f.windows[w] = hs
+		f.setHashLocked(ch.Index, ch.New)
 	}
 	f.hasInline = in.HasInline
 	if in.HasInline {
@@ -175,13 +166,7 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode, ours []*ourBlock
 		f.windows = make(map[uint64][]block.Hash)
 	}
 	if req.SetSize {
-		nb := (int64(in.Size) + f.bs - 1) / f.bs
-		for w, hs := range f.windows {
-			first := int64(w) * recipeWindow
-			if keep := nb - first; keep < int64(len(hs)) {
-				f.windows[w] = hs[:max(keep, 0)]
-			}
-		}
+		f.trimWindowsLocked(int64(in.Size))
 	}
 	// The committed size may differ from this client's view (another
 	// client wrote or truncated); writes still buffered keep theirs.
@@ -267,4 +252,30 @@ func (f *file) cutLocked(ctx context.Context, last uint64, keep int64) error {
 	f.c.budget.force(f.bs)
 	f.dirty[last] = &dblock{idx: last, buf: buf, base: b}
 	return nil
+}
+
+// setHashLocked records h as block idx's committed hash in the cached
+// recipe, if the window holding idx is cached.
+func (f *file) setHashLocked(idx uint64, h block.Hash) {
+	w, i := idx/recipeWindow, idx%recipeWindow
+	hs, ok := f.windows[w]
+	if !ok {
+		return
+	}
+	if i >= uint64(len(hs)) {
+		hs = append(hs, make([]block.Hash, i+1-uint64(len(hs)))...)
+	}
+	hs[i] = h
+	f.windows[w] = hs
+}
+
+// trimWindowsLocked drops the cached recipe entries at or past the end of
+// a file of size bytes (after a truncate).
+func (f *file) trimWindowsLocked(size int64) {
+	nb := (size + f.bs - 1) / f.bs
+	for w, hs := range f.windows {
+		if keep := nb - int64(w)*recipeWindow; keep < int64(len(hs)) {
+			f.windows[w] = hs[:max(keep, 0)]
+		}
+	}
 }
