@@ -299,7 +299,7 @@ func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) []block.Hash
 		first--
 	}
 	var out []block.Hash
-	for idx := first; idx < first+uint64(f.c.cfg.ReadAheadBlocks) && int64(idx)*f.bs < f.size; idx++ {
+	for idx := first; idx < first+uint64(f.c.readAheadBlocks(f.bs)) && int64(idx)*f.bs < f.size; idx++ {
 		buf, bh, err := f.contentLocked(ctx, idx)
 		if err != nil || buf != nil || bh.IsZero() {
 			continue

@@ -1,11 +1,14 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -18,15 +21,20 @@ type Dialer func(s meta.Server) (block.Store, error)
 // router sends each block to the servers placement picks for its hash and
 // reads it back from the nearest copy (DESIGN §3.2, issue 3):
 //
-//   - a Put goes to R servers in state up, spread over failure domains
-//     (placement.Spread of the rendezvous ranking); a server that fails is
+//   - a Put goes to R servers in state up, spread over failure domains: R of
+//     the block's R+1 candidates (placement.Candidates of the rendezvous
+//     ranking), leaving out the one this client has most requests queued or
+//     in flight to (placement.Choose), so that one file's blocks load every
+//     server evenly instead of binomially. A server that fails is
 //     replaced by the next in rank, so the block still gets R copies when
 //     enough servers are up. The write counts as done once a majority of R
 //     copies are durable; the others go on in the background and fsync
 //     waits for them (replication.wait).
 //   - a Get asks copies on this host first (a co-located block file), then
-//     the servers in rank order, and falls back to the next on a missing,
-//     unreachable or corrupt copy. A corrupt copy is reported to its server
+//     the block's candidates under the default R (least busy first), then
+//     the other servers in rank order, and falls back to the next on a
+//     missing, unreachable or corrupt copy: a copy on the last candidate
+//     costs at most one cheap miss. A corrupt copy is reported to its server
 //     (which moves it aside) and replaced with the good bytes.
 type router struct {
 	api  meta.API
@@ -41,6 +49,7 @@ type router struct {
 		servers  map[string]meta.Server
 		stores   map[string]block.Store
 		slots    map[string]chan struct{} // uploads under way per server
+		busy     map[string]*atomic.Int64 // this client's requests queued or in flight per server
 	}
 }
 
@@ -53,6 +62,7 @@ func newRouter(api meta.API, dial Dialer, log *slog.Logger) *router {
 	r.mu.stores = make(map[string]block.Store)
 	r.mu.servers = make(map[string]meta.Server)
 	r.mu.slots = make(map[string]chan struct{})
+	r.mu.busy = make(map[string]*atomic.Int64)
 	return r
 }
 
@@ -80,6 +90,9 @@ func (r *router) refresh(ctx context.Context) error {
 		if r.mu.slots[s.ID] == nil {
 			r.mu.slots[s.ID] = make(chan struct{}, uploadsPerServer)
 		}
+		if r.mu.busy[s.ID] == nil {
+			r.mu.busy[s.ID] = new(atomic.Int64)
+		}
 		r.mu.servers[s.ID] = s
 		ids = append(ids, s.ID)
 		if s.State == meta.StateUp || s.State == "" {
@@ -90,6 +103,13 @@ func (r *router) refresh(ctx context.Context) error {
 	r.mu.replicas = max(m.Replicas, 1)
 	r.mu.epoch = m.Epoch
 	return nil
+}
+
+// upServers returns the number of servers taking new blocks.
+func (r *router) upServers() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.mu.up)
 }
 
 // defaultReplicas is the cluster's replication factor.
@@ -104,6 +124,7 @@ type rankedStore struct {
 	st    block.Store
 	local bool
 	slots chan struct{} // the server's upload slots
+	busy  *atomic.Int64 // this client's requests queued or in flight to it
 }
 
 func isLocal(st block.Store) bool {
@@ -112,54 +133,77 @@ func isLocal(st block.Store) bool {
 }
 
 // ranked returns every server for reading h: copies on this host first,
-// then the rendezvous order.
+// then the block's candidates under the default R (placement.Candidates over
+// the up servers, where writers put it), least busy first, then the others
+// in rendezvous order.
 func (r *router) ranked(h block.Hash) []rankedStore {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	ids := placement.Pick(h, r.mu.ids, len(r.mu.ids))
+	cands := placement.Candidates(placement.Pick(h, r.mu.up, len(r.mu.up)), r.domainLocked, r.mu.replicas)
 	out := make([]rankedStore, 0, len(ids))
-	for _, id := range ids {
-		if r.mu.servers[id].State == meta.StateDown {
-			continue
+	seen := make(map[string]bool, len(ids))
+	add := func(id string) {
+		if r.mu.servers[id].State == meta.StateDown || seen[id] {
+			return
 		}
+		seen[id] = true
 		st := r.mu.stores[id]
-		out = append(out, rankedStore{id: id, st: st, local: isLocal(st)})
+		out = append(out, rankedStore{id: id, st: st, local: isLocal(st), busy: r.mu.busy[id]})
 	}
-	// Stable: local copies first, the rest in rank order.
-	j := 0
-	for i := range out {
-		if out[i].local {
-			out[i], out[j] = out[j], out[i]
-			j++
+	for _, id := range ids {
+		if isLocal(r.mu.stores[id]) {
+			add(id)
 		}
+	}
+	nlocal := len(out)
+	for _, id := range cands {
+		add(id)
+	}
+	slices.SortStableFunc(out[nlocal:], func(a, b rankedStore) int {
+		return cmp.Compare(a.busy.Load(), b.busy.Load())
+	})
+	for _, id := range ids {
+		add(id)
 	}
 	return out
 }
 
-// targets returns the up servers for a new block with r copies: the first r
-// spread over failure domains, then the rest in rank order as substitutes.
+// domainLocked returns the failure domains of server id; a server without a
+// host label is a host of its own.
+func (r *router) domainLocked(id string) placement.Domain {
+	s := r.mu.servers[id]
+	host := s.Host
+	if host == "" {
+		host = id
+	}
+	return placement.Domain{Site: s.Site, Rack: s.Rack, Host: host}
+}
+
+// targets returns the up servers for a new block with n copies: n of its
+// n+1 candidates, spread over failure domains, leaving out the one with the
+// most of this client's requests queued or in flight (placement.Choose);
+// then the rest in rank order as substitutes.
 func (r *router) targets(h block.Hash, n int) (first, spare []rankedStore) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	ranked := placement.Pick(h, r.mu.up, len(r.mu.up))
-	dom := func(id string) placement.Domain {
-		s := r.mu.servers[id]
-		host := s.Host
-		if host == "" {
-			host = id
-		}
-		return placement.Domain{Site: s.Site, Rack: s.Rack, Host: host}
+	cands := placement.Candidates(ranked, r.domainLocked, n)
+	picked := placement.Choose(cands, r.domainLocked, n, func(id string) int64 { return r.mu.busy[id].Load() }, placement.TieKey(h))
+	store := func(id string) rankedStore {
+		return rankedStore{id: id, st: r.mu.stores[id], slots: r.mu.slots[id], busy: r.mu.busy[id]}
 	}
-	picked := placement.Spread(ranked, dom, n)
-	in := make(map[string]bool, len(picked))
 	for _, id := range picked {
-		in[id] = true
-		first = append(first, rankedStore{id: id, st: r.mu.stores[id], slots: r.mu.slots[id]})
+		first = append(first, store(id))
 	}
 	for _, id := range ranked {
-		if !in[id] {
-			spare = append(spare, rankedStore{id: id, st: r.mu.stores[id], slots: r.mu.slots[id]})
+		if !slices.Contains(picked, id) {
+			spare = append(spare, store(id))
 		}
+	}
+	// Claim the picks now, so that the next block's choice sees them.
+	for _, s := range first {
+		s.busy.Add(1)
 	}
 	return first, spare
 }
@@ -203,6 +247,7 @@ func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*re
 			s.slots <- struct{}{}
 			err := s.st.Put(context.WithoutCancel(ctx), h, data)
 			<-s.slots
+			s.busy.Add(-1)
 			if err == nil {
 				results <- result{s.id, nil}
 				return
@@ -216,6 +261,7 @@ func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*re
 			r.log.Warn("block copy failed; trying another server", "block", h.Short(), "server", s.id, "next", spare[0].id, "err", err)
 			s, spare = spare[0], spare[1:]
 			mu.Unlock()
+			s.busy.Add(1)
 		}
 	}
 	for _, s := range first {
@@ -268,7 +314,9 @@ func (r *router) get(ctx context.Context, h block.Hash) (data []byte, local bool
 	var errs []error
 	var bad []rankedStore
 	for _, s := range stores {
+		s.busy.Add(1)
 		data, err := s.st.Get(ctx, h)
+		s.busy.Add(-1)
 		if err == nil {
 			for _, b := range bad {
 				go r.repair(h, data, b)

@@ -65,10 +65,18 @@ func (c *cluster) placeAll() {
 		}
 	}
 	for h, r := range c.live {
-		for _, id := range placement.Pick(h, ups, r) {
+		for _, id := range writerPick(h, ups, r) {
 			c.held[id][h] = 100
 		}
 	}
+}
+
+// writerPick is the placement a client makes with equal loads on every
+// server: r of the r+1 candidates, by the block's tie key.
+func writerPick(h block.Hash, ups []string, r int) []string {
+	flat := func(id string) placement.Domain { return placement.Domain{Host: id} }
+	cands := placement.Candidates(placement.Pick(h, ups, len(ups)), flat, r)
+	return placement.Choose(cands, flat, r, func(string) int64 { return 0 }, placement.TieKey(h))
 }
 
 // holders returns the listed servers holding h.
