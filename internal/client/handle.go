@@ -235,11 +235,14 @@ func (h *Handle) Read(ctx context.Context, off int64, dest []byte) (int, error) 
 		}
 		pos += m
 	}
-	ahead := h.readAheadLocked(ctx, off, n)
+	ahead, done := h.readAheadLocked(ctx, off, n)
 	f.mu.Unlock()
 
 	if err := h.fetch(ctx, jobs); err != nil {
 		return 0, err
+	}
+	if !done.IsZero() {
+		f.c.mem.demote(done)
 	}
 	for _, a := range ahead {
 		f.c.prefetch(a)
@@ -280,8 +283,11 @@ func copyBlock(dst, content []byte, from int64) {
 }
 
 // readAheadLocked tracks sequential access and returns the hashes of the
-// blocks worth fetching ahead of the reader.
-func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) []block.Hash {
+// blocks worth fetching ahead of the reader, and the block a sequential
+// reader has just read to its end (zero if none): it goes first when the
+// memory cache makes room, so that a deep read-ahead is not evicted by the
+// blocks behind the reader before it is read.
+func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) (ahead []block.Hash, done block.Hash) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if off == h.next {
@@ -291,12 +297,15 @@ func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) []block.Hash
 	}
 	h.next = off + n
 	if h.run < 2 {
-		return nil
+		return nil, block.Hash{}
 	}
 	f := h.f
 	first := uint64((off+n)/f.bs) + 1
 	if (off+n)%f.bs == 0 {
 		first--
+		if _, bh, err := f.contentLocked(ctx, first-1); err == nil {
+			done = bh
+		}
 	}
 	var out []block.Hash
 	for idx := first; idx < first+uint64(f.c.readAheadBlocks(f.bs)) && int64(idx)*f.bs < f.size; idx++ {
@@ -306,5 +315,5 @@ func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) []block.Hash
 		}
 		out = append(out, bh)
 	}
-	return out
+	return out, done
 }

@@ -207,3 +207,85 @@ func testHashes(n int) []block.Hash {
 	}
 	return out
 }
+
+// A demoted block is evicted first, before blocks inserted earlier.
+func TestMemCacheDemote(t *testing.T) {
+	c := newMemCache(3 * 10)
+	hs := testHashes(4)
+	for _, h := range hs[:3] {
+		c.put(h, make([]byte, 10))
+	}
+	c.demote(hs[2]) // the newest goes to the back
+	c.put(hs[3], make([]byte, 10))
+	if c.contains(hs[2]) {
+		t.Fatal("the demoted block survived the eviction")
+	}
+	for _, h := range []block.Hash{hs[0], hs[1], hs[3]} {
+		if !c.contains(h) {
+			t.Fatalf("block %s evicted instead of the demoted one", h.Short())
+		}
+	}
+	c.demote(hs[2]) // absent: no effect
+}
+
+// A sequential reader demotes each block it has read to its end, so the
+// memory cache keeps the read-ahead rather than the blocks behind the
+// reader: with read-ahead as deep as the cache allows, every block is
+// fetched once.
+func TestSequentialReadFetchesEachBlockOnce(t *testing.T) {
+	ctx := context.Background()
+	svc, c, stores := newReplicaEnv(t, 2, 1)
+	in, _ := svc.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: 0o100644})
+	const bs, nblocks = 64 << 10, 12
+	data := make([]byte, nblocks*bs)
+	for i := range data {
+		data[i] = byte(i/bs + 1)
+	}
+	h, _ := c.Open(ctx, in)
+	h.Write(ctx, 0, data)
+	if err := h.Fsync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h.Release(ctx)
+
+	counted := map[string]*countingStore{}
+	for id, st := range stores {
+		counted[id] = &countingStore{flakyStore: st}
+	}
+	// A cache of 4 blocks, read-ahead of 3.
+	c2, err := New(ctx, Config{Meta: svc, Dial: func(s meta.Server) (block.Store, error) { return counted[s.ID], nil },
+		Logger: slog.New(slog.DiscardHandler), MemCacheBytes: 4 * bs, ReadAheadBlocks: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close(ctx)
+	cur, _ := svc.GetAttr(ctx, in.Ino)
+	rh, _ := c2.Open(ctx, cur)
+	defer rh.Release(ctx)
+	buf := make([]byte, bs/4)
+	for off := int64(0); off < nblocks*bs; off += int64(len(buf)) {
+		if _, err := rh.Read(ctx, off, buf); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(buf, data[off:off+int64(len(buf))]) {
+			t.Fatalf("wrong bytes at %d", off)
+		}
+		c2.bg.Wait() // read-ahead lands before the next read
+	}
+	hits := 0
+	for _, st := range counted {
+		hits += st.gets // each block is on one server; misses cost a get too
+	}
+	// Each block: one hit, plus at most one miss on its other candidate.
+	var found int
+	for _, st := range stores {
+		for i := range nblocks {
+			if st.holds(block.Sum(data[i*bs : (i+1)*bs])) {
+				found++
+			}
+		}
+	}
+	if found != nblocks || hits > 2*nblocks {
+		t.Fatalf("%d gets for %d blocks (%d copies): blocks fetched more than once", hits, nblocks, found)
+	}
+}
