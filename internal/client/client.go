@@ -53,7 +53,7 @@ func (c *Config) setDefaults() {
 		c.Uploads = 16
 	}
 	if c.Fetches == 0 {
-		c.Fetches = 16
+		c.Fetches = 32
 	}
 }
 

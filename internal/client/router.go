@@ -34,7 +34,8 @@ type Dialer func(s meta.Server) (block.Store, error)
 //     the block's candidates under the default R (least busy first), then
 //     the other servers in rank order, and falls back to the next on a
 //     missing, unreachable or corrupt copy: a copy on the last candidate
-//     costs at most one cheap miss. A corrupt copy is reported to its server
+//     costs at most one cheap miss. With R=1 the two candidates are asked at
+//     once. A corrupt copy is reported to its server
 //     (which moves it aside) and replaced with the good bytes.
 type router struct {
 	api  meta.API
@@ -48,21 +49,39 @@ type router struct {
 		up       []string // servers taking new blocks
 		servers  map[string]meta.Server
 		stores   map[string]block.Store
-		slots    map[string]chan struct{} // uploads under way per server
-		busy     map[string]*atomic.Int64 // this client's requests queued or in flight per server
+		lanes    map[string]*lane
 	}
 }
+
+// lane is this client's traffic to one block server.
+type lane struct {
+	puts chan struct{} // uploads under way
+	gets chan struct{} // fetches under way
+	// busy counts requests queued or in flight; placed counts the copies
+	// this client sent there.
+	busy, placed atomic.Int64
+}
+
+// load is the cost placement.Choose compares: requests queued or in flight
+// first (a server behind gets fewer new blocks), then copies placed (so that
+// one file's bytes end up even on servers of equal speed).
+func (l *lane) load() int64 { return l.busy.Load()<<32 | min(l.placed.Load(), 1<<32-1) }
 
 // uploadsPerServer bounds the block uploads in flight to one server: more
 // only split its link further and push every transfer towards its timeout.
 const uploadsPerServer = 4
 
+// fetchesPerServer bounds the block fetches in flight to one server: a
+// server serves a reader's queue of fetches about in file order, each at
+// (nearly) the full speed of its link, rather than all at a fraction, so the
+// block the reader waits for comes first.
+const fetchesPerServer = 2
+
 func newRouter(api meta.API, dial Dialer, log *slog.Logger) *router {
 	r := &router{api: api, dial: dial, log: log}
 	r.mu.stores = make(map[string]block.Store)
 	r.mu.servers = make(map[string]meta.Server)
-	r.mu.slots = make(map[string]chan struct{})
-	r.mu.busy = make(map[string]*atomic.Int64)
+	r.mu.lanes = make(map[string]*lane)
 	return r
 }
 
@@ -87,11 +106,8 @@ func (r *router) refresh(ctx context.Context) error {
 			}
 			r.mu.stores[s.ID] = st
 		}
-		if r.mu.slots[s.ID] == nil {
-			r.mu.slots[s.ID] = make(chan struct{}, uploadsPerServer)
-		}
-		if r.mu.busy[s.ID] == nil {
-			r.mu.busy[s.ID] = new(atomic.Int64)
+		if r.mu.lanes[s.ID] == nil {
+			r.mu.lanes[s.ID] = &lane{puts: make(chan struct{}, uploadsPerServer), gets: make(chan struct{}, fetchesPerServer)}
 		}
 		r.mu.servers[s.ID] = s
 		ids = append(ids, s.ID)
@@ -123,8 +139,7 @@ type rankedStore struct {
 	id    string
 	st    block.Store
 	local bool
-	slots chan struct{} // the server's upload slots
-	busy  *atomic.Int64 // this client's requests queued or in flight to it
+	lane  *lane
 }
 
 func isLocal(st block.Store) bool {
@@ -149,7 +164,7 @@ func (r *router) ranked(h block.Hash) []rankedStore {
 		}
 		seen[id] = true
 		st := r.mu.stores[id]
-		out = append(out, rankedStore{id: id, st: st, local: isLocal(st), busy: r.mu.busy[id]})
+		out = append(out, rankedStore{id: id, st: st, local: isLocal(st), lane: r.mu.lanes[id]})
 	}
 	for _, id := range ids {
 		if isLocal(r.mu.stores[id]) {
@@ -161,7 +176,7 @@ func (r *router) ranked(h block.Hash) []rankedStore {
 		add(id)
 	}
 	slices.SortStableFunc(out[nlocal:], func(a, b rankedStore) int {
-		return cmp.Compare(a.busy.Load(), b.busy.Load())
+		return cmp.Compare(a.lane.busy.Load(), b.lane.busy.Load())
 	})
 	for _, id := range ids {
 		add(id)
@@ -189,9 +204,9 @@ func (r *router) targets(h block.Hash, n int) (first, spare []rankedStore) {
 	defer r.mu.RUnlock()
 	ranked := placement.Pick(h, r.mu.up, len(r.mu.up))
 	cands := placement.Candidates(ranked, r.domainLocked, n)
-	picked := placement.Choose(cands, r.domainLocked, n, func(id string) int64 { return r.mu.busy[id].Load() }, placement.TieKey(h))
+	picked := placement.Choose(cands, r.domainLocked, n, func(id string) int64 { return r.mu.lanes[id].load() }, placement.TieKey(h))
 	store := func(id string) rankedStore {
-		return rankedStore{id: id, st: r.mu.stores[id], slots: r.mu.slots[id], busy: r.mu.busy[id]}
+		return rankedStore{id: id, st: r.mu.stores[id], lane: r.mu.lanes[id]}
 	}
 	for _, id := range picked {
 		first = append(first, store(id))
@@ -203,7 +218,8 @@ func (r *router) targets(h block.Hash, n int) (first, spare []rankedStore) {
 	}
 	// Claim the picks now, so that the next block's choice sees them.
 	for _, s := range first {
-		s.busy.Add(1)
+		s.lane.busy.Add(1)
+		s.lane.placed.Add(1)
 	}
 	return first, spare
 }
@@ -244,10 +260,10 @@ func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*re
 	// reports once.
 	copyTo := func(s rankedStore) {
 		for {
-			s.slots <- struct{}{}
+			s.lane.puts <- struct{}{}
 			err := s.st.Put(context.WithoutCancel(ctx), h, data)
-			<-s.slots
-			s.busy.Add(-1)
+			<-s.lane.puts
+			s.lane.busy.Add(-1)
 			if err == nil {
 				results <- result{s.id, nil}
 				return
@@ -261,7 +277,8 @@ func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*re
 			r.log.Warn("block copy failed; trying another server", "block", h.Short(), "server", s.id, "next", spare[0].id, "err", err)
 			s, spare = spare[0], spare[1:]
 			mu.Unlock()
-			s.busy.Add(1)
+			s.lane.busy.Add(1)
+			s.lane.placed.Add(1)
 		}
 	}
 	for _, s := range first {
@@ -313,26 +330,84 @@ func (r *router) get(ctx context.Context, h block.Hash) (data []byte, local bool
 	}
 	var errs []error
 	var bad []rankedStore
-	for _, s := range stores {
-		s.busy.Add(1)
-		data, err := s.st.Get(ctx, h)
-		s.busy.Add(-1)
-		if err == nil {
-			for _, b := range bad {
-				go r.repair(h, data, b)
-			}
-			return data, s.local, nil
-		}
+	failed := func(s rankedStore, err error) {
 		if errors.Is(err, block.ErrCorrupt) {
 			r.log.Error("corrupt block copy; reading another and repairing this one", "block", h.String(), "server", s.id, "err", err)
 			bad = append(bad, s)
 		}
 		errs = append(errs, fmt.Errorf("server %s: %w", s.id, err))
+	}
+	found := func(data []byte) {
+		for _, b := range bad {
+			go r.repair(h, data, b)
+		}
+	}
+	// With one copy on one of two candidates, ask both at once: the miss
+	// costs a small answer, not a turn at the back of the other's queue.
+	if len(stores) >= 2 && !stores[0].local && !stores[1].local && r.defaultReplicas() == 1 {
+		data, i, err := r.getEither(ctx, h, stores[:2], failed)
+		if err == nil {
+			found(data)
+			return data, stores[i].local, nil
+		}
+		stores = stores[2:]
+	}
+	for _, s := range stores {
 		if ctx.Err() != nil {
 			break
 		}
+		data, err := s.lane.get(ctx, s.st, h)
+		if err == nil {
+			found(data)
+			return data, s.local, nil
+		}
+		failed(s, err)
 	}
 	return nil, false, fmt.Errorf("get block %s: %w", h.Short(), errors.Join(errs...))
+}
+
+// getEither asks every store for h at once and returns the first good copy
+// (and its index), cancelling the others; failed sees the errors met
+// before it.
+func (r *router) getEither(ctx context.Context, h block.Hash, stores []rankedStore, failed func(rankedStore, error)) ([]byte, int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		i    int
+		data []byte
+		err  error
+	}
+	results := make(chan result, len(stores))
+	for i, s := range stores {
+		go func() {
+			data, err := s.lane.get(ctx, s.st, h)
+			results <- result{i, data, err}
+		}()
+	}
+	for range stores {
+		res := <-results
+		if res.err == nil {
+			return res.data, res.i, nil
+		}
+		failed(stores[res.i], res.err)
+	}
+	return nil, 0, fmt.Errorf("get block %s: no copy on the first servers", h.Short())
+}
+
+// get fetches h from st through the lane: queued behind this client's other
+// fetches from the server, the local block files excepted.
+func (l *lane) get(ctx context.Context, st block.Store, h block.Hash) ([]byte, error) {
+	l.busy.Add(1)
+	defer l.busy.Add(-1)
+	if !isLocal(st) {
+		select {
+		case l.gets <- struct{}{}:
+			defer func() { <-l.gets }()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return st.Get(ctx, h)
 }
 
 // repair replaces a corrupt copy on s with good data. The server moves a

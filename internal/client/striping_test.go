@@ -27,6 +27,12 @@ func (s *countingStore) Get(ctx context.Context, h block.Hash) ([]byte, error) {
 	return s.flakyStore.Get(ctx, h)
 }
 
+func (s *countingStore) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gets
+}
+
 func candidatesOf(c *Client, h block.Hash, r int) []string {
 	c.router.mu.RLock()
 	defer c.router.mu.RUnlock()
@@ -45,7 +51,7 @@ func TestPutAvoidsBusyServer(t *testing.T) {
 		if len(cands) != 2 {
 			t.Fatalf("candidates %v, want 2 for R=1", cands)
 		}
-		b := c.router.mu.busy[cands[busy]]
+		b := &c.router.mu.lanes[cands[busy]].busy
 		b.Add(5)
 		rep, err := c.router.put(ctx, h, data, 1)
 		if err != nil {
@@ -60,7 +66,7 @@ func TestPutAvoidsBusyServer(t *testing.T) {
 			t.Fatalf("block went elsewhere than %s with %s busy", other, cands[busy])
 		}
 		for id, st := range stores {
-			if n := c.router.mu.busy[id].Load(); n != 0 {
+			if n := c.router.mu.lanes[id].busy.Load(); n != 0 {
 				t.Fatalf("server %s: %d requests still counted after the put", id, n)
 			}
 			if id != other && st.holds(h) {
@@ -92,7 +98,7 @@ func TestTargetsSpreadQueuedBlocks(t *testing.T) {
 		}
 	}
 	for _, s := range claimed {
-		s.busy.Add(-1)
+		s.lane.busy.Add(-1)
 	}
 }
 
@@ -106,14 +112,14 @@ func TestReadFromLastCandidate(t *testing.T) {
 	bh := block.Sum(data)
 	cands := candidatesOf(c, bh, 1)
 	// Keep the block off cands[0]: make it look busy to this writer.
-	c.router.mu.busy[cands[0]].Add(100)
+	c.router.mu.lanes[cands[0]].busy.Add(100)
 	h, _ := c.Open(ctx, in)
 	h.Write(ctx, 0, data)
 	if err := h.Fsync(ctx); err != nil {
 		t.Fatal(err)
 	}
 	h.Release(ctx)
-	c.router.mu.busy[cands[0]].Add(-100)
+	c.router.mu.lanes[cands[0]].busy.Add(-100)
 	if !stores[cands[1]].holds(bh) || stores[cands[0]].holds(bh) {
 		t.Fatalf("block not on the second candidate %s alone", cands[1])
 	}
@@ -135,18 +141,19 @@ func TestReadFromLastCandidate(t *testing.T) {
 		t.Fatalf("read of a block on the second candidate: n=%d err=%v", n, err)
 	}
 	for id, st := range counted {
+		gets := st.count()
 		want := 0
 		switch id {
 		case cands[1]:
 			want = 1
 		case cands[0]:
-			want = st.gets // at most one miss, checked below
+			want = gets // at most one miss (asked at once with R=1), checked below
 			if want > 1 {
-				t.Fatalf("%d gets on the first candidate %s, want at most one miss", st.gets, id)
+				t.Fatalf("%d gets on the first candidate %s, want at most one miss", gets, id)
 			}
 		}
-		if st.gets != want {
-			t.Fatalf("server %s answered %d gets, want %d", id, st.gets, want)
+		if gets != want {
+			t.Fatalf("server %s answered %d gets, want %d", id, gets, want)
 		}
 	}
 }
@@ -171,8 +178,8 @@ func TestRankedOrder(t *testing.T) {
 	if !slices.Equal(ids(got[:3]), cands) {
 		t.Fatalf("ranked starts %v, want the candidates %v", ids(got[:3]), cands)
 	}
-	c.router.mu.busy[cands[0]].Add(3)
-	defer c.router.mu.busy[cands[0]].Add(-3)
+	c.router.mu.lanes[cands[0]].busy.Add(3)
+	defer c.router.mu.lanes[cands[0]].busy.Add(-3)
 	got = c.router.ranked(h)
 	if want := []string{cands[1], cands[2], cands[0]}; !slices.Equal(ids(got[:3]), want) {
 		t.Fatalf("with %s busy, ranked starts %v, want %v", cands[0], ids(got[:3]), want)
@@ -274,7 +281,7 @@ func TestSequentialReadFetchesEachBlockOnce(t *testing.T) {
 	}
 	hits := 0
 	for _, st := range counted {
-		hits += st.gets // each block is on one server; misses cost a get too
+		hits += st.count() // each block is on one server; misses cost a get too
 	}
 	// Each block: one hit, plus at most one miss on its other candidate.
 	var found int
@@ -287,5 +294,50 @@ func TestSequentialReadFetchesEachBlockOnce(t *testing.T) {
 	}
 	if found != nblocks || hits > 2*nblocks {
 		t.Fatalf("%d gets for %d blocks (%d copies): blocks fetched more than once", hits, nblocks, found)
+	}
+}
+
+// hangingStore never answers a Get until its context ends.
+type hangingStore struct{ *flakyStore }
+
+func (s hangingStore) Get(ctx context.Context, h block.Hash) ([]byte, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// With R=1 a reader asks both candidates at once: a first candidate that
+// is slow to answer (its link full) does not hold up the read of a copy on
+// the second, and its request is cancelled.
+func TestReadAsksBothCandidates(t *testing.T) {
+	ctx := context.Background()
+	_, c, stores := newReplicaEnv(t, 4, 1)
+	data := bytes.Repeat([]byte("both"), 1000)
+	bh := block.Sum(data)
+	cands := candidatesOf(c, bh, 1)
+	if err := stores[cands[1]].Put(ctx, bh, data); err != nil {
+		t.Fatal(err)
+	}
+	dial := func(s meta.Server) (block.Store, error) {
+		if s.ID == cands[0] {
+			return hangingStore{stores[s.ID]}, nil
+		}
+		return stores[s.ID], nil
+	}
+	c2, err := New(ctx, Config{Meta: c.api, Dial: dial, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Close(ctx)
+	got, _, err := c2.router.get(ctx, bh)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get with the first candidate hanging: err=%v", err)
+	}
+	// The hanging request was cancelled: its lane empties.
+	l := c2.router.mu.lanes[cands[0]]
+	for i := 0; l.busy.Load() != 0; i++ {
+		if i == 200 {
+			t.Fatalf("the request to the first candidate was not cancelled")
+		}
+		sleepBriefly()
 	}
 }
