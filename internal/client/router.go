@@ -58,14 +58,16 @@ type lane struct {
 	puts chan struct{} // uploads under way
 	gets chan struct{} // fetches under way
 	// busy counts requests queued or in flight; placed counts the copies
-	// this client sent there.
+	// this client sent there (it grows with the data written, evenly over
+	// the servers, so it stays far from overflow).
 	busy, placed atomic.Int64
 }
 
-// load is the cost placement.Choose compares: requests queued or in flight
-// first (a server behind gets fewer new blocks), then copies placed (so that
-// one file's bytes end up even on servers of equal speed).
-func (l *lane) load() int64 { return l.busy.Load()<<32 | min(l.placed.Load(), 1<<32-1) }
+// load is the cost placement.Choose compares: copies placed plus requests
+// queued or in flight, so that one file's blocks end up even on servers of
+// equal speed (the last server to finish sets the pace) and a server that
+// falls behind gets fewer new blocks.
+func (l *lane) load() int64 { return l.placed.Load() + l.busy.Load() }
 
 // uploadsPerServer bounds the block uploads in flight to one server: more
 // only split its link further and push every transfer towards its timeout.
