@@ -283,8 +283,8 @@ func copyBlock(dst, content []byte, from int64) {
 }
 
 // readAheadLocked tracks sequential access and returns the hashes of the
-// blocks worth fetching ahead of the reader, and the block a sequential
-// reader has just read to its end (zero if none): it goes first when the
+// blocks worth fetching ahead of the reader, and the block a reader has
+// just read to its end (zero if none): it goes first when the
 // memory cache makes room, so that a deep read-ahead is not evicted by the
 // blocks behind the reader before it is read.
 func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) (ahead []block.Hash, done block.Hash) {
@@ -296,16 +296,18 @@ func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) (ahead []blo
 		h.run = 0
 	}
 	h.next = off + n
-	if h.run < 2 {
-		return nil, block.Hash{}
-	}
 	f := h.f
 	first := uint64((off+n)/f.bs) + 1
 	if (off+n)%f.bs == 0 {
+		// Demoted even when the kernel's concurrent reads arrive out of
+		// order and break the run: a re-read is served by its page cache.
 		first--
 		if _, bh, err := f.contentLocked(ctx, first-1); err == nil {
 			done = bh
 		}
+	}
+	if h.run < 2 {
+		return nil, done
 	}
 	var out []block.Hash
 	for idx := first; idx < first+uint64(f.c.readAheadBlocks(f.bs)) && int64(idx)*f.bs < f.size; idx++ {
