@@ -18,13 +18,18 @@ type Config struct {
 	Dial   Dialer
 	Logger *slog.Logger
 
-	MemCacheBytes   int64  // memory block cache; default 128 MiB
-	DiskCacheDir    string // local disk block cache; "" disables it
-	DiskCacheBytes  int64  // default 1 GiB
-	DirtyBytes      int64  // bound on buffered and uploading data; default 64 MiB
-	Uploads         int    // concurrent block uploads; default 16
-	Fetches         int    // concurrent block fetches; default 16
-	ReadAheadBlocks int    // blocks fetched ahead of sequential readers; default 8
+	MemCacheBytes  int64  // memory block cache; default 128 MiB
+	DiskCacheDir   string // local disk block cache; "" disables it
+	DiskCacheBytes int64  // default 1 GiB
+	DirtyBytes     int64  // bound on buffered and uploading data; default 64 MiB
+	Uploads        int    // concurrent block uploads; default 16
+	Fetches        int    // concurrent block fetches; default 16
+	// ReadAheadBlocks is how many blocks are fetched ahead of a sequential
+	// reader. 0 (the default) scales it with the servers: 3 per up server,
+	// at least 8, at most what fits in 3/4 of MemCacheBytes (the fetched
+	// blocks wait there), so every server has requests queued however the
+	// file's blocks fall on them, and memory stays bounded.
+	ReadAheadBlocks int
 	// CacheTier is a shared memcached tier (IMCa), "memcached://h1:p1,h2:p2";
 	// "" for none. Blocks are looked up there after the local caches and
 	// before the block servers, and stored there after a miss.
@@ -66,10 +71,7 @@ func (c *Config) setDefaults() {
 		c.Uploads = 16
 	}
 	if c.Fetches == 0 {
-		c.Fetches = 16
-	}
-	if c.ReadAheadBlocks == 0 {
-		c.ReadAheadBlocks = 8
+		c.Fetches = 32
 	}
 }
 
@@ -329,6 +331,24 @@ func (c *Client) fetch(ctx context.Context, h block.Hash) ([]byte, error) {
 		c.tier.Fill(h, data)
 	}
 	return data, nil
+}
+
+// readAheadBlocks is the read-ahead depth for blocks of bs bytes (see
+// Config.ReadAheadBlocks).
+func (c *Client) readAheadBlocks(bs int64) int {
+	if c.cfg.ReadAheadBlocks > 0 {
+		return c.cfg.ReadAheadBlocks
+	}
+	return autoReadAhead(c.router.upServers(), bs, c.cfg.MemCacheBytes)
+}
+
+// autoReadAhead is the default read-ahead depth with n up servers.
+func autoReadAhead(n int, bs, memBytes int64) int {
+	d := max(3*n, 8)
+	if bs > 0 {
+		d = min(d, int(memBytes*3/4/bs))
+	}
+	return max(d, 1)
 }
 
 // prefetch fetches h in the background unless it is cached or in flight.

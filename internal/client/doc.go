@@ -5,8 +5,9 @@
 //
 // Write path. Writes land in a per-file buffer of dirty blocks. A block whose
 // last byte is written is hashed and uploaded at once, in the background, to
-// the block server placement picks for its hash, while the application keeps
-// writing. Commit (on fsync, flush/close and truncate) waits for the uploads
+// the block servers placement allows for its hash (R of its R+1 candidates,
+// the least loaded by this client), while the application keeps writing.
+// Commit (on fsync, flush/close and truncate) waits for the uploads
 // and sends the meta service one commit naming, for every changed block, the
 // hash it was based on and the new hash (DESIGN §2.3). Each changed block
 // carries the byte ranges this client wrote since the block was last
@@ -22,18 +23,21 @@
 // file whose policy forces commits (policy.ConflictForce) or set forced
 // (Handle.SetForced) commits without the comparison: the last writer wins
 // whole blocks. A block that is all zeros becomes a hole; a file of at most
-// meta.InlineMax bytes is committed inline and never reaches a block server. Dirty memory is bounded for the
-// whole client (Config.DirtyBytes): a writer that would exceed it waits, and
-// the client uploads dirty blocks of open files to make room, so memory does
-// not grow with the size or number of files written.
+// meta.InlineMax bytes is committed inline and never reaches a block server.
+// Dirty memory is bounded for the whole client (Config.DirtyBytes): a writer
+// that would exceed it waits, and the client uploads dirty blocks of open
+// files to make room, so memory does not grow with the size or number of
+// files written.
 //
 // Read path. A read is served from the file's own dirty buffers, then by
 // block hash from the memory cache, the local disk cache and the block
-// servers (the primary placement first, the others after it). Every block
-// fetched from outside the process is verified against its hash; a corrupt
-// copy is an error (EIO to the application) and a log line naming the block
-// and the server, never wrong bytes. Sequential reads trigger read-ahead of
-// the next blocks. Caches are keyed by hash, so they never need invalidation.
+// servers (copies on this host first, then the block's R+1 placement
+// candidates, then the others). Every block fetched from outside the process
+// is verified against its hash; a corrupt copy is an error (EIO to the
+// application) and a log line naming the block and the server, never wrong
+// bytes. Sequential reads trigger read-ahead of the next blocks, deeper with
+// more servers and bounded by the memory cache. Caches are keyed by hash, so
+// they never need invalidation.
 //
 // Callbacks. With Config.Sessions and a meta API that implements
 // meta.SessionBinder, New opens a meta session and makes the client's meta

@@ -73,6 +73,17 @@ func (c *memCache) put(h block.Hash, data []byte) {
 	}
 }
 
+// demote makes h the first block to evict: a sequential reader is done
+// with it (the kernel's page cache has its bytes), so the blocks fetched
+// ahead of the reader stay instead.
+func (c *memCache) demote(h block.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.mu.items[h]; ok {
+		c.mu.ll.MoveToBack(e)
+	}
+}
+
 func (c *memCache) stats() (hits, misses uint64, used int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

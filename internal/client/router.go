@@ -1,11 +1,14 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -18,15 +21,21 @@ type Dialer func(s meta.Server) (block.Store, error)
 // router sends each block to the servers placement picks for its hash and
 // reads it back from the nearest copy (DESIGN §3.2, issue 3):
 //
-//   - a Put goes to R servers in state up, spread over failure domains
-//     (placement.Spread of the rendezvous ranking); a server that fails is
+//   - a Put goes to R servers in state up, spread over failure domains: R of
+//     the block's R+1 candidates (placement.Candidates of the rendezvous
+//     ranking), leaving out the one this client has most requests queued or
+//     in flight to (placement.Choose), so that one file's blocks load every
+//     server evenly instead of binomially. A server that fails is
 //     replaced by the next in rank, so the block still gets R copies when
 //     enough servers are up. The write counts as done once a majority of R
 //     copies are durable; the others go on in the background and fsync
 //     waits for them (replication.wait).
 //   - a Get asks copies on this host first (a co-located block file), then
-//     the servers in rank order, and falls back to the next on a missing,
-//     unreachable or corrupt copy. A corrupt copy is reported to its server
+//     the block's candidates under the default R (least busy first), then
+//     the other servers in rank order, and falls back to the next on a
+//     missing, unreachable or corrupt copy: a copy on the last candidate
+//     costs at most one cheap miss. With R=1 the two candidates are asked at
+//     once. A corrupt copy is reported to its server
 //     (which moves it aside) and replaced with the good bytes.
 type router struct {
 	api  meta.API
@@ -40,19 +49,41 @@ type router struct {
 		up       []string // servers taking new blocks
 		servers  map[string]meta.Server
 		stores   map[string]block.Store
-		slots    map[string]chan struct{} // uploads under way per server
+		lanes    map[string]*lane
 	}
 }
+
+// lane is this client's traffic to one block server.
+type lane struct {
+	puts chan struct{} // uploads under way
+	gets chan struct{} // fetches under way
+	// busy counts requests queued or in flight; placed counts the copies
+	// this client sent there (it grows with the data written, evenly over
+	// the servers, so it stays far from overflow).
+	busy, placed atomic.Int64
+}
+
+// load is the cost placement.Choose compares: copies placed plus requests
+// queued or in flight, so that one file's blocks end up even on servers of
+// equal speed (the last server to finish sets the pace) and a server that
+// falls behind gets fewer new blocks.
+func (l *lane) load() int64 { return l.placed.Load() + l.busy.Load() }
 
 // uploadsPerServer bounds the block uploads in flight to one server: more
 // only split its link further and push every transfer towards its timeout.
 const uploadsPerServer = 4
 
+// fetchesPerServer bounds the block fetches in flight to one server: a
+// server serves a reader's queue of fetches about in file order, each at
+// (nearly) the full speed of its link, rather than all at a fraction, so the
+// block the reader waits for comes first.
+const fetchesPerServer = 2
+
 func newRouter(api meta.API, dial Dialer, log *slog.Logger) *router {
 	r := &router{api: api, dial: dial, log: log}
 	r.mu.stores = make(map[string]block.Store)
 	r.mu.servers = make(map[string]meta.Server)
-	r.mu.slots = make(map[string]chan struct{})
+	r.mu.lanes = make(map[string]*lane)
 	return r
 }
 
@@ -77,8 +108,8 @@ func (r *router) refresh(ctx context.Context) error {
 			}
 			r.mu.stores[s.ID] = st
 		}
-		if r.mu.slots[s.ID] == nil {
-			r.mu.slots[s.ID] = make(chan struct{}, uploadsPerServer)
+		if r.mu.lanes[s.ID] == nil {
+			r.mu.lanes[s.ID] = &lane{puts: make(chan struct{}, uploadsPerServer), gets: make(chan struct{}, fetchesPerServer)}
 		}
 		r.mu.servers[s.ID] = s
 		ids = append(ids, s.ID)
@@ -92,6 +123,13 @@ func (r *router) refresh(ctx context.Context) error {
 	return nil
 }
 
+// upServers returns the number of servers taking new blocks.
+func (r *router) upServers() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.mu.up)
+}
+
 // defaultReplicas is the cluster's replication factor.
 func (r *router) defaultReplicas() int {
 	r.mu.RLock()
@@ -103,7 +141,7 @@ type rankedStore struct {
 	id    string
 	st    block.Store
 	local bool
-	slots chan struct{} // the server's upload slots
+	lane  *lane
 }
 
 func isLocal(st block.Store) bool {
@@ -112,54 +150,78 @@ func isLocal(st block.Store) bool {
 }
 
 // ranked returns every server for reading h: copies on this host first,
-// then the rendezvous order.
+// then the block's candidates under the default R (placement.Candidates over
+// the up servers, where writers put it), least busy first, then the others
+// in rendezvous order.
 func (r *router) ranked(h block.Hash) []rankedStore {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	ids := placement.Pick(h, r.mu.ids, len(r.mu.ids))
+	cands := placement.Candidates(placement.Pick(h, r.mu.up, len(r.mu.up)), r.domainLocked, r.mu.replicas)
 	out := make([]rankedStore, 0, len(ids))
-	for _, id := range ids {
-		if r.mu.servers[id].State == meta.StateDown {
-			continue
+	seen := make(map[string]bool, len(ids))
+	add := func(id string) {
+		if r.mu.servers[id].State == meta.StateDown || seen[id] {
+			return
 		}
+		seen[id] = true
 		st := r.mu.stores[id]
-		out = append(out, rankedStore{id: id, st: st, local: isLocal(st)})
+		out = append(out, rankedStore{id: id, st: st, local: isLocal(st), lane: r.mu.lanes[id]})
 	}
-	// Stable: local copies first, the rest in rank order.
-	j := 0
-	for i := range out {
-		if out[i].local {
-			out[i], out[j] = out[j], out[i]
-			j++
+	for _, id := range ids {
+		if isLocal(r.mu.stores[id]) {
+			add(id)
 		}
+	}
+	nlocal := len(out)
+	for _, id := range cands {
+		add(id)
+	}
+	slices.SortStableFunc(out[nlocal:], func(a, b rankedStore) int {
+		return cmp.Compare(a.lane.busy.Load(), b.lane.busy.Load())
+	})
+	for _, id := range ids {
+		add(id)
 	}
 	return out
 }
 
-// targets returns the up servers for a new block with r copies: the first r
-// spread over failure domains, then the rest in rank order as substitutes.
+// domainLocked returns the failure domains of server id; a server without a
+// host label is a host of its own.
+func (r *router) domainLocked(id string) placement.Domain {
+	s := r.mu.servers[id]
+	host := s.Host
+	if host == "" {
+		host = id
+	}
+	return placement.Domain{Site: s.Site, Rack: s.Rack, Host: host}
+}
+
+// targets returns the up servers for a new block with n copies: n of its
+// n+1 candidates, spread over failure domains, leaving out the one with the
+// most of this client's requests queued or in flight (placement.Choose);
+// then the rest in rank order as substitutes.
 func (r *router) targets(h block.Hash, n int) (first, spare []rankedStore) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	ranked := placement.Pick(h, r.mu.up, len(r.mu.up))
-	dom := func(id string) placement.Domain {
-		s := r.mu.servers[id]
-		host := s.Host
-		if host == "" {
-			host = id
-		}
-		return placement.Domain{Site: s.Site, Rack: s.Rack, Host: host}
+	cands := placement.Candidates(ranked, r.domainLocked, n)
+	picked := placement.Choose(cands, r.domainLocked, n, func(id string) int64 { return r.mu.lanes[id].load() }, placement.TieKey(h))
+	store := func(id string) rankedStore {
+		return rankedStore{id: id, st: r.mu.stores[id], lane: r.mu.lanes[id]}
 	}
-	picked := placement.Spread(ranked, dom, n)
-	in := make(map[string]bool, len(picked))
 	for _, id := range picked {
-		in[id] = true
-		first = append(first, rankedStore{id: id, st: r.mu.stores[id], slots: r.mu.slots[id]})
+		first = append(first, store(id))
 	}
 	for _, id := range ranked {
-		if !in[id] {
-			spare = append(spare, rankedStore{id: id, st: r.mu.stores[id], slots: r.mu.slots[id]})
+		if !slices.Contains(picked, id) {
+			spare = append(spare, store(id))
 		}
+	}
+	// Claim the picks now, so that the next block's choice sees them.
+	for _, s := range first {
+		s.lane.busy.Add(1)
+		s.lane.placed.Add(1)
 	}
 	return first, spare
 }
@@ -200,9 +262,10 @@ func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*re
 	// reports once.
 	copyTo := func(s rankedStore) {
 		for {
-			s.slots <- struct{}{}
+			s.lane.puts <- struct{}{}
 			err := s.st.Put(context.WithoutCancel(ctx), h, data)
-			<-s.slots
+			<-s.lane.puts
+			s.lane.busy.Add(-1)
 			if err == nil {
 				results <- result{s.id, nil}
 				return
@@ -216,6 +279,8 @@ func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*re
 			r.log.Warn("block copy failed; trying another server", "block", h.Short(), "server", s.id, "next", spare[0].id, "err", err)
 			s, spare = spare[0], spare[1:]
 			mu.Unlock()
+			s.lane.busy.Add(1)
+			s.lane.placed.Add(1)
 		}
 	}
 	for _, s := range first {
@@ -267,24 +332,84 @@ func (r *router) get(ctx context.Context, h block.Hash) (data []byte, local bool
 	}
 	var errs []error
 	var bad []rankedStore
-	for _, s := range stores {
-		data, err := s.st.Get(ctx, h)
-		if err == nil {
-			for _, b := range bad {
-				go r.repair(h, data, b)
-			}
-			return data, s.local, nil
-		}
+	failed := func(s rankedStore, err error) {
 		if errors.Is(err, block.ErrCorrupt) {
 			r.log.Error("corrupt block copy; reading another and repairing this one", "block", h.String(), "server", s.id, "err", err)
 			bad = append(bad, s)
 		}
 		errs = append(errs, fmt.Errorf("server %s: %w", s.id, err))
+	}
+	found := func(data []byte) {
+		for _, b := range bad {
+			go r.repair(h, data, b)
+		}
+	}
+	// With one copy on one of two candidates, ask both at once: the miss
+	// costs a small answer, not a turn at the back of the other's queue.
+	if len(stores) >= 2 && !stores[0].local && !stores[1].local && r.defaultReplicas() == 1 {
+		data, i, err := r.getEither(ctx, h, stores[:2], failed)
+		if err == nil {
+			found(data)
+			return data, stores[i].local, nil
+		}
+		stores = stores[2:]
+	}
+	for _, s := range stores {
 		if ctx.Err() != nil {
 			break
 		}
+		data, err := s.lane.get(ctx, s.st, h)
+		if err == nil {
+			found(data)
+			return data, s.local, nil
+		}
+		failed(s, err)
 	}
 	return nil, false, fmt.Errorf("get block %s: %w", h.Short(), errors.Join(errs...))
+}
+
+// getEither asks every store for h at once and returns the first good copy
+// (and its index), cancelling the others; failed sees the errors met
+// before it.
+func (r *router) getEither(ctx context.Context, h block.Hash, stores []rankedStore, failed func(rankedStore, error)) ([]byte, int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		i    int
+		data []byte
+		err  error
+	}
+	results := make(chan result, len(stores))
+	for i, s := range stores {
+		go func() {
+			data, err := s.lane.get(ctx, s.st, h)
+			results <- result{i, data, err}
+		}()
+	}
+	for range stores {
+		res := <-results
+		if res.err == nil {
+			return res.data, res.i, nil
+		}
+		failed(stores[res.i], res.err)
+	}
+	return nil, 0, fmt.Errorf("get block %s: no copy on the first servers", h.Short())
+}
+
+// get fetches h from st through the lane: queued behind this client's other
+// fetches from the server, the local block files excepted.
+func (l *lane) get(ctx context.Context, st block.Store, h block.Hash) ([]byte, error) {
+	l.busy.Add(1)
+	defer l.busy.Add(-1)
+	if !isLocal(st) {
+		select {
+		case l.gets <- struct{}{}:
+			defer func() { <-l.gets }()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return st.Get(ctx, h)
 }
 
 // repair replaces a corrupt copy on s with good data. The server moves a

@@ -3,13 +3,23 @@
 // placement.Spread(placement.Pick(h, up servers, all), domains, R), so after
 // a server goes down, comes up, is added or drains, some blocks have fewer
 // than R copies or copies where they no longer belong. The mover finds them
-// and moves them.
+// and moves them. Writers put a block on any R of its R+1 candidates
+// (placement.Candidates, placement.Options): any such option is a correct
+// placement, so the mover does not undo the writers' balancing. A block's
+// placement for the mover is the option its copies already cover best
+// (ties: the option leaving out the candidate holding the most bytes, so
+// copies to restore go to the emptier server, e.g. a new one). Adding a
+// server moves a copy only when the new server pushes a holder out of the
+// candidates: about R/(N+1) of the copies, as plain rendezvous hashing, for
+// data whose writers spread it over the options (blocks written before
+// writers chose, all on the first R ranks, move only on later changes).
 //
 // A round lists the live blocks (meta WalkBlocks) with each block's R (the
 // largest Attr.Replicas of the inodes referring to it, 0 meaning the map's
 // Replicas), lists what every up or draining server holds (block.Lister),
 // and plans (Plan, a pure function) for each block the copies to placement
-// members that lack it and the removals of copies outside the placement.
+// members that lack it and the removals of copies outside the placement
+// (copies outside the candidates, or extra copies within them).
 // Copies read the block from any live holder (verified against its hash by
 // the block client; a corrupt copy is skipped) and PUT it, throttled by a
 // token bucket (bytes per second) with a bounded number of blocks in flight.

@@ -17,7 +17,6 @@ import (
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metatest"
-	"tessera/internal/placement"
 )
 
 // testCluster is a meta service over memkv and block servers (httptest +
@@ -76,7 +75,7 @@ func (c *testCluster) writeFile(name string, n int) {
 	for i := range n {
 		data := []byte(fmt.Sprintf("%s block %d %s", name, i, strings.Repeat("x", 1000)))
 		h := block.Sum(data)
-		for _, id := range placement.Pick(h, ups, m.Replicas) {
+		for _, id := range writerPick(h, ups, m.Replicas) {
 			if err := c.stores[id].Put(c.ctx, h, data); err != nil {
 				c.t.Fatal(err)
 			}

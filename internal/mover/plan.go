@@ -17,7 +17,7 @@ type Task struct {
 	Hash      block.Hash
 	Size      int64
 	R         int
-	Placement []string // the servers the block belongs on, best first
+	Placement []string // the servers the block belongs on (see Plan)
 	Holders   []string // listed servers holding it, in ID order
 	Copy      []string // placement members that lack it
 	Remove    []string // holders outside the placement
@@ -27,7 +27,7 @@ type Task struct {
 type Stats struct {
 	Blocks          int64 // live blocks
 	UnderReplicated int64 // fewer live copies (on up or draining servers) than R
-	Misplaced       int64 // a copy outside the placement
+	Misplaced       int64 // a copy outside the placement (or an extra one within its candidates)
 	Lost            int64 // no listed server holds it
 	BytesToMove     int64 // sum of the copies' sizes
 }
@@ -35,13 +35,26 @@ type Stats struct {
 // Plan computes the tasks that bring every live block (hash -> R) to its
 // placement over the up servers of m, given what the servers hold. Blocks
 // that need nothing get no task; the tasks are in hash order.
+//
+// Writers put a block on any R of its R+1 candidates that spread as widely
+// over failure domains (placement.Options), so a block's placement is the
+// option that the copies it has already cover best; among those, the one
+// leaving out the candidate that holds the most bytes (so a new server is
+// filled), then the earliest. Copies
+// outside that option are removed once it is complete: copies outside the
+// candidates, and extra copies within them (two writers of the same block
+// that chose differently).
 func Plan(m meta.ServerMap, held Holdings, live map[block.Hash]int) ([]Task, Stats) {
 	var ups []string
 	state := make(map[string]string, len(m.Servers))
 	dom := make(map[string]placement.Domain, len(m.Servers))
 	for _, s := range m.Servers {
 		state[s.ID] = s.State
-		dom[s.ID] = placement.Domain{Site: s.Site, Rack: s.Rack, Host: s.Host}
+		host := s.Host
+		if host == "" { // a host of its own, as the client sees it
+			host = s.ID
+		}
+		dom[s.ID] = placement.Domain{Site: s.Site, Rack: s.Rack, Host: host}
 		if s.State == meta.StateUp {
 			ups = append(ups, s.ID)
 		}
@@ -55,6 +68,12 @@ func Plan(m meta.ServerMap, held Holdings, live map[block.Hash]int) ([]Task, Sta
 	}
 	slices.Sort(listed)
 	set := placement.NewSet(ups)
+	usage := make(map[string]int64, len(held))
+	for id, hs := range held {
+		for _, size := range hs {
+			usage[id] += size
+		}
+	}
 	hashes := make([]block.Hash, 0, len(live))
 	for h := range live {
 		hashes = append(hashes, h)
@@ -66,14 +85,18 @@ func Plan(m meta.ServerMap, held Holdings, live map[block.Hash]int) ([]Task, Sta
 	for _, h := range hashes {
 		r := live[h]
 		st.Blocks++
-		t := Task{Hash: h, R: r, Placement: placement.Spread(set.Pick(h, set.Len()), domainOf, r)}
+		t := Task{Hash: h, R: r}
 		for _, id := range listed {
 			if size, ok := held[id][h]; ok {
 				t.Holders = append(t.Holders, id)
 				t.Size = size
-				if !slices.Contains(t.Placement, id) {
-					t.Remove = append(t.Remove, id)
-				}
+			}
+		}
+		cands := placement.Candidates(set.Pick(h, set.Len()), domainOf, r)
+		t.Placement = bestOption(cands, placement.Options(cands, domainOf, r), t.Holders, usage)
+		for _, id := range t.Holders {
+			if !slices.Contains(t.Placement, id) {
+				t.Remove = append(t.Remove, id)
 			}
 		}
 		if len(t.Holders) < r {
@@ -97,6 +120,27 @@ func Plan(m meta.ServerMap, held Holdings, live map[block.Hash]int) ([]Task, Sta
 		}
 	}
 	return tasks, st
+}
+
+// bestOption returns the option over cands holding most of the holders'
+// copies; on a tie, the one leaving out the candidate with the most bytes
+// (usage), then the earliest.
+func bestOption(cands []string, opts [][]string, holders []string, usage map[string]int64) []string {
+	var best []string
+	bestN, bestUse := -1, int64(-1)
+	for _, opt := range opts {
+		n := 0
+		for _, id := range opt {
+			if slices.Contains(holders, id) {
+				n++
+			}
+		}
+		use := usage[placement.LeftOut(cands, opt)]
+		if n > bestN || n == bestN && use > bestUse {
+			best, bestN, bestUse = opt, n, use
+		}
+	}
+	return best
 }
 
 // Removable reports whether the copy on server id may be removed when the

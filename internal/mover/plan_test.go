@@ -65,10 +65,18 @@ func (c *cluster) placeAll() {
 		}
 	}
 	for h, r := range c.live {
-		for _, id := range placement.Pick(h, ups, r) {
+		for _, id := range writerPick(h, ups, r) {
 			c.held[id][h] = 100
 		}
 	}
+}
+
+// writerPick is the placement a client makes with equal loads on every
+// server: r of the r+1 candidates, by the block's tie key.
+func writerPick(h block.Hash, ups []string, r int) []string {
+	flat := func(id string) placement.Domain { return placement.Domain{Host: id} }
+	cands := placement.Candidates(placement.Pick(h, ups, len(ups)), flat, r)
+	return placement.Choose(cands, flat, r, func(string) int64 { return 0 }, placement.TieKey(h))
 }
 
 // holders returns the listed servers holding h.
@@ -285,5 +293,62 @@ func TestPlanRandom(t *testing.T) {
 		if tasks, st := Plan(c.m, c.held, c.live); len(tasks) != 0 || st.UnderReplicated != 0 {
 			t.Fatalf("step %d: %d tasks, %+v after a full round", step, len(tasks), st)
 		}
+	}
+}
+
+// A copy on any R of a block's R+1 candidates is placed: the mover leaves
+// the writers' choice alone. An extra copy within the candidates and a copy
+// outside them are removed; a lost copy is restored to the emptier server.
+func TestPlanCandidateOptions(t *testing.T) {
+	c := newCluster(4, 1, 0)
+	ups := []string{"b0", "b1", "b2", "b3"}
+	flat := func(id string) placement.Domain { return placement.Domain{Host: id} }
+	h := block.Sum([]byte("one block"))
+	cands := placement.Candidates(placement.Pick(h, ups, 4), flat, 1)
+	var outside string
+	for _, id := range ups {
+		if !slices.Contains(cands, id) {
+			outside = id
+		}
+	}
+	c.live[h] = 1
+
+	c.held[cands[1]][h] = 100 // the second candidate: a writer's choice
+	if tasks, st := Plan(c.m, c.held, c.live); len(tasks) != 0 || st.Misplaced != 0 {
+		t.Fatalf("copy on the second candidate: %d tasks, %+v; want none", len(tasks), st)
+	}
+
+	c.held[cands[0]][h] = 100 // an extra copy (another writer chose the first)
+	c.held[outside][h] = 100  // and one outside the candidates
+	tasks, st := Plan(c.m, c.held, c.live)
+	if len(tasks) != 1 || st.Misplaced != 1 || len(tasks[0].Copy) != 0 || len(tasks[0].Remove) != 2 || !slices.Contains(tasks[0].Remove, outside) {
+		t.Fatalf("extra copies: tasks %+v, %+v; want %s and one candidate removed", tasks, st, outside)
+	}
+	c.apply(t, tasks, func() {
+		if len(c.holders(h)) < 1 {
+			t.Fatal("the block lost its last copy")
+		}
+	})
+	if n := len(c.holders(h)); n != 1 {
+		t.Fatalf("%d copies after the removals, want 1", n)
+	}
+
+	// The copy is lost (say its server was wiped): restore it on the
+	// candidate holding fewer bytes.
+	for id := range c.held {
+		delete(c.held[id], h)
+	}
+	c.held[outside][h] = 100 // the only copy left, outside the candidates
+	other := block.Sum([]byte("filler"))
+	c.held[cands[0]][other] = 1 << 20 // cands[0] is fuller
+	tasks, _ = Plan(c.m, c.held, c.live)
+	var task *Task
+	for i := range tasks {
+		if tasks[i].Hash == h {
+			task = &tasks[i]
+		}
+	}
+	if task == nil || !slices.Equal(task.Copy, []string{cands[1]}) {
+		t.Fatalf("restore: %+v; want a copy to the emptier candidate %s", task, cands[1])
 	}
 }

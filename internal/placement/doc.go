@@ -12,7 +12,20 @@
 // spread evenly: each server's share has the binomial spread of independent
 // random choices.
 //
+// Failure domains. Spread picks r of a ranking so that the copies open a new
+// site, else a new rack, else a new host, before doubling up.
+//
+// Choice. A writer may put a block's r copies on any r of its r+1
+// Candidates (Spread of r+1) whose domain spread is as wide as that of the
+// first r (Options); Choose leaves out the candidate the writer has loaded
+// most ("power of two choices"), which evens out the load a single file's
+// blocks put on each server where plain hashing leaves it binomial. Readers
+// try the candidates first and fall back along them; the mover counts any
+// option as placed. Ties on cost are broken by the block hash, so that the
+// options are equally likely and a map change moves about as much as plain
+// rendezvous hashing does.
+//
 // The weight function (score) is part of Tessera's persistent format:
-// changing it relocates every block. Failure domains (host, rack, site) and
-// per-server capacity weights are not handled here yet.
+// changing it relocates every block. Per-server capacity weights are not
+// handled here yet.
 package placement
