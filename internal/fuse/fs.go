@@ -72,6 +72,11 @@ func Mount(fs *FS, dir string) (*gofuse.Server, error) {
 		MaxBackground: 64,
 		Options:       []string{"default_permissions"},
 		DirectMount:   true,
+		// Reads answer with bytes, never a file descriptor, so splicing
+		// has nothing to move; left on, go-fuse tries it for every read,
+		// finds 1 MiB plus the header over the pipe's size limit and logs
+		// that on each read.
+		DisableSplice: true,
 		Debug:         fs.opts.Debug,
 	}
 	srv, err := gofuse.NewServer(fs, dir, mo)
