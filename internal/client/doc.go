@@ -14,7 +14,7 @@
 // committed. When another client committed one of the blocks meanwhile, the
 // commit conflicts and the client redoes it: it reads the current content,
 // copies its own ranges over it, uploads the result and commits again with
-// the current hashes — at most 10 attempts with a short jittered backoff,
+// the current hashes — at most 20 attempts with a short jittered backoff,
 // then the commit fails with EIO (and one log line) and the data stays
 // buffered for the next try. Both writers' bytes survive; where they overlap
 // one writer's write wins whole. Writes commit as the file size the end of
