@@ -170,7 +170,7 @@ note_phase() {
     "$REPLICAS" "$WORKBASE" "$(findmnt -n -o FSTYPE -T "$W" | head -n 1)"
   printf 'workload\tcapfsops: %s bytes per measurement over all clients, request sizes %s, per-client cap %s s; writes (fsync+close timed) on one set of mounts, then caches dropped and reads on fresh mounts; contention: %s s of pwrite %s + fsync per client at offset i*%s of one file\n' \
     "$SIZE_B" "$SIZES" "$TMO" "$CTIME" "$CBS" "$CBS"
-  printf 'presets\n'; "$TESSERA" policy list | sed 's/^/\t/'
+  printf 'presets\t(tessera policy list)\n'; "$TESSERA" policy list | sed 's/^/    /'
 } > "$OUT/meta.txt"
 
 for ((run=1; run<=RUNS; run++)); do

@@ -193,11 +193,17 @@ func (r run) openAll() ([]int, error) {
 }
 
 // content returns client i's request buffer: random bytes, distinct per
-// client and seed; stamp overwrites its first 16 bytes per request.
+// client, layout, request size and seed (files of one run must not share
+// blocks: a read would find them in the client's content-addressed cache);
+// stamp overwrites its first 16 bytes per request.
 func (r run) content(i int) []byte {
 	b := make([]byte, r.bs)
-	rng := rand.NewChaCha8([32]byte{byte(i), byte(i >> 8), byte(r.seed), byte(r.seed >> 8), byte(r.seed >> 16), 7})
-	_, _ = rng.Read(b)
+	var key [32]byte
+	binary.LittleEndian.PutUint64(key[0:], uint64(i))
+	binary.LittleEndian.PutUint64(key[8:], uint64(r.bs))
+	binary.LittleEndian.PutUint64(key[16:], r.seed)
+	copy(key[24:], r.layout)
+	_, _ = rand.NewChaCha8(key).Read(b)
 	return b
 }
 

@@ -33,6 +33,10 @@ func TestStampDetectsForeignData(t *testing.T) {
 	if bytes.Equal(a, b) {
 		t.Fatal("two clients got the same content: blocks would deduplicate")
 	}
+	sh, sep := run{bs: 64, seed: 9, layout: "shared"}, run{bs: 64, seed: 9, layout: "separate"}
+	if bytes.Equal(sh.content(0), sep.content(0)) {
+		t.Fatal("the shared and separate files of one client got the same content")
+	}
 	stamp(a, 128, 9)
 	if !stampOK(a, 128, 9) {
 		t.Fatal("own stamp not recognized")
