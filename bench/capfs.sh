@@ -7,13 +7,13 @@
 #   bench/capfs.sh [--quick] [--presets posix,seq-nocache,forced,relaxed,session,nfs]
 #                  [--clients 1,2,4] [--sizes 16K,64K,256K,1M,4M] [--size 64M] [--timeout 8]
 #                  [--contend-time 5] [--contend-bs 4K] [--runs 1] [--replicas 1]
-#                  [--workdir /dev/shm] [--keep]
+#                  [--block-size 4M] [--workdir /dev/shm] [--keep]
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
-PRESETS="" CLIENTS="" SIZES="" SIZE="" TMO="" CTIME="" CBS=4K RUNS=1 REPLICAS=1 WORKBASE=/dev/shm KEEP=0 QUICK=0
+PRESETS="" CLIENTS="" SIZES="" SIZE="" TMO="" CTIME="" CBS=4K RUNS=1 REPLICAS=1 BLOCK="" WORKBASE=/dev/shm KEEP=0 QUICK=0
 usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 ARGS="$*"
 while [ $# -gt 0 ]; do
@@ -27,6 +27,7 @@ while [ $# -gt 0 ]; do
     --contend-bs) CBS=$2; shift 2 ;;
     --runs) RUNS=$2; shift 2 ;;
     --replicas) REPLICAS=$2; shift 2 ;;
+    --block-size) BLOCK=$2; shift 2 ;;
     --workdir) WORKBASE=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --quick) QUICK=1; shift ;;
@@ -48,6 +49,7 @@ CBS_B=$(numfmt --from=iec "$CBS") || die "bad --contend-bs $CBS"
 declare -a SB=()
 for s in "${SLIST[@]}"; do SB+=("$(numfmt --from=iec "$s")") || die "bad --sizes $SIZES"; done
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || die "bad --runs"
+META_ARGS=(); [ -n "$BLOCK" ] && { META_ARGS=(--block-size "$(numfmt --from=iec "$BLOCK")") || die "bad --block-size"; }
 [ "$(id -u)" = 0 ] || die "run as root (FUSE mounts, drop_caches)"
 
 W="" ; trap lib_cleanup EXIT; trap 'log interrupted; exit 130' INT TERM HUP
@@ -62,6 +64,9 @@ UP0=$(uptime); T_START=$(date +%s)
 
 cpu_busy() { awk '/^cpu /{t=0; for(i=2;i<=NF;i++) t+=$i; print t-$5-$6, t; exit}' /proc/stat; }
 busy_pct() { awk -v a="$1" -v b="$2" 'BEGIN{split(a,x," "); split(b,y," "); if (y[2]>x[2]) printf "%.0f", 100*(y[1]-x[1])/(y[2]-x[2]); else print "nan"}'; }
+# blockd_io PID...: "rchar wchar" summed (bytes the block servers read and wrote: sockets and block files)
+blockd_io() { local p; for p in "$@"; do cat "/proc/$p/io" 2>/dev/null; done | awk '$1=="rchar:"{r+=$2} $1=="wchar:"{w+=$2} END{printf "%d %d", r, w}'; }
+mib_delta() { awk -v a="$1" -v b="$2" -v i="$3" 'BEGIN{split(a,x," "); split(b,y," "); printf "%.0f", (y[i]-x[i])/1048576}'; }
 kv() { tr ' ' '\n' <<< "$2" | awk -F= -v k="$1" '$1==k {print $2; exit}'; } # kv KEY LINE
 
 META="" METAPID="" ; declare -a BPIDS=() MPIDS=()
@@ -69,7 +74,7 @@ META="" METAPID="" ; declare -a BPIDS=() MPIDS=()
 cluster_start() {
   local tag=$1 d=$W/$1 i
   mkdir -p "$d"
-  start_bg "$OUT/logs/$tag-meta.log" srv "$TESSERA" meta --data "$d/meta" --listen 127.0.0.1:0 --replicas "$REPLICAS"
+  start_bg "$OUT/logs/$tag-meta.log" srv "$TESSERA" meta --data "$d/meta" --listen 127.0.0.1:0 --replicas "$REPLICAS" "${META_ARGS[@]}"
   METAPID=$LASTPID
   wait_ready "$METAPID" "$OUT/logs/$tag-meta.log" 'meta: ready' 30 || return 1
   META=$(grep -m1 -o 'listen=[^ ]*' "$OUT/logs/$tag-meta.log" | cut -d= -f2)
@@ -103,25 +108,25 @@ mounts_stop() {
 cluster_stop() { stop_all_mounts; stop_all_servers; BPIDS=(); METAPID=""; }
 
 ROWS=$OUT/rows.tsv CROWS=$OUT/contend.tsv PHASES=$OUT/phases.tsv
-printf 'run\tpreset\tclients\tlayout\top\tbs\tMiB_s\tops\tsecs\tcapped\terrors\tbad_reqs\tmount_cpu_s\tmeta_cpu_s\tblockd_cpu_s\tmachine_busy_pct\n' > "$ROWS"
+printf 'run\tpreset\tclients\tlayout\top\tbs\tMiB_s\tops\tsecs\tcapped\terrors\tbad_reqs\tmount_cpu_s\tmeta_cpu_s\tblockd_cpu_s\tmachine_busy_pct\tblockd_rchar_MiB\tblockd_wchar_MiB\n' > "$ROWS"
 printf 'run\tpreset\tclients\tphase\tcommits\tconflicts\tredo_retries\tcommits_failed\tcallbacks\n' > "$PHASES"
 printf 'run\tpreset\tclients\tbs\tops\tops_s\tsecs\terrors\tcommits\tconflicts\tredo_retries\tcommits_failed\tretries_s\tconflicts_s\tmount_cpu_s\tmeta_cpu_s\tblockd_cpu_s\tmachine_busy_pct\n' > "$CROWS"
 
 # measure RUN PRESET N OP LAYOUT BS: one capfsops transfer on the running mounts; appends to ROWS.
 measure() {
-  local run=$1 p=$2 n=$3 op=$4 lay=$5 bs=$6 line c0 m0 b0 s0 c1 m1 b1 s1
-  c0=$(cpu_sum "${MPIDS[@]}"); m0=$(cpu_of "$METAPID"); b0=$(cpu_sum "${BPIDS[@]}"); s0=$(cpu_busy)
+  local run=$1 p=$2 n=$3 op=$4 lay=$5 bs=$6 line c0 m0 b0 s0 c1 m1 b1 s1 io0 io1
+  c0=$(cpu_sum "${MPIDS[@]}"); m0=$(cpu_of "$METAPID"); b0=$(cpu_sum "${BPIDS[@]}"); s0=$(cpu_busy); io0=$(blockd_io "${BPIDS[@]}")
   line=$(timeout -k 10 $((TMO * 4 + 60)) "$OPS" "$op" -mnts "$MNTS" -dir "g" -layout "$lay" -bs "$bs" -size "$SIZE_B" \
     -timeout "${TMO}s" -seed "$run" 2>>"$OUT/logs/capfsops.err") || { log "capfsops $op $lay bs=$bs failed: $(tail -n 1 "$OUT/logs/capfsops.err")"; line=""; }
-  c1=$(cpu_sum "${MPIDS[@]}"); m1=$(cpu_of "$METAPID"); b1=$(cpu_sum "${BPIDS[@]}"); s1=$(cpu_busy)
+  c1=$(cpu_sum "${MPIDS[@]}"); m1=$(cpu_of "$METAPID"); b1=$(cpu_sum "${BPIDS[@]}"); s1=$(cpu_busy); io1=$(blockd_io "${BPIDS[@]}")
   echo "$p n=$n $line" >> "$OUT/logs/capfsops.out"
   local mibs=nan ops=nan secs=nan capped=nan errs=nan bad=nan
   if [ -n "$line" ]; then
     mibs=$(kv MiB_per_s "$line") ops=$(kv ops "$line") secs=$(kv secs "$line") capped=$(kv capped "$line") errs=$(kv errors "$line") bad=$(kv bad_reqs "$line")
     [ "$errs" != 0 ] && log "  errors: $(kv first_error "$line")"
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$p" "$n" "$lay" "$op" "$bs" "$mibs" "$ops" "$secs" "$capped" "$errs" "$bad" \
-    "$(fsub "$c1" "$c0")" "$(fsub "$m1" "$m0")" "$(fsub "$b1" "$b0")" "$(busy_pct "$s0" "$s1")" >> "$ROWS"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$p" "$n" "$lay" "$op" "$bs" "$mibs" "$ops" "$secs" "$capped" "$errs" "$bad" \
+    "$(fsub "$c1" "$c0")" "$(fsub "$m1" "$m0")" "$(fsub "$b1" "$b0")" "$(busy_pct "$s0" "$s1")" "$(mib_delta "$io0" "$io1" 1)" "$(mib_delta "$io0" "$io1" 2)" >> "$ROWS"
   log "  $p N=$n $op $lay bs=$bs: $mibs MiB/s in $secs s (capped=$capped errors=$errs bad_reqs=$bad) cpu mount/meta/blockd $(fsub "$c1" "$c0")/$(fsub "$m1" "$m0")/$(fsub "$b1" "$b0") s"
 }
 
@@ -166,8 +171,8 @@ note_phase() {
   printf 'date\t%s\ncommand\tbench/capfs.sh %s\n' "$(date -Is)" "$ARGS"
   printf 'host\t%s cores, %s MiB RAM, kernel %s\n' "$(nproc)" "$(awk '/MemTotal/{print int($2/1024)}' /proc/meminfo)" "$(uname -r)"
   printf 'load at start\t%s\n' "$UP0"
-  printf 'setup\ttessera meta --replicas %s + 4 tessera blockd (--host h0..h3: blocks go over loopback TCP) + N tessera mount --policy P, every role its own process, all on 127.0.0.1; data under %s (%s); a fresh cluster per (preset, N)\n' \
-    "$REPLICAS" "$WORKBASE" "$(findmnt -n -o FSTYPE -T "$W" | head -n 1)"
+  printf 'setup\ttessera meta --replicas %s %s+ 4 tessera blockd (--host h0..h3: blocks go over loopback TCP) + N tessera mount --policy P, every role its own process, all on 127.0.0.1; data under %s (%s); a fresh cluster per (preset, N)\n' \
+    "$REPLICAS" "${META_ARGS[*]:+${META_ARGS[*]} }" "$WORKBASE" "$(findmnt -n -o FSTYPE -T "$W" | head -n 1)"
   printf 'workload\tcapfsops: %s bytes per measurement over all clients, request sizes %s, per-client cap %s s; writes (fsync+close timed) on one set of mounts, then caches dropped and reads on fresh mounts; contention: %s s of pwrite %s + fsync per client at offset i*%s of one file\n' \
     "$SIZE_B" "$SIZES" "$TMO" "$CTIME" "$CBS" "$CBS"
   printf 'presets\t(tessera policy list)\n'; "$TESSERA" policy list | sed 's/^/    /'

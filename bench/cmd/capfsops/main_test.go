@@ -48,12 +48,12 @@ func TestStampDetectsForeignData(t *testing.T) {
 
 func TestReportRatiosAndMarks(t *testing.T) {
 	dir := t.TempDir()
-	hdr := "run\tpreset\tclients\tlayout\top\tbs\tMiB_s\tops\tsecs\tcapped\terrors\tbad_reqs\tmount_cpu_s\tmeta_cpu_s\tblockd_cpu_s\tmachine_busy_pct\n"
+	hdr := "run\tpreset\tclients\tlayout\top\tbs\tMiB_s\tops\tsecs\tcapped\terrors\tbad_reqs\tmount_cpu_s\tmeta_cpu_s\tblockd_cpu_s\tmachine_busy_pct\tblockd_rchar_MiB\tblockd_wchar_MiB\n"
 	rows := hdr +
-		"1\trelaxed\t2\tshared\twrite\t65536\t100\t1\t1\t0\t0\t0\t1\t0\t0\t50\n" +
-		"2\trelaxed\t2\tshared\twrite\t65536\t300\t1\t1\t0\t0\t0\t1\t0\t0\t50\n" +
-		"3\trelaxed\t2\tshared\twrite\t65536\t200\t1\t1\t0\t0\t0\t1\t0\t0\t50\n" +
-		"1\tposix\t2\tshared\twrite\t65536\t50\t1\t1\t1\t0\t3\t1\t0\t0\t50\n"
+		"1\trelaxed\t2\tshared\twrite\t65536\t100\t1\t1\t0\t0\t0\t1\t0\t0\t50\t400\t9\n" +
+		"2\trelaxed\t2\tshared\twrite\t65536\t300\t1\t1\t0\t0\t0\t1\t0\t0\t50\t400\t9\n" +
+		"3\trelaxed\t2\tshared\twrite\t65536\t200\t1\t1\t0\t0\t0\t1\t0\t0\t50\t400\t9\n" +
+		"1\tposix\t2\tshared\twrite\t65536\t50\t1\t1\t1\t0\t3\t1\t0\t0\t50\t400\t9\n"
 	cont := "run\tpreset\tclients\tbs\tops\tops_s\tsecs\terrors\tcommits\tconflicts\tredo_retries\tcommits_failed\tretries_s\tconflicts_s\n" +
 		"1\trelaxed\t2\t4096\t10\t400\t1\t0\t10\t0\t0\t0\t0\t0\n" +
 		"1\tposix\t2\t4096\t10\t100\t1\t0\t10\t5\t5\t2\t5.0\t5.0\n"
@@ -69,8 +69,9 @@ func TestReportRatiosAndMarks(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.String()
-	// posix 50 against the relaxed median 200: 0.25; the posix cell is capped with 3 bad requests.
-	for _, want := range []string{"50.0*~3", "200.0", "0.25", "100 (5.0)"} {
+	// posix 50 against the relaxed median 200: 0.25; the posix cell is capped with 3 bad requests;
+	// 400 MiB into the block servers for its 50 MiB written: 8.0.
+	for _, want := range []string{"50.0*~3", "200.0", "0.25", "100 (5.0)", "8.0"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("report lacks %q:\n%s", want, s)
 		}

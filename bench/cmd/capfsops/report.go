@@ -120,6 +120,7 @@ type cellKey struct {
 // cell is every run of one point.
 type cell struct {
 	mibs, cpu, mib []float64
+	io             []float64 // MiB the block servers took in (write) or sent (read)
 	capped, errs   bool
 	bad            float64
 }
@@ -183,6 +184,11 @@ func runReport(args []string, out io.Writer) error {
 		c.mibs = append(c.mibs, mibs)
 		c.mib = append(c.mib, mibs*secs)
 		c.cpu = append(c.cpu, rows.num(row, "mount_cpu_s")+rows.num(row, "meta_cpu_s")+rows.num(row, "blockd_cpu_s"))
+		ioCol := "blockd_rchar_MiB" // a write: bytes read from sockets by the block servers
+		if k.op == "read" {
+			ioCol = "blockd_wchar_MiB" // a read: bytes written to sockets
+		}
+		c.io = append(c.io, rows.num(row, ioCol))
 		c.capped = c.capped || rows.get(row, "capped") == "1"
 		c.errs = c.errs || (rows.get(row, "errors") != "0" && rows.get(row, "errors") != "")
 		if b := rows.num(row, "bad_reqs"); b > 0 {
@@ -192,6 +198,9 @@ func runReport(args []string, out io.Writer) error {
 	slices.Sort(r.clients)
 	slices.Sort(r.sizes)
 	r.figure7(out)
+	if _, ok := rows.col["blockd_rchar_MiB"]; ok {
+		r.amplification(out)
+	}
 	r.table1(out)
 	return nil
 }
@@ -252,6 +261,43 @@ func (r report) figure7(out io.Writer) {
 			}
 			tw.Flush()
 		}
+	}
+}
+
+// amplification prints the block servers' traffic per byte the clients
+// moved: a write of part of a block uploads the whole new block.
+func (r report) amplification(out io.Writer) {
+	fmt.Fprintln(out, "\nBlock-server traffic per byte moved by the clients (blockd rchar for writes, wchar for reads, from /proc/PID/io;")
+	fmt.Fprintln(out, "  includes their block-file I/O, so ~2 = each byte once over TCP and once to its file), median over runs:")
+	for _, op := range []string{"write", "read"} {
+		fmt.Fprintf(out, "\n%s\n", op)
+		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprint(tw, "preset\tclients\tlayout\t")
+		for _, bs := range r.sizes {
+			fmt.Fprintf(tw, "%s\t", humanSize(bs))
+		}
+		fmt.Fprint(tw, "\n")
+		for _, p := range r.presets {
+			for _, n := range r.clients {
+				for _, lay := range []string{"separate", "shared"} {
+					fmt.Fprintf(tw, "%s\t%d\t%s\t", p, n, lay)
+					for _, bs := range r.sizes {
+						c := r.cells[cellKey{op, lay, p, n, bs}]
+						if c == nil {
+							fmt.Fprint(tw, "-\t")
+							continue
+						}
+						v := make([]float64, len(c.io))
+						for i := range c.io {
+							v[i] = c.io[i] / c.mib[i]
+						}
+						fmt.Fprintf(tw, "%s\t", fmtNum(median(v), 1))
+					}
+					fmt.Fprint(tw, "\n")
+				}
+			}
+		}
+		tw.Flush()
 	}
 }
 
