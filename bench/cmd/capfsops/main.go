@@ -21,7 +21,8 @@
 // was done. Every request starts with a 16-byte stamp (its offset and the
 // seed) over per-client random bytes, so no two blocks are alike (the block
 // store deduplicates) and a read can tell whose data it got: bad_reqs counts
-// requests whose stamp is not their own offset (a lost or torn write).
+// requests whose stamp is not their own offset (a lost or torn write), holes
+// those of them that read zeros (never written, or lost with the block).
 //
 // contend: every client writes BS bytes at offset i·BS of REL/contend (all
 // in the first block) and fsyncs, over and over, for -time; each fsync is a
@@ -33,7 +34,7 @@
 //
 // Each other run prints one line of key=value fields:
 // op, layout, clients, bs, bytes, ops, secs, MiB_per_s, ops_per_s,
-// client_secs_min, client_secs_max, capped, errors, bad_reqs, first_error.
+// client_secs_min, client_secs_max, capped, errors, bad_reqs, holes, first_error.
 package main
 
 import (
@@ -131,18 +132,18 @@ func (r run) offset(i int, k int64) int64 {
 
 // clientResult is what one client did.
 type clientResult struct {
-	bytes, ops, badReqs, errs int64
-	end                       time.Time
-	capped                    bool
-	err                       error
+	bytes, ops, badReqs, holes, errs int64
+	end                              time.Time
+	capped                           bool
+	err                              error
 }
 
 // result is the aggregate of a run.
 type result struct {
-	bytes, ops, badReqs, errs int64
-	secs, minSecs, maxSecs    float64
-	capped                    bool
-	firstErr                  error
+	bytes, ops, badReqs, holes, errs int64
+	secs, minSecs, maxSecs           float64
+	capped                           bool
+	firstErr                         error
 }
 
 func (res result) print(r run) {
@@ -159,8 +160,8 @@ func (res result) print(r run) {
 	if res.firstErr != nil {
 		e = strings.ReplaceAll(res.firstErr.Error(), " ", "_")
 	}
-	fmt.Printf("op=%s layout=%s clients=%d bs=%d bytes=%d ops=%d secs=%.3f MiB_per_s=%.1f ops_per_s=%.1f client_secs_min=%.3f client_secs_max=%.3f capped=%d errors=%d bad_reqs=%d first_error=%s\n",
-		r.op, r.layout, len(r.mnts), r.bs, res.bytes, res.ops, res.secs, mibs, opss, res.minSecs, res.maxSecs, capped, res.errs, res.badReqs, e)
+	fmt.Printf("op=%s layout=%s clients=%d bs=%d bytes=%d ops=%d secs=%.3f MiB_per_s=%.1f ops_per_s=%.1f client_secs_min=%.3f client_secs_max=%.3f capped=%d errors=%d bad_reqs=%d holes=%d first_error=%s\n",
+		r.op, r.layout, len(r.mnts), r.bs, res.bytes, res.ops, res.secs, mibs, opss, res.minSecs, res.maxSecs, capped, res.errs, res.badReqs, res.holes, e)
 }
 
 // openAll opens every client's file before the start (untimed). For a write
@@ -222,6 +223,15 @@ func stampOK(b []byte, off int64, seed uint64) bool {
 	return binary.LittleEndian.Uint64(b) == uint64(off) && binary.LittleEndian.Uint64(b[8:]) == seed
 }
 
+func isZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // transfer runs a write or read measurement.
 func (r run) transfer(timeout time.Duration) (result, error) {
 	fds, err := r.openAll()
@@ -263,6 +273,7 @@ func (r run) together(d time.Duration, fn func(i int, deadline time.Time) client
 		res.bytes += c.bytes
 		res.ops += c.ops
 		res.badReqs += c.badReqs
+		res.holes += c.holes
 		res.errs += c.errs
 		res.capped = res.capped || c.capped
 		if res.firstErr == nil && c.err != nil {
@@ -334,6 +345,9 @@ func (r run) reader(i, fd int, deadline time.Time) clientResult {
 		c.ops++
 		if !stampOK(buf[:n], off, r.seed) {
 			c.badReqs++
+			if isZero(buf[:min(n, 16)]) {
+				c.holes++
+			}
 		}
 	}
 	syscall.Close(fd)
