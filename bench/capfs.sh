@@ -5,7 +5,7 @@
 # per second with clients writing the same block. See bench/README.md ("CAPFS").
 #
 #   bench/capfs.sh [--quick] [--presets posix,seq-nocache,forced,relaxed,session,nfs]
-#                  [--clients 1,2,4] [--sizes 16K,64K,256K,1M,4M] [--size 64M] [--timeout 8]
+#                  [--clients 1,2,4] [--sizes 16K,64K,256K,1M,4M] [--size 256M] [--timeout 8]
 #                  [--contend-time 5] [--contend-bs 4K] [--runs 1] [--replicas 1]
 #                  [--block-size 4M] [--workdir /dev/shm] [--keep]
 set -uo pipefail
@@ -38,7 +38,7 @@ done
 if [ "$QUICK" = 1 ]; then
   : "${PRESETS:=posix,forced,relaxed,session}" "${CLIENTS:=1,2}" "${SIZES:=64K,1M}" "${SIZE:=32M}" "${TMO:=5}" "${CTIME:=3}"
 else
-  : "${PRESETS:=posix,seq-nocache,forced,relaxed,session,nfs}" "${CLIENTS:=1,2,4}" "${SIZES:=16K,64K,256K,1M,4M}" "${SIZE:=64M}" "${TMO:=8}" "${CTIME:=5}"
+  : "${PRESETS:=posix,seq-nocache,forced,relaxed,session,nfs}" "${CLIENTS:=1,2,4}" "${SIZES:=16K,64K,256K,1M,4M}" "${SIZE:=256M}" "${TMO:=8}" "${CTIME:=5}"
 fi
 IFS=, read -r -a PLIST <<< "$PRESETS"
 IFS=, read -r -a NLIST <<< "$CLIENTS"
@@ -108,7 +108,7 @@ mounts_stop() {
 cluster_stop() { stop_all_mounts; stop_all_servers; BPIDS=(); METAPID=""; }
 
 ROWS=$OUT/rows.tsv CROWS=$OUT/contend.tsv PHASES=$OUT/phases.tsv
-printf 'run\tpreset\tclients\tlayout\top\tbs\tMiB_s\tops\tsecs\tcapped\terrors\tbad_reqs\tmount_cpu_s\tmeta_cpu_s\tblockd_cpu_s\tmachine_busy_pct\tblockd_rchar_MiB\tblockd_wchar_MiB\n' > "$ROWS"
+printf 'run\tpreset\tclients\tlayout\top\tbs\tMiB_s\tops\tsecs\tcapped\terrors\tbad_reqs\tholes\tmount_cpu_s\tmeta_cpu_s\tblockd_cpu_s\tmachine_busy_pct\tblockd_rchar_MiB\tblockd_wchar_MiB\n' > "$ROWS"
 printf 'run\tpreset\tclients\tphase\tcommits\tconflicts\tredo_retries\tcommits_failed\tcallbacks\n' > "$PHASES"
 printf 'run\tpreset\tclients\tbs\tops\tops_s\tsecs\terrors\tcommits\tconflicts\tredo_retries\tcommits_failed\tretries_s\tconflicts_s\tmount_cpu_s\tmeta_cpu_s\tblockd_cpu_s\tmachine_busy_pct\n' > "$CROWS"
 
@@ -120,14 +120,14 @@ measure() {
     -timeout "${TMO}s" -seed "$run" 2>>"$OUT/logs/capfsops.err") || { log "capfsops $op $lay bs=$bs failed: $(tail -n 1 "$OUT/logs/capfsops.err")"; line=""; }
   c1=$(cpu_sum "${MPIDS[@]}"); m1=$(cpu_of "$METAPID"); b1=$(cpu_sum "${BPIDS[@]}"); s1=$(cpu_busy); io1=$(blockd_io "${BPIDS[@]}")
   echo "$p n=$n $line" >> "$OUT/logs/capfsops.out"
-  local mibs=nan ops=nan secs=nan capped=nan errs=nan bad=nan
+  local mibs=nan ops=nan secs=nan capped=nan errs=nan bad=nan holes=nan
   if [ -n "$line" ]; then
-    mibs=$(kv MiB_per_s "$line") ops=$(kv ops "$line") secs=$(kv secs "$line") capped=$(kv capped "$line") errs=$(kv errors "$line") bad=$(kv bad_reqs "$line")
+    mibs=$(kv MiB_per_s "$line") ops=$(kv ops "$line") secs=$(kv secs "$line") capped=$(kv capped "$line") errs=$(kv errors "$line") bad=$(kv bad_reqs "$line") holes=$(kv holes "$line")
     [ "$errs" != 0 ] && log "  errors: $(kv first_error "$line")"
   fi
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$p" "$n" "$lay" "$op" "$bs" "$mibs" "$ops" "$secs" "$capped" "$errs" "$bad" \
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$run" "$p" "$n" "$lay" "$op" "$bs" "$mibs" "$ops" "$secs" "$capped" "$errs" "$bad" "$holes" \
     "$(fsub "$c1" "$c0")" "$(fsub "$m1" "$m0")" "$(fsub "$b1" "$b0")" "$(busy_pct "$s0" "$s1")" "$(mib_delta "$io0" "$io1" 1)" "$(mib_delta "$io0" "$io1" 2)" >> "$ROWS"
-  log "  $p N=$n $op $lay bs=$bs: $mibs MiB/s in $secs s (capped=$capped errors=$errs bad_reqs=$bad) cpu mount/meta/blockd $(fsub "$c1" "$c0")/$(fsub "$m1" "$m0")/$(fsub "$b1" "$b0") s"
+  log "  $p N=$n $op $lay bs=$bs: $mibs MiB/s in $secs s (capped=$capped errors=$errs bad_reqs=$bad holes=$holes) cpu mount/meta/blockd $(fsub "$c1" "$c0")/$(fsub "$m1" "$m0")/$(fsub "$b1" "$b0") s"
 }
 
 # group RUN PRESET N: fresh cluster; writes (all layouts, sizes) on N mounts; fresh mounts,
