@@ -138,7 +138,12 @@ group() {
   mounts_start "$tag-w" "$p" "$n" || return 1
   mkdir -p "$W/mnt0/g" && "$TESSERA" policy set "$W/mnt0/g" "$p" || { log "cannot make $W/mnt0/g with policy $p"; return 1; }
   "$TESSERA" policy get "$W/mnt0/g" >> "$OUT/logs/$tag-policy.txt" 2>&1
-  for lay in separate shared; do for bs in "${SB[@]}"; do measure "$run" "$p" "$n" write "$lay" "$bs"; done; done
+  # after each write (untimed): tessera gc --grace 0s removes the blocks superseded by later commits
+  # (a commit of part of a 4 MiB block writes a whole new one: commit-per-write presets leave GiBs)
+  for lay in separate shared; do for bs in "${SB[@]}"; do
+    measure "$run" "$p" "$n" write "$lay" "$bs"
+    printf '%s N=%s %s bs=%s: %s\n' "$p" "$n" "$lay" "$bs" "$("$TESSERA" gc --meta "$META" --grace 0s 2>&1 | tail -n 1)" >> "$OUT/logs/gc.log"
+  done; done
   mounts_stop "$tag-w"; note_phase "$run" "$p" "$n" write
   drop_caches
   mounts_start "$tag-r" "$p" "$n" || return 1
