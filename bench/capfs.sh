@@ -65,7 +65,7 @@ UP0=$(uptime); T_START=$(date +%s)
 cpu_busy() { awk '/^cpu /{t=0; for(i=2;i<=NF;i++) t+=$i; print t-$5-$6, t; exit}' /proc/stat; }
 busy_pct() { awk -v a="$1" -v b="$2" 'BEGIN{split(a,x," "); split(b,y," "); if (y[2]>x[2]) printf "%.0f", 100*(y[1]-x[1])/(y[2]-x[2]); else print "nan"}'; }
 # blockd_io PID...: "rchar wchar" summed (bytes the block servers read and wrote: sockets and block files)
-blockd_io() { local p; for p in "$@"; do cat "/proc/$p/io" 2>/dev/null; done | awk '$1=="rchar:"{r+=$2} $1=="wchar:"{w+=$2} END{printf "%d %d", r, w}'; }
+blockd_io() { local p; for p in "$@"; do cat "/proc/$p/io" 2>/dev/null; done | awk '$1=="rchar:"{r+=$2} $1=="wchar:"{w+=$2} END{printf "%.0f %.0f", r, w}'; }
 mib_delta() { awk -v a="$1" -v b="$2" -v i="$3" 'BEGIN{split(a,x," "); split(b,y," "); printf "%.0f", (y[i]-x[i])/1048576}'; }
 kv() { tr ' ' '\n' <<< "$2" | awk -F= -v k="$1" '$1==k {print $2; exit}'; } # kv KEY LINE
 
