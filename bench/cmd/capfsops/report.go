@@ -269,8 +269,9 @@ func (r report) figure7(out io.Writer) {
 // amplification prints the block servers' traffic per byte the clients
 // moved: a write of part of a block uploads the whole new block.
 func (r report) amplification(out io.Writer) {
-	fmt.Fprintln(out, "\nBlock-server traffic per byte moved by the clients (blockd rchar for writes, wchar for reads, from /proc/PID/io;")
-	fmt.Fprintln(out, "  includes their block-file I/O, so ~2 = each byte once over TCP and once to its file), median over runs:")
+	fmt.Fprintln(out, "\nBlock-server traffic per byte moved by the clients: blockd rchar (writes: bytes taken in, sockets and any")
+	fmt.Fprintln(out, "  block-file reads) or wchar (reads: bytes sent, and any file writes) from /proc/PID/io over the MiB the clients")
+	fmt.Fprintln(out, "  wrote or read; 1 = each byte crossed once; a commit of part of a 4 MiB block uploads all of it. Median over runs:")
 	for _, op := range []string{"write", "read"} {
 		fmt.Fprintf(out, "\n%s\n", op)
 		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
