@@ -218,8 +218,8 @@ func (r report) figure7(out io.Writer) {
 	fmt.Fprintln(out, "Figure 7 (CAPFS §4.1) on Tessera: aggregate MiB/s, median over runs, by request size.")
 	fmt.Fprintln(out, "  * = a client hit the time cap (bandwidth of what was done), ! = an I/O error (see the log),")
 	fmt.Fprintln(out, "  ~N = the read found N requests without their writer's stamp: lost to forced commits (last writer wins whole blocks),")
-	fmt.Fprintln(out, "       never written (* or !), or, under conflict=retry, a block one client wrote in more than 64 pieces between")
-	fmt.Fprintln(out, "       commits (internal/client/ranges.go maxSpans: its redo then takes its whole block, zeros included);")
+	fmt.Fprintln(out, "       never written (* or !), or, under conflict=retry, a block one client wrote in more pieces between commits")
+	fmt.Fprintln(out, "       than it tracks (maxSpans in internal/client/ranges.go): its redo then takes its whole block, zeros included;")
 	fmt.Fprintln(out, "  cpu/GiB = CPU-seconds of all daemons (mounts + meta + blockds) per GiB moved, over all sizes of the row.")
 	for _, op := range []string{"write", "read"} {
 		for _, lay := range []string{"separate", "shared"} {
