@@ -185,5 +185,9 @@ func runMount(ctx context.Context, args []string) error {
 	case <-unmounted:
 	}
 	uerr := up.Unmount(srv, mnt, log)
-	return errors.Join(uerr, cl.Close(context.Background()))
+	cerr := cl.Close(context.Background())
+	st := cl.Stats()
+	log.Info("mount: stats", "commits", st.Commits, "conflicts", st.Conflicts,
+		"redo_retries", st.RedoRetries, "commits_failed", st.CommitsFailed, "callbacks", st.Callbacks)
+	return errors.Join(uerr, cerr)
 }
