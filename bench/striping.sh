@@ -133,7 +133,7 @@ measure() {
     "$NS_PFX" "$SUBNET" "$W" "$(findmnt -n -o FSTYPE -T "$W" | head -n 1)" "${TBF_LATENCY:-50ms}"
   printf 'workload\tfio psync bs=%s size=%s: write --end_fsync=1 (one mount), then drop caches and read with a fresh mount\n' "$BS" "$SIZE"
   printf 'replicas\t%s\n' "$REPL_NOTE"
-  printf 'mount\t%s\n' "$( [ ${#HELPER_ARGS[@]} -gt 0 ] && echo "bench/cmd/tiermount ${HELPER_ARGS[*]} (client knobs not on tessera mount)" || echo "tessera mount (defaults: 16 uploads with 4 per server, 32 fetches with 2 per server, read-ahead 3 blocks per server (8 to 3/4 of the 128 MiB memory cache), each block on R of its R+1 rendezvous candidates by the client's load)")"
+  printf 'mount\t%s\n' "$( [ ${#HELPER_ARGS[@]} -gt 0 ] && echo "bench/cmd/tiermount ${HELPER_ARGS[*]} (client knobs not on tessera mount)" || echo "tessera mount (defaults: 32 uploads with 4 per server, 64 fetches with 2 per server, 128 MiB dirty, read-ahead 6 blocks per server (8 to 3/4 of the 256 MiB memory cache), each block on R of its R+1 rendezvous candidates by the client's load)")"
 } > "$OUT/meta.tsv"
 
 LIMITS=("$RATE"); [ "$CEILING" = 1 ] && LIMITS+=(0)

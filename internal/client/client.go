@@ -18,14 +18,14 @@ type Config struct {
 	Dial   Dialer
 	Logger *slog.Logger
 
-	MemCacheBytes  int64  // memory block cache; default 128 MiB
+	MemCacheBytes  int64  // memory block cache; default 256 MiB
 	DiskCacheDir   string // local disk block cache; "" disables it
 	DiskCacheBytes int64  // default 1 GiB
-	DirtyBytes     int64  // bound on buffered and uploading data; default 64 MiB
-	Uploads        int    // concurrent block uploads; default 16
-	Fetches        int    // concurrent block fetches; default 16
+	DirtyBytes     int64  // bound on buffered and uploading data; default 128 MiB
+	Uploads        int    // concurrent block uploads; default 32
+	Fetches        int    // concurrent block fetches; default 64
 	// ReadAheadBlocks is how many blocks are fetched ahead of a sequential
-	// reader. 0 (the default) scales it with the servers: 3 per up server,
+	// reader. 0 (the default) scales it with the servers: 6 per up server,
 	// at least 8, at most what fits in 3/4 of MemCacheBytes (the fetched
 	// blocks wait there), so every server has requests queued however the
 	// file's blocks fall on them, and memory stays bounded.
@@ -59,19 +59,19 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.Default()
 	}
 	if c.MemCacheBytes == 0 {
-		c.MemCacheBytes = 128 << 20
+		c.MemCacheBytes = 256 << 20
 	}
 	if c.DiskCacheBytes == 0 {
 		c.DiskCacheBytes = 1 << 30
 	}
 	if c.DirtyBytes == 0 {
-		c.DirtyBytes = 64 << 20
+		c.DirtyBytes = 128 << 20
 	}
 	if c.Uploads == 0 {
-		c.Uploads = 16
+		c.Uploads = 32
 	}
 	if c.Fetches == 0 {
-		c.Fetches = 32
+		c.Fetches = 64
 	}
 }
 
@@ -344,7 +344,7 @@ func (c *Client) readAheadBlocks(bs int64) int {
 
 // autoReadAhead is the default read-ahead depth with n up servers.
 func autoReadAhead(n int, bs, memBytes int64) int {
-	d := max(3*n, 8)
+	d := max(6*n, 8)
 	if bs > 0 {
 		d = min(d, int(memBytes*3/4/bs))
 	}

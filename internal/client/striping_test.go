@@ -195,10 +195,10 @@ func TestAutoReadAhead(t *testing.T) {
 		describe string
 	}{
 		{1, 4 * mib, 128 * mib, 8, "floor of 8"},
-		{8, 4 * mib, 512 * mib, 24, "3 per server"},
+		{8, 4 * mib, 512 * mib, 48, "6 per server"},
 		{8, 4 * mib, 128 * mib, 24, "3/4 of 128 MiB is 24 blocks"},
-		{20, 4 * mib, 128 * mib, 24, "capped by memory"},
-		{20, 64 << 10, 128 * mib, 60, "small blocks"},
+		{20, 4 * mib, 256 * mib, 48, "capped by memory"},
+		{20, 64 << 10, 128 * mib, 120, "small blocks"},
 		{4, 64 * mib, 64 * mib, 1, "at least one"},
 	} {
 		if got := autoReadAhead(tc.servers, tc.bs, tc.mem); got != tc.want {
