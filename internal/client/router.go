@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -199,14 +200,22 @@ func (r *router) domainLocked(id string) placement.Domain {
 
 // targets returns the up servers for a new block with n copies: n of its
 // n+1 candidates, spread over failure domains, leaving out the one with the
-// most of this client's requests queued or in flight (placement.Choose);
-// then the rest in rank order as substitutes.
-func (r *router) targets(h block.Hash, n int) (first, spare []rankedStore) {
+// most of this client's requests queued or in flight (placement.Choose) —
+// but never one that holds the block already (held), so that writing a
+// block again stores no new copy (dedup); then the rest in rank order as
+// substitutes.
+func (r *router) targets(h block.Hash, n int, held map[string]bool) (first, spare []rankedStore) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	ranked := placement.Pick(h, r.mu.up, len(r.mu.up))
 	cands := placement.Candidates(ranked, r.domainLocked, n)
-	picked := placement.Choose(cands, r.domainLocked, n, func(id string) int64 { return r.mu.lanes[id].load() }, placement.TieKey(h))
+	cost := func(id string) int64 {
+		if held[id] {
+			return -1
+		}
+		return r.mu.lanes[id].load()
+	}
+	picked := placement.Choose(cands, r.domainLocked, n, cost, placement.TieKey(h))
 	store := func(id string) rankedStore {
 		return rankedStore{id: id, st: r.mu.stores[id], lane: r.mu.lanes[id]}
 	}
@@ -224,6 +233,48 @@ func (r *router) targets(h block.Hash, n int) (first, spare []rankedStore) {
 		s.lane.placed.Add(1)
 	}
 	return first, spare
+}
+
+// holdersTimeout bounds the look for existing copies before an upload: a
+// slow answer only costs dedup, never the write.
+const holdersTimeout = time.Second
+
+// holders returns which of the block's candidates already hold it, when the
+// writer has a choice among them (more candidates than copies): the same
+// content written again then goes where it is, and no server gains a copy
+// it does not need. One batch "has" per candidate, in parallel; errors count
+// as "not held".
+func (r *router) holders(ctx context.Context, h block.Hash, n int) map[string]bool {
+	r.mu.RLock()
+	ranked := placement.Pick(h, r.mu.up, len(r.mu.up))
+	cands := placement.Candidates(ranked, r.domainLocked, n)
+	stores := make([]block.Store, len(cands))
+	for i, id := range cands {
+		stores[i] = r.mu.stores[id]
+	}
+	r.mu.RUnlock()
+	if len(cands) <= n {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, holdersTimeout)
+	defer cancel()
+	has := make([]bool, len(cands))
+	var wg sync.WaitGroup
+	for i, st := range stores {
+		wg.Go(func() {
+			if ok, err := st.Has(ctx, []block.Hash{h}); err == nil && len(ok) == 1 {
+				has[i] = ok[0]
+			}
+		})
+	}
+	wg.Wait()
+	held := make(map[string]bool)
+	for i, id := range cands {
+		if has[i] {
+			held[id] = true
+		}
+	}
+	return held
 }
 
 // replication is the fate of one block's copies: wait returns once every
@@ -246,7 +297,7 @@ func (p *replication) wait(ctx context.Context) error {
 // durable (or fails when that became impossible). The returned replication
 // completes when every copy has been tried.
 func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*replication, error) {
-	first, spare := r.targets(h, n)
+	first, spare := r.targets(h, n, r.holders(ctx, h, n))
 	if len(first) == 0 {
 		return nil, fmt.Errorf("put block %s: no block server is up: %w", h.Short(), block.ErrUnavailable)
 	}

@@ -76,6 +76,44 @@ func TestPutAvoidsBusyServer(t *testing.T) {
 	}
 }
 
+// Writing a block again goes where a copy already is, however loaded that
+// server is: no candidate gains a copy it does not need (dedup).
+func TestPutPrefersExistingCopy(t *testing.T) {
+	ctx := context.Background()
+	_, c, stores := newReplicaEnv(t, 4, 1)
+	data := bytes.Repeat([]byte{'d'}, 1000)
+	h := block.Sum(data)
+	cands := candidatesOf(c, h, 1)
+	if len(cands) != 2 {
+		t.Fatalf("candidates %v, want 2 for R=1", cands)
+	}
+	put := func() {
+		t.Helper()
+		rep, err := c.router.put(ctx, h, data, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put()
+	holder := cands[0]
+	if !stores[holder].holds(h) {
+		holder = cands[1]
+	}
+	// Make the holder the busiest: the load alone would now leave it out.
+	b := &c.router.mu.lanes[holder].busy
+	b.Add(5)
+	put()
+	b.Add(-5)
+	for _, id := range cands {
+		if id != holder && stores[id].holds(h) {
+			t.Fatalf("the second write put a copy on %s too; the block was on %s", id, holder)
+		}
+	}
+}
+
 // Blocks queued to servers at once spread evenly: the choice sees the
 // claims of the blocks before it. Plain rendezvous would give the busiest of
 // 8 servers ~20 % over the mean for 256 blocks.
@@ -84,7 +122,7 @@ func TestTargetsSpreadQueuedBlocks(t *testing.T) {
 	n := map[string]int{}
 	var claimed []rankedStore
 	for _, h := range testHashes(256) {
-		first, _ := c.router.targets(h, 1)
+		first, _ := c.router.targets(h, 1, nil)
 		cands := candidatesOf(c, h, 1)
 		if len(first) != 1 || !slices.Contains(cands, first[0].id) {
 			t.Fatalf("target %v not among the candidates %v", first, cands)
