@@ -5,7 +5,8 @@
 //
 // Write path. Writes land in a per-file buffer of dirty blocks. A block whose
 // last byte is written is hashed and uploaded at once, in the background, to
-// the block servers placement allows for its hash (R of its R+1 candidates,
+// the block servers placement allows for its hash (R of its R+1 candidates:
+// those that hold it already, so that identical content is stored once, then
 // the least loaded by this client), while the application keeps writing.
 // Commit (on fsync, flush/close and truncate) waits for the uploads
 // and sends the meta service one commit naming, for every changed block, the
