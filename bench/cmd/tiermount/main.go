@@ -27,8 +27,8 @@ import (
 func main() {
 	metaAddr := flag.String("meta", "", "meta service (host:port); required")
 	tier := flag.String("cache-tier", "", "memcached://h1:p1,h2:p2 (empty: no tier)")
-	uploads := flag.Int("uploads", 0, "concurrent block uploads (0: the client's default, 16)")
-	fetches := flag.Int("fetches", 0, "concurrent block fetches (0: the client's default, 16)")
+	uploads := flag.Int("uploads", 0, "concurrent block uploads (0: the client's default, 32)")
+	fetches := flag.Int("fetches", 0, "concurrent block fetches (0: the client's default, 64)")
 	flag.Parse()
 	if *metaAddr == "" || flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: tiermount --meta ADDR [--cache-tier memcached://h:p,...] MNT")
