@@ -90,7 +90,13 @@ func newEnv(t *testing.T, blockSize uint32, dirty int64) *env {
 
 func (e *env) create(t *testing.T, name string) meta.Inode {
 	t.Helper()
-	in, err := e.api.Create(context.Background(), meta.CreateReq{Parent: meta.RootIno, Name: name, Mode: 0o100644, Excl: true})
+	return createFile(t, e.api, name)
+}
+
+// createFile creates the regular file name in the root through api.
+func createFile(t testing.TB, api meta.API, name string) meta.Inode {
+	t.Helper()
+	in, err := api.Create(context.Background(), meta.CreateReq{Parent: meta.RootIno, Name: name, Mode: 0o100644, Excl: true})
 	if err != nil {
 		t.Fatal(err)
 	}

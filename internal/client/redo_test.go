@@ -65,11 +65,7 @@ func (s *shared) client(t testing.TB, api meta.API, st block.Store, log *slog.Lo
 
 func (s *shared) create(t testing.TB, name string) meta.Inode {
 	t.Helper()
-	in, err := s.api.Create(context.Background(), meta.CreateReq{Parent: meta.RootIno, Name: name, Mode: 0o100644, Excl: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return in
+	return createFile(t, s.api, name)
 }
 
 // content reads ino's committed content through a fresh client.
