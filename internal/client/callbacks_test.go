@@ -107,10 +107,7 @@ func TestCallbacksKeepReadersCoherent(t *testing.T) {
 	a, _ := e.client(t)
 	b, bTold := e.client(t)
 	ctx := context.Background()
-	f, err := a.Meta().Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: 0o100644, Excl: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := createFile(t, a.Meta(), "f")
 	v1 := bytes.Repeat([]byte("1"), 2*bs)
 	writeAt(t, a, f.Ino, 0, v1)
 
@@ -188,10 +185,7 @@ func TestCallbacksSessionExpired(t *testing.T) {
 	a, _ := e.client(t)
 	b, bTold := e.client(t)
 	ctx := context.Background()
-	f, err := a.Meta().Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: 0o100644, Excl: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := createFile(t, a.Meta(), "f")
 	writeAt(t, a, f.Ino, 0, []byte("one"))
 	hb, _, _, err := b.OpenIno(ctx, f.Ino, 0)
 	if err != nil {
