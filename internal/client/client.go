@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"tessera/internal/block"
 	"tessera/internal/cachetier"
@@ -105,6 +106,9 @@ type flight struct {
 	done chan struct{}
 	data []byte
 	err  error
+	// urgent: a reader waits for this block (not only read-ahead); its
+	// fetch then takes the next free slot of the server's lane.
+	urgent atomic.Bool
 }
 
 // New makes a client and loads the block-server map.
@@ -263,14 +267,19 @@ func (c *Client) Unlinked(ctx context.Context, ino meta.Ino) error {
 }
 
 // getBlock returns a verified block from the caches or the block servers.
-// Concurrent requests for the same hash share one fetch.
-func (c *Client) getBlock(ctx context.Context, h block.Hash) ([]byte, error) {
+// Concurrent requests for the same hash share one fetch. urgent says a
+// reader waits for it (false for read-ahead): its fetch goes before the
+// read-ahead queued for the same server.
+func (c *Client) getBlock(ctx context.Context, h block.Hash, urgent bool) ([]byte, error) {
 	if data, ok := c.mem.get(h); ok {
 		return data, nil
 	}
 	c.mu.Lock()
 	if fl, ok := c.mu.flights[h]; ok {
 		c.mu.Unlock()
+		if urgent {
+			fl.urgent.Store(true)
+		}
 		select {
 		case <-fl.done:
 			return fl.data, fl.err
@@ -279,11 +288,12 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash) ([]byte, error) {
 		}
 	}
 	fl := &flight{done: make(chan struct{})}
+	fl.urgent.Store(urgent)
 	c.mu.flights[h] = fl
 	c.mu.Unlock()
 
 	c.fetches <- struct{}{}
-	fl.data, fl.err = c.fetch(ctx, h)
+	fl.data, fl.err = c.fetch(withUrgency(ctx, &fl.urgent), h)
 	<-c.fetches
 	if fl.err == nil {
 		c.mem.put(h, fl.data)
@@ -365,7 +375,7 @@ func (c *Client) prefetch(h block.Hash) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
-		if _, err := c.getBlock(context.Background(), h); err != nil {
+		if _, err := c.getBlock(context.Background(), h, false); err != nil {
 			c.log.Debug("read-ahead failed", "block", h.Short(), "err", err)
 		}
 	}()
@@ -417,7 +427,7 @@ func (c *Client) readRange(ctx context.Context, h block.Hash, from int64, dst []
 			c.localChanged(h)
 		}
 	}
-	data, err := c.getBlock(ctx, h)
+	data, err := c.getBlock(ctx, h, true)
 	if err != nil {
 		return err
 	}

@@ -249,7 +249,7 @@ func (f *file) fetchLocked(ctx context.Context, idx uint64, h block.Hash) ([]byt
 	if h.IsZero() {
 		return nil, nil
 	}
-	buf, err := f.c.getBlock(ctx, h)
+	buf, err := f.c.getBlock(ctx, h, true)
 	if err != nil {
 		return nil, fmt.Errorf("inode %d block %d: %w", f.ino, idx, err)
 	}

@@ -22,6 +22,9 @@ type Handle struct {
 	// consecutive sequential reads.
 	next int64
 	run  int
+	// partial counts the bytes read of each block a reader is in (see
+	// readAheadLocked).
+	partial map[uint64]int64
 	// fresh: the attributes were just read from the meta service by the
 	// open, which is revalidation enough for the open's hooks.
 	fresh bool
@@ -333,14 +336,16 @@ func (h *Handle) read(ctx context.Context, off int64, dest []byte) (int, error) 
 	ahead, done := h.readAheadLocked(ctx, off, n)
 	f.mu.Unlock()
 
+	// Read-ahead starts with the reader's own fetches, not after them; the
+	// reader's go first on each server's lane (fetchSlots).
+	for _, a := range ahead {
+		f.c.prefetch(a)
+	}
 	if err := h.fetch(ctx, jobs); err != nil {
 		return 0, err
 	}
-	if !done.IsZero() {
-		f.c.mem.demote(done)
-	}
-	for _, a := range ahead {
-		f.c.prefetch(a)
+	for _, d := range done {
+		f.c.mem.demote(d)
 	}
 	return int(n), nil
 }
@@ -378,11 +383,17 @@ func copyBlock(dst, content []byte, from int64) {
 }
 
 // readAheadLocked tracks sequential access and returns the hashes of the
-// blocks worth fetching ahead of the reader, and the block a reader has
-// just read to its end (zero if none): it goes first when the
-// memory cache makes room, so that a deep read-ahead is not evicted by the
-// blocks behind the reader before it is read.
-func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) (ahead []block.Hash, done block.Hash) {
+// blocks worth fetching ahead of the reader, and the blocks the reader has
+// now read every byte of: they go first when the memory cache makes room,
+// so that a deep read-ahead is not evicted by the blocks behind the reader
+// before it is read. (Counting bytes rather than watching for a read that
+// ends a block matters: the kernel sends a sequential reader's reads several
+// at a time and they arrive out of order, so the end of a block may come
+// before its middle, and a block demoted then was evicted and fetched again
+// for the late read, at the back of the server's queue.) A first read at
+// offset 0 starts a short read-ahead (a block per server), the second
+// sequential read the full depth.
+func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) (ahead, done []block.Hash) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if off == h.next {
@@ -392,20 +403,18 @@ func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) (ahead []blo
 	}
 	h.next = off + n
 	f := h.f
-	first := uint64((off+n)/f.bs) + 1
-	if (off+n)%f.bs == 0 {
-		// Demoted even when the kernel's concurrent reads arrive out of
-		// order and break the run: a re-read is served by its page cache.
-		first--
-		if _, bh, err := f.contentLocked(ctx, first-1); err == nil {
-			done = bh
-		}
-	}
-	if h.run < 2 {
+	done = h.countReadLocked(ctx, off, n)
+	first := uint64((off + n + f.bs - 1) / f.bs)
+	depth := f.c.readAheadBlocks(f.bs)
+	switch {
+	case h.run >= 2:
+	case h.run == 1 && off == 0:
+		depth = min(depth, max(f.c.router.upServers(), 2))
+	default:
 		return nil, done
 	}
 	var out []block.Hash
-	for idx := first; idx < first+uint64(f.c.readAheadBlocks(f.bs)) && int64(idx)*f.bs < f.size; idx++ {
+	for idx := first; idx < first+uint64(depth) && int64(idx)*f.bs < f.size; idx++ {
 		buf, bh, err := f.contentLocked(ctx, idx)
 		if err != nil || buf != nil || bh.IsZero() {
 			continue
@@ -413,4 +422,31 @@ func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) (ahead []blo
 		out = append(out, bh)
 	}
 	return out, done
+}
+
+// maxPartialBlocks bounds the blocks a handle counts read bytes of; a
+// reader touching more at once is not sequential, and the count restarts.
+const maxPartialBlocks = 64
+
+// countReadLocked adds the read of n bytes at off to the per-block counts
+// and returns the blocks now read to the last byte.
+func (h *Handle) countReadLocked(ctx context.Context, off, n int64) (full []block.Hash) {
+	f := h.f
+	if h.partial == nil || len(h.partial) > maxPartialBlocks {
+		h.partial = make(map[uint64]int64)
+	}
+	for pos := off; pos < off+n; {
+		idx := uint64(pos / f.bs)
+		end := min(int64(idx+1)*f.bs, off+n)
+		h.partial[idx] += end - pos
+		pos = end
+		if h.partial[idx] < min(f.bs, f.size-int64(idx)*f.bs) {
+			continue
+		}
+		delete(h.partial, idx)
+		if _, bh, err := f.contentLocked(ctx, idx); err == nil && !bh.IsZero() {
+			full = append(full, bh)
+		}
+	}
+	return full
 }

@@ -57,7 +57,7 @@ type router struct {
 // lane is this client's traffic to one block server.
 type lane struct {
 	puts chan struct{} // uploads under way
-	gets chan struct{} // fetches under way
+	gets *fetchSlots   // fetches under way; readers waiting go first
 	// busy counts requests queued or in flight; placed counts the copies
 	// this client sent there (it grows with the data written, evenly over
 	// the servers, so it stays far from overflow).
@@ -110,7 +110,7 @@ func (r *router) refresh(ctx context.Context) error {
 			r.mu.stores[s.ID] = st
 		}
 		if r.mu.lanes[s.ID] == nil {
-			r.mu.lanes[s.ID] = &lane{puts: make(chan struct{}, uploadsPerServer), gets: make(chan struct{}, fetchesPerServer)}
+			r.mu.lanes[s.ID] = &lane{puts: make(chan struct{}, uploadsPerServer), gets: newFetchSlots(fetchesPerServer)}
 		}
 		r.mu.servers[s.ID] = s
 		ids = append(ids, s.ID)
@@ -448,17 +448,16 @@ func (r *router) getEither(ctx context.Context, h block.Hash, stores []rankedSto
 }
 
 // get fetches h from st through the lane: queued behind this client's other
-// fetches from the server, the local block files excepted.
+// fetches from the server (a reader's before read-ahead, see fetchSlots),
+// the local block files excepted.
 func (l *lane) get(ctx context.Context, st block.Store, h block.Hash) ([]byte, error) {
 	l.busy.Add(1)
 	defer l.busy.Add(-1)
 	if !isLocal(st) {
-		select {
-		case l.gets <- struct{}{}:
-			defer func() { <-l.gets }()
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		if err := l.gets.acquire(ctx, urgencyOf(ctx)); err != nil {
+			return nil, err
 		}
+		defer l.gets.release()
 	}
 	return st.Get(ctx, h)
 }

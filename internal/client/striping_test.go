@@ -278,6 +278,22 @@ func TestMemCacheDemote(t *testing.T) {
 // reader: with read-ahead as deep as the cache allows, every block is
 // fetched once.
 func TestSequentialReadFetchesEachBlockOnce(t *testing.T) {
+	testReadFetchesEachBlockOnce(t, func(i int) int { return i })
+}
+
+// The kernel sends a sequential reader's reads a few at a time and they
+// arrive out of order: the end of a block before its middle, and the next
+// block's start before it too, must not get the block evicted (demoted)
+// before its middle is read.
+func TestOutOfOrderSequentialReadFetchesEachBlockOnce(t *testing.T) {
+	late := []int{0, 1, 3, 4, 5, 2, 6, 7} // chunk 2 of each even block comes late
+	testReadFetchesEachBlockOnce(t, func(i int) int { return i - i%8 + late[i%8] })
+}
+
+// testReadFetchesEachBlockOnce reads a file through a small cache in chunks
+// of a quarter block, chunk order(i) as the i-th read, and checks each block
+// was fetched once.
+func testReadFetchesEachBlockOnce(t *testing.T, order func(int) int) {
 	ctx := context.Background()
 	svc, c, stores := newReplicaEnv(t, 2, 1)
 	in, _ := svc.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: 0o100644})
@@ -297,9 +313,9 @@ func TestSequentialReadFetchesEachBlockOnce(t *testing.T) {
 	for id, st := range stores {
 		counted[id] = &countingStore{flakyStore: st}
 	}
-	// A cache of 4 blocks, read-ahead of 3.
+	// A cache of 5 blocks, read-ahead of 3.
 	c2, err := New(ctx, Config{Meta: svc, Dial: func(s meta.Server) (block.Store, error) { return counted[s.ID], nil },
-		Logger: slog.New(slog.DiscardHandler), MemCacheBytes: 4 * bs, ReadAheadBlocks: 3})
+		Logger: slog.New(slog.DiscardHandler), MemCacheBytes: 5 * bs, ReadAheadBlocks: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +324,8 @@ func TestSequentialReadFetchesEachBlockOnce(t *testing.T) {
 	rh, _, _ := c2.Open(ctx, cur, 0)
 	defer rh.Release(ctx)
 	buf := make([]byte, bs/4)
-	for off := int64(0); off < nblocks*bs; off += int64(len(buf)) {
+	for i := range nblocks * 4 {
+		off := int64(order(i)) * int64(len(buf))
 		if _, err := rh.Read(ctx, off, buf); err != nil {
 			t.Fatal(err)
 		}
