@@ -1,11 +1,17 @@
 package main
 
 import (
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	_ "net/http/pprof" // registers /debug/pprof on the default mux
 )
+
+// addPprofFlag adds --pprof ADDR to a role's flags.
+func addPprofFlag(fs *flag.FlagSet) *string {
+	return fs.String("pprof", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
+}
 
 // servePprof serves Go's profiles on addr in the background; "" does nothing.
 func servePprof(addr string) error {

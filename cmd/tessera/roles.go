@@ -85,7 +85,11 @@ func runBlockd(ctx context.Context, args []string) error {
 	rack := fs.String("rack", "", "failure domain: rack")
 	site := fs.String("site", "", "failure domain: site")
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "re-register with the meta service this often")
+	pprofAddr := addPprofFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := servePprof(*pprofAddr); err != nil {
 		return err
 	}
 	if *data == "" || *metaAddr == "" {
@@ -146,8 +150,12 @@ func runMount(ctx context.Context, args []string) error {
 	cacheSize := fs.Int64("cache-size", 1<<30, "local disk block cache size in bytes")
 	cacheTier := fs.String("cache-tier", "", "shared memcached tier for blocks, memcached://host:port,host:port")
 	debug := fs.Bool("debug", false, "log every FUSE request")
+	pprofAddr := addPprofFlag(fs)
 	pol := addPolicyFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := servePprof(*pprofAddr); err != nil {
 		return err
 	}
 	if *metaAddr == "" || fs.NArg() != 1 {

@@ -21,7 +21,7 @@ func runUp(ctx context.Context, args []string) error {
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "how often the block servers re-register")
 	debug := fs.Bool("debug", false, "log every FUSE request")
 	pol := addPolicyFlag(fs)
-	pprofAddr := fs.String("pprof", "", "serve Go profiles (net/http/pprof) on this address, e.g. 127.0.0.1:6060")
+	pprofAddr := addPprofFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}

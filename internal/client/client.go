@@ -319,13 +319,13 @@ func (c *Client) fetch(ctx context.Context, h block.Hash) ([]byte, error) {
 	}
 	if c.disk != nil {
 		if data, ok := c.disk.get(h); ok {
-			c.sums.learn(h, data)
+			c.learnSums(h, data)
 			return data, nil
 		}
 	}
 	if c.tier != nil {
 		if data, ok := c.tier.Lookup(ctx, h); ok {
-			c.sums.learn(h, data)
+			c.learnSums(h, data)
 			return data, nil
 		}
 	}
@@ -333,7 +333,7 @@ func (c *Client) fetch(ctx context.Context, h block.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.sums.learn(h, data)
+	c.learnSums(h, data)
 	if c.disk != nil && !local {
 		c.disk.put(h, data)
 	}
@@ -401,7 +401,7 @@ func (c *Client) upload(ctx context.Context, data []byte, n int) (h block.Hash, 
 	// The buffer goes back to the writer's free list, so it is not kept in
 	// the memory cache; the segment sums let reads of the fresh copies on
 	// this host check just what they read.
-	c.sums.learn(h, data)
+	c.learnSums(h, data)
 	return h, rep, nil
 }
 
@@ -455,6 +455,15 @@ func (c *Client) localRange(h block.Hash, off, n int64) ([]byte, bool) {
 		}
 	}
 	return nil, false
+}
+
+// learnSums records the segment sums of verified block data, when there
+// is a copy on this host to check against them later (a co-located block
+// server or the disk cache): they cost a CRC pass over every byte moved.
+func (c *Client) learnSums(h block.Hash, data []byte) {
+	if c.disk != nil || c.router.anyLocal() {
+		c.sums.learn(h, data)
+	}
 }
 
 // localChanged handles a local copy that no longer matches the sums learned

@@ -51,6 +51,7 @@ type router struct {
 		servers  map[string]meta.Server
 		stores   map[string]block.Store
 		lanes    map[string]*lane
+		anyLocal bool // some server's block files are on this host
 	}
 }
 
@@ -100,6 +101,7 @@ func (r *router) refresh(ctx context.Context) error {
 		return nil
 	}
 	var ids, up []string
+	anyLocal := false
 	for _, s := range m.Servers {
 		old, known := r.mu.servers[s.ID]
 		if st := r.mu.stores[s.ID]; st == nil || !known || old.Addr != s.Addr || old.Dir != s.Dir || old.Host != s.Host {
@@ -113,12 +115,13 @@ func (r *router) refresh(ctx context.Context) error {
 			r.mu.lanes[s.ID] = &lane{puts: make(chan struct{}, uploadsPerServer), gets: newFetchSlots(fetchesPerServer)}
 		}
 		r.mu.servers[s.ID] = s
+		anyLocal = anyLocal || isLocal(r.mu.stores[s.ID])
 		ids = append(ids, s.ID)
 		if s.State == meta.StateUp || s.State == "" {
 			up = append(up, s.ID)
 		}
 	}
-	r.mu.ids, r.mu.up = ids, up
+	r.mu.ids, r.mu.up, r.mu.anyLocal = ids, up, anyLocal
 	r.mu.replicas = max(m.Replicas, 1)
 	r.mu.epoch = m.Epoch
 	return nil
@@ -129,6 +132,14 @@ func (r *router) upServers() int {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return len(r.mu.up)
+}
+
+// anyLocal reports whether some server of the map keeps its block files on
+// this host (a co-located server the client reads directly).
+func (r *router) anyLocal() bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.mu.anyLocal
 }
 
 // defaultReplicas is the cluster's replication factor.
