@@ -24,9 +24,9 @@ type Dialer func(s meta.Server) (block.Store, error)
 //
 //   - a Put goes to R servers in state up, spread over failure domains: R of
 //     the block's R+1 candidates (placement.Candidates of the rendezvous
-//     ranking), leaving out the one this client has most requests queued or
-//     in flight to (placement.Choose), so that one file's blocks load every
-//     server evenly instead of binomially. A server that fails is
+//     ranking), leaving out the one this client has placed most copies on,
+//     or has a backlog to (placement.Choose, lane.load), so that one file's
+//     blocks load every server evenly instead of binomially. A server that fails is
 //     replaced by the next in rank, so the block still gets R copies when
 //     enough servers are up. The write counts as done once a majority of R
 //     copies are durable; the others go on in the background and fsync
@@ -65,11 +65,16 @@ type lane struct {
 	busy, placed atomic.Int64
 }
 
-// load is the cost placement.Choose compares: copies placed plus requests
-// queued or in flight, so that one file's blocks end up even on servers of
-// equal speed (the last server to finish sets the pace) and a server that
-// falls behind gets fewer new blocks.
-func (l *lane) load() int64 { return l.placed.Load() + l.busy.Load() }
+// load is the cost placement.Choose compares: copies placed, so that one
+// file's blocks end up even on servers of equal speed (a striped read or
+// write lasts as long as the server with the most of them), plus the
+// requests queued beyond the lane's own depth, so that a server that falls
+// behind gets fewer new blocks. (Counting every request in flight made the
+// choice follow the noise of transfer times: one server of 8 got 34 of a
+// file's 256 blocks, another 27.)
+func (l *lane) load() int64 {
+	return l.placed.Load() + max(0, l.busy.Load()-uploadsPerServer)
+}
 
 // uploadsPerServer bounds the block uploads in flight to one server: more
 // only split its link further and push every transfer towards its timeout.
@@ -210,8 +215,8 @@ func (r *router) domainLocked(id string) placement.Domain {
 }
 
 // targets returns the up servers for a new block with n copies: n of its
-// n+1 candidates, spread over failure domains, leaving out the one with the
-// most of this client's requests queued or in flight (placement.Choose) —
+// n+1 candidates, spread over failure domains, leaving out the one this
+// client loaded most (lane.load, placement.Choose) —
 // but never one that holds the block already (held), so that writing a
 // block again stores no new copy (dedup); then the rest in rank order as
 // substitutes.

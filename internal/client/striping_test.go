@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -137,6 +138,34 @@ func TestTargetsSpreadQueuedBlocks(t *testing.T) {
 	}
 	for _, s := range claimed {
 		s.lane.busy.Add(-1)
+	}
+}
+
+// The requests in flight to each server vary with transfer times; within a
+// lane's depth that noise must not steer the choice, or one server of 8
+// ends up with 34 of a file's 256 blocks and another with 27, and a striped
+// read of the file lasts as long as the fullest.
+func TestTargetsEvenUnderTransferNoise(t *testing.T) {
+	_, c, _ := newReplicaEnv(t, 8, 1)
+	// Each server has its own share of slow transfers in flight, up to
+	// the lane's depth, for the whole write.
+	rng := rand.New(rand.NewPCG(1, 2))
+	offset := map[*lane]int64{}
+	for _, l := range c.router.mu.lanes {
+		offset[l] = rng.Int64N(uploadsPerServer + 1)
+	}
+	n := map[string]int{}
+	for _, h := range testHashes(256) {
+		for l, k := range offset {
+			l.busy.Store(k)
+		}
+		first, _ := c.router.targets(h, 1, nil)
+		n[first[0].id]++
+	}
+	for id, k := range n {
+		if k > 32+2 || k < 32-2 {
+			t.Fatalf("server %s got %d of 256 blocks, want 32 ± 2 (%v)", id, k, n)
+		}
 	}
 }
 
