@@ -3,14 +3,14 @@
 # N block servers, each in its own network namespace behind a tbf-limited veth.
 # See bench/README.md ("Striping").
 #
-#   bench/striping.sh [--servers 1,2,4,8] [--rate 50] [--size 1G] [--bs 1M] [--no-ceiling]
+#   bench/striping.sh [--servers 1,2,4,8] [--rate 50] [--size 1G] [--bs 1M] [--runs 1] [--no-ceiling]
 #                     [--uploads K] [--workdir /dev/shm] [--subnet 192.168.77] [--keep] [--quick]
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
-SERVERS="" RATE=50 SIZE="" BS=1M CEILING=1 WORKBASE=/dev/shm KEEP=0 QUICK=0
+SERVERS="" RATE=50 SIZE="" BS=1M RUNS=1 CEILING=1 WORKBASE=/dev/shm KEEP=0 QUICK=0
 usage() { sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 ARGS="$*"
 while [ $# -gt 0 ]; do
@@ -19,6 +19,7 @@ while [ $# -gt 0 ]; do
     --rate) RATE=$2; shift 2 ;;
     --size) SIZE=$2; shift 2 ;;
     --bs) BS=$2; shift 2 ;;
+    --runs) RUNS=$2; shift 2 ;;
     --no-ceiling) CEILING=0; shift ;;
     --uploads) HELPER_ARGS=(--uploads "$2"); shift 2 ;;
     --workdir) WORKBASE=$2; shift 2 ;;
@@ -35,6 +36,7 @@ NMAX=0; for n in "${NLIST[@]}"; do [[ $n =~ ^[1-9][0-9]?$ ]] || die "bad --serve
 [ "$NMAX" -le 60 ] || die "at most 60 servers"
 [ "$(id -u)" = 0 ] || die "run as root (namespaces, tc, FUSE, drop_caches)"
 SIZE_B=$(numfmt --from=iec "$SIZE") || die "bad --size"
+[[ $RUNS =~ ^[1-9][0-9]?$ ]] || die "bad --runs $RUNS"
 
 W="" ; trap lib_cleanup EXIT; trap 'log interrupted; exit 130' INT TERM HUP
 need_root_apt fio fio || die "fio is required"
@@ -64,7 +66,7 @@ fio_run() {
 }
 
 ROWS=$OUT/rows.tsv
-printf 'limit\tN\tphase\tMiB_s\tideal\tratio\tclient_cpu_s\tclient_cpu_pct\tblockd_cpu_s\tmachine_busy_pct\tveth_MiB\tveth_min_max_MiB\ttbf_drops\n' > "$ROWS"
+printf 'limit\tN\tphase\tMiB_s\tideal\tratio\tclient_cpu_s\tclient_cpu_pct\tblockd_cpu_s\tmachine_busy_pct\tveth_MiB\tveth_min_max_MiB\ttbf_drops\tcpu_bound_MiB_s\trun\n' > "$ROWS"
 
 # measure LIMIT N: one cluster with N servers, write then (fresh mount) read.
 measure() {
@@ -111,9 +113,10 @@ measure() {
     wall=$(fsub "$t1" "$t0"); cpu=$(fsub "$c1" "$c0")
     busy=$(awk -v a="$s0" -v b="$s1" 'BEGIN{split(a,x," "); split(b,y," "); if (y[2]>x[2]) printf "%.0f", 100*(y[1]-x[1])/(y[2]-x[2]); else print "nan"}')
     if [ "$lim" = 0 ]; then ideal=-; ratio=-; else ideal=$((n * lim)); ratio=$(fdiv "$mibs" "$ideal"); fi
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$( [ "$lim" = 0 ] && echo none || echo "${lim}MiB/s")" "$n" "$phase" \
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$( [ "$lim" = 0 ] && echo none || echo "${lim}MiB/s")" "$n" "$phase" \
       "$mibs" "$ideal" "$ratio" "$cpu" "$(awk -v c="$cpu" -v w="$wall" 'BEGIN{printf "%.0f", 100*c/w}')" "$(fsub "$b1" "$b0")" "$busy" \
-      "$((tot >> 20))" "$((mn >> 20))/$((mx >> 20))" "$((dr1 - dr0))" >> "$ROWS"
+      "$((tot >> 20))" "$((mn >> 20))/$((mx >> 20))" "$((dr1 - dr0))" \
+      "$(awk -v m="$mibs" -v b="$busy" 'BEGIN{if (b+0 > 0) printf "%.0f", m*100/b; else print "nan"}')" "$RUN" >> "$ROWS"
     log "  limit=$lim N=$n $phase: $mibs MiB/s (ideal ${ideal}), client cpu $cpu s, blockd cpu $(fsub "$b1" "$b0") s, machine busy ${busy}%, over veths $((tot >> 20)) MiB, tbf drops $((dr1 - dr0))"
     if [ $phase = write ]; then
       local got; got=$(stat -c %s "$d/mnt/seq.dat" 2>/dev/null)
@@ -137,10 +140,12 @@ measure() {
 } > "$OUT/meta.tsv"
 
 LIMITS=("$RATE"); [ "$CEILING" = 1 ] && LIMITS+=(0)
-for lim in "${LIMITS[@]}"; do
-  for n in "${NLIST[@]}"; do
-    log "limit=${lim} MiB/s (0 = none), N=$n"
-    measure "$lim" "$n" || { log "N=$n limit=$lim failed (see $OUT/logs)"; stop_all_mounts; stop_all_servers; }
+for ((RUN=1; RUN<=RUNS; RUN++)); do
+  for lim in "${LIMITS[@]}"; do
+    for n in "${NLIST[@]}"; do
+      log "run $RUN/$RUNS: limit=${lim} MiB/s (0 = none), N=$n"
+      measure "$lim" "$n" || { log "N=$n limit=$lim failed (see $OUT/logs)"; stop_all_mounts; stop_all_servers; }
+    done
   done
 done
 
@@ -153,7 +158,18 @@ done
   if [ -s "$OUT/errors.tsv" ]; then
     echo "FAILURES (first ERROR line of the mount's log; limit N phase error):"; cat "$OUT/errors.tsv"; echo
   fi
+  if [ "$RUNS" -gt 1 ]; then
+    echo "Medians over $RUNS runs (ratio min..max):"
+    awk -F'\t' 'NR>1 && $1!="none" { k=$2" "$3; v[k]=v[k]" "$6; c[k]=c[k]" "$14 }
+      function med(s,  a,n,i,j,t) { n=split(s,a," "); for(i=1;i<=n;i++) for(j=i+1;j<=n;j++) if (a[j]+0<a[i]+0) { t=a[i]; a[i]=a[j]; a[j]=t }
+        lo=a[1]; hi=a[n]; return (n%2) ? a[(n+1)/2] : (a[n/2]+a[n/2+1])/2 }
+      END { printf "  %-3s %-6s %-7s %-11s %s\n", "N", "phase", "ratio", "min..max", "cpu_bound_MiB_s"
+        for (k in v) { split(k,x," "); r=med(v[k]); l=lo; h=hi; printf "  %-3s %-6s %-7.2f %s..%-6s %.0f\n", x[1], x[2], r, l, h, med(c[k]) } }' "$ROWS" | sort -k1,1n -k2,2r
+    echo
+  fi
   echo "ratio = MiB/s / (N x rate); target >= 0.85. tbf counts IP+TCP headers: at MTU 1500 the payload ceiling is ~0.955 x rate."
+  echo "cpu_bound_MiB_s = MiB/s x 100 / machine_busy_pct: where the machine's 2 cores would be all busy at this cost per MiB;"
+  echo "  when it is near N x rate, the CPU (not the links) is the limit of that row."
   echo "client_cpu_pct = mount CPU / wall (100 = one core); machine_busy_pct = all processes, % of $(nproc) cores."
   echo "veth_MiB = bytes over the block servers' veths in the data direction (min/max per server): data really crossed them."
   if [ "$CEILING" = 1 ]; then
