@@ -92,9 +92,11 @@ func up(tree, mnt string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("tessera up: ready mount=%s meta=127.0.0.1:0\n", mnt)
+	// Catch the signals before saying ready: a harness may stop the
+	// process the moment it reads the line.
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	fmt.Printf("tessera up: ready mount=%s meta=127.0.0.1:0\n", mnt)
 	go func() {
 		<-sig
 		for i := 0; ; i++ {
