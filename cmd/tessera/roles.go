@@ -196,6 +196,6 @@ func runMount(ctx context.Context, args []string) error {
 	cerr := cl.Close(context.Background())
 	st := cl.Stats()
 	log.Info("mount: stats", "commits", st.Commits, "conflicts", st.Conflicts,
-		"redo_retries", st.RedoRetries, "commits_failed", st.CommitsFailed, "callbacks", st.Callbacks)
+		"redo_retries", st.RedoRetries, "commits_failed", st.CommitsFailed, "callbacks", st.Callbacks, "tier_block_hits", st.TierHits, "tier_stat_hits", st.AttrHits, "tier_stat_misses", st.AttrMisses)
 	return errors.Join(uerr, cerr)
 }

@@ -85,6 +85,7 @@ type Client struct {
 	mem     *memCache
 	disk    *diskCache
 	tier    *cachetier.BlockCache // nil without a cache tier
+	attrs   *tierAPI              // stats from the cache tier; nil without one
 	sums    *segSums
 	bufs    *bufList
 	budget  *budget
@@ -142,9 +143,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		}
 		c.disk = d
 	}
+	var pool *cachetier.Pool
 	if cfg.CacheTier != "" {
-		pool, err := cachetier.Open(cfg.CacheTier, cachetier.Options{})
-		if err != nil {
+		var err error
+		if pool, err = cachetier.Open(cfg.CacheTier, cachetier.Options{}); err != nil {
 			return nil, err
 		}
 		// Only Lookup and Fill are used: the client itself goes on to the
@@ -155,6 +157,11 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		if err := c.startCallbacks(ctx, b); err != nil {
 			return nil, fmt.Errorf("client: open meta session: %w", err)
 		}
+	}
+	if pool != nil {
+		// Outermost, so that it sees every change this client makes.
+		c.attrs = newTierAPI(c.api, pool, c.CacheTTL)
+		c.api = c.attrs
 	}
 	return c, nil
 }
@@ -190,6 +197,9 @@ func (c *Client) Close(ctx context.Context) error {
 	if c.disk != nil {
 		c.disk.close()
 	}
+	if c.attrs != nil {
+		c.attrs.stop()
+	}
 	if c.tier != nil {
 		c.tier.Close()
 	}
@@ -202,6 +212,9 @@ type Stats struct {
 	MemBytes             int64
 	DirtyBytes           int64
 	TierHits, TierMisses uint64
+	// AttrHits counts stats answered from the cache tier, AttrMisses
+	// those asked of the meta service instead.
+	AttrHits, AttrMisses uint64
 	Callbacks            uint64 // received from the meta service
 	// Commits succeeded; Conflicts met (each answered by a redo or, past
 	// the attempts allowed, by CommitsFailed); RedoRetries are the
@@ -221,6 +234,9 @@ func (c *Client) Stats() Stats {
 	if c.tier != nil {
 		ts := c.tier.Stats()
 		st.TierHits, st.TierMisses = ts.Hits, ts.Misses
+	}
+	if c.attrs != nil {
+		st.AttrHits, st.AttrMisses = c.attrs.hits.Load(), c.attrs.misses.Load()
 	}
 	return st
 }

@@ -1,6 +1,7 @@
 package fuse
 
 import (
+	"context"
 	"syscall"
 	"time"
 
@@ -10,7 +11,14 @@ import (
 )
 
 func (fs *FS) Lookup(cancel <-chan struct{}, header *gofuse.InHeader, name string, out *gofuse.EntryOut) gofuse.Status {
-	in, err := fs.api.Lookup(ctxOf(cancel), meta.Ino(header.NodeId), name)
+	ctx, parent := ctxOf(cancel), meta.Ino(header.NodeId)
+	var in meta.Inode
+	var err error
+	if cs, ok := fs.api.(cachedStat); ok {
+		in, err = cs.CachedLookup(ctx, parent, name)
+	} else {
+		in, err = fs.api.Lookup(ctx, parent, name)
+	}
 	if err != nil {
 		return fs.status("lookup", err)
 	}
@@ -18,11 +26,25 @@ func (fs *FS) Lookup(cancel <-chan struct{}, header *gofuse.InHeader, name strin
 	return gofuse.OK
 }
 
+// cachedStat is implemented by a client's meta API with a cache tier: the
+// stats of LOOKUP and GETATTR may be answered from it (client.tierAPI).
+type cachedStat interface {
+	CachedLookup(ctx context.Context, parent meta.Ino, name string) (meta.Inode, error)
+	CachedGetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error)
+}
+
 // Forget needs no bookkeeping: node ids are inode numbers.
 func (fs *FS) Forget(nodeid, nlookup uint64) {}
 
 func (fs *FS) GetAttr(cancel <-chan struct{}, input *gofuse.GetAttrIn, out *gofuse.AttrOut) gofuse.Status {
-	in, err := fs.api.GetAttr(ctxOf(cancel), meta.Ino(input.NodeId))
+	ctx, ino := ctxOf(cancel), meta.Ino(input.NodeId)
+	var in meta.Inode
+	var err error
+	if cs, ok := fs.api.(cachedStat); ok {
+		in, err = cs.CachedGetAttr(ctx, ino)
+	} else {
+		in, err = fs.api.GetAttr(ctx, ino)
+	}
 	if err != nil {
 		return fs.status("getattr", err)
 	}

@@ -1,0 +1,306 @@
+package client
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"tessera/internal/cachetier"
+	"tessera/internal/meta"
+)
+
+// tierAPI answers stats — CachedLookup and CachedGetAttr, which the FUSE
+// layer's LOOKUP and GETATTR use — from the shared cache tier (DESIGN §7,
+// IMCa's cached stat results) before the metadata service, and fills the
+// tier with what the service answers to Lookup, GetAttr and Create.
+// Everything else passes through, noting what this client changed.
+//
+// What a cached item may be trusted for: each carries the time its
+// attributes were asked of the metadata service, and a client uses it only
+// while younger than the attribute TTL of the inode's policy (CacheTTL;
+// non-regular files: the FUSE attribute timeout) — the staleness the kernel's
+// own attribute cache is allowed anyway. Policies that cache nothing
+// (posix, forced, seq-nocache: TTL 0) never use the tier. An item is also
+// ignored when it was asked before this client's own last change of that
+// inode or directory, so that a client always sees its own changes. Clocks
+// of clients sharing a tier are assumed within a small part of the TTL of
+// each other (NTP); an item from the future is ignored.
+//
+// The keys are the inode (its newest attributes) and parent+name (what the
+// name resolved to, with the child's attributes: one round trip per
+// lookup); see cachetier.GetInode and GetEntry. A down memcached costs hits,
+// never an error: every tier error is a miss.
+type tierAPI struct {
+	meta.API
+	pool     *cachetier.Pool
+	ttl      func(in *meta.Inode) time.Duration
+	now      func() time.Time
+	fills    chan func()
+	done     chan struct{}
+	wg       sync.WaitGroup
+	dropped  atomic.Uint64
+	mu       sync.Mutex
+	changed  map[meta.Ino]time.Time // inodes and directories this client changed, when
+	pruneAt  time.Time
+	hits     atomic.Uint64
+	misses   atomic.Uint64
+	stopOnce sync.Once
+}
+
+// otherAttrTTL is the attribute TTL of directories and symlinks, whose
+// attributes no policy governs: the FUSE layer's default attribute timeout.
+const otherAttrTTL = time.Second
+
+// tierFillQueue bounds the fills waiting to be written; more are dropped.
+const tierFillQueue = 1024
+
+// tierFillers write fills to the tier in the background.
+const tierFillers = 4
+
+// tierOpTimeout bounds one tier lookup on the stat path; the pool's own
+// deadlines bound the rest.
+const tierOpTimeout = 200 * time.Millisecond
+
+func newTierAPI(api meta.API, pool *cachetier.Pool, ttl func(*meta.Inode) time.Duration) *tierAPI {
+	t := &tierAPI{API: api, pool: pool, ttl: ttl, now: time.Now,
+		fills: make(chan func(), tierFillQueue), done: make(chan struct{}),
+		changed: make(map[meta.Ino]time.Time)}
+	for range tierFillers {
+		t.wg.Add(1)
+		go func() {
+			defer t.wg.Done()
+			for {
+				select {
+				case fn := <-t.fills:
+					fn()
+				case <-t.done:
+					return
+				}
+			}
+		}()
+	}
+	return t
+}
+
+func (t *tierAPI) stop() {
+	t.stopOnce.Do(func() { close(t.done) })
+	t.wg.Wait()
+}
+
+// attrTTL is how long in's attributes may be trusted.
+func (t *tierAPI) attrTTL(in *meta.Inode) time.Duration {
+	if !in.IsRegular() {
+		return otherAttrTTL
+	}
+	return t.ttl(in)
+}
+
+// encodeTierInode is the tier value for in asked of the service at asked:
+// the time (unix ns) and the inode as JSON.
+func encodeTierInode(in *meta.Inode, asked time.Time) []byte {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return nil
+	}
+	return append(binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(b)), uint64(asked.UnixNano())), b...)
+}
+
+func decodeTierInode(v []byte) (meta.Inode, time.Time, bool) {
+	var in meta.Inode
+	if len(v) < 8 || json.Unmarshal(v[8:], &in) != nil {
+		return in, time.Time{}, false
+	}
+	return in, time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
+}
+
+// usable reports whether in, asked of the service at asked, may answer a
+// stat now: young enough for its policy, asked after this client's last
+// change of it and of dir (0: no directory involved).
+func (t *tierAPI) usable(in *meta.Inode, asked time.Time, dir meta.Ino) bool {
+	now := t.now()
+	ttl := t.attrTTL(in)
+	if ttl <= 0 || asked.After(now) || now.Sub(asked) >= ttl {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.changed[in.Ino]; ok && !asked.After(c) {
+		return false
+	}
+	if c, ok := t.changed[dir]; dir != 0 && ok && !asked.After(c) {
+		return false
+	}
+	return true
+}
+
+// touch notes that this client changed these inodes or directories now.
+func (t *tierAPI) touch(inos ...meta.Ino) {
+	now := t.now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, ino := range inos {
+		if ino != 0 {
+			t.changed[ino] = now
+		}
+	}
+	// An item older than the longest TTL is never used anyway: forget
+	// changes older than that, now and then.
+	if now.After(t.pruneAt) {
+		for ino, c := range t.changed {
+			if now.Sub(c) > time.Hour+time.Minute {
+				delete(t.changed, ino)
+			}
+		}
+		t.pruneAt = now.Add(time.Minute)
+	}
+}
+
+// fill queues the caching of in (and of the entry parent/name when parent
+// is not 0), asked of the service at asked.
+func (t *tierAPI) fill(in meta.Inode, asked time.Time, parent meta.Ino, name string) {
+	ttl := t.attrTTL(&in)
+	if ttl <= 0 {
+		return
+	}
+	v := encodeTierInode(&in, asked)
+	if v == nil {
+		return
+	}
+	fn := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = t.pool.SetInode(ctx, uint64(in.Ino), in.Change, v, ttl)
+		if parent != 0 {
+			_ = t.pool.SetEntry(ctx, uint64(parent), name, v, ttl)
+		}
+	}
+	select {
+	case t.fills <- fn:
+	default:
+		t.dropped.Add(1)
+	}
+}
+
+// CachedLookup is Lookup answered from the tier when it holds a usable
+// item. Only stats use it (the FUSE LOOKUP and GETATTR handlers): the
+// client's own reads of attributes — an open's revalidation above all —
+// ask the service (Lookup, GetAttr), which also fills the tier.
+func (t *tierAPI) CachedLookup(ctx context.Context, parent meta.Ino, name string) (meta.Inode, error) {
+	tctx, cancel := context.WithTimeout(ctx, tierOpTimeout)
+	v, ok := t.pool.GetEntry(tctx, uint64(parent), name)
+	cancel()
+	if ok {
+		if in, asked, ok := decodeTierInode(v); ok && t.usable(&in, asked, parent) {
+			t.hits.Add(1)
+			return in, nil
+		}
+	}
+	t.misses.Add(1)
+	return t.Lookup(ctx, parent, name)
+}
+
+// CachedGetAttr is GetAttr answered from the tier when it holds a usable
+// item (see CachedLookup).
+func (t *tierAPI) CachedGetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
+	tctx, cancel := context.WithTimeout(ctx, tierOpTimeout)
+	_, v, ok := t.pool.GetInode(tctx, uint64(ino))
+	cancel()
+	if ok {
+		if in, asked, ok := decodeTierInode(v); ok && in.Ino == ino && t.usable(&in, asked, 0) {
+			t.hits.Add(1)
+			return in, nil
+		}
+	}
+	t.misses.Add(1)
+	return t.GetAttr(ctx, ino)
+}
+
+// Lookup asks the service and fills the tier with the answer.
+func (t *tierAPI) Lookup(ctx context.Context, parent meta.Ino, name string) (meta.Inode, error) {
+	asked := t.now()
+	in, err := t.API.Lookup(ctx, parent, name)
+	if err == nil {
+		t.fill(in, asked, parent, name)
+	}
+	return in, err
+}
+
+// GetAttr asks the service and fills the tier with the answer.
+func (t *tierAPI) GetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
+	asked := t.now()
+	in, err := t.API.GetAttr(ctx, ino)
+	if err == nil {
+		t.fill(in, asked, 0, "")
+	}
+	return in, err
+}
+
+// The changes: each notes what it changed, after the service answered (so
+// that only items asked after the change are used by this client).
+
+func (t *tierAPI) SetAttr(ctx context.Context, ino meta.Ino, req meta.SetAttrReq) (meta.Inode, error) {
+	in, err := t.API.SetAttr(ctx, ino, req)
+	t.touch(ino)
+	return in, err
+}
+
+func (t *tierAPI) Create(ctx context.Context, req meta.CreateReq) (meta.Inode, error) {
+	asked := t.now()
+	in, err := t.API.Create(ctx, req)
+	t.touch(req.Parent, in.Ino)
+	if err == nil {
+		t.fill(in, asked, req.Parent, req.Name)
+	}
+	return in, err
+}
+
+func (t *tierAPI) Link(ctx context.Context, ino, newParent meta.Ino, newName string) (meta.Inode, error) {
+	in, err := t.API.Link(ctx, ino, newParent, newName)
+	t.touch(ino, newParent)
+	return in, err
+}
+
+func (t *tierAPI) Unlink(ctx context.Context, parent meta.Ino, name string, reap meta.Ino) (meta.Inode, error) {
+	in, err := t.API.Unlink(ctx, parent, name, reap)
+	t.touch(parent, in.Ino)
+	return in, err
+}
+
+func (t *tierAPI) Rmdir(ctx context.Context, parent meta.Ino, name string) error {
+	err := t.API.Rmdir(ctx, parent, name)
+	t.touch(parent)
+	return err
+}
+
+func (t *tierAPI) Rename(ctx context.Context, oldParent meta.Ino, oldName string, newParent meta.Ino, newName string, flags uint32) (meta.Inode, error) {
+	in, err := t.API.Rename(ctx, oldParent, oldName, newParent, newName, flags)
+	t.touch(oldParent, newParent, in.Ino)
+	return in, err
+}
+
+func (t *tierAPI) Commit(ctx context.Context, req meta.CommitReq) (meta.Inode, error) {
+	in, err := t.API.Commit(ctx, req)
+	t.touch(req.Ino)
+	return in, err
+}
+
+func (t *tierAPI) SetXattr(ctx context.Context, ino meta.Ino, name string, value []byte, flags uint32) error {
+	err := t.API.SetXattr(ctx, ino, name, value, flags)
+	t.touch(ino)
+	return err
+}
+
+func (t *tierAPI) RemoveXattr(ctx context.Context, ino meta.Ino, name string) error {
+	err := t.API.RemoveXattr(ctx, ino, name)
+	t.touch(ino)
+	return err
+}
+
+func (t *tierAPI) Reap(ctx context.Context, ino meta.Ino) error {
+	err := t.API.Reap(ctx, ino)
+	t.touch(ino)
+	return err
+}

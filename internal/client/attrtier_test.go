@@ -1,0 +1,192 @@
+package client
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"tessera/internal/block"
+	"tessera/internal/cachetier/memcache/mctest"
+	"tessera/internal/kv/memkv"
+	"tessera/internal/meta"
+)
+
+// countingMeta counts the stats that reach the meta service.
+type countingMeta struct {
+	meta.API
+	lookups, getattrs atomic.Int64
+}
+
+func (m *countingMeta) Lookup(ctx context.Context, parent meta.Ino, name string) (meta.Inode, error) {
+	m.lookups.Add(1)
+	return m.API.Lookup(ctx, parent, name)
+}
+
+func (m *countingMeta) GetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
+	m.getattrs.Add(1)
+	return m.API.GetAttr(ctx, ino)
+}
+
+// tierEnv is one meta service and memcached, and clients with the tier.
+type tierEnv struct {
+	svc *meta.Service
+	url string
+	mc  *mctest.Server
+}
+
+func newTierEnv(t *testing.T) *tierEnv {
+	t.Helper()
+	svc, err := meta.New(memkv.New(), meta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := mctest.Start(t, mctest.Options{})
+	return &tierEnv{svc: svc, url: "memcached://" + mc.Addr, mc: mc}
+}
+
+// client makes a client with the tier over its own counting view of the
+// service, with policy the mount's default and a settable clock.
+func (e *tierEnv) client(t *testing.T, policy string) (*Client, *countingMeta, *atomic.Int64) {
+	t.Helper()
+	cm := &countingMeta{API: e.svc}
+	c, err := New(context.Background(), Config{Meta: cm, Dial: func(meta.Server) (block.Store, error) { return nil, nil },
+		Logger: slog.New(slog.DiscardHandler), CacheTier: e.url, Policy: policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	var skew atomic.Int64 // added to the real clock
+	c.attrs.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	return c, cm, &skew
+}
+
+// drain waits until a client's queued fills are written.
+func drain(t *testing.T, c *Client) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); len(c.attrs.fills) > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("fills not written")
+		}
+	}
+	time.Sleep(20 * time.Millisecond) // the last one taken may still be in flight
+}
+
+func (e *tierEnv) create(t *testing.T, name string) meta.Inode {
+	t.Helper()
+	in, err := e.svc.Create(context.Background(), meta.CreateReq{Parent: meta.RootIno, Name: name, Mode: 0o100644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// A stat another client made fills the tier; a second client's stat within
+// the policy's TTL is answered from it, without the meta service.
+func TestTierStatServedFromTier(t *testing.T) {
+	ctx := context.Background()
+	e := newTierEnv(t)
+	in := e.create(t, "f")
+	a, _, _ := e.client(t, "relaxed")
+	b, bm, _ := e.client(t, "relaxed")
+	if _, err := a.Meta().Lookup(ctx, meta.RootIno, "f"); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, a)
+	got, err := b.attrs.CachedLookup(ctx, meta.RootIno, "f")
+	if err != nil || got.Ino != in.Ino || got.Change != in.Change {
+		t.Fatalf("cached lookup: %+v %v, want inode %d at change %d", got.Attr, err, in.Ino, in.Change)
+	}
+	if _, err := b.attrs.CachedGetAttr(ctx, in.Ino); err != nil {
+		t.Fatal(err)
+	}
+	if n := bm.lookups.Load() + bm.getattrs.Load(); n != 0 || b.Stats().AttrHits != 2 {
+		t.Fatalf("meta asked %d times, %d tier hits; want 0 and 2", n, b.Stats().AttrHits)
+	}
+	// A name the tier does not hold goes to the service (ENOENT included).
+	if _, err := b.attrs.CachedLookup(ctx, meta.RootIno, "nope"); err == nil {
+		t.Fatal("lookup of a missing name succeeded")
+	}
+	if bm.lookups.Load() != 1 {
+		t.Fatalf("meta lookups %d, want 1", bm.lookups.Load())
+	}
+}
+
+// An item older than the policy's attribute TTL is not used, and policies
+// that cache nothing never use the tier.
+func TestTierStatRespectsPolicyTTL(t *testing.T) {
+	ctx := context.Background()
+	e := newTierEnv(t)
+	e.create(t, "f")
+	a, _, _ := e.client(t, "session") // TTL 1 s
+	b, bm, skew := e.client(t, "session")
+	a.Meta().Lookup(ctx, meta.RootIno, "f")
+	drain(t, a)
+	if _, err := b.attrs.CachedLookup(ctx, meta.RootIno, "f"); err != nil || bm.lookups.Load() != 0 {
+		t.Fatalf("fresh item not used: %v, %d meta lookups", err, bm.lookups.Load())
+	}
+	skew.Store(int64(1100 * time.Millisecond))
+	if _, err := b.attrs.CachedLookup(ctx, meta.RootIno, "f"); err != nil || bm.lookups.Load() != 1 {
+		t.Fatalf("an item older than the 1 s TTL was used: %v, %d meta lookups", err, bm.lookups.Load())
+	}
+
+	p, _, _ := e.client(t, "posix")
+	pm := p.attrs.API.(*countingMeta)
+	p.Meta().Lookup(ctx, meta.RootIno, "f")
+	drain(t, p)
+	for range 3 {
+		p.attrs.CachedLookup(ctx, meta.RootIno, "f")
+	}
+	if pm.lookups.Load() != 4 {
+		t.Fatalf("posix: %d meta lookups for 4 stats, want 4 (never from the tier)", pm.lookups.Load())
+	}
+}
+
+// A client sees its own changes at once: an item asked before its change of
+// the inode (or of the directory, for a lookup) is not used.
+func TestTierStatSeesOwnChanges(t *testing.T) {
+	ctx := context.Background()
+	e := newTierEnv(t)
+	in := e.create(t, "f")
+	a, _, _ := e.client(t, "relaxed")
+	b, _, _ := e.client(t, "relaxed")
+	a.Meta().Lookup(ctx, meta.RootIno, "f")
+	drain(t, a)
+
+	after, err := b.Meta().SetAttr(ctx, in.Ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.attrs.CachedGetAttr(ctx, in.Ino)
+	if err != nil || got.Mode&0o777 != 0o600 || got.Change != after.Change {
+		t.Fatalf("after its own chmod a client saw mode %o change %d (%v), want 600 at %d", got.Mode&0o777, got.Change, err, after.Change)
+	}
+	if _, err := b.Meta().Unlink(ctx, meta.RootIno, "f", 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.attrs.CachedLookup(ctx, meta.RootIno, "f"); err == nil {
+		t.Fatal("a client found the name it had just unlinked (served from the tier)")
+	}
+}
+
+// A dead memcached costs hits, never an error.
+func TestTierStatDeadMemcached(t *testing.T) {
+	ctx := context.Background()
+	e := newTierEnv(t)
+	in := e.create(t, "f")
+	a, am, _ := e.client(t, "relaxed")
+	e.mc.Kill()
+	for range 3 {
+		got, err := a.attrs.CachedLookup(ctx, meta.RootIno, "f")
+		if err != nil || got.Ino != in.Ino {
+			t.Fatalf("with memcached dead: %+v %v", got.Attr, err)
+		}
+		if _, err := a.attrs.CachedGetAttr(ctx, in.Ino); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if am.lookups.Load() != 3 || am.getattrs.Load() != 3 {
+		t.Fatalf("meta asked %d lookups, %d getattrs; want 3 and 3", am.lookups.Load(), am.getattrs.Load())
+	}
+}
