@@ -29,16 +29,17 @@ import (
 // of clients sharing a tier are assumed within a small part of the TTL of
 // each other (NTP); an item from the future is ignored.
 //
-// The keys are the inode (its newest attributes) and parent+name (what the
-// name resolved to, with the child's attributes: one round trip per
-// lookup); see cachetier.GetInode and GetEntry. A down memcached costs hits,
+// The keys are the inode (its attributes, refreshed by every change this
+// client makes) and parent+name (the inode number the name resolved to: a
+// lookup from the tier is two round trips, still less than one to the
+// service); see cachetier.GetInode and GetEntry. A down memcached costs hits,
 // never an error: every tier error is a miss.
 type tierAPI struct {
 	meta.API
 	pool     *cachetier.Pool
 	ttl      func(in *meta.Inode) time.Duration
 	now      func() time.Time
-	fills    chan func()
+	fills    []chan func() // one per filler; an inode's fills keep their order
 	done     chan struct{}
 	wg       sync.WaitGroup
 	dropped  atomic.Uint64
@@ -65,16 +66,17 @@ const tierFillers = 4
 const tierOpTimeout = 200 * time.Millisecond
 
 func newTierAPI(api meta.API, pool *cachetier.Pool, ttl func(*meta.Inode) time.Duration) *tierAPI {
-	t := &tierAPI{API: api, pool: pool, ttl: ttl, now: time.Now,
-		fills: make(chan func(), tierFillQueue), done: make(chan struct{}),
+	t := &tierAPI{API: api, pool: pool, ttl: ttl, now: time.Now, done: make(chan struct{}),
 		changed: make(map[meta.Ino]time.Time)}
 	for range tierFillers {
+		q := make(chan func(), tierFillQueue/tierFillers)
+		t.fills = append(t.fills, q)
 		t.wg.Add(1)
 		go func() {
 			defer t.wg.Done()
 			for {
 				select {
-				case fn := <-t.fills:
+				case fn := <-q:
 					fn()
 				case <-t.done:
 					return
@@ -116,18 +118,36 @@ func decodeTierInode(v []byte) (meta.Inode, time.Time, bool) {
 	return in, time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
 }
 
-// usable reports whether in, asked of the service at asked, may answer a
-// stat now: young enough for its policy, asked after this client's last
-// change of it and of dir (0: no directory involved).
-func (t *tierAPI) usable(in *meta.Inode, asked time.Time, dir meta.Ino) bool {
+// A directory entry's value is what the name resolved to: the time it was
+// asked, the inode number and the attribute TTL of that inode then (the
+// attributes themselves are the inode's item, which every change of this
+// client refreshes; an entry changes only with the namespace).
+func encodeTierEntry(ino meta.Ino, ttl time.Duration, asked time.Time) []byte {
+	b := binary.BigEndian.AppendUint64(make([]byte, 0, 24), uint64(asked.UnixNano()))
+	b = binary.BigEndian.AppendUint64(b, uint64(ino))
+	return binary.BigEndian.AppendUint64(b, uint64(ttl))
+}
+
+func decodeTierEntry(v []byte) (ino meta.Ino, ttl time.Duration, asked time.Time, ok bool) {
+	if len(v) != 24 {
+		return 0, 0, time.Time{}, false
+	}
+	return meta.Ino(binary.BigEndian.Uint64(v[8:])), time.Duration(binary.BigEndian.Uint64(v[16:])),
+		time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
+}
+
+// usable reports whether an item about inode ino, whose attributes may be
+// trusted for ttl, asked of the service at asked, may answer a stat now:
+// young enough, and asked after this client's last change of ino and of
+// dir (0: no directory involved).
+func (t *tierAPI) usable(ino meta.Ino, ttl time.Duration, asked time.Time, dir meta.Ino) bool {
 	now := t.now()
-	ttl := t.attrTTL(in)
 	if ttl <= 0 || asked.After(now) || now.Sub(asked) >= ttl {
 		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if c, ok := t.changed[in.Ino]; ok && !asked.After(c) {
+	if c, ok := t.changed[ino]; ok && !asked.After(c) {
 		return false
 	}
 	if c, ok := t.changed[dir]; dir != 0 && ok && !asked.After(c) {
@@ -159,10 +179,11 @@ func (t *tierAPI) touch(inos ...meta.Ino) {
 }
 
 // fill queues the caching of in (and of the entry parent/name when parent
-// is not 0), asked of the service at asked.
+// is not 0), asked of the service at asked. Fills of one inode are written
+// in the order queued.
 func (t *tierAPI) fill(in meta.Inode, asked time.Time, parent meta.Ino, name string) {
 	ttl := t.attrTTL(&in)
-	if ttl <= 0 {
+	if ttl <= 0 || in.Ino == 0 {
 		return
 	}
 	v := encodeTierInode(&in, asked)
@@ -174,14 +195,30 @@ func (t *tierAPI) fill(in meta.Inode, asked time.Time, parent meta.Ino, name str
 		defer cancel()
 		_ = t.pool.SetInode(ctx, uint64(in.Ino), in.Change, v, ttl)
 		if parent != 0 {
-			_ = t.pool.SetEntry(ctx, uint64(parent), name, v, ttl)
+			_ = t.pool.SetEntry(ctx, uint64(parent), name, encodeTierEntry(in.Ino, ttl, asked), ttl)
 		}
 	}
 	select {
-	case t.fills <- fn:
+	case t.fills[uint64(in.Ino)%uint64(len(t.fills))] <- fn:
 	default:
 		t.dropped.Add(1)
 	}
+}
+
+// getInode returns inode ino from the tier if its item is usable (dir as
+// in usable).
+func (t *tierAPI) getInode(ctx context.Context, ino, dir meta.Ino) (meta.Inode, bool) {
+	tctx, cancel := context.WithTimeout(ctx, tierOpTimeout)
+	_, v, ok := t.pool.GetInode(tctx, uint64(ino))
+	cancel()
+	if !ok {
+		return meta.Inode{}, false
+	}
+	in, asked, ok := decodeTierInode(v)
+	if !ok || in.Ino != ino || !t.usable(ino, t.attrTTL(&in), asked, dir) {
+		return meta.Inode{}, false
+	}
+	return in, true
 }
 
 // CachedLookup is Lookup answered from the tier when it holds a usable
@@ -193,9 +230,11 @@ func (t *tierAPI) CachedLookup(ctx context.Context, parent meta.Ino, name string
 	v, ok := t.pool.GetEntry(tctx, uint64(parent), name)
 	cancel()
 	if ok {
-		if in, asked, ok := decodeTierInode(v); ok && t.usable(&in, asked, parent) {
-			t.hits.Add(1)
-			return in, nil
+		if ino, ttl, asked, ok := decodeTierEntry(v); ok && t.usable(ino, ttl, asked, parent) {
+			if in, ok := t.getInode(ctx, ino, parent); ok {
+				t.hits.Add(1)
+				return in, nil
+			}
 		}
 	}
 	t.misses.Add(1)
@@ -205,14 +244,9 @@ func (t *tierAPI) CachedLookup(ctx context.Context, parent meta.Ino, name string
 // CachedGetAttr is GetAttr answered from the tier when it holds a usable
 // item (see CachedLookup).
 func (t *tierAPI) CachedGetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
-	tctx, cancel := context.WithTimeout(ctx, tierOpTimeout)
-	_, v, ok := t.pool.GetInode(tctx, uint64(ino))
-	cancel()
-	if ok {
-		if in, asked, ok := decodeTierInode(v); ok && in.Ino == ino && t.usable(&in, asked, 0) {
-			t.hits.Add(1)
-			return in, nil
-		}
+	if in, ok := t.getInode(ctx, ino, 0); ok {
+		t.hits.Add(1)
+		return in, nil
 	}
 	t.misses.Add(1)
 	return t.GetAttr(ctx, ino)
@@ -238,12 +272,18 @@ func (t *tierAPI) GetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error)
 	return in, err
 }
 
-// The changes: each notes what it changed, after the service answered (so
-// that only items asked after the change are used by this client).
+// The changes: each notes what it changed once the service answered (so
+// that only items asked after the change serve this client), and caches the
+// inode it returns (asked before the call: its age is never understated),
+// so that other clients' stats see the change rather than an older item.
 
 func (t *tierAPI) SetAttr(ctx context.Context, ino meta.Ino, req meta.SetAttrReq) (meta.Inode, error) {
+	asked := t.now()
 	in, err := t.API.SetAttr(ctx, ino, req)
 	t.touch(ino)
+	if err == nil {
+		t.fill(in, asked, 0, "")
+	}
 	return in, err
 }
 
@@ -258,8 +298,12 @@ func (t *tierAPI) Create(ctx context.Context, req meta.CreateReq) (meta.Inode, e
 }
 
 func (t *tierAPI) Link(ctx context.Context, ino, newParent meta.Ino, newName string) (meta.Inode, error) {
+	asked := t.now()
 	in, err := t.API.Link(ctx, ino, newParent, newName)
 	t.touch(ino, newParent)
+	if err == nil {
+		t.fill(in, asked, newParent, newName)
+	}
 	return in, err
 }
 
@@ -282,8 +326,12 @@ func (t *tierAPI) Rename(ctx context.Context, oldParent meta.Ino, oldName string
 }
 
 func (t *tierAPI) Commit(ctx context.Context, req meta.CommitReq) (meta.Inode, error) {
+	asked := t.now()
 	in, err := t.API.Commit(ctx, req)
 	t.touch(req.Ino)
+	if err == nil {
+		t.fill(in, asked, 0, "")
+	}
 	return in, err
 }
 

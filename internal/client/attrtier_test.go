@@ -65,7 +65,7 @@ func (e *tierEnv) client(t *testing.T, policy string) (*Client, *countingMeta, *
 // drain waits until a client's queued fills are written.
 func drain(t *testing.T, c *Client) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); len(c.attrs.fills) > 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); queued(c) > 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("fills not written")
 		}
@@ -188,5 +188,36 @@ func TestTierStatDeadMemcached(t *testing.T) {
 	}
 	if am.lookups.Load() != 3 || am.getattrs.Load() != 3 {
 		t.Fatalf("meta asked %d lookups, %d getattrs; want 3 and 3", am.lookups.Load(), am.getattrs.Load())
+	}
+}
+
+func queued(c *Client) (n int) {
+	for _, q := range c.attrs.fills {
+		n += len(q)
+	}
+	return n
+}
+
+// A change a client makes refreshes the tier: another client's stat from
+// the tier sees the new size, not the one the create cached.
+func TestTierStatSeesOtherClientsCommit(t *testing.T) {
+	ctx := context.Background()
+	e := newTierEnv(t)
+	a, _, _ := e.client(t, "relaxed")
+	b, _, _ := e.client(t, "relaxed")
+	in, err := a.Meta().Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: 0o100644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Meta().Commit(ctx, meta.CommitReq{Ino: in.Ino, Size: 10}); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, a)
+	got, err := b.attrs.CachedLookup(ctx, meta.RootIno, "f")
+	if err != nil || got.Size != 10 {
+		t.Fatalf("stat on another client after a commit: size %d (%v), want 10", got.Size, err)
+	}
+	if b.Stats().AttrHits != 1 {
+		t.Fatalf("tier hits %d, want 1", b.Stats().AttrHits)
 	}
 }

@@ -1,0 +1,84 @@
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"tessera/internal/cachetier/memcache/mctest"
+)
+
+// TestClusterMemcachedTierStats: stats served from the tier (IMCa), within
+// what each policy allows a cached attribute.
+//
+//  1. Mount A (with the tier) creates 50 files in a directory with policy
+//     relaxed (attributes may be a minute old): the creates fill the tier.
+//     A fresh mount B stats them all: at least one memcached hit per file,
+//     right sizes.
+//  2. A client sees its own changes: A unlinks a file whose entry the tier
+//     still holds, and its next stat of the name is ENOENT.
+//  3. Under the default policy (session: 1 s), a chmod on A is seen by B
+//     once the TTL has passed, although the tier held the old mode.
+func TestClusterMemcachedTierStats(t *testing.T) {
+	needBinary(t)
+	mc := mctest.Start(t, mctest.Options{})
+	tier := "memcached://" + mc.Addr
+	m := startMulti(t, 2)
+	a := addMount(t, m, "--cache-tier", tier)
+	dir := filepath.Join(a.Mount(), "relaxed")
+	must(t, os.Mkdir(dir, 0o755))
+	setPolicy(t, dir, "relaxed")
+	const files = 50
+	for i := range files {
+		must(t, os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%02d", i)), make([]byte, i), 0o644))
+	}
+
+	s0 := mcStats(t, mc.Addr)
+	b := addMount(t, m, "--cache-tier", tier)
+	for i := range files {
+		fi, err := os.Stat(filepath.Join(b.Mount(), "relaxed", fmt.Sprintf("f%02d", i)))
+		must(t, err)
+		if fi.Size() != int64(i) {
+			t.Fatalf("f%02d on a second mount: size %d, want %d", i, fi.Size(), i)
+		}
+	}
+	s1 := mcStats(t, mc.Addr)
+	t.Logf("stats on a fresh mount: %s", s1.delta(s0))
+	if d := s1["get_hits"] - s0["get_hits"]; d < files {
+		t.Errorf("%d stats of files another mount created: %d memcached hits, want at least %d", files, d, files)
+	}
+
+	// 2. Own changes: the entry f00 is in the tier (filled at create).
+	gone := filepath.Join(dir, "f00")
+	must(t, os.Remove(gone))
+	if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("stat of a name this mount just removed: %v, want ENOENT", err)
+	}
+
+	// 3. Session policy (1 s): B sees A's chmod once the TTL has passed.
+	g := "g"
+	must(t, os.WriteFile(filepath.Join(a.Mount(), g), []byte("x"), 0o644))
+	if _, err := os.Stat(filepath.Join(b.Mount(), g)); err != nil { // B caches 0644 (kernel, tier)
+		t.Fatal(err)
+	}
+	must(t, os.Chmod(filepath.Join(a.Mount(), g), 0o600))
+	deadline := time.Now().Add(10 * time.Second)
+	waited := time.Now()
+	for {
+		fi, err := os.Stat(filepath.Join(b.Mount(), g))
+		must(t, err)
+		if fi.Mode().Perm() == 0o600 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a chmod on one mount not seen on another after 10 s (session policy: 1 s): mode %v", fi.Mode().Perm())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if w := time.Since(waited); w > 2500*time.Millisecond {
+		t.Errorf("a chmod took %v to be seen on another mount; the session policy allows 1 s of kernel cache plus 1 s of tier item", w)
+	}
+}
