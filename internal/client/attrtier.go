@@ -29,10 +29,13 @@ import (
 // of clients sharing a tier are assumed within a small part of the TTL of
 // each other (NTP); an item from the future is ignored.
 //
-// The keys are the inode (its attributes, refreshed by every change this
-// client makes) and parent+name (the inode number the name resolved to: a
-// lookup from the tier is two round trips, still less than one to the
-// service); see cachetier.GetInode and GetEntry. A down memcached costs hits,
+// The keys are the inode and parent+name, both holding the inode's
+// attributes (one round trip per stat); see cachetier.GetInode and
+// GetEntry. Every change this client makes refreshes the inode's item and
+// the entry it last looked the inode up or created it under, so that a
+// fresh mount does not see, say, the size a file had at its create until
+// the TTL runs out (an entry under another name — a hard link, or one this
+// client never used — is refreshed by lookups only). A down memcached costs hits,
 // never an error: every tier error is a miss.
 type tierAPI struct {
 	meta.API
@@ -45,6 +48,8 @@ type tierAPI struct {
 	dropped  atomic.Uint64
 	mu       sync.Mutex
 	changed  map[meta.Ino]time.Time // inodes and directories this client changed, when
+	names    map[meta.Ino]entryRef  // a name each inode was last looked up or created under
+	byName   map[entryRef]meta.Ino  // the inverse of names
 	pruneAt  time.Time
 	hits     atomic.Uint64
 	misses   atomic.Uint64
@@ -67,7 +72,7 @@ const tierOpTimeout = 200 * time.Millisecond
 
 func newTierAPI(api meta.API, pool *cachetier.Pool, ttl func(*meta.Inode) time.Duration) *tierAPI {
 	t := &tierAPI{API: api, pool: pool, ttl: ttl, now: time.Now, done: make(chan struct{}),
-		changed: make(map[meta.Ino]time.Time)}
+		changed: make(map[meta.Ino]time.Time), names: make(map[meta.Ino]entryRef), byName: make(map[entryRef]meta.Ino)}
 	for range tierFillers {
 		q := make(chan func(), tierFillQueue/tierFillers)
 		t.fills = append(t.fills, q)
@@ -118,23 +123,16 @@ func decodeTierInode(v []byte) (meta.Inode, time.Time, bool) {
 	return in, time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
 }
 
-// A directory entry's value is what the name resolved to: the time it was
-// asked, the inode number and the attribute TTL of that inode then (the
-// attributes themselves are the inode's item, which every change of this
-// client refreshes; an entry changes only with the namespace).
-func encodeTierEntry(ino meta.Ino, ttl time.Duration, asked time.Time) []byte {
-	b := binary.BigEndian.AppendUint64(make([]byte, 0, 24), uint64(asked.UnixNano()))
-	b = binary.BigEndian.AppendUint64(b, uint64(ino))
-	return binary.BigEndian.AppendUint64(b, uint64(ttl))
+// entryRef is a directory entry: parent directory and name.
+type entryRef struct {
+	parent meta.Ino
+	name   string
 }
 
-func decodeTierEntry(v []byte) (ino meta.Ino, ttl time.Duration, asked time.Time, ok bool) {
-	if len(v) != 24 {
-		return 0, 0, time.Time{}, false
-	}
-	return meta.Ino(binary.BigEndian.Uint64(v[8:])), time.Duration(binary.BigEndian.Uint64(v[16:])),
-		time.Unix(0, int64(binary.BigEndian.Uint64(v))), true
-}
+// maxNames bounds the names remembered for refreshing entry items; past it
+// the map starts over (an entry item not refreshed is only as stale as its
+// TTL allows).
+const maxNames = 1 << 16
 
 // usable reports whether an item about inode ino, whose attributes may be
 // trusted for ttl, asked of the service at asked, may answer a stat now:
@@ -190,12 +188,22 @@ func (t *tierAPI) fill(in meta.Inode, asked time.Time, parent meta.Ino, name str
 	if v == nil {
 		return
 	}
+	// A change (parent 0) also refreshes the entry the inode was last
+	// seen under, so that a lookup there is not answered with the
+	// attributes from before the change.
+	t.mu.Lock()
+	if parent != 0 {
+		t.nameLocked(in.Ino, entryRef{parent, name})
+	} else if e, ok := t.names[in.Ino]; ok {
+		parent, name = e.parent, e.name
+	}
+	t.mu.Unlock()
 	fn := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = t.pool.SetInode(ctx, uint64(in.Ino), in.Change, v, ttl)
 		if parent != 0 {
-			_ = t.pool.SetEntry(ctx, uint64(parent), name, encodeTierEntry(in.Ino, ttl, asked), ttl)
+			_ = t.pool.SetEntry(ctx, uint64(parent), name, v, ttl)
 		}
 	}
 	select {
@@ -203,6 +211,28 @@ func (t *tierAPI) fill(in meta.Inode, asked time.Time, parent meta.Ino, name str
 	default:
 		t.dropped.Add(1)
 	}
+}
+
+// nameLocked remembers e as the name of ino (replacing what either had).
+func (t *tierAPI) nameLocked(ino meta.Ino, e entryRef) {
+	if len(t.names) >= maxNames {
+		t.names, t.byName = make(map[meta.Ino]entryRef), make(map[entryRef]meta.Ino)
+	}
+	t.unnameLocked(e)
+	if old, ok := t.names[ino]; ok {
+		delete(t.byName, old)
+	}
+	t.names[ino], t.byName[e] = e, ino
+}
+
+// unnameLocked forgets the name e (unlinked, or renamed away).
+func (t *tierAPI) unnameLocked(e entryRef) (meta.Ino, bool) {
+	ino, ok := t.byName[e]
+	if ok {
+		delete(t.byName, e)
+		delete(t.names, ino)
+	}
+	return ino, ok
 }
 
 // getInode returns inode ino from the tier if its item is usable (dir as
@@ -230,11 +260,9 @@ func (t *tierAPI) CachedLookup(ctx context.Context, parent meta.Ino, name string
 	v, ok := t.pool.GetEntry(tctx, uint64(parent), name)
 	cancel()
 	if ok {
-		if ino, ttl, asked, ok := decodeTierEntry(v); ok && t.usable(ino, ttl, asked, parent) {
-			if in, ok := t.getInode(ctx, ino, parent); ok {
-				t.hits.Add(1)
-				return in, nil
-			}
+		if in, asked, ok := decodeTierInode(v); ok && t.usable(in.Ino, t.attrTTL(&in), asked, parent) {
+			t.hits.Add(1)
+			return in, nil
 		}
 	}
 	t.misses.Add(1)
@@ -310,18 +338,30 @@ func (t *tierAPI) Link(ctx context.Context, ino, newParent meta.Ino, newName str
 func (t *tierAPI) Unlink(ctx context.Context, parent meta.Ino, name string, reap meta.Ino) (meta.Inode, error) {
 	in, err := t.API.Unlink(ctx, parent, name, reap)
 	t.touch(parent, in.Ino)
+	t.mu.Lock()
+	t.unnameLocked(entryRef{parent, name})
+	t.mu.Unlock()
 	return in, err
 }
 
 func (t *tierAPI) Rmdir(ctx context.Context, parent meta.Ino, name string) error {
 	err := t.API.Rmdir(ctx, parent, name)
 	t.touch(parent)
+	t.mu.Lock()
+	t.unnameLocked(entryRef{parent, name})
+	t.mu.Unlock()
 	return err
 }
 
 func (t *tierAPI) Rename(ctx context.Context, oldParent meta.Ino, oldName string, newParent meta.Ino, newName string, flags uint32) (meta.Inode, error) {
 	in, err := t.API.Rename(ctx, oldParent, oldName, newParent, newName, flags)
 	t.touch(oldParent, newParent, in.Ino)
+	// Whatever the two names were, they are not what they were: an entry
+	// item refreshed under a name gone would keep it alive past its TTL.
+	t.mu.Lock()
+	t.unnameLocked(entryRef{oldParent, oldName})
+	t.unnameLocked(entryRef{newParent, newName})
+	t.mu.Unlock()
 	return in, err
 }
 

@@ -221,3 +221,30 @@ func TestTierStatSeesOtherClientsCommit(t *testing.T) {
 		t.Fatalf("tier hits %d, want 1", b.Stats().AttrHits)
 	}
 }
+
+// After a rename, a change of the file refreshes no item under its old
+// name: the old name lives in the tier only as long as its last lookup
+// allows.
+func TestTierStatRenameStopsRefresh(t *testing.T) {
+	ctx := context.Background()
+	e := newTierEnv(t)
+	a, _, askew := e.client(t, "relaxed") // TTL 1 min
+	b, _, bskew := e.client(t, "relaxed")
+	in, err := a.Meta().Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: 0o100644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Meta().Rename(ctx, meta.RootIno, "f", meta.RootIno, "g", 0); err != nil {
+		t.Fatal(err)
+	}
+	// A commit a minute later: a refresh of "f" would make it young again.
+	askew.Store(int64(61 * time.Second))
+	if _, err := a.Meta().Commit(ctx, meta.CommitReq{Ino: in.Ino, Size: 10}); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, a)
+	bskew.Store(int64(61500 * time.Millisecond))
+	if _, err := b.attrs.CachedLookup(ctx, meta.RootIno, "f"); err == nil {
+		t.Fatal("the old name of a renamed file was found a minute later: its entry item was refreshed")
+	}
+}
