@@ -22,6 +22,12 @@
 // numbers are never reused): a change makes a new key, and the old entry is
 // simply never asked for again and ages out of memcached's LRU. Callers
 // must know the change counter they want (from a lease, a recipe, …).
+// For stats, which want the newest attributes without asking the metadata
+// service, items keyed by the inode alone (GetInode) and by directory and
+// name (GetEntry) carry whatever the caller encodes — the client puts the
+// time the attributes were asked in it and trusts them only within the
+// file's attribute TTL (docs/design/2026-11-23-stat-tier.md); these items
+// are overwritten by newer ones and expire with that TTL.
 //
 // Key schema (all items of a block live on one server):
 //
@@ -37,6 +43,11 @@
 //	                       CRC-32C(payload) u32, payload (opaque, ≤ 32 KiB);
 //	                       <ns> is Options.Namespace, for pools shared by
 //	                       several file systems
+//	ti:[<ns>:]<ino>        newest attributes of an inode (same frame; the
+//	                       change is the value's, not the key's)
+//	te:[<ns>:]<dir>:<h>    what name resolves to in directory dir; h is the
+//	                       FNV-1a 64 of the name (hex), the frame's payload
+//	                       starts with the name (u16 length, bytes)
 //
 // A fill writes the chunks (pipelined) before the header, so a reader that
 // finds a header normally finds its chunks; if not (eviction, a racing fill,
