@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"tessera/internal/cachetier"
@@ -50,11 +51,24 @@ type tierAPI struct {
 	changed  map[meta.Ino]time.Time // inodes and directories this client changed, when
 	names    map[meta.Ino]entryRef  // a name each inode was last looked up or created under
 	byName   map[entryRef]meta.Ino  // the inverse of names
+	ttls     map[meta.Ino]knownTTL  // what the inodes seen may be trusted for
 	pruneAt  time.Time
 	hits     atomic.Uint64
 	misses   atomic.Uint64
 	stopOnce sync.Once
 }
+
+// minTierTTL is the shortest attribute TTL worth the tier: an item that
+// may be trusted for less (the session policy's 1 s) serves almost no other
+// client before it expires, and asking for it costs a round trip on every
+// stat (the IMCa stat experiment under session ran at 0.64× without the
+// tier). Such inodes are neither filled nor looked up.
+const minTierTTL = 2 * time.Second
+
+// knownTTL is what an inode seen may be trusted for (own) and, for a
+// directory, what its new entries will be (children: they inherit its
+// policy).
+type knownTTL struct{ own, children time.Duration }
 
 // otherAttrTTL is the attribute TTL of directories and symlinks, whose
 // attributes no policy governs: the FUSE layer's default attribute timeout.
@@ -72,7 +86,7 @@ const tierOpTimeout = 200 * time.Millisecond
 
 func newTierAPI(api meta.API, pool *cachetier.Pool, ttl func(*meta.Inode) time.Duration) *tierAPI {
 	t := &tierAPI{API: api, pool: pool, ttl: ttl, now: time.Now, done: make(chan struct{}),
-		changed: make(map[meta.Ino]time.Time), names: make(map[meta.Ino]entryRef), byName: make(map[entryRef]meta.Ino)}
+		changed: make(map[meta.Ino]time.Time), names: make(map[meta.Ino]entryRef), byName: make(map[entryRef]meta.Ino), ttls: make(map[meta.Ino]knownTTL)}
 	for range tierFillers {
 		q := make(chan func(), tierFillQueue/tierFillers)
 		t.fills = append(t.fills, q)
@@ -180,8 +194,12 @@ func (t *tierAPI) touch(inos ...meta.Ino) {
 // is not 0), asked of the service at asked. Fills of one inode are written
 // in the order queued.
 func (t *tierAPI) fill(in meta.Inode, asked time.Time, parent meta.Ino, name string) {
+	if in.Ino == 0 {
+		return
+	}
+	t.learn(&in)
 	ttl := t.attrTTL(&in)
-	if ttl <= 0 || in.Ino == 0 {
+	if ttl < minTierTTL {
 		return
 	}
 	v := encodeTierInode(&in, asked)
@@ -211,6 +229,35 @@ func (t *tierAPI) fill(in meta.Inode, asked time.Time, parent meta.Ino, name str
 	default:
 		t.dropped.Add(1)
 	}
+}
+
+// learn records what in may be trusted for.
+func (t *tierAPI) learn(in *meta.Inode) {
+	k := knownTTL{own: t.attrTTL(in)}
+	if in.IsDir() {
+		k.children = t.ttl(&meta.Inode{Attr: meta.Attr{Mode: syscall.S_IFREG, Policy: in.Policy}})
+	}
+	t.mu.Lock()
+	if len(t.ttls) >= maxNames {
+		t.ttls = make(map[meta.Ino]knownTTL)
+	}
+	t.ttls[in.Ino] = k
+	t.mu.Unlock()
+}
+
+// worthAsking reports whether the tier may hold a usable item for inode
+// ino (children: for an entry of directory ino): unknown inodes are asked.
+func (t *tierAPI) worthAsking(ino meta.Ino, children bool) bool {
+	t.mu.Lock()
+	k, ok := t.ttls[ino]
+	t.mu.Unlock()
+	if !ok {
+		return true
+	}
+	if children {
+		return k.children >= minTierTTL
+	}
+	return k.own >= minTierTTL
 }
 
 // nameLocked remembers e as the name of ino (replacing what either had).
@@ -256,12 +303,16 @@ func (t *tierAPI) getInode(ctx context.Context, ino, dir meta.Ino) (meta.Inode, 
 // client's own reads of attributes — an open's revalidation above all —
 // ask the service (Lookup, GetAttr), which also fills the tier.
 func (t *tierAPI) CachedLookup(ctx context.Context, parent meta.Ino, name string) (meta.Inode, error) {
+	if !t.worthAsking(parent, true) {
+		return t.Lookup(ctx, parent, name)
+	}
 	tctx, cancel := context.WithTimeout(ctx, tierOpTimeout)
 	v, ok := t.pool.GetEntry(tctx, uint64(parent), name)
 	cancel()
 	if ok {
 		if in, asked, ok := decodeTierInode(v); ok && t.usable(in.Ino, t.attrTTL(&in), asked, parent) {
 			t.hits.Add(1)
+			t.learn(&in)
 			return in, nil
 		}
 	}
@@ -272,6 +323,9 @@ func (t *tierAPI) CachedLookup(ctx context.Context, parent meta.Ino, name string
 // CachedGetAttr is GetAttr answered from the tier when it holds a usable
 // item (see CachedLookup).
 func (t *tierAPI) CachedGetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
+	if !t.worthAsking(ino, false) {
+		return t.GetAttr(ctx, ino)
+	}
 	if in, ok := t.getInode(ctx, ino, 0); ok {
 		t.hits.Add(1)
 		return in, nil

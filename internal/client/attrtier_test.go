@@ -113,33 +113,43 @@ func TestTierStatServedFromTier(t *testing.T) {
 	}
 }
 
-// An item older than the policy's attribute TTL is not used, and policies
-// that cache nothing never use the tier.
+// An item older than the policy's attribute TTL is not used; policies whose
+// TTL is too short for the tier (session: 1 s) or 0 (posix) neither fill it
+// nor ask it once the directory's policy is known.
 func TestTierStatRespectsPolicyTTL(t *testing.T) {
 	ctx := context.Background()
 	e := newTierEnv(t)
 	e.create(t, "f")
-	a, _, _ := e.client(t, "session") // TTL 1 s
-	b, bm, skew := e.client(t, "session")
+	a, _, _ := e.client(t, "nfs") // TTL 3 s
+	b, bm, skew := e.client(t, "nfs")
 	a.Meta().Lookup(ctx, meta.RootIno, "f")
 	drain(t, a)
 	if _, err := b.attrs.CachedLookup(ctx, meta.RootIno, "f"); err != nil || bm.lookups.Load() != 0 {
 		t.Fatalf("fresh item not used: %v, %d meta lookups", err, bm.lookups.Load())
 	}
-	skew.Store(int64(1100 * time.Millisecond))
+	skew.Store(int64(3100 * time.Millisecond))
 	if _, err := b.attrs.CachedLookup(ctx, meta.RootIno, "f"); err != nil || bm.lookups.Load() != 1 {
-		t.Fatalf("an item older than the 1 s TTL was used: %v, %d meta lookups", err, bm.lookups.Load())
+		t.Fatalf("an item older than the 3 s TTL was used: %v, %d meta lookups", err, bm.lookups.Load())
 	}
 
-	p, _, _ := e.client(t, "posix")
-	pm := p.attrs.API.(*countingMeta)
-	p.Meta().Lookup(ctx, meta.RootIno, "f")
-	drain(t, p)
-	for range 3 {
-		p.attrs.CachedLookup(ctx, meta.RootIno, "f")
-	}
-	if pm.lookups.Load() != 4 {
-		t.Fatalf("posix: %d meta lookups for 4 stats, want 4 (never from the tier)", pm.lookups.Load())
+	for _, pol := range []string{"session", "posix"} {
+		p, pm, _ := e.client(t, pol)
+		if _, err := p.Meta().GetAttr(ctx, meta.RootIno); err != nil { // learns the root's policy
+			t.Fatal(err)
+		}
+		p.Meta().Lookup(ctx, meta.RootIno, "f")
+		drain(t, p)
+		gets := p.attrs.pool.Stats()
+		for range 3 {
+			if _, err := p.attrs.CachedLookup(ctx, meta.RootIno, "f"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		after := p.attrs.pool.Stats()
+		if pm.lookups.Load() != 4 || after.AttrHits+after.AttrMisses != gets.AttrHits+gets.AttrMisses {
+			t.Fatalf("%s: %d meta lookups for 4 stats (want 4), %d tier lookups (want 0)", pol,
+				pm.lookups.Load(), after.AttrHits+after.AttrMisses-gets.AttrHits-gets.AttrMisses)
+		}
 	}
 }
 
