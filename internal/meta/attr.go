@@ -11,17 +11,19 @@ import (
 func (s *Service) SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, error) {
 	mark := s.readMark()
 	var out Inode
-	err := s.syncChange(ctx, ino, req.Sync && req.Valid != 0, func() error { return s.setAttr(ctx, ino, req, &out) })
+	// Holders are called back inside the Sync change (see Commit).
+	err := s.syncChange(ctx, ino, req.Sync && req.Valid != 0, func() error {
+		if err := s.setAttr(ctx, ino, req, &out); err != nil || req.Valid == 0 {
+			return err
+		}
+		c := change{ino: ino, since: mark, keep: true, inode: &out, setSize: req.Valid&SetSize != 0}
+		return s.changed(ctx, c, req.Sync)
+	})
 	if err != nil {
 		return Inode{}, fmt.Errorf("setattr %d: %w", ino, err)
 	}
 	if req.Valid == 0 {
 		s.granted(ctx, ino, mark)
-		return out, nil
-	}
-	c := change{ino: ino, since: mark, keep: true, inode: &out, setSize: req.Valid&SetSize != 0}
-	if err := s.changed(ctx, c, req.Sync); err != nil {
-		return Inode{}, fmt.Errorf("setattr %d: %w", ino, err)
 	}
 	return out, nil
 }

@@ -224,14 +224,17 @@ func (t txn) dropSegmentsFrom(ino Ino, nb uint64) error {
 func (s *Service) Commit(ctx context.Context, req CommitReq) (Inode, error) {
 	mark := s.readMark()
 	var out Inode
+	// The holders are called back inside the Sync change: once it ends,
+	// readers waiting for it get leases on the new state, and a callback
+	// sent after that would reach them too (and a Sync one wait for their
+	// acknowledgement of a change they never saw the old side of).
 	err := s.syncChange(ctx, req.Ino, req.Sync, func() (err error) {
-		out, err = s.commit(ctx, req)
-		return err
-	})
-	if err == nil {
+		if out, err = s.commit(ctx, req); err != nil {
+			return err
+		}
 		c := change{ino: req.Ino, since: mark, keep: true, inode: &out, changes: req.Changes, setSize: req.SetSize}
-		err = s.changed(ctx, c, req.Sync)
-	}
+		return s.changed(ctx, c, req.Sync)
+	})
 	if err != nil {
 		return Inode{}, fmt.Errorf("commit inode %d: %w", req.Ino, err)
 	}

@@ -139,10 +139,13 @@ func (c *Client) blockURL(h block.Hash) string { return c.base + "/v1/blocks/" +
 func (c *Client) Put(ctx context.Context, h block.Hash, data []byte) error {
 	op := "put block " + h.String()
 	return c.do(ctx, op, int64(len(data)), func(a *attempt) (bool, error) {
-		req, err := http.NewRequestWithContext(a.ctx, http.MethodPut, c.blockURL(h), bytes.NewReader(data))
+		n := int64(len(data))
+		body := a.progress(bytes.NewReader(data), n, min(n, putSlack))
+		req, err := http.NewRequestWithContext(a.ctx, http.MethodPut, c.blockURL(h), body)
 		if err != nil {
 			return false, c.errorf(op, "%w", err)
 		}
+		req.ContentLength = n
 		req.Header.Set("Content-Type", "application/octet-stream")
 		resp, err := c.hc.Do(req)
 		if err != nil {
@@ -188,7 +191,7 @@ func (c *Client) GetInto(ctx context.Context, h block.Hash, buf []byte) ([]byte,
 			data = make([]byte, n, n+hashSlack)
 		}
 		data = data[:n]
-		if _, err := io.ReadFull(resp.Body, data); err != nil {
+		if _, err := io.ReadFull(a.progress(resp.Body, n, 0), data); err != nil {
 			return true, a.transportErr(op+": read body", err)
 		}
 		if got := block.Sum(data); got != h {
@@ -402,6 +405,10 @@ func drain(resp *http.Response) {
 	resp.Body.Close()
 }
 
+// putSlack is the most of a block upload that may sit in socket buffers
+// once the transport has read it all (see attempt.progress).
+const putSlack = 4 << 20
+
 // errAttemptTimeout is the cause with which a try's watchdog cancels it.
 var errAttemptTimeout = errors.New("try timed out")
 
@@ -415,6 +422,32 @@ type attempt struct {
 
 // expect re-arms the watchdog for a body of n bytes that starts now.
 func (a *attempt) expect(n int64) { a.timer.Reset(a.c.attempt + a.c.transferTime(n)) }
+
+// progress wraps a body of n bytes so that every read that moves bytes
+// re-arms the watchdog for what is left: a transfer that keeps moving is
+// never cut, however slowly its share of a link goes (several uploads on a
+// 10 MiB/s link each ran below MinRate and failed a write); one that stops
+// is cut AttemptTimeout after its last bytes, plus the rest at MinRate.
+// slack is added to what is left: bytes a request body hands to the socket
+// still have to cross the link, and the server to answer.
+func (a *attempt) progress(r io.Reader, n, slack int64) io.Reader {
+	return &progressReader{r: r, a: a, left: n, slack: slack}
+}
+
+type progressReader struct {
+	r           io.Reader
+	a           *attempt
+	left, slack int64
+}
+
+func (p *progressReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b)
+	if n > 0 {
+		p.left -= int64(n)
+		p.a.timer.Reset(p.a.c.attempt + p.a.c.transferTime(max(p.left, 0)+p.slack))
+	}
+	return n, err
+}
 
 // transportErr wraps a failure to exchange a request, saying whether the
 // watchdog cut it.

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -326,4 +327,55 @@ func BenchmarkGetInto4MiB(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// trickle serves data for any GET in chunks of 64 KiB, pausing `pause`
+// between them; after `stopAfter` chunks (0: never) it stalls until the
+// request ends.
+func trickle(data []byte, pause time.Duration, stopAfter int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		w.WriteHeader(http.StatusOK)
+		for i := 0; i*64<<10 < len(data); i++ {
+			if stopAfter > 0 && i == stopAfter {
+				<-r.Context().Done()
+				return
+			}
+			w.Write(data[i*64<<10 : min(len(data), (i+1)*64<<10)])
+			w.(http.Flusher).Flush()
+			time.Sleep(pause)
+		}
+	})
+}
+
+// A transfer slower than MinRate that keeps moving is not cut: the
+// watchdog follows its progress (several uploads sharing a slow link each
+// ran below MinRate and failed).
+func TestSlowSteadyTransfer(t *testing.T) {
+	data := blocktest.Data(3, 512<<10)
+	// 8 chunks 60 ms apart: ~0.5 s, where AttemptTimeout plus the body at
+	// MinRate allows 150 ms + 64 ms.
+	c := serve(t, trickle(data, 60*time.Millisecond, 0), client.Options{AttemptTimeout: 150 * time.Millisecond, MinRate: 8 << 20, Tries: 1})
+	start := time.Now()
+	got, err := c.Get(context.Background(), block.Sum(data))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("slow but steady Get: %v", err)
+	}
+	t.Logf("512 KiB in %v", time.Since(start).Round(time.Millisecond))
+}
+
+// A transfer that stops moving is cut AttemptTimeout after its last bytes
+// (plus the rest at MinRate), not at the end of a long fixed deadline.
+func TestStalledTransfer(t *testing.T) {
+	data := blocktest.Data(4, 512<<10)
+	c := serve(t, trickle(data, 10*time.Millisecond, 2), client.Options{AttemptTimeout: 150 * time.Millisecond, MinRate: 8 << 20, Tries: 1})
+	start := time.Now()
+	_, err := c.Get(context.Background(), block.Sum(data))
+	if !errors.Is(err, block.ErrUnavailable) {
+		t.Fatalf("Get of a reply that stalls: %v, want ErrUnavailable", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("a stalled Get took %v to fail", d)
+	}
+	t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))
 }
