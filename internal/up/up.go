@@ -106,6 +106,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			return err
 		}
 	}
+	if m, err := svc.Servers(ctx); err == nil && m.Replicas > 1 {
+		// Every block server of `tessera up` keeps its blocks under the one
+		// data directory: the copies share a disk.
+		log.Info("the block servers share one file system: extra copies protect against no disk failure and multiply the writes; "+
+			"--replicas 1 for speed, or block servers on separate disks or machines (tessera blockd) for redundancy",
+			"replicas", m.Replicas, "data", cfg.DataDir)
+	}
 	if n, err := reapOrphans(ctx, svc); err != nil {
 		log.Warn("reaping orphans left by the previous run", "err", err)
 	} else if n > 0 {
