@@ -45,58 +45,15 @@ func (p *Pool) attrServer(key string) *server {
 // counter change; false on a miss (or a down server, or a value that fails
 // its checks).
 func (p *Pool) GetAttr(ctx context.Context, ino, change uint64) ([]byte, bool) {
-	key := p.attrKey(ino, change)
-	s := p.attrServer(key)
-	var val []byte
-	err := p.run(ctx, s, func() error {
-		items, err := s.client.Get(ctx, key)
-		if err != nil {
-			return err
-		}
-		if len(items) == 0 {
-			return errMiss
-		}
-		val, err = parseAttr(items[0].Value, ino, change)
-		return err
-	})
-	if err != nil {
-		p.attr.misses.Add(1)
-		return nil, false
-	}
-	p.attr.hits.Add(1)
-	return val, true
+	got, val, ok := p.getLatest(ctx, p.attrKey(ino, change), ino, change)
+	return val, ok && got == change
 }
 
 // SetAttr caches value as the attributes of inode ino at change counter
 // change. The value is opaque (the caller encodes it), at most MaxAttrSize
 // bytes. An error is for the caller's logs; the tier works without it.
 func (p *Pool) SetAttr(ctx context.Context, ino, change uint64, value []byte) error {
-	if len(value) > MaxAttrSize {
-		return fmt.Errorf("cache tier: set attr %d@%d: %w: %d bytes, at most %d", ino, change, ErrTooLarge, len(value), MaxAttrSize)
-	}
-	key := p.attrKey(ino, change)
-	s := p.attrServer(key)
-	v := frame(ino, change, value)
-	err := p.run(ctx, s, func() error {
-		return s.client.Set(ctx, memcache.Item{Key: key, Value: v, Exptime: p.exptime(p.opts.AttrTTL)})
-	})
-	if err != nil {
-		return fmt.Errorf("cache tier: set attr %d@%d: %w", ino, change, err)
-	}
-	return nil
-}
-
-// parseAttr checks an attribute item against the inode and change counter
-// it was asked for, and its checksum.
-func parseAttr(v []byte, ino, change uint64) ([]byte, error) {
-	got, val, err := unframe(v, ino)
-	if err != nil {
-		return nil, err
-	}
-	if got != change {
-		return nil, fmt.Errorf("%w: attribute item of another change", errMiss)
-	}
-	return val, nil
+	return p.setLatest(ctx, p.attrKey(ino, change), ino, change, value, p.opts.AttrTTL)
 }
 
 // Items of the newest known state. GetAttr and SetAttr above name a value
@@ -106,6 +63,9 @@ func parseAttr(v []byte, ino, change uint64) ([]byte, error) {
 // parent and name) and carry their change counter; the caller decides
 // whether a value is fresh enough (client: younger than the file's
 // attribute TTL). Same framing and checks as the change-keyed items.
+
+// anyChange asks getLatest for an item whatever its change counter.
+const anyChange = ^uint64(0)
 
 func (p *Pool) latestKey(kind string, id uint64, name string) string {
 	b := make([]byte, 0, 48+len(p.opts.Namespace))
@@ -152,7 +112,9 @@ func unframe(v []byte, id uint64) (change uint64, val []byte, err error) {
 	return binary.BigEndian.Uint64(v[12:]), val, nil
 }
 
-func (p *Pool) getLatest(ctx context.Context, key string, id uint64) (uint64, []byte, bool) {
+// getLatest reads the item key about id; when want is not anyChange, an
+// item of another change is a miss.
+func (p *Pool) getLatest(ctx context.Context, key string, id, want uint64) (uint64, []byte, bool) {
 	s := p.attrServer(key)
 	var val []byte
 	var change uint64
@@ -165,6 +127,9 @@ func (p *Pool) getLatest(ctx context.Context, key string, id uint64) (uint64, []
 			return errMiss
 		}
 		change, val, err = unframe(items[0].Value, id)
+		if err == nil && want != anyChange && change != want {
+			err = fmt.Errorf("%w: attribute item of another change", errMiss)
+		}
 		return err
 	})
 	if err != nil {
@@ -192,7 +157,7 @@ func (p *Pool) setLatest(ctx context.Context, key string, id, change uint64, val
 // GetInode returns the newest attribute value cached for inode ino and
 // its change counter; false on a miss.
 func (p *Pool) GetInode(ctx context.Context, ino uint64) (change uint64, value []byte, ok bool) {
-	return p.getLatest(ctx, p.latestKey("ti:", ino, ""), ino)
+	return p.getLatest(ctx, p.latestKey("ti:", ino, ""), ino, anyChange)
 }
 
 // SetInode caches value as the attributes of inode ino at change. The item
@@ -209,7 +174,7 @@ func (p *Pool) SetInode(ctx context.Context, ino, change uint64, value []byte, t
 // (the caller's encoding of what the name resolves to); false on a miss or
 // when the item is another name's (hash collision).
 func (p *Pool) GetEntry(ctx context.Context, parent uint64, name string) ([]byte, bool) {
-	_, v, ok := p.getLatest(ctx, p.latestKey("te:", parent, name), parent)
+	_, v, ok := p.getLatest(ctx, p.latestKey("te:", parent, name), parent, anyChange)
 	if !ok || len(v) < 2 {
 		return nil, false
 	}

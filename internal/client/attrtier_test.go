@@ -82,18 +82,25 @@ func (e *tierEnv) create(t *testing.T, name string) meta.Inode {
 	return in
 }
 
+// seeded creates f and two relaxed clients, the first of which has looked
+// f up (filling the tier).
+func (e *tierEnv) seeded(t *testing.T) (in meta.Inode, a, b *Client, bm *countingMeta) {
+	t.Helper()
+	in = e.create(t, "f")
+	a, _, _ = e.client(t, "relaxed")
+	b, bm, _ = e.client(t, "relaxed")
+	if _, err := a.Meta().Lookup(context.Background(), meta.RootIno, "f"); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, a)
+	return in, a, b, bm
+}
+
 // A stat another client made fills the tier; a second client's stat within
 // the policy's TTL is answered from it, without the meta service.
 func TestTierStatServedFromTier(t *testing.T) {
 	ctx := context.Background()
-	e := newTierEnv(t)
-	in := e.create(t, "f")
-	a, _, _ := e.client(t, "relaxed")
-	b, bm, _ := e.client(t, "relaxed")
-	if _, err := a.Meta().Lookup(ctx, meta.RootIno, "f"); err != nil {
-		t.Fatal(err)
-	}
-	drain(t, a)
+	in, _, b, bm := newTierEnv(t).seeded(t)
 	got, err := b.attrs.CachedLookup(ctx, meta.RootIno, "f")
 	if err != nil || got.Ino != in.Ino || got.Change != in.Change {
 		t.Fatalf("cached lookup: %+v %v, want inode %d at change %d", got.Attr, err, in.Ino, in.Change)
@@ -157,13 +164,7 @@ func TestTierStatRespectsPolicyTTL(t *testing.T) {
 // the inode (or of the directory, for a lookup) is not used.
 func TestTierStatSeesOwnChanges(t *testing.T) {
 	ctx := context.Background()
-	e := newTierEnv(t)
-	in := e.create(t, "f")
-	a, _, _ := e.client(t, "relaxed")
-	b, _, _ := e.client(t, "relaxed")
-	a.Meta().Lookup(ctx, meta.RootIno, "f")
-	drain(t, a)
-
+	in, _, b, _ := newTierEnv(t).seeded(t)
 	after, err := b.Meta().SetAttr(ctx, in.Ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o600})
 	if err != nil {
 		t.Fatal(err)
