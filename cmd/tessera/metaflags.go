@@ -13,8 +13,8 @@ import (
 // metaRoleFlags are the flags of the meta role's background work, shared
 // by `tessera meta` and `tessera up`.
 type metaRoleFlags struct {
-	downAfter, interval *time.Duration
-	rate                *int64
+	downAfter, interval, gcEvery, gcGrace *time.Duration
+	rate                                  *int64
 }
 
 func addMetaRoleFlags(fs *flag.FlagSet) metaRoleFlags {
@@ -22,6 +22,8 @@ func addMetaRoleFlags(fs *flag.FlagSet) metaRoleFlags {
 		downAfter: fs.Duration("down-after", meta.DefaultDownAfter, "mark a block server down after this long without a heartbeat"),
 		interval:  fs.Duration("mover-interval", mover.DefaultInterval, "time between the mover's repair and rebalance rounds"),
 		rate:      fs.Int64("mover-rate", mover.DefaultRate, "bytes per second the mover copies at most (negative: unlimited)"),
+		gcEvery:   fs.Duration("gc-interval", up.DefaultGCInterval, "time between collections of blocks no file refers to (0: none; tessera gc still collects)"),
+		gcGrace:   fs.Duration("gc-grace", up.DefaultGCGrace, "the background collection keeps unreferenced blocks younger than this (uploads not yet committed)"),
 	}
 }
 
@@ -30,7 +32,15 @@ func (f metaRoleFlags) config() (up.MetaRole, error) {
 	if *f.downAfter <= 0 || *f.interval <= 0 || *f.rate == 0 {
 		return up.MetaRole{}, fmt.Errorf("%w: --down-after and --mover-interval must be positive, --mover-rate not 0", errUsage)
 	}
-	return up.MetaRole{DownAfter: *f.downAfter, MoverInterval: *f.interval, MoverRate: *f.rate}, nil
+	if *f.gcEvery < 0 || *f.gcGrace <= 0 {
+		return up.MetaRole{}, fmt.Errorf("%w: --gc-interval must not be negative and --gc-grace must be positive "+
+			"(a collection keeping nothing young would remove blocks uploaded but not yet committed)", errUsage)
+	}
+	rc := up.MetaRole{DownAfter: *f.downAfter, MoverInterval: *f.interval, MoverRate: *f.rate, GCInterval: *f.gcEvery, GCGrace: *f.gcGrace}
+	if *f.gcEvery == 0 {
+		rc.GCInterval = -1 // off
+	}
+	return rc, nil
 }
 
 // flagGiven reports whether the flag name was set on the command line.

@@ -6,19 +6,36 @@ import (
 	"sync"
 	"time"
 
+	"tessera/internal/admin"
 	"tessera/internal/meta"
 	"tessera/internal/mover"
 )
 
 // MetaRole configures the background work of a meta process: the sweeper
-// that marks silent block servers down and the mover that repairs and
-// rebalances. Zero fields take the packages' defaults.
+// that marks silent block servers down, the mover that repairs and
+// rebalances, and the collector of blocks no file refers to any more
+// (superseded by overwrites: the posix policy leaves one per write). Zero
+// fields take the packages' defaults.
 type MetaRole struct {
 	DownAfter     time.Duration // meta.DefaultDownAfter
 	MoverInterval time.Duration // mover.DefaultInterval
 	MoverRate     int64         // bytes per second; mover.DefaultRate
-	Logger        *slog.Logger
+	// GCInterval is the time between collections [DefaultGCInterval];
+	// negative: none (`tessera gc` still collects).
+	GCInterval time.Duration
+	// GCGrace keeps unreferenced blocks younger than this: uploads not yet
+	// committed [DefaultGCGrace].
+	GCGrace time.Duration
+	Logger  *slog.Logger
 }
+
+// DefaultGCInterval and DefaultGCGrace are the background collector's
+// defaults: hourly, keeping what was written in the last hour (like
+// `tessera gc`).
+const (
+	DefaultGCInterval = time.Hour
+	DefaultGCGrace    = time.Hour
+)
 
 // StartMetaRole starts the sweeper and the mover over svc; the returned
 // function stops them and waits for them to return.
@@ -41,5 +58,51 @@ func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop f
 		defer wg.Done()
 		mv.Run(ctx)
 	}()
+	if cfg.GCInterval >= 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			gcLoop(ctx, svc, cfg)
+		}()
+	}
 	return func() { cancel(); wg.Wait() }
+}
+
+// gcLoop collects unreferenced blocks every cfg.GCInterval until ctx ends.
+func gcLoop(ctx context.Context, svc *meta.Service, cfg MetaRole) {
+	every, grace := cfg.GCInterval, cfg.GCGrace
+	if every == 0 {
+		every = DefaultGCInterval
+	}
+	if grace <= 0 {
+		grace = DefaultGCGrace
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	c := &admin.Cluster{Meta: svc, Dial: DialAdmin}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		start := time.Now()
+		r, err := admin.GC(ctx, c, grace, start)
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err != nil:
+			log.Warn("gc: collection incomplete", "removed", r.Removed, "removed_bytes", r.RemovedBytes, "err", err)
+		case r.Removed > 0:
+			log.Info("gc: removed unreferenced blocks", "removed", r.Removed, "removed_bytes", r.RemovedBytes,
+				"live", r.Live, "scanned", r.Scanned, "kept_young", r.KeptYoung, "took", time.Since(start).Round(time.Millisecond))
+		default:
+			log.Debug("gc: nothing to remove", "live", r.Live, "scanned", r.Scanned, "kept_young", r.KeptYoung)
+		}
+	}
 }

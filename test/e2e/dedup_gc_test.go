@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"tessera/test/cluster"
 )
@@ -113,4 +114,41 @@ func TestGCGrace(t *testing.T) {
 	if before.stored < 9*mib {
 		t.Errorf("stored block bytes %d before gc: the deleted file's blocks were already gone", before.stored)
 	}
+}
+
+// TestBackgroundGC: the meta role collects by itself. With a collection
+// every second and a grace of one, the blocks an overwrite superseded and
+// those of a deleted file go without `tessera gc`; the live file's stay.
+func TestBackgroundGC(t *testing.T) {
+	c := startCluster(t, func(o *cluster.Options) {
+		o.Args = append(o.Args, "--gc-interval", "1s", "--gc-grace", "1s")
+	})
+	p, gonePath := filepath.Join(c.Mount(), "f"), filepath.Join(c.Mount(), "gone")
+	writeFileSync(t, p, randBytes(24, 8*mib))
+	final := randBytes(25, 8*mib)
+	// Overwrite in place: supersedes every block of the first version.
+	f, err := os.OpenFile(p, os.O_WRONLY, 0)
+	must(t, err)
+	_, err = f.WriteAt(final, 0)
+	must(t, err)
+	must(t, f.Sync())
+	must(t, f.Close())
+	writeFileSync(t, gonePath, randBytes(26, 8*mib))
+	must(t, os.Remove(gonePath))
+	before := readUsage(t, c)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		u := readUsage(t, c)
+		// Three files' worth of blocks before; the live file's after.
+		if u.blocks*3 <= before.blocks && u.stored*3 <= before.stored {
+			t.Logf("usage before the collection: %+v; after: %+v", before, u)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("background gc removed nothing in 20 s: %+v -> %+v", before, u)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	wantContent(t, p, final)
+	fsckClean(t, c)
 }
