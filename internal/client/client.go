@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/cachetier"
@@ -48,6 +49,11 @@ type Config struct {
 	// until every other client that cached the inode applied the change
 	// (sequential consistency, the posix policy). Needs Sessions.
 	SyncCommits bool
+	// MaxUncommitted is how long written data may stay uncommitted when
+	// the policy commits only on sync or close: older data is committed in
+	// the background, so that no upload a client holds ages past the block
+	// collector's grace [DefaultMaxUncommitted; negative: never].
+	MaxUncommitted time.Duration
 	// OnInvalidate, if set, is called (in its own goroutine) with every
 	// inode a callback or an expired session invalidated or updated, after
 	// the client's own caches were updated: the FUSE layer drops the
@@ -94,6 +100,9 @@ type Client struct {
 	bg      sync.WaitGroup
 	cb      *callbacks // nil without a session
 	redo    redoStats
+	aged    atomic.Uint64 // background commits of data left uncommitted too long
+	stop    chan struct{} // closed by Close: background loops end
+	loops   sync.WaitGroup
 
 	mu struct {
 		sync.Mutex
@@ -158,6 +167,18 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			return nil, fmt.Errorf("client: open meta session: %w", err)
 		}
 	}
+	c.stop = make(chan struct{})
+	if cfg.MaxUncommitted >= 0 {
+		limit := cfg.MaxUncommitted
+		if limit == 0 {
+			limit = DefaultMaxUncommitted
+		}
+		c.loops.Add(1)
+		go func() {
+			defer c.loops.Done()
+			c.commitAged(limit, c.stop)
+		}()
+	}
 	if pool != nil {
 		// Outermost, so that it sees every change this client makes.
 		c.attrs = newTierAPI(c.api, pool, c.CacheTTL)
@@ -174,6 +195,14 @@ func (c *Client) RefreshServers(ctx context.Context) error { return c.router.ref
 
 // Close commits every open file's buffered data and stops background work.
 func (c *Client) Close(ctx context.Context) error {
+	if c.stop != nil {
+		select {
+		case <-c.stop:
+		default:
+			close(c.stop)
+		}
+		c.loops.Wait()
+	}
 	c.mu.Lock()
 	files := make([]*file, 0, len(c.mu.files))
 	for _, f := range c.mu.files {
