@@ -112,6 +112,9 @@ type Client struct {
 	}
 }
 
+// tierDrainTimeout bounds how long Close waits for queued cache-tier fills.
+const tierDrainTimeout = 3 * time.Second
+
 type flight struct {
 	done chan struct{}
 	data []byte
@@ -230,6 +233,11 @@ func (c *Client) Close(ctx context.Context) error {
 		c.attrs.stop()
 	}
 	if c.tier != nil {
+		// Blocks fetched just before the unmount are still being filled;
+		// give them a moment, so that the next mount finds them.
+		dctx, cancel := context.WithTimeout(ctx, tierDrainTimeout)
+		c.tier.Drain(dctx)
+		cancel()
 		c.tier.Close()
 	}
 	return errors.Join(errs...)
