@@ -3,11 +3,9 @@ package client
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
-	"tessera/internal/block"
 	"tessera/internal/meta"
 )
 
@@ -17,12 +15,7 @@ import (
 func TestOldWritesCommitted(t *testing.T) {
 	ctx := context.Background()
 	svc, _, stores := newReplicaEnv(t, 2, 1)
-	c, err := New(ctx, Config{Meta: svc, Dial: func(s meta.Server) (block.Store, error) { return stores[s.ID], nil },
-		Logger: slog.New(slog.DiscardHandler), MaxUncommitted: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
+	c := testClient(t, svc, stores, Config{MaxUncommitted: 300 * time.Millisecond})
 	in, err := svc.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: 0o100644})
 	if err != nil {
 		t.Fatal(err)

@@ -89,6 +89,24 @@ func newReplicaEnv(t *testing.T, servers, replicas int) (*meta.Service, *Client,
 	return svc, c, stores
 }
 
+// testClient makes a client of svc that reaches server id through
+// stores[id], with cfg's other fields (a silent logger unless given); it is
+// closed when the test ends.
+func testClient[S block.Store](t *testing.T, svc meta.API, stores map[string]S, cfg Config) *Client {
+	t.Helper()
+	cfg.Meta = svc
+	cfg.Dial = func(s meta.Server) (block.Store, error) { return stores[s.ID], nil }
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	c, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
 // TestReplicatedWriteSurvivesDeadServer writes with R=3 over five servers,
 // one of them down: every block still gets three copies, on distinct
 // servers, and fsync succeeds.
@@ -149,11 +167,7 @@ func TestReadFallsBackAndRepairs(t *testing.T) {
 	stores[order[0].id].corrupt = true
 	stores[order[1].id].down = true
 
-	c2, err := New(ctx, Config{Meta: svc, Dial: func(s meta.Server) (block.Store, error) { return stores[s.ID], nil }, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close(ctx)
+	c2 := testClient(t, svc, stores, Config{})
 	cur, _ := svc.GetAttr(ctx, in.Ino)
 	rh, _, _ := c2.Open(ctx, cur, 0)
 	defer rh.Release(ctx)

@@ -195,11 +195,7 @@ func TestReadFromLastCandidate(t *testing.T) {
 	for id, st := range stores {
 		counted[id] = &countingStore{flakyStore: st}
 	}
-	c2, err := New(ctx, Config{Meta: svc, Dial: func(s meta.Server) (block.Store, error) { return counted[s.ID], nil }, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close(ctx)
+	c2 := testClient(t, svc, counted, Config{})
 	cur, _ := svc.GetAttr(ctx, in.Ino)
 	rh, _, _ := c2.Open(ctx, cur, 0)
 	defer rh.Release(ctx)
@@ -343,12 +339,7 @@ func testReadFetchesEachBlockOnce(t *testing.T, order func(int) int) {
 		counted[id] = &countingStore{flakyStore: st}
 	}
 	// A cache of 5 blocks, read-ahead of 3.
-	c2, err := New(ctx, Config{Meta: svc, Dial: func(s meta.Server) (block.Store, error) { return counted[s.ID], nil },
-		Logger: slog.New(slog.DiscardHandler), MemCacheBytes: 5 * bs, ReadAheadBlocks: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c2.Close(ctx)
+	c2 := testClient(t, svc, counted, Config{MemCacheBytes: 5 * bs, ReadAheadBlocks: 3})
 	cur, _ := svc.GetAttr(ctx, in.Ino)
 	rh, _, _ := c2.Open(ctx, cur, 0)
 	defer rh.Release(ctx)
