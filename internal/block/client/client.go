@@ -194,7 +194,7 @@ func (c *Client) GetInto(ctx context.Context, h block.Hash, buf []byte) ([]byte,
 			data = make([]byte, n, n+hashSlack)
 		}
 		data = data[:n]
-		if _, err := io.ReadFull(a.progress(resp.Body, n, 0), data); err != nil {
+		if _, err := io.ReadFull(a.progress(resp.Body, n), data); err != nil {
 			return true, a.transportErr(op+": read body", err)
 		}
 		if got := block.Sum(data); got != h {
@@ -409,7 +409,7 @@ func drain(resp *http.Response) {
 }
 
 // putSlack is the most of a block upload that may sit in socket buffers
-// once the transport has read it all (see attempt.progress).
+// once the transport has read it all (see progressBody).
 const putSlack = 4 << 20
 
 // errAttemptTimeout is the cause with which a try's watchdog cancels it.
@@ -426,21 +426,22 @@ type attempt struct {
 // expect re-arms the watchdog for a body of n bytes that starts now.
 func (a *attempt) expect(n int64) { a.timer.Reset(a.c.attempt + a.c.transferTime(n)) }
 
-// progress wraps a body of n bytes so that every read that moves bytes
-// re-arms the watchdog for what is left: a transfer that keeps moving is
-// never cut, however slowly its share of a link goes (several uploads on a
-// 10 MiB/s link each ran below MinRate and failed a write); one that stops
-// is cut AttemptTimeout after its last bytes, plus the rest at MinRate.
-// slack is added to what is left: bytes a request body hands to the socket
-// still have to cross the link, and the server to answer.
-func (a *attempt) progress(r io.Reader, n, slack int64) io.Reader {
-	return &progressReader{r: r, a: a, left: n, slack: slack}
+// progress wraps a reply body of n bytes so that every read that moves
+// bytes re-arms the watchdog for what is left (expect): a transfer that
+// keeps moving is never cut, however slowly its share of a link goes
+// (several uploads on a 10 MiB/s link each ran below MinRate and failed a
+// write); one that stops is cut AttemptTimeout after its last bytes, plus
+// the rest at MinRate. progressBody does the same for request bodies.
+func (a *attempt) progress(r io.Reader, n int64) io.Reader {
+	return &progressReader{r: r, a: a, left: n}
 }
 
 // progressBody is a PUT body over data that re-arms the watchdog as it is
-// sent, like progress. It writes itself out in chunks (io.WriterTo), as a
-// bytes.Reader would in one piece: read through a small buffer instead, a
-// 4 MiB block took ~128 write(2) calls and a copy.
+// sent, like progress; slack is added to what is left: bytes handed to the
+// socket still have to cross the link, and the server to answer. It writes
+// itself out in chunks (io.WriterTo), as a bytes.Reader would in one piece:
+// read through a small buffer instead, a 4 MiB block took ~128 write(2)
+// calls and a copy.
 type progressBody struct {
 	data  []byte
 	off   int
@@ -453,7 +454,7 @@ const progressChunk = 1 << 20
 
 func (p *progressBody) moved(n int) {
 	p.off += n
-	p.a.timer.Reset(p.a.c.attempt + p.a.c.transferTime(int64(len(p.data)-p.off)+p.slack))
+	p.a.expect(int64(len(p.data)-p.off) + p.slack)
 }
 
 func (p *progressBody) Read(b []byte) (int, error) {
@@ -479,16 +480,16 @@ func (p *progressBody) WriteTo(w io.Writer) (int64, error) {
 }
 
 type progressReader struct {
-	r           io.Reader
-	a           *attempt
-	left, slack int64
+	r    io.Reader
+	a    *attempt
+	left int64
 }
 
 func (p *progressReader) Read(b []byte) (int, error) {
 	n, err := p.r.Read(b)
 	if n > 0 {
 		p.left -= int64(n)
-		p.a.timer.Reset(p.a.c.attempt + p.a.c.transferTime(max(p.left, 0)+p.slack))
+		p.a.expect(max(p.left, 0))
 	}
 	return n, err
 }
