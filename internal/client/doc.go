@@ -8,7 +8,8 @@
 // the block servers placement allows for its hash (R of its R+1 candidates:
 // those that hold it already, so that identical content is stored once, then
 // the least loaded by this client), while the application keeps writing.
-// Commit (on fsync, flush/close and truncate) waits for the uploads
+// Commit (on fsync, flush/close and truncate, and in the background for data
+// left uncommitted longer than Config.MaxUncommitted) waits for the uploads
 // and sends the meta service one commit naming, for every changed block, the
 // hash it was based on and the new hash (DESIGN §2.3). Each changed block
 // carries the byte ranges this client wrote since the block was last
@@ -37,8 +38,11 @@
 // is verified against its hash; a corrupt copy is an error (EIO to the
 // application) and a log line naming the block and the server, never wrong
 // bytes. Sequential reads trigger read-ahead of the next blocks, deeper with
-// more servers and bounded by the memory cache. Caches are keyed by hash, so
-// they never need invalidation.
+// more servers and bounded by the memory cache; a fetch a reader waits for
+// goes before read-ahead on its server's lane (fetchSlots). Caches are keyed
+// by hash, so they never need invalidation. With Config.CacheTier, blocks and
+// stat results are also looked up in a memcached pool (tierAPI for stats,
+// trusted only for the file policy's attribute TTL).
 //
 // Callbacks. With Config.Sessions and a meta API that implements
 // meta.SessionBinder, New opens a meta session and makes the client's meta
