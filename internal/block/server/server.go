@@ -128,6 +128,7 @@ func NewHTTPServer(addr string, handler http.Handler, log *slog.Logger) *http.Se
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+		ConnContext:       connContext,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 }
@@ -204,7 +205,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) readBody(r *http.Request) (data []byte, pooled bool, err error) {
 	if r.ContentLength >= 0 {
 		data = h.bufs.get(int(r.ContentLength))
-		_, err = io.ReadFull(r.Body, data)
+		_, err = readFull(r, data)
 		return data, true, err
 	}
 	// Chunked: rare, not pooled.
