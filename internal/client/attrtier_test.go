@@ -13,10 +13,15 @@ import (
 	"tessera/internal/meta"
 )
 
-// countingMeta counts the stats that reach the meta service.
+// countingMeta counts the stats and xattr reads that reach the meta service.
 type countingMeta struct {
 	meta.API
-	lookups, getattrs atomic.Int64
+	lookups, getattrs, getxattrs atomic.Int64
+}
+
+func (m *countingMeta) GetXattr(ctx context.Context, ino meta.Ino, name string) ([]byte, error) {
+	m.getxattrs.Add(1)
+	return m.API.GetXattr(ctx, ino, name)
 }
 
 func (m *countingMeta) Lookup(ctx context.Context, parent meta.Ino, name string) (meta.Inode, error) {

@@ -52,6 +52,7 @@ type file struct {
 	replicas  int   // copies per block; 0 = the cluster's default
 	// policyName is the inode's own consistency policy ("" = the mount's).
 	policyName string
+	xattrs     xattrCache // guarded by Client.mu
 	// committedSize is the size at the latest commit this client made or
 	// saw; writes counts writes since then and firstWrite is when the
 	// first of them came (for the policies' commit knobs).

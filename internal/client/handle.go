@@ -88,6 +88,7 @@ func (c *Client) ref(ino meta.Ino) *file {
 		f = &file{c: c, ino: ino}
 		c.mu.files[ino] = f
 	}
+	f.dropXattrsLocked() // close-to-open: another client may have changed them
 	f.opens++
 	return f
 }

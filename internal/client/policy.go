@@ -42,8 +42,11 @@ func (c *Client) PolicyFor(name string) policy.Policy {
 // entry under its policy: 0 for no cache and for coherent policies (their
 // reads bypass the kernel, and a stat asks the client), the TTL for timed
 // caches, an hour for write-once files.
-func (c *Client) CacheTTL(in *meta.Inode) time.Duration {
-	k := c.PolicyFor(in.Policy).Knobs()
+func (c *Client) CacheTTL(in *meta.Inode) time.Duration { return c.cacheTTL(in.Policy) }
+
+// cacheTTL is CacheTTL of an inode whose own policy name is policyName.
+func (c *Client) cacheTTL(policyName string) time.Duration {
+	k := c.PolicyFor(policyName).Knobs()
 	switch k.Cache {
 	case policy.CacheTimed:
 		return k.CacheTTL

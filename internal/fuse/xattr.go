@@ -17,7 +17,7 @@ func (fs *FS) GetXAttr(cancel <-chan struct{}, header *gofuse.InHeader, attr str
 	if aclName(attr) {
 		return 0, gofuse.Status(syscall.ENODATA)
 	}
-	v, err := fs.api.GetXattr(ctxOf(cancel), meta.Ino(header.NodeId), attr)
+	v, err := fs.c.GetXattr(ctxOf(cancel), meta.Ino(header.NodeId), attr)
 	if err != nil {
 		return 0, fs.status("getxattr", err)
 	}
@@ -58,9 +58,9 @@ func (fs *FS) SetXAttr(cancel <-chan struct{}, input *gofuse.SetXAttrIn, attr st
 	if aclName(attr) {
 		return gofuse.Status(syscall.EOPNOTSUPP)
 	}
-	return fs.status("setxattr", fs.api.SetXattr(ctxOf(cancel), meta.Ino(input.NodeId), attr, data, input.Flags))
+	return fs.status("setxattr", fs.c.SetXattr(ctxOf(cancel), meta.Ino(input.NodeId), attr, data, input.Flags))
 }
 
 func (fs *FS) RemoveXAttr(cancel <-chan struct{}, header *gofuse.InHeader, attr string) gofuse.Status {
-	return fs.status("removexattr", fs.api.RemoveXattr(ctxOf(cancel), meta.Ino(header.NodeId), attr))
+	return fs.status("removexattr", fs.c.RemoveXattr(ctxOf(cancel), meta.Ino(header.NodeId), attr))
 }
