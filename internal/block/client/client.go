@@ -10,12 +10,14 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"tessera/internal/block"
+	"tessera/internal/lowat"
 )
 
 var (
@@ -74,6 +76,10 @@ type Client struct {
 	maxSize int64
 }
 
+// replyBuffer is the most of a reply body the transport may hold when its
+// reader starts: NewTransport's ReadBufferSize (the default is 4 KiB).
+const replyBuffer = 64 << 10
+
 // NewTransport returns a Transport suited to block traffic: HTTP/1.1 only
 // (no HTTP/2 multiplexing of large bodies over one connection), 64 idle
 // connections per host, no compression, and a bounded dial.
@@ -85,7 +91,7 @@ func NewTransport() *http.Transport {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 		WriteBufferSize:     64 << 10,
-		ReadBufferSize:      64 << 10,
+		ReadBufferSize:      replyBuffer,
 		Protocols:           new(http.Protocols),
 	}
 	t.Protocols.SetHTTP1(true)
@@ -175,7 +181,7 @@ func (c *Client) GetInto(ctx context.Context, h block.Hash, buf []byte) ([]byte,
 	op := "get block " + h.String()
 	var out []byte
 	err := c.do(ctx, op, 0, func(a *attempt) (bool, error) {
-		resp, err := c.get(a, op, c.blockURL(h), "")
+		resp, conn, err := c.getConn(a, op, c.blockURL(h), "")
 		if err != nil {
 			return true, err
 		}
@@ -194,7 +200,7 @@ func (c *Client) GetInto(ctx context.Context, h block.Hash, buf []byte) ([]byte,
 			data = make([]byte, n, n+hashSlack)
 		}
 		data = data[:n]
-		if _, err := io.ReadFull(a.progress(resp.Body, n), data); err != nil {
+		if _, err := lowat.ReadFull(conn, a.progress(resp.Body, n), data, replyBuffer); err != nil {
 			return true, a.transportErr(op+": read body", err)
 		}
 		if got := block.Sum(data); got != h {
@@ -262,18 +268,27 @@ func (c *Client) GetRange(ctx context.Context, h block.Hash, off, n int64) ([]by
 
 // get sends a GET (with a Range header if rng is set).
 func (c *Client) get(a *attempt, op, url, rng string) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(a.ctx, http.MethodGet, url, nil)
+	resp, _, err := c.getConn(a, op, url, rng)
+	return resp, err
+}
+
+// getConn is get that also returns the connection the reply arrives on
+// (nil if the transport did not say).
+func (c *Client) getConn(a *attempt, op, url, rng string) (*http.Response, net.Conn, error) {
+	var conn net.Conn
+	ctx := httptrace.WithClientTrace(a.ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { conn = i.Conn }})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return nil, c.errorf(op, "%w", err)
+		return nil, nil, c.errorf(op, "%w", err)
 	}
 	if rng != "" {
 		req.Header.Set("Range", rng)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, a.transportErr(op, err)
+		return nil, nil, a.transportErr(op, err)
 	}
-	return resp, nil
+	return resp, conn, nil
 }
 
 // Has asks the server which of hs it holds, in batches.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"tessera/internal/lowat"
 )
 
 // lowatServer serves PUTs whose handler reads the body with readFull and
@@ -87,11 +89,11 @@ func TestReadFullLowWaterMark(t *testing.T) {
 		t.Fatalf("PUT 4 MiB: %s", st)
 	}
 	// 256 pieces; woken per piece the reader would take about as many reads.
-	if n := <-reads; n > 2*big/lowatChunk+8 {
-		t.Errorf("4 MiB arriving in 16 KiB pieces took %d reads, want at most %d", n, 2*big/lowatChunk+8)
+	if n := <-reads; n > 2*big/lowat.Chunk+8 {
+		t.Errorf("4 MiB arriving in 16 KiB pieces took %d reads, want at most %d", n, 2*big/lowat.Chunk+8)
 	}
 	// Lengths around the mark and the header slack, on the same connection.
-	for _, n := range []int{2 * lowatChunk, 2*lowatChunk + 1, 3*lowatChunk - headerSlack, 3*lowatChunk + 100, 10, 1 << 20} {
+	for _, n := range []int{2 * lowat.Chunk, 2*lowat.Chunk + 1, 3*lowat.Chunk - requestBuffer, 3*lowat.Chunk + 100, 10, 1 << 20} {
 		if st := trickle(t, c, br, n); !strings.HasPrefix(st, "201") {
 			t.Fatalf("PUT %d bytes: %s", n, st)
 		}
