@@ -42,7 +42,9 @@
 // goes before read-ahead on its server's lane (fetchSlots). Caches are keyed
 // by hash, so they never need invalidation. With Config.CacheTier, blocks and
 // stat results are also looked up in a memcached pool (tierAPI for stats,
-// trusted only for the file policy's attribute TTL).
+// trusted only for the file policy's attribute TTL). Xattr reads of an open
+// file (the kernel asks for security.capability before every write) are
+// answered from the client for the same TTL (xattr.go).
 //
 // Callbacks. With Config.Sessions and a meta API that implements
 // meta.SessionBinder, New opens a meta session and makes the client's meta

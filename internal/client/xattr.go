@@ -20,8 +20,9 @@ import (
 // policy lets the kernel keep the file's attributes (client.CacheTTL: 1 s
 // under session, none under the coherent policies). Its own changes of the
 // file's xattrs drop the cache, and so does every open (close-to-open sees
-// other clients' changes, as it does for attributes). Files not open here
-// are asked of the service every time, as before.
+// other clients' changes, as it does for attributes). Files not open here,
+// and Tessera's own xattrs (policy, replicas), are asked of the service
+// every time.
 
 // xattrCache is the cached xattr answers of one open file; guarded by
 // Client.mu.
@@ -43,6 +44,11 @@ const maxCachedXattrs = 64
 // GetXattr is meta.API.GetXattr, answered from the cache for files open
 // here under a policy with an attribute TTL.
 func (c *Client) GetXattr(ctx context.Context, ino meta.Ino, name string) ([]byte, error) {
+	if meta.IsFieldXattr(name) {
+		// Tessera's own controls (policy, replicas) are read fresh: a
+		// change made on one mount is seen on every other at once.
+		return c.api.GetXattr(ctx, ino, name)
+	}
 	f, ttl := c.openForXattr(ino)
 	now := time.Now()
 	var gen uint64

@@ -104,6 +104,14 @@ func TestXattrCachedWhileOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	getx(t, c, in.Ino, "user.a", nil)
+
+	// The policy, set from elsewhere, is read fresh every time.
+	for _, p := range []string{"relaxed", "nfs"} {
+		if err := svc.SetXattr(ctx, in.Ino, meta.PolicyXattr, []byte(p), 0); err != nil {
+			t.Fatal(err)
+		}
+		getx(t, c, in.Ino, meta.PolicyXattr, []byte(p))
+	}
 }
 
 // TestXattrNotCachedCoherent: under a coherent policy every xattr read

@@ -29,6 +29,13 @@ type fieldAttr struct {
 	clear func(rec *inodeRec)
 }
 
+// IsFieldXattr reports whether name is one of the xattrs that expose an
+// inode field (PolicyXattr, ReplicasXattr).
+func IsFieldXattr(name string) bool {
+	_, ok := fieldAttrs[name]
+	return ok
+}
+
 // fieldAttrs is read-only after init.
 var fieldAttrs = map[string]fieldAttr{
 	ReplicasXattr: {
