@@ -23,7 +23,7 @@ func addMetaRoleFlags(fs *flag.FlagSet) metaRoleFlags {
 		interval:  fs.Duration("mover-interval", mover.DefaultInterval, "time between the mover's repair and rebalance rounds"),
 		rate:      fs.Int64("mover-rate", mover.DefaultRate, "bytes per second the mover copies at most (negative: unlimited)"),
 		gcEvery:   fs.Duration("gc-interval", up.DefaultGCInterval, "time between collections of blocks no file refers to (0: none; tessera gc still collects)"),
-		gcGrace:   fs.Duration("gc-grace", up.DefaultGCGrace, "the background collection keeps unreferenced blocks younger than this (uploads not yet committed)"),
+		gcGrace:   fs.Duration("gc-grace", up.DefaultGCGrace, "the background collection keeps unreferenced blocks younger than this (uploads not yet committed; clients re-mark uploads older than 1s before committing them, so keep it well above that)"),
 	}
 }
 

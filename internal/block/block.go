@@ -80,6 +80,17 @@ type Store interface {
 	Has(ctx context.Context, hs []Hash) ([]bool, error)
 }
 
+// Toucher is the optional capability of marking blocks as just written.
+// A client about to commit blocks it uploaded a while ago touches them:
+// a collection running meanwhile removes only blocks older than its cutoff
+// (Lister.Remove), so a touched block is spared, and one already gone is
+// found before a commit names it.
+type Toucher interface {
+	// Touch reports, for each hash, whether the store holds it, and sets
+	// the latest-Put time of those it holds to now.
+	Touch(ctx context.Context, hs []Hash) ([]bool, error)
+}
+
 // Info describes one stored block, as listed for the garbage collector.
 type Info struct {
 	Hash    Hash

@@ -24,8 +24,12 @@ type Config struct {
 	DiskCacheDir   string // local disk block cache; "" disables it
 	DiskCacheBytes int64  // default 1 GiB
 	DirtyBytes     int64  // bound on buffered and uploading data; default 128 MiB
-	Uploads        int    // concurrent block uploads; default 32
-	Fetches        int    // concurrent block fetches; default 64
+	// TouchAfter: uploads older than this are touched on the block
+	// servers before a commit names them (touch.go); default
+	// DefaultTouchAfter.
+	TouchAfter time.Duration
+	Uploads    int // concurrent block uploads; default 32
+	Fetches    int // concurrent block fetches; default 64
 	// ReadAheadBlocks is how many blocks are fetched ahead of a sequential
 	// reader. 0 (the default) scales it with the servers: 6 per up server,
 	// at least 8, at most what fits in 3/4 of MemCacheBytes (the fetched
@@ -73,6 +77,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.DirtyBytes == 0 {
 		c.DirtyBytes = 128 << 20
+	}
+	if c.TouchAfter == 0 {
+		c.TouchAfter = DefaultTouchAfter
 	}
 	if c.Uploads == 0 {
 		c.Uploads = 32

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"syscall"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -35,6 +36,9 @@ func (f *file) commitLocked(ctx context.Context) error {
 	}
 	if len(f.pending) == 0 && !inlineOK && !f.metaDirty {
 		return nil
+	}
+	if err := f.touchOldLocked(ctx); err != nil {
+		return err
 	}
 	// Under a coherent policy a commit returns only once every other
 	// client caching the file has dropped or updated its copy: the next
@@ -238,12 +242,12 @@ func (f *file) cutLocked(ctx context.Context, last uint64, keep int64) error {
 	b.sp.add(keep, f.bs)
 	inline := last == 0 && f.hasInline && !hasPend
 	if int64(len(buf)) <= keep && !inline && (hasPend || b.old != staleBase()) {
-		h := b.old
+		h, at := b.old, time.Now()
 		if hasPend {
-			h = p.h
+			h, at = p.h, p.at
 		}
 		f.seq++
-		f.pending[last] = pend{h: h, seq: f.seq, base: b}
+		f.pending[last] = pend{h: h, seq: f.seq, at: at, base: b}
 		return nil
 	}
 	if int64(len(buf)) > keep {

@@ -26,6 +26,10 @@
 // (Handle.SetForced) commits without the comparison: the last writer wins
 // whole blocks. A block that is all zeros becomes a hole; a file of at most
 // meta.InlineMax bytes is committed inline and never reaches a block server.
+// Uploads older than Config.TouchAfter are touched on the block servers
+// before a commit names them, so the collector spares them; if they are gone
+// from every server, the commit fails with EIO and the file stays as last
+// committed (touch.go).
 // Dirty memory is bounded for the whole client (Config.DirtyBytes): a writer
 // that would exceed it waits, and the client uploads dirty blocks of open
 // files to make room, so memory does not grow with the size or number of

@@ -94,6 +94,7 @@ type dblock struct {
 type pend struct {
 	h   block.Hash
 	seq uint64
+	at  time.Time // when the upload finished (touchOldLocked)
 	base
 }
 
@@ -400,7 +401,7 @@ func (f *file) uploadDone(d *dblock, h block.Hash, rep *replication, err error) 
 			f.dirty[d.idx] = d
 		}
 	} else if f.pending[d.idx].seq < d.seq {
-		f.pending[d.idx] = pend{h: h, seq: d.seq, base: d.base}
+		f.pending[d.idx] = pend{h: h, seq: d.seq, at: time.Now(), base: d.base}
 	}
 	f.cond.Broadcast()
 }

@@ -293,11 +293,21 @@ func (c *Client) getConn(a *attempt, op, url, rng string) (*http.Response, net.C
 
 // Has asks the server which of hs it holds, in batches.
 func (c *Client) Has(ctx context.Context, hs []block.Hash) ([]bool, error) {
+	return c.has(ctx, hs, false)
+}
+
+// Touch asks the server which of hs it holds and to mark those as just
+// written (block.Toucher), in batches.
+func (c *Client) Touch(ctx context.Context, hs []block.Hash) ([]bool, error) {
+	return c.has(ctx, hs, true)
+}
+
+func (c *Client) has(ctx context.Context, hs []block.Hash, touch bool) ([]bool, error) {
 	out := make([]bool, 0, len(hs))
 	for len(hs) > 0 {
 		batch := hs[:min(len(hs), maxHasBatch)]
 		hs = hs[len(batch):]
-		has, err := c.hasBatch(ctx, batch)
+		has, err := c.hasBatch(ctx, batch, touch)
 		if err != nil {
 			return nil, err
 		}
@@ -306,15 +316,18 @@ func (c *Client) Has(ctx context.Context, hs []block.Hash) ([]bool, error) {
 	return out, nil
 }
 
-func (c *Client) hasBatch(ctx context.Context, hs []block.Hash) ([]bool, error) {
-	op := fmt.Sprintf("has %d blocks", len(hs))
+func (c *Client) hasBatch(ctx context.Context, hs []block.Hash, touch bool) ([]bool, error) {
+	op, url := fmt.Sprintf("has %d blocks", len(hs)), c.base+"/v1/has"
+	if touch {
+		op, url = fmt.Sprintf("touch %d blocks", len(hs)), url+"?touch=1"
+	}
 	body := make([]byte, 0, len(hs)*block.HashSize)
 	for _, h := range hs {
 		body = append(body, h[:]...)
 	}
 	out := make([]bool, len(hs))
 	err := c.do(ctx, op, int64(len(body)), func(a *attempt) (bool, error) {
-		req, err := http.NewRequestWithContext(a.ctx, http.MethodPost, c.base+"/v1/has", bytes.NewReader(body))
+		req, err := http.NewRequestWithContext(a.ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
 			return false, c.errorf(op, "%w", err)
 		}

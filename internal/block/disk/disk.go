@@ -402,6 +402,31 @@ func (s *Store) Has(ctx context.Context, hs []block.Hash) ([]bool, error) {
 	return out, nil
 }
 
+// Touch is Has that also sets the mtime of every block it finds to now (a
+// Put of it again, without the data): see block.Toucher. It takes each
+// block's lock, so it is ordered with a concurrent Remove.
+func (s *Store) Touch(ctx context.Context, hs []block.Hash) ([]bool, error) {
+	out := make([]bool, len(hs))
+	for i, h := range hs {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("touch blocks: %w", err)
+		}
+		mu := s.lockFor(h)
+		mu.Lock()
+		now := time.Now()
+		err := os.Chtimes(s.Path(h), now, now)
+		mu.Unlock()
+		switch {
+		case err == nil:
+			out[i] = true
+		case errors.Is(err, fs.ErrNotExist):
+		default:
+			return nil, fmt.Errorf("touch block %s: %w", h, classify(err))
+		}
+	}
+	return out, nil
+}
+
 // Remove deletes block h if its mtime (its latest Put) is before notAfter
 // (unix ns). Removing an absent block reports false and no error.
 func (s *Store) Remove(ctx context.Context, h block.Hash, notAfter int64) (bool, error) {

@@ -107,6 +107,14 @@ func (l *LocalReader) Has(ctx context.Context, hs []block.Hash) ([]bool, error) 
 	return l.next.Has(ctx, hs)
 }
 
+// Touch asks the server (block.Toucher), or Has if it cannot touch.
+func (l *LocalReader) Touch(ctx context.Context, hs []block.Hash) ([]bool, error) {
+	if t, ok := l.next.(block.Toucher); ok {
+		return t.Touch(ctx, hs)
+	}
+	return l.next.Has(ctx, hs)
+}
+
 // ReadRange reads n bytes at off of block h's file, unverified, for callers
 // that check them themselves (see LocalReader.ReadRange).
 func (s *Store) ReadRange(h block.Hash, off, n int64) ([]byte, error) {

@@ -23,7 +23,9 @@
 //	                          older-than is required.
 //	POST   /v1/has            body = concatenated 32-byte hashes (at most
 //	                          MaxHasBatch); reply = one byte per hash, 1 if
-//	                          the block is held, else 0.
+//	                          the block is held, else 0. With ?touch=1 the
+//	                          held ones are also marked as just written
+//	                          (block.Toucher; 501 if the backend cannot).
 //	GET    /v1/list           every block as a 48-byte record: hash (32 bytes),
 //	                          size (uint64), mtime (int64 unix ns), both big
 //	                          endian; streamed. The HTTP trailer

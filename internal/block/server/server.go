@@ -318,7 +318,17 @@ func (h *Handler) has(w http.ResponseWriter, r *http.Request) {
 	for i := range hs {
 		hs[i] = block.Hash(body[i*block.HashSize:])
 	}
-	has, err := h.b.Has(r.Context(), hs)
+	var has []bool
+	if r.URL.Query().Get("touch") == "1" {
+		t, ok := h.b.(block.Toucher)
+		if !ok {
+			h.fail(w, r, http.StatusNotImplemented, ClassBadRequest, errors.New("has: this server cannot touch blocks"))
+			return
+		}
+		has, err = t.Touch(r.Context(), hs)
+	} else {
+		has, err = h.b.Has(r.Context(), hs)
+	}
 	if err != nil {
 		h.failErr(w, r, err)
 		return

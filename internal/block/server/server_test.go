@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/block/blocktest"
@@ -202,4 +204,33 @@ func TestHasListRemoveUsage(t *testing.T) {
 	expect(t, "DELETE too young", f.do(t, "DELETE", path+"?older-than=1", nil), 200, `{"removed":false}`)
 	expect(t, "DELETE", f.do(t, "DELETE", path+"?older-than=9223372036854775807", nil), 200, `{"removed":true}`)
 	expect(t, "usage", f.do(t, "GET", "/v1/usage", nil), 200, `{"blocks":0,"bytes":0}`)
+}
+
+// TestTouchSparesFromCollection: POST /v1/has?touch=1 reports what is held
+// and marks it as just written, so a collection whose cutoff is after the
+// block's upload but before the touch leaves it; an untouched block of the
+// same age goes.
+func TestTouchSparesFromCollection(t *testing.T) {
+	f := start(t, server.Options{})
+	a, b, c := []byte("block a"), []byte("block b"), []byte("block c")
+	ha, hb, hc := block.Sum(a), block.Sum(b), block.Sum(c)
+	long := time.Now().Add(-2 * time.Hour)
+	for _, blk := range [][]byte{a, c} {
+		h := block.Sum(blk)
+		f.do(t, "PUT", "/v1/blocks/"+h.String(), blk)
+		if err := os.Chtimes(f.store.Path(h), long, long); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cutoff := strconv.FormatInt(time.Now().Add(-time.Hour).UnixNano(), 10)
+
+	r := f.do(t, "POST", "/v1/has?touch=1", append(ha[:], hb[:]...))
+	if r.code != 200 || r.body != "\x01\x00" {
+		t.Fatalf("touch: %d %q, want 200 \"\\x01\\x00\"", r.code, r.body)
+	}
+	if _, err := os.Stat(f.store.Path(hb)); err == nil {
+		t.Fatal("touch created an absent block")
+	}
+	expect(t, "DELETE of the touched block", f.do(t, "DELETE", "/v1/blocks/"+ha.String()+"?older-than="+cutoff, nil), 200, `{"removed":false}`)
+	expect(t, "DELETE of an untouched block as old", f.do(t, "DELETE", "/v1/blocks/"+hc.String()+"?older-than="+cutoff, nil), 200, `{"removed":true}`)
 }

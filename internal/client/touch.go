@@ -1,0 +1,143 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"tessera/internal/block"
+	"tessera/internal/meta"
+)
+
+// Blocks uploaded a while before their commit are touched first.
+//
+// The collector (tessera gc, the meta role's background run) removes
+// blocks no recipe names that were last written before its cutoff (now
+// minus --gc-grace). An upload waiting for its commit is named by no recipe
+// yet: a client that could not commit for longer than the grace (cut off
+// from the meta service) would come back and commit the names of removed
+// blocks — a close or fsync reporting success for data that is gone. So
+// before a commit names blocks uploaded more than DefaultTouchAfter ago,
+// the client asks every block server to touch them (block.Toucher: mark
+// as just written, so that a removal with an older cutoff spares them) and
+// fails the commit with EIO, naming them, if every server says it holds
+// none of a block's copies. A block no answering server holds while some
+// server did not answer may be on that one: it is committed, as before.
+
+// DefaultTouchAfter is Config.TouchAfter's default: older uploads are
+// touched before their commit. --gc-grace must be longer than it plus the
+// longest commit.
+const DefaultTouchAfter = time.Second
+
+// touchOldLocked touches the pending blocks uploaded more than
+// Config.TouchAfter ago. If some are gone from every server, the writes
+// since the last commit are lost: the file goes back to its committed
+// state (not a recipe with holes where the data was) and the commit fails
+// with EIO naming them. f.mu held, uploads finished (waitLocked).
+func (f *file) touchOldLocked(ctx context.Context) error {
+	cutoff := time.Now().Add(-f.c.cfg.TouchAfter)
+	var hs []block.Hash
+	var idxs []uint64
+	for idx, p := range f.pending {
+		if !p.at.IsZero() && p.at.Before(cutoff) && p.h != (block.Hash{}) {
+			hs = append(hs, p.h)
+			idxs = append(idxs, idx)
+		}
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	gone := f.c.router.touch(ctx, hs)
+	if len(gone) == 0 {
+		return nil
+	}
+	var oldest time.Time
+	for i, h := range hs {
+		if at := f.pending[idxs[i]].at; gone[h] && (oldest.IsZero() || at.Before(oldest)) {
+			oldest = at
+		}
+	}
+	f.discardLocked()
+	first := ""
+	for h := range gone {
+		first = h.Short()
+		break
+	}
+	err := fmt.Errorf("commit inode %d: %w: %d block(s) uploaded up to %v ago (%s...) are on no block server: collected before this client could commit them",
+		f.ino, syscall.EIO, len(gone), time.Since(oldest).Round(time.Second), first)
+	f.c.log.Error("uncommitted data lost", "ino", f.ino, "blocks", len(gone), "err", err)
+	return err
+}
+
+// touchTimeout bounds the touch before a commit.
+const touchTimeout = 2 * time.Second
+
+// touch asks every block server not known down to touch hs (block.Toucher;
+// Has for a store that cannot) and returns the blocks that every server of
+// the map answered it does not hold — none when a server is down or did
+// not answer, since it may hold them.
+func (r *router) touch(ctx context.Context, hs []block.Hash) map[block.Hash]bool {
+	r.mu.RLock()
+	stores := make([]block.Store, 0, len(r.mu.ids))
+	complete := true
+	for _, id := range r.mu.ids {
+		st := r.mu.stores[id]
+		if st == nil || r.mu.servers[id].State == meta.StateDown {
+			complete = false
+			continue
+		}
+		stores = append(stores, st)
+	}
+	r.mu.RUnlock()
+	ctx, cancel := context.WithTimeout(ctx, touchTimeout)
+	defer cancel()
+	held := make([]bool, len(hs))
+	answered := 0
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, st := range stores {
+		wg.Go(func() {
+			var has []bool
+			var err error
+			if t, ok := st.(block.Toucher); ok {
+				has, err = t.Touch(ctx, hs)
+			} else {
+				has, err = st.Has(ctx, hs)
+			}
+			if err != nil || len(has) != len(hs) {
+				r.log.Warn("touch before commit: a block server did not answer", "err", err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			answered++
+			for i, ok := range has {
+				held[i] = held[i] || ok
+			}
+		})
+	}
+	wg.Wait()
+	if !complete || answered < len(stores) || answered == 0 {
+		return nil // a block not found may be on a server that did not answer
+	}
+	gone := make(map[block.Hash]bool)
+	for i, ok := range held {
+		if !ok {
+			gone[hs[i]] = true
+		}
+	}
+	return gone
+}
+
+// discardLocked drops what this client wrote since its last commit, once
+// its uploads are finished: the file is as last committed.
+func (f *file) discardLocked() {
+	f.pending = make(map[uint64]pend)
+	f.size = f.committedSize
+	f.truncated = false
+	f.metaDirty = false
+	f.mtime = 0
+	f.writes = 0
+}
