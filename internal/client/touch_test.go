@@ -49,30 +49,16 @@ func touchEnv(t *testing.T) (*meta.Service, *Client, map[string]*disk.Store, *ad
 func writeUploaded(t *testing.T, svc *meta.Service, c *Client, stores map[string]*disk.Store, name string, n int) (*Handle, meta.Inode, []byte) {
 	t.Helper()
 	ctx := context.Background()
-	in, err := svc.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: name, Mode: 0o100644})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, _, err := c.Open(ctx, in, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	in := createFile(t, svc, name)
+	h := open(t, c, in.Ino)
 	data := make([]byte, n*64<<10)
 	rand.New(rand.NewSource(int64(len(name)))).Read(data)
-	if _, err := h.Write(ctx, 0, data); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	write(t, h, 0, data)
+	waitFor(t, func() bool {
 		h.f.mu.Lock()
-		done := len(h.f.pending) == n && h.f.nInflight == 0
-		h.f.mu.Unlock()
-		if done {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("uploads did not finish")
-		}
-	}
+		defer h.f.mu.Unlock()
+		return len(h.f.pending) == n && h.f.nInflight == 0
+	})
 	old := time.Now().Add(-2 * time.Hour)
 	for _, st := range stores {
 		err := st.List(ctx, func(info block.Info) error { return chtimes(st.Path(info.Hash), old) })
@@ -94,7 +80,6 @@ func TestCommitTouchesOldUploads(t *testing.T) {
 	if err := h.Flush(ctx); err != nil {
 		t.Fatalf("commit of uploads aged 2 h: %v", err)
 	}
-	h.Release(ctx)
 	cutoff := start.Add(-time.Hour).UnixNano()
 	for id, st := range stores {
 		err := st.List(ctx, func(info block.Info) error {
@@ -108,19 +93,9 @@ func TestCommitTouchesOldUploads(t *testing.T) {
 		}
 	}
 	// A fresh client reads the committed file back.
-	c2 := testClient(t, svc, stores, Config{})
-	in, err := svc.GetAttr(ctx, in.Ino)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h2, _, err := c2.Open(ctx, in, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h2.Release(ctx)
-	got := make([]byte, len(data)+1)
-	if n, err := h2.Read(ctx, 0, got); n != len(data) || string(got[:n]) != string(data) {
-		t.Fatalf("read back %d of %d bytes (%v), equal: %v", n, len(data), err, string(got[:n]) == string(data))
+	got := readAt(t, open(t, testClient(t, svc, stores, Config{}), in.Ino), len(data)+1)
+	if string(got) != string(data) {
+		t.Fatalf("read back %d of %d bytes, equal: %v", len(got), len(data), string(got) == string(data))
 	}
 }
 
@@ -149,7 +124,6 @@ func TestCommitOfCollectedUploadsFails(t *testing.T) {
 	if got, err := svc.GetAttr(ctx, in.Ino); err != nil || got.Size != 0 {
 		t.Fatalf("after a later commit: size %d, %v; want 0 (the lost writes are not committed as holes)", got.Size, err)
 	}
-	h.Release(ctx)
 }
 
 func chtimes(path string, t time.Time) error { return os.Chtimes(path, t, t) }

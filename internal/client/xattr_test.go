@@ -21,11 +21,7 @@ func xattrEnv(t *testing.T, policy string) (*meta.Service, *countingMeta, *Clien
 	}
 	cm := &countingMeta{API: svc}
 	c := testClient(t, cm, map[string]block.Store{}, Config{Policy: policy})
-	in, err := svc.Create(context.Background(), meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: 0o100644})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc, cm, c, in
+	return svc, cm, c, createFile(t, svc, "f")
 }
 
 // getx reads xattr name of ino through c and checks the answer: want, or
