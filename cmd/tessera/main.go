@@ -68,6 +68,9 @@ func main() {
 	debug.SetGCPercent(50)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts an orderly stop; a second one kills at once
+	// (the default action, back once the handler is gone).
+	go func() { <-ctx.Done(); stop() }()
 	err := cmd.run(ctx, os.Args[2:])
 	switch {
 	case err == nil:

@@ -192,10 +192,9 @@ func runMount(ctx context.Context, args []string) error {
 	case <-ctx.Done():
 	case <-unmounted:
 	}
-	uerr := up.Unmount(srv, mnt, log)
-	cerr := cl.Close(context.Background())
+	err = up.StopMount(srv, mnt, cl, log)
 	st := cl.Stats()
 	log.Info("mount: stats", "commits", st.Commits, "conflicts", st.Conflicts,
 		"redo_retries", st.RedoRetries, "commits_failed", st.CommitsFailed, "callbacks", st.Callbacks, "tier_block_hits", st.TierHits, "tier_stat_hits", st.AttrHits, "tier_stat_misses", st.AttrMisses)
-	return errors.Join(uerr, cerr)
+	return err
 }

@@ -1,6 +1,9 @@
 package client
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // budget bounds the bytes of dirty blocks a client buffers. A writer that
 // would exceed it asks the client to upload dirty blocks (starved) and waits
@@ -21,8 +24,17 @@ func newBudget(max int64) *budget {
 // acquire takes n bytes, waiting while the budget is spent. starved is called
 // (without the lock) before each wait; when it reports that nothing is under
 // way that could free budget, acquire overshoots rather than wait forever.
-func (b *budget) acquire(n int64, starved func() int) {
+// The wait ends, taking nothing, when ctx is cancelled or interrupted
+// (interrupt.go).
+func (b *budget) acquire(ctx context.Context, n int64, starved func() int) error {
 	b.mu.Lock()
+	defer b.mu.Unlock()
+	var stop func()
+	defer func() {
+		if stop != nil {
+			stop()
+		}
+	}()
 	for b.use > 0 && b.use+n > b.max {
 		b.mu.Unlock()
 		busy := starved()
@@ -30,12 +42,22 @@ func (b *budget) acquire(n int64, starved func() int) {
 		if busy == 0 {
 			break
 		}
+		if err := interrupted(ctx); err != nil {
+			return err
+		}
+		if stop == nil {
+			stop = onInterrupt(ctx, func() {
+				b.mu.Lock()
+				b.cnd.Broadcast()
+				b.mu.Unlock()
+			})
+		}
 		if b.use > 0 && b.use+n > b.max {
 			b.cnd.Wait()
 		}
 	}
 	b.use += n
-	b.mu.Unlock()
+	return nil
 }
 
 // force takes n bytes without waiting.

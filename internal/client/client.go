@@ -12,6 +12,7 @@ import (
 	"tessera/internal/block"
 	"tessera/internal/cachetier"
 	"tessera/internal/meta"
+	"tessera/internal/ratelog"
 )
 
 // Config configures a Client. Zero values take the defaults noted.
@@ -110,6 +111,8 @@ type Client struct {
 	aged    atomic.Uint64 // background commits of data left uncommitted too long
 	stop    chan struct{} // closed by Close: background loops end
 	loops   sync.WaitGroup
+	// uploadFailed keeps a full disk from logging every failed upload.
+	uploadFailed ratelog.Limiter
 
 	mu struct {
 		sync.Mutex
@@ -547,7 +550,11 @@ func (c *Client) makeRoom() int {
 	for _, f := range files {
 		f.mu.Lock()
 		if f.loaded {
+			now := time.Now()
 			for _, d := range f.dirty {
+				if d.retryAt.After(now) {
+					continue // its upload failed: back off
+				}
 				f.scheduleLocked(d)
 			}
 			n += f.nInflight

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"syscall"
 	"time"
 
 	"tessera/internal/block"
@@ -19,6 +18,9 @@ func (f *file) commitLocked(ctx context.Context) error {
 	if !f.loaded {
 		return nil
 	}
+	if f.lost != nil {
+		return f.lost
+	}
 	inline, d0, inlineOK, err := f.inlineCandidateLocked(ctx)
 	if err != nil {
 		return err
@@ -28,11 +30,16 @@ func (f *file) commitLocked(ctx context.Context) error {
 			f.scheduleLocked(d)
 		}
 	}
-	f.waitLocked()
+	if err := f.waitLocked(ctx); err != nil {
+		return fmt.Errorf("commit inode %d: %w", f.ino, err)
+	}
 	if f.err != nil {
+		// Nothing is committed while a block failed: a recipe naming the
+		// blocks around it would read zeros where its data belongs. The
+		// block stays dirty for the next commit.
 		err := f.err
 		f.err = nil
-		return fmt.Errorf("commit inode %d: %w (%w)", f.ino, syscall.EIO, err)
+		return fmt.Errorf("commit inode %d: %w", f.ino, uploadErrno(err))
 	}
 	if len(f.pending) == 0 && !inlineOK && !f.metaDirty {
 		return nil
@@ -195,7 +202,9 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode, ours []*ourBlock
 // truncateLocked sets the file's size, rewriting a partial last block so that
 // bytes past the new end read as zeros if the file grows again, and commits.
 func (f *file) truncateLocked(ctx context.Context, size int64) error {
-	f.waitLocked()
+	if err := f.waitLocked(ctx); err != nil {
+		return fmt.Errorf("truncate inode %d: %w", f.ino, err)
+	}
 	nb := uint64((size + f.bs - 1) / f.bs)
 	for idx := range f.dirty {
 		if idx >= nb {

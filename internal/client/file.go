@@ -2,8 +2,11 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"syscall"
 	"time"
 
 	"tessera/internal/block"
@@ -49,7 +52,16 @@ type file struct {
 	metaDirty bool  // size or mtime changed since the last commit
 	mtime     int64 // mtime of the latest uncommitted write
 	err       error // first failed upload since the last commit
-	replicas  int   // copies per block; 0 = the cluster's default
+	// failures counts uploads of this file that failed in a row: a failed
+	// block waits uploadBackoff(failures) before the flusher tries it again.
+	failures int
+	// lost is set when writes this client had accepted were lost (their
+	// blocks vanished before a commit could name them): every later write
+	// and commit of the file fails with it until the file is closed
+	// everywhere in this client, so no commit records the writes around
+	// the loss with holes where the lost data was.
+	lost     error
+	replicas int // copies per block; 0 = the cluster's default
 	// policyName is the inode's own consistency policy ("" = the mount's).
 	policyName string
 	xattrs     xattrCache // guarded by Client.mu
@@ -88,6 +100,9 @@ type dblock struct {
 	// holds those inherited from the uploading or uploaded version it was
 	// made from (redo.go rebases on them after a commit).
 	own spans
+	// retryAt: the block's upload failed; the flusher leaves it until then
+	// (a commit retries it at once).
+	retryAt time.Time
 }
 
 // pend is an uploaded block waiting for its commit.
@@ -275,6 +290,9 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 	if err := f.catchUpLocked(ctx); err != nil {
 		return 0, err
 	}
+	if err := f.writeErrLocked(); err != nil {
+		return 0, err
+	}
 	written := 0
 	for len(data) > 0 {
 		idx := uint64(off / f.bs)
@@ -285,8 +303,16 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 			// Wait for budget without holding f.mu, so the flusher can
 			// take it; then look again.
 			f.mu.Unlock()
-			f.c.budget.acquire(f.bs, f.c.makeRoom)
+			err := f.c.budget.acquire(ctx, f.bs, f.c.makeRoom)
 			f.mu.Lock()
+			if err == nil {
+				if err = f.writeErrLocked(); err != nil {
+					f.c.budget.release(f.bs)
+				}
+			}
+			if err != nil {
+				return written, err
+			}
 			if d = f.dirty[idx]; d != nil {
 				f.c.budget.release(f.bs)
 			} else {
@@ -392,16 +418,23 @@ func (f *file) uploadDone(d *dblock, h block.Hash, rep *replication, err error) 
 		delete(f.inflight, d.idx)
 	}
 	if err != nil {
-		f.c.log.Error("block upload failed; data kept for the next fsync", "inode", f.ino, "block", d.idx, "err", err)
+		wait := uploadBackoff(f.failures)
+		f.failures++
+		f.c.uploadFailed.Log(f.c.log, slog.LevelError, "block upload failed; data kept for the next fsync",
+			"inode", f.ino, "block", d.idx, "retry_in", wait, "err", err)
 		if f.err == nil {
 			f.err = err
 		}
 		if _, newer := f.dirty[d.idx]; !newer && f.pending[d.idx].seq < d.seq {
 			f.c.budget.force(f.bs)
+			d.retryAt = time.Now().Add(wait)
 			f.dirty[d.idx] = d
 		}
-	} else if f.pending[d.idx].seq < d.seq {
-		f.pending[d.idx] = pend{h: h, seq: d.seq, at: time.Now(), base: d.base}
+	} else {
+		f.failures = 0
+		if f.pending[d.idx].seq < d.seq {
+			f.pending[d.idx] = pend{h: h, seq: d.seq, at: time.Now(), base: d.base}
+		}
 	}
 	f.cond.Broadcast()
 }
@@ -432,9 +465,56 @@ func (f *file) dirtyFor() time.Duration {
 	return time.Since(f.firstWrite)
 }
 
-// waitLocked waits until no upload of this file is under way.
-func (f *file) waitLocked() {
+// waitLocked waits until no upload of this file is under way, or until ctx
+// is cancelled or interrupted (interrupt.go).
+func (f *file) waitLocked(ctx context.Context) error {
+	if f.nInflight == 0 {
+		return nil
+	}
+	stop := onInterrupt(ctx, func() {
+		f.mu.Lock()
+		f.cond.Broadcast()
+		f.mu.Unlock()
+	})
+	defer stop()
 	for f.nInflight > 0 {
+		if err := interrupted(ctx); err != nil {
+			return fmt.Errorf("inode %d: waiting for uploads: %w", f.ino, err)
+		}
 		f.cond.Wait()
 	}
+	return nil
+}
+
+// writeErrLocked is why a write must fail now: the file's data was lost, or
+// an upload failed since the last commit (the application hears of a full
+// disk at its next write, as on a local file system, not only at fsync;
+// the data it wrote before stays buffered for that fsync).
+func (f *file) writeErrLocked() error {
+	if f.lost != nil {
+		return f.lost
+	}
+	if f.err != nil {
+		return fmt.Errorf("write inode %d: %w", f.ino, uploadErrno(f.err))
+	}
+	return nil
+}
+
+// uploadBackoff is how long a block whose upload failed n times before
+// waits for its next try by the flusher: 100 ms doubling to 30 s.
+func uploadBackoff(n int) time.Duration {
+	d := 100 * time.Millisecond
+	for i := 0; i < n && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}
+
+// uploadErrno is the errno an application sees for a failed upload: ENOSPC
+// when the block servers are out of space, EIO otherwise.
+func uploadErrno(err error) error {
+	if errors.Is(err, block.ErrNoSpace) {
+		return fmt.Errorf("%w (%w)", syscall.ENOSPC, err)
+	}
+	return fmt.Errorf("%w (%w)", syscall.EIO, err)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"tessera/internal/block"
@@ -28,6 +29,8 @@ type Handle struct {
 	// fresh: the attributes were just read from the meta service by the
 	// open, which is revalidation enough for the open's hooks.
 	fresh bool
+	// wrote: a write came through this handle (see Flush).
+	wrote atomic.Bool
 }
 
 // Open opens the file whose current attributes are in (as Create returns
@@ -131,7 +134,18 @@ func (c *Client) release(ctx context.Context, f *file) error {
 	c.mu.Lock()
 	f.opens--
 	last := f.opens == 0
-	if last && err == nil && !f.unlinked {
+	c.mu.Unlock()
+	if last && err != nil && f.lost == nil {
+		// The last descriptor is gone and its close was told the commit
+		// failed: nobody is left to retry it, and data kept in memory
+		// for nobody would hold the dirty budget for good (a full disk
+		// would keep it forever). The file is as last committed.
+		c.log.Error("close: uncommitted writes dropped after their commit failed", "inode", f.ino, "err", err)
+		f.waitLocked(context.WithoutCancel(ctx))
+		f.discardLocked()
+	}
+	c.mu.Lock()
+	if last && f.opens == 0 && !f.unlinked && c.mu.files[f.ino] == f {
 		delete(c.mu.files, f.ino)
 	}
 	c.mu.Unlock()
@@ -197,6 +211,7 @@ func (h *Handle) Write(ctx context.Context, off int64, data []byte) (int, error)
 	if err := p.PreWrite(ctx, hf, op); err != nil {
 		return 0, err
 	}
+	h.wrote.Store(true)
 	n, err := h.f.write(ctx, off, data)
 	if err != nil {
 		return n, err
@@ -217,8 +232,13 @@ func (h *Handle) Flush(ctx context.Context) error {
 	if err := p.PreClose(ctx, hf, op); err != nil {
 		return err
 	}
-	if err := h.commit(ctx, false); err != nil {
-		return err
+	// A read-only descriptor that wrote nothing commits nothing on close:
+	// a reader's close neither waits for a writer's uploads nor takes its
+	// errors.
+	if h.flags&syscall.O_ACCMODE != syscall.O_RDONLY || h.wrote.Load() {
+		if err := h.commit(ctx, false); err != nil {
+			return err
+		}
 	}
 	return p.PostClose(ctx, hf, op)
 }

@@ -59,7 +59,6 @@ func (f *file) touchOldLocked(ctx context.Context) error {
 			oldest = at
 		}
 	}
-	f.discardLocked()
 	first := ""
 	for h := range gone {
 		first = h.Short()
@@ -68,6 +67,7 @@ func (f *file) touchOldLocked(ctx context.Context) error {
 	err := fmt.Errorf("commit inode %d: %w: %d block(s) uploaded up to %v ago (%s...) are on no block server: collected before this client could commit them",
 		f.ino, syscall.EIO, len(gone), time.Since(oldest).Round(time.Second), first)
 	f.c.log.Error("uncommitted data lost", "ino", f.ino, "blocks", len(gone), "err", err)
+	f.loseLocked(err)
 	return err
 }
 
@@ -132,12 +132,29 @@ func (r *router) touch(ctx context.Context, hs []block.Hash) map[block.Hash]bool
 }
 
 // discardLocked drops what this client wrote since its last commit, once
-// its uploads are finished: the file is as last committed.
+// its uploads are finished: the file is as last committed. The dirty blocks
+// go too: committed without the lost ones, they would leave holes (zeros
+// read back) where acknowledged writes were.
 func (f *file) discardLocked() {
+	for idx := range f.dirty {
+		delete(f.dirty, idx)
+		f.c.budget.release(f.bs)
+	}
 	f.pending = make(map[uint64]pend)
+	f.repls = nil
+	f.err = nil
 	f.size = f.committedSize
 	f.truncated = false
 	f.metaDirty = false
 	f.mtime = 0
 	f.writes = 0
+}
+
+// loseLocked discards the uncommitted writes (discardLocked) and makes every
+// later write and commit of the file in this client fail with err until
+// it is closed: writes the application made after the lost ones must not be
+// committed as if the file had holes there.
+func (f *file) loseLocked(err error) {
+	f.discardLocked()
+	f.lost = fmt.Errorf("inode %d: %w: writes since the last commit were lost (%v); the file is as last committed until every descriptor of it is closed", f.ino, syscall.EIO, err)
 }

@@ -102,15 +102,20 @@ func TestCommitTouchesOldUploads(t *testing.T) {
 // TestCommitOfCollectedUploadsFails: uploads a collection removed before
 // their commit (the client was cut off longer than the grace) make the
 // commit fail with EIO naming them, instead of a recipe naming blocks that
-// are gone; the file keeps its committed content and later commits work.
+// are gone; the file keeps its committed content. Writes the application
+// made after the lost ones are never committed around the gap (a second
+// mount would read zeros where acknowledged data was): the descriptor fails
+// every write and commit until the file is closed, and a fresh open works.
 func TestCommitOfCollectedUploadsFails(t *testing.T) {
 	ctx := context.Background()
 	svc, c, stores, cl := touchEnv(t)
-	h, in, _ := writeUploaded(t, svc, c, stores, "g", 3)
+	h, in, data := writeUploaded(t, svc, c, stores, "g", 3)
 	rep, err := admin.GC(ctx, cl, time.Hour, time.Now())
 	if err != nil || rep.Removed != 3 {
 		t.Fatalf("collection: %+v, %v; want the 3 uncommitted blocks removed", rep, err)
 	}
+	// The writer goes on past the lost blocks, still buffered.
+	write(t, h, int64(len(data)), []byte("written after the lost blocks"))
 	err = h.Flush(ctx)
 	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "on no block server") {
 		t.Fatalf("commit of collected uploads: %v; want EIO saying the blocks are on no block server", err)
@@ -118,11 +123,26 @@ func TestCommitOfCollectedUploadsFails(t *testing.T) {
 	if got, err := svc.GetAttr(ctx, in.Ino); err != nil || got.Size != 0 {
 		t.Fatalf("after the failed commit: size %d, %v; want the committed size 0", got.Size, err)
 	}
-	if err := h.Flush(ctx); err != nil {
-		t.Fatalf("a later commit: %v", err)
+	if _, err := h.Write(ctx, int64(len(data))+100, []byte("more")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("write after the loss: %v; want EIO", err)
+	}
+	if err := h.Flush(ctx); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("a later commit on the same descriptor: %v; want EIO", err)
 	}
 	if got, err := svc.GetAttr(ctx, in.Ino); err != nil || got.Size != 0 {
-		t.Fatalf("after a later commit: size %d, %v; want 0 (the lost writes are not committed as holes)", got.Size, err)
+		t.Fatalf("after a later commit: size %d, %v; want 0 (no write around the lost ones is committed)", got.Size, err)
+	}
+	h.Release(ctx)
+	// Closed everywhere: the file is as committed, and usable again.
+	h2 := open(t, c, in.Ino)
+	write(t, h2, 0, []byte("fresh"))
+	if err := h2.Flush(ctx); err != nil {
+		t.Fatalf("commit after reopening: %v", err)
+	}
+	h2.Release(ctx)
+	got := readAt(t, open(t, testClient(t, svc, stores, Config{}), in.Ino), 100)
+	if string(got) != "fresh" {
+		t.Fatalf("read back %q; want %q", got, "fresh")
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"tessera/internal/client"
 	"tessera/internal/meta"
+	"tessera/internal/ratelog"
 )
 
 // Options tune the mount.
@@ -35,6 +36,8 @@ type FS struct {
 	opts                 Options
 	log                  *slog.Logger
 	srv                  atomic.Pointer[gofuse.Server] // set by Mount, for notifications
+	// noSpace keeps a full disk from logging every refused write.
+	noSpace ratelog.Limiter
 
 	mu struct {
 		sync.Mutex
@@ -160,8 +163,11 @@ func (fs *FS) status(op string, err error) gofuse.Status {
 	}
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
-		if errno == syscall.EIO {
+		switch errno {
+		case syscall.EIO:
 			fs.log.Error(op, "err", err)
+		case syscall.ENOSPC:
+			fs.noSpace.Log(fs.log, slog.LevelError, op, "err", err)
 		}
 		return gofuse.Status(errno)
 	}
@@ -173,7 +179,13 @@ func (fs *FS) status(op string, err error) gofuse.Status {
 	return gofuse.EIO
 }
 
-func ctxOf(cancel <-chan struct{}) context.Context { return context.Background() }
+// ctxOf is the context of a request: go-fuse closes cancel when the kernel
+// interrupts it (the caller got a signal, SIGKILL included), which ends the
+// client's unbounded waits with EINTR (client.WithInterrupt) so that a
+// killed process is not left in state D.
+func ctxOf(cancel <-chan struct{}) context.Context {
+	return client.WithInterrupt(context.Background(), cancel)
+}
 
 // fillAttr converts meta attributes into the kernel's.
 func fillAttr(in *meta.Inode, out *gofuse.Attr) {

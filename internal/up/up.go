@@ -215,9 +215,21 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	case <-unmounted:
 		log.Warn("the mount went away (unmounted from outside)", "mount", cfg.Mount)
 	}
-	uerr := Unmount(srv, cfg.Mount, log)
-	cerr := cl.Close(context.Background())
-	return errors.Join(uerr, cerr)
+	return StopMount(srv, cfg.Mount, cl, log)
+}
+
+// closeTimeout bounds the client's last commits when the mount stops: a
+// stop must end even when the block servers cannot take the data (a full
+// disk, servers gone).
+const closeTimeout = 20 * time.Second
+
+// StopMount unmounts mnt (Unmount) and closes its client, giving the
+// client's last commits at most closeTimeout.
+func StopMount(srv interface{ Unmount() error }, mnt string, cl *client.Client, log *slog.Logger) error {
+	uerr := Unmount(srv, mnt, log)
+	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
+	defer cancel()
+	return errors.Join(uerr, cl.Close(ctx))
 }
 
 // reapOrphans removes inodes that lost their last name while open and were

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tessera/internal/block"
+	"tessera/internal/ratelog"
 )
 
 // DefaultMaxBlockSize is the largest block a server accepts unless
@@ -88,6 +89,9 @@ type Handler struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	bufs    bufPool
+	// noSpace: a full disk refuses every PUT; one log line per interval
+	// says so (with how many were refused meanwhile).
+	noSpace ratelog.Limiter
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -389,7 +393,9 @@ func (h *Handler) failErr(w http.ResponseWriter, r *http.Request, err error) {
 
 // fail writes a plain-text error reply, logging server errors.
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, code int, class string, err error) {
-	if code >= 500 && class != ClassCorrupt && r.Context().Err() == nil {
+	if class == ClassNoSpace && r.Context().Err() == nil {
+		h.noSpace.Log(h.log, slog.LevelError, "block store out of space: refusing writes", "method", r.Method, "path", r.URL.Path, "err", err)
+	} else if code >= 500 && class != ClassCorrupt && r.Context().Err() == nil {
 		h.log.Error("block request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
 	}
 	hd := w.Header()
