@@ -16,7 +16,7 @@ func runUp(ctx context.Context, args []string) error {
 	n := fs.Int("block-servers", 3, "number of block servers to run")
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	metaListen := fs.String("meta-listen", "127.0.0.1:0", "address the meta service listens on")
-	replicas := fs.Int("replicas", 0, "the cluster's default replication factor (default 2 with --block-servers >= 2, else 1)")
+	replicas := fs.Int("replicas", 0, "the cluster's default replication factor (default 1: the block servers share the data directory's file system; 2 when their directories are separate file systems)")
 	role := addMetaRoleFlags(fs)
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "how often the block servers re-register")
 	debug := fs.Bool("debug", false, "log every FUSE request")

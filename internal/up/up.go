@@ -93,8 +93,20 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	cleanups = append(cleanups, func() { store.Close() })
+	blockDirs := make([]string, cfg.BlockServers)
+	for i := range blockDirs {
+		blockDirs[i] = filepath.Join(cfg.DataDir, "blocks", fmt.Sprintf("b%d", i))
+	}
+	shared, err := oneFileSystem(blockDirs)
+	if err != nil {
+		return err
+	}
+	// Copies on one file system protect against no disk failure and
+	// multiply the writes: one copy, unless the block directories are
+	// separate file systems (mounted there by the operator) or --replicas
+	// says otherwise.
 	defReplicas := 1
-	if cfg.BlockServers >= 2 {
+	if cfg.BlockServers >= 2 && !shared {
 		defReplicas = 2
 	}
 	svc, err := meta.New(store, meta.Options{BlockSize: cfg.BlockSize, Replicas: defReplicas})
@@ -106,9 +118,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			return err
 		}
 	}
-	if m, err := svc.Servers(ctx); err == nil && m.Replicas > 1 {
-		// Every block server of `tessera up` keeps its blocks under the one
-		// data directory: the copies share a disk.
+	if m, err := svc.Servers(ctx); err == nil && m.Replicas > 1 && shared {
 		log.Info("the block servers share one file system: extra copies protect against no disk failure and multiply the writes; "+
 			"--replicas 1 for speed, or block servers on separate disks or machines (tessera blockd) for redundancy",
 			"replicas", m.Replicas, "data", cfg.DataDir)
@@ -137,7 +147,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	stores := make(map[string]*disk.Store, cfg.BlockServers)
 	for i := 0; i < cfg.BlockServers; i++ {
 		id := fmt.Sprintf("b%d", i)
-		dir := filepath.Join(cfg.DataDir, "blocks", id)
+		dir := blockDirs[i]
 		st, err := disk.Open(dir)
 		if err != nil {
 			return err
@@ -216,6 +226,27 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		log.Warn("the mount went away (unmounted from outside)", "mount", cfg.Mount)
 	}
 	return StopMount(srv, cfg.Mount, cl, log)
+}
+
+// oneFileSystem creates dirs and reports whether they all lie on one file
+// system (one device number).
+func oneFileSystem(dirs []string) (bool, error) {
+	devs := make(map[uint64]bool)
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return false, fmt.Errorf("block server directory: %w", err)
+		}
+		fi, err := os.Stat(d)
+		if err != nil {
+			return false, fmt.Errorf("block server directory: %w", err)
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok {
+			return true, nil
+		}
+		devs[uint64(st.Dev)] = true
+	}
+	return len(devs) <= 1, nil
 }
 
 // closeTimeout bounds the client's last commits when the mount stops: a
