@@ -213,8 +213,39 @@ func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GC
 	return r, errors.Join(r.UnreachableErr...)
 }
 
+// impossible says why block idx of file in, with content data, cannot be
+// what any sequence of writes and truncates made ("" if it can be): a
+// block past the end of the file, longer than the file's block size, or
+// with bytes past the file's end (a truncate cuts the block it ends in).
+func impossible(in meta.Inode, idx uint64, data []byte) string {
+	bs := int64(in.BlockSize)
+	if bs <= 0 {
+		bs = meta.DefaultBlockSize
+	}
+	start := int64(idx) * bs
+	switch {
+	case start >= int64(in.Size):
+		return fmt.Sprintf("a block at offset %d, past the end of the %d-byte file", start, in.Size)
+	case int64(len(data)) > bs:
+		return fmt.Sprintf("%d bytes in a block of a file whose blocks are %d bytes", len(data), bs)
+	case start+int64(len(data)) > int64(in.Size) && !allZero(data[int64(in.Size)-start:]):
+		return fmt.Sprintf("data past the end of the %d-byte file", in.Size)
+	}
+	return ""
+}
+
+func allZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Fsck checks that every block a recipe refers to is held by some server
-// and matches its hash. It writes one line per problem to w and returns the
+// and matches its hash, and that its content can be what writes and
+// truncates made (impossible). It writes one line per problem to w and returns the
 // number of problems.
 func Fsck(ctx context.Context, c *Cluster, w io.Writer) (int, error) {
 	list, stores, err := c.servers(ctx)
@@ -239,13 +270,27 @@ func Fsck(ctx context.Context, c *Cluster, w io.Writer) (int, error) {
 		return 0, fmt.Errorf("walk recipes: %w", err)
 	}
 	problems := 0
+	attrs := make(map[meta.Ino]meta.Inode)
 	for h, rs := range refs {
 		var found bool
 		var errs []error
 		for _, id := range placement.Pick(h, ids, len(ids)) {
-			_, err := stores[id].Get(ctx, h)
+			data, err := stores[id].Get(ctx, h)
 			if err == nil {
 				found = true
+				for _, r := range rs {
+					in, ok := attrs[r.ino]
+					if !ok {
+						if in, err = c.Meta.GetAttr(ctx, r.ino); err != nil {
+							continue // removed since the walk
+						}
+						attrs[r.ino] = in
+					}
+					if what := impossible(in, r.idx, data); what != "" {
+						problems++
+						fmt.Fprintf(w, "inode %d block %d (%s): %s\n", r.ino, r.idx, h.Short(), what)
+					}
+				}
 				break
 			}
 			if !errors.Is(err, block.ErrNotFound) {
