@@ -148,11 +148,15 @@ func runMount(ctx context.Context, args []string) error {
 	metaAddr := fs.String("meta", "", "meta service (host:port); required")
 	cacheDir := fs.String("cache-dir", "", "local disk block cache directory (default: none)")
 	cacheSize := fs.Int64("cache-size", 1<<30, "local disk block cache size in bytes")
+	mem := addMemFlags(fs)
 	cacheTier := fs.String("cache-tier", "", "shared memcached tier for blocks, memcached://host:port,host:port")
 	debug := fs.Bool("debug", false, "log every FUSE request")
 	pprofAddr := addPprofFlag(fs)
 	pol := addPolicyFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := mem.check(); err != nil {
 		return err
 	}
 	if err := servePprof(*pprofAddr); err != nil {
@@ -174,6 +178,7 @@ func runMount(ctx context.Context, args []string) error {
 	inv := new(fuse.Invalidator)
 	cl, err := client.New(ctx, client.Config{Meta: mc, Dial: up.DialBlockServer, Logger: log,
 		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String(),
+		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty,
 		Sessions: true, OnInvalidate: inv.Invalidate})
 	if err != nil {
 		return err

@@ -21,11 +21,15 @@ func runUp(ctx context.Context, args []string) error {
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "how often the block servers re-register")
 	debug := fs.Bool("debug", false, "log every FUSE request")
 	pol := addPolicyFlag(fs)
+	mem := addMemFlags(fs)
 	pprofAddr := addPprofFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := servePprof(*pprofAddr); err != nil {
+		return err
+	}
+	if err := mem.check(); err != nil {
 		return err
 	}
 	if *data == "" || *mnt == "" {
@@ -55,6 +59,8 @@ func runUp(ctx context.Context, args []string) error {
 		MetaListen:   *metaListen,
 		Debug:        *debug,
 		Policy:       pol.String(),
+		MemCache:     *mem.cache,
+		DirtyBytes:   *mem.dirty,
 		Logger:       newLogger(false),
 		Ready: func(mount, metaAddr string) {
 			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s\n", mount, metaAddr, *data)

@@ -36,3 +36,14 @@ func (l *bufList) put(b []byte) {
 	default:
 	}
 }
+
+// drain drops the free buffers.
+func (l *bufList) drain() {
+	for {
+		select {
+		case <-l.free:
+		default:
+			return
+		}
+	}
+}

@@ -21,10 +21,14 @@ type Config struct {
 	Dial   Dialer
 	Logger *slog.Logger
 
-	MemCacheBytes  int64  // memory block cache; default 256 MiB
+	MemCacheBytes  int64  // memory block cache; default DefaultMemCacheBytes()
 	DiskCacheDir   string // local disk block cache; "" disables it
 	DiskCacheBytes int64  // default 1 GiB
-	DirtyBytes     int64  // bound on buffered and uploading data; default 128 MiB
+	DirtyBytes     int64  // bound on buffered and uploading data; default DefaultDirtyBytes()
+	// IdleRelease: a client with no read or write for this long gives its
+	// cached blocks and spare buffers back (memory.go); default
+	// DefaultIdleRelease, negative never.
+	IdleRelease time.Duration
 	// TouchAfter: uploads older than this are touched on the block
 	// servers before a commit names them (touch.go); default
 	// DefaultTouchAfter.
@@ -71,13 +75,16 @@ func (c *Config) setDefaults() {
 		c.Logger = slog.Default()
 	}
 	if c.MemCacheBytes == 0 {
-		c.MemCacheBytes = 256 << 20
+		c.MemCacheBytes = DefaultMemCacheBytes()
 	}
 	if c.DiskCacheBytes == 0 {
 		c.DiskCacheBytes = 1 << 30
 	}
 	if c.DirtyBytes == 0 {
-		c.DirtyBytes = 128 << 20
+		c.DirtyBytes = DefaultDirtyBytes()
+	}
+	if c.IdleRelease == 0 {
+		c.IdleRelease = DefaultIdleRelease
 	}
 	if c.TouchAfter == 0 {
 		c.TouchAfter = DefaultTouchAfter
@@ -113,6 +120,8 @@ type Client struct {
 	loops   sync.WaitGroup
 	// uploadFailed keeps a full disk from logging every failed upload.
 	uploadFailed ratelog.Limiter
+	active       activity      // last read or write (memory.go)
+	idleReleases atomic.Uint64 // times an idle client gave its memory back
 
 	mu struct {
 		sync.Mutex
@@ -192,6 +201,14 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			c.commitAged(limit, c.stop)
 		}()
 	}
+	if cfg.IdleRelease > 0 {
+		c.active.touch(time.Now())
+		c.loops.Add(1)
+		go func() {
+			defer c.loops.Done()
+			c.releaseIdle(cfg.IdleRelease, c.stop)
+		}()
+	}
 	if pool != nil {
 		// Outermost, so that it sees every change this client makes.
 		c.attrs = newTierAPI(c.api, pool, c.CacheTTL)
@@ -267,6 +284,9 @@ type Stats struct {
 	// the attempts allowed, by CommitsFailed); RedoRetries are the
 	// commits re-sent after a redo.
 	Commits, Conflicts, RedoRetries, CommitsFailed uint64
+	// IdleReleases counts the times an idle client gave its cached blocks
+	// and spare buffers back (memory.go).
+	IdleReleases uint64
 }
 
 // Stats returns the client's cache and buffer counters.
@@ -274,7 +294,8 @@ func (c *Client) Stats() Stats {
 	h, m, u := c.mem.stats()
 	st := Stats{MemHits: h, MemMisses: m, MemBytes: u, DirtyBytes: c.budget.inUse(),
 		Commits: c.redo.commits.Load(), Conflicts: c.redo.conflicts.Load(),
-		RedoRetries: c.redo.retries.Load(), CommitsFailed: c.redo.failed.Load()}
+		RedoRetries: c.redo.retries.Load(), CommitsFailed: c.redo.failed.Load(),
+		IdleReleases: c.idleReleases.Load()}
 	if c.cb != nil {
 		st.Callbacks = c.cb.received.Load()
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -212,6 +213,7 @@ func (h *Handle) Write(ctx context.Context, off int64, data []byte) (int, error)
 		return 0, err
 	}
 	h.wrote.Store(true)
+	h.f.c.active.touch(time.Now())
 	n, err := h.f.write(ctx, off, data)
 	if err != nil {
 		return n, err
@@ -307,6 +309,7 @@ type fetchJob struct {
 // the end of the file. It runs between the policy's read hooks, which
 // revalidate first for synchronized reads (O_RSYNC).
 func (h *Handle) Read(ctx context.Context, off int64, dest []byte) (int, error) {
+	h.f.c.active.touch(time.Now())
 	p, hf, op := h.policy(), handleFile{h}, h.op(off, int64(len(dest)))
 	if k := p.Knobs(); k.Commit == policy.CommitEachWrite || k.Reads == policy.ReadSynchronized || op.Flags&syscall.O_RSYNC == syscall.O_RSYNC {
 		h.f.visible.RLock()

@@ -84,6 +84,15 @@ func (c *memCache) demote(h block.Hash) {
 	}
 }
 
+// clear drops every block (an idle client gives its memory back).
+func (c *memCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.mu.ll.Init()
+	clear(c.mu.items)
+	c.mu.used = 0
+}
+
 func (c *memCache) stats() (hits, misses uint64, used int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -57,7 +57,10 @@ type Config struct {
 	// Policy is the mount's default consistency policy (a preset name;
 	// "" means policy.Default), for files with none of their own.
 	Policy string
-	Logger *slog.Logger
+	// MemCache and DirtyBytes bound the mount's memory (client.Config's
+	// MemCacheBytes and DirtyBytes; 0: sized from the machine).
+	MemCache, DirtyBytes int64
+	Logger               *slog.Logger
 	// Ready, if set, is called once the mount is usable.
 	Ready func(mount, metaAddr string)
 }
@@ -195,11 +198,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 
 	inv := new(fuse.Invalidator)
 	cl, err := client.New(ctx, client.Config{
-		Meta:         svc,
-		Dial:         dial,
-		Logger:       log,
-		DiskCacheDir: filepath.Join(cfg.DataDir, "cache"),
-		Policy:       cfg.Policy,
+		Meta:          svc,
+		Dial:          dial,
+		Logger:        log,
+		DiskCacheDir:  filepath.Join(cfg.DataDir, "cache"),
+		MemCacheBytes: cfg.MemCache,
+		DirtyBytes:    cfg.DirtyBytes,
+		Policy:        cfg.Policy,
 		// Other mounts (tessera mount --meta) keep this one coherent.
 		Sessions:     true,
 		OnInvalidate: inv.Invalidate,

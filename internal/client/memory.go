@@ -1,0 +1,82 @@
+package client
+
+import (
+	"runtime/debug"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Memory: the client's caches are sized from the machine, and what an idle
+// client holds goes back to the operating system.
+//
+// The memory block cache and the dirty budget default to a share of the
+// machine's memory with a cap (DefaultMemCacheBytes, DefaultDirtyBytes): on
+// a laptop of 4 GiB a mount takes 64 + 32 MiB, on 16 GiB and up 256 + 128
+// MiB. The kernel's page cache keeps what a reader reads hot (the FUSE layer
+// keeps it across opens), so the block cache mostly serves read-ahead and
+// rereads of evicted pages, and need not grow with the machine.
+//
+// A client with no read or write for Config.IdleRelease (DefaultIdleRelease)
+// empties its memory block cache and its free list of write buffers and
+// asks the Go runtime to return free memory to the system; the next reader
+// fetches again (from the local disk cache or the servers).
+
+// DefaultIdleRelease is Config.IdleRelease's default.
+const DefaultIdleRelease = time.Minute
+
+// machineMemory is the machine's RAM in bytes (0 if unknown).
+func machineMemory() int64 {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return 0
+	}
+	return int64(si.Totalram) * int64(si.Unit)
+}
+
+// DefaultMemCacheBytes is Config.MemCacheBytes's default on this machine:
+// 1/64 of its memory, from 32 to 256 MiB.
+func DefaultMemCacheBytes() int64 { return shareOfMemory(machineMemory(), 64, 32<<20, 256<<20) }
+
+// DefaultDirtyBytes is Config.DirtyBytes's default on this machine: 1/128
+// of its memory, from 32 to 128 MiB.
+func DefaultDirtyBytes() int64 { return shareOfMemory(machineMemory(), 128, 32<<20, 128<<20) }
+
+// shareOfMemory is total/div, within [lo, hi]; hi when total is unknown.
+func shareOfMemory(total, div, lo, hi int64) int64 {
+	if total <= 0 {
+		return hi
+	}
+	return min(max(total/div, lo), hi)
+}
+
+// activity records when the client last served a read or a write.
+type activity struct{ last atomic.Int64 }
+
+func (a *activity) touch(now time.Time) { a.last.Store(now.UnixNano()) }
+
+// releaseIdle runs until stop is closed: every tick, a client idle for
+// idle or longer drops its cached blocks and spare buffers, once per idle
+// period, and the runtime returns the freed memory.
+func (c *Client) releaseIdle(idle time.Duration, stop <-chan struct{}) {
+	tick := min(max(idle/4, 100*time.Millisecond), 15*time.Second)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	var released int64 // activity stamp at the last release
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			last := c.active.last.Load()
+			if last == released || last > now.Add(-idle).UnixNano() || c.budget.inUse() > 0 {
+				continue // released since the last use, in use, or dirty
+			}
+			c.mem.clear()
+			c.bufs.drain()
+			debug.FreeOSMemory()
+			c.idleReleases.Add(1)
+			released = last
+		}
+	}
+}
