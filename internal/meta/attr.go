@@ -63,7 +63,11 @@ func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *In
 		}
 		if req.Valid&SetSize != 0 && req.Size != rec.Size {
 			if req.Size < rec.Size {
-				if err := t.truncateRecipe(rec, req.Size); err != nil {
+				refs := refDeltas{}
+				if err := t.truncateRecipe(rec, req.Size, refs); err != nil {
+					return err
+				}
+				if err := t.applyRefs(refs, s.nowNs()); err != nil {
 					return err
 				}
 			}

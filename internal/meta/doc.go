@@ -38,6 +38,8 @@
 //	"m" "replicas"       -> the cluster's default replication factor (8 bytes, 1..MaxReplicas)
 //	"m" "progress"       -> the mover's latest report
 //	"m" "format"         -> key-schema version, FormatVersion (8 bytes)
+//	"h" hash             -> reference count of block hash (32 bytes)
+//	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)
 //
 // Counters are sharded by inode number so that creates and commits in
 // different directories do not all conflict on one key; StatFS sums the
@@ -61,11 +63,32 @@
 //	         hole (trailing holes are trimmed; an all-hole segment is deleted)
 //	xattr:   1 | value (0..XattrValueMax bytes)
 //	orphan:  1 | unix ns when the last link went (8)
+//	ref:     1 | count 8 (at least 1: a count of 0 has no record)
+//	release: 1
 //	server:  1 | addr str | dir str | host str | rack str | site str |
 //	         state str | seen 8
 //	progress: 1 | flags(1: bit0 Running) | round 8 | at 8 | blocks 8 |
 //	         under-replicated 8 | misplaced 8 | bytes to move 8 |
 //	         bytes moved 8 | err str (at most 4096 bytes)
+//
+// # Reference counts
+//
+// A block's "h" record counts the recipe entries, of every inode (orphans'
+// included), that name it; holes and inline block-0 data name no block. The
+// transaction that adds or drops entries (Commit, a size-shrinking SetAttr,
+// the Unlink or Reap that deletes an inode) changes the counts with them,
+// so they never disagree with the recipes. When a count reaches 0 the same
+// transaction deletes the record and adds a release "u" at hash, at being
+// the transaction's time. The reclaimer (package reclaim) reads releases
+// older than its safety window (Releases), removes the block from every
+// block server when its count is still 0, with the release's time as the
+// removal's cutoff (so a copy written or touched since is spared), and
+// deletes the release (DropRelease); a block named again has a count again
+// and its stale release is dropped without a removal. A block can have
+// several releases (released, named again, released again): each spares
+// the copies written after it. Format 1 stores had no counts: New builds
+// them from the recipes once (the blocks they had already left are the
+// full collection's, tessera gc).
 //
 // # Membership
 //

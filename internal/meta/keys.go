@@ -1,6 +1,10 @@
 package meta
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"tessera/internal/block"
+)
 
 // Key-kind prefixes; see the key schema in doc.go.
 const (
@@ -12,6 +16,8 @@ const (
 	pfxCounter = 'c'
 	pfxServer  = 's'
 	pfxMeta    = 'm'
+	pfxRef     = 'h'
+	pfxRelease = 'u'
 )
 
 // Counter kinds, the byte after pfxCounter.
@@ -77,6 +83,33 @@ func counterKey(kind byte, ino Ino) []byte {
 
 // serverKey is "s" id.
 func serverKey(id string) []byte { return append([]byte{pfxServer}, id...) }
+
+// refKey is "h" hash.
+func refKey(h block.Hash) []byte { return append([]byte{pfxRef}, h[:]...) }
+
+// releaseKey is "u" at hash: releases sort by the time they were made.
+func releaseKey(at int64, h block.Hash) []byte {
+	k := make([]byte, 1, 1+8+block.HashSize)
+	k[0] = pfxRelease
+	k = binary.BigEndian.AppendUint64(k, uint64(at))
+	return append(k, h[:]...)
+}
+
+// parseRefKey returns the block hash of an "h" key.
+func parseRefKey(k []byte) (block.Hash, error) {
+	if len(k) != 1+block.HashSize || k[0] != pfxRef {
+		return block.Hash{}, corruptf("reference key %q: want 'h' + %d bytes", k, block.HashSize)
+	}
+	return block.Hash(k[1:]), nil
+}
+
+// parseReleaseKey splits a "u" key into time and block hash.
+func parseReleaseKey(k []byte) (int64, block.Hash, error) {
+	if len(k) != 1+8+block.HashSize || k[0] != pfxRelease {
+		return 0, block.Hash{}, corruptf("release key %q: want 'u' + %d bytes", k, 8+block.HashSize)
+	}
+	return int64(be64(k[1:])), block.Hash(k[9:]), nil
+}
 
 func parseInoKey(pfx byte, k []byte, what string) (Ino, error) {
 	if len(k) != 9 || k[0] != pfx {

@@ -248,7 +248,7 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			now := s.nowNs()
 			if rec.Nlink <= 1 && reap != 0 && reap == ino {
 				rec.Nlink = 0
-				if err := t.deleteInode(rec); err != nil {
+				if err := t.deleteInode(rec, now); err != nil {
 					return err
 				}
 			} else if err := t.dropLink(rec, now); err != nil {

@@ -24,7 +24,7 @@ func (s *Service) Reap(ctx context.Context, ino Ino) error {
 		if rec.Nlink > 0 {
 			return nil
 		}
-		return t.deleteInode(rec)
+		return t.deleteInode(rec, s.nowNs())
 	})
 	if err != nil {
 		return fmt.Errorf("reap %d: %w", ino, err)
@@ -33,13 +33,19 @@ func (s *Service) Reap(ctx context.Context, ino Ino) error {
 }
 
 // deleteInode removes an unlinked inode with its recipe, xattrs and orphan
-// marker, and takes it off the usage counters.
-func (t txn) deleteInode(rec *inodeRec) error {
+// marker, and takes it off the usage counters and its blocks' reference
+// counts (releasing those it named last at now).
+func (t txn) deleteInode(rec *inodeRec, now int64) error {
 	ino := rec.Ino
-	for _, p := range [][]byte{segmentPrefix(ino), xattrPrefix(ino)} {
-		if err := t.deletePrefix(p); err != nil {
-			return err
-		}
+	refs := refDeltas{}
+	if err := t.dropSegmentsFrom(ino, 0, refs); err != nil {
+		return err
+	}
+	if err := t.applyRefs(refs, now); err != nil {
+		return err
+	}
+	if err := t.deletePrefix(xattrPrefix(ino)); err != nil {
+		return err
 	}
 	if err := t.Delete(orphanKey(ino)); err != nil {
 		return err

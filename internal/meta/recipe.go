@@ -82,16 +82,18 @@ func (s *Service) getRecipe(ctx context.Context, ino Ino, first, count uint64, o
 	})
 }
 
-// segments caches the recipe segments one transaction reads and changes.
+// segments caches the recipe segments one transaction reads and changes,
+// and gathers the changes to reference counts that its sets make.
 type segments struct {
 	t     txn
 	ino   Ino
 	segs  map[uint64][]block.Hash
 	dirty map[uint64]bool
+	refs  refDeltas
 }
 
-func newSegments(t txn, ino Ino) *segments {
-	return &segments{t: t, ino: ino, segs: map[uint64][]block.Hash{}, dirty: map[uint64]bool{}}
+func newSegments(t txn, ino Ino, refs refDeltas) *segments {
+	return &segments{t: t, ino: ino, segs: map[uint64][]block.Hash{}, dirty: map[uint64]bool{}, refs: refs}
 }
 
 func (ss *segments) load(seg uint64) ([]block.Hash, error) {
@@ -133,6 +135,7 @@ func (ss *segments) set(index uint64, h block.Hash) error {
 		}
 		hs = append(hs, make([]block.Hash, slot+1-len(hs))...)
 	}
+	ss.refs.replace(hs[slot], h)
 	hs[slot] = h
 	ss.segs[seg] = hs
 	ss.dirty[seg] = true
@@ -157,11 +160,11 @@ func (ss *segments) flush() error {
 }
 
 // truncateRecipe drops rec's recipe entries at or past ceil(size/BlockSize)
-// and cuts inline block-0 data to size (dropping it when size is 0). It does
-// not store rec.
-func (t txn) truncateRecipe(rec *inodeRec, size uint64) error {
+// and cuts inline block-0 data to size (dropping it when size is 0),
+// counting the dropped entries in refs. It does not store rec.
+func (t txn) truncateRecipe(rec *inodeRec, size uint64, refs refDeltas) error {
 	trimInline(rec, size)
-	return t.dropSegmentsFrom(rec.Ino, ceilDiv(size, uint64(rec.BlockSize)))
+	return t.dropSegmentsFrom(rec.Ino, ceilDiv(size, uint64(rec.BlockSize)), refs)
 }
 
 // trimInline cuts rec's inline block-0 data to size, dropping it at size 0.
@@ -176,8 +179,9 @@ func trimInline(rec *inodeRec, size uint64) {
 	}
 }
 
-// dropSegmentsFrom deletes the recipe entries of ino at or past index nb.
-func (t txn) dropSegmentsFrom(ino Ino, nb uint64) error {
+// dropSegmentsFrom deletes the recipe entries of ino at or past index nb,
+// counting them in refs.
+func (t txn) dropSegmentsFrom(ino Ino, nb uint64, refs refDeltas) error {
 	seg, slot := segOf(nb)
 	type kvp struct{ k, v []byte }
 	var found []kvp
@@ -194,20 +198,25 @@ func (t txn) dropSegmentsFrom(ino Ino, nb uint64) error {
 		if err != nil {
 			return err
 		}
-		if sg == seg && slot > 0 {
-			hs, err := decodeSegment(f.v)
-			if err != nil {
+		hs, err := decodeSegment(f.v)
+		if err != nil {
+			return err
+		}
+		from := 0
+		if sg == seg {
+			from = slot
+		}
+		if len(hs) <= from {
+			continue
+		}
+		for _, h := range hs[from:] {
+			refs.add(h, -1)
+		}
+		if v := encodeSegment(hs[:from]); v != nil {
+			if err := t.Put(f.k, v); err != nil {
 				return err
 			}
-			if len(hs) <= slot {
-				continue
-			}
-			if v := encodeSegment(hs[:slot]); v != nil {
-				if err := t.Put(f.k, v); err != nil {
-					return err
-				}
-				continue
-			}
+			continue
 		}
 		if err := t.Delete(f.k); err != nil {
 			return err
@@ -265,7 +274,8 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 		if n := len(changes); n > 0 && changes[n-1].Index >= math.MaxUint64/bs {
 			return fmt.Errorf("block %d past the largest file: %w", changes[n-1].Index, ErrInvalid)
 		}
-		ss := newSegments(t, rec.Ino)
+		refs := refDeltas{}
+		ss := newSegments(t, rec.Ino, refs)
 		if !req.Forced {
 			if err := compareOld(ss, rec, changes); err != nil {
 				return err
@@ -297,14 +307,18 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 		// a truncate, which must leave holes: drop them.
 		trimInline(rec, rec.Size)
 		if n := len(changes); req.SetSize || (n > 0 && changes[n-1].Index >= ceilDiv(rec.Size, bs)) {
-			if err := t.dropSegmentsFrom(rec.Ino, ceilDiv(rec.Size, bs)); err != nil {
+			if err := t.dropSegmentsFrom(rec.Ino, ceilDiv(rec.Size, bs), refs); err != nil {
 				return err
 			}
 		}
 		if req.Mtime != 0 {
 			rec.Mtime = req.Mtime
 		}
-		rec.touch(s.nowNs())
+		now := s.nowNs()
+		rec.touch(now)
+		if err := t.applyRefs(refs, now); err != nil {
+			return err
+		}
 		if err := t.addCounter(ctrBytes, rec.Ino, int64(rec.Size-oldSize)); err != nil {
 			return err
 		}

@@ -320,6 +320,31 @@ func decodeOrphan(b []byte) (int64, error) {
 	return int64(be64(b[1:])), nil
 }
 
+// encodeRef encodes a block's reference count (at least 1: a count of 0
+// is no record).
+func encodeRef(n uint64) []byte {
+	return binary.BigEndian.AppendUint64([]byte{recordV1}, n)
+}
+
+// decodeRef decodes a reference-count record.
+func decodeRef(b []byte) (uint64, error) {
+	if len(b) != 9 || b[0] != recordV1 || be64(b[1:]) == 0 {
+		return 0, corruptf("reference record %x", b)
+	}
+	return be64(b[1:]), nil
+}
+
+// encodeRelease encodes a release record: the key says it all.
+func encodeRelease() []byte { return []byte{recordV1} }
+
+// decodeRelease checks a release record.
+func decodeRelease(b []byte) error {
+	if len(b) != 1 || b[0] != recordV1 {
+		return corruptf("release record %x", b)
+	}
+	return nil
+}
+
 // encodeU64 encodes a counter, the epoch or the format version.
 func encodeU64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 

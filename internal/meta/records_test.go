@@ -119,7 +119,23 @@ func FuzzDecodeSmall(f *testing.F) {
 	f.Add(encodeXattr([]byte("v")))
 	f.Add(encodeOrphan(5))
 	f.Add(encodeU64(7))
+	f.Add(encodeRef(3))
+	f.Add(encodeRelease())
 	f.Fuzz(func(t *testing.T, b []byte) {
+		if n, err := decodeRef(b); err == nil {
+			if !bytes.Equal(encodeRef(n), b) {
+				t.Fatalf("reference re-encoding %x differs", b)
+			}
+		} else {
+			wantCorrupt(t, err)
+		}
+		if err := decodeRelease(b); err == nil {
+			if !bytes.Equal(encodeRelease(), b) {
+				t.Fatalf("release re-encoding %x differs", b)
+			}
+		} else {
+			wantCorrupt(t, err)
+		}
 		if v, err := decodeXattr(b); err == nil {
 			if !bytes.Equal(encodeXattr(v), b) {
 				t.Fatalf("xattr re-encoding %x differs", b)
@@ -152,7 +168,19 @@ func FuzzParseKeys(f *testing.F) {
 	f.Add(orphanKey(6))
 	f.Add(serverKey("b0"))
 	f.Add(counterKey(ctrBytes, 17))
+	f.Add(refKey(block.Sum([]byte("x"))))
+	f.Add(releaseKey(1234, block.Sum([]byte("y"))))
 	f.Fuzz(func(t *testing.T, k []byte) {
+		if h, err := parseRefKey(k); err == nil && !bytes.Equal(refKey(h), k) {
+			t.Fatalf("reference key %x", k)
+		} else {
+			wantCorrupt(t, err)
+		}
+		if at, h, err := parseReleaseKey(k); err == nil && !bytes.Equal(releaseKey(at, h), k) {
+			t.Fatalf("release key %x", k)
+		} else {
+			wantCorrupt(t, err)
+		}
 		if ino, err := parseInodeKey(k); err == nil && !bytes.Equal(inodeKey(ino), k) {
 			t.Fatalf("inode key %x", k)
 		} else {

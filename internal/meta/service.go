@@ -11,8 +11,10 @@ import (
 	"tessera/internal/kv"
 )
 
-// FormatVersion is the key-schema version New writes and accepts.
-const FormatVersion = 1
+// FormatVersion is the key-schema version New writes and accepts. New
+// upgrades a store of version 1 (no reference counts) by counting its
+// recipes once, in one transaction.
+const FormatVersion = 2
 
 // InoBatch is how many inode numbers a Service reserves at a time.
 const InoBatch = 256
@@ -72,7 +74,7 @@ var (
 )
 
 // New returns a Service over store, creating the root directory and the
-// format marker if the store is empty.
+// format marker if the store is empty, and upgrading an older format.
 func New(store kv.Store, opts Options) (*Service, error) {
 	s := &Service{store: store, now: opts.Now, blockSize: opts.BlockSize, replicas: max(opts.Replicas, 1)}
 	if s.now == nil {
@@ -104,10 +106,16 @@ func New(store kv.Store, opts Options) (*Service, error) {
 			if err != nil {
 				return err
 			}
-			if f != FormatVersion {
-				return fmt.Errorf("key-schema version %d, this build reads %d: %w", f, FormatVersion, ErrInvalid)
+			switch f {
+			case FormatVersion:
+				return nil
+			case 1:
+				if err := (txn{tx}).addRefCounts(); err != nil {
+					return fmt.Errorf("upgrade from key-schema version 1: %w", err)
+				}
+				return tx.Put(keyFormat, encodeU64(FormatVersion))
 			}
-			return nil
+			return fmt.Errorf("key-schema version %d, this build reads %d: %w", f, FormatVersion, ErrInvalid)
 		}
 		now := s.now().UnixNano()
 		root := &inodeRec{Parent: RootIno}

@@ -60,6 +60,7 @@ func RunModel(t *testing.T, f Factory, seed uint64, steps int) {
 			strings.Join(log[max(0, len(log)-15):], "\n  "))
 	}
 	outcomes := map[string]int{}
+	ever := map[block.Hash]bool{} // blocks some recipe named
 	for i := range steps {
 		op, want, got := m.step(h, rng)
 		log = append(log, op)
@@ -73,6 +74,9 @@ func RunModel(t *testing.T, f Factory, seed uint64, steps int) {
 		}
 		if msg := m.compare(h, i%25 == 0 || i == steps-1); msg != "" {
 			fail("after %s: %s", op, msg)
+		}
+		if msg := m.checkRefs(h, ever); msg != "" {
+			fail("after %s: reference counts: %s", op, msg)
 		}
 	}
 	t.Logf("outcomes: %v", outcomes)
