@@ -184,6 +184,9 @@ func (s *Store) installLocked(p, tmp string, size int64) (created bool, err erro
 		if err := os.Rename(tmp, p); err != nil {
 			return false, classify(err)
 		}
+		if err := stampLocked(p); err != nil {
+			return false, classify(err)
+		}
 		if err := syncDir(filepath.Dir(p)); err != nil {
 			return false, classify(err)
 		}
@@ -195,11 +198,23 @@ func (s *Store) installLocked(p, tmp string, size int64) (created bool, err erro
 	if err != nil {
 		return false, classify(err)
 	}
+	if err := stampLocked(p); err != nil {
+		return false, classify(err)
+	}
 	if err := syncDir(filepath.Dir(p)); err != nil {
 		return false, classify(err)
 	}
 	s.addUsage(1, size)
 	return true, nil
+}
+
+// stampLocked sets the mtime of a block file just installed to now. The
+// time its data was written is the kernel's coarse clock, up to a tick
+// behind now: a removal whose cutoff is a moment before this Put (a block
+// released, then written again) must see it as written after the cutoff.
+func stampLocked(p string) error {
+	now := time.Now()
+	return os.Chtimes(p, now, now)
 }
 
 // writeTmp writes data to a new file in tmp/ and fsyncs it. On failure the

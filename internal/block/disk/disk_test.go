@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,6 +145,27 @@ func TestPutRefreshesMtime(t *testing.T) {
 	// The gc's grace period now counts from the second Put.
 	if removed, err := s.Remove(ctx, h, old.Add(time.Minute).UnixNano()); err != nil || removed {
 		t.Fatalf("Remove with notAfter before the latest Put = %v, %v; want false", removed, err)
+	}
+}
+
+// TestPutMtimeIsPrecise: a new block's mtime is not before the moment its
+// Put began (the kernel's coarse file times lag the clock by up to a tick),
+// so a removal whose cutoff was taken just before the Put spares it.
+func TestPutMtimeIsPrecise(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, t.TempDir())
+	for i := range 50 {
+		data := []byte(fmt.Sprintf("block %d", i))
+		cutoff := time.Now().UnixNano()
+		h := put(t, s, data)
+		info, err := s.Stat(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if removed, err := s.Remove(ctx, h, cutoff); err != nil || removed {
+			t.Fatalf("Put %d: Remove with a cutoff taken before the Put = %v, %v; want false (mtime %d, cutoff %d)",
+				i, removed, err, info.ModTime, cutoff)
+		}
 	}
 }
 

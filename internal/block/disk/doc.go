@@ -20,6 +20,11 @@
 // Open. Remove does not fsync the directory: a removal lost in a crash brings
 // the block back, which is harmless (the garbage collector sweeps it again).
 //
+// A block's mtime is the time of its latest Put (or Touch), read from the
+// process's clock when the file is installed or refreshed, never the kernel's
+// coarser file time: removals compare it with cutoffs taken a moment apart
+// (a block released by the meta service, then written again).
+//
 // Put of a block that is already present does not rewrite it: it checks that
 // the stored file has the right size and sets its mtime to now, so the garbage
 // collector's grace period counts from the latest Put. (If the size is wrong
