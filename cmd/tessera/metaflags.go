@@ -7,14 +7,15 @@ import (
 
 	"tessera/internal/meta"
 	"tessera/internal/mover"
+	"tessera/internal/reclaim"
 	"tessera/internal/up"
 )
 
 // metaRoleFlags are the flags of the meta role's background work, shared
 // by `tessera meta` and `tessera up`.
 type metaRoleFlags struct {
-	downAfter, interval, gcEvery, gcGrace *time.Duration
-	rate                                  *int64
+	downAfter, interval, gcEvery, gcGrace, reclaimAfter *time.Duration
+	rate                                                *int64
 }
 
 func addMetaRoleFlags(fs *flag.FlagSet) metaRoleFlags {
@@ -24,6 +25,8 @@ func addMetaRoleFlags(fs *flag.FlagSet) metaRoleFlags {
 		rate:      fs.Int64("mover-rate", mover.DefaultRate, "bytes per second the mover copies at most (negative: unlimited)"),
 		gcEvery:   fs.Duration("gc-interval", up.DefaultGCInterval, "time between collections of blocks no file refers to (0: none; tessera gc still collects)"),
 		gcGrace:   fs.Duration("gc-grace", up.DefaultGCGrace, "the background collection keeps unreferenced blocks younger than this (uploads not yet committed; clients re-mark uploads older than 1s before committing them, so keep it well above that)"),
+		reclaimAfter: fs.Duration("reclaim-after", reclaim.DefaultAfter, "remove a block from the block servers this long after the last file naming it let go "+
+			"(covers readers of the previous content; 0: never, leaving it to the collection every --gc-interval)"),
 	}
 }
 
@@ -32,6 +35,9 @@ func (f metaRoleFlags) config() (up.MetaRole, error) {
 	if *f.downAfter <= 0 || *f.interval <= 0 || *f.rate == 0 {
 		return up.MetaRole{}, fmt.Errorf("%w: --down-after and --mover-interval must be positive, --mover-rate not 0", errUsage)
 	}
+	if *f.reclaimAfter < 0 {
+		return up.MetaRole{}, fmt.Errorf("%w: --reclaim-after must not be negative (0 turns the reclaimer off)", errUsage)
+	}
 	if *f.gcEvery < 0 || *f.gcGrace <= 0 {
 		return up.MetaRole{}, fmt.Errorf("%w: --gc-interval must not be negative and --gc-grace must be positive "+
 			"(a collection keeping nothing young would remove blocks uploaded but not yet committed)", errUsage)
@@ -39,6 +45,10 @@ func (f metaRoleFlags) config() (up.MetaRole, error) {
 	rc := up.MetaRole{DownAfter: *f.downAfter, MoverInterval: *f.interval, MoverRate: *f.rate, GCInterval: *f.gcEvery, GCGrace: *f.gcGrace}
 	if *f.gcEvery == 0 {
 		rc.GCInterval = -1 // off
+	}
+	rc.ReclaimAfter = *f.reclaimAfter
+	if rc.ReclaimAfter == 0 {
+		rc.ReclaimAfter = -1 // off
 	}
 	return rc, nil
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"tessera/internal/reclaim"
 	"tessera/internal/up"
 )
 
@@ -37,5 +38,23 @@ func TestMetaRoleGCFlags(t *testing.T) {
 		if _, err := metaRoleConfig(args...); !errors.Is(err, errUsage) {
 			t.Errorf("%v: %v, want a usage error", args, err)
 		}
+	}
+}
+
+func TestMetaRoleReclaimFlags(t *testing.T) {
+	rc, err := metaRoleConfig()
+	if err != nil || rc.ReclaimAfter != reclaim.DefaultAfter || reclaim.DefaultAfter > time.Minute {
+		t.Fatalf("defaults: %+v %v; want the reclaimer on, with a window of at most a minute", rc, err)
+	}
+	rc, err = metaRoleConfig("--reclaim-after", "0")
+	if err != nil || rc.ReclaimAfter >= 0 {
+		t.Fatalf("--reclaim-after 0 should turn the reclaimer off: %+v %v", rc, err)
+	}
+	rc, err = metaRoleConfig("--reclaim-after", "5s")
+	if err != nil || rc.ReclaimAfter != 5*time.Second {
+		t.Fatalf("--reclaim-after 5s: %+v %v", rc, err)
+	}
+	if _, err := metaRoleConfig("--reclaim-after", "-1s"); !errors.Is(err, errUsage) {
+		t.Errorf("--reclaim-after -1s: %v, want a usage error", err)
 	}
 }

@@ -9,13 +9,15 @@ import (
 	"tessera/internal/admin"
 	"tessera/internal/meta"
 	"tessera/internal/mover"
+	"tessera/internal/reclaim"
 )
 
 // MetaRole configures the background work of a meta process: the sweeper
 // that marks silent block servers down, the mover that repairs and
-// rebalances, and the collector of blocks no file refers to any more
-// (superseded by overwrites: the posix policy leaves one per write). Zero
-// fields take the packages' defaults.
+// rebalances, the reclaimer that removes blocks soon after the last file
+// naming them let go (superseded by overwrites: the posix policy leaves one
+// per write; deleted files), and the full collection of blocks no file
+// refers to, its safety net. Zero fields take the packages' defaults.
 type MetaRole struct {
 	DownAfter     time.Duration // meta.DefaultDownAfter
 	MoverInterval time.Duration // mover.DefaultInterval
@@ -26,7 +28,10 @@ type MetaRole struct {
 	// GCGrace keeps unreferenced blocks younger than this: uploads not yet
 	// committed [DefaultGCGrace].
 	GCGrace time.Duration
-	Logger  *slog.Logger
+	// ReclaimAfter is the reclaimer's safety window [reclaim.DefaultAfter];
+	// negative: no reclaimer (blocks wait for the full collection).
+	ReclaimAfter time.Duration
+	Logger       *slog.Logger
 }
 
 // DefaultGCInterval and DefaultGCGrace are the background collector's
@@ -37,8 +42,9 @@ const (
 	DefaultGCGrace    = time.Hour
 )
 
-// StartMetaRole starts the sweeper and the mover over svc; the returned
-// function stops them and waits for them to return.
+// StartMetaRole starts the sweeper, the mover, the reclaimer and the
+// collector over svc; the returned function stops them and waits for them
+// to return.
 func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -58,6 +64,19 @@ func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop f
 		defer wg.Done()
 		mv.Run(ctx)
 	}()
+	if cfg.ReclaimAfter >= 0 {
+		rc := reclaim.New(reclaim.Config{
+			Meta:   svc,
+			Dial:   func(s meta.Server) (reclaim.Remover, error) { return DialAdmin(s) },
+			After:  cfg.ReclaimAfter,
+			Logger: cfg.Logger,
+		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rc.Run(ctx)
+		}()
+	}
 	if cfg.GCInterval >= 0 {
 		wg.Add(1)
 		go func() {
