@@ -259,7 +259,12 @@ const holdersTimeout = time.Second
 // writer has a choice among them (more candidates than copies): the same
 // content written again then goes where it is, and no server gains a copy
 // it does not need. One batch "has" per candidate, in parallel; errors count
-// as "not held".
+// as "not held". The block is still put to the holders (a Put of a block
+// already held sends it but only refreshes the copy's time): a copy found
+// here may be one the reclaimer is about to remove (its last recipe entry
+// went), and it spares only copies written after the release, so skipping
+// the upload would commit a block that may be gone
+// (TestRewriteAfterReleaseSurvivesReclaim).
 func (r *router) holders(ctx context.Context, h block.Hash, n int) map[string]bool {
 	r.mu.RLock()
 	ranked := placement.Pick(h, r.mu.up, len(r.mu.up))
