@@ -155,12 +155,20 @@ func liveBlocks(ctx context.Context, api meta.API) (map[block.Hash]struct{}, err
 
 // GCReport says what a collection removed.
 type GCReport struct {
-	Live           int
-	Scanned        int64
-	Removed        int64
-	RemovedBytes   int64
-	KeptYoung      int64 // unreferenced but within the grace period
-	UnreachableErr []error
+	Live            int
+	Scanned         int64
+	Removed         int64
+	RemovedBytes    int64
+	KeptYoung       int64 // unreferenced but within the grace period
+	ReleasesDropped int   // releases older than the cutoff, done by this walk
+	UnreachableErr  []error
+}
+
+// ReleaseDropper is the optional capability of the meta service to drop
+// the releases (see package reclaim) a complete collection made redundant
+// (*meta.Service has it; over RPC the log is left to the meta role).
+type ReleaseDropper interface {
+	DropReleasesBefore(ctx context.Context, before int64) (int, error)
 }
 
 // GC removes blocks no recipe refers to whose latest Put is older than
@@ -208,6 +216,15 @@ func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GC
 				r.Removed++
 				r.RemovedBytes += info.Size
 			}
+		}
+	}
+	if rd, ok := c.Meta.(ReleaseDropper); ok && len(r.UnreachableErr) == 0 {
+		// Every unreferenced copy older than the cutoff is gone, which
+		// is all a release before the cutoff asks for.
+		n, err := rd.DropReleasesBefore(ctx, notAfter)
+		r.ReleasesDropped = n
+		if err != nil {
+			return r, err
 		}
 	}
 	return r, errors.Join(r.UnreachableErr...)

@@ -161,6 +161,43 @@ func (s *Service) DropRelease(ctx context.Context, r Release) error {
 	return nil
 }
 
+// DropReleasesBefore deletes every release made before `before` (unix ns),
+// a page per transaction, and returns how many it deleted. A full
+// collection whose cutoff is `before` calls it once every server answered:
+// it removed every unreferenced copy older than its cutoff, which is all
+// those releases would have removed. Without it a store whose reclaimer is
+// off would keep a release per overwrite forever.
+func (s *Service) DropReleasesBefore(ctx context.Context, before int64) (int, error) {
+	total := 0
+	for {
+		n := 0
+		err := s.update(ctx, func(t txn) error {
+			var keys [][]byte
+			err := t.Scan([]byte{pfxRelease}, releaseKey(before, block.Hash{}), func(k, _ []byte) (bool, error) {
+				keys = append(keys, bytes.Clone(k))
+				return len(keys) < ReleasePage, nil
+			})
+			if err != nil {
+				return err
+			}
+			for _, k := range keys {
+				if err := t.Delete(k); err != nil {
+					return err
+				}
+			}
+			n = len(keys)
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("drop releases: %w", err)
+		}
+		total += n
+		if n < ReleasePage {
+			return total, nil
+		}
+	}
+}
+
 // RefMismatch is a block whose stored reference count differs from the
 // number of recipe entries naming it.
 type RefMismatch struct {

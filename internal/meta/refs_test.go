@@ -384,3 +384,24 @@ func TestRefsUnderflowIsCorrupt(t *testing.T) {
 		t.Fatalf("commit over an uncounted block: %v, want ErrCorrupt", err)
 	}
 }
+
+// TestDropReleasesBefore: every release before the bound goes, across
+// pages; later ones stay.
+func TestDropReleasesBefore(t *testing.T) {
+	e := newRefsEnv(t, memkv.New())
+	f := e.create("f")
+	n := meta.ReleasePage + 300
+	for i := range n {
+		e.commit(f, map[uint64]block.Hash{0: hashN(1000 + i)})
+	}
+	bound := e.clock.Advance(time.Second)
+	e.commit(f, map[uint64]block.Hash{0: hashN(5)})
+	e.commit(f, map[uint64]block.Hash{0: hashN(6)}) // releases hashN(5) at bound
+	got, err := e.s.DropReleasesBefore(e.ctx, bound)
+	if err != nil || got != n-1 {
+		t.Fatalf("DropReleasesBefore: %d, %v; want the %d releases made before the bound", got, err, n-1)
+	}
+	if rs := e.releases(); len(rs) != 2 || rs[0].At != bound || rs[1].At != bound {
+		t.Fatalf("releases left: %s; want the two made at the bound", fmtReleases(rs))
+	}
+}
