@@ -83,7 +83,7 @@
 // older than its safety window (Releases), removes the block from every
 // block server when its count is still 0, with the release's time as the
 // removal's cutoff (so a copy written or touched since is spared), and
-// deletes the release (DropRelease); a block named again has a count again
+// deletes the release (DropReleases); a block named again has a count again
 // and its stale release is dropped without a removal. A block can have
 // several releases (released, named again, released again): each spares
 // the copies written after it. Format 1 stores had no counts: New builds

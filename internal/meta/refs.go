@@ -151,12 +151,22 @@ func (s *Service) Releases(ctx context.Context, after Release, before int64, lim
 	return rs, more, nil
 }
 
-// DropRelease deletes release r from the log: its block was removed from
-// every server, or is named again.
-func (s *Service) DropRelease(ctx context.Context, r Release) error {
-	err := s.update(ctx, func(t txn) error { return t.Delete(r.key()) })
+// DropReleases deletes releases from the log, in one transaction: their
+// blocks were removed from every server, or are named again.
+func (s *Service) DropReleases(ctx context.Context, rs []Release) error {
+	if len(rs) == 0 {
+		return nil
+	}
+	err := s.update(ctx, func(t txn) error {
+		for _, r := range rs {
+			if err := t.Delete(r.key()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("drop release of %s: %w", r.Hash.Short(), err)
+		return fmt.Errorf("drop %d releases: %w", len(rs), err)
 	}
 	return nil
 }

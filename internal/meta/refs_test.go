@@ -242,10 +242,8 @@ func testBlockRefs(t *testing.T, e *refsEnv) {
 	e.wantReleases("unlink and reap", t6, sortedReleases(t6, h2, h4)...)
 
 	// Dropping a release removes it from the log.
-	for _, r := range e.releases() {
-		if err := e.s.DropRelease(e.ctx, r); err != nil {
-			t.Fatal(err)
-		}
+	if err := e.s.DropReleases(e.ctx, e.releases()); err != nil {
+		t.Fatal(err)
 	}
 	if rs := e.releases(); len(rs) != 0 {
 		t.Errorf("releases after dropping them all: %s", fmtReleases(rs))

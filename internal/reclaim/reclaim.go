@@ -38,7 +38,7 @@ const maxBackoff = time.Minute
 type Meta interface {
 	Servers(ctx context.Context) (meta.ServerMap, error)
 	Releases(ctx context.Context, after meta.Release, before int64, limit int) ([]meta.Release, bool, error)
-	DropRelease(ctx context.Context, r meta.Release) error
+	DropReleases(ctx context.Context, rs []meta.Release) error
 }
 
 // Remover is what the reclaimer needs of a block server (block.Lister's
@@ -245,19 +245,24 @@ func (r *Reclaimer) dialAll(sm meta.ServerMap) map[string]target {
 	return out
 }
 
-// removeAll acts on one page of releases with Concurrency workers.
+// removeAll acts on one page of releases with Concurrency workers, then
+// drops the finished ones from the log in one transaction.
 func (r *Reclaimer) removeAll(ctx context.Context, now time.Time, servers map[string]target, rs []meta.Release) (Report, error) {
-	var mu sync.Mutex // guards total and errs
+	var mu sync.Mutex // guards total, drop and errs
 	var total Report
+	var drop []meta.Release
 	var errs []error
 	work := make(chan meta.Release)
 	var wg sync.WaitGroup
 	for range min(r.cfg.Concurrency, max(len(rs), 1)) {
 		wg.Go(func() {
 			for rel := range work {
-				rep, err := r.remove(ctx, now, servers, rel)
+				rep, done, err := r.remove(ctx, now, servers, rel)
 				mu.Lock()
 				total.add(rep)
+				if done {
+					drop = append(drop, rel)
+				}
 				if err != nil {
 					errs = append(errs, err)
 				}
@@ -273,17 +278,20 @@ func (r *Reclaimer) removeAll(ctx context.Context, now time.Time, servers map[st
 	}
 	close(work)
 	wg.Wait()
+	if err := r.cfg.Meta.DropReleases(ctx, drop); err != nil {
+		errs = append(errs, err) // listed again next round, removed again: harmless
+	}
 	return total, errors.Join(errs...)
 }
 
-// remove acts on one due release.
-func (r *Reclaimer) remove(ctx context.Context, now time.Time, servers map[string]target, rel meta.Release) (Report, error) {
-	rep := Report{Due: 1}
+// remove acts on one due release; done reports that it can leave the log.
+func (r *Reclaimer) remove(ctx context.Context, now time.Time, servers map[string]target, rel meta.Release) (rep Report, done bool, err error) {
+	rep = Report{Due: 1}
 	id := releaseID{rel.Hash, rel.At}
 	if rel.Refs > 0 {
 		rep.Stale = 1
 		r.forget(id)
-		return rep, r.cfg.Meta.DropRelease(ctx, rel)
+		return rep, true, nil
 	}
 	r.mu.Lock()
 	w := r.mu.waiting[id]
@@ -293,7 +301,7 @@ func (r *Reclaimer) remove(ctx context.Context, now time.Time, servers map[strin
 		if now.Before(w.next) {
 			r.mu.Unlock()
 			rep.Waiting = 1
-			return rep, nil
+			return rep, false, nil
 		}
 		ids = w.servers
 	}
@@ -318,7 +326,7 @@ func (r *Reclaimer) remove(ctx context.Context, now time.Time, servers map[strin
 		removed, err := t.rm.Remove(ctx, rel.Hash, rel.At)
 		if err != nil {
 			if ctx.Err() != nil {
-				return rep, ctx.Err()
+				return rep, false, ctx.Err()
 			}
 			r.failed(sid, err)
 			left = append(left, sid)
@@ -336,7 +344,7 @@ func (r *Reclaimer) remove(ctx context.Context, now time.Time, servers map[strin
 			rep.GaveUp = 1
 		}
 		r.forget(id)
-		return rep, r.cfg.Meta.DropRelease(ctx, rel)
+		return rep, true, nil
 	}
 	rep.Waiting = 1
 	r.mu.Lock()
@@ -348,7 +356,7 @@ func (r *Reclaimer) remove(ctx context.Context, now time.Time, servers map[strin
 	w.servers = left
 	w.tries++
 	w.next = now.Add(min(r.cfg.Poll<<min(w.tries, 16), maxBackoff))
-	return rep, nil
+	return rep, false, nil
 }
 
 // forget drops the retry state of a release.

@@ -341,4 +341,4 @@ func (failingMeta) Servers(context.Context) (meta.ServerMap, error) { return met
 func (failingMeta) Releases(context.Context, meta.Release, int64, int) ([]meta.Release, bool, error) {
 	return nil, false, meta.ErrIO
 }
-func (failingMeta) DropRelease(context.Context, meta.Release) error { return meta.ErrIO }
+func (failingMeta) DropReleases(context.Context, []meta.Release) error { return meta.ErrIO }
