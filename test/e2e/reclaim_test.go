@@ -15,9 +15,10 @@ import (
 // full collection off, the reclaimer alone brings stored bytes down to at
 // most 1.2 x replicas x live bytes (+ one block per replica: the issue's
 // bound); the live file reads back, fsck is clean, and so after a restart.
+// Two copies of each block, so that every removal goes to several servers.
 func TestReclaimAfterChurn(t *testing.T) {
 	c := startCluster(t, func(o *cluster.Options) {
-		o.Args = append(o.Args, "--reclaim-after", "2s", "--gc-interval", "0")
+		o.Args = append(o.Args, "--replicas", "2", "--reclaim-after", "2s", "--gc-interval", "0")
 	})
 	const size = 8 * mib
 	p := filepath.Join(c.Mount(), "f")
