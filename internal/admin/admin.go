@@ -171,6 +171,8 @@ type ReleaseDropper interface {
 	DropReleasesBefore(ctx context.Context, before int64) (int, error)
 }
 
+var _ ReleaseDropper = (*meta.Service)(nil)
+
 // GC removes blocks no recipe refers to whose latest Put is older than
 // grace. Blocks being written are younger than the grace period (every Put
 // refreshes a block's age), so they are never removed while the grace period

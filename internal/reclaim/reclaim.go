@@ -41,6 +41,8 @@ type Meta interface {
 	DropReleases(ctx context.Context, rs []meta.Release) error
 }
 
+var _ Meta = (*meta.Service)(nil)
+
 // Remover is what the reclaimer needs of a block server (block.Lister's
 // Remove).
 type Remover interface {
