@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -53,7 +54,9 @@ func (f *file) commitLocked(ctx context.Context) error {
 	// it installs without comparing (last writer wins).
 	k := f.c.PolicyFor(f.policyName).Knobs()
 	req := meta.CommitReq{Ino: f.ino, SetSize: f.truncated, Mtime: f.mtime,
-		Forced: f.forced || k.Conflict == policy.ConflictForce, Sync: k.Cache == policy.CacheCoherent}
+		Forced: f.forced || k.Conflict == policy.ConflictForce, Sync: k.Cache == policy.CacheCoherent,
+		Superseded: slices.Clone(f.superseded)}
+	released := len(f.superseded)
 	var ours []*ourBlock // what a redo needs, by index of req.Changes
 	var end int64        // the end of this client's writes
 	add := func(idx uint64, b base, ch meta.BlockChange, o *ourBlock) error {
@@ -108,6 +111,7 @@ func (f *file) commitLocked(ctx context.Context) error {
 		}
 	}
 	f.installLocked(req, in, ours)
+	f.superseded = slices.Clone(f.superseded[released:])
 	return nil
 }
 
@@ -131,6 +135,9 @@ func (f *file) inlineCandidateLocked(ctx context.Context) ([]byte, *dblock, bool
 		buf = buf[:f.size]
 	}
 	out := append([]byte(nil), buf...)
+	if p, ok := f.pending[0]; ok {
+		f.supersedeLocked(p.h)
+	}
 	delete(f.pending, 0) // d inherited its ranges and base
 	return out, d, true, nil
 }
@@ -212,8 +219,9 @@ func (f *file) truncateLocked(ctx context.Context, size int64) error {
 			f.c.budget.release(f.bs)
 		}
 	}
-	for idx := range f.pending {
+	for idx, p := range f.pending {
 		if idx >= nb {
+			f.supersedeLocked(p.h)
 			delete(f.pending, idx)
 		}
 	}

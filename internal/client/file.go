@@ -78,6 +78,9 @@ type file struct {
 	// repls are the replications of blocks uploaded since the last fsync,
 	// which waits until every copy was tried.
 	repls []*replication
+	// superseded are uploads replaced before a commit named them; the
+	// next commit has the meta service release them (CommitReq.Superseded).
+	superseded []block.Hash
 
 	// Callbacks (callbacks.go): cbq holds the ones not yet applied (it is
 	// a leaf lock, taken with or without mu); stale says an invalidation
@@ -432,11 +435,25 @@ func (f *file) uploadDone(d *dblock, h block.Hash, rep *replication, err error) 
 		}
 	} else {
 		f.failures = 0
-		if f.pending[d.idx].seq < d.seq {
+		if p, ok := f.pending[d.idx]; !ok || p.seq < d.seq {
+			if ok && p.h != h {
+				f.supersedeLocked(p.h)
+			}
 			f.pending[d.idx] = pend{h: h, seq: d.seq, at: time.Now(), base: d.base}
+		} else if p.h != h {
+			f.supersedeLocked(h) // a newer version was uploaded first
 		}
 	}
 	f.cond.Broadcast()
+}
+
+// supersedeLocked notes that upload h will not be committed (see
+// file.superseded); past meta.MaxSuperseded the rest is left to the
+// collector's walk.
+func (f *file) supersedeLocked(h block.Hash) {
+	if !h.IsZero() && len(f.superseded) < meta.MaxSuperseded {
+		f.superseded = append(f.superseded, h)
+	}
 }
 
 // pruneDone drops the replications that have completed.

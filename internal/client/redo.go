@@ -173,6 +173,9 @@ func (f *file) redoLocked(ctx context.Context, req *meta.CommitReq, ours []*ourB
 		if err != nil {
 			return fmt.Errorf("redo inode %d block %d: %w (%w)", f.ino, ch.Index, syscall.EIO, err)
 		}
+		if o.h != h && !o.h.IsZero() && len(req.Superseded) < meta.MaxSuperseded {
+			req.Superseded = append(req.Superseded, o.h) // ours, redone: never named
+		}
 		if rep != nil {
 			if len(f.repls) >= 64 {
 				f.repls = pruneDone(f.repls)

@@ -122,7 +122,16 @@ type CommitReq struct {
 	// Sync makes the call return only after every lease holder it called
 	// back has acknowledged the callback or lost its session (DESIGN §2.4).
 	Sync bool
+	// Superseded are blocks the writer uploaded for this file and then
+	// replaced before any commit named them (a partly written block sent
+	// to make room, then the whole one): those no recipe names get a
+	// release in the commit's transaction, so the reclaimer removes them.
+	// At most MaxSuperseded.
+	Superseded []block.Hash
 }
+
+// MaxSuperseded bounds CommitReq.Superseded.
+const MaxSuperseded = 4096
 
 // Recipe is a run of a file's block hashes.
 type Recipe struct {

@@ -261,6 +261,9 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 			return Inode{}, fmt.Errorf("inline block %d of %d bytes: %w", c.Index, len(c.NewInline), ErrInvalid)
 		}
 	}
+	if len(req.Superseded) > MaxSuperseded {
+		return Inode{}, fmt.Errorf("%d superseded blocks, max %d: %w", len(req.Superseded), MaxSuperseded, ErrInvalid)
+	}
 	var out Inode
 	err := s.update(ctx, func(t txn) error {
 		rec, err := t.getInode(req.Ino)
@@ -317,6 +320,9 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 		now := s.nowNs()
 		rec.touch(now)
 		if err := t.applyRefs(refs, now); err != nil {
+			return err
+		}
+		if err := t.releaseUnnamed(req.Superseded, now); err != nil {
 			return err
 		}
 		if err := t.addCounter(ctrBytes, rec.Ino, int64(rec.Size-oldSize)); err != nil {

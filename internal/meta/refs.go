@@ -71,6 +71,26 @@ func (t txn) applyRefs(d refDeltas, now int64) error {
 	return nil
 }
 
+// releaseUnnamed logs a release at now of each of hs that no recipe names
+// (CommitReq.Superseded): uploads no commit will name, for the reclaimer.
+func (t txn) releaseUnnamed(hs []block.Hash, now int64) error {
+	for _, h := range hs {
+		if h.IsZero() {
+			continue
+		}
+		n, err := t.getRefs(h)
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			if err := t.Put(releaseKey(now, h), encodeRelease()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // getRefs returns the reference count of h (0 when it has no record).
 func (t txn) getRefs(h block.Hash) (uint64, error) {
 	v, ok, err := t.Get(refKey(h))
