@@ -2,7 +2,11 @@
 // files (open O_CREAT|O_EXCL + close), then stats each, then unlinks each, and
 // prints the rate of each phase.
 //
-//	metaops -dir /mnt/x/meta -n 10000 [-threads 1] [-cpu-pid DAEMONPID] [-json]
+//	metaops -dir /mnt/x/meta -n 10000 [-threads 1] [-unique-dir] [-cpu-pid DAEMONPID] [-json]
+//
+// The N files are split among the workers. With -unique-dir each worker works
+// in its own directory DIR/wI (mdtest's -u: N ranks, one directory each);
+// otherwise all share DIR.
 //
 // Output (one line per phase, "key=value" fields, or one JSON object with -json):
 //
@@ -37,6 +41,7 @@ func main() {
 	asJSON := flag.Bool("json", false, "print one JSON object instead of key=value lines")
 	cpuPid := flag.Int("cpu-pid", 0, "also report the CPU seconds used by this process tree (a FUSE daemon) during each phase")
 	keep := flag.Bool("keep-dir", false, "do not remove the (now empty) directory at the end")
+	unique := flag.Bool("unique-dir", false, "each worker creates, stats and removes its files in its own directory DIR/wI (like mdtest -u)")
 	flag.Parse()
 	if *dir == "" || *n <= 0 || *threads <= 0 {
 		fmt.Fprintln(os.Stderr, "usage: metaops -dir DIR [-n 10000] [-threads 1] [-json]")
@@ -45,9 +50,24 @@ func main() {
 	if err := os.MkdirAll(*dir, 0o755); err != nil {
 		fatal(err)
 	}
+	if *threads > *n {
+		*threads = *n
+	}
 	names := make([]string, *n)
 	for i := range names {
-		names[i] = filepath.Join(*dir, fmt.Sprintf("f%07d", i))
+		d := *dir
+		if *unique {
+			// runPhase gives worker t the contiguous slice [t*n/threads, (t+1)*n/threads)
+			d = filepath.Join(*dir, fmt.Sprintf("w%d", worker(i, *n, *threads)))
+		}
+		names[i] = filepath.Join(d, fmt.Sprintf("f%07d", i))
+	}
+	if *unique {
+		for t := 0; t < *threads; t++ {
+			if err := os.Mkdir(filepath.Join(*dir, fmt.Sprintf("w%d", t)), 0o755); err != nil {
+				fatal(err)
+			}
+		}
 	}
 
 	phases := []struct {
@@ -87,13 +107,28 @@ func main() {
 		}
 	}
 	if *asJSON {
-		out := map[string]any{"dir": *dir, "n": *n, "threads": *threads, "phases": results}
+		out := map[string]any{"dir": *dir, "n": *n, "threads": *threads, "unique_dir": *unique, "phases": results}
 		b, _ := json.Marshal(out)
 		fmt.Println(string(b))
 	}
 	if !*keep {
+		if *unique {
+			for t := 0; t < *threads; t++ {
+				_ = os.Remove(filepath.Join(*dir, fmt.Sprintf("w%d", t)))
+			}
+		}
 		_ = os.Remove(*dir)
 	}
+}
+
+// worker returns which of `threads` workers runPhase hands name i of n to.
+func worker(i, n, threads int) int {
+	for t := 0; t < threads; t++ {
+		if i < (t+1)*n/threads {
+			return t
+		}
+	}
+	return threads - 1
 }
 
 // runPhase applies op to every name using `threads` workers and returns the
