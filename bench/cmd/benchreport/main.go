@@ -1,6 +1,7 @@
 // Command benchreport is the number-crunching half of bench/run.sh.
 //
 //	benchreport proc PID          print "cpu_s hwm_kib nprocs max_hwm_kib" for PID and its live descendants
+//	benchreport io PID            print "rchar wchar read_bytes write_bytes cancelled_write_bytes" summed over PID's tree
 //	benchreport fio FILE          print "bw_MiBps iops runtime_s" from a fio --output-format=json file
 //	benchreport report -dir DIR [-json OUT]
 //	                              summarise DIR/samples.tsv, DIR/targets.tsv and DIR/meta.tsv:
@@ -55,6 +56,21 @@ func main() {
 			os.Exit(1)
 		}
 		fmt.Printf("%.2f %d %d %d\n", s.CPUSeconds, s.HWMKiB, s.Procs, s.MaxHWMKiB)
+	case "io":
+		// benchreport io PID: /proc/PID/io summed over PID's process tree.
+		if len(os.Args) != 3 {
+			usage()
+		}
+		pid, err := strconv.Atoi(os.Args[2])
+		if err != nil {
+			usage()
+		}
+		s, err := proctree.ReadIO(pid)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "benchreport io:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("%d %d %d %d %d\n", s.RChar, s.WChar, s.ReadBytes, s.WriteBytes, s.CancelledWriteBytes)
 	case "report":
 		fs := flag.NewFlagSet("report", flag.ExitOnError)
 		dir := fs.String("dir", "", "directory holding samples.tsv, targets.tsv, meta.tsv")
@@ -73,7 +89,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchreport fio FILE | benchreport proc PID | benchreport report -dir DIR [-json OUT]")
+	fmt.Fprintln(os.Stderr, "usage: benchreport fio FILE | benchreport proc PID | benchreport io PID | benchreport report -dir DIR [-json OUT]")
 	os.Exit(2)
 }
 

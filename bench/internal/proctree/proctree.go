@@ -114,3 +114,61 @@ func hwm(pid int) int64 {
 	}
 	return 0
 }
+
+// IO is the sum of /proc/PID/io over a process tree (bytes).
+type IO struct {
+	RChar, WChar          int64 // read/write syscalls of any kind (files, sockets, /dev/fuse)
+	ReadBytes, WriteBytes int64 // storage layer: pages read from disk, pages dirtied (to be written back)
+	CancelledWriteBytes   int64 // dirty pages truncated away before write-back
+	Procs                 int
+}
+
+// ReadIO sums /proc/PID/io over pid and its live descendants. It fails if
+// pid itself is gone or its io file cannot be read (not root?).
+func ReadIO(pid int) (IO, error) {
+	var s IO
+	for i, p := range Tree(pid) {
+		v, err := readIO(p)
+		if err != nil {
+			if i == 0 {
+				return s, err
+			}
+			continue
+		}
+		s.Procs++
+		s.RChar += v.RChar
+		s.WChar += v.WChar
+		s.ReadBytes += v.ReadBytes
+		s.WriteBytes += v.WriteBytes
+		s.CancelledWriteBytes += v.CancelledWriteBytes
+	}
+	return s, nil
+}
+
+func readIO(pid int) (IO, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return IO{}, err
+	}
+	var s IO
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch k {
+		case "rchar":
+			s.RChar = n
+		case "wchar":
+			s.WChar = n
+		case "read_bytes":
+			s.ReadBytes = n
+		case "write_bytes":
+			s.WriteBytes = n
+		case "cancelled_write_bytes":
+			s.CancelledWriteBytes = n
+		}
+	}
+	return s, nil
+}
