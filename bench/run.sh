@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# bench/run.sh - compare Tessera with a passthrough FUSE mount and JuiceFS on the
-# same disk with the same workloads. See bench/README.md.
+# bench/run.sh - compare Tessera with passthrough FUSE, user-space loopback FUSE and
+# JuiceFS+SQLite on the same disk with the same workloads. See bench/README.md.
 #
 #   bench/run.sh [--targets passthrough,userloop,juicefs,tessera] [--size 2G] [--runs 3] [--quick]
-#                [--rand-size 1G] [--runtime 30] [--files 10000] [--threads 1]
+#                [--rand-size 1G] [--runtime 30] [--files 10000] [--threads 4]
+#                [--tree DIR] [--clone-src tree|REPO] [--ow-count 300] [--ow-size 8M] [--ow-bs 64K]
 #                [--workdir /var/tmp] [--keep]
 set -uo pipefail
 
@@ -13,12 +14,13 @@ TOOLS=${BENCH_TOOLS:-/var/tmp/tessera-bench-tools}   # loopback is installed her
 LOOPBACK_VERSION=v2.12.1
 
 TARGETS=passthrough,userloop,juicefs,tessera
-SIZE="" RAND_SIZE="" RUNTIME="" FILES="" RUNS=3 THREADS=1
+SIZE="" RAND_SIZE="" RUNTIME="" FILES="" RUNS=3 THREADS=4
+TREE="" CLONE_SRC=tree OW_COUNT="" OW_SIZE=8M OW_BS=64K
 WORKBASE=/var/tmp KEEP=0 QUICK=0
 MEASURE_TIMEOUT=${BENCH_TIMEOUT:-1200}   # seconds, per fio/metaops invocation
 MOUNT_TIMEOUT=${BENCH_MOUNT_TIMEOUT:-60} # seconds for a daemon to show its mount
 
-usage() { sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 ARGS="$*"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -36,6 +38,16 @@ while [ $# -gt 0 ]; do
     --runs=*) RUNS=${1#*=}; shift ;;
     --threads) THREADS=$2; shift 2 ;;
     --threads=*) THREADS=${1#*=}; shift ;;
+    --tree) TREE=$2; shift 2 ;;
+    --tree=*) TREE=${1#*=}; shift ;;
+    --clone-src) CLONE_SRC=$2; shift 2 ;;
+    --clone-src=*) CLONE_SRC=${1#*=}; shift ;;
+    --ow-count) OW_COUNT=$2; shift 2 ;;
+    --ow-count=*) OW_COUNT=${1#*=}; shift ;;
+    --ow-size) OW_SIZE=$2; shift 2 ;;
+    --ow-size=*) OW_SIZE=${1#*=}; shift ;;
+    --ow-bs) OW_BS=$2; shift 2 ;;
+    --ow-bs=*) OW_BS=${1#*=}; shift ;;
     --workdir) WORKBASE=$2; shift 2 ;;
     --workdir=*) WORKBASE=${1#*=}; shift ;;
     --quick) QUICK=1; shift ;;
@@ -45,11 +57,17 @@ while [ $# -gt 0 ]; do
   esac
 done
 # defaults; --quick picks small ones for a smoke run (explicit --size etc. still win)
+GOROOT_SRC=$(go env GOROOT)/src
 if [ "$QUICK" = 1 ]; then
-  : "${SIZE:=256M}" "${RAND_SIZE:=256M}" "${RUNTIME:=5}" "${FILES:=1000}"
+  : "${SIZE:=256M}" "${RAND_SIZE:=256M}" "${RUNTIME:=5}" "${FILES:=1000}" "${TREE:=$GOROOT_SRC/cmd/go}" "${OW_COUNT:=100}"
 else
-  : "${SIZE:=2G}" "${RAND_SIZE:=1G}" "${RUNTIME:=30}" "${FILES:=10000}"
+  : "${SIZE:=2G}" "${RAND_SIZE:=1G}" "${RUNTIME:=30}" "${FILES:=10000}" "${TREE:=$GOROOT_SRC}" "${OW_COUNT:=300}"
 fi
+[ -d "$TREE" ] || { echo "run.sh: --tree $TREE is not a directory" >&2; exit 2; }
+TREE=$(cd "$TREE" && pwd)
+[ "$CLONE_SRC" = tree ] || git -C "$CLONE_SRC" rev-parse --git-dir >/dev/null 2>&1 \
+  || { echo "run.sh: --clone-src $CLONE_SRC is not a git repository" >&2; exit 2; }
+[[ $THREADS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --threads must be a positive integer" >&2; exit 2; }
 IFS=, read -r -a TLIST <<< "$TARGETS"
 for t in "${TLIST[@]}"; do
   case $t in passthrough|userloop|juicefs|tessera) ;; *) echo "run.sh: unknown target '$t'" >&2; exit 2 ;; esac
@@ -59,7 +77,9 @@ done
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 
 # ---------------------------------------------------------------- state + cleanup
-declare -A PID=() MNT=() STATUS=() REASON=() VERSION=() CPU0=() HWM=() PROCS=() MAXHWM=() CPUEND=()
+# Instances are keyed: the target's name for the one mounted for the whole run,
+# "<target>-ow" for the fresh one of each small-overwrite job. KIND = target.
+declare -A PID=() MNT=() KIND=() DIR=() STATUS=() REASON=() VERSION=() CPU0=() HWM=() PROCS=() MAXHWM=() CPUEND=() PREPARED=()
 W=""           # work dir (data of all targets)
 CLEANED=0
 
@@ -77,10 +97,10 @@ fusermount_u() { # fusermount_u MNT [-z]
   else fusermount -u ${2:-} "$1" 2>/dev/null; fi
 }
 
-stop_target() {
-  local t=$1 p=${PID[$1]:-} m=${MNT[$1]:-}
+stop_target() { # stop_target KEY
+  local k=$1 t=${KIND[$1]:-$1} p=${PID[$1]:-} m=${MNT[$1]:-}
   [ -z "$p" ] && [ -z "$m" ] && return 0
-  log "stopping $t (pid ${p:-none}, mount ${m:-none})"
+  log "stopping $k (pid ${p:-none}, mount ${m:-none})"
   case $t in
     tessera)
       alive "$p" && kill -TERM "$p" 2>/dev/null
@@ -101,17 +121,17 @@ stop_target() {
     fusermount_u "$m" || fusermount_u "$m" -z || umount -l "$m" 2>/dev/null
   fi
   if alive "$p"; then
-    log "killing $t pid $p with SIGKILL"
+    log "killing $k pid $p with SIGKILL"
     kill -KILL "$p" 2>/dev/null; wait_gone "$p" 5
   fi
-  PID[$t]="" MNT[$t]=""
+  PID[$k]="" MNT[$k]=""
 }
 
 cleanup() {
   [ "$CLEANED" = 1 ] && return; CLEANED=1
   trap '' INT TERM
-  local t
-  for t in "${!PID[@]}"; do stop_target "$t"; done
+  local k
+  for k in "${!PID[@]}"; do stop_target "$k"; done
   if [ -n "$W" ] && [ -d "$W" ]; then
     if [ "$KEEP" = 1 ]; then log "kept work dir $W"; else rm -rf "$W"; fi
   fi
@@ -136,9 +156,9 @@ command -v fusermount3 >/dev/null || command -v fusermount >/dev/null || need_ro
 
 mkdir -p "$OUTBASE/bin" "$TOOLS/bin"
 log "building bench helpers"
-( cd "$REPO" && go build -o "$OUTBASE/bin/" ./bench/cmd/metaops ./bench/cmd/benchreport ./bench/cmd/loopfs ) \
+( cd "$REPO" && go build -o "$OUTBASE/bin/" ./bench/cmd/metaops ./bench/cmd/benchreport ./bench/cmd/loopfs ./bench/cmd/overwrite ) \
   || { echo "run.sh: cannot build bench helpers" >&2; exit 1; }
-METAOPS=$OUTBASE/bin/metaops BR=$OUTBASE/bin/benchreport LOOPFS=$OUTBASE/bin/loopfs
+METAOPS=$OUTBASE/bin/metaops BR=$OUTBASE/bin/benchreport LOOPFS=$OUTBASE/bin/loopfs OVERWRITE=$OUTBASE/bin/overwrite
 
 want() { [[ ",$TARGETS," == *",$1,"* ]]; }
 LOOPBACK="" JUICEFS="" TESSERA=""
@@ -188,6 +208,7 @@ prepare_tessera() {
 
 # ---------------------------------------------------------------- work dir
 TS=$(date +%Y%m%d-%H%M%S)
+LOAD0=$(uptime | sed 's/^ *//')
 OUT=$OUTBASE/$TS
 mkdir -p "$OUT/logs" "$OUT/fio"
 W=$(mktemp -d "$WORKBASE/tessera-bench.XXXXXX") || exit 1
@@ -200,10 +221,49 @@ DISK=$(df --output=source "$W" | tail -n 1)
   printf 'command\tbench/run.sh %s\n' "$ARGS"
   printf 'host\t%s, %s cores, %s MiB RAM, kernel %s\n' "$(hostname)" "$(nproc)" "$(awk '/MemTotal/{print int($2/1024)}' /proc/meminfo)" "$(uname -r)"
   printf 'data disk\t%s (%s) under %s\n' "$DISK" "$FSTYPE" "$W"
-  printf 'workloads\tseq %s (1MiB, psync, end_fsync=1); randread 4KiB over %s for %ss (psync, qd1, invalidate=1); metaops %s files, %s thread(s)\n' "$SIZE" "$RAND_SIZE" "$RUNTIME" "$FILES" "$THREADS"
+  printf 'workloads\tseq %s (1MiB, psync, end_fsync=1); randread 4KiB over %s for %ss (psync, qd1, invalidate=1; 1 and 4 jobs); metaops %s files, %s worker(s), one directory each\n' "$SIZE" "$RAND_SIZE" "$RUNTIME" "$FILES" "$THREADS"
+  printf 'tree\t%s\n' "$TREE"
+  printf 'overwrite\t%s file, %s x %s pwrite+fsync at random offsets (seed 7), fresh instance of each target\n' "$OW_SIZE" "$OW_COUNT" "$OW_BS"
   printf 'runs\t%s (target order rotates each run)\n' "$RUNS"
   printf 'fio\t%s\n' "$(fio --version)"
 } > "$OUT/meta.tsv"
+
+# ---------------------------------------------------------------- source tree + git repository
+# The tree is tarred once into the work dir; the clone source is a bare
+# repository, kept in $TOOLS between runs (building one of Go's src takes ~40 s).
+TARBALL=$W/tree.tar
+log "tarring $TREE into $TARBALL"
+tar -cf "$TARBALL" -C "$(dirname "$TREE")" "$(basename "$TREE")" || { echo "run.sh: cannot tar $TREE" >&2; exit 1; }
+TREE_ENTRIES=$(tar -tf "$TARBALL" | wc -l)
+TREE_BYTES=$(du -sb "$TREE" | cut -f1)
+make_clone_src() {
+  local git="git -c gc.auto=0 -c user.name=bench -c user.email=bench@localhost" key dst tmp
+  if [ "$CLONE_SRC" = tree ]; then
+    key=$(printf '%s %s' "$TREE" "$(go version)" | md5sum | cut -c1-12)
+    dst=$TOOLS/clone-$key.git
+    if [ ! -f "$dst/.complete" ]; then
+      log "building a bare git repository of $TREE into $dst (once)"
+      rm -rf "$dst" "$dst.tmp"; tmp=$dst.tmp
+      $git init -q --bare "$tmp" && $git --git-dir="$tmp" --work-tree="$TREE" add -A \
+        && $git --git-dir="$tmp" --work-tree="$TREE" commit -qm "import of $TREE ($(go version))" \
+        && $git --git-dir="$tmp" repack -adq && mv "$tmp" "$dst" && touch "$dst/.complete" || { rm -rf "$tmp"; return 1; }
+    fi
+    CLONE_REPO=$dst
+    CLONE_DESC="one-commit repository of $TREE"
+  else
+    CLONE_REPO=$W/clone-src.git
+    log "cloning $CLONE_SRC (bare, packed) into $CLONE_REPO"
+    git -c safe.directory='*' clone -q --bare --no-local "$CLONE_SRC" "$CLONE_REPO" || return 1
+    CLONE_DESC="bare clone of $CLONE_SRC ($(git -C "$CLONE_REPO" rev-list --all --count) commits)"
+  fi
+  CLONE_FILES=$(git -C "$CLONE_REPO" ls-tree -r HEAD | wc -l)
+  CLONE_PACK=$(du -sb "$CLONE_REPO/objects/pack" | cut -f1)
+}
+make_clone_src || { echo "run.sh: cannot make the git repository to clone" >&2; exit 1; }
+{
+  printf 'untar\t%s: %s entries, %s bytes\n' "$TARBALL" "$TREE_ENTRIES" "$TREE_BYTES"
+  printf 'clone\tgit clone --no-hardlinks of %s: %s files, %s bytes of pack\n' "$CLONE_DESC" "$CLONE_FILES" "$CLONE_PACK"
+} >> "$OUT/meta.tsv"
 
 DROP_OK=1
 drop_caches() {
@@ -217,51 +277,58 @@ drop_caches() {
 }
 
 # ---------------------------------------------------------------- start targets
+# start_<target> KEY DIR: start one instance with its data under DIR, mounted at DIR/mnt;
+# its log is $OUT/logs/KEY.log.
 start_passthrough() {
-  local d=$W/passthrough; mkdir -p "$d/src" "$d/mnt"; MNT[passthrough]=$d/mnt
-  ( umask 0; exec "$LOOPBACK" -allow-other "$d/mnt" "$d/src" ) >"$OUT/logs/passthrough.log" 2>&1 &
-  PID[passthrough]=$!
+  local k=$1 d=$2; mkdir -p "$d/src" "$d/mnt"; MNT[$k]=$d/mnt
+  ( umask 0; exec "$LOOPBACK" -allow-other "$d/mnt" "$d/src" ) >"$OUT/logs/$k.log" 2>&1 &
+  PID[$k]=$!
 }
 start_userloop() {
-  local d=$W/userloop; mkdir -p "$d/src" "$d/mnt"; MNT[userloop]=$d/mnt
-  ( umask 0; exec "$LOOPFS" -allow-other "$d/mnt" "$d/src" ) >"$OUT/logs/userloop.log" 2>&1 &
-  PID[userloop]=$!
+  local k=$1 d=$2; mkdir -p "$d/src" "$d/mnt"; MNT[$k]=$d/mnt
+  ( umask 0; exec "$LOOPFS" -allow-other "$d/mnt" "$d/src" ) >"$OUT/logs/$k.log" 2>&1 &
+  PID[$k]=$!
 }
 start_juicefs() {
-  local d=$W/juicefs; mkdir -p "$d/bucket" "$d/cache" "$d/mnt"; MNT[juicefs]=$d/mnt
+  local k=$1 d=$2; mkdir -p "$d/bucket" "$d/cache" "$d/mnt"; MNT[$k]=$d/mnt
   # trash disabled so unlink really deletes, like the other targets; --no-usage-report keeps it off the network
-  if ! "$JUICEFS" format --storage file --bucket "$d/bucket/" --trash-days 0 "sqlite3://$d/jfs.db" bench >"$OUT/logs/juicefs-format.log" 2>&1; then
-    REASON[juicefs]="juicefs format failed: $(grep -m1 -iE 'fatal|error' "$OUT/logs/juicefs-format.log" || tail -n 1 "$OUT/logs/juicefs-format.log")"
+  if ! "$JUICEFS" format --storage file --bucket "$d/bucket/" --trash-days 0 "sqlite3://$d/jfs.db" bench >"$OUT/logs/$k-format.log" 2>&1; then
+    REASON[$k]="juicefs format failed: $(grep -m1 -iE 'fatal|error' "$OUT/logs/$k-format.log" || tail -n 1 "$OUT/logs/$k-format.log")"
     return 1
   fi
   # shellcheck disable=SC2086
   "$JUICEFS" --no-agent mount --no-usage-report --no-syslog --backup-meta 0 --cache-dir "$d/cache" \
-    ${JUICEFS_MOUNT_OPTS:-} "sqlite3://$d/jfs.db" "$d/mnt" >"$OUT/logs/juicefs.log" 2>&1 &
-  PID[juicefs]=$!
+    ${JUICEFS_MOUNT_OPTS:-} "sqlite3://$d/jfs.db" "$d/mnt" >"$OUT/logs/$k.log" 2>&1 &
+  PID[$k]=$!
 }
 start_tessera() {
-  local d=$W/tessera; mkdir -p "$d/data" "$d/mnt"; MNT[tessera]=$d/mnt
+  local k=$1 d=$2; mkdir -p "$d/data" "$d/mnt"; MNT[$k]=$d/mnt
   # shellcheck disable=SC2086
-  "$TESSERA" up --data "$d/data" --mount "$d/mnt" ${TESSERA_UP_OPTS:-} >"$OUT/logs/tessera.log" 2>&1 &
-  PID[tessera]=$!
+  "$TESSERA" up --data "$d/data" --mount "$d/mnt" ${TESSERA_UP_OPTS:-} >"$OUT/logs/$k.log" 2>&1 &
+  PID[$k]=$!
 }
 
+# start_target KEY TARGET DIR: prepare TARGET once, start an instance, wait for its mount.
 start_target() {
-  local t=$1 n
-  "prepare_$t" || return 1
-  "start_$t" || return 1
+  local k=$1 t=$2 d=$3 n
+  KIND[$k]=$t DIR[$k]=$d
+  if [ -z "${PREPARED[$t]:-}" ]; then
+    "prepare_$t" || { REASON[$k]=${REASON[$t]}; return 1; }
+    PREPARED[$t]=1
+  fi
+  "start_$t" "$k" "$d" || return 1
   n=$((MOUNT_TIMEOUT * 10))
-  while ! fuse_mounted "${MNT[$t]}"; do
-    if ! alive "${PID[$t]}"; then
-      wait "${PID[$t]}" 2>/dev/null; local rc=$?
-      REASON[$t]="daemon exited (status $rc) before mounting: $(grep -v '^\s*$' "$OUT/logs/$t.log" | tail -n 1)"
-      PID[$t]=""; return 1
+  while ! fuse_mounted "${MNT[$k]}"; do
+    if ! alive "${PID[$k]}"; then
+      wait "${PID[$k]}" 2>/dev/null; local rc=$?
+      REASON[$k]="daemon exited (status $rc) before mounting: $(grep -v '^\s*$' "$OUT/logs/$k.log" | tail -n 1)"
+      PID[$k]=""; return 1
     fi
-    n=$((n-1)); [ $n -le 0 ] && { REASON[$t]="not mounted after ${MOUNT_TIMEOUT}s: $(tail -n 1 "$OUT/logs/$t.log")"; return 1; }
+    n=$((n-1)); [ $n -le 0 ] && { REASON[$k]="not mounted after ${MOUNT_TIMEOUT}s: $(tail -n 1 "$OUT/logs/$k.log")"; return 1; }
     sleep 0.1
   done
-  mkdir -p "${MNT[$t]}/bench" || { REASON[$t]="cannot mkdir in mount"; return 1; }
-  if [ "$t" = tessera ]; then
+  mkdir -p "${MNT[$k]}/bench" || { REASON[$k]="cannot mkdir in mount"; return 1; }
+  if [ "$k" = tessera ]; then
     VERSION[tessera]+=" ($(grep -v '^\s*$' "$OUT/logs/tessera.log" | head -n 1))"
   fi
 }
@@ -278,7 +345,7 @@ note_hwm() { # keep the largest tree sample seen per target
 ACTIVE=()
 for t in "${TLIST[@]}"; do
   log "starting $t"
-  if start_target "$t"; then
+  if start_target "$t" "$t" "$W/$t"; then
     STATUS[$t]=ok; ACTIVE+=("$t")
     CPU0[$t]=$(cpu_of "${PID[$t]}")
     log "$t mounted at ${MNT[$t]} (pid ${PID[$t]})"
@@ -323,7 +390,7 @@ seq_file_ok() { # the seq file exists with the expected size
 run_workloads() {
   local t=$1 r=$2 m=${MNT[$1]}/bench wl
   if ! alive "${PID[$t]}" || ! fuse_mounted "${MNT[$t]}"; then
-    for wl in seqwrite seqread randread create stat unlink; do sample "$t" "$wl" "$r" nan - "" "" error "daemon gone"; done
+    for wl in seqwrite seqread randread randread4 create stat unlink untar clone rmtree; do sample "$t" "$wl" "$r" nan - "" "" error "daemon gone"; done
     return
   fi
   # 1. sequential write (fresh file each run)
@@ -344,13 +411,18 @@ run_workloads() {
   if [ -f "$m/rand.dat" ]; then
     fio_measure "$t" randread "$r" 2 IOPS --name=randread --filename="$m/rand.dat" --rw=randread --bs=4k --size="$RAND_SIZE" \
       --time_based --runtime="$RUNTIME"
+    # the same with 4 jobs (4 processes, psync, each qd1) on the same file: IOPS summed
+    fio_measure "$t" randread4 "$r" 2 IOPS --name=randread4 --filename="$m/rand.dat" --rw=randread --bs=4k --size="$RAND_SIZE" \
+      --time_based --runtime="$RUNTIME" --numjobs=4
   else
     sample "$t" randread "$r" nan IOPS "" "" error "could not lay out rand.dat"
+    sample "$t" randread4 "$r" nan IOPS "" "" error "could not lay out rand.dat"
   fi
-  # 4. metadata: create / stat / unlink of $FILES empty files in one directory
+  # 4. metadata (mdtest's phases): $THREADS workers, each in its own directory, create /
+  #    stat / unlink $FILES/$THREADS empty files each
   drop_caches
   local mo=$OUT/logs/$t-metaops-r$r.txt rc
-  timeout --foreground -k 30 "$MEASURE_TIMEOUT" "$METAOPS" -dir "$m/meta.r$r" -n "$FILES" -threads "$THREADS" -cpu-pid "${PID[$t]}" >"$mo" 2>&1
+  timeout --foreground -k 30 "$MEASURE_TIMEOUT" "$METAOPS" -dir "$m/meta.r$r" -n "$FILES" -threads "$THREADS" -unique-dir -cpu-pid "${PID[$t]}" >"$mo" 2>&1
   rc=$?
   for wl in create stat unlink; do
     local line; line=$(grep "^phase=$wl " "$mo")
@@ -367,6 +439,108 @@ run_workloads() {
   done
   [ $rc -ne 0 ] && rm -rf "$m/meta.r$r" 2>/dev/null
   note_hwm "$t"
+  # 5. a real source tree: untar, git clone, rm -rf of the untarred tree (each cold, timed)
+  mkdir -p "$m/tree.r$r"
+  timed "$t" untar "$r" tar -xf "$TARBALL" -C "$m/tree.r$r"
+  timed "$t" clone "$r" git clone -q --no-hardlinks "$CLONE_REPO" "$m/clone.r$r"
+  timed "$t" rmtree "$r" rm -rf "$m/tree.r$r"
+  rm -rf "$m/clone.r$r" "$m/tree.r$r" 2>/dev/null   # untimed
+  note_hwm "$t"
+}
+
+# timed TARGET WORKLOAD RUN CMD...: drop caches, run CMD, record its wall seconds
+timed() {
+  local t=$1 wl=$2 r=$3; shift 3
+  local lg=$OUT/logs/$t-$wl-r$r.txt c0 c1 t0 t1 rc w
+  drop_caches
+  c0=$(cpu_of "${PID[$t]}"); t0=$(now)
+  timeout --foreground -k 30 "$MEASURE_TIMEOUT" "$@" >"$lg" 2>&1
+  rc=$?; t1=$(now); c1=$(cpu_of "${PID[$t]}")
+  w=$(fsub "$t1" "$t0")
+  if [ $rc -ne 0 ]; then
+    sample "$t" "$wl" "$r" nan s "$(fsub "$c1" "$c0")" "$w" error "$1 exit $rc: $(tail -n 1 "$lg" | tr '\t' ' ')"
+    log "  $t $wl run $r: FAILED (exit $rc, $w s)"
+    return 1
+  fi
+  sample "$t" "$wl" "$r" "$w" s "$(fsub "$c1" "$c0")" "$w" ok ""
+  log "  $t $wl run $r: $w s (daemon cpu $(fsub "$c1" "$c0") s)"
+}
+
+# store_bytes KEY: bytes of the instance's durable store, caches left out
+# (loopbacks: the backing dir; JuiceFS: bucket + SQLite files; Tessera: the data
+# dir without its client cache, i.e. block files + meta database).
+store_bytes() {
+  local d=${DIR[$1]}
+  case ${KIND[$1]} in
+    passthrough|userloop) du -sbx "$d/src" | cut -f1 ;;
+    juicefs) du -sbxc "$d/bucket" "$d"/jfs.db* | tail -n 1 | cut -f1 ;;
+    tessera) echo $(( $(du -sbx "$d/data" | cut -f1) - $(du -sbx "$d/data/cache" 2>/dev/null | cut -f1 || echo 0) )) ;;
+  esac
+}
+# sent_bytes KEY: what the instance's data store has accepted so far. Tessera: the
+# block servers' stored block bytes (`tessera status`, summed over servers, so
+# every replica counts); JuiceFS: its object store (the bucket dir); loopbacks:
+# the backing dir (they overwrite in place, so this hardly grows).
+sent_bytes() {
+  local d=${DIR[$1]}
+  case ${KIND[$1]} in
+    passthrough|userloop) du -sbx "$d/src" | cut -f1 ;;
+    juicefs) du -sbx "$d/bucket" | cut -f1 ;;
+    tessera)
+      local st; st=$(timeout 60 "$TESSERA" status --data "$d/data" 2>&1) || { echo nan; return; }
+      sed -n 's/^stored block bytes: *//p' <<< "$st" ;;
+  esac
+}
+wchar_of() { local s; s=$("$BR" io "$1" 2>/dev/null) || { echo nan; return; }; awk '{print $2}' <<< "$s"; }
+fdiv() { awk -v a="$1" -v b="$2" 'BEGIN { if (a=="nan"||b=="nan"||a==""||b==""||b+0==0) print "nan"; else printf "%.3f", a/b }'; }
+
+drop_instance() { # drop_instance KEY: stop it, delete its data (only once unmounted)
+  local k=$1 d=${DIR[$1]}
+  stop_target "$k"
+  if [ -n "$d" ] && ! grep -qF "$d/" /proc/mounts; then rm -rf "$d"; else log "WARNING: $d still mounted; not deleted"; fi
+}
+
+# 6. small overwrites, on a fresh instance of the target (so that its store holds
+# nothing else and nothing left from earlier workloads is being reclaimed): an
+# $OW_SIZE file written and fsynced, then $OW_COUNT x $OW_BS pwrite+fsync at random
+# offsets. Per byte overwritten: what the store accepted (ow_sent) and what the
+# daemon wrote through write syscalls (ow_wchar); store bytes after the job per
+# live byte (ow_stored); and the overwrite rate (ow_rate).
+overwrite_job() {
+  local t=$1 r=$2 k=$1-ow d=$W/ow-$1-r$2 wl lg=$OUT/logs/$1-overwrite-r$2.txt
+  local s0 s1 w0 w1 c0 c1 rc line bytes rate secs st live sent wch
+  if ! start_target "$k" "$t" "$d"; then
+    for wl in ow_rate ow_sent ow_wchar ow_stored; do sample "$t" "$wl" "$r" nan - "" "" error "fresh instance: ${REASON[$k]}"; done
+    drop_instance "$k"; return
+  fi
+  local f=${MNT[$k]}/bench/ow.dat
+  if ! timeout --foreground -k 30 "$MEASURE_TIMEOUT" "$OVERWRITE" -file "$f" -fill -size "$OW_SIZE" >"$lg" 2>&1; then
+    for wl in ow_rate ow_sent ow_wchar ow_stored; do sample "$t" "$wl" "$r" nan - "" "" error "fill: $(tail -n 1 "$lg")"; done
+    drop_instance "$k"; return
+  fi
+  sync
+  s0=$(sent_bytes "$k"); w0=$(wchar_of "${PID[$k]}"); c0=$(cpu_of "${PID[$k]}")
+  timeout --foreground -k 30 "$MEASURE_TIMEOUT" "$OVERWRITE" -file "$f" -churn -size "$OW_SIZE" -bs "$OW_BS" -n "$OW_COUNT" >>"$lg" 2>&1
+  rc=$?
+  c1=$(cpu_of "${PID[$k]}"); w1=$(wchar_of "${PID[$k]}"); s1=$(sent_bytes "$k")
+  st=$(store_bytes "$k"); live=$(stat -c %s "$f" 2>/dev/null || echo nan)
+  line=$(grep '^step=churn ' "$lg")
+  if [ $rc -ne 0 ] || [ -z "$line" ]; then
+    for wl in ow_rate ow_sent ow_wchar ow_stored; do sample "$t" "$wl" "$r" nan - "$(fsub "$c1" "$c0")" "" error "churn exit $rc: $(tail -n 1 "$lg")"; done
+  else
+    bytes=$(sed -n 's/.* bytes=\([^ ]*\).*/\1/p' <<< "$line")
+    rate=$(sed -n 's/.*ops_per_s=\([^ ]*\).*/\1/p' <<< "$line")
+    secs=$(sed -n 's/.* secs=\([^ ]*\).*/\1/p' <<< "$line")
+    sent=$(fdiv "$(fsub "$s1" "$s0")" "$bytes"); wch=$(fdiv "$(fsub "$w1" "$w0")" "$bytes")
+    local rep=""
+    [ "$t" = tessera ] && rep="replicas=$(timeout 60 "$TESSERA" status --data "$d/data" 2>/dev/null | sed -n 's/^replicas: *//p') "
+    sample "$t" ow_rate "$r" "$rate" ops/s "$(fsub "$c1" "$c0")" "$secs" ok "$line"
+    sample "$t" ow_sent "$r" "$sent" B/B "$(fsub "$c1" "$c0")" "$secs" ok "${rep}store bytes $s0 -> $s1 over $bytes bytes overwritten"
+    sample "$t" ow_wchar "$r" "$wch" B/B "$(fsub "$c1" "$c0")" "$secs" ok "daemon wchar $w0 -> $w1"
+    sample "$t" ow_stored "$r" "$(fdiv "$st" "$live")" B/B "" "" ok "${rep}store $st bytes for $live live bytes"
+    log "  $t overwrite run $r: $rate ops/s; sent $sent B/B; daemon wchar $wch B/B; stored $(fdiv "$st" "$live") x live ${rep}"
+  fi
+  drop_instance "$k"
 }
 
 if [ ${#ACTIVE[@]} -gt 0 ]; then
@@ -377,6 +551,7 @@ if [ ${#ACTIVE[@]} -gt 0 ]; then
       t=${ACTIVE[$(( (i + r - 1) % n ))]}
       log "run $r/$RUNS: $t"
       run_workloads "$t" "$r"
+      overwrite_job "$t" "$r"
     done
   done
 fi
@@ -394,6 +569,7 @@ done
 for t in "${ACTIVE[@]}"; do stop_target "$t"; done
 
 cp "$OUT/samples.tsv" "$OUTBASE/$TS.tsv"
-"$BR" report -dir "$OUT" -json "$OUTBASE/$TS.json" | tee "$OUTBASE/$TS.txt"
+printf 'load\tuptime at start: %s; at end: %s\n' "$LOAD0" "$(uptime | sed 's/^ *//')" >> "$OUT/meta.tsv"
+"$BR" report -dir "$OUT" -json "$OUTBASE/$TS.json" -md "$OUTBASE/$TS.md" | tee "$OUTBASE/$TS.txt"
 echo
-echo "Results: $OUTBASE/$TS.json (summary), $OUTBASE/$TS.tsv (raw samples), $OUT/ (fio JSON, daemon logs)"
+echo "Results: $OUTBASE/$TS.json (summary), $OUTBASE/$TS.md (markdown, for bench/results/), $OUTBASE/$TS.tsv (raw samples), $OUT/ (fio JSON, daemon logs)"

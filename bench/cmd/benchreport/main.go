@@ -3,7 +3,7 @@
 //	benchreport proc PID          print "cpu_s hwm_kib nprocs max_hwm_kib" for PID and its live descendants
 //	benchreport io PID            print "rchar wchar read_bytes write_bytes cancelled_write_bytes" summed over PID's tree
 //	benchreport fio FILE          print "bw_MiBps iops runtime_s" from a fio --output-format=json file
-//	benchreport report -dir DIR [-json OUT]
+//	benchreport report -dir DIR [-json OUT] [-md OUT.md]
 //	                              summarise DIR/samples.tsv, DIR/targets.tsv and DIR/meta.tsv:
 //	                              print a table (median [min-max] per target, ratios) and write OUT as JSON
 //
@@ -75,11 +75,12 @@ func main() {
 		fs := flag.NewFlagSet("report", flag.ExitOnError)
 		dir := fs.String("dir", "", "directory holding samples.tsv, targets.tsv, meta.tsv")
 		out := fs.String("json", "", "write the JSON summary here")
+		md := fs.String("md", "", "also write the report as markdown here")
 		_ = fs.Parse(os.Args[2:])
 		if *dir == "" {
 			usage()
 		}
-		if err := reportCmd(*dir, *out); err != nil {
+		if err := reportCmd(*dir, *out, *md); err != nil {
 			fmt.Fprintln(os.Stderr, "benchreport report:", err)
 			os.Exit(1)
 		}
@@ -150,16 +151,32 @@ func fioCmd(path string) error {
 
 // ---- report ----
 
-type workload struct{ key, label, unit string }
+// workload: lower marks figures where less is better (seconds, bytes per
+// byte); their ratios are inverted so that >1 always means Tessera better.
+type workload struct {
+	key, label, unit string
+	lower            bool
+}
 
 var workloads = []workload{
-	{"seqwrite", "seq write 1MiB +fsync", "MiB/s"},
-	{"seqread", "seq read 1MiB, cold", "MiB/s"},
-	{"randread", "rand read 4KiB, cold (invalidate=1)", "IOPS"},
-	{"create", "create empty files", "ops/s"},
-	{"stat", "stat files", "ops/s"},
-	{"unlink", "unlink files", "ops/s"},
+	{"seqwrite", "seq write 1MiB +fsync", "MiB/s", false},
+	{"seqread", "seq read 1MiB, cold", "MiB/s", false},
+	{"randread", "rand read 4KiB, cold, 1 job", "IOPS", false},
+	{"randread4", "rand read 4KiB, cold, 4 jobs", "IOPS", false},
+	{"create", "create empty files (N workers)", "ops/s", false},
+	{"stat", "stat files (N workers)", "ops/s", false},
+	{"unlink", "unlink files (N workers)", "ops/s", false},
+	{"untar", "untar source tree", "s", true},
+	{"clone", "git clone (local bare repo)", "s", true},
+	{"rmtree", "rm -rf untarred tree", "s", true},
+	{"ow_rate", "64KiB overwrite+fsync", "ops/s", false},
+	{"ow_sent", "  store growth / byte overwritten", "B/B", true},
+	{"ow_wchar", "  daemon write() bytes / byte overwr.", "B/B", true},
+	{"ow_stored", "  store bytes after / live byte", "B/B", true},
 }
+
+// juicefsNote goes next to JuiceFS's figures wherever they are printed.
+const juicefsNote = "JuiceFS's local file store does not fsync its block files: its write and fsync figures are not durable ones"
 
 var targetOrder = []string{"passthrough", "userloop", "juicefs", "tessera"}
 
@@ -269,7 +286,7 @@ func median(v []float64) float64 {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-func reportCmd(dir, out string) error {
+func reportCmd(dir, out, md string) error {
 	metaRows, err := readTSV(filepath.Join(dir, "meta.tsv"))
 	if err != nil {
 		return err
@@ -348,100 +365,23 @@ func reportCmd(dir, out string) error {
 	}
 
 	// ---- print ----
-	w := os.Stdout
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "== Tessera benchmark ==")
-	for _, k := range metaKeys {
-		fmt.Fprintf(w, "  %-14s %s\n", k+":", meta[k])
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Targets:")
-	for _, n := range names {
-		t := targets[n]
-		if t.Status == "ok" {
-			fmt.Fprintf(w, "  %-12s ok    %s\n", n, t.Version)
-		} else {
-			fmt.Fprintf(w, "  %-12s %s: %s\n", n, t.Status, t.Reason)
-		}
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Throughput: median [min-max] over runs; ratios are of medians (>1 = Tessera faster)")
-	const cw = 26
 	pairs := ratioPairs(names)
-	legend := "  ratios:"
-	for _, n := range names {
-		legend += fmt.Sprintf(" %s=%s", abbr[n], n)
-	}
-	fmt.Fprintln(w, legend)
-	hdr := fmt.Sprintf("  %-36s %-6s", "workload", "unit")
-	for _, n := range names {
-		hdr += fmt.Sprintf(" %-*s", cw, n)
-	}
-	for _, p := range pairs {
-		hdr += fmt.Sprintf(" %6s", p.label())
-	}
-	fmt.Fprintln(w, hdr)
-	for _, wl := range workloads {
-		m := results[wl.key]
-		line := fmt.Sprintf("  %-36s %-6s", wl.label, wl.unit)
-		for _, n := range names {
-			line += fmt.Sprintf(" %-*s", cw, cell(targets[n], m[n]))
-		}
-		for _, p := range pairs {
-			line += fmt.Sprintf(" %6s", ratio(m, p.a, p.b))
-		}
-		fmt.Fprintln(w, line)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Daemon CPU seconds per measurement (median; user+sys of the daemon's process tree; <1 = Tessera cheaper)")
-	hdr = fmt.Sprintf("  %-36s %-6s", "workload", "")
-	for _, n := range names {
-		hdr += fmt.Sprintf(" %-*s", cw, n)
-	}
-	for _, p := range pairs {
-		hdr += fmt.Sprintf(" %6s", p.label())
-	}
-	fmt.Fprintln(w, hdr)
-	for _, wl := range workloads {
-		m := results[wl.key]
-		line := fmt.Sprintf("  %-36s %-6s", wl.label, "cpu-s")
-		for _, n := range names {
-			s := "-"
-			if st := m[n]; st != nil && !math.IsNaN(st.CPU) {
-				s = fmt.Sprintf("%.2f", st.CPU)
-			}
-			line += fmt.Sprintf(" %-*s", cw, s)
-		}
-		for _, p := range pairs {
-			line += fmt.Sprintf(" %6s", cpuRatio(m, p.a, p.b))
-		}
-		fmt.Fprintln(w, line)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Daemon totals (whole run, from mount to unmount of the workloads):")
-	for _, n := range names {
-		t := targets[n]
-		if t.Status != "ok" {
-			fmt.Fprintf(w, "  %-12s -\n", n)
-			continue
-		}
-		fmt.Fprintf(w, "  %-12s cpu %8.2f s   peak RSS (VmHWM) %7.1f MiB", n, t.CPUTotalS, float64(t.PeakRSSKiB)/1024)
-		if t.Procs > 1 {
-			fmt.Fprintf(w, "  (sum over %d processes; largest %.1f MiB)", t.Procs, float64(t.MaxHWMKiB)/1024)
-		}
-		fmt.Fprintln(w)
-	}
 	var errs []string
 	for _, s := range samples {
 		if s.Status != "ok" {
-			errs = append(errs, fmt.Sprintf("  %s %s run %d: %s %s", s.Target, s.Workload, s.Run, s.Status, s.Note))
+			errs = append(errs, fmt.Sprintf("%s %s run %d: %s %s", s.Target, s.Workload, s.Run, s.Status, s.Note))
 		}
 	}
-	if len(errs) > 0 {
-		fmt.Fprintln(w)
-		fmt.Fprintln(w, "Failed measurements:")
-		for _, e := range errs {
-			fmt.Fprintln(w, e)
+	doc := reportDoc{meta: meta, metaKeys: metaKeys, names: names, targets: targets, results: results, pairs: pairs, errs: errs}
+	doc.text(os.Stdout)
+	if md != "" {
+		f, err := os.Create(md)
+		if err != nil {
+			return err
+		}
+		doc.markdown(f)
+		if err := f.Close(); err != nil {
+			return err
 		}
 	}
 
@@ -471,6 +411,7 @@ func reportCmd(dir, out string) error {
 			Key     string              `json:"key"`
 			Label   string              `json:"label"`
 			Unit    string              `json:"unit"`
+			Lower   bool                `json:"lower_is_better"`
 			Targets map[string]*stats   `json:"targets"`
 			Ratios  map[string]*float64 `json:"ratios"`
 		}
@@ -482,15 +423,15 @@ func reportCmd(dir, out string) error {
 			}
 			rs := map[string]*float64{}
 			for _, p := range pairs {
-				rs[p.a+"/"+p.b] = num(ratioF(m, p.a, p.b))
+				rs[p.a+"/"+p.b] = num(ratioF(m, p.a, p.b, wl.lower))
 			}
-			wj = append(wj, wlJ{wl.key, wl.label, wl.unit, m, rs})
+			wj = append(wj, wlJ{wl.key, strings.TrimSpace(wl.label), wl.unit, wl.lower, m, rs})
 		}
 		var tj []*target
 		for _, n := range names {
 			tj = append(tj, targets[n])
 		}
-		doc := map[string]any{"meta": meta, "targets": tj, "workloads": wj, "samples": sj}
+		doc := map[string]any{"meta": meta, "targets": tj, "workloads": wj, "samples": sj, "notes": map[string]string{"juicefs": juicefsNote}}
 		// NaN-free copies of stats: replace NaN CPU medians.
 		for _, m := range results {
 			for _, st := range m {
@@ -547,16 +488,22 @@ func num(v float64) string {
 	}
 }
 
-func ratioF(m map[string]*stats, a, b string) float64 {
+func ratioF(m map[string]*stats, a, b string, lower bool) float64 {
 	sa, sb := m[a], m[b]
-	if sa == nil || sb == nil || sa.N == 0 || sb.N == 0 || sb.Median == 0 {
+	if sa == nil || sb == nil || sa.N == 0 || sb.N == 0 {
+		return math.NaN()
+	}
+	if lower {
+		sa, sb = sb, sa
+	}
+	if sb.Median == 0 {
 		return math.NaN()
 	}
 	return sa.Median / sb.Median
 }
 
-func ratio(m map[string]*stats, a, b string) string {
-	r := ratioF(m, a, b)
+func ratio(m map[string]*stats, a, b string, lower bool) string {
+	r := ratioF(m, a, b, lower)
 	if math.IsNaN(r) {
 		return "n/a"
 	}
