@@ -277,6 +277,9 @@ drop_caches() {
 }
 
 # ---------------------------------------------------------------- start targets
+# JuiceFS's metrics listener (127.0.0.1, one port per instance): the object store's PUT bytes
+declare -A JFS_METRICS=()
+JFS_PORT0=$(( 20000 + ($$ % 2000) * 16 ))
 # start_<target> KEY DIR: start one instance with its data under DIR, mounted at DIR/mnt;
 # its log is $OUT/logs/KEY.log.
 start_passthrough() {
@@ -297,7 +300,8 @@ start_juicefs() {
     return 1
   fi
   # shellcheck disable=SC2086
-  "$JUICEFS" --no-agent mount --no-usage-report --no-syslog --backup-meta 0 --cache-dir "$d/cache" \
+  JFS_METRICS[$k]=127.0.0.1:$(( JFS_PORT0 + ${#JFS_METRICS[@]} ))
+  "$JUICEFS" --no-agent mount --no-usage-report --no-syslog --backup-meta 0 --cache-dir "$d/cache" --metrics "${JFS_METRICS[$k]}" \
     ${JUICEFS_MOUNT_OPTS:-} "sqlite3://$d/jfs.db" "$d/mnt" >"$OUT/logs/$k.log" 2>&1 &
   PID[$k]=$!
 }
@@ -329,7 +333,7 @@ start_target() {
   done
   mkdir -p "${MNT[$k]}/bench" || { REASON[$k]="cannot mkdir in mount"; return 1; }
   if [ "$k" = tessera ]; then
-    VERSION[tessera]+=" ($(grep -v '^\s*$' "$OUT/logs/tessera.log" | head -n 1))"
+    VERSION[tessera]+=" (tessera up, $(timeout 60 "$TESSERA" status --data "$d/data" 2>/dev/null | grep -E '^(servers|replicas):' | tr '\n' ' ' | sed 's/ *$//')${TESSERA_UP_OPTS:+, opts: $TESSERA_UP_OPTS})"
   fi
 }
 
@@ -412,17 +416,20 @@ run_workloads() {
     fio_measure "$t" randread "$r" 2 IOPS --name=randread --filename="$m/rand.dat" --rw=randread --bs=4k --size="$RAND_SIZE" \
       --time_based --runtime="$RUNTIME"
     # the same with 4 jobs (4 processes, psync, each qd1) on the same file: IOPS summed
-    fio_measure "$t" randread4 "$r" 2 IOPS --name=randread4 --filename="$m/rand.dat" --rw=randread --bs=4k --size="$RAND_SIZE" \
-      --time_based --runtime="$RUNTIME" --numjobs=4
+    # (each job reads its own quarter of the file, so that no job reads pages another one brought in)
+    local q=$(( $(numfmt --from=iec "$RAND_SIZE") / 4 ))
+    fio_measure "$t" randread4 "$r" 2 IOPS --name=randread4 --filename="$m/rand.dat" --rw=randread --bs=4k --size="$q" \
+      --offset_increment="$q" --time_based --runtime="$RUNTIME" --numjobs=4
   else
     sample "$t" randread "$r" nan IOPS "" "" error "could not lay out rand.dat"
     sample "$t" randread4 "$r" nan IOPS "" "" error "could not lay out rand.dat"
   fi
   # 4. metadata (mdtest's phases): $THREADS workers, each in its own directory, create /
-  #    stat / unlink $FILES/$THREADS empty files each
+  #    stat / unlink $FILES/$THREADS empty files each; caches dropped before each phase
   drop_caches
+  local METAOPS_DROP=""; [ "$DROP_OK" = 1 ] && METAOPS_DROP=-drop-caches
   local mo=$OUT/logs/$t-metaops-r$r.txt rc
-  timeout --foreground -k 30 "$MEASURE_TIMEOUT" "$METAOPS" -dir "$m/meta.r$r" -n "$FILES" -threads "$THREADS" -unique-dir -cpu-pid "${PID[$t]}" >"$mo" 2>&1
+  timeout --foreground -k 30 "$MEASURE_TIMEOUT" "$METAOPS" -dir "$m/meta.r$r" -n "$FILES" -threads "$THREADS" -unique-dir $METAOPS_DROP -cpu-pid "${PID[$t]}" >"$mo" 2>&1
   rc=$?
   for wl in create stat unlink; do
     local line; line=$(grep "^phase=$wl " "$mo")
@@ -477,15 +484,19 @@ store_bytes() {
     tessera) echo $(( $(du -sbx "$d/data" | cut -f1) - $(du -sbx "$d/data/cache" 2>/dev/null | cut -f1 || echo 0) )) ;;
   esac
 }
-# sent_bytes KEY: what the instance's data store has accepted so far. Tessera: the
+# sent_bytes KEY: bytes sent to the instance's data store so far. Tessera: the
 # block servers' stored block bytes (`tessera status`, summed over servers, so
-# every replica counts); JuiceFS: its object store (the bucket dir); loopbacks:
-# the backing dir (they overwrite in place, so this hardly grows).
+# every replica counts; `up` hands blocks to in-process servers, no network; a
+# reclaimer removing blocks during the job would hide some); JuiceFS: its own
+# count of bytes PUT to the object store (metric juicefs_object_request_data_bytes);
+# loopbacks: none (they write the backing file in place: 1 byte per byte).
 sent_bytes() {
   local d=${DIR[$1]}
   case ${KIND[$1]} in
-    passthrough|userloop) du -sbx "$d/src" | cut -f1 ;;
-    juicefs) du -sbx "$d/bucket" | cut -f1 ;;
+    passthrough|userloop) echo nan ;;
+    juicefs)
+      curl -s --max-time 10 "http://${JFS_METRICS[$1]}/metrics" |
+        awk '/^juicefs_object_request_data_bytes\{/ && /method="PUT"/ { s += $NF; n++ } END { if (n) printf "%.0f\n", s; else print "nan" }' ;;
     tessera)
       local st; st=$(timeout 60 "$TESSERA" status --data "$d/data" 2>&1) || { echo nan; return; }
       sed -n 's/^stored block bytes: *//p' <<< "$st" ;;
@@ -535,7 +546,9 @@ overwrite_job() {
     local rep=""
     [ "$t" = tessera ] && rep="replicas=$(timeout 60 "$TESSERA" status --data "$d/data" 2>/dev/null | sed -n 's/^replicas: *//p') "
     sample "$t" ow_rate "$r" "$rate" ops/s "$(fsub "$c1" "$c0")" "$secs" ok "$line"
-    sample "$t" ow_sent "$r" "$sent" B/B "$(fsub "$c1" "$c0")" "$secs" ok "${rep}store bytes $s0 -> $s1 over $bytes bytes overwritten"
+    if [ "$sent" != nan ]; then
+      sample "$t" ow_sent "$r" "$sent" B/B "$(fsub "$c1" "$c0")" "$secs" ok "${rep}sent $s0 -> $s1 over $bytes bytes overwritten"
+    fi
     sample "$t" ow_wchar "$r" "$wch" B/B "$(fsub "$c1" "$c0")" "$secs" ok "daemon wchar $w0 -> $w1"
     sample "$t" ow_stored "$r" "$(fdiv "$st" "$live")" B/B "" "" ok "${rep}store $st bytes for $live live bytes"
     log "  $t overwrite run $r: $rate ops/s; sent $sent B/B; daemon wchar $wch B/B; stored $(fdiv "$st" "$live") x live ${rep}"

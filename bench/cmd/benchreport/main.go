@@ -170,7 +170,7 @@ var workloads = []workload{
 	{"clone", "git clone (local bare repo)", "s", true},
 	{"rmtree", "rm -rf untarred tree", "s", true},
 	{"ow_rate", "64KiB overwrite+fsync", "ops/s", false},
-	{"ow_sent", "  store growth / byte overwritten", "B/B", true},
+	{"ow_sent", "  sent to the store / byte overwr.", "B/B", true},
 	{"ow_wchar", "  daemon write() bytes / byte overwr.", "B/B", true},
 	{"ow_stored", "  store bytes after / live byte", "B/B", true},
 }

@@ -181,11 +181,11 @@ func (d reportDoc) legend() string {
 const ratioNote = "median [min-max] over runs; ratios are of medians, >1 = Tessera better " +
 	"(for s and B/B, where less is better, the ratio is inverted: other/Tessera)"
 
-const owNote = "overwrite rows: a fresh instance per run; per byte overwritten, what the data store grew by " +
-	"(Tessera: the block servers' stored bytes from `tessera status`, all replicas; JuiceFS: its bucket dir; " +
-	"loopbacks: the backing dir, overwritten in place) and what the daemon passed to write() " +
-	"(/proc/PID/io wchar: files, sockets and FUSE replies; passthrough: ~0, the kernel writes its backing file); " +
-	"then the store's bytes (caches left out) per live byte right after the job"
+const owNote = "overwrite rows: a fresh instance per run; per byte overwritten: bytes sent to the data store " +
+	"(Tessera: growth of the block servers' stored bytes, `tessera status`, all replicas; JuiceFS: its PUT bytes to the " +
+	"object store, metric juicefs_object_request_data_bytes; loopbacks: not counted, they overwrite in place), " +
+	"bytes the daemon passed to write() (/proc/PID/io wchar: files, sockets, FUSE replies; passthrough ~0: the kernel " +
+	"writes its backing file), and the store's bytes right after the job (caches left out) per live byte"
 
 func (d reportDoc) text(w io.Writer) {
 	fmt.Fprintln(w)

@@ -2,11 +2,13 @@
 // files (open O_CREAT|O_EXCL + close), then stats each, then unlinks each, and
 // prints the rate of each phase.
 //
-//	metaops -dir /mnt/x/meta -n 10000 [-threads 1] [-unique-dir] [-cpu-pid DAEMONPID] [-json]
+//	metaops -dir /mnt/x/meta -n 10000 [-threads 1] [-unique-dir] [-drop-caches] [-cpu-pid DAEMONPID] [-json]
 //
 // The N files are split among the workers. With -unique-dir each worker works
 // in its own directory DIR/wI (mdtest's -u: N ranks, one directory each);
-// otherwise all share DIR.
+// otherwise all share DIR. With -drop-caches (root) the kernel's caches are
+// dropped before each phase (untimed), so stat and unlink look every name up
+// in the file system instead of the kernel's dentry and attribute caches.
 //
 // Output (one line per phase, "key=value" fields, or one JSON object with -json):
 //
@@ -41,6 +43,7 @@ func main() {
 	asJSON := flag.Bool("json", false, "print one JSON object instead of key=value lines")
 	cpuPid := flag.Int("cpu-pid", 0, "also report the CPU seconds used by this process tree (a FUSE daemon) during each phase")
 	keep := flag.Bool("keep-dir", false, "do not remove the (now empty) directory at the end")
+	drop := flag.Bool("drop-caches", false, "sync and drop the kernel's caches before each phase, untimed (needs root)")
 	unique := flag.Bool("unique-dir", false, "each worker creates, stats and removes its files in its own directory DIR/wI (like mdtest -u)")
 	flag.Parse()
 	if *dir == "" || *n <= 0 || *threads <= 0 {
@@ -90,6 +93,12 @@ func main() {
 
 	var results []phaseResult
 	for _, ph := range phases {
+		if *drop {
+			syscall.Sync()
+			if err := os.WriteFile("/proc/sys/vm/drop_caches", []byte("3\n"), 0); err != nil {
+				fatal(fmt.Errorf("-drop-caches: %w", err))
+			}
+		}
 		cpu0 := daemonCPU(*cpuPid)
 		secs, err := runPhase(names, *threads, ph.op)
 		cpu := daemonCPU(*cpuPid) - cpu0
