@@ -28,7 +28,7 @@ fuzz:
 	done
 
 bench: build
-	bash bench/run.sh
+	bash bench/run.sh $(BENCH_ARGS)
 
 verify:
 	@test -z "$$(gofmt -l cmd internal test bench)" || (gofmt -l cmd internal test bench; exit 1)
