@@ -278,8 +278,15 @@ drop_caches() {
 
 # ---------------------------------------------------------------- start targets
 # JuiceFS's metrics listener (127.0.0.1, one port per instance): the object store's PUT bytes
+# (below the ephemeral range 32768-60999, where a port free now may be a connection's
+# source port a moment later: juicefs then runs without metrics)
 declare -A JFS_METRICS=()
-JFS_PORT0=$(( 20000 + ($$ % 2000) * 16 ))
+JFS_PORT_NEXT=$(( 21000 + ($$ % 500) * 20 ))
+free_port() { # a TCP port on 127.0.0.1 nobody listens on or connects from, from JFS_PORT_NEXT up
+  local p=$JFS_PORT_NEXT
+  while [ -n "$(ss -Htan "( sport = :$p )" 2>/dev/null)" ]; do p=$((p + 1)); done
+  echo "$p"
+}
 # start_<target> KEY DIR: start one instance with its data under DIR, mounted at DIR/mnt;
 # its log is $OUT/logs/KEY.log.
 start_passthrough() {
@@ -300,7 +307,7 @@ start_juicefs() {
     return 1
   fi
   # shellcheck disable=SC2086
-  JFS_METRICS[$k]=127.0.0.1:$(( JFS_PORT0 + ${#JFS_METRICS[@]} ))
+  JFS_METRICS[$k]=127.0.0.1:$(free_port)
   "$JUICEFS" --no-agent mount --no-usage-report --no-syslog --backup-meta 0 --cache-dir "$d/cache" --metrics "${JFS_METRICS[$k]}" \
     ${JUICEFS_MOUNT_OPTS:-} "sqlite3://$d/jfs.db" "$d/mnt" >"$OUT/logs/$k.log" 2>&1 &
   PID[$k]=$!
@@ -546,9 +553,14 @@ overwrite_job() {
     local rep=""
     [ "$t" = tessera ] && rep="replicas=$(timeout 60 "$TESSERA" status --data "$d/data" 2>/dev/null | sed -n 's/^replicas: *//p') "
     sample "$t" ow_rate "$r" "$rate" ops/s "$(fsub "$c1" "$c0")" "$secs" ok "$line"
-    if [ "$sent" != nan ]; then
-      sample "$t" ow_sent "$r" "$sent" B/B "$(fsub "$c1" "$c0")" "$secs" ok "${rep}sent $s0 -> $s1 over $bytes bytes overwritten"
-    fi
+    case $t in
+      passthrough|userloop) ;;   # not counted: they overwrite in place
+      *) if [ "$sent" != nan ]; then
+           sample "$t" ow_sent "$r" "$sent" B/B "$(fsub "$c1" "$c0")" "$secs" ok "${rep}sent $s0 -> $s1 over $bytes bytes overwritten"
+         else
+           sample "$t" ow_sent "$r" nan B/B "" "" error "no count of bytes sent (${JFS_METRICS[$k]:+juicefs metrics ${JFS_METRICS[$k]}; }see $OUT/logs/$k.log)"
+         fi ;;
+    esac
     sample "$t" ow_wchar "$r" "$wch" B/B "$(fsub "$c1" "$c0")" "$secs" ok "daemon wchar $w0 -> $w1"
     sample "$t" ow_stored "$r" "$(fdiv "$st" "$live")" B/B "" "" ok "${rep}store $st bytes for $live live bytes"
     log "  $t overwrite run $r: $rate ops/s; sent $sent B/B; daemon wchar $wch B/B; stored $(fdiv "$st" "$live") x live ${rep}"
