@@ -173,6 +173,7 @@ var workloads = []workload{
 	{"ow_sent", "  sent to the store / byte overwr.", "B/B", true},
 	{"ow_wchar", "  daemon write() bytes / byte overwr.", "B/B", true},
 	{"ow_stored", "  store bytes after / live byte", "B/B", true},
+	{"ow_settled", "  the same after --ow-settle", "B/B", true},
 }
 
 // juicefsNote goes next to JuiceFS's figures wherever they are printed.

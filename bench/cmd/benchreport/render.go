@@ -32,6 +32,9 @@ func (d reportDoc) throughput() table {
 	}
 	for _, wl := range d.workloads() {
 		m := d.results[wl.key]
+		if m == nil {
+			continue // not measured in this run (e.g. ow_settled without --ow-settle)
+		}
 		row := []string{wl.label, wl.unit}
 		for _, n := range d.names {
 			row = append(row, cell(d.targets[n], m[n]))
@@ -51,10 +54,13 @@ func (d reportDoc) cpu() table {
 		t.head = append(t.head, p.label())
 	}
 	for _, wl := range d.workloads() {
-		if wl.key == "ow_sent" || wl.key == "ow_wchar" || wl.key == "ow_stored" {
+		if wl.key == "ow_sent" || wl.key == "ow_wchar" || wl.key == "ow_stored" || wl.key == "ow_settled" {
 			continue // the same measurement as ow_rate
 		}
 		m := d.results[wl.key]
+		if m == nil {
+			continue
+		}
 		row := []string{wl.label, "cpu-s"}
 		for _, n := range d.names {
 			s := "-"
