@@ -8,8 +8,10 @@ import (
 	"math/rand"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/kv/memkv"
@@ -189,7 +191,7 @@ func TestInterruptEndsWaits(t *testing.T) {
 	h := open(t, c, in.Ino)
 
 	intr := make(chan struct{})
-	ctx := WithInterrupt(context.Background(), intr)
+	ctx := WithInterrupt(context.Background(), intr, nil)
 	done := make(chan error, 1)
 	data := randBytes(rand.New(rand.NewSource(2)), 10*bs)
 	go func() {
@@ -205,10 +207,56 @@ func TestInterruptEndsWaits(t *testing.T) {
 		t.Fatalf("interrupted write waiting for budget: %v; want EINTR", err)
 	}
 	intr2 := make(chan struct{})
-	ctx2 := WithInterrupt(context.Background(), intr2)
+	ctx2 := WithInterrupt(context.Background(), intr2, nil)
 	go func() { done <- h.Fsync(ctx2) }()
 	close(intr2)
 	if err := <-done; !errors.Is(err, syscall.EINTR) {
 		t.Fatalf("interrupted fsync waiting for uploads: %v; want EINTR", err)
+	}
+}
+
+// TestInterruptOfLivingCallerIgnored: an interrupt whose caller handles the
+// signal (not dying) does not end the wait; once the caller is dying, it
+// does, without a second interrupt.
+func TestInterruptOfLivingCallerIgnored(t *testing.T) {
+	const bs = 64 << 10
+	s := newShared(t, bs)
+	st := &stuckStore{memStore: s.store, release: make(chan struct{})}
+	c, err := New(context.Background(), Config{
+		Meta:       s.api,
+		Dial:       func(meta.Server) (block.Store, error) { return st, nil },
+		Logger:     slog.New(slog.DiscardHandler),
+		DirtyBytes: 2 * bs,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	defer close(st.release)
+	h := open(t, c, s.create(t, "f").Ino)
+	var dying atomic.Bool
+	intr := make(chan struct{})
+	ctx := WithInterrupt(context.Background(), intr, dying.Load)
+	data := randBytes(rand.New(rand.NewSource(4)), 10*bs)
+	var writes atomic.Int32
+	done := make(chan error, 1)
+	go func() {
+		var err error
+		for i := 0; i < 10 && err == nil; i++ {
+			_, err = h.Write(ctx, int64(i)*bs, data[i*bs:(i+1)*bs])
+			writes.Add(1)
+		}
+		done <- err
+	}()
+	waitFor(t, func() bool { return c.budget.inUse() >= 2*bs })
+	close(intr) // a signal the caller handles
+	select {
+	case err := <-done:
+		t.Fatalf("the write ended (%v) on an interrupt whose caller is not dying", err)
+	case <-time.After(3 * interruptPoll):
+	}
+	dying.Store(true)
+	if err := <-done; !errors.Is(err, syscall.EINTR) {
+		t.Fatalf("write once the caller is dying: %v; want EINTR", err)
 	}
 }

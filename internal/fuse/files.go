@@ -86,7 +86,7 @@ func (fs *FS) Write(cancel <-chan struct{}, input *gofuse.WriteIn, data []byte) 
 	if h == nil {
 		return 0, gofuse.EBADF
 	}
-	n, err := h.Write(ctxOf(cancel), int64(input.Offset), data)
+	n, err := h.Write(killable(cancel, &input.InHeader), int64(input.Offset), data)
 	if err != nil {
 		return uint32(n), fs.status("write", err)
 	}
@@ -98,7 +98,7 @@ func (fs *FS) Flush(cancel <-chan struct{}, input *gofuse.FlushIn) gofuse.Status
 	if h == nil {
 		return gofuse.EBADF
 	}
-	return fs.status("flush", h.Flush(ctxOf(cancel)))
+	return fs.status("flush", h.Flush(killable(cancel, &input.InHeader)))
 }
 
 func (fs *FS) Fsync(cancel <-chan struct{}, input *gofuse.FsyncIn) gofuse.Status {
@@ -107,7 +107,7 @@ func (fs *FS) Fsync(cancel <-chan struct{}, input *gofuse.FsyncIn) gofuse.Status
 		// fsync(2) on a file opened elsewhere: nothing buffered here.
 		return gofuse.OK
 	}
-	return fs.status("fsync", h.Fsync(ctxOf(cancel)))
+	return fs.status("fsync", h.Fsync(killable(cancel, &input.InHeader)))
 }
 
 func (fs *FS) Release(cancel <-chan struct{}, input *gofuse.ReleaseIn) {

@@ -179,12 +179,20 @@ func (fs *FS) status(op string, err error) gofuse.Status {
 	return gofuse.EIO
 }
 
-// ctxOf is the context of a request: go-fuse closes cancel when the kernel
-// interrupts it (the caller got a signal, SIGKILL included), which ends the
-// client's unbounded waits with EINTR (client.WithInterrupt) so that a
-// killed process is not left in state D.
-func ctxOf(cancel <-chan struct{}) context.Context {
-	return client.WithInterrupt(context.Background(), cancel)
+func ctxOf(cancel <-chan struct{}) context.Context { return context.Background() }
+
+// killable is the context of a request that may wait without a bound of
+// its own (a write waiting for dirty budget, a commit for its uploads):
+// go-fuse closes cancel when the kernel interrupts the request (its caller
+// got a signal), and if the caller is then dying, those waits end with
+// EINTR (client.WithInterrupt) so that a killed process is not held in
+// state D. A caller that handles its signal is not disturbed.
+func killable(cancel <-chan struct{}, h *gofuse.InHeader) context.Context {
+	pid := h.Caller.Pid
+	if pid == 0 {
+		return context.Background()
+	}
+	return client.WithInterrupt(context.Background(), cancel, func() bool { return killPending(pid) })
 }
 
 // fillAttr converts meta attributes into the kernel's.
