@@ -121,6 +121,7 @@ type Client struct {
 	// uploadFailed keeps a full disk from logging every failed upload.
 	uploadFailed ratelog.Limiter
 	active       activity      // last read or write (memory.go)
+	comps        compCache     // compositions of composed blocks (compose.go)
 	idleReleases atomic.Uint64 // times an idle client gave its memory back
 
 	mu struct {
@@ -376,9 +377,15 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash, urgent bool) ([]byt
 	c.mu.flights[h] = fl
 	c.mu.Unlock()
 
-	c.fetches <- struct{}{}
-	fl.data, fl.err = c.fetch(withUrgency(ctx, &fl.urgent), h)
-	<-c.fetches
+	if comp, ok := c.comps.get(h); ok {
+		// Stored as pieces: fetched (each taking its own fetch slot)
+		// and put together.
+		fl.data, fl.err = c.assemble(withUrgency(ctx, &fl.urgent), h, comp)
+	} else {
+		c.fetches <- struct{}{}
+		fl.data, fl.err = c.fetch(withUrgency(ctx, &fl.urgent), h)
+		<-c.fetches
+	}
 	if fl.err == nil {
 		c.mem.put(h, fl.data)
 	}

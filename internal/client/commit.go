@@ -83,7 +83,7 @@ func (f *file) commitLocked(ctx context.Context) error {
 	sort.Slice(idxs, func(i, j int) bool { return idxs[i] < idxs[j] })
 	for _, idx := range idxs {
 		p := f.pending[idx]
-		if err := add(idx, p.base, meta.BlockChange{New: p.h}, &ourBlock{h: p.h}); err != nil {
+		if err := add(idx, p.base, meta.BlockChange{New: p.h, Compose: p.comp}, &ourBlock{h: p.h}); err != nil {
 			return err
 		}
 	}
@@ -136,7 +136,7 @@ func (f *file) inlineCandidateLocked(ctx context.Context) ([]byte, *dblock, bool
 	}
 	out := append([]byte(nil), buf...)
 	if p, ok := f.pending[0]; ok {
-		f.supersedeLocked(p.h)
+		f.supersedePendLocked(p)
 	}
 	delete(f.pending, 0) // d inherited its ranges and base
 	return out, d, true, nil
@@ -221,7 +221,7 @@ func (f *file) truncateLocked(ctx context.Context, size int64) error {
 	}
 	for idx, p := range f.pending {
 		if idx >= nb {
-			f.supersedeLocked(p.h)
+			f.supersedePendLocked(p)
 			delete(f.pending, idx)
 		}
 	}
@@ -249,6 +249,7 @@ func (f *file) cutLocked(ctx context.Context, last uint64, keep int64) error {
 		}
 		d.sp.add(keep, f.bs)
 		d.own.add(keep, f.bs)
+		d.cut = true
 		return nil
 	}
 	p, hasPend := f.pending[last]
@@ -260,18 +261,19 @@ func (f *file) cutLocked(ctx context.Context, last uint64, keep int64) error {
 	inline := last == 0 && f.hasInline && !hasPend
 	if int64(len(buf)) <= keep && !inline && (hasPend || b.old != staleBase()) {
 		h, at := b.old, time.Now()
+		var comp *meta.Composition
 		if hasPend {
-			h, at = p.h, p.at
+			h, at, comp = p.h, p.at, p.comp
 		}
 		f.seq++
-		f.pending[last] = pend{h: h, seq: f.seq, at: at, base: b}
+		f.pending[last] = pend{h: h, seq: f.seq, at: at, comp: comp, base: b}
 		return nil
 	}
 	if int64(len(buf)) > keep {
 		buf = buf[:keep]
 	}
 	f.c.budget.force(f.bs)
-	f.dirty[last] = &dblock{idx: last, buf: buf, base: b}
+	f.dirty[last] = &dblock{idx: last, buf: buf, base: b, cut: true}
 	return nil
 }
 

@@ -40,6 +40,9 @@ type file struct {
 	size      int64 // as this client sees it, including uncommitted writes
 	change    uint64
 	windows   map[uint64][]block.Hash // committed recipe, by window
+	// comps are the compositions of composed blocks this file met in its
+	// recipe, its conflicts and its own uploads (compose.go).
+	comps map[block.Hash]meta.Composition
 	hasInline bool
 	inline    []byte
 
@@ -106,6 +109,8 @@ type dblock struct {
 	// retryAt: the block's upload failed; the flusher leaves it until then
 	// (a commit retries it at once).
 	retryAt time.Time
+	// cut: a truncate cut the block, so it is never composed (compose.go).
+	cut bool
 }
 
 // pend is an uploaded block waiting for its commit.
@@ -113,6 +118,8 @@ type pend struct {
 	h   block.Hash
 	seq uint64
 	at  time.Time // when the upload finished (touchOldLocked)
+	// comp: h was uploaded as patches over base.old (compose.go).
+	comp *meta.Composition
 	base
 }
 
@@ -142,6 +149,7 @@ func (f *file) loadLocked(in meta.Inode) {
 	f.policyName = in.Policy
 	f.committedSize = int64(in.Size)
 	f.windows = make(map[uint64][]block.Hash)
+	f.comps = nil
 	f.dirty = make(map[uint64]*dblock)
 	f.inflight = make(map[uint64]*dblock)
 	f.pending = make(map[uint64]pend)
@@ -177,6 +185,7 @@ func (f *file) committedLocked(ctx context.Context, idx uint64) (h block.Hash, i
 		if err != nil {
 			return h, nil, false, fmt.Errorf("load recipe of inode %d: %w", f.ino, err)
 		}
+		f.learnCompsLocked(r.Composed)
 		hs = r.Blocks
 		f.windows[w] = hs
 	}
@@ -196,12 +205,14 @@ func (f *file) contentLocked(ctx context.Context, idx uint64) (buf []byte, h blo
 		return d.buf, h, nil
 	}
 	if p, ok := f.pending[idx]; ok {
+		f.noteCompLocked(p.h)
 		return nil, p.h, nil
 	}
 	h, inline, isInline, err := f.committedLocked(ctx, idx)
 	if isInline {
 		return inline, block.Hash{}, err
 	}
+	f.noteCompLocked(h)
 	return nil, h, err
 }
 
@@ -269,6 +280,7 @@ func (f *file) fetchLocked(ctx context.Context, idx uint64, h block.Hash) ([]byt
 	if h.IsZero() {
 		return nil, nil
 	}
+	f.noteCompLocked(h)
 	buf, err := f.c.getBlock(ctx, h, true)
 	if err != nil {
 		return nil, fmt.Errorf("inode %d block %d: %w", f.ino, idx, err)
@@ -391,10 +403,19 @@ func (f *file) scheduleLocked(d *dblock) {
 	f.nInflight++
 	f.c.bg.Add(1)
 	n := f.replicas
+	plan := f.planComposeLocked(d)
 	go func() {
 		defer f.c.bg.Done()
-		h, rep, err := f.c.upload(context.Background(), d.buf, n)
-		f.uploadDone(d, h, rep, err)
+		var h block.Hash
+		var comp *meta.Composition
+		var rep *replication
+		var err error
+		if plan != nil && !isZero(d.buf) {
+			h, comp, rep, err = f.c.uploadComposed(context.Background(), d.buf, plan, n)
+		} else {
+			h, rep, err = f.c.upload(context.Background(), d.buf, n)
+		}
+		f.uploadDone(d, h, comp, rep, err)
 		if rep != nil {
 			<-rep.done // the buffer is in use until every copy was tried
 		}
@@ -407,7 +428,7 @@ func (f *file) scheduleLocked(d *dblock) {
 	}()
 }
 
-func (f *file) uploadDone(d *dblock, h block.Hash, rep *replication, err error) {
+func (f *file) uploadDone(d *dblock, h block.Hash, comp *meta.Composition, rep *replication, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nInflight--
@@ -437,11 +458,15 @@ func (f *file) uploadDone(d *dblock, h block.Hash, rep *replication, err error) 
 		f.failures = 0
 		if p, ok := f.pending[d.idx]; !ok || p.seq < d.seq {
 			if ok && p.h != h {
-				f.supersedeLocked(p.h)
+				f.supersedePendLocked(p)
 			}
-			f.pending[d.idx] = pend{h: h, seq: d.seq, at: time.Now(), base: d.base}
+			f.pending[d.idx] = pend{h: h, seq: d.seq, at: time.Now(), comp: comp, base: d.base}
+			if comp != nil {
+				f.learnCompsLocked(map[block.Hash]meta.Composition{h: *comp})
+			}
 		} else if p.h != h {
-			f.supersedeLocked(h) // a newer version was uploaded first
+			// A newer version was uploaded first.
+			f.supersedePendLocked(pend{h: h, comp: comp})
 		}
 	}
 	f.cond.Broadcast()
@@ -453,6 +478,18 @@ func (f *file) uploadDone(d *dblock, h block.Hash, rep *replication, err error) 
 func (f *file) supersedeLocked(h block.Hash) {
 	if !h.IsZero() && len(f.superseded) < meta.MaxSuperseded {
 		f.superseded = append(f.superseded, h)
+	}
+}
+
+// supersedePendLocked notes that upload p will not be committed: its
+// block, or for a composed one the patches it uploaded.
+func (f *file) supersedePendLocked(p pend) {
+	if p.comp == nil {
+		f.supersedeLocked(p.h)
+		return
+	}
+	for _, pt := range p.comp.Patches {
+		f.supersedeLocked(pt.Hash)
 	}
 }
 

@@ -168,7 +168,7 @@ func (f *file) redoLocked(ctx context.Context, req *meta.CommitReq, ours []*ourB
 			ch.NewInline = m
 			continue
 		}
-		ch.InlineNew, ch.NewInline = false, nil
+		ch.InlineNew, ch.NewInline, ch.Compose = false, nil, nil
 		h, rep, err := f.c.upload(ctx, m, f.replicas)
 		if err != nil {
 			return fmt.Errorf("redo inode %d block %d: %w (%w)", f.ino, ch.Index, syscall.EIO, err)
@@ -215,6 +215,9 @@ func (f *file) currentLocked(ctx context.Context, req *meta.CommitReq, cerr erro
 	if ce := (*meta.ConflictError)(nil); errors.As(cerr, &ce) && len(ce.Current) > 0 {
 		for _, c := range ce.Current {
 			cur[c.Index] = c
+			if c.Compose != nil {
+				f.learnCompsLocked(map[block.Hash]meta.Composition{c.New: *c.Compose})
+			}
 		}
 		return cur, nil
 	}
@@ -229,6 +232,7 @@ func (f *file) currentLocked(ctx context.Context, req *meta.CommitReq, cerr erro
 		if err != nil {
 			return nil, fmt.Errorf("redo: read recipe of inode %d: %w", f.ino, err)
 		}
+		f.learnCompsLocked(r.Composed)
 		if next == 0 && r.HasInline {
 			cur[0] = meta.BlockChange{New: block.Sum(r.Inline), InlineNew: true, NewInline: r.Inline}
 		}

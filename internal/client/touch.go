@@ -41,10 +41,19 @@ func (f *file) touchOldLocked(ctx context.Context) error {
 	var hs []block.Hash
 	var idxs []uint64
 	for idx, p := range f.pending {
-		if !p.at.IsZero() && p.at.Before(cutoff) && p.h != (block.Hash{}) {
-			hs = append(hs, p.h)
-			idxs = append(idxs, idx)
+		if p.at.IsZero() || !p.at.Before(cutoff) || p.h.IsZero() {
+			continue
 		}
+		if p.comp != nil {
+			// Stored as pieces: those are what must still be there.
+			for _, ph := range p.comp.Pieces() {
+				hs = append(hs, ph)
+				idxs = append(idxs, idx)
+			}
+			continue
+		}
+		hs = append(hs, p.h)
+		idxs = append(idxs, idx)
 	}
 	if len(hs) == 0 {
 		return nil

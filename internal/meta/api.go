@@ -106,7 +106,34 @@ type BlockChange struct {
 	Old, New  block.Hash
 	InlineNew bool
 	NewInline []byte
+	// Compose, when set, says how New is stored: not as a block of its
+	// own but as Compose.Base with small patch blocks over it, so that a
+	// small write into a large block uploads what it wrote, not the whole
+	// block (compose.go). The service keeps the composition under New's
+	// hash; readers assemble New from the pieces and check its hash. In a
+	// ConflictError's Current it is the current block's composition.
+	Compose *Composition
 }
+
+// Composition describes a block kept as pieces: its content is the first
+// Len bytes of Base's content (zeros past Base's end; Base zero: a hole),
+// with each patch written over it in order.
+type Composition struct {
+	Len     uint32
+	Base    block.Hash
+	Patches []Patch
+}
+
+// Patch is Len bytes at Off of a composed block: the content of block Hash
+// (zero hash: Len zero bytes).
+type Patch struct {
+	Hash     block.Hash
+	Off, Len uint32
+}
+
+// MaxPatches bounds the patches of one composition: past it a writer
+// uploads the whole block again (the composition is compacted).
+const MaxPatches = 16
 
 // CommitReq installs new block hashes into a file's recipe (DESIGN §2.3).
 type CommitReq struct {
@@ -142,6 +169,9 @@ type Recipe struct {
 	// HasInline and Inline describe block 0 when it is kept inline.
 	HasInline bool
 	Inline    []byte
+	// Composed holds the compositions of the run's composed blocks, by
+	// block hash (see BlockChange.Compose).
+	Composed map[block.Hash]Composition
 }
 
 // SetAttrReq changes attributes; only the fields named in Valid are used.
@@ -299,6 +329,7 @@ type API interface {
 	MoverProgress(ctx context.Context) (MoverProgress, error)
 	// WalkBlocks calls fn with every block hash some recipe (or orphan's
 	// recipe) refers to, with the inode that refers to it; for gc and fsck.
+	// A composed block is reported as its pieces (BlockChange.Compose).
 	WalkBlocks(ctx context.Context, fn func(ino Ino, index uint64, h block.Hash) error) error
 
 	// OpenSession starts a client session: the holder of leases and the

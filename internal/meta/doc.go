@@ -29,6 +29,7 @@
 //	"d" parent name      -> dentry record: child ino and file type
 //	"r" ino seg          -> recipe segment: blocks seg*SegmentBlocks ... of ino
 //	"x" ino name         -> xattr record
+//	"k" hash             -> composition of a composed block (compose.go)
 //	"o" ino              -> orphan marker: nlink is 0, awaiting Reap
 //	"c" "n"              -> next free inode number (8 bytes)
 //	"c" "f" shard        -> inodes in use whose ino%CounterShards == shard (8 bytes, wrapping)
@@ -53,15 +54,19 @@
 // trailing bytes with ErrCorrupt, and never panic. Strings and byte strings
 // are a uvarint length then the bytes. Version 1 layouts:
 //
-//	inode:   1 | flags(1: bit0 HasInline) | gen 8 | mode 4 | uid 4 | gid 4 |
-//	         nlink 4 | size 8 | atime 8 | mtime 8 | ctime 8 | rdev 4 |
-//	         change 8 | blocksize 4 | parent 8 | policy str | target str |
-//	         inline bytes (empty unless HasInline)
+//	inode:   1 | flags(1: bit0 HasInline, bit1 a replicas byte follows the
+//	         inline data, bit2 some block was committed composed) |
+//	         gen 8 | mode 4 | uid 4 | gid 4 | nlink 4 | size 8 | atime 8 |
+//	         mtime 8 | ctime 8 | rdev 4 | change 8 | blocksize 4 |
+//	         parent 8 | policy str | target str | inline bytes (empty
+//	         unless HasInline) | replicas 1 (with bit1)
 //	dentry:  1 | ino 8 | type 1 (mode>>12: one of the S_IF* types)
 //	segment: 1 | n * 32-byte hash, 1 <= n <= SegmentBlocks, entry i is block
 //	         seg*SegmentBlocks+i, zero hash = hole, the last entry is never a
 //	         hole (trailing holes are trimmed; an all-hole segment is deleted)
 //	xattr:   1 | value (0..XattrValueMax bytes)
+//	composition: 1 | len 4 | base 32 | n 1 (1..MaxPatches) |
+//	         n * (hash 32 | off 4 | len 4)
 //	orphan:  1 | unix ns when the last link went (8)
 //	ref:     1 | count 8 (at least 1: a count of 0 has no record)
 //	release: 1

@@ -18,6 +18,7 @@ const (
 	pfxMeta    = 'm'
 	pfxRef     = 'h'
 	pfxRelease = 'u'
+	pfxCompose = 'k'
 )
 
 // Counter kinds, the byte after pfxCounter.

@@ -344,7 +344,7 @@ func (l *leaseTable) notify(c change) []ackWait {
 		}
 	}
 	var waits []ackWait
-	if len(others) == 1 && c.inode != nil && len(c.changes) <= maxUpdateChanges {
+	if len(others) == 1 && c.inode != nil && len(c.changes) <= maxUpdateChanges && !anyComposed(c.changes) {
 		cb := Callback{Ino: c.ino, Kind: CallbackUpdate, Inode: *c.inode, SetSize: c.setSize}
 		for _, ch := range c.changes {
 			cb.Changes = append(cb.Changes, BlockChange{Index: ch.Index, New: ch.New, InlineNew: ch.InlineNew})
@@ -429,4 +429,16 @@ func (l *leaseTable) sessionCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.mu.sessions)
+}
+
+// anyComposed reports whether a change installs a composed block: its
+// holder could not read it from the hash alone, so it is called back with
+// an invalidation and reads the recipe (and the composition) again.
+func anyComposed(changes []BlockChange) bool {
+	for _, ch := range changes {
+		if ch.Compose != nil {
+			return true
+		}
+	}
+	return false
 }

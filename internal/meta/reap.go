@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"tessera/internal/block"
@@ -119,6 +120,7 @@ func (s *Service) ListBlocks(ctx context.Context, afterIno Ino, afterIndex uint6
 	err := s.view(ctx, func(t txn) error {
 		refs, more = refs[:0], false
 		seg, _ := segOf(afterIndex)
+		composed := map[Ino]bool{}
 		return t.Scan(segmentKey(afterIno, seg), kv.PrefixEnd([]byte{pfxSegment}), func(k, v []byte) (bool, error) {
 			ino, seg, err := parseSegmentKey(k)
 			if err != nil {
@@ -128,14 +130,37 @@ func (s *Service) ListBlocks(ctx context.Context, afterIno Ino, afterIndex uint6
 			if err != nil {
 				return false, err
 			}
+			isComposed, known := composed[ino]
+			if !known {
+				rec, err := t.getInode(ino)
+				if err != nil && !errors.Is(err, ErrNotFound) {
+					return false, err
+				}
+				isComposed = err == nil && rec.composed
+				composed[ino] = isComposed
+			}
 			for i, h := range hs {
 				idx := seg*SegmentBlocks + uint64(i)
 				if h.IsZero() || (ino == afterIno && idx <= afterIndex) {
 					continue
 				}
-				if len(refs) == limit {
+				if len(refs) >= limit {
 					more = true
 					return false, nil
+				}
+				// A composed block is stored as its pieces: those are
+				// what must exist, be kept and be replicated.
+				if isComposed {
+					c, ok, err := t.getComposition(h)
+					if err != nil {
+						return false, err
+					}
+					if ok {
+						for _, p := range c.Pieces() {
+							refs = append(refs, BlockRef{Ino: ino, Index: idx, Hash: p})
+						}
+						continue
+					}
 				}
 				refs = append(refs, BlockRef{Ino: ino, Index: idx, Hash: h})
 			}
@@ -148,7 +173,8 @@ func (s *Service) ListBlocks(ctx context.Context, afterIno Ino, afterIndex uint6
 	return refs, more, nil
 }
 
-// WalkBlocks calls fn with every non-hole recipe entry, orphans' included,
+// WalkBlocks calls fn with every non-hole recipe entry, orphans' included
+// (for a composed block, with each of its pieces instead: compose.go),
 // reading WalkPage entries per transaction and calling fn outside them.
 func (s *Service) WalkBlocks(ctx context.Context, fn func(ino Ino, index uint64, h block.Hash) error) error {
 	return WalkLister(ctx, s, fn)

@@ -62,7 +62,7 @@ func (s *Service) getRecipe(ctx context.Context, ino Ino, first, count uint64, o
 		out.Blocks = make([]block.Hash, n)
 		firstSeg, _ := segOf(first)
 		lastSeg, _ := segOf(first + n - 1)
-		return t.Scan(segmentKey(ino, firstSeg), segmentKey(ino, lastSeg+1), func(k, v []byte) (bool, error) {
+		err = t.Scan(segmentKey(ino, firstSeg), segmentKey(ino, lastSeg+1), func(k, v []byte) (bool, error) {
 			_, seg, err := parseSegmentKey(k)
 			if err != nil {
 				return false, err
@@ -79,6 +79,11 @@ func (s *Service) getRecipe(ctx context.Context, ino Ino, first, count uint64, o
 			}
 			return true, nil
 		})
+		if err != nil || !rec.composed {
+			return err
+		}
+		out.Composed, err = t.compositionsOf(out.Blocks, nil)
+		return err
 	})
 }
 
@@ -260,6 +265,9 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 		if c.InlineNew && (c.Index != 0 || len(c.NewInline) > InlineMax) {
 			return Inode{}, fmt.Errorf("inline block %d of %d bytes: %w", c.Index, len(c.NewInline), ErrInvalid)
 		}
+		if c.Compose != nil && c.InlineNew {
+			return Inode{}, fmt.Errorf("block %d both inline and composed: %w", c.Index, ErrInvalid)
+		}
 	}
 	if len(req.Superseded) > MaxSuperseded {
 		return Inode{}, fmt.Errorf("%d superseded blocks, max %d: %w", len(req.Superseded), MaxSuperseded, ErrInvalid)
@@ -280,7 +288,7 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 		refs := refDeltas{}
 		ss := newSegments(t, rec.Ino, refs)
 		if !req.Forced {
-			if err := compareOld(ss, rec, changes); err != nil {
+			if err := compareOld(t, ss, rec, changes); err != nil {
 				return err
 			}
 		}
@@ -292,6 +300,12 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 					h = block.Hash{}
 					rec.Inline = append([]byte{}, c.NewInline...)
 				}
+			}
+			if c.Compose != nil {
+				if err := t.compose(h, *c.Compose, rec.BlockSize); err != nil {
+					return fmt.Errorf("block %d: %w", c.Index, err)
+				}
+				rec.composed = true
 			}
 			if err := ss.set(c.Index, h); err != nil {
 				return err
@@ -337,7 +351,7 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 // compareOld checks every change's Old against the current entry; on any
 // mismatch it returns a *ConflictError listing the current hash of every
 // named index.
-func compareOld(ss *segments, rec *inodeRec, changes []BlockChange) error {
+func compareOld(t txn, ss *segments, rec *inodeRec, changes []BlockChange) error {
 	cur := make([]BlockChange, len(changes))
 	conflict := false
 	for i, c := range changes {
@@ -357,6 +371,20 @@ func compareOld(ss *segments, rec *inodeRec, changes []BlockChange) error {
 		}
 	}
 	if conflict {
+		// The writer redoes its change on the current blocks: it needs
+		// the compositions of those that are composed to read them.
+		for i := range cur {
+			if !rec.composed || cur[i].InlineNew {
+				continue
+			}
+			c, ok, err := t.getComposition(cur[i].New)
+			if err != nil {
+				return err
+			}
+			if ok {
+				cur[i].Compose = &c
+			}
+		}
 		return &ConflictError{Ino: rec.Ino, Current: cur}
 	}
 	return nil

@@ -42,6 +42,9 @@ const (
 type inodeRec struct {
 	Inode
 	Parent Ino
+	// composed: a block of the file was committed as a composition, so
+	// readers of its recipe look compositions up (compose.go).
+	composed bool
 }
 
 const inodeFixedLen = 2 + 8 + 4*4 + 8*4 + 4 + 8 + 4 + 8
@@ -49,6 +52,7 @@ const inodeFixedLen = 2 + 8 + 4*4 + 8*4 + 4 + 8 + 4 + 8
 const (
 	flagHasInline   = 1
 	flagHasReplicas = 2 // a replication-factor byte follows the inline data
+	flagComposed    = 4 // some block of the file was committed composed (compose.go)
 )
 
 func appendBytes(b, s []byte) []byte {
@@ -70,6 +74,9 @@ func encodeInode(rec *inodeRec) []byte {
 	}
 	if rec.Replicas != 0 {
 		flags |= flagHasReplicas
+	}
+	if rec.composed {
+		flags |= flagComposed
 	}
 	b = append(b, recordV1, flags)
 	be := binary.BigEndian
@@ -177,7 +184,7 @@ func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 	r := reader{b: b, what: fmt.Sprintf("inode %d", ino)}
 	r.version()
 	flags := r.fixed(1)
-	if r.err == nil && flags[0]&^(flagHasInline|flagHasReplicas) != 0 {
+	if r.err == nil && flags[0]&^(flagHasInline|flagHasReplicas|flagComposed) != 0 {
 		r.fail("unknown flags %#x", flags[0])
 	}
 	rec := &inodeRec{}
@@ -215,6 +222,7 @@ func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 	if rec.BlockSize == 0 {
 		return nil, corruptf("inode %d record: block size 0", ino)
 	}
+	rec.composed = flags[0]&flagComposed != 0
 	if flags[0]&flagHasInline != 0 {
 		rec.HasInline = true
 		rec.Inline = append([]byte{}, inline...)

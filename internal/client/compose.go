@@ -1,0 +1,229 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"tessera/internal/block"
+	"tessera/internal/meta"
+)
+
+// Small writes upload what they wrote (meta's compose.go has the model).
+//
+// A block changed in a few small ranges since its committed version is not
+// uploaded whole: the ranges are uploaded as patch blocks and the commit
+// names the new content's hash with a composition — the committed block it
+// was changed from plus the patches. A 64 KiB write into a 4 MiB block then
+// sends 64 KiB (and, under the block's lock, hashes the 4 MiB it has in
+// memory anyway), not 4 MiB.
+//
+// A block is composed when all of these hold, and uploaded whole otherwise
+// (which compacts an existing composition): its committed version is known
+// from the recipe window this client read (so is whether that is composed,
+// and of how many patches); it was not cut by a truncate; its changed
+// ranges number at most maxPatchRuns and their bytes at most a quarter of a
+// block and half of the block's length; and the flattened composition stays
+// within meta.MaxPatches.
+//
+// Readers learn compositions from the recipe (meta.Recipe.Composed), from
+// conflicts (ConflictError.Current) and from this client's own uploads;
+// getBlock assembles a composed block from its pieces and checks its hash.
+
+// maxPatchRuns is the most changed ranges one composition takes.
+const maxPatchRuns = 4
+
+// maxCompCache bounds the client-wide cache of compositions.
+const maxCompCache = 1 << 17
+
+// compCache maps composed block hashes to their compositions. They are
+// content-addressed, so they never go stale; the bound drops arbitrary
+// entries (files re-add theirs before reading: file.noteCompLocked).
+type compCache struct {
+	mu sync.Mutex
+	m  map[block.Hash]meta.Composition
+}
+
+func (c *compCache) get(h block.Hash) (meta.Composition, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	comp, ok := c.m[h]
+	return comp, ok
+}
+
+func (c *compCache) add(h block.Hash, comp meta.Composition) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[block.Hash]meta.Composition)
+	}
+	if _, ok := c.m[h]; !ok && len(c.m) >= maxCompCache {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[h] = comp
+}
+
+// assemble builds composed block h from comp and checks the result's hash.
+func (c *Client) assemble(ctx context.Context, h block.Hash, comp meta.Composition) ([]byte, error) {
+	if comp.Base == h {
+		return nil, fmt.Errorf("composed block %s: its own base: %w", h.Short(), block.ErrCorrupt)
+	}
+	buf := make([]byte, comp.Len)
+	if !comp.Base.IsZero() {
+		base, err := c.getBlock(ctx, comp.Base, true)
+		if err != nil {
+			return nil, fmt.Errorf("composed block %s: base: %w", h.Short(), err)
+		}
+		copy(buf, base)
+	}
+	for _, p := range comp.Patches {
+		if uint64(p.Off)+uint64(p.Len) > uint64(len(buf)) {
+			return nil, fmt.Errorf("composed block %s: patch [%d,+%d) past its %d bytes: %w", h.Short(), p.Off, p.Len, len(buf), block.ErrCorrupt)
+		}
+		dst := buf[p.Off : p.Off+p.Len]
+		if p.Hash.IsZero() {
+			clear(dst)
+			continue
+		}
+		data, err := c.getBlock(ctx, p.Hash, true)
+		if err != nil {
+			return nil, fmt.Errorf("composed block %s: patch %s: %w", h.Short(), p.Hash.Short(), err)
+		}
+		if len(data) != int(p.Len) {
+			return nil, fmt.Errorf("composed block %s: patch %s of %d bytes, want %d: %w", h.Short(), p.Hash.Short(), len(data), p.Len, block.ErrCorrupt)
+		}
+		copy(dst, data)
+	}
+	if block.Sum(buf) != h {
+		return nil, fmt.Errorf("composed block %s: the assembled content does not match its hash: %w", h.Short(), block.ErrCorrupt)
+	}
+	return buf, nil
+}
+
+// composePlan is how a dirty block will be uploaded as a composition.
+type composePlan struct {
+	base   block.Hash   // flattened: never a composed block
+	prefix []meta.Patch // the patches of the committed block, if composed
+	runs   [][2]int64   // changed ranges, clipped to the block's length
+}
+
+// planComposeLocked decides whether d is uploaded composed (see above).
+func (f *file) planComposeLocked(d *dblock) *composePlan {
+	b := d.base
+	if !b.oldSet || b.old == staleBase() || b.sp.all || d.cut || (d.idx == 0 && f.hasInline) {
+		return nil
+	}
+	w, i := d.idx/recipeWindow, d.idx%recipeWindow
+	hs, ok := f.windows[w]
+	if !ok {
+		return nil // the committed version is not known here
+	}
+	var committed block.Hash
+	if i < uint64(len(hs)) {
+		committed = hs[i]
+	}
+	if committed != b.old {
+		return nil
+	}
+	n := int64(len(d.buf))
+	plan := &composePlan{base: b.old}
+	if comp, ok := f.comps[b.old]; ok {
+		// Flattened as the meta service does it: the committed block's
+		// base, its patches (cut at this block's length), then ours.
+		plan.base = comp.Base
+		for _, p := range comp.Patches {
+			if int64(p.Off) < n {
+				p.Len = uint32(min(int64(p.Len), n-int64(p.Off)))
+				plan.prefix = append(plan.prefix, p)
+			}
+		}
+	}
+	have := len(plan.prefix)
+	var runs [][2]int64
+	var bytes int64
+	for _, r := range b.sp.iv {
+		lo, hi := r.lo, min(r.hi, n)
+		if lo >= hi {
+			continue
+		}
+		runs = append(runs, [2]int64{lo, hi})
+		bytes += hi - lo
+	}
+	if len(runs) == 0 || len(runs) > maxPatchRuns || have+len(runs) > meta.MaxPatches ||
+		bytes > f.bs/4 || bytes > n/2 {
+		return nil
+	}
+	plan.runs = runs
+	return plan
+}
+
+// uploadComposed uploads the changed ranges of data as patch blocks and
+// returns data's hash, its composition and the patches' replications
+// merged into one.
+func (c *Client) uploadComposed(ctx context.Context, data []byte, plan *composePlan, n int) (block.Hash, *meta.Composition, *replication, error) {
+	h := block.Sum(data)
+	if h == plan.base {
+		// Written back as it was: the block is its committed self.
+		return h, nil, nil, nil
+	}
+	comp := &meta.Composition{Len: uint32(len(data)), Base: plan.base, Patches: append([]meta.Patch(nil), plan.prefix...)}
+	var reps []*replication
+	for _, r := range plan.runs {
+		ph, rep, err := c.upload(ctx, data[r[0]:r[1]], n)
+		if err != nil {
+			return h, nil, mergeReplications(reps), err
+		}
+		if rep != nil {
+			reps = append(reps, rep)
+		}
+		comp.Patches = append(comp.Patches, meta.Patch{Hash: ph, Off: uint32(r[0]), Len: uint32(r[1] - r[0])})
+	}
+	c.comps.add(h, *comp)
+	return h, comp, mergeReplications(reps), nil
+}
+
+// mergeReplications returns one replication that completes when all of
+// reps have (nil for none), with their errors joined.
+func mergeReplications(reps []*replication) *replication {
+	switch len(reps) {
+	case 0:
+		return nil
+	case 1:
+		return reps[0]
+	}
+	out := &replication{done: make(chan struct{})}
+	go func() {
+		var errs []error
+		for _, r := range reps {
+			<-r.done
+			if r.err != nil {
+				errs = append(errs, r.err)
+			}
+		}
+		out.err = errors.Join(errs...)
+		close(out.done)
+	}()
+	return out
+}
+
+// learnCompsLocked records compositions met in a recipe or a conflict.
+func (f *file) learnCompsLocked(comps map[block.Hash]meta.Composition) {
+	for h, comp := range comps {
+		if f.comps == nil {
+			f.comps = make(map[block.Hash]meta.Composition)
+		}
+		f.comps[h] = comp
+	}
+}
+
+// noteCompLocked puts h's composition, if this file knows it, in the
+// client-wide cache that getBlock reads, just before h is fetched.
+func (f *file) noteCompLocked(h block.Hash) {
+	if comp, ok := f.comps[h]; ok {
+		f.c.comps.add(h, comp)
+	}
+}

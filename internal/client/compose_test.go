@@ -1,0 +1,149 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"math/rand"
+	"sync"
+	"testing"
+
+	"tessera/internal/block"
+	"tessera/internal/meta"
+)
+
+// sentStore counts the bytes Put into a memStore.
+type sentStore struct {
+	*memStore
+	mu   sync.Mutex
+	sent int64
+}
+
+func (s *sentStore) Put(ctx context.Context, h block.Hash, data []byte) error {
+	s.mu.Lock()
+	s.sent += int64(len(data))
+	s.mu.Unlock()
+	return s.memStore.Put(ctx, h, data)
+}
+
+func (s *sentStore) bytesSent() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sent
+}
+
+// TestSmallOverwritesSendWhatTheyWrite: random small overwrites with fsync
+// into a file of large blocks send about what they write (patches), not a
+// block each; the content stays right for this client and for a fresh one
+// reading the composed blocks; compositions stay within MaxPatches (a block
+// with too many patches is uploaded whole again).
+func TestSmallOverwritesSendWhatTheyWrite(t *testing.T) {
+	const bs = 256 << 10
+	const fileSize = 4 * bs
+	ctx := context.Background()
+	s := newShared(t, bs)
+	st := &sentStore{memStore: s.store}
+	c := testClient(t, s.api, map[string]*sentStore{"b0": st}, Config{})
+	in := s.create(t, "f")
+	rng := rand.New(rand.NewSource(10))
+	model := randBytes(rng, fileSize)
+	h := open(t, c, in.Ino)
+	write(t, h, 0, model)
+	if err := h.Fsync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	before := st.bytesSent()
+	const writes, size = 200, 4 << 10
+	for i := 0; i < writes; i++ {
+		off := rng.Int63n(fileSize - size)
+		data := randBytes(rng, size)
+		write(t, h, off, data)
+		copy(model[off:], data)
+		if err := h.Fsync(ctx); err != nil {
+			t.Fatalf("fsync %d: %v", i, err)
+		}
+		if i%50 == 49 {
+			if got := readAt(t, h, fileSize+1); !bytes.Equal(got, model) {
+				t.Fatalf("after %d overwrites this client reads something else (first difference at %d)", i+1, firstDiff(got, model))
+			}
+		}
+	}
+	sent := st.bytesSent() - before
+	t.Logf("%d overwrites of %d bytes sent %d bytes (%.2f per byte written)", writes, size, sent, float64(sent)/float64(writes*size))
+	// Every MaxPatches-th change of a block uploads it whole: that bounds
+	// what compaction costs, amortized, at about bs/MaxPatches per write.
+	if limit := int64(writes) * (2*size + bs/meta.MaxPatches); sent > limit {
+		t.Fatalf("%d small overwrites sent %d bytes; want at most %d", writes, sent, limit)
+	}
+	r, err := s.api.GetRecipe(ctx, in.Ino, 0, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Composed) == 0 {
+		t.Fatal("no block of the file is composed")
+	}
+	for hh, comp := range r.Composed {
+		if len(comp.Patches) > meta.MaxPatches {
+			t.Fatalf("block %s has %d patches", hh.Short(), len(comp.Patches))
+		}
+	}
+	h.Release(ctx)
+	fresh := testClient(t, s.api, map[string]*sentStore{"b0": st}, Config{})
+	if got := readAt(t, open(t, fresh, in.Ino), fileSize+1); !bytes.Equal(got, model) {
+		t.Fatalf("a fresh client reads something else (first difference at %d of %d)", firstDiff(got, model), len(got))
+	}
+}
+
+// TestComposedConflictRedo: two clients change disjoint ranges of one
+// block; the second one's commit conflicts with the first one's composed
+// block and its redo reads that composition, so both changes survive.
+func TestComposedConflictRedo(t *testing.T) {
+	const bs = 256 << 10
+	ctx := context.Background()
+	s := newShared(t, bs)
+	in := s.create(t, "f")
+	want := randBytes(rand.New(rand.NewSource(11)), 2*bs)
+	s.fill(t, in.Ino, want)
+	a := open(t, s.client(t, nil, nil, nil), in.Ino)
+	b := open(t, s.client(t, nil, nil, nil), in.Ino)
+	readAt(t, a, 10) // both know the committed recipe
+	readAt(t, b, 10)
+	write(t, a, 1000, []byte("written by A"))
+	write(t, b, 9000, []byte("written by B"))
+	flush(t, a)
+	flush(t, b)
+	want = apply(apply(want, 1000, []byte("written by A")), 9000, []byte("written by B"))
+	if got := s.content(t, in.Ino); !bytes.Equal(got, want) {
+		t.Fatalf("content differs at %d", firstDiff(got, want))
+	}
+	r, _ := s.api.GetRecipe(ctx, in.Ino, 0, 2)
+	t.Logf("%d composed block(s) after the redo", len(r.Composed))
+	_ = ctx
+}
+
+// TestComposedAfterTruncate: a block cut by a truncate is uploaded whole,
+// and a file truncated and grown again reads zeros where it was cut.
+func TestComposedAfterTruncate(t *testing.T) {
+	const bs = 256 << 10
+	ctx := context.Background()
+	s := newShared(t, bs)
+	c := s.client(t, nil, nil, nil)
+	in := s.create(t, "f")
+	want := randBytes(rand.New(rand.NewSource(12)), bs)
+	h := open(t, c, in.Ino)
+	write(t, h, 0, want)
+	flush(t, h)
+	write(t, h, 100, []byte("patch"))
+	flush(t, h)
+	cur, _ := s.api.GetAttr(ctx, in.Ino)
+	if _, err := c.Truncate(ctx, cur, 1000); err != nil {
+		t.Fatal(err)
+	}
+	write(t, h, 5000, []byte("after"))
+	flush(t, h)
+	model := apply(want, 100, []byte("patch"))[:1000]
+	model = apply(model, 5000, []byte("after"))
+	h.Release(ctx)
+	if got := s.content(t, in.Ino); !bytes.Equal(got, model) {
+		t.Fatalf("content differs at %d (len %d, want %d)", firstDiff(got, model), len(got), len(model))
+	}
+}
