@@ -36,13 +36,13 @@ type file struct {
 	// unlinked: the inode lost its last name while open; reap on release.
 	unlinked bool // guarded by Client.mu
 
-	bs        int64
-	size      int64 // as this client sees it, including uncommitted writes
-	change    uint64
-	windows   map[uint64][]block.Hash // committed recipe, by window
+	bs      int64
+	size    int64 // as this client sees it, including uncommitted writes
+	change  uint64
+	windows map[uint64][]block.Hash // committed recipe, by window
 	// comps are the compositions of composed blocks this file met in its
 	// recipe, its conflicts and its own uploads (compose.go).
-	comps map[block.Hash]meta.Composition
+	comps     map[block.Hash]meta.Composition
 	hasInline bool
 	inline    []byte
 
