@@ -1,6 +1,7 @@
 package meta
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 
@@ -182,4 +183,19 @@ func (c Composition) Pieces() []block.Hash {
 		}
 	}
 	return out
+}
+
+// Decompose implements API.
+func (s *Service) Decompose(ctx context.Context, h block.Hash) error {
+	err := s.update(ctx, func(t txn) error {
+		_, ok, err := t.getComposition(h)
+		if err != nil || !ok {
+			return err
+		}
+		return t.Delete(composeKey(h))
+	})
+	if err != nil {
+		return fmt.Errorf("decompose block %s: %w", h.Short(), err)
+	}
+	return nil
 }

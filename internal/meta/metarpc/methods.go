@@ -190,6 +190,11 @@ func (c *Client) MoverProgress(ctx context.Context) (meta.MoverProgress, error) 
 	return r.Progress, nil
 }
 
+// Decompose implements meta.API.
+func (c *Client) Decompose(ctx context.Context, h block.Hash) error {
+	return c.none(ctx, "Decompose", &Args{Hash: h})
+}
+
 // OpenSession implements meta.API.
 func (c *Client) OpenSession(ctx context.Context) (meta.SessionInfo, error) {
 	r, err := c.call(ctx, "OpenSession", &Args{})

@@ -290,6 +290,13 @@ func (h *handler) SetReplicas(a *Args, r *Reply) error {
 	})
 }
 
+// Decompose serves meta.API.Decompose.
+func (h *handler) Decompose(a *Args, r *Reply) error {
+	return h.do(a, r, func(ctx context.Context) error {
+		return h.on(a).Decompose(ctx, a.Hash)
+	})
+}
+
 // MoverProgress serves meta.API.MoverProgress.
 func (h *handler) MoverProgress(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {

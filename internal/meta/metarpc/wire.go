@@ -4,6 +4,7 @@ import (
 	"errors"
 	"syscall"
 
+	"tessera/internal/block"
 	"tessera/internal/meta"
 )
 
@@ -28,6 +29,7 @@ type Args struct {
 	Create                 meta.CreateReq
 	Commit                 meta.CommitReq
 	Server                 meta.Server
+	Hash                   block.Hash
 }
 
 // Reply is the response envelope of every call.
