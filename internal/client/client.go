@@ -25,6 +25,10 @@ type Config struct {
 	DiskCacheDir   string // local disk block cache; "" disables it
 	DiskCacheBytes int64  // default 1 GiB
 	DirtyBytes     int64  // bound on buffered and uploading data; default DefaultDirtyBytes()
+	// CompactAfter: a composed block this client committed is uploaded
+	// whole once unchanged for this long (compose.go); default
+	// DefaultCompactAfter, negative never.
+	CompactAfter time.Duration
 	// IdleRelease: a client with no read or write for this long gives its
 	// cached blocks and spare buffers back (memory.go); default
 	// DefaultIdleRelease, negative never.
@@ -86,6 +90,9 @@ func (c *Config) setDefaults() {
 	if c.IdleRelease == 0 {
 		c.IdleRelease = DefaultIdleRelease
 	}
+	if c.CompactAfter == 0 {
+		c.CompactAfter = DefaultCompactAfter
+	}
 	if c.TouchAfter == 0 {
 		c.TouchAfter = DefaultTouchAfter
 	}
@@ -122,7 +129,11 @@ type Client struct {
 	uploadFailed ratelog.Limiter
 	active       activity      // last read or write (memory.go)
 	comps        compCache     // compositions of composed blocks (compose.go)
-	idleReleases atomic.Uint64 // times an idle client gave its memory back
+	compacts     compactQueue  // composed blocks to store whole (compose.go)
+	compacted    atomic.Uint64 // composed blocks stored whole
+	// compactFailed keeps failed compactions from flooding the log.
+	compactFailed ratelog.Limiter
+	idleReleases  atomic.Uint64 // times an idle client gave its memory back
 
 	mu struct {
 		sync.Mutex
@@ -200,6 +211,13 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		go func() {
 			defer c.loops.Done()
 			c.commitAged(limit, c.stop)
+		}()
+	}
+	if cfg.CompactAfter > 0 {
+		c.loops.Add(1)
+		go func() {
+			defer c.loops.Done()
+			c.compactLoop(cfg.CompactAfter, c.stop)
 		}()
 	}
 	if cfg.IdleRelease > 0 {
@@ -377,11 +395,18 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash, urgent bool) ([]byt
 	c.mu.flights[h] = fl
 	c.mu.Unlock()
 
-	if comp, ok := c.comps.get(h); ok {
+	comp, composed := c.comps.get(h)
+	if composed {
 		// Stored as pieces: fetched (each taking its own fetch slot)
 		// and put together.
 		fl.data, fl.err = c.assemble(withUrgency(ctx, &fl.urgent), h, comp)
-	} else {
+		if errors.Is(fl.err, block.ErrNotFound) {
+			// Stored whole since, and its pieces reclaimed.
+			c.comps.drop(h)
+			composed = false
+		}
+	}
+	if !composed {
 		c.fetches <- struct{}{}
 		fl.data, fl.err = c.fetch(withUrgency(ctx, &fl.urgent), h)
 		<-c.fetches

@@ -166,6 +166,7 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode, ours []*ourBlock
 			d.sp = d.own.clone()
 		}
 		if ch.InlineNew {
+			f.c.compacts.remove(f.ino, ch.Index)
 			continue
 		}
 		if ch.Index == 0 {
@@ -173,6 +174,11 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode, ours []*ourBlock
 			f.inline = nil
 		}
 		f.setHashLocked(ch.Index, ch.New)
+		if ch.Compose != nil {
+			f.c.compacts.add(f.ino, ch.Index, compactJob{h: ch.New, replicas: f.replicas, at: time.Now()})
+		} else {
+			f.c.compacts.remove(f.ino, ch.Index)
+		}
 	}
 	f.hasInline = in.HasInline
 	if in.HasInline {

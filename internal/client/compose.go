@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -25,7 +27,15 @@ import (
 // and of how many patches); it was not cut by a truncate; its changed
 // ranges number at most maxPatchRuns and their bytes at most a quarter of a
 // block and half of the block's length; and the flattened composition stays
-// within meta.MaxPatches.
+// within meta.MaxPatches and 1.5 blocks of patch bytes.
+//
+// Compositions are for blocks under churn. Once a composed block this
+// client committed has not been changed for Config.CompactAfter, the
+// client uploads it whole and tells the meta service (Decompose), which
+// drops the composition and so releases the pieces: stored bytes come back
+// to one block per block soon after the writes stop. A reader holding a
+// composition whose pieces were reclaimed since falls back to the whole
+// block.
 //
 // Readers learn compositions from the recipe (meta.Recipe.Composed), from
 // conflicts (ConflictError.Current) and from this client's own uploads;
@@ -153,8 +163,12 @@ func (f *file) planComposeLocked(d *dblock) *composePlan {
 		runs = append(runs, [2]int64{lo, hi})
 		bytes += hi - lo
 	}
+	var prior int64
+	for _, p := range plan.prefix {
+		prior += int64(p.Len)
+	}
 	if len(runs) == 0 || len(runs) > maxPatchRuns || have+len(runs) > meta.MaxPatches ||
-		bytes > f.bs/4 || bytes > n/2 {
+		bytes > f.bs/4 || bytes > n/2 || prior+bytes > f.bs+f.bs/2 {
 		return nil
 	}
 	plan.runs = runs
@@ -226,4 +240,103 @@ func (f *file) noteCompLocked(h block.Hash) {
 	if comp, ok := f.comps[h]; ok {
 		f.c.comps.add(h, comp)
 	}
+}
+
+// DefaultCompactAfter is Config.CompactAfter's default.
+const DefaultCompactAfter = 5 * time.Second
+
+// compactJob is a composed block this client committed.
+type compactJob struct {
+	h        block.Hash
+	replicas int
+	at       time.Time
+}
+
+// compactQueue holds the composed blocks waiting to be stored whole, by
+// file and block index: a newer commit of the same block replaces the job.
+type compactQueue struct {
+	mu   sync.Mutex
+	jobs map[[2]uint64]compactJob
+}
+
+func (q *compactQueue) add(ino meta.Ino, idx uint64, j compactJob) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.jobs == nil {
+		q.jobs = make(map[[2]uint64]compactJob)
+	}
+	q.jobs[[2]uint64{uint64(ino), idx}] = j
+}
+
+// remove drops the job of block idx of ino (committed whole since).
+func (q *compactQueue) remove(ino meta.Ino, idx uint64) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.jobs, [2]uint64{uint64(ino), idx})
+}
+
+// due takes the jobs committed before cutoff.
+func (q *compactQueue) due(cutoff time.Time) []compactJob {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var out []compactJob
+	for k, j := range q.jobs {
+		if j.at.Before(cutoff) {
+			out = append(out, j)
+			delete(q.jobs, k)
+		}
+	}
+	return out
+}
+
+// compactLoop stores composed blocks whole once they rest (see above),
+// until stop is closed.
+func (c *Client) compactLoop(after time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(min(max(after/4, 50*time.Millisecond), time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			for _, j := range c.compacts.due(now.Add(-after)) {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				if err := c.compact(ctx, j); err != nil {
+					c.compactFailed.Log(c.log, slog.LevelWarn, "storing a composed block whole failed; it stays composed", "block", j.h.Short(), "err", err)
+				}
+				cancel()
+			}
+		}
+	}
+}
+
+// compact uploads composed block j.h whole and drops its composition.
+func (c *Client) compact(ctx context.Context, j compactJob) error {
+	if _, ok := c.comps.get(j.h); !ok {
+		return nil // stored whole already, or never composed here
+	}
+	data, err := c.getBlock(ctx, j.h, false)
+	if err != nil {
+		return err
+	}
+	if _, rep, err := c.upload(ctx, data, j.replicas); err != nil {
+		return err
+	} else if rep != nil {
+		if err := rep.wait(ctx); err != nil {
+			return err
+		}
+	}
+	if err := c.api.Decompose(ctx, j.h); err != nil {
+		return err
+	}
+	c.comps.drop(j.h)
+	c.compacted.Add(1)
+	return nil
+}
+
+// drop forgets h's composition (it is stored whole).
+func (c *compCache) drop(h block.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, h)
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"sync"
 	"testing"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -145,5 +146,60 @@ func TestComposedAfterTruncate(t *testing.T) {
 	h.Release(ctx)
 	if got := s.content(t, in.Ino); !bytes.Equal(got, model) {
 		t.Fatalf("content differs at %d (len %d, want %d)", firstDiff(got, model), len(got), len(model))
+	}
+}
+
+// TestComposedBlocksCompacted: a composed block left unchanged for
+// CompactAfter is uploaded whole and decomposed, so its pieces can go; a
+// reader that still holds the composition and finds the pieces gone reads
+// the whole block.
+func TestComposedBlocksCompacted(t *testing.T) {
+	const bs = 256 << 10
+	ctx := context.Background()
+	s := newShared(t, bs)
+	stores := map[string]*memStore{"b0": s.store}
+	c := testClient(t, s.api, stores, Config{CompactAfter: 20 * time.Millisecond})
+	reader := testClient(t, s.api, stores, Config{CompactAfter: -1})
+	in := s.create(t, "f")
+	model := randBytes(rand.New(rand.NewSource(14)), 2*bs)
+	h := open(t, c, in.Ino)
+	write(t, h, 0, model)
+	flush(t, h)
+	write(t, h, 5000, []byte("patched"))
+	flush(t, h)
+	model = apply(model, 5000, []byte("patched"))
+	r, err := s.api.GetRecipe(ctx, in.Ino, 0, 2)
+	if err != nil || len(r.Composed) != 1 {
+		t.Fatalf("recipe after a small write: %d composed, %v; want 1", len(r.Composed), err)
+	}
+	var composed block.Hash
+	var comp meta.Composition
+	for hh, cc := range r.Composed {
+		composed, comp = hh, cc
+	}
+	// The reader learns the composition and reads through it.
+	if got := readAt(t, open(t, reader, in.Ino), 2*bs+1); !bytes.Equal(got, model) {
+		t.Fatalf("reader through the composition: differs at %d", firstDiff(got, model))
+	}
+	waitFor(t, func() bool { return c.compacted.Load() >= 1 })
+	if r, _ := s.api.GetRecipe(ctx, in.Ino, 0, 2); len(r.Composed) != 0 {
+		t.Fatalf("still composed after compaction: %v", r.Composed)
+	}
+	if n, _ := s.api.BlockRefs(ctx, comp.Base); n != 0 {
+		t.Fatalf("the old base still has %d references after compaction", n)
+	}
+	// The pieces are reclaimed; the reader's cached composition fails over
+	// to the whole block.
+	s.store.mu.Lock()
+	for _, p := range comp.Pieces() {
+		delete(s.store.blocks, p)
+	}
+	s.store.mu.Unlock()
+	reader.mem.clear()
+	if _, ok := reader.comps.get(composed); !ok {
+		t.Fatal("the reader does not hold the composition")
+	}
+	if got := readAt(t, open(t, reader, in.Ino), 2*bs+1); !bytes.Equal(got, model) {
+		t.Fatalf("reader after the pieces went: differs at %d", firstDiff(got, model))
 	}
 }

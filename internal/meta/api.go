@@ -132,8 +132,10 @@ type Patch struct {
 }
 
 // MaxPatches bounds the patches of one composition: past it a writer
-// uploads the whole block again (the composition is compacted).
-const MaxPatches = 16
+// uploads the whole block again (the composition is compacted). With the
+// patches of a block bounded to 1.5 blocks of bytes by the client, 64 KiB
+// writes into 4 MiB blocks send 64 KiB + 4 MiB / 96 each, amortized.
+const MaxPatches = 96
 
 // CommitReq installs new block hashes into a file's recipe (DESIGN §2.3).
 type CommitReq struct {

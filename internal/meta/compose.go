@@ -116,9 +116,10 @@ func (t txn) getComposition(h block.Hash) (Composition, bool, error) {
 }
 
 // compose records that block h of a file of bs-byte blocks is c, flattened
-// over c.Base's own composition. An existing composition of h stays (the
-// same content, however made).
-func (t txn) compose(h block.Hash, c Composition, bs uint32) error {
+// over c.Base's own composition, counting in refs a reference from h to
+// each of its pieces. An existing composition of h stays (the same
+// content, however made).
+func (t txn) compose(h block.Hash, c Composition, bs uint32, refs refDeltas) error {
 	if h.IsZero() || h == c.Base {
 		return fmt.Errorf("composition of a hole or over itself: %w", ErrInvalid)
 	}
@@ -144,7 +145,23 @@ func (t txn) compose(h block.Hash, c Composition, bs uint32) error {
 		}
 		c = flat
 	}
+	for _, p := range c.Pieces() {
+		refs.add(p, 1)
+	}
 	return t.Put(composeKey(h), encodeComposition(c))
+}
+
+// dropComposition deletes h's composition, if any, counting in refs the
+// references it held on its pieces.
+func (t txn) dropComposition(h block.Hash, refs refDeltas) error {
+	c, ok, err := t.getComposition(h)
+	if err != nil || !ok {
+		return err
+	}
+	for _, p := range c.Pieces() {
+		refs.add(p, -1)
+	}
+	return t.Delete(composeKey(h))
 }
 
 // compositionsOf adds to out the compositions of the composed hashes in hs.
@@ -188,11 +205,11 @@ func (c Composition) Pieces() []block.Hash {
 // Decompose implements API.
 func (s *Service) Decompose(ctx context.Context, h block.Hash) error {
 	err := s.update(ctx, func(t txn) error {
-		_, ok, err := t.getComposition(h)
-		if err != nil || !ok {
+		refs := refDeltas{}
+		if err := t.dropComposition(h, refs); err != nil {
 			return err
 		}
-		return t.Delete(composeKey(h))
+		return t.applyRefs(refs, s.nowNs())
 	})
 	if err != nil {
 		return fmt.Errorf("decompose block %s: %w", h.Short(), err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"testing"
 
 	"tessera/internal/block"
@@ -112,5 +113,74 @@ func TestCompositionRecord(t *testing.T) {
 	}
 	if _, err := decodeComposition(append(bytes.Clone(enc), 0)); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("trailing byte: %v; want ErrCorrupt", err)
+	}
+}
+
+// TestComposedRefs: a composition holds a reference to each of its pieces
+// (so the reclaimer keeps the base a recipe no longer names), and gives
+// them up when its block loses its last reference or is stored whole
+// (Decompose): then they are released.
+func TestComposedRefs(t *testing.T) {
+	ctx := context.Background()
+	svc, in := composeEnv(t)
+	base, h1, plain := hashOf("base"), hashOf("v1"), hashOf("plain")
+	p1 := Patch{Hash: hashOf("p1"), Off: 100, Len: 10}
+	commit := func(old, new block.Hash, c *Composition) {
+		t.Helper()
+		if _, err := svc.Commit(ctx, CommitReq{Ino: in.Ino, Size: 1000, Changes: []BlockChange{{Old: old, New: new, Compose: c}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refs := func(h block.Hash) uint64 {
+		t.Helper()
+		n, err := svc.BlockRefs(ctx, h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	released := func() map[block.Hash]bool {
+		t.Helper()
+		rs, _, err := svc.Releases(ctx, Release{}, math.MaxInt64, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[block.Hash]bool{}
+		for _, r := range rs {
+			if r.Refs == 0 {
+				out[r.Hash] = true
+			}
+		}
+		return out
+	}
+	commit(block.Hash{}, base, nil)
+	commit(base, h1, &Composition{Len: 1000, Base: base, Patches: []Patch{p1}})
+	if refs(base) != 1 || refs(p1.Hash) != 1 || refs(h1) != 1 {
+		t.Fatalf("refs base %d, patch %d, block %d; want 1 each (the recipe names the block, the composition its pieces)", refs(base), refs(p1.Hash), refs(h1))
+	}
+	if rel := released(); rel[base] || rel[p1.Hash] {
+		t.Fatalf("pieces of a live composed block released: %v", rel)
+	}
+	commit(h1, plain, nil)
+	if refs(base) != 0 || refs(p1.Hash) != 0 || refs(h1) != 0 {
+		t.Fatalf("after an overwrite refs base %d, patch %d, block %d; want 0", refs(base), refs(p1.Hash), refs(h1))
+	}
+	if rel := released(); !rel[base] || !rel[p1.Hash] || !rel[h1] {
+		t.Fatalf("releases after the overwrite: %v; want the block and its pieces", rel)
+	}
+	// Stored whole, a composed block lets its pieces go.
+	h2 := hashOf("v2")
+	commit(plain, h2, &Composition{Len: 1000, Base: plain, Patches: []Patch{p1}})
+	if refs(plain) != 1 {
+		t.Fatalf("refs of the new base %d; want 1", refs(plain))
+	}
+	if err := svc.Decompose(ctx, h2); err != nil {
+		t.Fatal(err)
+	}
+	if refs(plain) != 0 || refs(p1.Hash) != 0 || refs(h2) != 1 {
+		t.Fatalf("after Decompose refs base %d, patch %d, block %d; want 0, 0, 1", refs(plain), refs(p1.Hash), refs(h2))
+	}
+	if r, _ := svc.GetRecipe(ctx, in.Ino, 0, 1); len(r.Composed) != 0 {
+		t.Fatalf("composition still handed out after Decompose: %v", r.Composed)
 	}
 }

@@ -302,7 +302,7 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 				}
 			}
 			if c.Compose != nil {
-				if err := t.compose(h, *c.Compose, rec.BlockSize); err != nil {
+				if err := t.compose(h, *c.Compose, rec.BlockSize, refs); err != nil {
 					return fmt.Errorf("block %d: %w", c.Index, err)
 				}
 				rec.composed = true

@@ -36,6 +36,23 @@ func (d refDeltas) replace(old, new block.Hash) {
 // applyRefs stores d. A count that reaches 0 is deleted and a release of
 // its block is logged at now, for the reclaimer.
 func (t txn) applyRefs(d refDeltas, now int64) error {
+	// A composed block that loses its last reference takes its
+	// composition with it, and the references it held on its pieces:
+	// those deltas are applied in a second round (pieces are never
+	// composed themselves, so the rounds end).
+	for len(d) > 0 {
+		next := refDeltas{}
+		if err := t.applyRefsOnce(d, now, next); err != nil {
+			return err
+		}
+		d = next
+	}
+	return nil
+}
+
+// applyRefsOnce applies d, adding to next the deltas of the pieces of
+// composed blocks whose count reached 0.
+func (t txn) applyRefsOnce(d refDeltas, now int64, next refDeltas) error {
 	hs := make([]block.Hash, 0, len(d))
 	for h, n := range d {
 		if n != 0 {
@@ -57,6 +74,9 @@ func (t txn) applyRefs(d refDeltas, now int64) error {
 			return corruptf("block %s: %d references dropped, %d counted", h, -d[h], cur)
 		case n == 0:
 			if err := t.Delete(refKey(h)); err != nil {
+				return err
+			}
+			if err := t.dropComposition(h, next); err != nil {
 				return err
 			}
 			if err := t.Put(releaseKey(now, h), encodeRelease()); err != nil {
