@@ -26,6 +26,9 @@
 // (Handle.SetForced) commits without the comparison: the last writer wins
 // whole blocks. A block that is all zeros becomes a hole; a file of at most
 // meta.InlineMax bytes is committed inline and never reaches a block server.
+// A block changed in a few small ranges is uploaded as those ranges (patch
+// blocks) and committed with a composition over the committed block, then
+// stored whole once it rests (compose.go).
 // Uploads older than Config.TouchAfter are touched on the block servers
 // before a commit names them, so the collector spares them; if they are gone
 // from every server, the commit fails with EIO and the file stays as last
