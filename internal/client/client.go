@@ -400,6 +400,9 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash, urgent bool) ([]byt
 		// Stored as pieces: fetched (each taking its own fetch slot)
 		// and put together.
 		fl.data, fl.err = c.assemble(withUrgency(ctx, &fl.urgent), h, comp)
+		if fl.err == nil && c.cfg.CompactAfter > 0 {
+			c.compacts.addRead(compactJob{h: h, at: time.Now()})
+		}
 		if errors.Is(fl.err, block.ErrNotFound) {
 			// Stored whole since, and its pieces reclaimed.
 			c.comps.drop(h)

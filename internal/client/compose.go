@@ -30,8 +30,9 @@ import (
 // within meta.MaxPatches and 1.5 blocks of patch bytes.
 //
 // Compositions are for blocks under churn. Once a composed block this
-// client committed has not been changed for Config.CompactAfter, the
-// client uploads it whole and tells the meta service (Decompose), which
+// client committed has not been changed for Config.CompactAfter (or one it
+// assembled to read is that old: a writer may have died before it could),
+// the client uploads it whole and tells the meta service (Decompose), which
 // drops the composition and so releases the pieces: stored bytes come back
 // to one block per block soon after the writes stop. A reader holding a
 // composition whose pieces were reclaimed since falls back to the whole
@@ -252,38 +253,70 @@ type compactJob struct {
 	at       time.Time
 }
 
-// compactQueue holds the composed blocks waiting to be stored whole, by
-// file and block index: a newer commit of the same block replaces the job.
+// compactQueue holds the composed blocks waiting to be stored whole: those
+// this client committed, by file and block index (a newer commit of the
+// same block replaces the job), and those it assembled to read.
 type compactQueue struct {
-	mu   sync.Mutex
-	jobs map[[2]uint64]compactJob
+	mu      sync.Mutex
+	jobs    map[block.Hash]compactJob
+	byBlock map[[2]uint64]block.Hash
 }
 
+func (q *compactQueue) init() {
+	if q.jobs == nil {
+		q.jobs = make(map[block.Hash]compactJob)
+		q.byBlock = make(map[[2]uint64]block.Hash)
+	}
+}
+
+// add queues j for block idx of ino, replacing that block's earlier job.
 func (q *compactQueue) add(ino meta.Ino, idx uint64, j compactJob) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.jobs == nil {
-		q.jobs = make(map[[2]uint64]compactJob)
+	q.init()
+	k := [2]uint64{uint64(ino), idx}
+	if old, ok := q.byBlock[k]; ok {
+		delete(q.jobs, old)
 	}
-	q.jobs[[2]uint64{uint64(ino), idx}] = j
+	q.byBlock[k] = j.h
+	q.jobs[j.h] = j
+}
+
+// addRead queues composed block j.h, assembled by a reader, unless queued.
+func (q *compactQueue) addRead(j compactJob) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.init()
+	if _, ok := q.jobs[j.h]; !ok {
+		q.jobs[j.h] = j
+	}
 }
 
 // remove drops the job of block idx of ino (committed whole since).
 func (q *compactQueue) remove(ino meta.Ino, idx uint64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	delete(q.jobs, [2]uint64{uint64(ino), idx})
+	k := [2]uint64{uint64(ino), idx}
+	if h, ok := q.byBlock[k]; ok {
+		delete(q.jobs, h)
+		delete(q.byBlock, k)
+	}
 }
 
-// due takes the jobs committed before cutoff.
+// due takes the jobs queued before cutoff.
 func (q *compactQueue) due(cutoff time.Time) []compactJob {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var out []compactJob
-	for k, j := range q.jobs {
+	for h, j := range q.jobs {
 		if j.at.Before(cutoff) {
 			out = append(out, j)
-			delete(q.jobs, k)
+			delete(q.jobs, h)
+		}
+	}
+	for k, h := range q.byBlock {
+		if _, ok := q.jobs[h]; !ok {
+			delete(q.byBlock, k)
 		}
 	}
 	return out
