@@ -175,7 +175,7 @@ func (c *Client) call(ctx context.Context, method string, args *Args) (*Reply, e
 			if err != nil && errors.Is(err, meta.ErrIO) && (ctx.Err() != nil || time.Until(dl) < 50*time.Millisecond) {
 				// The server gave up on the deadline we sent it before our
 				// own timer fired: report it as the client's time-out.
-				return nil, c.ioErr(method, ctx.Err())
+				return nil, c.ioErr(method, context.DeadlineExceeded)
 			}
 			return reply, err
 		}
