@@ -40,7 +40,6 @@ var (
 	fsxOps    = flag.Int("fsx.ops", 20000, "operations of TestFSX (2000 with -short unless set)")
 	fsxSeed   = flag.Uint64("fsx.seed", 0, "seed of TestFSX; 0 picks one from the clock (it is logged)")
 	bigDirN   = flag.Int("e2e.bigdir", 100000, "entries in TestBigDirectory")
-	bigDirMax = flag.Duration("e2e.bigdir-budget", 4*time.Minute, "time TestBigDirectory may take")
 )
 
 // suite is the state TestMain sets up for all tests. Tests run one at a time
