@@ -83,15 +83,28 @@ func (c *Client) assemble(ctx context.Context, h block.Hash, comp meta.Compositi
 	if comp.Base == h {
 		return nil, fmt.Errorf("composed block %s: its own base: %w", h.Short(), block.ErrCorrupt)
 	}
-	buf := make([]byte, comp.Len)
-	if !comp.Base.IsZero() {
-		base, err := c.getBlock(ctx, comp.Base, true)
-		if err != nil {
-			return nil, fmt.Errorf("composed block %s: base: %w", h.Short(), err)
+	// The base and the patches are fetched at once (each takes its own
+	// fetch slot in getBlock), then laid down in order.
+	pieces := make([][]byte, 1+len(comp.Patches))
+	errs := make([]error, len(pieces))
+	var wg sync.WaitGroup
+	fetch := func(i int, ph block.Hash) {
+		if ph.IsZero() {
+			return
 		}
-		copy(buf, base)
+		wg.Go(func() { pieces[i], errs[i] = c.getBlock(ctx, ph, true) })
 	}
-	for _, p := range comp.Patches {
+	fetch(0, comp.Base)
+	for i, p := range comp.Patches {
+		fetch(1+i, p.Hash)
+	}
+	wg.Wait()
+	if errs[0] != nil {
+		return nil, fmt.Errorf("composed block %s: base: %w", h.Short(), errs[0])
+	}
+	buf := make([]byte, comp.Len)
+	copy(buf, pieces[0])
+	for i, p := range comp.Patches {
 		if uint64(p.Off)+uint64(p.Len) > uint64(len(buf)) {
 			return nil, fmt.Errorf("composed block %s: patch [%d,+%d) past its %d bytes: %w", h.Short(), p.Off, p.Len, len(buf), block.ErrCorrupt)
 		}
@@ -100,14 +113,14 @@ func (c *Client) assemble(ctx context.Context, h block.Hash, comp meta.Compositi
 			clear(dst)
 			continue
 		}
-		data, err := c.getBlock(ctx, p.Hash, true)
-		if err != nil {
+		if err := errs[1+i]; err != nil {
 			return nil, fmt.Errorf("composed block %s: patch %s: %w", h.Short(), p.Hash.Short(), err)
 		}
-		if len(data) != int(p.Len) {
+		if data := pieces[1+i]; len(data) != int(p.Len) {
 			return nil, fmt.Errorf("composed block %s: patch %s of %d bytes, want %d: %w", h.Short(), p.Hash.Short(), len(data), p.Len, block.ErrCorrupt)
+		} else {
+			copy(dst, data)
 		}
-		copy(dst, data)
 	}
 	if block.Sum(buf) != h {
 		return nil, fmt.Errorf("composed block %s: the assembled content does not match its hash: %w", h.Short(), block.ErrCorrupt)

@@ -419,7 +419,13 @@ func (f *file) scheduleLocked(d *dblock) {
 		if rep != nil {
 			<-rep.done // the buffer is in use until every copy was tried
 		}
-		if err == nil {
+		if err == nil && comp != nil {
+			// A block under small writes: the next one needs its
+			// content, which would otherwise be assembled from its
+			// pieces. d.buf is never written again, so the cache may
+			// hold it.
+			f.c.mem.put(h, d.buf)
+		} else if err == nil {
 			// No reader holds d.buf any more: uploadDone took it out of
 			// inflight, and readers copy from it under f.mu.
 			f.c.bufs.put(d.buf)
