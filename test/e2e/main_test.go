@@ -37,9 +37,9 @@ const (
 )
 
 var (
-	fsxOps    = flag.Int("fsx.ops", 20000, "operations of TestFSX (2000 with -short unless set)")
-	fsxSeed   = flag.Uint64("fsx.seed", 0, "seed of TestFSX; 0 picks one from the clock (it is logged)")
-	bigDirN   = flag.Int("e2e.bigdir", 100000, "entries in TestBigDirectory")
+	fsxOps  = flag.Int("fsx.ops", 20000, "operations of TestFSX (2000 with -short unless set)")
+	fsxSeed = flag.Uint64("fsx.seed", 0, "seed of TestFSX; 0 picks one from the clock (it is logged)")
+	bigDirN = flag.Int("e2e.bigdir", 100000, "entries in TestBigDirectory")
 )
 
 // suite is the state TestMain sets up for all tests. Tests run one at a time
