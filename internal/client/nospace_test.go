@@ -167,27 +167,36 @@ func (s *stuckStore) Put(ctx context.Context, h block.Hash, data []byte) error {
 	return s.memStore.Put(ctx, h, data)
 }
 
-// TestInterruptEndsWaits: a writer waiting for dirty budget (its uploads
-// hang) and a commit waiting for uploads both end with EINTR when their
-// request is interrupted (the kernel's FUSE INTERRUPT: the process got a
-// signal, SIGKILL included), instead of leaving the process in state D.
-func TestInterruptEndsWaits(t *testing.T) {
-	const bs = 64 << 10
+// stuckClient is a client whose uploads never finish (until the test
+// ends), with a dirty budget of two blocks of bs, and a file open on it.
+func stuckClient(t *testing.T, bs uint32) (*Client, *Handle) {
+	t.Helper()
 	s := newShared(t, bs)
 	st := &stuckStore{memStore: s.store, release: make(chan struct{})}
 	c, err := New(context.Background(), Config{
 		Meta:       s.api,
 		Dial:       func(meta.Server) (block.Store, error) { return st, nil },
 		Logger:     slog.New(slog.DiscardHandler),
-		DirtyBytes: 2 * bs,
+		DirtyBytes: 2 * int64(bs),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close(context.Background())
-	defer close(st.release)
-	in := s.create(t, "f")
-	h := open(t, c, in.Ino)
+	t.Cleanup(func() { c.Close(context.Background()) })
+	h := open(t, c, s.create(t, "f").Ino)
+	// Registered last, run first: the uploads finish before the handle's
+	// and the client's cleanups wait for them.
+	t.Cleanup(func() { close(st.release) })
+	return c, h
+}
+
+// TestInterruptEndsWaits: a writer waiting for dirty budget (its uploads
+// hang) and a commit waiting for uploads both end with EINTR when their
+// request is interrupted (the kernel's FUSE INTERRUPT: the process got a
+// signal, SIGKILL included), instead of leaving the process in state D.
+func TestInterruptEndsWaits(t *testing.T) {
+	const bs = 64 << 10
+	c, h := stuckClient(t, bs)
 
 	intr := make(chan struct{})
 	ctx := WithInterrupt(context.Background(), intr, nil)
@@ -219,20 +228,7 @@ func TestInterruptEndsWaits(t *testing.T) {
 // does, without a second interrupt.
 func TestInterruptOfLivingCallerIgnored(t *testing.T) {
 	const bs = 64 << 10
-	s := newShared(t, bs)
-	st := &stuckStore{memStore: s.store, release: make(chan struct{})}
-	c, err := New(context.Background(), Config{
-		Meta:       s.api,
-		Dial:       func(meta.Server) (block.Store, error) { return st, nil },
-		Logger:     slog.New(slog.DiscardHandler),
-		DirtyBytes: 2 * bs,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(context.Background())
-	defer close(st.release)
-	h := open(t, c, s.create(t, "f").Ino)
+	c, h := stuckClient(t, bs)
 	var dying atomic.Bool
 	intr := make(chan struct{})
 	ctx := WithInterrupt(context.Background(), intr, dying.Load)
