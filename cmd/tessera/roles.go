@@ -44,7 +44,7 @@ func runMeta(ctx context.Context, args []string) error {
 	if err := os.MkdirAll(*data, 0o755); err != nil {
 		return fmt.Errorf("data directory %s: %w", *data, err)
 	}
-	store, err := pebblekv.Open(filepath.Join(*data, "meta"), pebblekv.Options{PipelinedSync: true})
+	store, err := pebblekv.Open(filepath.Join(*data, "meta"), up.MetaStoreOptions())
 	if err != nil {
 		return err
 	}

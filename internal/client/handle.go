@@ -259,8 +259,12 @@ func (h *Handle) Fsync(ctx context.Context) error {
 	return p.PostSync(ctx, hf, op)
 }
 
-// commit commits what was written; with all it then waits until every copy
-// of every block uploaded since the last such wait was tried.
+// commit commits what was written; with all (fsync, O_SYNC, O_DSYNC) it
+// then waits until every copy of every block uploaded since the last such
+// wait was tried, and until the meta service made every change it
+// acknowledged durable (meta.API.Sync): this one, and those of closes and
+// namespace operations before it, which survive a crash of the service but
+// not yet of its machine.
 func (h *Handle) commit(ctx context.Context, all bool) error {
 	f := h.f
 	f.mu.Lock()
@@ -281,6 +285,18 @@ func (h *Handle) commit(ctx context.Context, all bool) error {
 		if rep.err != nil {
 			f.c.log.Warn("fsync: a block has fewer copies than asked; the mover will restore them", "inode", f.ino, "err", rep.err)
 		}
+	}
+	if all {
+		return f.c.Sync(ctx)
+	}
+	return nil
+}
+
+// Sync makes every change the meta service acknowledged to this client
+// durable (fsync of a directory, or of a file with nothing to commit).
+func (c *Client) Sync(ctx context.Context) error {
+	if err := c.api.Sync(ctx); err != nil {
+		return fmt.Errorf("sync: %w", err)
 	}
 	return nil
 }

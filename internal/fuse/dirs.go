@@ -124,8 +124,9 @@ func (fs *FS) ReleaseDir(input *gofuse.ReleaseIn) {
 	fs.mu.Unlock()
 }
 
-// FsyncDir has nothing to do: namespace changes are durable when the meta
-// service acknowledges them.
+// FsyncDir makes the namespace changes acknowledged so far durable (they
+// survive a crash of the meta service when acknowledged, of its machine
+// once synced).
 func (fs *FS) FsyncDir(cancel <-chan struct{}, input *gofuse.FsyncIn) gofuse.Status {
-	return gofuse.OK
+	return fs.status("fsyncdir", fs.c.Sync(ctxOf(cancel)))
 }

@@ -104,8 +104,9 @@ func (fs *FS) Flush(cancel <-chan struct{}, input *gofuse.FlushIn) gofuse.Status
 func (fs *FS) Fsync(cancel <-chan struct{}, input *gofuse.FsyncIn) gofuse.Status {
 	h := fs.file(input.Fh)
 	if h == nil {
-		// fsync(2) on a file opened elsewhere: nothing buffered here.
-		return gofuse.OK
+		// fsync(2) on a file opened elsewhere: nothing buffered here,
+		// but what was committed must be durable.
+		return fs.status("fsync", fs.c.Sync(ctxOf(cancel)))
 	}
 	return fs.status("fsync", h.Fsync(killable(cancel, &input.InHeader)))
 }

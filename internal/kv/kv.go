@@ -9,7 +9,9 @@
 // in the meantime, and if so the commit fails with ErrConflict. Update retries
 // conflicting transactions itself (bounded), so fn must be free of side effects
 // other than on the Txn: it may run more than once. When Update returns nil the
-// writes are durable (for durable engines) and visible to every later View.
+// writes are visible to every later View and durable (for durable engines),
+// unless the store implements Syncer: then they survive a crash of the
+// process, and are durable once a later Sync returns nil.
 //
 // Keys are compared bytewise. A Txn and the slices it hands out are valid only
 // while fn runs; callers copy what they keep.
@@ -40,6 +42,17 @@ type Store interface {
 	Update(ctx context.Context, fn func(tx Txn) error) error
 	// Close releases the store. Pending transactions may fail with ErrClosed.
 	Close() error
+}
+
+// Syncer is implemented by stores that may return from Update before its
+// writes are durable (a durable engine that defers its fsyncs, such as
+// pebblekv with Options.WALSyncEvery). A store without it is durable at
+// Update's return, so callers that need durability call Sync when the store
+// has it and nothing otherwise.
+type Syncer interface {
+	// Sync returns nil once every Update that returned before the call is
+	// durable.
+	Sync(ctx context.Context) error
 }
 
 // Txn is one transaction. Put and Delete fail inside View.

@@ -317,6 +317,12 @@ type API interface {
 	ListXattr(ctx context.Context, ino Ino) ([]string, error)
 	RemoveXattr(ctx context.Context, ino Ino, name string) error
 
+	// Sync returns once every change acknowledged before the call is
+	// durable: it survives a crash of the machine, where an acknowledged
+	// change is only sure to survive a crash of the meta service (see the
+	// package comment, Durability).
+	Sync(ctx context.Context) error
+
 	StatFS(ctx context.Context) (StatFS, error)
 	Servers(ctx context.Context) (ServerMap, error)
 	// RegisterServer adds a server or refreshes it (a heartbeat): Seen is

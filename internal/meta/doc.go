@@ -137,6 +137,16 @@
 // another Service over the same store are not called back. Expiry and long
 // polls read the injected clock (Options.Now, Options.After).
 //
+// # Durability
+//
+// A change is acknowledged once the store has it in a form that survives a
+// crash of the meta service's process. When the store defers its fsyncs
+// (kv.Syncer: pebblekv with WALSyncEvery, as the meta role runs it) it may
+// not yet survive a crash of the machine: Sync makes every change
+// acknowledged before it durable, and the store syncs by itself at least
+// every WALSyncEvery. Clients call Sync for fsync(2), fsyncdir and O_SYNC
+// writes (docs/design/2026-11-23-small-files.md).
+//
 // The parent field of an inode record is the containing directory for
 // directories (the root's is itself) and 0 for everything else; rename walks
 // it up to refuse moving a directory into its own subtree. When block 0 of a

@@ -8,6 +8,16 @@ import (
 	"tessera/internal/kv"
 )
 
+// Sync implements API: it syncs the store when the store defers its syncs
+// (kv.Syncer); other stores are durable at every commit.
+func (s *Service) Sync(ctx context.Context) error {
+	sy, ok := s.store.(kv.Syncer)
+	if !ok {
+		return nil
+	}
+	return classify(sy.Sync(ctx))
+}
+
 // StatFS sums the usage counters' shards.
 func (s *Service) StatFS(ctx context.Context) (StatFS, error) {
 	var out StatFS

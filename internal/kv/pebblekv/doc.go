@@ -17,6 +17,19 @@
 // Updates share one fsync (group commit). This changes no guarantee above; it
 // relies on Pebble's DB.ApplyNoSyncWait, which Pebble marks experimental.
 //
+// With Options.WALSyncEvery the store defers its WAL fsyncs (walsync.go):
+// Pebble runs on a file system whose WAL files answer Pebble's syncs at once,
+// after Pebble has written the batch to the file, so an Update returns once
+// its batch is in the operating system: a crash of the process loses no
+// Update that returned, a crash of the machine may lose those of the last
+// WALSyncEvery. Sync (kv.Syncer) fsyncs the WAL files for real; concurrent
+// callers share one fsync, and a failed fsync fails every later Sync (the
+// kernel may have dropped the pages it could not write). Pebble's own
+// tables, manifest and directories sync as Pebble asks, and a WAL file is
+// synced for real before it is closed. This is the store's group commit
+// across time rather than across concurrent callers: a lone writer doing
+// small updates one after the other pays no fsync each.
+//
 // Get and Scan hand out copies, valid until fn returns. A transaction must not
 // be used after its function returns, nor from more than one goroutine, and fn
 // must not start another transaction on the same store.

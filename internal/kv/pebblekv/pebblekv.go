@@ -5,13 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
 
 	"tessera/internal/kv"
 )
 
-var _ kv.Store = (*Store)(nil)
+var (
+	_ kv.Store  = (*Store)(nil)
+	_ kv.Syncer = (*Store)(nil)
+)
 
 // Options tunes a Store. The zero value is a sound default.
 type Options struct {
@@ -19,6 +24,14 @@ type Options struct {
 	// WAL fsync, so that concurrent Updates share fsyncs. See the package
 	// comment.
 	PipelinedSync bool
+	// WALSyncEvery, when positive, defers WAL fsyncs: an Update returns
+	// once its batch is written to the WAL file (it survives a crash of
+	// the process, not of the machine), Sync makes every Update that
+	// returned before it durable (concurrent Syncs share one fsync), and
+	// a background sync runs every WALSyncEvery while some are pending.
+	// Zero: every Update is durable when it returns. See the package
+	// comment.
+	WALSyncEvery time.Duration
 	// Logger receives Pebble's messages; nil discards its informational
 	// ones and sends fatal ones to pebble.DefaultLogger.
 	Logger pebble.Logger
@@ -29,6 +42,14 @@ type Store struct {
 	db        *pebble.DB
 	dir       string
 	pipelined bool
+
+	// wal defers WAL fsyncs (nil unless Options.WALSyncEvery); syncs
+	// groups Sync's callers; stop and stopped end the background syncer.
+	wal      *deferredFS
+	syncs    syncGroup
+	stop     chan struct{}
+	stopOnce sync.Once
+	stopped  chan struct{}
 
 	// writer is a one-slot semaphore held by the running Update. It is a
 	// channel rather than a mutex so that waiting for it honours the context.
@@ -53,23 +74,78 @@ func (quietLogger) Fatalf(format string, args ...any) {
 
 // Open opens or creates the store in dir.
 func Open(dir string, opts Options) (*Store, error) {
+	var wal *deferredFS
+	if opts.WALSyncEvery > 0 {
+		wal = newDeferredFS(vfs.Default)
+	}
+	return open(dir, opts, wal)
+}
+
+// open is Open with the deferring file system (nil: syncs as Pebble asks).
+func open(dir string, opts Options, wal *deferredFS) (*Store, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = quietLogger{}
 	}
-	db, err := pebble.Open(dir, &pebble.Options{
+	popts := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             logger,
-	})
+	}
+	if wal != nil {
+		popts.FS = wal
+	}
+	db, err := pebble.Open(dir, popts)
 	if err != nil {
 		return nil, fmt.Errorf("pebblekv: open %s: %w", dir, err)
 	}
-	return &Store{
+	s := &Store{
 		db:        db,
 		dir:       dir,
 		pipelined: opts.PipelinedSync,
 		writer:    make(chan struct{}, 1),
-	}, nil
+		wal:       wal,
+	}
+	if wal != nil && opts.WALSyncEvery > 0 {
+		s.stop, s.stopped = make(chan struct{}), make(chan struct{})
+		go s.syncLoop(opts.WALSyncEvery)
+	}
+	return s, nil
+}
+
+// Sync implements kv.Syncer: every Update that returned before the call is
+// durable when it returns nil.
+func (s *Store) Sync(ctx context.Context) error {
+	if err := s.enter(ctx); err != nil {
+		return fmt.Errorf("pebblekv: sync %s: %w", s.dir, err)
+	}
+	defer s.mu.RUnlock()
+	if s.wal == nil {
+		return nil // every Update synced before it returned
+	}
+	if err := s.syncs.sync(s.wal.syncAll); err != nil {
+		return fmt.Errorf("pebblekv: sync %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// syncLoop bounds how long a deferred sync waits: what a crash of the
+// machine may lose.
+func (s *Store) syncLoop(every time.Duration) {
+	defer close(s.stopped)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			if s.wal.pending() {
+				// A failure is kept and returned by every later
+				// Sync (syncAll).
+				_ = s.Sync(context.Background())
+			}
+		}
+	}
 }
 
 // View implements kv.Store.
@@ -140,6 +216,10 @@ func (s *Store) enter(ctx context.Context) error {
 
 // Close implements kv.Store. It waits for transactions in flight.
 func (s *Store) Close() error {
+	if s.stop != nil {
+		s.stopOnce.Do(func() { close(s.stop) })
+		<-s.stopped
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.closed {

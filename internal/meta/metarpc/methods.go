@@ -121,6 +121,11 @@ func (c *Client) RemoveXattr(ctx context.Context, ino meta.Ino, name string) err
 	return c.none(ctx, "RemoveXattr", &Args{Ino: ino, Name: name})
 }
 
+// Sync implements meta.API.
+func (c *Client) Sync(ctx context.Context) error {
+	return c.none(ctx, "Sync", &Args{})
+}
+
 // StatFS implements meta.API.
 func (c *Client) StatFS(ctx context.Context) (meta.StatFS, error) {
 	r, err := c.call(ctx, "StatFS", &Args{})

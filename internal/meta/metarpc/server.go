@@ -211,6 +211,11 @@ func (h *handler) RemoveXattr(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) error { return h.on(a).RemoveXattr(ctx, a.Ino, a.Name) })
 }
 
+// Sync serves meta.API.Sync.
+func (h *handler) Sync(a *Args, r *Reply) error {
+	return h.do(a, r, func(ctx context.Context) error { return h.on(a).Sync(ctx) })
+}
+
 // StatFS serves meta.API.StatFS.
 func (h *handler) StatFS(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) (err error) {

@@ -277,3 +277,28 @@ func TestWalkWithoutLister(t *testing.T) {
 		t.Fatalf("walk: %v after %d entries, want %d", err, n, len(cs))
 	}
 }
+
+// syncStub counts the Syncs that reach the service and fails them on demand.
+type syncStub struct {
+	meta.API
+	syncs int
+	err   error
+}
+
+func (s *syncStub) Sync(ctx context.Context) error {
+	s.syncs++
+	return s.err
+}
+
+func TestSyncOverRPC(t *testing.T) {
+	ctx := context.Background()
+	st := &syncStub{API: newService(t)}
+	c := dial(t, serve(t, st))
+	if err := c.Sync(ctx); err != nil || st.syncs != 1 {
+		t.Fatalf("Sync = %v, %d reached the service; want nil, 1", err, st.syncs)
+	}
+	st.err = fmt.Errorf("fsync of the WAL: %w", meta.ErrIO)
+	if err := c.Sync(ctx); !errors.Is(err, meta.ErrIO) {
+		t.Fatalf("failed Sync = %v; want ErrIO", err)
+	}
+}
