@@ -57,9 +57,15 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, input *gofuse.GetAttrIn, out *gofu
 func (fs *FS) SetAttr(cancel <-chan struct{}, input *gofuse.SetAttrIn, out *gofuse.AttrOut) gofuse.Status {
 	ctx := ctxOf(cancel)
 	ino := meta.Ino(input.NodeId)
-	in, err := fs.api.GetAttr(ctx, ino)
-	if err != nil {
-		return fs.status("setattr", err)
+	// The current attributes are needed for a truncate and to clear the
+	// set-id bits of a mode not given; otherwise the SetAttr returns them
+	// (tar's futimens, fchown and fchmod: one meta call each, not two).
+	var in meta.Inode
+	var err error
+	if input.Valid&(gofuse.FATTR_SIZE|gofuse.FATTR_KILL_SUIDGID) != 0 {
+		if in, err = fs.api.GetAttr(ctx, ino); err != nil {
+			return fs.status("setattr", err)
+		}
 	}
 	if input.Valid&gofuse.FATTR_SIZE != 0 {
 		if in.IsDir() {
@@ -111,8 +117,13 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, input *gofuse.SetAttrIn, out *gofu
 		req.Valid |= meta.SetCtime
 		req.Ctime = joinNs(input.Ctime, input.Ctimensec)
 	}
-	if req.Valid != 0 {
+	switch {
+	case req.Valid != 0:
 		if in, err = fs.api.SetAttr(ctx, ino, req); err != nil {
+			return fs.status("setattr", err)
+		}
+	case in.Ino == 0:
+		if in, err = fs.api.GetAttr(ctx, ino); err != nil {
 			return fs.status("setattr", err)
 		}
 	}
