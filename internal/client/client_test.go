@@ -168,6 +168,47 @@ func TestSmallFileIsInline(t *testing.T) {
 	}
 }
 
+// TestInlineLimit: a file of meta.InlineMax bytes written in small pieces
+// (as tar writes) is committed inline when the block is larger, a byte more
+// goes to a block; a file that fills its whole first block is uploaded even
+// when the block is no larger than meta.InlineMax.
+func TestInlineLimit(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		bs     uint32
+		size   int
+		inline bool
+	}{
+		{4 << 20, meta.InlineMax, true},
+		{4 << 20, meta.InlineMax + 1, false},
+		{meta.InlineMax, meta.InlineMax, false},
+		{meta.InlineMax, meta.InlineMax - 1, true},
+	} {
+		e := newEnv(t, tc.bs, 0)
+		in := e.create(t, "f")
+		h, _, _ := e.c.Open(ctx, in, 0)
+		data := bytes.Repeat([]byte("0123456789"), tc.size/10+1)[:tc.size]
+		for off := 0; off < len(data); off += 10240 {
+			if _, err := h.Write(ctx, int64(off), data[off:min(off+10240, len(data))]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := h.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.api.GetAttr(ctx, in.Ino)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.HasInline != tc.inline || (e.store.puts == 0) != tc.inline {
+			t.Fatalf("block size %d, %d bytes: inline=%v, %d blocks uploaded; want inline=%v", tc.bs, tc.size, got.HasInline, e.store.puts, tc.inline)
+		}
+		if back := e.readAll(t, in.Ino); !bytes.Equal(back, data) {
+			t.Fatalf("block size %d, %d bytes: read back %d bytes that differ", tc.bs, tc.size, len(back))
+		}
+	}
+}
+
 func TestZeroBlocksAreHoles(t *testing.T) {
 	const bs = 64 << 10
 	e := newEnv(t, bs, 0)

@@ -116,9 +116,13 @@ func (f *file) commitLocked(ctx context.Context) error {
 }
 
 // inlineCandidateLocked reports whether the file's only change is to block 0
-// of a file small enough to keep inline, and returns that content.
+// of a file small enough to keep inline, and returns that content. A file
+// that fills its first block is not: a full block is uploaded as soon as it
+// is written (and a failed upload must fail the commit, not be committed
+// inline behind the writer's back), which matters where the block size is
+// no larger than meta.InlineMax.
 func (f *file) inlineCandidateLocked(ctx context.Context) ([]byte, *dblock, bool, error) {
-	if f.size > meta.InlineMax {
+	if f.size > meta.InlineMax || f.size >= f.bs {
 		return nil, nil, false, nil
 	}
 	d, ok := f.dirty[0]
