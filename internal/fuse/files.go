@@ -9,23 +9,26 @@ import (
 	"tessera/internal/meta"
 )
 
-func (fs *FS) open(cancel <-chan struct{}, in meta.Inode, flags uint32, out *gofuse.OpenOut) gofuse.Status {
+// open opens in; created says the inode was just made by this request (an
+// O_EXCL create), so the kernel has nothing of it cached.
+func (fs *FS) open(cancel <-chan struct{}, in meta.Inode, flags uint32, created bool, out *gofuse.OpenOut) gofuse.Status {
 	h, mode, err := fs.c.Open(ctxOf(cancel), in, int(flags))
 	if err != nil {
 		return fs.status("open", err)
 	}
-	fs.opened(h, in.Ino, mode, out)
+	fs.opened(h, in.Ino, mode, created, out)
 	return gofuse.OK
 }
 
 // opened registers h and tells the kernel how to cache the file. When the
 // kernel may not keep the pages it has, it must not keep the size it has
-// either: a read past a stale, shorter size would end early.
-func (fs *FS) opened(h *client.Handle, ino meta.Ino, mode client.OpenMode, out *gofuse.OpenOut) {
+// either: a read past a stale, shorter size would end early. A file just
+// created has neither (and no notification need be sent for it).
+func (fs *FS) opened(h *client.Handle, ino meta.Ino, mode client.OpenMode, created bool, out *gofuse.OpenOut) {
 	out.Fh = fs.addFile(h)
 	if mode.KeepCache {
 		out.OpenFlags |= gofuse.FOPEN_KEEP_CACHE
-	} else {
+	} else if !created {
 		fs.invalidateAttr(ino)
 	}
 	if mode.DirectIO {
@@ -53,7 +56,7 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 		}
 	}
 	fs.fillEntry(&in, &out.EntryOut)
-	return fs.open(cancel, in, input.Flags, &out.OpenOut)
+	return fs.open(cancel, in, input.Flags, req.Excl, &out.OpenOut)
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
@@ -65,7 +68,7 @@ func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.Ope
 		h.Release(ctxOf(cancel))
 		return gofuse.Status(syscall.EISDIR)
 	}
-	fs.opened(h, in.Ino, mode, out)
+	fs.opened(h, in.Ino, mode, false, out)
 	return gofuse.OK
 }
 
