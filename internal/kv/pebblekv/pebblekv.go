@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 	"github.com/cockroachdb/pebble/vfs"
 
 	"tessera/internal/kv"
@@ -90,6 +91,14 @@ func open(dir string, opts Options, wal *deferredFS) (*Store, error) {
 	popts := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             logger,
+	}
+	// Bloom filters on every level: a lookup of an absent key (the
+	// dentry of a file about to be created, the recipe of an inline
+	// file) is answered without reading a data block of each table that
+	// could hold it.
+	popts.Levels = make([]pebble.LevelOptions, 7)
+	for i := range popts.Levels {
+		popts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	if wal != nil {
 		popts.FS = wal
