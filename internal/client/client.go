@@ -352,6 +352,23 @@ func (c *Client) Overlay(in *meta.Inode) {
 	}
 }
 
+// MtimeSet tells the client that the application is setting ino's mtime
+// (utimensat, futimens: tar does it on the file it has just written, before
+// closing it). The writes this client made so far no longer set the mtime
+// when they commit, so the time set stays; later writes do set it again.
+// Call it before the meta SetAttr: a commit in flight finishes first.
+func (c *Client) MtimeSet(ino meta.Ino) {
+	c.mu.Lock()
+	f := c.mu.files[ino]
+	c.mu.Unlock()
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	f.mtime = 0
+	f.mu.Unlock()
+}
+
 // Unlinked tells the client that ino lost its last name: it is reaped now, or
 // when this client's last open handle on it is released.
 func (c *Client) Unlinked(ctx context.Context, ino meta.Ino) error {

@@ -117,6 +117,9 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, input *gofuse.SetAttrIn, out *gofu
 		req.Valid |= meta.SetCtime
 		req.Ctime = joinNs(input.Ctime, input.Ctimensec)
 	}
+	if req.Valid&meta.SetMtime != 0 {
+		fs.c.MtimeSet(ino)
+	}
 	switch {
 	case req.Valid != 0:
 		if in, err = fs.api.SetAttr(ctx, ino, req); err != nil {

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,6 +154,43 @@ func TestUtimens(t *testing.T) {
 	set(d, ts(7000, 7), ts(7000, 7), 0)
 	if st := stat(t, d); st.Mtim != ts(7000, 7) {
 		t.Errorf("directory mtime %v", st.Mtim)
+	}
+}
+
+// TestFutimensBeforeClose is what tar does with each file it extracts:
+// write, futimens, fchown, fchmod, close. The time set must survive the
+// close that commits the writes; a write after it moves mtime again.
+func TestFutimensBeforeClose(t *testing.T) {
+	d := fsDir(t)
+	mtime := unix.Timespec{Sec: 1500000000, Nsec: 0}
+	omit := unix.Timespec{Nsec: unix.UTIME_OMIT}
+	for _, n := range []int{100, 20000, 200000} {
+		p := filepath.Join(d, fmt.Sprintf("f%d", n))
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		must(t, err)
+		_, err = f.Write(bytes.Repeat([]byte("t"), n))
+		must(t, err)
+		must(t, unix.UtimesNanoAt(int(f.Fd()), "", []unix.Timespec{omit, mtime}, unix.AT_EMPTY_PATH))
+		must(t, f.Chmod(0o644))
+		if st := stat(t, p); st.Mtim != mtime {
+			t.Errorf("%d bytes: mtime %v before close, want %v", n, st.Mtim, mtime)
+		}
+		must(t, f.Close())
+		if st := stat(t, p); st.Mtim != mtime || st.Size != int64(n) {
+			t.Errorf("%d bytes: mtime %v, size %d after close, want %v, %d", n, st.Mtim, st.Size, mtime, n)
+		}
+	}
+	p := filepath.Join(d, "later")
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	must(t, err)
+	_, err = f.Write([]byte("a"))
+	must(t, err)
+	must(t, unix.UtimesNanoAt(int(f.Fd()), "", []unix.Timespec{omit, mtime}, unix.AT_EMPTY_PATH))
+	_, err = f.Write([]byte("b"))
+	must(t, err)
+	must(t, f.Close())
+	if st := stat(t, p); st.Mtim.Sec <= mtime.Sec {
+		t.Errorf("a write after futimens: mtime %v, want now", st.Mtim)
 	}
 }
 
