@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -35,8 +36,9 @@ func TestConsistencyLinearizableRSync(t *testing.T) {
 }
 
 // linFiles are the files of the linearizability tests: record sizes of
-// inline files and of files kept in blocks.
-var linFiles = []int{64, 64, 8 << 10, 8 << 10}
+// inline files and of files kept in blocks (a file that fills its first
+// block, 64 KiB here, is never inline).
+var linFiles = []int{64, 64, 64 << 10, 64 << 10}
 
 const (
 	linWorkersPerMount = 2
@@ -186,7 +188,7 @@ func linWorker(c *ccluster, m, client, extraFlags int, start time.Time, record f
 		hs[f] = h
 	}
 	rng := rand.New(rand.NewPCG(uint64(client), 11))
-	buf := make([]byte, 16<<10)
+	buf := make([]byte, slices.Max(linFiles)+8)
 	for i := range linOpsPerWorker {
 		f := rng.IntN(len(linFiles))
 		size := linFiles[f]

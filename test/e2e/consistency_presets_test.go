@@ -95,7 +95,8 @@ func checkImmediateVisibility(t *testing.T, c *ccluster, rounds int) {
 // opens the file after the writer's close returned sees the writer's
 // content, whatever it had cached. Before the close nothing is promised:
 // how often the new content was already visible is only logged. Contents
-// change size every round (1 to 21 KiB: inline and block files both).
+// change size every round (1 to 101 KiB: inline files, up to 64 KiB, and
+// block files both).
 func TestConsistencySession(t *testing.T) {
 	c := startConsistency(t, 2, "session")
 	rng := rand.New(rand.NewPCG(4, 4))
@@ -105,7 +106,7 @@ func TestConsistencySession(t *testing.T) {
 	early := 0
 	for r := range rounds {
 		w, rd := r%2, 1-r%2
-		want := stamped(uint64(r+1), 8*(128+rng.IntN(2560)))
+		want := stamped(uint64(r+1), 8*(128+rng.IntN(12800)))
 		f, err := os.OpenFile(c.path(w, "f"), os.O_WRONLY|os.O_TRUNC, 0)
 		must(t, err)
 		if _, err := f.Write(want); err != nil {

@@ -184,3 +184,58 @@ func TestCrashKeepsFsyncedData(t *testing.T) {
 	})
 	fsckClean(t, c)
 }
+
+// TestCrashKeepsClosedFiles: what a close acknowledged survives a kill -9 of
+// `tessera up`, fsync or not (docs/design/2026-11-23-small-files.md): files
+// written as tar writes them (write, futimens, fchmod, close), inline-sized
+// and in blocks, a rename and an unlink, all read back after the restart.
+func TestCrashKeepsClosedFiles(t *testing.T) {
+	c := startCluster(t)
+	d := filepath.Join(c.Mount(), "closed")
+	must(t, os.Mkdir(d, 0o755))
+	mtime := time.Unix(1500000000, 0)
+	sizes := []int{0, 1, 100, 5000, 64 * kib, 64*kib + 1, 300 * kib}
+	for i, n := range sizes {
+		p := filepath.Join(d, fmt.Sprintf("f%d", i))
+		f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		must(t, err)
+		_, err = f.Write(randBytes(uint64(i), n))
+		must(t, err)
+		must(t, os.Chtimes(p, mtime, mtime))
+		must(t, f.Chmod(0o640))
+		must(t, f.Close())
+	}
+	must(t, os.Rename(filepath.Join(d, "f0"), filepath.Join(d, "renamed")))
+	must(t, os.Remove(filepath.Join(d, "f1")))
+
+	must(t, c.Kill9())
+	restart(t, c)
+
+	if _, err := os.Stat(filepath.Join(d, "f1")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("removed f1 after the crash: %v, want ENOENT", err)
+	}
+	for i, n := range sizes {
+		name := fmt.Sprintf("f%d", i)
+		switch i {
+		case 0:
+			name = "renamed"
+		case 1:
+			continue
+		}
+		p := filepath.Join(d, name)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Errorf("%s (%d bytes, closed before the crash): %v", name, n, err)
+			continue
+		}
+		if sha256.Sum256(b) != sha256.Sum256(randBytes(uint64(i), n)) {
+			t.Errorf("%s: %d bytes read back, differ from the %d written", name, len(b), n)
+		}
+		fi, err := os.Stat(p)
+		must(t, err)
+		if !fi.ModTime().Equal(mtime) || fi.Mode().Perm() != 0o640 {
+			t.Errorf("%s: mtime %v mode %v, want %v and 0640", name, fi.ModTime(), fi.Mode().Perm(), mtime)
+		}
+	}
+	fsckClean(t, c)
+}
