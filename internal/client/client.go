@@ -115,6 +115,7 @@ type Client struct {
 	tier    *cachetier.BlockCache // nil without a cache tier
 	attrs   *tierAPI              // stats from the cache tier; nil without one
 	sums    *segSums
+	files   *localFiles // open block files on this host (localfiles.go)
 	bufs    *bufList
 	budget  *budget
 	uploads chan struct{} // semaphore
@@ -166,7 +167,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		api:     cfg.Meta,
 		log:     cfg.Logger,
 		mem:     newMemCache(cfg.MemCacheBytes),
-		sums:    newSegSums(16384),
+		sums:    newSegSums(DefaultSegSumsBytes),
+		files:   newLocalFiles(),
 		bufs:    newBufList(meta.DefaultBlockSize, 16),
 		uploads: make(chan struct{}, cfg.Uploads),
 		fetches: make(chan struct{}, cfg.Fetches),
@@ -220,6 +222,11 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 			c.compactLoop(cfg.CompactAfter, c.stop)
 		}()
 	}
+	c.loops.Add(1)
+	go func() {
+		defer c.loops.Done()
+		c.sweepLocalFiles(c.stop)
+	}()
 	if cfg.IdleRelease > 0 {
 		c.active.touch(time.Now())
 		c.loops.Add(1)
@@ -446,7 +453,8 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash, urgent bool) ([]byt
 // servers. What came from further away is kept nearer.
 func (c *Client) fetch(ctx context.Context, h block.Hash) ([]byte, error) {
 	if e, ok := c.sums.get(h); ok {
-		if data, ok := c.localRange(h, 0, e.size); ok {
+		data := make([]byte, e.size)
+		if c.preadLocal(h, data, 0) {
 			if e.check(data, 0) {
 				return data, nil
 			}
@@ -498,6 +506,10 @@ func autoReadAhead(n int, bs, memBytes int64) int {
 }
 
 // prefetch fetches h in the background unless it is cached or in flight.
+// A block with a copy on this host whose segment sums are known is not
+// fetched but read into the kernel's page cache (adviseLocal): the reader
+// reads its ranges from there straight into its reply, checked against the
+// sums, with no copy of the block in the process.
 func (c *Client) prefetch(h block.Hash) {
 	if c.mem.contains(h) {
 		return
@@ -511,6 +523,9 @@ func (c *Client) prefetch(h block.Hash) {
 	c.bg.Add(1)
 	go func() {
 		defer c.bg.Done()
+		if e, ok := c.sums.get(h); ok && c.adviseLocal(h, e.size) {
+			return
+		}
 		if _, err := c.getBlock(context.Background(), h, false); err != nil {
 			c.log.Debug("read-ahead failed", "block", h.Short(), "err", err)
 		}
@@ -549,19 +564,8 @@ func (c *Client) readRange(ctx context.Context, h block.Hash, from int64, dst []
 		copyBlock(dst, data, from)
 		return nil
 	}
-	if e, ok := c.sums.get(h); ok {
-		if from >= e.size {
-			clear(dst)
-			return nil
-		}
-		off, end, first := e.span(from, int64(len(dst)))
-		if buf, ok := c.localRange(h, off, end-off); ok {
-			if e.check(buf, first) {
-				copyBlock(dst, buf, from-off)
-				return nil
-			}
-			c.localChanged(h)
-		}
+	if e, ok := c.sums.get(h); ok && c.readLocal(h, e, from, dst) {
+		return nil
 	}
 	data, err := c.getBlock(ctx, h, true)
 	if err != nil {
@@ -571,26 +575,33 @@ func (c *Client) readRange(ctx context.Context, h block.Hash, from int64, dst []
 	return nil
 }
 
-// rangeReader is implemented by stores that read block files on this host.
-type rangeReader interface {
-	ReadRange(h block.Hash, off, n int64) ([]byte, error)
-}
-
-// localRange reads n bytes at off of a copy of h on this host, unverified.
-func (c *Client) localRange(h block.Hash, off, n int64) ([]byte, bool) {
-	for _, s := range c.router.ranked(h) {
-		if rr, ok := s.st.(rangeReader); ok {
-			if buf, err := rr.ReadRange(h, off, n); err == nil {
-				return buf, true
-			}
-		}
+// readLocal copies block h's bytes from offset `from` into dst from a copy on
+// this host, reading the segments that cover them and checking them against
+// e. A read of whole segments (every page-cache read of the kernel) goes
+// straight into dst. It reports false when there is no good local copy.
+func (c *Client) readLocal(h block.Hash, e *sumEntry, from int64, dst []byte) bool {
+	if from >= e.size {
+		clear(dst)
+		return true
 	}
-	if c.disk != nil {
-		if buf, err := c.disk.readRange(h, off, n); err == nil {
-			return buf, true
-		}
+	n := min(int64(len(dst)), e.size-from)
+	off, end, first := e.span(from, n)
+	buf := dst[:n]
+	if off != from || end != from+n {
+		buf = make([]byte, end-off)
 	}
-	return nil, false
+	if !c.preadLocal(h, buf, off) {
+		return false
+	}
+	if !e.check(buf, first) {
+		c.localChanged(h)
+		return false
+	}
+	if off != from || end != from+n {
+		copy(dst, buf[from-off:])
+	}
+	clear(dst[n:])
+	return true
 }
 
 // learnSums records the segment sums of verified block data, when there
@@ -608,6 +619,7 @@ func (c *Client) learnSums(h block.Hash, data []byte) {
 func (c *Client) localChanged(h block.Hash) {
 	c.log.Error("a local copy of a block changed since it was verified; verifying again", "block", h.String())
 	c.sums.forget(h)
+	c.files.drop(h)
 }
 
 // makeRoom schedules the upload of every dirty block of every open file, to

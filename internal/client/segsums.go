@@ -9,26 +9,36 @@ import (
 )
 
 // segSize is the granularity at which local copies of blocks are re-read and
-// re-checked.
-const segSize = 64 << 10
+// re-checked: the page size, so that every read the kernel sends for its
+// page cache (page-aligned, whole pages) reads exactly the segments it asks
+// for, straight into the reply buffer, and checks them in place.
+const segSize = 4 << 10
+
+// DefaultSegSumsBytes bounds the memory of the segment sums: 16 MiB, the sums
+// of 16 GiB of blocks (a CRC-32C of 4 bytes per 4 KiB, 0.1%).
+const DefaultSegSumsBytes = 16 << 20
+
+// sumEntryOverhead approximates an entry's memory besides its sums (list
+// element, map slot, header).
+const sumEntryOverhead = 160
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // segSums remembers, for blocks whose content this client verified against
 // their BLAKE3 name (fetched in full, or hashed itself before an upload), a
-// CRC-32C of every 64 KiB segment. A later read of a few KiB from a copy on
+// CRC-32C of every 4 KiB segment. A later read of a few KiB from a copy on
 // this host (a co-located block file, the disk cache) then reads and checks
 // only the segments it needs instead of reading and hashing the whole block:
 // the chain of trust is BLAKE3 at first sight, then the CRCs derived from the
 // verified bytes, which catch any change of the file since. Bytes from the
 // network are always verified in full against BLAKE3.
 //
-// The table is an LRU bounded in entries (each about 400 bytes for a 4 MiB
-// block).
+// The table is an LRU bounded in bytes (about 4 KiB for a 4 MiB block).
 type segSums struct {
-	max int
+	max int64
 	mu  struct {
 		sync.Mutex
+		used  int64
 		ll    *list.List // front = most recent; values are *sumEntry
 		items map[block.Hash]*list.Element
 	}
@@ -40,8 +50,10 @@ type sumEntry struct {
 	sums []uint32
 }
 
-func newSegSums(max int) *segSums {
-	s := &segSums{max: max}
+func (e *sumEntry) cost() int64 { return int64(len(e.sums))*4 + sumEntryOverhead }
+
+func newSegSums(maxBytes int64) *segSums {
+	s := &segSums{max: maxBytes}
 	s.mu.ll = list.New()
 	s.mu.items = make(map[block.Hash]*list.Element)
 	return s
@@ -66,11 +78,15 @@ func (s *segSums) learn(h block.Hash, data []byte) {
 	if _, ok := s.mu.items[h]; ok {
 		return
 	}
-	s.mu.items[h] = s.mu.ll.PushFront(&sumEntry{h: h, size: int64(len(data)), sums: sums})
-	for s.mu.ll.Len() > s.max {
-		e := s.mu.ll.Back()
-		s.mu.ll.Remove(e)
-		delete(s.mu.items, e.Value.(*sumEntry).h)
+	e := &sumEntry{h: h, size: int64(len(data)), sums: sums}
+	s.mu.items[h] = s.mu.ll.PushFront(e)
+	s.mu.used += e.cost()
+	for s.mu.used > s.max && s.mu.ll.Len() > 1 {
+		b := s.mu.ll.Back()
+		old := b.Value.(*sumEntry)
+		s.mu.ll.Remove(b)
+		delete(s.mu.items, old.h)
+		s.mu.used -= old.cost()
 	}
 }
 
@@ -91,6 +107,7 @@ func (s *segSums) forget(h block.Hash) {
 	if e, ok := s.mu.items[h]; ok {
 		s.mu.ll.Remove(e)
 		delete(s.mu.items, h)
+		s.mu.used -= e.Value.(*sumEntry).cost()
 	}
 }
 

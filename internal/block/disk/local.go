@@ -2,7 +2,10 @@ package disk
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -70,23 +73,15 @@ func (l *LocalReader) Get(ctx context.Context, h block.Hash) ([]byte, error) {
 	return data, nil
 }
 
-// ReadRange reads n bytes at off of block h's file, unverified: the caller
-// checks them (see the client's segment sums). A missing file is an error
-// wrapping block.ErrNotFound.
-func (l *LocalReader) ReadRange(h block.Hash, off, n int64) ([]byte, error) {
+// OpenBlockFile opens block h's file for reading, unverified: the caller
+// checks what it reads (see the client's segment sums). A missing file is
+// an error wrapping block.ErrNotFound.
+func (l *LocalReader) OpenBlockFile(h block.Hash) (*os.File, error) {
 	f, err := os.Open(l.path(h))
-	if err != nil {
-		if os.IsNotExist(err) {
-			return nil, block.ErrNotFound
-		}
-		return nil, err
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open block %s: %w", h, block.ErrNotFound)
 	}
-	defer f.Close()
-	buf := make([]byte, n)
-	if _, err := f.ReadAt(buf, off); err != nil {
-		return nil, err
-	}
-	return buf, nil
+	return f, err
 }
 
 // IsLocal reports that blocks come from files on this host, so a client's
@@ -115,10 +110,10 @@ func (l *LocalReader) Touch(ctx context.Context, hs []block.Hash) ([]bool, error
 	return l.next.Has(ctx, hs)
 }
 
-// ReadRange reads n bytes at off of block h's file, unverified, for callers
-// that check them themselves (see LocalReader.ReadRange).
-func (s *Store) ReadRange(h block.Hash, off, n int64) ([]byte, error) {
-	return (&LocalReader{blocks: s.blocks}).ReadRange(h, off, n)
+// OpenBlockFile opens block h's file for reading, unverified, for callers
+// that check what they read themselves (see LocalReader.OpenBlockFile).
+func (s *Store) OpenBlockFile(h block.Hash) (*os.File, error) {
+	return (&LocalReader{blocks: s.blocks}).OpenBlockFile(h)
 }
 
 // IsLocal reports that the store's blocks are files on this host.
