@@ -24,6 +24,9 @@ type Handle struct {
 	// consecutive sequential reads.
 	next int64
 	run  int
+	// raEnd is the block index below which read-ahead was already asked
+	// for in this sequential run.
+	raEnd uint64
 	// partial counts the bytes read of each block a reader is in (see
 	// readAheadLocked).
 	partial map[uint64]int64
@@ -439,7 +442,7 @@ func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) (ahead, done
 	if off == h.next {
 		h.run++
 	} else {
-		h.run = 0
+		h.run, h.raEnd = 0, 0
 	}
 	h.next = off + n
 	f := h.f
@@ -454,7 +457,13 @@ func (h *Handle) readAheadLocked(ctx context.Context, off, n int64) (ahead, done
 		return nil, done
 	}
 	var out []block.Hash
-	for idx := first; idx < first+uint64(depth) && int64(idx)*f.bs < f.size; idx++ {
+	end := first + uint64(depth)
+	// Blocks asked for already are in the cache, in flight or in the
+	// kernel's page cache: a run asks for each block once, not once per
+	// read of the blocks before it.
+	from := max(first, h.raEnd)
+	h.raEnd = max(h.raEnd, end)
+	for idx := from; idx < end && int64(idx)*f.bs < f.size; idx++ {
 		buf, bh, err := f.contentLocked(ctx, idx)
 		if err != nil || buf != nil || bh.IsZero() {
 			continue
