@@ -12,6 +12,7 @@ import (
 	"tessera/internal/block"
 	"tessera/internal/cachetier"
 	"tessera/internal/meta"
+	"tessera/internal/policy"
 	"tessera/internal/ratelog"
 )
 
@@ -106,26 +107,28 @@ func (c *Config) setDefaults() {
 
 // Client is one mount's data path. It is safe for concurrent use.
 type Client struct {
-	cfg     Config
-	api     meta.API
-	log     *slog.Logger
-	router  *router
-	mem     *memCache
-	disk    *diskCache
-	tier    *cachetier.BlockCache // nil without a cache tier
-	attrs   *tierAPI              // stats from the cache tier; nil without one
-	sums    *segSums
-	files   *localFiles // open block files on this host (localfiles.go)
-	bufs    *bufList
-	budget  *budget
-	uploads chan struct{} // semaphore
-	fetches chan struct{} // semaphore
-	bg      sync.WaitGroup
-	cb      *callbacks // nil without a session
-	redo    redoStats
-	aged    atomic.Uint64 // background commits of data left uncommitted too long
-	stop    chan struct{} // closed by Close: background loops end
-	loops   sync.WaitGroup
+	cfg    Config
+	api    meta.API
+	log    *slog.Logger
+	router *router
+	mem    *memCache
+	disk   *diskCache
+	tier   *cachetier.BlockCache // nil without a cache tier
+	attrs  *tierAPI              // stats from the cache tier; nil without one
+	sums   *segSums
+	// policies: PolicyFor's answers by name, made once (policy.go).
+	policies map[string]policy.Policy
+	files    *localFiles // open block files on this host (localfiles.go)
+	bufs     *bufList
+	budget   *budget
+	uploads  chan struct{} // semaphore
+	fetches  chan struct{} // semaphore
+	bg       sync.WaitGroup
+	cb       *callbacks // nil without a session
+	redo     redoStats
+	aged     atomic.Uint64 // background commits of data left uncommitted too long
+	stop     chan struct{} // closed by Close: background loops end
+	loops    sync.WaitGroup
 	// uploadFailed keeps a full disk from logging every failed upload.
 	uploadFailed ratelog.Limiter
 	active       activity      // last read or write (memory.go)
@@ -163,15 +166,16 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		return nil, errors.New("client: Config.Meta and Config.Dial are required")
 	}
 	c := &Client{
-		cfg:     cfg,
-		api:     cfg.Meta,
-		log:     cfg.Logger,
-		mem:     newMemCache(cfg.MemCacheBytes),
-		sums:    newSegSums(DefaultSegSumsBytes),
-		files:   newLocalFiles(),
-		bufs:    newBufList(meta.DefaultBlockSize, 16),
-		uploads: make(chan struct{}, cfg.Uploads),
-		fetches: make(chan struct{}, cfg.Fetches),
+		cfg:      cfg,
+		api:      cfg.Meta,
+		log:      cfg.Logger,
+		mem:      newMemCache(cfg.MemCacheBytes),
+		sums:     newSegSums(DefaultSegSumsBytes),
+		files:    newLocalFiles(),
+		policies: policyTable(cfg.Policy),
+		bufs:     newBufList(meta.DefaultBlockSize, 16),
+		uploads:  make(chan struct{}, cfg.Uploads),
+		fetches:  make(chan struct{}, cfg.Fetches),
 	}
 	c.budget = newBudget(cfg.DirtyBytes)
 	c.mu.files = make(map[meta.Ino]*file)

@@ -1,10 +1,12 @@
 package client
 
 import (
-	"container/list"
+	"cmp"
 	"errors"
 	"os"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -35,35 +37,33 @@ const (
 // small read is one pread: no path walk, open and close per read. The files
 // are read only; their content is checked against the segment sums on every
 // read, so a file changed or replaced since it was opened is caught like any
-// changed copy. An LRU bounded in files; idle ones are closed by sweep.
+// changed copy. Bounded in files (the least recently read go first); sweep
+// closes idle ones. A read marks its file with the sweeper's tick, under a
+// read lock: no clock reading and no list reordering per read.
 type localFiles struct {
-	mu struct {
-		sync.Mutex
-		ll    *list.List // front = most recent; values are *localFile
-		items map[block.Hash]*list.Element
+	tick atomic.Int64 // advanced by every sweep
+	mu   struct {
+		sync.RWMutex
+		items map[block.Hash]*localFile
 	}
 }
 
 type localFile struct {
-	h    block.Hash
 	f    *os.File
-	used time.Time
+	used atomic.Int64 // tick of the last read
 }
 
 func newLocalFiles() *localFiles {
 	l := &localFiles{}
-	l.mu.ll = list.New()
-	l.mu.items = make(map[block.Hash]*list.Element)
+	l.mu.items = make(map[block.Hash]*localFile)
 	return l
 }
 
 func (l *localFiles) get(h block.Hash) *os.File {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if e, ok := l.mu.items[h]; ok {
-		l.mu.ll.MoveToFront(e)
-		lf := e.Value.(*localFile)
-		lf.used = time.Now()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if lf, ok := l.mu.items[h]; ok {
+		lf.used.Store(l.tick.Load())
 		return lf.f
 	}
 	return nil
@@ -74,16 +74,34 @@ func (l *localFiles) get(h block.Hash) *os.File {
 func (l *localFiles) add(h block.Hash, f *os.File) *os.File {
 	var evict []*os.File
 	l.mu.Lock()
-	if e, ok := l.mu.items[h]; ok {
-		l.mu.ll.MoveToFront(e)
-		kept := e.Value.(*localFile).f
+	if lf, ok := l.mu.items[h]; ok {
+		lf.used.Store(l.tick.Load())
 		l.mu.Unlock()
 		f.Close()
-		return kept
+		return lf.f
 	}
-	l.mu.items[h] = l.mu.ll.PushFront(&localFile{h: h, f: f, used: time.Now()})
-	for l.mu.ll.Len() > maxLocalFiles {
-		evict = append(evict, l.removeLocked(l.mu.ll.Back()))
+	lf := &localFile{f: f}
+	lf.used.Store(l.tick.Load())
+	l.mu.items[h] = lf
+	if len(l.mu.items) > maxLocalFiles {
+		// Close the least recently read quarter, so that a reader going
+		// over more blocks than the bound scans once per maxLocalFiles/4
+		// opens.
+		type aged struct {
+			h    block.Hash
+			used int64
+		}
+		all := make([]aged, 0, len(l.mu.items))
+		for k, v := range l.mu.items {
+			if k != h {
+				all = append(all, aged{k, v.used.Load()})
+			}
+		}
+		slices.SortFunc(all, func(a, b aged) int { return cmp.Compare(a.used, b.used) })
+		for _, a := range all[:len(l.mu.items)-maxLocalFiles*3/4] {
+			evict = append(evict, l.mu.items[a.h].f)
+			delete(l.mu.items, a.h)
+		}
 	}
 	l.mu.Unlock()
 	closeAll(evict)
@@ -94,36 +112,47 @@ func (l *localFiles) add(h block.Hash, f *os.File) *os.File {
 // matched (a repaired copy is a new file at the same path).
 func (l *localFiles) drop(h block.Hash) {
 	l.mu.Lock()
-	e, ok := l.mu.items[h]
-	var f *os.File
-	if ok {
-		f = l.removeLocked(e)
-	}
+	lf, ok := l.mu.items[h]
+	delete(l.mu.items, h)
 	l.mu.Unlock()
-	if f != nil {
-		f.Close()
+	if ok {
+		lf.f.Close()
 	}
 }
 
-// sweep closes the files not read since before.
-func (l *localFiles) sweep(before time.Time) {
+// sweep closes the files not read in the last two ticks, and starts a new
+// tick.
+func (l *localFiles) sweep() {
 	var evict []*os.File
 	l.mu.Lock()
-	for e := l.mu.ll.Back(); e != nil && e.Value.(*localFile).used.Before(before); e = l.mu.ll.Back() {
-		evict = append(evict, l.removeLocked(e))
+	idle := l.tick.Load() - 2
+	for h, lf := range l.mu.items {
+		if lf.used.Load() <= idle {
+			evict = append(evict, lf.f)
+			delete(l.mu.items, h)
+		}
 	}
+	l.tick.Add(1)
 	l.mu.Unlock()
 	closeAll(evict)
 }
 
 // closeAll closes every kept file.
-func (l *localFiles) closeAll() { l.sweep(time.Now().Add(time.Hour)) }
+func (l *localFiles) closeAll() {
+	l.mu.Lock()
+	var fs []*os.File
+	for _, lf := range l.mu.items {
+		fs = append(fs, lf.f)
+	}
+	clear(l.mu.items)
+	l.mu.Unlock()
+	closeAll(fs)
+}
 
-func (l *localFiles) removeLocked(e *list.Element) *os.File {
-	lf := e.Value.(*localFile)
-	l.mu.ll.Remove(e)
-	delete(l.mu.items, lf.h)
-	return lf.f
+func (l *localFiles) len() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.mu.items)
 }
 
 // A file closed while another reader has it is still read to the end by a
@@ -136,7 +165,7 @@ func closeAll(fs []*os.File) {
 }
 
 // sweepLocalFiles runs until stop is closed, closing block files idle for
-// localFileIdle.
+// localFileIdle (two sweep periods, closed within a third).
 func (c *Client) sweepLocalFiles(stop <-chan struct{}) {
 	t := time.NewTicker(localFileIdle / 2)
 	defer t.Stop()
@@ -145,8 +174,8 @@ func (c *Client) sweepLocalFiles(stop <-chan struct{}) {
 		case <-stop:
 			c.files.closeAll()
 			return
-		case now := <-t.C:
-			c.files.sweep(now.Add(-localFileIdle))
+		case <-t.C:
+			c.files.sweep()
 		}
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"math/rand"
 	"os"
 	"testing"
-	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/block/disk"
@@ -186,32 +185,56 @@ func TestLocalFileClosedUnderReader(t *testing.T) {
 	}
 }
 
+// TestLocalFilesBoundedAndIdle: past the bound the least recently read
+// files are closed; a sweep closes the files not read in its last two
+// periods.
 func TestLocalFilesBoundedAndIdle(t *testing.T) {
 	l := newLocalFiles()
 	dir := t.TempDir()
+	key := func(i int) block.Hash { return block.Sum([]byte{byte(i), byte(i >> 8)}) }
 	var opened []*os.File
-	for i := range maxLocalFiles + 10 {
+	for i := range maxLocalFiles + 1 {
+		if i == maxLocalFiles {
+			l.sweep() // a new tick, in which file 0 is read again
+			if l.get(key(0)) == nil {
+				t.Fatal("file 0 not kept")
+			}
+		}
 		f, err := os.CreateTemp(dir, "")
 		if err != nil {
 			t.Fatal(err)
 		}
 		opened = append(opened, f)
-		l.add(block.Sum([]byte{byte(i), byte(i >> 8)}), f)
+		l.add(key(i), f)
 	}
-	if n := l.mu.ll.Len(); n != maxLocalFiles {
-		t.Fatalf("%d files kept; want %d", n, maxLocalFiles)
-	}
-	if _, err := opened[0].Stat(); !errors.Is(err, os.ErrClosed) {
-		t.Fatalf("the least recently used file is not closed: %v", err)
-	}
-	l.sweep(time.Now().Add(time.Second))
-	if n := l.mu.ll.Len(); n != 0 {
-		t.Fatalf("%d files kept after an idle sweep", n)
-	}
-	for _, f := range opened {
-		if _, err := f.Stat(); !errors.Is(err, os.ErrClosed) {
-			t.Fatalf("%s left open: %v", f.Name(), err)
+	closed := func() (n int) {
+		for _, f := range opened {
+			if _, err := f.Stat(); errors.Is(err, os.ErrClosed) {
+				n++
+			}
 		}
+		return n
+	}
+	if n := l.len(); n != maxLocalFiles*3/4 {
+		t.Fatalf("%d files kept past the bound; want %d", n, maxLocalFiles*3/4)
+	}
+	if n := closed(); n != maxLocalFiles+1-maxLocalFiles*3/4 {
+		t.Fatalf("%d files closed; want %d", n, maxLocalFiles+1-maxLocalFiles*3/4)
+	}
+	if l.get(key(0)) == nil || l.get(key(maxLocalFiles)) == nil {
+		t.Fatal("a recently read or added file was closed")
+	}
+	l.sweep()
+	if n := l.len(); n != maxLocalFiles*3/4 {
+		t.Fatalf("%d files kept after a sweep; want all %d, read in the last two ticks", n, maxLocalFiles*3/4)
+	}
+	l.sweep()
+	if n := l.len(); n != 2 {
+		t.Fatalf("%d files kept after two sweeps; want the 2 read in the last two ticks", n)
+	}
+	l.sweep()
+	if n := l.len(); n != 0 || closed() != len(opened) {
+		t.Fatalf("%d files kept, %d of %d closed after idle sweeps", n, closed(), len(opened))
 	}
 }
 
@@ -248,16 +271,20 @@ func TestSegSums(t *testing.T) {
 			t.Errorf("check of a changed [%d, %d) passed", off, end)
 		}
 	}
-	// Bounded in bytes: the least recently used entries go.
-	small := newSegSums(3 * (4*4 + sumEntryOverhead))
+	// Bounded in bytes: past the bound the least recently used entries go,
+	// down to 3/4 of it.
+	small := newSegSums(4 * (4*4 + sumEntryOverhead))
 	var hs []block.Hash
 	for i := range 5 {
 		d := bytes.Repeat([]byte{byte(i + 1)}, 4*segSize)
 		hs = append(hs, block.Sum(d))
+		if i == 4 {
+			small.get(hs[0]) // used again: kept
+		}
 		small.learn(hs[i], d)
 	}
 	for i, h := range hs {
-		if _, ok := small.get(h); ok != (i >= 2) {
+		if _, ok := small.get(h); ok != (i == 0 || i >= 3) {
 			t.Errorf("entry %d kept: %v", i, ok)
 		}
 	}

@@ -26,6 +26,9 @@ type OpenMode struct {
 // policy.Default. A name no preset knows (an inode written by a newer
 // version) falls back the same way.
 func (c *Client) PolicyFor(name string) policy.Policy {
+	if p, ok := c.policies[name]; ok {
+		return p // every operation asks: no lookup, no allocation
+	}
 	for _, n := range []string{name, c.cfg.Policy, policy.Default} {
 		if n == "" {
 			continue
@@ -36,6 +39,22 @@ func (c *Client) PolicyFor(name string) policy.Policy {
 	}
 	p, _ := policy.Lookup(policy.Default)
 	return p
+}
+
+// policyTable maps the presets' names, and "" (no policy of the inode's
+// own), to the policies PolicyFor returns for them.
+func policyTable(mountDefault string) map[string]policy.Policy {
+	m := make(map[string]policy.Policy)
+	for _, p := range policy.All() {
+		m[p.Name()] = p
+	}
+	for _, n := range []string{mountDefault, policy.Default} {
+		if p, ok := m[n]; ok {
+			m[""] = p
+			break
+		}
+	}
+	return m
 }
 
 // CacheTTL is how long the kernel may cache an inode's attributes and

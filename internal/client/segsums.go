@@ -1,9 +1,11 @@
 package client
 
 import (
-	"container/list"
+	"cmp"
 	"hash/crc32"
+	"slices"
 	"sync"
+	"sync/atomic"
 
 	"tessera/internal/block"
 )
@@ -33,41 +35,39 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // verified bytes, which catch any change of the file since. Bytes from the
 // network are always verified in full against BLAKE3.
 //
-// The table is an LRU bounded in bytes (about 4 KiB for a 4 MiB block).
+// The table is bounded in bytes (about 4 KiB for a 4 MiB block); past the
+// bound the least recently used quarter goes. A read marks its entry with a
+// logical clock under a read lock, so that concurrent readers do not queue
+// on the table.
 type segSums struct {
-	max int64
-	mu  struct {
-		sync.Mutex
+	max   int64
+	clock atomic.Int64 // advanced by every learn
+	mu    struct {
+		sync.RWMutex
 		used  int64
-		ll    *list.List // front = most recent; values are *sumEntry
-		items map[block.Hash]*list.Element
+		items map[block.Hash]*sumEntry
 	}
 }
 
 type sumEntry struct {
-	h    block.Hash
 	size int64
 	sums []uint32
+	used atomic.Int64 // clock of the last use
 }
 
 func (e *sumEntry) cost() int64 { return int64(len(e.sums))*4 + sumEntryOverhead }
 
 func newSegSums(maxBytes int64) *segSums {
 	s := &segSums{max: maxBytes}
-	s.mu.ll = list.New()
-	s.mu.items = make(map[block.Hash]*list.Element)
+	s.mu.items = make(map[block.Hash]*sumEntry)
 	return s
 }
 
 // learn records the segment sums of data, which the caller verified as h.
 func (s *segSums) learn(h block.Hash, data []byte) {
-	s.mu.Lock()
-	if e, ok := s.mu.items[h]; ok {
-		s.mu.ll.MoveToFront(e)
-		s.mu.Unlock()
+	if _, ok := s.get(h); ok {
 		return
 	}
-	s.mu.Unlock()
 	n := (len(data) + segSize - 1) / segSize
 	sums := make([]uint32, n)
 	for i := range sums {
@@ -78,36 +78,55 @@ func (s *segSums) learn(h block.Hash, data []byte) {
 	if _, ok := s.mu.items[h]; ok {
 		return
 	}
-	e := &sumEntry{h: h, size: int64(len(data)), sums: sums}
-	s.mu.items[h] = s.mu.ll.PushFront(e)
+	e := &sumEntry{size: int64(len(data)), sums: sums}
+	e.used.Store(s.clock.Add(1))
+	s.mu.items[h] = e
 	s.mu.used += e.cost()
-	for s.mu.used > s.max && s.mu.ll.Len() > 1 {
-		b := s.mu.ll.Back()
-		old := b.Value.(*sumEntry)
-		s.mu.ll.Remove(b)
-		delete(s.mu.items, old.h)
-		s.mu.used -= old.cost()
+	if s.mu.used > s.max && len(s.mu.items) > 1 {
+		s.evictLocked(h)
+	}
+}
+
+// evictLocked drops the least recently used entries other than keep until
+// the table is within 3/4 of its bound.
+func (s *segSums) evictLocked(keep block.Hash) {
+	type aged struct {
+		h    block.Hash
+		used int64
+	}
+	all := make([]aged, 0, len(s.mu.items))
+	for h, e := range s.mu.items {
+		if h != keep {
+			all = append(all, aged{h, e.used.Load()})
+		}
+	}
+	slices.SortFunc(all, func(a, b aged) int { return cmp.Compare(a.used, b.used) })
+	for _, a := range all {
+		if s.mu.used <= s.max*3/4 {
+			break
+		}
+		s.mu.used -= s.mu.items[a.h].cost()
+		delete(s.mu.items, a.h)
 	}
 }
 
 func (s *segSums) get(h block.Hash) (*sumEntry, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	e, ok := s.mu.items[h]
 	if !ok {
 		return nil, false
 	}
-	s.mu.ll.MoveToFront(e)
-	return e.Value.(*sumEntry), true
+	e.used.Store(s.clock.Load())
+	return e, true
 }
 
 func (s *segSums) forget(h block.Hash) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e, ok := s.mu.items[h]; ok {
-		s.mu.ll.Remove(e)
 		delete(s.mu.items, h)
-		s.mu.used -= e.Value.(*sumEntry).cost()
+		s.mu.used -= e.cost()
 	}
 }
 
