@@ -357,7 +357,8 @@ func (h *Handle) read(ctx context.Context, off int64, dest []byte) (int, error) 
 	}
 	n := min(int64(len(dest)), f.size-off)
 	dest = dest[:n]
-	var jobs []fetchJob
+	var spare [2]fetchJob // a read spans one or two blocks, mostly
+	jobs := spare[:0]
 	for pos := int64(0); pos < n; {
 		idx := uint64((off + pos) / f.bs)
 		bo := (off + pos) % f.bs
