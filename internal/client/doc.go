@@ -44,7 +44,12 @@
 // candidates, then the others). Every block fetched from outside the process
 // is verified against its hash; a corrupt copy is an error (EIO to the
 // application) and a log line naming the block and the server, never wrong
-// bytes. Sequential reads trigger read-ahead of the next blocks, deeper with
+// bytes. A block with a copy on this host (a co-located server's file, the
+// disk cache) whose segment sums the client learned from verified bytes is
+// read in place: just the 4 KiB segments a read needs, from the file kept
+// open, into the caller's buffer, checked against the sums (segsums.go,
+// localfiles.go); its read-ahead asks the kernel to cache the file.
+// Sequential reads trigger read-ahead of the next blocks, deeper with
 // more servers and bounded by the memory cache; a fetch a reader waits for
 // goes before read-ahead on its server's lane (fetchSlots). Caches are keyed
 // by hash, so they never need invalidation. With Config.CacheTier, blocks and
