@@ -27,9 +27,9 @@ const (
 	// maxLocalFiles bounds the block files kept open (1 GiB of 4 MiB
 	// blocks: a random reader over a file that size opens each once).
 	maxLocalFiles = 256
-	// localFileIdle: a block file not read for this long is closed, so that
-	// a block the reclaimer removed gives its space back soon after its
-	// last reader.
+	// localFileIdle: a block file not read for this long is closed (by
+	// the sweep after, within half as long again), so that a block the
+	// reclaimer removed gives its space back soon after its last reader.
 	localFileIdle = 5 * time.Second
 )
 
