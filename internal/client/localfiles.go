@@ -1,10 +1,8 @@
 package client
 
 import (
-	"cmp"
 	"errors"
 	"os"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,20 +85,10 @@ func (l *localFiles) add(h block.Hash, f *os.File) *os.File {
 		// Close the least recently read quarter, so that a reader going
 		// over more blocks than the bound scans once per maxLocalFiles/4
 		// opens.
-		type aged struct {
-			h    block.Hash
-			used int64
-		}
-		all := make([]aged, 0, len(l.mu.items))
-		for k, v := range l.mu.items {
-			if k != h {
-				all = append(all, aged{k, v.used.Load()})
-			}
-		}
-		slices.SortFunc(all, func(a, b aged) int { return cmp.Compare(a.used, b.used) })
-		for _, a := range all[:len(l.mu.items)-maxLocalFiles*3/4] {
-			evict = append(evict, l.mu.items[a.h].f)
-			delete(l.mu.items, a.h)
+		old := leastRecent(l.mu.items, h, func(lf *localFile) int64 { return lf.used.Load() })
+		for _, k := range old[:len(l.mu.items)-maxLocalFiles*3/4] {
+			evict = append(evict, l.mu.items[k].f)
+			delete(l.mu.items, k)
 		}
 	}
 	l.mu.Unlock()

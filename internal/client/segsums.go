@@ -90,24 +90,34 @@ func (s *segSums) learn(h block.Hash, data []byte) {
 // evictLocked drops the least recently used entries other than keep until
 // the table is within 3/4 of its bound.
 func (s *segSums) evictLocked(keep block.Hash) {
+	for _, h := range leastRecent(s.mu.items, keep, func(e *sumEntry) int64 { return e.used.Load() }) {
+		if s.mu.used <= s.max*3/4 {
+			break
+		}
+		s.mu.used -= s.mu.items[h].cost()
+		delete(s.mu.items, h)
+	}
+}
+
+// leastRecent returns the keys of items other than keep, least recently
+// used first by used (a time or a counter).
+func leastRecent[V any](items map[block.Hash]V, keep block.Hash, used func(V) int64) []block.Hash {
 	type aged struct {
 		h    block.Hash
 		used int64
 	}
-	all := make([]aged, 0, len(s.mu.items))
-	for h, e := range s.mu.items {
+	all := make([]aged, 0, len(items))
+	for h, v := range items {
 		if h != keep {
-			all = append(all, aged{h, e.used.Load()})
+			all = append(all, aged{h, used(v)})
 		}
 	}
 	slices.SortFunc(all, func(a, b aged) int { return cmp.Compare(a.used, b.used) })
-	for _, a := range all {
-		if s.mu.used <= s.max*3/4 {
-			break
-		}
-		s.mu.used -= s.mu.items[a.h].cost()
-		delete(s.mu.items, a.h)
+	out := make([]block.Hash, len(all))
+	for i, a := range all {
+		out[i] = a.h
 	}
+	return out
 }
 
 func (s *segSums) get(h block.Hash) (*sumEntry, bool) {
