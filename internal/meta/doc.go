@@ -79,7 +79,12 @@
 // # Reference counts
 //
 // A block's "h" record counts the recipe entries, of every inode (orphans'
-// included), that name it; holes and inline block-0 data name no block. The
+// included), that name it, plus the compositions ("k", compose.go) that
+// name it as their base or a patch; holes and inline block-0 data name no
+// block. A composed block whose count reaches 0 drops its composition and
+// with it those references (Decompose drops them too, once the block is
+// stored whole). Commits also release the uploads they superseded
+// (CommitReq.Superseded) when no recipe names them. The
 // transaction that adds or drops entries (Commit, a size-shrinking SetAttr,
 // the Unlink or Reap that deletes an inode) changes the counts with them,
 // so they never disagree with the recipes. When a count reaches 0 the same
