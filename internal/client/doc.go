@@ -36,7 +36,11 @@
 // Dirty memory is bounded for the whole client (Config.DirtyBytes): a writer
 // that would exceed it waits, and the client uploads dirty blocks of open
 // files to make room, so memory does not grow with the size or number of
-// files written.
+// files written. A failed upload makes the file's next write fail (ENOSPC
+// for a full disk, EIO otherwise) and is retried with a backoff; nothing is
+// committed around it; the waits for budget and uploads end with EINTR when
+// the caller is dying (interrupt.go). The caches are sized from the
+// machine's memory and given back when the client is idle (memory.go).
 //
 // Read path. A read is served from the file's own dirty buffers, then by
 // block hash from the memory cache, the local disk cache and the block

@@ -19,4 +19,10 @@
 // attributes the meta service keeps; new inodes are owned by the caller's
 // uid and gid. File locks (flock, fcntl) are kept by the kernel, so they hold
 // between processes on this mount but not across mounts.
+//
+// Interrupts: WRITE, FLUSH and FSYNC pass the kernel's INTERRUPT on to the
+// client's unbounded waits (killable), which end only when the caller has
+// SIGKILL pending (signals.go): a caller that handles its signal is not
+// disturbed, a dying one is not held in state D. ENOSPC is logged once per
+// interval.
 package fuse
