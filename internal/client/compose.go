@@ -116,11 +116,11 @@ func (c *Client) assemble(ctx context.Context, h block.Hash, comp meta.Compositi
 		if err := errs[1+i]; err != nil {
 			return nil, fmt.Errorf("composed block %s: patch %s: %w", h.Short(), p.Hash.Short(), err)
 		}
-		if data := pieces[1+i]; len(data) != int(p.Len) {
+		data := pieces[1+i]
+		if len(data) != int(p.Len) {
 			return nil, fmt.Errorf("composed block %s: patch %s of %d bytes, want %d: %w", h.Short(), p.Hash.Short(), len(data), p.Len, block.ErrCorrupt)
-		} else {
-			copy(dst, data)
 		}
+		copy(dst, data)
 	}
 	if block.Sum(buf) != h {
 		return nil, fmt.Errorf("composed block %s: the assembled content does not match its hash: %w", h.Short(), block.ErrCorrupt)

@@ -92,15 +92,12 @@ func onInterrupt(ctx context.Context, wake func()) (stop func()) {
 		}
 		t := time.NewTicker(interruptPoll)
 		defer t.Stop()
-		for !in.dying() {
+		for !in.dying() && ctx.Err() == nil {
 			select {
 			case <-t.C:
 			case <-ctx.Done():
 			case <-done:
 				return
-			}
-			if ctx.Err() != nil {
-				break
 			}
 		}
 		wake()

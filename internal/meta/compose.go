@@ -187,8 +187,8 @@ func (t txn) compositionsOf(hs []block.Hash, out map[block.Hash]Composition) (ma
 	return out, nil
 }
 
-// Pieces returns the blocks a block of hash h with composition c is made
-// of (base, unless a hole, and patches that are not zeros).
+// Pieces returns the blocks a block with composition c is made of: the
+// base, unless a hole, and the patches that are not zeros.
 func (c Composition) Pieces() []block.Hash {
 	out := make([]block.Hash, 0, 1+len(c.Patches))
 	if !c.Base.IsZero() {
