@@ -247,19 +247,10 @@ func impossible(in meta.Inode, idx uint64, data []byte) string {
 		return fmt.Sprintf("a block at offset %d, past the end of the %d-byte file", start, in.Size)
 	case int64(len(data)) > bs:
 		return fmt.Sprintf("%d bytes in a block of a file whose blocks are %d bytes", len(data), bs)
-	case start+int64(len(data)) > int64(in.Size) && !allZero(data[int64(in.Size)-start:]):
+	case start+int64(len(data)) > int64(in.Size) && !block.AllZero(data[int64(in.Size)-start:]):
 		return fmt.Sprintf("data past the end of the %d-byte file", in.Size)
 	}
 	return ""
-}
-
-func allZero(b []byte) bool {
-	for _, x := range b {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // Fsck checks that every block a recipe refers to is held by some server

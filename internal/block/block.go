@@ -110,3 +110,20 @@ type Lister interface {
 	// Usage returns the number of blocks and their total size in bytes.
 	Usage(ctx context.Context) (blocks, bytes int64, err error)
 }
+
+// AllZero reports whether data is all zero bytes (a block of zeros is a
+// hole, never stored).
+func AllZero(data []byte) bool {
+	for len(data) >= 8 {
+		if data[0]|data[1]|data[2]|data[3]|data[4]|data[5]|data[6]|data[7] != 0 {
+			return false
+		}
+		data = data[8:]
+	}
+	for _, x := range data {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}

@@ -540,7 +540,7 @@ func (c *Client) prefetch(h block.Hash) {
 // all-zero block becomes a hole. It returns once a majority of the copies
 // are durable; rep completes when all were tried.
 func (c *Client) upload(ctx context.Context, data []byte, n int) (h block.Hash, rep *replication, err error) {
-	if isZero(data) {
+	if block.AllZero(data) {
 		return block.Hash{}, nil, nil
 	}
 	h = block.Sum(data)
@@ -651,19 +651,4 @@ func (c *Client) makeRoom() int {
 		f.mu.Unlock()
 	}
 	return n
-}
-
-func isZero(b []byte) bool {
-	for len(b) >= 8 {
-		if b[0]|b[1]|b[2]|b[3]|b[4]|b[5]|b[6]|b[7] != 0 {
-			return false
-		}
-		b = b[8:]
-	}
-	for _, x := range b {
-		if x != 0 {
-			return false
-		}
-	}
-	return true
 }

@@ -224,7 +224,7 @@ func TestZeroBlocksAreHoles(t *testing.T) {
 		t.Fatalf("%d uploads; want 1 (only the last block holds data)", e.store.puts)
 	}
 	got := e.readAll(t, in.Ino)
-	if len(got) != 10*bs+3 || !isZero(got[:10*bs]) || string(got[10*bs:]) != "end" {
+	if len(got) != 10*bs+3 || !block.AllZero(got[:10*bs]) || string(got[10*bs:]) != "end" {
 		t.Fatalf("sparse file reads back wrong (len %d)", len(got))
 	}
 }

@@ -259,7 +259,7 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool) ([]byte
 	}
 	b := base{old: h, oldSet: true}
 	if lim := f.size - int64(idx)*f.bs; int64(len(buf)) > lim {
-		if !isZero(buf[lim:]) {
+		if !block.AllZero(buf[lim:]) {
 			// The recipe was read after another client wrote past the
 			// size this client knows: the base is not that block's
 			// content, so no commit may find it unchanged. The redo
@@ -410,7 +410,7 @@ func (f *file) scheduleLocked(d *dblock) {
 		var comp *meta.Composition
 		var rep *replication
 		var err error
-		if plan != nil && !isZero(d.buf) {
+		if plan != nil && !block.AllZero(d.buf) {
 			h, comp, rep, err = f.c.uploadComposed(context.Background(), d.buf, plan, n)
 		} else {
 			h, rep, err = f.c.upload(context.Background(), d.buf, n)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand"
 	"testing"
+
+	"tessera/internal/block"
 )
 
 func TestSpansMerge(t *testing.T) {
@@ -42,7 +44,7 @@ func TestSpansOverflow(t *testing.T) {
 	base := bytes.Repeat([]byte{'b'}, int(2*past))
 	ours := bytes.Repeat([]byte{'o'}, int(past+50))
 	s.overlay(base, ours)
-	if !bytes.Equal(base[:past+50], ours) || !isZero(base[past+50:]) {
+	if !bytes.Equal(base[:past+50], ours) || !block.AllZero(base[past+50:]) {
 		t.Fatalf("a whole-block overlay is not this client's block (zeros past its end)")
 	}
 }
