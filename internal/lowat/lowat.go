@@ -11,6 +11,10 @@
 // of this body, since a mark beyond the body's end would wait for bytes
 // that never come. The block servers' reads fell to ~500 a second each and
 // their CPU for a 1 GiB write from 2.7 s to 1.9 s.
+//
+// The body's pace is measured on a clock.Clock (ReadFullClock): tests give
+// a fake one, so that how the mark follows the pace does not depend on how
+// busy the machine is.
 package lowat
 
 import (
@@ -18,6 +22,8 @@ import (
 	"net"
 	"syscall"
 	"time"
+
+	"tessera/internal/clock"
 )
 
 // Chunk is the highest low-water mark.
@@ -38,6 +44,13 @@ const startMark = 32 << 10
 // gain, it is io.ReadFull. The mark is back at 1 byte when it returns: the
 // next message's header may be a few bytes.
 func ReadFull(conn net.Conn, body io.Reader, data []byte, buffered int) (reads int, err error) {
+	return ReadFullClock(clock.Real{}, conn, body, data, buffered)
+}
+
+// ReadFullClock is ReadFull measuring the body's pace on clk (nil: the
+// real clock).
+func ReadFullClock(clk clock.Clock, conn net.Conn, body io.Reader, data []byte, buffered int) (reads int, err error) {
+	clk = clock.Or(clk)
 	raw := rawConn(conn)
 	if raw == nil || len(data) < 2*Chunk {
 		_, err := io.ReadFull(body, data)
@@ -56,13 +69,13 @@ func ReadFull(conn net.Conn, body io.Reader, data []byte, buffered int) (reads i
 	want := startMark
 	for off := 0; off < len(data); {
 		set(max(1, min(want, len(data)-off-buffered)))
-		t0 := time.Now()
+		t0 := clk.Now()
 		n, err := body.Read(data[off:])
 		off += n
 		reads++
 		// Follow the body's pace: a mark reached quickly doubles, one that
 		// took longer than Window halves.
-		switch waited := time.Since(t0); {
+		switch waited := clock.Since(clk, t0); {
 		case waited > Window:
 			want = max(want/2, startMark/2)
 		case waited < Window/4:

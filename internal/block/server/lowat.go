@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 
+	"tessera/internal/clock"
 	"tessera/internal/lowat"
 )
 
@@ -22,7 +23,7 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 
 // readFull fills data from r's body in few, large reads (package lowat)
 // and returns how many it took.
-func readFull(r *http.Request, data []byte) (reads int, err error) {
+func readFull(clk clock.Clock, r *http.Request, data []byte) (reads int, err error) {
 	c, _ := r.Context().Value(connKey{}).(net.Conn)
-	return lowat.ReadFull(c, r.Body, data, requestBuffer)
+	return lowat.ReadFullClock(clk, c, r.Body, data, requestBuffer)
 }

@@ -11,14 +11,19 @@ import (
 	"testing"
 	"time"
 
+	"tessera/internal/clock"
 	"tessera/internal/lowat"
 )
 
 // lowatServer serves PUTs whose handler reads the body with readFull and
 // reports how many reads it took; the connection's context carries the
-// conn, as NewHTTPServer's does.
+// conn, as NewHTTPServer's does. Its clock never moves: every body seems
+// to come at a quick pace, however busy the machine (a read woken late
+// counted as a slow body and the mark fell: the read count depended on
+// the load).
 func lowatServer(t *testing.T) (addr string, reads <-chan int) {
 	t.Helper()
+	clk := clock.NewFake(time.Unix(0, 0))
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +31,7 @@ func lowatServer(t *testing.T) (addr string, reads <-chan int) {
 	ch := make(chan int, 16)
 	srv := &http.Server{ConnContext: connContext, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data := make([]byte, r.ContentLength)
-		n, err := readFull(r, data)
+		n, err := readFull(clk, r, data)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
@@ -62,7 +67,9 @@ func trickle(t *testing.T, c net.Conn, br *bufio.Reader, n int) string {
 		}
 		time.Sleep(200 * time.Microsecond)
 	}
-	_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	// Only a mark past the body's end, waiting for bytes never sent, hits
+	// this bound.
+	_ = c.SetReadDeadline(time.Now().Add(time.Minute))
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatalf("PUT of %d bytes: no reply (a low-water mark past the body's end?): %v", n, err)

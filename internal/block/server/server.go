@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tessera/internal/block"
+	"tessera/internal/clock"
 	"tessera/internal/ratelog"
 )
 
@@ -78,6 +79,9 @@ type Options struct {
 	MaxBlockSize int64
 	// Logger receives server errors and corruption reports; nil discards.
 	Logger *slog.Logger
+	// Clock measures the pace of request bodies (package lowat); nil is
+	// the real clock.
+	Clock clock.Clock
 }
 
 // Handler serves the block protocol (see the package doc) for one Backend.
@@ -87,6 +91,7 @@ type Handler struct {
 	creator Creator // nil if b cannot tell
 	max     int64
 	log     *slog.Logger
+	clock   clock.Clock
 	mux     *http.ServeMux
 	bufs    bufPool
 	// noSpace: a full disk refuses every PUT; one log line per interval
@@ -98,7 +103,7 @@ var _ http.Handler = (*Handler)(nil)
 
 // New returns a Handler serving b.
 func New(b Backend, opts Options) *Handler {
-	h := &Handler{b: b, max: opts.MaxBlockSize, log: opts.Logger}
+	h := &Handler{b: b, max: opts.MaxBlockSize, log: opts.Logger, clock: clock.Or(opts.Clock)}
 	if h.max <= 0 {
 		h.max = DefaultMaxBlockSize
 	}
@@ -209,7 +214,7 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
 func (h *Handler) readBody(r *http.Request) (data []byte, pooled bool, err error) {
 	if r.ContentLength >= 0 {
 		data = h.bufs.get(int(r.ContentLength))
-		_, err = readFull(r, data)
+		_, err = readFull(h.clock, r, data)
 		return data, true, err
 	}
 	// Chunked: rare, not pooled.
