@@ -128,3 +128,24 @@ func (t *fakeTimer) Reset(d time.Duration) bool {
 	}
 	return armed
 }
+
+// AdvanceToNext moves the clock on to the earliest armed timer's deadline
+// and fires it (and any other due then); it returns how far it moved and
+// false if no timer was armed. A test drives code that waits on timers
+// with it without ever passing a deadline the code has not reached.
+func (f *Fake) AdvanceToNext() (time.Duration, bool) {
+	f.mu.Lock()
+	var next time.Time
+	for t := range f.timers {
+		if next.IsZero() || t.at.Before(next) {
+			next = t.at
+		}
+	}
+	d := next.Sub(f.now)
+	f.mu.Unlock()
+	if next.IsZero() {
+		return 0, false
+	}
+	f.Advance(max(d, 0))
+	return d, true
+}

@@ -78,3 +78,28 @@ func TestRealIsDefault(t *testing.T) {
 	tm := Real{}.NewTimer(time.Millisecond)
 	<-tm.C()
 }
+
+func TestFakeAdvanceToNext(t *testing.T) {
+	f := NewFake(time.Unix(0, 0))
+	if _, ok := f.AdvanceToNext(); ok {
+		t.Fatal("AdvanceToNext with no timer armed moved")
+	}
+	a := f.NewTimer(3 * time.Second)
+	b := f.NewTimer(time.Second)
+	if d, ok := f.AdvanceToNext(); !ok || d != time.Second {
+		t.Fatalf("AdvanceToNext = %v, %v; want 1s", d, ok)
+	}
+	select {
+	case <-b.C():
+	default:
+		t.Fatal("the earliest timer did not fire")
+	}
+	select {
+	case <-a.C():
+		t.Fatal("a later timer fired")
+	default:
+	}
+	if d, _ := f.AdvanceToNext(); d != 2*time.Second {
+		t.Fatalf("second AdvanceToNext moved %v, want 2s", d)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"tessera/internal/block"
+	"tessera/internal/clock"
 	"tessera/internal/lowat"
 )
 
@@ -60,6 +61,9 @@ type Options struct {
 	MinRate int64
 	// MaxBlockSize bounds the size of a reply to Get [64 MiB].
 	MaxBlockSize int64
+	// Clock times the watchdogs, budgets and backoffs, and the pace of
+	// reply bodies [the real clock]. Tests give a clock.Fake.
+	Clock clock.Clock
 }
 
 // Client is a block.Store and block.Lister backed by one block server. It is
@@ -74,6 +78,7 @@ type Client struct {
 	backoff time.Duration
 	minRate int64
 	maxSize int64
+	clock   clock.Clock
 }
 
 // replyBuffer is the most of a reply body the transport may hold when its
@@ -124,6 +129,7 @@ func New(addr string, opts Options) *Client {
 		backoff: orDefault(opts.Backoff, 100*time.Millisecond),
 		minRate: orDefault(opts.MinRate, 1<<20),
 		maxSize: orDefault(opts.MaxBlockSize, 64<<20),
+		clock:   clock.Or(opts.Clock),
 	}
 	return c
 }
@@ -200,7 +206,7 @@ func (c *Client) GetInto(ctx context.Context, h block.Hash, buf []byte) ([]byte,
 			data = make([]byte, n, n+hashSlack)
 		}
 		data = data[:n]
-		if _, err := lowat.ReadFull(conn, a.progress(resp.Body, n), data, replyBuffer); err != nil {
+		if _, err := lowat.ReadFullClock(c.clock, conn, a.progress(resp.Body, n), data, replyBuffer); err != nil {
 			return true, a.transportErr(op+": read body", err)
 		}
 		if got := block.Sum(data); got != h {
@@ -448,7 +454,7 @@ type attempt struct {
 	c      *Client
 	ctx    context.Context
 	parent context.Context
-	timer  *time.Timer
+	timer  clock.Timer
 }
 
 // expect re-arms the watchdog for a body of n bytes that starts now.
@@ -542,7 +548,7 @@ func (c *Client) transferTime(n int64) time.Duration {
 // do runs try until it succeeds, fails for good, or the tries or the budget
 // run out. size is the request body size, for the timeouts.
 func (c *Client) do(ctx context.Context, op string, size int64, try func(*attempt) (retry bool, err error)) error {
-	start := time.Now()
+	start := c.clock.Now()
 	budgetEnd := start.Add(c.budget + c.transferTime(size))
 	backoff := c.backoff
 	var last error
@@ -551,22 +557,22 @@ func (c *Client) do(ctx context.Context, op string, size int64, try func(*attemp
 		if n > 0 {
 			wait := backoff/2 + rand.N(backoff)
 			backoff *= 2
-			if time.Now().Add(wait).After(budgetEnd) {
+			if c.clock.Now().Add(wait).After(budgetEnd) {
 				break
 			}
-			t := time.NewTimer(wait)
+			t := c.clock.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return c.errorf(op, "%w (after %d tries: %v)", ctx.Err(), n, last)
-			case <-t.C:
+			case <-t.C():
 			}
 		}
 		n++
 		actx, cancel := context.WithCancelCause(ctx)
 		a := &attempt{c: c, ctx: actx, parent: ctx}
-		timeout := min(c.attempt+c.transferTime(size), time.Until(budgetEnd))
-		a.timer = time.AfterFunc(timeout, func() { cancel(errAttemptTimeout) })
+		timeout := min(c.attempt+c.transferTime(size), budgetEnd.Sub(c.clock.Now()))
+		a.timer = c.clock.AfterFunc(timeout, func() { cancel(errAttemptTimeout) })
 		retry, err := try(a)
 		a.timer.Stop()
 		cancel(nil)
@@ -582,5 +588,5 @@ func (c *Client) do(ctx context.Context, op string, size int64, try func(*attemp
 		last = err
 	}
 	// last names the server and the operation.
-	return fmt.Errorf("%w after %d tries in %v: %v", block.ErrUnavailable, n, time.Since(start).Round(time.Millisecond), last)
+	return fmt.Errorf("%w after %d tries in %v: %v", block.ErrUnavailable, n, clock.Since(c.clock, start).Round(time.Millisecond), last)
 }

@@ -21,6 +21,7 @@ import (
 	"tessera/internal/block/client"
 	"tessera/internal/block/disk"
 	"tessera/internal/block/server"
+	"tessera/internal/clock"
 )
 
 func openDisk(t testing.TB, dir string) *disk.Store {
@@ -134,6 +135,10 @@ func TestNotABlockServer(t *testing.T) {
 	}
 }
 
+// TestStoppedServer: a server that refuses connections yields
+// ErrUnavailable naming it after the call's tries, within its budget of
+// clock time (the clock is fake and moves only to the client's own
+// deadlines: the test does not depend on how fast the machine is).
 func TestStoppedServer(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -141,16 +146,40 @@ func TestStoppedServer(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	c := client.New(addr, client.Options{})
-	start := time.Now()
-	_, err = c.Get(context.Background(), block.Sum(nil))
+	clk := clock.NewFake(time.Unix(0, 0))
+	c := client.New(addr, client.Options{Clock: clk})
+	start := clk.Now()
+	err = drive(t, clk, func() error {
+		_, err := c.Get(context.Background(), block.Sum(nil))
+		return err
+	})
 	if !errors.Is(err, block.ErrUnavailable) || !strings.Contains(err.Error(), addr) {
 		t.Fatalf("Get from a stopped server: %v; want ErrUnavailable naming %s", err, addr)
 	}
-	if d := time.Since(start); d > 3*time.Second {
-		t.Fatalf("Get from a stopped server took %v", d)
+	// No try starts after the 3 s budget, and a try lasts at most the 2 s
+	// attempt timeout.
+	if d := clock.Since(clk, start); d > 5*time.Second {
+		t.Fatalf("Get from a stopped server took %v of clock time, want at most the budget (3 s) and one try (2 s)", d)
 	}
-	t.Logf("%v after %v", err, time.Since(start))
+	t.Logf("%v after %v of clock time", err, clock.Since(clk, start))
+}
+
+// drive runs call while moving clk on to each deadline the client arms
+// (its backoffs, its watchdogs), and returns call's error. Only the
+// client's own timers end its waits, in their order, however slow the
+// machine.
+func drive(t *testing.T, clk *clock.Fake, call func() error) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- call() }()
+	for {
+		select {
+		case err := <-done:
+			return err
+		case <-time.After(time.Millisecond):
+			clk.AdvanceToNext()
+		}
+	}
 }
 
 // TestHungServer: a server that accepts connections and never answers.
@@ -179,19 +208,21 @@ func TestHungServer(t *testing.T) {
 	t.Cleanup(func() { ln.Close(); <-done })
 
 	const budget = 600 * time.Millisecond
-	c := client.New(ln.Addr().String(), client.Options{Budget: budget, AttemptTimeout: 200 * time.Millisecond, MinRate: 8 << 20})
+	clk := clock.NewFake(time.Unix(0, 0))
+	c := client.New(ln.Addr().String(), client.Options{Budget: budget, AttemptTimeout: 200 * time.Millisecond, MinRate: 8 << 20, Clock: clk})
 	data := blocktest.Data(1, 1<<20)
-	start := time.Now()
-	err = c.Put(context.Background(), block.Sum(data), data)
+	start := clk.Now()
+	err = drive(t, clk, func() error { return c.Put(context.Background(), block.Sum(data), data) })
 	if !errors.Is(err, block.ErrUnavailable) {
 		t.Fatalf("Put to a hung server: %v, want ErrUnavailable", err)
 	}
 	// The budget grows by the body's time at the minimum rate (1 MiB at
-	// 8 MiB/s = 125 ms).
-	if d := time.Since(start); d > budget+125*time.Millisecond+500*time.Millisecond {
-		t.Fatalf("Put to a hung server took %v", d)
+	// 8 MiB/s = 125 ms); the last try, started within it, is cut by its
+	// watchdog: 200 ms plus the 1 MiB the socket may still hold, 125 ms.
+	if d := clock.Since(clk, start); d > budget+125*time.Millisecond+325*time.Millisecond {
+		t.Fatalf("Put to a hung server took %v of clock time", d)
 	}
-	t.Logf("%v after %v", err, time.Since(start))
+	t.Logf("%v after %v of clock time", err, clock.Since(clk, start))
 }
 
 func TestCancel(t *testing.T) {
@@ -329,53 +360,80 @@ func BenchmarkGetInto4MiB(b *testing.B) {
 	}
 }
 
-// trickle serves data for any GET in chunks of 64 KiB, pausing `pause`
-// between them; after `stopAfter` chunks (0: never) it stalls until the
-// request ends.
-func trickle(data []byte, pause time.Duration, stopAfter int) http.Handler {
+// trickle serves data for any GET in chunks of 64 KiB; after each chunk
+// it waits until the client has read some of it (it re-armed a timer on
+// clk) and moves clk on by pause. After stopAfter chunks (0: never) it
+// stalls until the request ends, having closed stalled.
+func trickle(t *testing.T, clk *clock.Fake, data []byte, pause time.Duration, stopAfter int, stalled chan<- struct{}) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
 		w.WriteHeader(http.StatusOK)
 		for i := 0; i*64<<10 < len(data); i++ {
 			if stopAfter > 0 && i == stopAfter {
+				close(stalled)
 				<-r.Context().Done()
 				return
 			}
+			arms := clk.Arms()
 			w.Write(data[i*64<<10 : min(len(data), (i+1)*64<<10)])
 			w.(http.Flusher).Flush()
-			time.Sleep(pause)
+			// The client re-arms its watchdog as it reads: wait for that
+			// (bounded: a client that never re-arms fails the test by its
+			// watchdog firing, after at most a few of these waits).
+			for wait := 0; clk.Arms() == arms && wait < 20000 && r.Context().Err() == nil; wait++ {
+				time.Sleep(time.Millisecond)
+			}
+			clk.Advance(pause)
 		}
 	})
 }
 
 // A transfer slower than MinRate that keeps moving is not cut: the
 // watchdog follows its progress (several uploads sharing a slow link each
-// ran below MinRate and failed).
+// ran below MinRate and failed). The body's 7 chunks come 60 ms of clock
+// time apart, each once the client read the one before: 360 ms or more, where
+// AttemptTimeout plus the body at MinRate allows 150 + 55 ms. (The clock
+// was real: a machine busy for 150 ms between two chunks cut the transfer.)
+// The body is under 2*lowat.Chunk, so it is read as it comes.
 func TestSlowSteadyTransfer(t *testing.T) {
-	data := blocktest.Data(3, 512<<10)
-	// 8 chunks 60 ms apart: ~0.5 s, where AttemptTimeout plus the body at
-	// MinRate allows 150 ms + 64 ms.
-	c := serve(t, trickle(data, 60*time.Millisecond, 0), client.Options{AttemptTimeout: 150 * time.Millisecond, MinRate: 8 << 20, Tries: 1})
-	start := time.Now()
+	data := blocktest.Data(3, 448<<10)
+	clk := clock.NewFake(time.Unix(0, 0))
+	c := serve(t, trickle(t, clk, data, 60*time.Millisecond, 0, nil), client.Options{AttemptTimeout: 150 * time.Millisecond, MinRate: 8 << 20, Tries: 1, Clock: clk})
+	start := clk.Now()
 	got, err := c.Get(context.Background(), block.Sum(data))
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("slow but steady Get: %v", err)
 	}
-	t.Logf("512 KiB in %v", time.Since(start).Round(time.Millisecond))
+	// The Get may end before the last pause: six of them, 360 ms.
+	if d := clock.Since(clk, start); d < 6*60*time.Millisecond {
+		t.Fatalf("the transfer took %v of clock time, want at least 6 pauses of 60 ms: the test did not exercise the watchdog", d)
+	}
 }
 
 // A transfer that stops moving is cut AttemptTimeout after its last bytes
-// (plus the rest at MinRate), not at the end of a long fixed deadline.
+// (plus the rest at MinRate), not at the end of a long fixed deadline (the
+// 3 s budget): once the server stalls, the clock moves on to the client's
+// next deadline, which must end the Get.
 func TestStalledTransfer(t *testing.T) {
 	data := blocktest.Data(4, 512<<10)
-	c := serve(t, trickle(data, 10*time.Millisecond, 2), client.Options{AttemptTimeout: 150 * time.Millisecond, MinRate: 8 << 20, Tries: 1})
-	start := time.Now()
-	_, err := c.Get(context.Background(), block.Sum(data))
+	clk := clock.NewFake(time.Unix(0, 0))
+	stalled := make(chan struct{})
+	c := serve(t, trickle(t, clk, data, 10*time.Millisecond, 2, stalled), client.Options{AttemptTimeout: 150 * time.Millisecond, MinRate: 8 << 20, Tries: 1, Clock: clk})
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Get(context.Background(), block.Sum(data))
+		done <- err
+	}()
+	<-stalled
+	start := clk.Now()
+	err := drive(t, clk, func() error { return <-done })
 	if !errors.Is(err, block.ErrUnavailable) {
 		t.Fatalf("Get of a reply that stalls: %v, want ErrUnavailable", err)
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("a stalled Get took %v to fail", d)
+	// Re-armed for what was left at the last bytes: at most the attempt
+	// timeout plus the whole body at MinRate (62.5 ms) after the stall.
+	if d := clock.Since(clk, start); d > 150*time.Millisecond+63*time.Millisecond {
+		t.Fatalf("a stalled Get took %v of clock time to fail, want at most 213 ms", d)
 	}
-	t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))
+	t.Logf("%v after %v of clock time", err, clock.Since(clk, start))
 }

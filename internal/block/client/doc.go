@@ -16,7 +16,8 @@
 // tries with exponential backoff; when they run out the error wraps
 // block.ErrUnavailable and names the server. A stopped or hung server
 // therefore yields ErrUnavailable within about Budget (3 s by default). A
-// cancelled ctx ends the call at once with ctx's error.
+// cancelled ctx ends the call at once with ctx's error. All of this time is
+// Options.Clock's (the real clock unless a test gives a clock.Fake).
 //
 // Connections. Clients of many servers should share one Transport (see
 // NewTransport: HTTP/1.1 only, 64 idle connections per host).
