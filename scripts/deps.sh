@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Installs what Tessera needs on a fresh Debian machine and is missing here.
 # Idempotent; run by scripts/up.sh and scripts/test.sh.
+#   scripts/deps.sh --stress   also the CPU hog of scripts/test.sh --stress
 set -euo pipefail
 
 need=()
+if [ "${1:-}" = "--stress" ]; then
+	command -v stress-ng >/dev/null 2>&1 || need+=(stress-ng)
+fi
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 command -v memcached >/dev/null 2>&1 || need+=(memcached)
 command -v go >/dev/null 2>&1 || need+=(golang-go)

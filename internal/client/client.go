@@ -11,6 +11,7 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/cachetier"
+	"tessera/internal/clock"
 	"tessera/internal/meta"
 	"tessera/internal/policy"
 	"tessera/internal/ratelog"
@@ -38,8 +39,11 @@ type Config struct {
 	// servers before a commit names them (touch.go); default
 	// DefaultTouchAfter.
 	TouchAfter time.Duration
-	Uploads    int // concurrent block uploads; default 32
-	Fetches    int // concurrent block fetches; default 64
+	// Clock dates uploads for TouchAfter (touch.go); nil is the real
+	// clock. Tests give a clock.Fake to age uploads without waiting.
+	Clock   clock.Clock
+	Uploads int // concurrent block uploads; default 32
+	Fetches int // concurrent block fetches; default 64
 	// ReadAheadBlocks is how many blocks are fetched ahead of a sequential
 	// reader. 0 (the default) scales it with the servers: 6 per up server,
 	// at least 8, at most what fits in 3/4 of MemCacheBytes (the fetched
@@ -97,6 +101,7 @@ func (c *Config) setDefaults() {
 	if c.TouchAfter == 0 {
 		c.TouchAfter = DefaultTouchAfter
 	}
+	c.Clock = clock.Or(c.Clock)
 	if c.Uploads == 0 {
 		c.Uploads = 32
 	}

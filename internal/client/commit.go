@@ -270,7 +270,7 @@ func (f *file) cutLocked(ctx context.Context, last uint64, keep int64) error {
 	b.sp.add(keep, f.bs)
 	inline := last == 0 && f.hasInline && !hasPend
 	if int64(len(buf)) <= keep && !inline && (hasPend || b.old != staleBase()) {
-		h, at := b.old, time.Now()
+		h, at := b.old, f.c.cfg.Clock.Now()
 		var comp *meta.Composition
 		if hasPend {
 			h, at, comp = p.h, p.at, p.comp

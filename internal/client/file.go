@@ -466,7 +466,7 @@ func (f *file) uploadDone(d *dblock, h block.Hash, comp *meta.Composition, rep *
 			if ok && p.h != h {
 				f.supersedePendLocked(p)
 			}
-			f.pending[d.idx] = pend{h: h, seq: d.seq, at: time.Now(), comp: comp, base: d.base}
+			f.pending[d.idx] = pend{h: h, seq: d.seq, at: f.c.cfg.Clock.Now(), comp: comp, base: d.base}
 			if comp != nil {
 				f.learnCompsLocked(map[block.Hash]meta.Composition{h: *comp})
 			}

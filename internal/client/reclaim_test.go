@@ -60,7 +60,7 @@ func holdersOf(t *testing.T, stores map[string]*disk.Store, h block.Hash) int {
 // relied on a copy the reclaimer removes).
 func TestRewriteAfterReleaseSurvivesReclaim(t *testing.T) {
 	ctx := context.Background()
-	svc, c, stores, _ := touchEnv(t)
+	svc, c, _, stores, _ := touchEnv(t)
 	data := oneBlock(1)
 	h := block.Sum(data)
 	a := createFile(t, svc, "a")
@@ -97,7 +97,7 @@ func TestRewriteAfterReleaseSurvivesReclaim(t *testing.T) {
 // content rather than a recipe naming a missing block.
 func TestUploadBeforeReleaseFailsCleanly(t *testing.T) {
 	ctx := context.Background()
-	svc, c, stores, _ := touchEnv(t)
+	svc, c, clk, stores, _ := touchEnv(t)
 	data := oneBlock(3)
 	a := createFile(t, svc, "a")
 	writeAt(t, c, a.Ino, 0, data)
@@ -115,6 +115,7 @@ func TestUploadBeforeReleaseFailsCleanly(t *testing.T) {
 	if err != nil || rep.Removed == 0 {
 		t.Fatalf("reclaimer round: %+v, %v; want the block removed", rep, err)
 	}
+	clk.Advance(2 * time.Hour) // b's upload is now old enough to be touched
 	err = hb.Flush(ctx)
 	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), "on no block server") {
 		t.Fatalf("commit of the removed upload: %v; want EIO saying the block is on no block server", err)

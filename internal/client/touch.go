@@ -37,7 +37,7 @@ const DefaultTouchAfter = time.Second
 // state (not a recipe with holes where the data was) and the commit fails
 // with EIO naming them. f.mu held, uploads finished (waitLocked).
 func (f *file) touchOldLocked(ctx context.Context) error {
-	cutoff := time.Now().Add(-f.c.cfg.TouchAfter)
+	cutoff := f.c.cfg.Clock.Now().Add(-f.c.cfg.TouchAfter)
 	var hs []block.Hash
 	var idxs []uint64
 	for idx, p := range f.pending {
@@ -74,7 +74,7 @@ func (f *file) touchOldLocked(ctx context.Context) error {
 		break
 	}
 	err := fmt.Errorf("commit inode %d: %w: %d block(s) uploaded up to %v ago (%s...) are on no block server: collected before this client could commit them",
-		f.ino, syscall.EIO, len(gone), time.Since(oldest).Round(time.Second), first)
+		f.ino, syscall.EIO, len(gone), f.c.cfg.Clock.Now().Sub(oldest).Round(time.Second), first)
 	f.c.log.Error("uncommitted data lost", "ino", f.ino, "blocks", len(gone), "err", err)
 	f.loseLocked(err)
 	return err

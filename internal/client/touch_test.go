@@ -13,14 +13,17 @@ import (
 	"tessera/internal/admin"
 	"tessera/internal/block"
 	"tessera/internal/block/disk"
+	"tessera/internal/clock"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 )
 
 // touchEnv is a meta service with 64 KiB blocks and two disk block
-// servers, a client that touches every upload older than 1 ms before its
-// commit, and the cluster view the collector uses.
-func touchEnv(t *testing.T) (*meta.Service, *Client, map[string]*disk.Store, *admin.Cluster) {
+// servers, a client on a fake clock that touches every upload older than
+// an hour before its commit, and the cluster view the collector uses.
+// Uploads age only when a test moves the clock: a 1 ms real age raced the
+// uploads' completion (a commit within 1 ms of them touched nothing).
+func touchEnv(t *testing.T) (*meta.Service, *Client, *clock.Fake, map[string]*disk.Store, *admin.Cluster) {
 	t.Helper()
 	ctx := context.Background()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: 64 << 10, Replicas: 1})
@@ -39,14 +42,16 @@ func touchEnv(t *testing.T) (*meta.Service, *Client, map[string]*disk.Store, *ad
 			t.Fatal(err)
 		}
 	}
-	c := testClient(t, svc, stores, Config{TouchAfter: time.Millisecond})
+	clk := clock.NewFake(time.Now())
+	c := testClient(t, svc, stores, Config{TouchAfter: time.Hour, Clock: clk})
 	cl := &admin.Cluster{Meta: svc, Dial: func(s meta.Server) (admin.BlockServer, error) { return stores[s.ID], nil }}
-	return svc, c, stores, cl
+	return svc, c, clk, stores, cl
 }
 
 // writeUploaded writes n whole blocks to a new file and waits until they
-// are uploaded, not committed; then it ages every block file by two hours.
-func writeUploaded(t *testing.T, svc *meta.Service, c *Client, stores map[string]*disk.Store, name string, n int) (*Handle, meta.Inode, []byte) {
+// are uploaded, not committed; then it ages them by two hours: on the
+// client's clock and in the block files' times.
+func writeUploaded(t *testing.T, svc *meta.Service, c *Client, clk *clock.Fake, stores map[string]*disk.Store, name string, n int) (*Handle, meta.Inode, []byte) {
 	t.Helper()
 	ctx := context.Background()
 	in := createFile(t, svc, name)
@@ -59,16 +64,8 @@ func writeUploaded(t *testing.T, svc *meta.Service, c *Client, stores map[string
 		defer h.f.mu.Unlock()
 		return len(h.f.pending) == n && h.f.nInflight == 0
 	})
+	clk.Advance(2 * time.Hour)
 	old := time.Now().Add(-2 * time.Hour)
-	// The client sees its uploads as old too: with TouchAfter 1 ms, a
-	// commit coming within a millisecond of the uploads would otherwise
-	// not touch them (the test failed that way on a fast run).
-	h.f.mu.Lock()
-	for idx, p := range h.f.pending {
-		p.at = old
-		h.f.pending[idx] = p
-	}
-	h.f.mu.Unlock()
 	for _, st := range stores {
 		err := st.List(ctx, func(info block.Info) error { return chtimes(st.Path(info.Hash), old) })
 		if err != nil {
@@ -83,8 +80,8 @@ func writeUploaded(t *testing.T, svc *meta.Service, c *Client, stores map[string
 // collection running meanwhile (cutoff: now minus the grace) spares them.
 func TestCommitTouchesOldUploads(t *testing.T) {
 	ctx := context.Background()
-	svc, c, stores, _ := touchEnv(t)
-	h, in, data := writeUploaded(t, svc, c, stores, "f", 4)
+	svc, c, clk, stores, _ := touchEnv(t)
+	h, in, data := writeUploaded(t, svc, c, clk, stores, "f", 4)
 	start := time.Now()
 	if err := h.Flush(ctx); err != nil {
 		t.Fatalf("commit of uploads aged 2 h: %v", err)
@@ -117,8 +114,8 @@ func TestCommitTouchesOldUploads(t *testing.T) {
 // every write and commit until the file is closed, and a fresh open works.
 func TestCommitOfCollectedUploadsFails(t *testing.T) {
 	ctx := context.Background()
-	svc, c, stores, cl := touchEnv(t)
-	h, in, data := writeUploaded(t, svc, c, stores, "g", 3)
+	svc, c, clk, stores, cl := touchEnv(t)
+	h, in, data := writeUploaded(t, svc, c, clk, stores, "g", 3)
 	rep, err := admin.GC(ctx, cl, time.Hour, time.Now())
 	if err != nil || rep.Removed != 3 {
 		t.Fatalf("collection: %+v, %v; want the 3 uncommitted blocks removed", rep, err)
