@@ -13,6 +13,7 @@ import (
 	"tessera/internal/block"
 	"tessera/internal/block/blocktest"
 	"tessera/internal/cachetier/memcache"
+	"tessera/internal/clock"
 )
 
 func TestConformance(t *testing.T) {
@@ -176,10 +177,14 @@ func TestCorruptItems(t *testing.T) {
 }
 
 // TestKillServer kills one memcached (by PID) while readers run: every Get
-// must still return the right block, without error, within a bounded time.
+// must still return the right block, without error, and the dead server
+// costs one failed operation per reader at most: then it is down and
+// skipped. The back-off's clock stands still, so that no probe of the dead
+// server comes due however long the rounds take on a busy machine (a Get
+// bound of 1.5 s of wall time failed there).
 func TestKillServer(t *testing.T) {
 	srvs := startServers(t, 2)
-	p := newPool(t, srvs, Options{})
+	p := newPool(t, srvs, Options{Now: clock.NewFake(time.Now()).Now})
 	next := newMemStore()
 	c := newCache(t, p, next)
 	ctx := context.Background()
@@ -202,7 +207,6 @@ func TestKillServer(t *testing.T) {
 		t.Fatalf("warm-up: %+v", st)
 	}
 
-	const bound = 1500 * time.Millisecond // OpTimeout 500ms + slack for a loaded machine
 	var (
 		wg      sync.WaitGroup
 		killed  atomic.Bool
@@ -232,10 +236,6 @@ func TestKillServer(t *testing.T) {
 						errs <- errors.Join(errors.New("wrong Get after a kill"), err)
 						return
 					}
-					if el > bound {
-						errs <- errors.New("Get took " + el.String())
-						return
-					}
 				}
 				if killed.Load() && rounds.Add(1) == 12 {
 					close(enough)
@@ -249,8 +249,8 @@ func TestKillServer(t *testing.T) {
 	var failure error
 	select {
 	case failure = <-errs:
-	case <-time.After(20 * time.Second):
-		failure = errors.New("readers did not finish 12 rounds in 20 s")
+	case <-time.After(2 * time.Minute): // only a hang gets here
+		failure = errors.New("readers did not finish 12 rounds in 2 minutes")
 	case <-enough:
 	}
 	close(stop)
@@ -265,8 +265,8 @@ func TestKillServer(t *testing.T) {
 	st, ps := c.Stats(), p.Stats()
 	t.Logf("after the kill: cache %+v; slowest Get %v", st, time.Duration(slowest.Load()))
 	dead := ps.Servers[0]
-	if !dead.Down || dead.Skipped == 0 {
-		t.Fatalf("killed server not marked down and skipped: %+v", dead)
+	if !dead.Down || dead.Skipped == 0 || dead.Errors > 4 {
+		t.Fatalf("killed server not marked down and skipped after at most one failure per reader: %+v", dead)
 	}
 	if ps.Servers[1].Down || ps.Servers[1].Errors != 0 {
 		t.Fatalf("live server marked down or failing: %+v", ps.Servers[1])
@@ -293,7 +293,9 @@ func TestDeadPool(t *testing.T) {
 	l2.Close()
 
 	for _, addr := range []string{refused, hung} {
-		p, err := New([]string{addr}, Options{Client: memcache.Options{OpTimeout: 100 * time.Millisecond}})
+		// The back-off's clock stands still: the server stays down for
+		// the 5 Gets however long they take (no probe comes due).
+		p, err := New([]string{addr}, Options{Client: memcache.Options{OpTimeout: 100 * time.Millisecond}, Now: clock.NewFake(time.Now()).Now})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -303,12 +305,8 @@ func TestDeadPool(t *testing.T) {
 		d := blocktest.Data(5, 4<<20)
 		h := block.Sum(d)
 		next.Put(context.Background(), h, d)
-		start := time.Now()
 		for range 5 {
 			mustGet(t, c, h, d)
-		}
-		if el := time.Since(start); el > 2*time.Second {
-			t.Errorf("%s: 5 Gets took %v", addr, el)
 		}
 		if st := c.Stats(); st.Hits != 0 || st.Misses != 5 || st.Errors != 1 {
 			t.Errorf("%s: stats %+v, want 5 misses and 1 error (then skipped)", addr, st)
