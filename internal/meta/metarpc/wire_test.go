@@ -90,13 +90,13 @@ func TestDialFailsFast(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	start := time.Now()
 	_, err = metarpc.Dial(addr)
 	if err == nil || !errors.Is(err, meta.ErrIO) || !strings.Contains(err.Error(), addr) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("dial of nothing: %v, want one line with %s wrapping ErrIO", err, addr)
 	}
-	if d := time.Since(start); d > 2500*time.Millisecond {
-		t.Fatalf("dial took %v", d)
+	// Fast: it ended on the refusal, not on DialTimeout (or retries).
+	if !strings.Contains(err.Error(), syscall.ECONNREFUSED.Error()) || errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("dial of nothing: %v, want the refusal (ECONNREFUSED), not a timeout", err)
 	}
 	t.Logf("dial error: %v", err)
 }
@@ -203,13 +203,9 @@ func TestCallDeadline(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	_, err := c.GetAttr(ctx, 2)
 	if !errors.Is(err, meta.ErrIO) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("stuck call: %v, want ErrIO and DeadlineExceeded", err)
-	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("stuck call returned after %v", d)
+		t.Fatalf("stuck call: %v, want ErrIO and DeadlineExceeded (its context's)", err)
 	}
 	if _, err := c.GetAttr(context.Background(), 1); err != nil {
 		t.Fatalf("call after a timeout: %v", err)
