@@ -32,6 +32,14 @@
 //   - After Close, View and Update fail with an error that wraps kv.ErrClosed;
 //     a second Close does not panic and returns nil or kv.ErrClosed.
 //
+// Updates must be serializable, not merely snapshot-isolated: the race cases
+// (race.go) hold one Update open after its reads while another makes
+// overlapping reads and writes (two increments of one key; write skew; a
+// Create inserting under a prefix against an rmdir that scans the prefix
+// empty and deletes the parent: a phantom), and the outcome must be one
+// some serial order gives; a conflict (kv.ErrConflict) is an allowed end.
+// race_test.go shows each case failing on an engine too weak for it.
+//
 // Cases that use randomness log their seed; set TESSERA_KVTEST_SEED to replay
 // one.
 package kvtest
