@@ -50,7 +50,7 @@ func (c *Client) GetXattr(ctx context.Context, ino meta.Ino, name string) ([]byt
 		return c.api.GetXattr(ctx, ino, name)
 	}
 	f, ttl := c.openForXattr(ino)
-	now := time.Now()
+	now := c.cfg.Clock.Now()
 	var gen uint64
 	if f != nil {
 		c.mu.Lock()

@@ -7,20 +7,21 @@ import (
 	"time"
 
 	"tessera/internal/block"
+	"tessera/internal/clock"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 )
 
 // xattrEnv is a meta service, a counting view of it and a client over
-// that view whose mount policy is policy.
-func xattrEnv(t *testing.T, policy string) (*meta.Service, *countingMeta, *Client, meta.Inode) {
+// that view whose mount policy is policy, on clk (nil: the real clock).
+func xattrEnv(t *testing.T, policy string, clk clock.Clock) (*meta.Service, *countingMeta, *Client, meta.Inode) {
 	t.Helper()
 	svc, err := meta.New(memkv.New(), meta.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cm := &countingMeta{API: svc}
-	c := testClient(t, cm, map[string]block.Store{}, Config{Policy: policy})
+	c := testClient(t, cm, map[string]block.Store{}, Config{Policy: policy, Clock: clk})
 	return svc, cm, c, createFile(t, svc, "f")
 }
 
@@ -40,10 +41,13 @@ func getx(t *testing.T, c *Client, ino meta.Ino, name string, want []byte) {
 // TestXattrCachedWhileOpen: the security.capability read the kernel makes
 // before every write is answered from the client while the file is open
 // under a timed policy, for the policy's TTL; the client's own change, a
-// new open and the TTL's end each make it ask again.
+// new open and the TTL's end each make it ask again. The TTL runs on a fake
+// clock: on the real one, a machine slow enough made the cached answer
+// outlive the test's 1.1 s sleep, or the 50 reads outlast the TTL.
 func TestXattrCachedWhileOpen(t *testing.T) {
 	ctx := context.Background()
-	svc, cm, c, in := xattrEnv(t, "session") // attributes trusted 1 s
+	clk := clock.NewFake(time.Now())
+	svc, cm, c, in := xattrEnv(t, "session", clk) // attributes trusted 1 s
 	const capName = "security.capability"
 
 	getx(t, c, in.Ino, capName, nil)
@@ -57,7 +61,6 @@ func TestXattrCachedWhileOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer h.Release(ctx)
-	asked := time.Now()
 	for range 50 {
 		getx(t, c, in.Ino, capName, nil)
 	}
@@ -79,10 +82,9 @@ func TestXattrCachedWhileOpen(t *testing.T) {
 	if err := svc.SetXattr(ctx, in.Ino, "user.a", []byte("2"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if time.Since(asked) < 900*time.Millisecond {
-		getx(t, c, in.Ino, "user.a", []byte("1"))
-	}
-	time.Sleep(time.Until(asked.Add(1100 * time.Millisecond)))
+	clk.Advance(900 * time.Millisecond)
+	getx(t, c, in.Ino, "user.a", []byte("1"))
+	clk.Advance(200 * time.Millisecond)
 	getx(t, c, in.Ino, "user.a", []byte("2"))
 
 	// A new open asks again at once (close-to-open).
@@ -114,7 +116,7 @@ func TestXattrCachedWhileOpen(t *testing.T) {
 // reaches the service, open or not.
 func TestXattrNotCachedCoherent(t *testing.T) {
 	ctx := context.Background()
-	_, cm, c, in := xattrEnv(t, "posix")
+	_, cm, c, in := xattrEnv(t, "posix", nil)
 	h, _, err := c.Open(ctx, in, 0)
 	if err != nil {
 		t.Fatal(err)
