@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,15 +68,24 @@ func (e *tierEnv) client(t *testing.T, policy string) (*Client, *countingMeta, *
 	return c, cm, &skew
 }
 
-// drain waits until a client's queued fills are written.
+// drain waits until a client's queued fills are written: it queues a
+// marker behind them on every filler (each runs its queue in order), so
+// that a fill taken but still in flight is waited for too (a 20 ms sleep
+// for it was too short on a busy machine).
 func drain(t *testing.T, c *Client) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); queued(c) > 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("fills not written")
-		}
+	var wg sync.WaitGroup
+	for _, q := range c.attrs.fills {
+		wg.Add(1)
+		q <- wg.Done
 	}
-	time.Sleep(20 * time.Millisecond) // the last one taken may still be in flight
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // only a hung filler gets here
+		t.Fatal("fills not written")
+	}
 }
 
 func (e *tierEnv) create(t *testing.T, name string) meta.Inode {

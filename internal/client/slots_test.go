@@ -30,16 +30,18 @@ func grantOrder(t *testing.T, s *fetchSlots, urgent []*atomic.Bool, before func(
 		select {
 		case i := <-got:
 			order = append(order, i)
-		case <-time.After(5 * time.Second):
+		case <-time.After(time.Minute): // for a hang only
 			t.Fatal("no waiter got the released slot")
 		}
 	}
 	return order
 }
 
+// waitFor polls cond until it holds; the bound is for a hang only (a
+// busy machine may take seconds for what waitFor's callers wait on).
 func waitFor(t *testing.T, cond func() bool) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out")
 		}
@@ -85,7 +87,7 @@ func TestFetchSlotsCancelledWaiterLeavesQueue(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(time.Minute): // for a hang only
 		t.Fatal("slot lost after a cancelled waiter")
 	}
 }

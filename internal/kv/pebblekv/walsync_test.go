@@ -100,10 +100,10 @@ func TestDeferredSyncEvery(t *testing.T) {
 	if err := s.Update(context.Background(), func(tx kv.Txn) error { return tx.Put([]byte("k"), []byte("v")) }); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // for a hang only
 	for under.syncs.Load() == base {
 		if time.Now().After(deadline) {
-			t.Fatal("no background WAL sync within 10 s")
+			t.Fatal("no background WAL sync within a minute")
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
