@@ -69,21 +69,21 @@ func TestClusterMemcachedTierStats(t *testing.T) {
 		t.Fatal(err)
 	}
 	must(t, os.Chmod(filepath.Join(a.Mount(), g), 0o600))
+	// A stale answer is a failure only for a stat that began after the
+	// promise's end: how long this process waited to run, or to get its
+	// answer, is the machine's load, not the mount's.
 	waited := time.Now()
 	for {
+		began := time.Since(waited)
 		fi, err := os.Stat(filepath.Join(b.Mount(), g))
 		must(t, err)
 		if fi.Mode().Perm() == 0o600 {
+			t.Logf("a chmod was seen on the other mount by a stat begun %v after it", began.Round(time.Millisecond))
 			break
 		}
-		if time.Since(waited) > 10*time.Second {
-			t.Fatalf("a chmod on one mount not seen on another after 10 s (policy nfs: 3 s): mode %v", fi.Mode().Perm())
+		if began > 6500*time.Millisecond {
+			t.Fatalf("a stat begun %v after a chmod on another mount still saw mode %v; policy nfs allows 3 s of kernel cache plus 3 s of tier item", began.Round(time.Millisecond), fi.Mode().Perm())
 		}
 		time.Sleep(50 * time.Millisecond)
-	}
-	if w := time.Since(waited); w > 6500*time.Millisecond {
-		t.Errorf("a chmod took %v to be seen on another mount; policy nfs allows 3 s of kernel cache plus 3 s of tier item", w)
-	} else {
-		t.Logf("a chmod was seen on the other mount after %v", w.Round(time.Millisecond))
 	}
 }
