@@ -39,11 +39,8 @@ type Config struct {
 	// servers before a commit names them (touch.go); default
 	// DefaultTouchAfter.
 	TouchAfter time.Duration
-	// Clock dates uploads for TouchAfter (touch.go); nil is the real
-	// clock. Tests give a clock.Fake to age uploads without waiting.
-	Clock   clock.Clock
-	Uploads int // concurrent block uploads; default 32
-	Fetches int // concurrent block fetches; default 64
+	Uploads    int // concurrent block uploads; default 32
+	Fetches    int // concurrent block fetches; default 64
 	// ReadAheadBlocks is how many blocks are fetched ahead of a sequential
 	// reader. 0 (the default) scales it with the servers: 6 per up server,
 	// at least 8, at most what fits in 3/4 of MemCacheBytes (the fetched
@@ -77,6 +74,11 @@ type Config struct {
 	// the client's own caches were updated: the FUSE layer drops the
 	// kernel's caches of it.
 	OnInvalidate func(ino meta.Ino)
+
+	// Clock dates uploads for TouchAfter (touch.go) and times cached
+	// xattr answers (xattr.go); nil is the real clock. Tests give a
+	// clock.Fake to age them without waiting.
+	Clock clock.Clock
 }
 
 func (c *Config) setDefaults() {
