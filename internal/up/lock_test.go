@@ -27,4 +27,3 @@ func TestLockDataDirNamesHolder(t *testing.T) {
 	}
 	again()
 }
-
