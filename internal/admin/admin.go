@@ -2,6 +2,13 @@
 // (the CAPFS cleaner) and fsck. Each works through the meta service's API and
 // the block servers' HTTP interface, so it runs from any machine that can
 // reach them, while the cluster serves.
+//
+// Status only reads: the mover's latest report (under-replicated, lost
+// blocks with their inodes), the servers' usage and scrub progress. Fsck
+// only reads unless FsckOptions.Repair: it checks every copy where it lies
+// (block.Checker) and, with Repair, has corrupt copies moved aside, never
+// deleted; the mover then restores them from good copies. Gc removes
+// unreferenced blocks older than its grace period.
 package admin
 
 import (
