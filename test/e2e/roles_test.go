@@ -103,3 +103,31 @@ func TestUpRefusesReplicasAboveServers(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q; want exit 2 saying %q", res.ExitCode, res.Stderr, want)
 	}
 }
+
+// TestUpMetaDBFlag: `--meta-db bolt:FILE` keeps the namespace in that file
+// (nothing in DATA/meta), across a restart; a malformed value is refused
+// with what is expected.
+func TestUpMetaDBFlag(t *testing.T) {
+	needBinary(t)
+	db := filepath.Join(t.TempDir(), "elsewhere", "meta.db")
+	c := startCluster(t, withBlockServers(1), func(o *cluster.Options) { o.Args = append(o.Args, "--meta-db", "bolt:"+db) })
+	must(t, os.WriteFile(filepath.Join(c.Mount(), "f"), []byte("in bolt"), 0o644))
+	restart(t, c)
+	got, err := os.ReadFile(filepath.Join(c.Mount(), "f"))
+	if err != nil || string(got) != "in bolt" {
+		t.Fatalf("after a restart on bolt:%s: %q, %v", db, got, err)
+	}
+	if fi, err := os.Stat(db); err != nil || fi.Size() == 0 {
+		t.Fatalf("the bolt file %s: %v", db, err)
+	}
+	if _, err := os.Stat(filepath.Join(c.DataDir(), "meta")); err == nil {
+		t.Fatalf("a database in %s/meta although --meta-db names a bolt file", c.DataDir())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cluster.RunBin(ctx, suite.bin, "meta", "--meta-db", "rocks:/x")
+	must(t, err)
+	if res.ExitCode != 2 || !strings.Contains(res.Stderr, "pebble:DIR, bolt:FILE or mem:") {
+		t.Fatalf("meta --meta-db rocks:/x: exit %d, %q; want exit 2 saying what is expected", res.ExitCode, res.Stderr)
+	}
+}
