@@ -1,9 +1,7 @@
 package up
 
 import (
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,9 +130,6 @@ func MetaDBForDataDir(dir string) MetaDB {
 	return nested
 }
 
-// errNotDir is returned for a data directory path that is a file.
-var errNotDir = errors.New("not a directory")
-
 // checkDataDir creates dir if needed and checks that it is a directory.
 func checkDataDir(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -145,7 +140,7 @@ func checkDataDir(dir string) error {
 		return fmt.Errorf("data directory %s: %w", dir, err)
 	}
 	if !fi.IsDir() {
-		return fmt.Errorf("data directory %s: %w", dir, &fs.PathError{Op: "stat", Path: dir, Err: errNotDir})
+		return fmt.Errorf("data directory %s: not a directory", dir)
 	}
 	return nil
 }
