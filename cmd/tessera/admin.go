@@ -90,6 +90,7 @@ func runGC(ctx context.Context, args []string) error {
 func runFsck(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("fsck", flag.ContinueOnError)
 	cf := addClusterFlags(fs)
+	repair := fs.Bool("repair", false, "move corrupt copies aside (kept in the server's quarantine/) so that the mover restores them from good copies; without it fsck only reads")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -98,11 +99,13 @@ func runFsck(ctx context.Context, args []string) error {
 		return err
 	}
 	defer done()
-	n, err := admin.Fsck(ctx, c, os.Stdout)
+	r, err := admin.Fsck(ctx, c, os.Stdout, admin.FsckOptions{Repair: *repair})
 	if err != nil {
 		return err
 	}
-	if n > 0 {
+	fmt.Printf("fsck: %d blocks, %d copies checked; %d corrupt copies (%d moved aside), %d lost blocks, %d impossible recipes\n",
+		r.Blocks, r.Copies, r.Corrupt, r.Quarantined, r.Lost, r.Impossible)
+	if n := r.Problems(); n > 0 {
 		return fmt.Errorf("%d problem(s) found", n)
 	}
 	fmt.Println("fsck: clean")

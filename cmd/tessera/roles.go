@@ -6,15 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
-	"path/filepath"
-	"time"
 
-	"tessera/internal/block/disk"
-	blockserver "tessera/internal/block/server"
 	"tessera/internal/client"
 	"tessera/internal/fuse"
-	"tessera/internal/kv/pebblekv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
 	"tessera/internal/up"
@@ -22,7 +18,8 @@ import (
 
 func runMeta(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("meta", flag.ContinueOnError)
-	data := fs.String("data", "", "directory of the embedded KV engine; required")
+	data := fs.String("data", "", "data directory: the database is DIR/meta (where `tessera up --data DIR` keeps it; DIR may also be the database itself); this or --meta-db is required")
+	dbURL := addMetaDBFlag(fs)
 	listen := fs.String("listen", "127.0.0.1:7400", "address to listen on")
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	replicas := fs.Int("replicas", 2, "the cluster's default replication factor (stored when given)")
@@ -30,8 +27,14 @@ func runMeta(ctx context.Context, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *data == "" {
-		return fmt.Errorf("%w: --data is required (see tessera meta -h)", errUsage)
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q (see tessera meta -h)", errUsage, fs.Arg(0))
+	}
+	switch {
+	case *data == "" && *dbURL == "":
+		return fmt.Errorf("%w: --data DIR or --meta-db URL is required (see tessera meta -h)", errUsage)
+	case *data != "" && *dbURL != "":
+		return fmt.Errorf("%w: give --data DIR or --meta-db URL, not both (--data DIR means --meta-db pebble:DIR/meta)", errUsage)
 	}
 	if *replicas < 1 || *replicas > meta.MaxReplicas {
 		return fmt.Errorf("%w: --replicas %d: want 1 to %d", errUsage, *replicas, meta.MaxReplicas)
@@ -40,39 +43,20 @@ func runMeta(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(false)
-	if err := os.MkdirAll(*data, 0o755); err != nil {
-		return fmt.Errorf("data directory %s: %w", *data, err)
-	}
-	store, err := pebblekv.Open(filepath.Join(*data, "meta"), up.MetaStoreOptions())
+	db, err := metaDB(*dbURL, *data)
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	svc, err := meta.New(store, meta.Options{BlockSize: uint32(*bs), Replicas: *replicas})
-	if err != nil {
-		return err
+	p := up.MetaProcess{
+		MetaConfig: up.MetaConfig{DB: db, Listen: *listen, BlockSize: uint32(*bs), DefaultReplicas: *replicas,
+			Role: rc, Logger: newLogger(false)},
+		DataDir: db.DataDir(),
+		Ready:   func(addr string) { fmt.Printf("tessera meta: ready listen=%s\n", addr) },
 	}
 	if flagGiven(fs, "replicas") {
-		if _, err := svc.SetReplicas(ctx, *replicas); err != nil {
-			return err
-		}
+		p.Replicas = *replicas
 	}
-	rc.Logger = log
-	stopRole := up.StartMetaRole(ctx, svc, rc)
-	defer stopRole()
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", *listen, err)
-	}
-	log.Info("meta service", "listen", ln.Addr().String(), "data", *data)
-	fmt.Printf("tessera meta: ready listen=%s\n", ln.Addr())
-	go func() { <-ctx.Done(); ln.Close() }()
-	err = metarpc.Serve(ln, svc, log)
-	if ctx.Err() != nil {
-		return nil
-	}
-	return err
+	return up.RunMeta(ctx, p)
 }
 
 func runBlockd(ctx context.Context, args []string) error {
@@ -85,6 +69,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	rack := fs.String("rack", "", "failure domain: rack")
 	site := fs.String("site", "", "failure domain: site")
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "re-register with the meta service this often")
+	sf := addScrubFlags(fs)
 	pprofAddr := addPprofFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
@@ -95,19 +80,11 @@ func runBlockd(ctx context.Context, args []string) error {
 	if *data == "" || *metaAddr == "" {
 		return fmt.Errorf("%w: --data and --meta are required (see tessera blockd -h)", errUsage)
 	}
-	log := newLogger(false)
-	st, err := disk.Open(*data)
-	if err != nil {
+	if *heartbeat <= 0 {
+		return fmt.Errorf("%w: --heartbeat %v must be positive", errUsage, *heartbeat)
+	}
+	if err := sf.check(); err != nil {
 		return err
-	}
-	defer st.Close()
-	ln, err := net.Listen("tcp", *listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", *listen, err)
-	}
-	addr := ln.Addr().String()
-	if *id == "" {
-		*id = "b-" + addr
 	}
 	if *host == "" {
 		*host, _ = os.Hostname()
@@ -117,30 +94,24 @@ func runBlockd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer mc.Close()
-	if *heartbeat <= 0 {
-		return fmt.Errorf("%w: --heartbeat %v must be positive", errUsage, *heartbeat)
+	bn, err := up.StartBlockServer(ctx, mc, up.BlockServerConfig{
+		ID: *id, Dir: *data, Listen: *listen, Host: *host, Rack: *rack, Site: *site,
+		Heartbeat: *heartbeat, ScrubRate: *sf.rate, ScrubInterval: *sf.interval, Logger: newLogger(false),
+	})
+	if err != nil {
+		return fmt.Errorf("block server with meta service %s: %w", *metaAddr, err)
 	}
-	me := meta.Server{ID: *id, Addr: addr, Dir: *data, Host: *host, Rack: *rack, Site: *site}
-	if _, err := mc.RegisterServer(ctx, me); err != nil {
-		return fmt.Errorf("register with %s: %w", *metaAddr, err)
-	}
-	hbCtx, stopHeartbeat := context.WithCancel(ctx)
-	hbDone := make(chan struct{})
-	go func() { defer close(hbDone); meta.Heartbeat(hbCtx, mc, me, *heartbeat, log) }()
-	defer func() { stopHeartbeat(); <-hbDone }()
-	srv := blockserver.NewHTTPServer(addr, blockserver.New(st, blockserver.Options{Logger: log}), log)
-	log.Info("block server", "id", *id, "listen", addr, "data", *data)
-	fmt.Printf("tessera blockd: ready id=%s listen=%s\n", *id, addr)
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+	defer bn.Close()
+	fmt.Printf("tessera blockd: ready id=%s listen=%s\n", bn.Server.ID, bn.Server.Addr)
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-bn.Done():
+		if errors.Is(err, net.ErrClosed) || errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
 		return err
 	}
-	return nil
 }
 
 func runMount(ctx context.Context, args []string) error {

@@ -17,6 +17,8 @@ func runUp(ctx context.Context, args []string) error {
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	metaListen := fs.String("meta-listen", "127.0.0.1:0", "address the meta service listens on")
 	replicas := fs.Int("replicas", 0, "the cluster's default replication factor (default 1: the block servers share the data directory's file system; 2 when their directories are separate file systems)")
+	dbURL := addMetaDBFlag(fs)
+	sf := addScrubFlags(fs)
 	role := addMetaRoleFlags(fs)
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "how often the block servers re-register")
 	debug := fs.Bool("debug", false, "log every FUSE request")
@@ -44,24 +46,39 @@ func runUp(ctx context.Context, args []string) error {
 	if *replicas < 0 || *replicas > meta.MaxReplicas {
 		return fmt.Errorf("%w: --replicas %d: want 1 to %d", errUsage, *replicas, meta.MaxReplicas)
 	}
+	if err := sf.check(); err != nil {
+		return err
+	}
 	rc, err := role.config()
 	if err != nil {
 		return err
 	}
+	var db up.MetaDB
+	if *dbURL != "" {
+		if db, err = metaDB(*dbURL, *data); err != nil {
+			return err
+		}
+	}
+	if *replicas > *n {
+		return fmt.Errorf("%w: --replicas %d is more than the %d block servers (--block-servers): every block would stay under-replicated", errUsage, *replicas, *n)
+	}
 	return up.Run(ctx, up.Config{
-		Replicas:     *replicas,
-		Heartbeat:    *heartbeat,
-		Role:         rc,
-		DataDir:      *data,
-		Mount:        *mnt,
-		BlockServers: *n,
-		BlockSize:    uint32(*bs),
-		MetaListen:   *metaListen,
-		Debug:        *debug,
-		Policy:       pol.String(),
-		MemCache:     *mem.cache,
-		DirtyBytes:   *mem.dirty,
-		Logger:       newLogger(false),
+		MetaDB:        db,
+		ScrubRate:     *sf.rate,
+		ScrubInterval: *sf.interval,
+		Replicas:      *replicas,
+		Heartbeat:     *heartbeat,
+		Role:          rc,
+		DataDir:       *data,
+		Mount:         *mnt,
+		BlockServers:  *n,
+		BlockSize:     uint32(*bs),
+		MetaListen:    *metaListen,
+		Debug:         *debug,
+		Policy:        pol.String(),
+		MemCache:      *mem.cache,
+		DirtyBytes:    *mem.dirty,
+		Logger:        newLogger(false),
 		Ready: func(mount, metaAddr string) {
 			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s\n", mount, metaAddr, *data)
 		},

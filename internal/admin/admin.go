@@ -2,6 +2,13 @@
 // (the CAPFS cleaner) and fsck. Each works through the meta service's API and
 // the block servers' HTTP interface, so it runs from any machine that can
 // reach them, while the cluster serves.
+//
+// Status only reads: the mover's latest report (under-replicated, lost
+// blocks with their inodes), the servers' usage and scrub progress. Fsck
+// only reads unless FsckOptions.Repair: it checks every copy where it lies
+// (block.Checker) and, with Repair, has corrupt copies moved aside, never
+// deleted; the mover then restores them from good copies. Gc removes
+// unreferenced blocks older than its grace period.
 package admin
 
 import (
@@ -9,18 +16,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"time"
 
 	"tessera/internal/block"
+	"tessera/internal/block/scrub"
 	"tessera/internal/meta"
-	"tessera/internal/placement"
 )
 
-// BlockServer is what admin needs of a block server.
+// BlockServer is what admin needs of a block server: fsck checks copies
+// where they lie (block.Checker).
 type BlockServer interface {
 	block.Store
 	block.Lister
+	block.Checker
 }
 
 // Cluster is a meta service and a way to reach the block servers it lists.
@@ -68,6 +76,15 @@ type ServerStatus struct {
 	meta.Server
 	Blocks, Bytes int64
 	Err           error
+	// Scrub is the server's scrub progress; nil when it runs none (or
+	// cannot say).
+	Scrub *scrub.Progress
+}
+
+// ScrubReporter is the optional capability of a BlockServer to report its
+// scrub (the block client has it: GET /v1/scrub).
+type ScrubReporter interface {
+	Scrub(ctx context.Context) (scrub.Progress, error)
 }
 
 // Status gathers file-system and per-server usage.
@@ -101,6 +118,11 @@ func Status(ctx context.Context, c *Cluster) (StatusReport, error) {
 			r.Blocks += ss.Blocks
 			r.StoredBytes += ss.Bytes
 		}
+		if sr, ok := stores[s.ID].(ScrubReporter); ok && ss.Err == nil {
+			if p, err := sr.Scrub(ctx); err == nil {
+				ss.Scrub = &p
+			}
+		}
 		r.Servers = append(r.Servers, ss)
 	}
 	return r, nil
@@ -108,10 +130,25 @@ func Status(ctx context.Context, c *Cluster) (StatusReport, error) {
 
 // Print writes r as `key: value` lines.
 func (r StatusReport) Print(w io.Writer) {
-	up := 0
+	up, serving := 0, 0
+	var scrubbed, scrubbedBytes, corrupt int64
+	scrubbing := 0
+	var rounds uint64
 	for _, s := range r.Servers {
 		if s.Err == nil && s.State != "down" {
 			up++
+		}
+		if s.State != meta.StateDown {
+			serving++
+		}
+		if p := s.Scrub; p != nil {
+			if scrubbing == 0 || p.Rounds < rounds {
+				rounds = p.Rounds
+			}
+			scrubbing++
+			scrubbed += p.Blocks
+			scrubbedBytes += p.Bytes
+			corrupt += p.Corrupt
 		}
 	}
 	fmt.Fprintf(w, "files: %d\n", r.Files)
@@ -120,11 +157,28 @@ func (r StatusReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "blocks: %d\n", r.Blocks)
 	fmt.Fprintf(w, "servers: %d (%d up)\n", len(r.Servers), up)
 	fmt.Fprintf(w, "replicas: %d\n", r.Replicas)
+	if r.Replicas > serving {
+		fmt.Fprintf(w, "warning: the replication factor %d is more than the %d block servers not down: "+
+			"every block stays under-replicated (add servers, or tessera meta --replicas N)\n", r.Replicas, serving)
+	}
 	fmt.Fprintf(w, "epoch: %d\n", r.Epoch)
 	fmt.Fprintf(w, "under-replicated: %d\n", r.Mover.UnderReplicated)
 	fmt.Fprintf(w, "misplaced: %d\n", r.Mover.Misplaced)
 	fmt.Fprintf(w, "bytes to move: %d\n", r.Mover.BytesToMove)
 	fmt.Fprintf(w, "mover rounds: %d\n", r.Mover.Round)
+	fmt.Fprintf(w, "lost: %d\n", r.Mover.Lost)
+	for _, l := range r.Mover.LostBlocks {
+		fmt.Fprintf(w, "lost block %s: no good copy on any server up; inodes %s\n", l.Hash, inoList(l.Inos))
+	}
+	if n := r.Mover.Lost - int64(len(r.Mover.LostBlocks)); n > 0 {
+		fmt.Fprintf(w, "lost blocks not listed: %d (tessera fsck names them all)\n", n)
+	}
+	if scrubbing > 0 {
+		fmt.Fprintf(w, "scrub rounds: %d\n", rounds)
+		fmt.Fprintf(w, "scrubbed blocks: %d\n", scrubbed)
+		fmt.Fprintf(w, "scrubbed bytes: %d\n", scrubbedBytes)
+		fmt.Fprintf(w, "corrupt copies found: %d\n", corrupt)
+	}
 	if r.Mover.Running {
 		fmt.Fprintf(w, "mover: running, %d bytes moved this round\n", r.Mover.BytesMoved)
 	}
@@ -136,8 +190,28 @@ func (r StatusReport) Print(w io.Writer) {
 		if s.Err != nil {
 			state = "unreachable: " + s.Err.Error()
 		}
-		fmt.Fprintf(w, "server %s: addr=%s state=%s blocks=%d bytes=%d\n", s.ID, s.Addr, state, s.Blocks, s.Bytes)
+		fmt.Fprintf(w, "server %s: addr=%s state=%s blocks=%d bytes=%d", s.ID, s.Addr, state, s.Blocks, s.Bytes)
+		if p := s.Scrub; p != nil {
+			fmt.Fprintf(w, " scrub_rounds=%d scrub_blocks=%d scrub_bytes=%d scrub_corrupt=%d scrub_running=%t",
+				p.Rounds, p.Blocks, p.Bytes, p.Corrupt, p.Running)
+		}
+		fmt.Fprintln(w)
 	}
+}
+
+// inoList writes inode numbers as "12 15 (find MNT -inum N)".
+func inoList(inos []meta.Ino) string {
+	if len(inos) == 0 {
+		return "none (no file names it any more)"
+	}
+	var b []byte
+	for i, ino := range inos {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = fmt.Appendf(b, "%d", ino)
+	}
+	return string(b) + " (find MOUNT -inum N)"
 }
 
 // liveBlocks returns every block some recipe refers to.
@@ -230,91 +304,4 @@ func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GC
 		}
 	}
 	return r, errors.Join(r.UnreachableErr...)
-}
-
-// impossible says why block idx of file in, with content data, cannot be
-// what any sequence of writes and truncates made ("" if it can be): a
-// block past the end of the file, longer than the file's block size, or
-// with bytes past the file's end (a truncate cuts the block it ends in).
-func impossible(in meta.Inode, idx uint64, data []byte) string {
-	bs := int64(in.BlockSize)
-	if bs <= 0 {
-		bs = meta.DefaultBlockSize
-	}
-	start := int64(idx) * bs
-	switch {
-	case start >= int64(in.Size):
-		return fmt.Sprintf("a block at offset %d, past the end of the %d-byte file", start, in.Size)
-	case int64(len(data)) > bs:
-		return fmt.Sprintf("%d bytes in a block of a file whose blocks are %d bytes", len(data), bs)
-	case start+int64(len(data)) > int64(in.Size) && !block.AllZero(data[int64(in.Size)-start:]):
-		return fmt.Sprintf("data past the end of the %d-byte file", in.Size)
-	}
-	return ""
-}
-
-// Fsck checks that every block a recipe refers to is held by some server
-// and matches its hash, and that its content can be what writes and
-// truncates made (impossible). It writes one line per problem to w and returns the
-// number of problems.
-func Fsck(ctx context.Context, c *Cluster, w io.Writer) (int, error) {
-	list, stores, err := c.servers(ctx)
-	if err != nil {
-		return 0, err
-	}
-	ids := make([]string, 0, len(list))
-	for _, s := range list {
-		ids = append(ids, s.ID)
-	}
-	sort.Strings(ids)
-	type ref struct {
-		ino meta.Ino
-		idx uint64
-	}
-	refs := make(map[block.Hash][]ref)
-	err = c.Meta.WalkBlocks(ctx, func(ino meta.Ino, idx uint64, h block.Hash) error {
-		refs[h] = append(refs[h], ref{ino, idx})
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("walk recipes: %w", err)
-	}
-	problems := 0
-	attrs := make(map[meta.Ino]meta.Inode)
-	for h, rs := range refs {
-		var found bool
-		var errs []error
-		for _, id := range placement.Pick(h, ids, len(ids)) {
-			data, err := stores[id].Get(ctx, h)
-			if err == nil {
-				found = true
-				for _, r := range rs {
-					in, ok := attrs[r.ino]
-					if !ok {
-						if in, err = c.Meta.GetAttr(ctx, r.ino); err != nil {
-							continue // removed since the walk
-						}
-						attrs[r.ino] = in
-					}
-					if what := impossible(in, r.idx, data); what != "" {
-						problems++
-						fmt.Fprintf(w, "inode %d block %d (%s): %s\n", r.ino, r.idx, h.Short(), what)
-					}
-				}
-				break
-			}
-			if !errors.Is(err, block.ErrNotFound) {
-				errs = append(errs, fmt.Errorf("server %s: %w", id, err))
-			}
-		}
-		if !found {
-			problems++
-			what := "missing"
-			if len(errs) > 0 {
-				what = errors.Join(errs...).Error()
-			}
-			fmt.Fprintf(w, "block %s (inode %d block %d, %d reference(s)): %s\n", h, rs[0].ino, rs[0].idx, len(rs), what)
-		}
-	}
-	return problems, nil
 }

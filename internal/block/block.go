@@ -91,6 +91,18 @@ type Toucher interface {
 	Touch(ctx context.Context, hs []Hash) ([]bool, error)
 }
 
+// Checker is the optional capability of verifying a stored copy where it
+// lies, without sending it: fsck and the scrub of block servers use it.
+type Checker interface {
+	// Check re-hashes the stored copy of h. It returns nil for a good copy,
+	// an error wrapping ErrNotFound when there is none, and an error
+	// wrapping ErrCorrupt for a copy whose content does not match h. With
+	// quarantine a corrupt copy is also moved aside (kept for inspection,
+	// no longer served or listed), so that it gets repaired from a good
+	// copy; without it nothing changes on the store.
+	Check(ctx context.Context, h Hash, quarantine bool) error
+}
+
 // Info describes one stored block, as listed for the garbage collector.
 type Info struct {
 	Hash    Hash

@@ -285,6 +285,25 @@ type MoverProgress struct {
 	BytesToMove     int64  // still to copy
 	BytesMoved      int64  // copied in this round so far
 	Err             string // the last round's error, if any
+	// Lost counts the live blocks no listed server holds a good copy of
+	// (corrupt copies are moved aside, so they do not count); LostBlocks
+	// names the first MaxLostReported of them with their files.
+	Lost       int64
+	LostBlocks []LostBlock
+}
+
+// MaxLostReported bounds MoverProgress.LostBlocks, and MaxLostInodes the
+// inodes named per lost block.
+const (
+	MaxLostReported = 16
+	MaxLostInodes   = 8
+)
+
+// LostBlock is a block with no good copy left and the files (inodes) whose
+// recipes name it.
+type LostBlock struct {
+	Hash block.Hash
+	Inos []Ino
 }
 
 // API is the metadata service as clients see it; the in-process Service and

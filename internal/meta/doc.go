@@ -74,7 +74,9 @@
 //	         state str | seen 8
 //	progress: 1 | flags(1: bit0 Running) | round 8 | at 8 | blocks 8 |
 //	         under-replicated 8 | misplaced 8 | bytes to move 8 |
-//	         bytes moved 8 | err str (at most 4096 bytes)
+//	         bytes moved 8 | err str (at most 4096 bytes) |
+//	         [lost 8 (> 0) | n 1 (<= 16) | n × (hash 32 | k 1 (<= 8) | k × ino 8)]
+//	         (the lost section is absent when nothing is lost)
 //
 // # Reference counts
 //

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+
+	"tessera/internal/block"
 )
 
 // maxProgressErr bounds the error text a progress record keeps.
@@ -31,7 +33,22 @@ func encodeProgress(p *MoverProgress) []byte {
 	if len(e) > maxProgressErr {
 		e = e[:maxProgressErr]
 	}
-	return appendString(b, e)
+	b = appendString(b, e)
+	if p.Lost == 0 && len(p.LostBlocks) == 0 {
+		return b // the section is absent, as in records written before it
+	}
+	b = be.AppendUint64(b, uint64(p.Lost))
+	lost := p.LostBlocks[:min(len(p.LostBlocks), MaxLostReported)]
+	b = append(b, byte(len(lost)))
+	for _, l := range lost {
+		b = append(b, l.Hash[:]...)
+		inos := l.Inos[:min(len(l.Inos), MaxLostInodes)]
+		b = append(b, byte(len(inos)))
+		for _, ino := range inos {
+			b = be.AppendUint64(b, uint64(ino))
+		}
+	}
+	return b
 }
 
 // decodeProgress decodes what encodeProgress wrote.
@@ -51,10 +68,42 @@ func decodeProgress(b []byte) (MoverProgress, error) {
 		*f = int64(r.u64())
 	}
 	p.Err = r.str(maxProgressErr, "error")
+	if r.err == nil && len(r.b) > 0 {
+		decodeLost(&r, &p)
+	}
 	if err := r.end(); err != nil {
 		return MoverProgress{}, err
 	}
 	return p, nil
+}
+
+// decodeLost reads the lost section of a progress record.
+func decodeLost(r *reader, p *MoverProgress) {
+	p.Lost = int64(r.u64())
+	n := r.fixed(1)
+	if r.err != nil {
+		return
+	}
+	if int(n[0]) > MaxLostReported || int64(n[0]) > p.Lost || p.Lost == 0 {
+		r.fail("lost section: %d blocks named of %d lost", n[0], p.Lost)
+		return
+	}
+	for range n[0] {
+		var l LostBlock
+		copy(l.Hash[:], r.fixed(block.HashSize))
+		k := r.fixed(1)
+		if r.err != nil {
+			return
+		}
+		if int(k[0]) > MaxLostInodes {
+			r.fail("lost block with %d inodes", k[0])
+			return
+		}
+		for range k[0] {
+			l.Inos = append(l.Inos, Ino(r.u64()))
+		}
+		p.LostBlocks = append(p.LostBlocks, l)
+	}
 }
 
 // PutMoverProgress stores the mover's report, for MoverProgress on any meta

@@ -223,6 +223,7 @@ func FuzzDecodeProgress(f *testing.F) {
 	f.Add(encodeProgress(&MoverProgress{Round: 1, At: -2, Running: true, Blocks: 3, UnderReplicated: 4,
 		Misplaced: 5, BytesToMove: 6, BytesMoved: 7, Err: "e"}))
 	f.Add(encodeProgress(&MoverProgress{}))
+	f.Add(encodeProgress(&MoverProgress{Round: 2, Lost: 3, LostBlocks: []LostBlock{{Hash: block.Sum([]byte("x")), Inos: []Ino{7, 9}}, {}}}))
 	f.Add([]byte{1, 2})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := decodeProgress(b)
@@ -231,6 +232,22 @@ func FuzzDecodeProgress(f *testing.F) {
 			t.Fatalf("re-encoding %x differs", b)
 		}
 	})
+}
+
+// TestProgressLostRoundTrip: the lost blocks and their inodes survive the
+// record, and a record written before the section existed still decodes.
+func TestProgressLostRoundTrip(t *testing.T) {
+	want := MoverProgress{Round: 4, Err: "x", Lost: 20,
+		LostBlocks: []LostBlock{{Hash: block.Sum([]byte("a")), Inos: []Ino{5, 6}}, {Hash: block.Sum([]byte("b"))}}}
+	got, err := decodeProgress(encodeProgress(&want))
+	if err != nil || got.Lost != 20 || len(got.LostBlocks) != 2 || got.LostBlocks[0].Hash != want.LostBlocks[0].Hash ||
+		len(got.LostBlocks[0].Inos) != 2 || got.LostBlocks[0].Inos[1] != 6 || got.LostBlocks[1].Hash != want.LostBlocks[1].Hash {
+		t.Fatalf("round trip = %+v, %v; want %+v", got, err, want)
+	}
+	old := encodeProgress(&MoverProgress{Round: 4, Err: "x"})
+	if got, err := decodeProgress(old); err != nil || got.Round != 4 || got.Lost != 0 {
+		t.Fatalf("record without the lost section = %+v, %v", got, err)
+	}
 }
 
 func TestProgressErrCut(t *testing.T) {

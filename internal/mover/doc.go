@@ -28,7 +28,12 @@
 // no step of a drain or a rebalance ever leaves a block under R. A block is
 // under-replicated when it has fewer than R live copies, on servers up or
 // draining (a draining server still serves reads): a drain alone never
-// makes a block under-replicated, a server going down does.
+// makes a block under-replicated, a server going down does. A block is
+// lost when no listed server holds it: a corrupt copy moved aside by the
+// scrub or by fsck --repair no longer counts, so a block whose every copy
+// rotted is lost. The report names the first meta.MaxLostReported lost
+// blocks with the inodes whose recipes refer to them (a second walk of the
+// recipes, only in a round that found some).
 //
 // Contract. The mover never touches a block no recipe refers to (that is
 // gc's), never removes the last copies, and reports through

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"tessera/internal/block"
@@ -147,7 +148,11 @@ func (m *Mover) Run(ctx context.Context) {
 func (m *Mover) Round(ctx context.Context) (meta.MoverProgress, error) {
 	tasks, st, servers, err := m.plan(ctx)
 	p := meta.MoverProgress{Round: m.rounds, At: m.cfg.Now().UnixNano(), Running: err == nil,
-		Blocks: st.Blocks, UnderReplicated: st.UnderReplicated, Misplaced: st.Misplaced, BytesToMove: st.BytesToMove}
+		Blocks: st.Blocks, UnderReplicated: st.UnderReplicated, Misplaced: st.Misplaced, BytesToMove: st.BytesToMove,
+		Lost: st.Lost}
+	if err == nil && st.Lost > 0 {
+		p.LostBlocks, err = m.lostFiles(ctx, st.LostHashes)
+	}
 	if err == nil {
 		m.report(ctx, p)
 		var ex *execution
@@ -238,6 +243,31 @@ func (m *Mover) liveBlocks(ctx context.Context, def int) (map[block.Hash]int, er
 		return nil, fmt.Errorf("walk recipes: %w", err)
 	}
 	return live, nil
+}
+
+// lostFiles names the inodes whose recipes refer to each of the lost
+// blocks (a second walk, only in a round that found some).
+func (m *Mover) lostFiles(ctx context.Context, lost []block.Hash) ([]meta.LostBlock, error) {
+	idx := make(map[block.Hash]int, len(lost))
+	out := make([]meta.LostBlock, len(lost))
+	for i, h := range lost {
+		idx[h], out[i].Hash = i, h
+	}
+	err := m.cfg.Meta.WalkBlocks(ctx, func(ino meta.Ino, _ uint64, h block.Hash) error {
+		i, ok := idx[h]
+		if !ok {
+			return nil
+		}
+		l := &out[i]
+		if len(l.Inos) < meta.MaxLostInodes && !slices.Contains(l.Inos, ino) {
+			l.Inos = append(l.Inos, ino)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("walk recipes for the files of lost blocks: %w", err)
+	}
+	return out, nil
 }
 
 // serverSet is a round's view of the servers.

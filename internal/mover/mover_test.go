@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
@@ -156,11 +158,63 @@ func TestMoverRestoresCopiesOfADownServer(t *testing.T) {
 		t.Fatalf("fewest copies on live servers %d, want 2", got)
 	}
 	stored, _ := c.svc.MoverProgress(c.ctx)
-	if stored != p {
+	if !reflect.DeepEqual(stored, p) {
 		t.Fatalf("stored %+v, returned %+v", stored, p)
 	}
 	if p := c.round(mv); p.BytesMoved != 0 || p.BytesToMove != 0 || p.Misplaced != 0 || p.Round != 2 {
 		t.Fatalf("second round: %+v", p)
+	}
+}
+
+// TestMoverReportsLostBlocksWithFiles: a block whose every copy is gone
+// (moved aside as corrupt) is reported lost, with the inode naming it, and
+// the round still repairs what it can.
+func TestMoverReportsLostBlocksWithFiles(t *testing.T) {
+	c := newTestCluster(t, 3, 2)
+	c.writeFile("f", 6)
+	lost := c.live[2]
+	for id, st := range c.stores {
+		// Corrupt every copy; a check moves each aside, as the scrub does.
+		if _, err := os.Stat(st.Path(lost)); err != nil {
+			continue
+		}
+		if err := os.WriteFile(st.Path(lost), []byte("rot"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Check(c.ctx, lost, true); err == nil {
+			t.Fatalf("%s: a corrupt copy checked good", id)
+		}
+	}
+	in, err := c.svc.Lookup(c.ctx, meta.RootIno, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mv := c.mover(nil)
+	p := c.round(mv)
+	if p.Lost != 1 || len(p.LostBlocks) != 1 || p.LostBlocks[0].Hash != lost ||
+		!reflect.DeepEqual(p.LostBlocks[0].Inos, []meta.Ino{in.Ino}) {
+		t.Fatalf("progress = %+v; want block %s lost, naming inode %d", p, lost.Short(), in.Ino)
+	}
+	if p.UnderReplicated != 1 {
+		t.Fatalf("under-replicated = %d; want 1 (the lost block)", p.UnderReplicated)
+	}
+	stored, _ := c.svc.MoverProgress(c.ctx)
+	if !reflect.DeepEqual(stored, p) {
+		t.Fatalf("stored %+v, returned %+v", stored, p)
+	}
+}
+
+// TestMoverReplicasAboveServers: with R larger than the servers, every
+// block is under-replicated, never 0.
+func TestMoverReplicasAboveServers(t *testing.T) {
+	c := newTestCluster(t, 2, 2)
+	c.writeFile("f", 5)
+	if _, err := c.svc.SetReplicas(c.ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	p := c.round(c.mover(nil))
+	if p.UnderReplicated != 5 || p.Lost != 0 {
+		t.Fatalf("R=3 over 2 servers: %+v; want all 5 blocks under-replicated, none lost", p)
 	}
 }
 

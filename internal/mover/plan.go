@@ -30,6 +30,9 @@ type Stats struct {
 	Misplaced       int64 // a copy outside the placement (or an extra one within its candidates)
 	Lost            int64 // no listed server holds it
 	BytesToMove     int64 // sum of the copies' sizes
+	// LostHashes are the first meta.MaxLostReported lost blocks, in hash
+	// order.
+	LostHashes []block.Hash
 }
 
 // Plan computes the tasks that bring every live block (hash -> R) to its
@@ -107,6 +110,9 @@ func Plan(m meta.ServerMap, held Holdings, live map[block.Hash]int) ([]Task, Sta
 		}
 		if len(t.Holders) == 0 {
 			st.Lost++
+			if len(st.LostHashes) < meta.MaxLostReported {
+				st.LostHashes = append(st.LostHashes, h)
+			}
 			continue // nothing to copy from; nothing to remove
 		}
 		for _, id := range t.Placement {

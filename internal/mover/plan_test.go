@@ -3,6 +3,7 @@ package mover
 import (
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -126,7 +127,7 @@ func (c *cluster) minLive() int {
 func TestPlanSettled(t *testing.T) {
 	c := newCluster(5, 2, 200)
 	tasks, st := Plan(c.m, c.held, c.live)
-	if len(tasks) != 0 || st != (Stats{Blocks: 200}) {
+	if len(tasks) != 0 || !reflect.DeepEqual(st, Stats{Blocks: 200}) {
 		t.Fatalf("settled cluster: %d tasks, %+v", len(tasks), st)
 	}
 }
@@ -145,7 +146,7 @@ func TestPlanServerDown(t *testing.T) {
 		}
 	}
 	c.apply(t, tasks, func() {})
-	if _, st := Plan(c.m, c.held, c.live); st != (Stats{Blocks: 200}) {
+	if _, st := Plan(c.m, c.held, c.live); !reflect.DeepEqual(st, Stats{Blocks: 200}) {
 		t.Fatalf("after repair: %+v", st)
 	}
 }

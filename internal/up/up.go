@@ -1,17 +1,30 @@
-// Package up runs a whole Tessera in one process for `tessera up`: the meta
-// service on the embedded KV engine, N block servers (each on its own
-// loopback port and data directory, speaking HTTP like remote ones) and a FUSE
-// mount. The mount talks to the meta service in-process and to the block
-// servers over loopback HTTP. Stopping (context cancelled) unmounts, commits
-// what the mount buffered and closes everything; starting again on the same
-// data directory brings every file back.
+// Package up composes Tessera's roles into processes. StartMeta (the meta
+// service on its KV engine, the orphan reaper, the RPC service and the meta
+// role's background work) and StartBlockServer (a store, its HTTP service,
+// heartbeats and scrub) are the only places those roles are put together:
+// `tessera meta` (RunMeta), `tessera blockd` (StartBlockServer) and the
+// all-in-one `tessera up` (Run) all go through them, and so do the test
+// clusters, which run those commands, so that the roles cannot drift apart.
+//
+// Run is `tessera up`: a meta service, N block servers (each on its own
+// loopback port and data directory, speaking HTTP like remote ones) and a
+// FUSE mount. The mount talks to the meta service in-process and to the
+// block servers through memory. Stopping (context cancelled) unmounts,
+// commits what the mount buffered and closes everything; starting again on
+// the same data directory brings every file back.
 //
 // Data directory layout:
 //
-//	DIR/meta/          the embedded KV engine (Pebble)
+//	DIR/tessera.lock   flock'd by the process running on DIR (LockDataDir)
+//	DIR/meta/          the meta service's KV engine (Pebble; see MetaDB)
 //	DIR/meta.addr      where the meta service listens (read by status, gc, fsck)
 //	DIR/blocks/bN/     block server N's store
 //	DIR/cache/         the mount's local disk block cache
+//
+// A second process on a data directory (a second `tessera up`, or `tessera
+// meta` on the directory of a running `up`) is refused with an error that
+// names the process holding it. `tessera meta --data DIR` finds the
+// database `tessera up --data DIR` made (MetaDBForDataDir).
 package up
 
 import (
@@ -19,22 +32,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/block/disk"
-	blockserver "tessera/internal/block/server"
 	"tessera/internal/client"
 	"tessera/internal/fuse"
 	"tessera/internal/kv/pebblekv"
 	"tessera/internal/meta"
-	"tessera/internal/meta/metarpc"
 )
 
 // Config is what `tessera up` takes from its flags.
@@ -51,6 +60,12 @@ type Config struct {
 	// Heartbeat is how often the block servers re-register
 	// (meta.DefaultHeartbeat when 0).
 	Heartbeat time.Duration
+	// MetaDB is the meta service's engine (zero: Pebble in DataDir/meta).
+	MetaDB MetaDB
+	// ScrubRate and ScrubInterval configure every block server's scrub
+	// (BlockServerConfig).
+	ScrubRate     int64
+	ScrubInterval time.Duration
 	// Role configures the sweeper and the mover.
 	Role  MetaRole
 	Debug bool
@@ -66,16 +81,35 @@ type Config struct {
 }
 
 // Run brings everything up and blocks until ctx is done, then tears down.
+// It is the composition of the roles the separate commands run: the data
+// directory's lock, StartMeta, StartBlockServer for each block server, and
+// the mount.
 func Run(ctx context.Context, cfg Config) (err error) {
 	log := cfg.Logger
 	if cfg.BlockServers < 1 {
 		return fmt.Errorf("--block-servers must be at least 1, got %d", cfg.BlockServers)
 	}
+	if cfg.Replicas > cfg.BlockServers {
+		return fmt.Errorf("--replicas %d is more than the %d block servers (--block-servers): every block would stay under-replicated", cfg.Replicas, cfg.BlockServers)
+	}
 	if cfg.MetaListen == "" {
 		cfg.MetaListen = "127.0.0.1:0"
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return fmt.Errorf("data directory %s: %w", cfg.DataDir, err)
+	db := cfg.MetaDB
+	if db.Engine == "" {
+		db = MetaDB{Engine: EnginePebble, Path: filepath.Join(cfg.DataDir, "meta")}
+	}
+	release, err := LockDataDir(cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	defer release()
+	if d := db.DataDir(); d != "" && filepath.Clean(d) != filepath.Clean(cfg.DataDir) {
+		releaseDB, err := LockDataDir(d)
+		if err != nil {
+			return err
+		}
+		defer releaseDB()
 	}
 	if err := CleanStaleMount(cfg.Mount, log); err != nil {
 		return err
@@ -90,12 +124,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}()
 
-	dbPath := filepath.Join(cfg.DataDir, "meta")
-	store, err := pebblekv.Open(dbPath, MetaStoreOptions())
-	if err != nil {
-		return err
-	}
-	cleanups = append(cleanups, func() { store.Close() })
 	blockDirs := make([]string, cfg.BlockServers)
 	for i := range blockDirs {
 		blockDirs[i] = filepath.Join(cfg.DataDir, "blocks", fmt.Sprintf("b%d", i))
@@ -112,75 +140,50 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if cfg.BlockServers >= 2 && !shared {
 		defReplicas = 2
 	}
-	svc, err := meta.New(store, meta.Options{BlockSize: cfg.BlockSize, Replicas: defReplicas})
+	mn, err := StartMeta(ctx, MetaConfig{
+		DB:              db,
+		Listen:          cfg.MetaListen,
+		AddrFile:        filepath.Join(cfg.DataDir, "meta.addr"),
+		BlockSize:       cfg.BlockSize,
+		DefaultReplicas: defReplicas,
+		Replicas:        cfg.Replicas,
+		Role:            cfg.Role,
+		Logger:          log,
+	})
 	if err != nil {
-		return fmt.Errorf("meta service on %s: %w", dbPath, err)
+		return err
 	}
-	if cfg.Replicas > 0 {
-		if _, err := svc.SetReplicas(ctx, cfg.Replicas); err != nil {
-			return err
-		}
-	}
+	cleanups = append(cleanups, func() { mn.Close() })
+	svc := mn.Svc
 	if m, err := svc.Servers(ctx); err == nil && m.Replicas > 1 && shared {
 		log.Info("the block servers share one file system: extra copies protect against no disk failure and multiply the writes; "+
 			"--replicas 1 for speed, or block servers on separate disks or machines (tessera blockd) for redundancy",
 			"replicas", m.Replicas, "data", cfg.DataDir)
 	}
-	if n, err := reapOrphans(ctx, svc); err != nil {
-		log.Warn("reaping orphans left by the previous run", "err", err)
-	} else if n > 0 {
-		log.Info("reaped orphans left by the previous run", "count", n)
+	if m, err := svc.Servers(ctx); err == nil && m.Replicas > cfg.BlockServers {
+		log.Warn("the stored replication factor is more than the block servers: every block stays under-replicated; "+
+			"give --replicas N (at most --block-servers) or more --block-servers", "replicas", m.Replicas, "block_servers", cfg.BlockServers)
 	}
-	ln, err := net.Listen("tcp", cfg.MetaListen)
-	if err != nil {
-		return fmt.Errorf("meta service listen on %s: %w", cfg.MetaListen, err)
-	}
-	cleanups = append(cleanups, func() { ln.Close() })
-	go metarpc.Serve(ln, svc, log)
-	metaAddr := ln.Addr().String()
-	if err := os.WriteFile(filepath.Join(cfg.DataDir, "meta.addr"), []byte(metaAddr+"\n"), 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", filepath.Join(cfg.DataDir, "meta.addr"), err)
-	}
-	log.Info("meta service", "listen", metaAddr, "db", dbPath)
 
 	host, _ := os.Hostname()
-	hbCtx, stopHeartbeats := context.WithCancel(ctx)
-	var heartbeats sync.WaitGroup
-	cleanups = append(cleanups, func() { stopHeartbeats(); heartbeats.Wait() })
 	stores := make(map[string]*disk.Store, cfg.BlockServers)
 	for i := 0; i < cfg.BlockServers; i++ {
-		id := fmt.Sprintf("b%d", i)
-		dir := blockDirs[i]
-		st, err := disk.Open(dir)
+		bn, err := StartBlockServer(ctx, svc, BlockServerConfig{
+			ID:            fmt.Sprintf("b%d", i),
+			Dir:           blockDirs[i],
+			Host:          host,
+			Heartbeat:     cfg.Heartbeat,
+			ScrubRate:     cfg.ScrubRate,
+			ScrubInterval: cfg.ScrubInterval,
+			Logger:        log,
+		})
 		if err != nil {
 			return err
 		}
-		bln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			st.Close()
-			return fmt.Errorf("block server %s listen: %w", id, err)
-		}
-		srv := blockserver.NewHTTPServer(bln.Addr().String(), blockserver.New(st, blockserver.Options{Logger: log.With("blockd", id)}), log)
-		go srv.Serve(bln)
-		cleanups = append(cleanups, func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			srv.Shutdown(sctx)
-			st.Close()
-		})
-		stores[id] = st
-		addr := bln.Addr().String()
-		me := meta.Server{ID: id, Addr: addr, Dir: dir, Host: host}
-		if _, err := svc.RegisterServer(ctx, me); err != nil {
-			return fmt.Errorf("register block server %s: %w", id, err)
-		}
-		heartbeats.Add(1)
-		go func() {
-			defer heartbeats.Done()
-			meta.Heartbeat(hbCtx, svc, me, cfg.Heartbeat, log)
-		}()
-		log.Info("block server", "id", id, "listen", addr, "dir", dir)
+		cleanups = append(cleanups, func() { bn.Close() })
+		stores[bn.Server.ID] = bn.Store
 	}
+	metaAddr := mn.Addr
 
 	// The mount reaches this process's block servers through memory (the
 	// co-located fast path); servers that join later go over HTTP.
@@ -192,9 +195,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 		return DialBlockServer(s)
 	}
-	role := cfg.Role
-	role.Logger = log
-	cleanups = append(cleanups, StartMetaRole(ctx, svc, role))
 
 	inv := new(fuse.Invalidator)
 	cl, err := client.New(ctx, client.Config{

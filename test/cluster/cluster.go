@@ -118,6 +118,9 @@ func (c *Cluster) Stop() error { return c.d.Stop() }
 // which the contract says it cleans up itself.
 func (c *Cluster) Restart() error { return c.d.Restart() }
 
+// PID returns the process id of `tessera up` (of its last run; 0 if none).
+func (c *Cluster) PID() int { return c.d.PID() }
+
 // Close stops the daemon and makes sure nothing stays mounted. Call it from
 // every test's cleanup, whatever happened before.
 func (c *Cluster) Close() error {

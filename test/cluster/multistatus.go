@@ -18,6 +18,13 @@ type ClusterStatus struct {
 	Servers         int   // "servers: N (M up)"
 	ServersUp       int
 	Server          map[string]ServerStatus // "server ID: addr=… state=… blocks=N bytes=N", by ID
+	// Lost is "lost: N" (0 when the line is absent), LostBlocks the
+	// "lost block HASH: …" lines by hash.
+	Lost       int64
+	LostBlocks map[string]string
+	// The servers' scrub, summed ("scrub rounds: N" is the least rounds
+	// any server completed); all 0 when no server scrubs.
+	ScrubRounds, ScrubbedBlocks, ScrubbedBytes, CorruptFound int64
 
 	Raw  Status // every "key: value" line
 	Text string // the output as printed, for failure messages
@@ -27,13 +34,29 @@ type ClusterStatus struct {
 type ServerStatus struct {
 	ID, Addr, State string // State: up, down or draining
 	Blocks, Bytes   int64
+	// ScrubRounds, ScrubBlocks and ScrubCorrupt are the server's scrub
+	// (scrub_rounds=, scrub_blocks=, scrub_corrupt=; 0 when absent).
+	ScrubRounds, ScrubBlocks, ScrubCorrupt int64
 }
 
 // ParseClusterStatus parses `tessera status` output. A missing or malformed
 // field of the contract is an error that names it.
 func ParseClusterStatus(out string) (ClusterStatus, error) {
-	st := ClusterStatus{Raw: ParseStatus(out), Text: out, Server: map[string]ServerStatus{}}
+	st := ClusterStatus{Raw: ParseStatus(out), Text: out, Server: map[string]ServerStatus{}, LostBlocks: map[string]string{}}
 	var errs []error
+	for key, dst := range map[string]*int64{
+		"lost":                 &st.Lost,
+		"scrub rounds":         &st.ScrubRounds,
+		"scrubbed blocks":      &st.ScrubbedBlocks,
+		"scrubbed bytes":       &st.ScrubbedBytes,
+		"corrupt copies found": &st.CorruptFound,
+	} {
+		if _, ok := st.Raw[key]; ok {
+			n, err := st.Raw.Int(key)
+			errs = append(errs, err)
+			*dst = n
+		}
+	}
 	for key, dst := range map[string]*int64{
 		"under-replicated": &st.UnderReplicated,
 		"misplaced":        &st.Misplaced,
@@ -48,6 +71,12 @@ func ParseClusterStatus(out string) (ClusterStatus, error) {
 		errs = append(errs, fmt.Errorf("tessera status: servers: %q is not \"N (M up)\"", st.Raw["servers"]))
 	}
 	for _, line := range strings.Split(out, "\n") {
+		if rest, ok := strings.CutPrefix(line, "lost block "); ok {
+			if h, what, ok := strings.Cut(rest, ":"); ok {
+				st.LostBlocks[h] = strings.TrimSpace(what)
+			}
+			continue
+		}
 		rest, ok := strings.CutPrefix(line, "server ")
 		if !ok {
 			continue
@@ -61,6 +90,15 @@ func ParseClusterStatus(out string) (ClusterStatus, error) {
 		var err1, err2 error
 		s.Blocks, err1 = strconv.ParseInt(f["blocks"], 10, 64)
 		s.Bytes, err2 = strconv.ParseInt(f["bytes"], 10, 64)
+		for key, dst := range map[string]*int64{"scrub_rounds": &s.ScrubRounds, "scrub_blocks": &s.ScrubBlocks, "scrub_corrupt": &s.ScrubCorrupt} {
+			if v, ok := f[key]; ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("tessera status: server line %q: %s=%q", line, key, v))
+				}
+				*dst = n
+			}
+		}
 		if err1 != nil || err2 != nil || s.State == "" {
 			errs = append(errs, fmt.Errorf("tessera status: server line %q lacks state=, blocks=N or bytes=N", line))
 		}

@@ -383,7 +383,13 @@ func (c *Client) Usage(ctx context.Context) (blocks, bytes int64, err error) {
 }
 
 func (c *Client) doJSON(ctx context.Context, op, method, url string, v any) error {
-	return c.do(ctx, op, 0, func(a *attempt) (bool, error) {
+	return c.doJSONSized(ctx, op, method, url, 0, v)
+}
+
+// doJSONSized is doJSON for a request whose work on the server is reading
+// size bytes: its timeouts grow with size as a transfer's do.
+func (c *Client) doJSONSized(ctx context.Context, op, method, url string, size int64, v any) error {
+	return c.do(ctx, op, size, func(a *attempt) (bool, error) {
 		req, err := http.NewRequestWithContext(a.ctx, method, url, nil)
 		if err != nil {
 			return false, c.errorf(op, "%w", err)

@@ -18,8 +18,9 @@ import (
 )
 
 var (
-	_ block.Store  = (*Store)(nil)
-	_ block.Lister = (*Store)(nil)
+	_ block.Store   = (*Store)(nil)
+	_ block.Lister  = (*Store)(nil)
+	_ block.Checker = (*Store)(nil)
 )
 
 // verifyBufSize is the read size used when a whole block is hashed as it is
@@ -339,14 +340,31 @@ func (s *Store) OpenBlock(ctx context.Context, h block.Hash, verify bool) (*os.F
 	if !verify {
 		return f, info, nil
 	}
-	if err := s.verifyFile(h, f); err != nil {
+	if err := s.verifyFile(h, f, true); err != nil {
 		f.Close()
 		return nil, block.Info{}, err
 	}
 	return f, info, nil
 }
 
-func (s *Store) verifyFile(h block.Hash, f *os.File) error {
+// Check implements block.Checker: it re-hashes the file of block h and,
+// with quarantine, moves a corrupt one to DIR/quarantine (as Get does).
+func (s *Store) Check(ctx context.Context, h block.Hash, quarantine bool) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("check block %s: %w", h, err)
+	}
+	f, err := s.open(h)
+	if err != nil {
+		return fmt.Errorf("check block %s: %w", h, err)
+	}
+	defer f.Close()
+	return s.verifyFile(h, f, quarantine)
+}
+
+// verifyFile hashes f, which holds block h, and rewinds it. A mismatch is
+// an error wrapping block.ErrCorrupt; with quarantine the file is moved
+// out of the store first (corruptFound).
+func (s *Store) verifyFile(h block.Hash, f *os.File, quarantine bool) error {
 	var buf []byte
 	select {
 	case buf = <-s.verifyBufs:
@@ -373,6 +391,9 @@ func (s *Store) verifyFile(h block.Hash, f *os.File) error {
 	var got block.Hash
 	hh.Sum(got[:0])
 	if got != h {
+		if !quarantine {
+			return corrupt(h, f.Name(), got)
+		}
 		return s.corruptFound(h, f.Name(), got)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -496,8 +517,6 @@ func (s *Store) open(h block.Hash) (*os.File, error) {
 	return f, err
 }
 
-// corrupt is the error for a block file whose content does not match its
-// name.
 // corruptFound moves the corrupt file of block h out of the store, into
 // DIR/quarantine, so that the next Put of h (a repair with a good copy)
 // writes the block afresh, and returns the error naming the file. A failure
@@ -523,6 +542,8 @@ func (s *Store) corruptFound(h block.Hash, path string, got block.Hash) error {
 	return fmt.Errorf("%w; moved to %s", err, q)
 }
 
+// corrupt is the error for a block file whose content does not match its
+// name.
 func corrupt(h block.Hash, path string, got block.Hash) error {
 	return fmt.Errorf("block %s: file %s: %w: content hashes to %s", h, path, block.ErrCorrupt, got)
 }

@@ -7,6 +7,7 @@
 //	blocks/ab/cd/abcd…(64 hex digits)   one file per block, named by its hash
 //	tmp/put-*                           Puts in flight
 //	LOCK                                flock'd while a process has the store open
+//	quarantine/<hash>.<unix ns>         corrupt copies moved aside (never deleted)
 //
 // The two fan-out levels (the first two bytes of the hash) keep directories
 // small; they are created lazily, on the first Put that needs them, and
@@ -38,7 +39,12 @@
 // again.
 //
 // Verification. Get and OpenBlock(verify=true) re-hash the file and report a
-// mismatch as an error wrapping block.ErrCorrupt that names the file. GetRange
+// mismatch as an error wrapping block.ErrCorrupt that names the file; the
+// corrupt file is moved to quarantine/ (not deleted: an operator may want
+// it), so the block is no longer listed and the mover restores it from a
+// good copy. Check (block.Checker) re-hashes a file without sending it, and
+// moves it aside only when asked to: fsck without --repair changes nothing,
+// the scrub and fsck --repair quarantine. GetRange
 // and OpenBlock(verify=false) cannot verify a part of a block: callers that
 // need integrity fetch whole blocks.
 //

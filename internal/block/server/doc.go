@@ -34,6 +34,14 @@
 //	                          Tessera-List-Error says what failed. A reader
 //	                          must treat a reply without the count as failed.
 //	GET    /v1/usage          {"blocks":n,"bytes":n}.
+//	POST   /v1/check/{hex}[?quarantine=1]
+//	                          re-hash the stored copy where it lies
+//	                          (block.Checker; 501 if the backend cannot):
+//	                          {"state":"good"|"corrupt"|"missing","detail":…}.
+//	                          Without quarantine=1 nothing changes on disk;
+//	                          with it a corrupt copy is moved aside.
+//	GET    /v1/scrub          the background scrub's progress (scrub.Progress
+//	                          as JSON), 404 when the server runs none.
 //
 // Errors have plain-text bodies that say what was wrong, and a
 // Tessera-Error header naming their class (not-found, corrupt,

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"tessera/internal/block"
+	"tessera/internal/block/scrub"
 	"tessera/internal/clock"
 	"tessera/internal/ratelog"
 )
@@ -82,6 +83,9 @@ type Options struct {
 	// Clock measures the pace of request bodies (package lowat); nil is
 	// the real clock.
 	Clock clock.Clock
+	// Scrub, if set, reports the store's scrub (GET /v1/scrub); without
+	// it that route answers 404.
+	Scrub func() scrub.Progress
 }
 
 // Handler serves the block protocol (see the package doc) for one Backend.
@@ -92,6 +96,7 @@ type Handler struct {
 	max     int64
 	log     *slog.Logger
 	clock   clock.Clock
+	scrub   func() scrub.Progress
 	mux     *http.ServeMux
 	bufs    bufPool
 	// noSpace: a full disk refuses every PUT; one log line per interval
@@ -103,7 +108,7 @@ var _ http.Handler = (*Handler)(nil)
 
 // New returns a Handler serving b.
 func New(b Backend, opts Options) *Handler {
-	h := &Handler{b: b, max: opts.MaxBlockSize, log: opts.Logger, clock: clock.Or(opts.Clock)}
+	h := &Handler{b: b, max: opts.MaxBlockSize, log: opts.Logger, clock: clock.Or(opts.Clock), scrub: opts.Scrub}
 	if h.max <= 0 {
 		h.max = DefaultMaxBlockSize
 	}
@@ -119,6 +124,8 @@ func New(b Backend, opts Options) *Handler {
 	h.mux.HandleFunc("POST /v1/has", h.has)
 	h.mux.HandleFunc("GET /v1/list", h.list)
 	h.mux.HandleFunc("GET /v1/usage", h.usage)
+	h.mux.HandleFunc("POST /v1/check/{hex}", h.check)
+	h.mux.HandleFunc("GET /v1/scrub", h.scrubProgress)
 	return h
 }
 
@@ -363,6 +370,55 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request) {
 		Blocks int64 `json:"blocks"`
 		Bytes  int64 `json:"bytes"`
 	}{blocks, bytes})
+}
+
+// CheckReply is the reply of POST /v1/check/{hex}.
+type CheckReply struct {
+	State  string `json:"state"`  // CheckGood, CheckCorrupt or CheckMissing
+	Detail string `json:"detail"` // for a corrupt copy: the store's error (file, quarantine)
+}
+
+// States of CheckReply.
+const (
+	CheckGood    = "good"
+	CheckCorrupt = "corrupt"
+	CheckMissing = "missing"
+)
+
+func (h *Handler) check(w http.ResponseWriter, r *http.Request) {
+	hash, ok := h.parseName(w, r)
+	if !ok {
+		return
+	}
+	c, ok := h.b.(block.Checker)
+	if !ok {
+		h.fail(w, r, http.StatusNotImplemented, ClassBadRequest, errors.New("check: this server cannot check blocks in place"))
+		return
+	}
+	quarantine := r.URL.Query().Get("quarantine") == "1"
+	err := c.Check(r.Context(), hash, quarantine)
+	var rep CheckReply
+	switch {
+	case err == nil:
+		rep.State = CheckGood
+	case errors.Is(err, block.ErrNotFound):
+		rep.State = CheckMissing
+	case errors.Is(err, block.ErrCorrupt):
+		rep.State, rep.Detail = CheckCorrupt, err.Error()
+		h.log.Error("corrupt block", "block", hash, "quarantine", quarantine, "err", err)
+	default:
+		h.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, rep)
+}
+
+func (h *Handler) scrubProgress(w http.ResponseWriter, r *http.Request) {
+	if h.scrub == nil {
+		h.fail(w, r, http.StatusNotFound, ClassNotFound, errors.New("scrub: not running on this server (--scrub-rate 0)"))
+		return
+	}
+	writeJSON(w, h.scrub())
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"flag"
 	"net"
+	"reflect"
 	"testing"
 	"time"
 
+	"tessera/internal/block"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
@@ -79,12 +81,13 @@ func TestMoverProgressOverRPC(t *testing.T) {
 	}
 	c := dial(t, serve(t, s))
 	want := meta.MoverProgress{Round: 2, At: 9, Running: true, Blocks: 4, UnderReplicated: 1, Misplaced: 3,
-		BytesToMove: 100, BytesMoved: 50, Err: "boom"}
+		BytesToMove: 100, BytesMoved: 50, Err: "boom",
+		Lost: 1, LostBlocks: []meta.LostBlock{{Hash: block.Sum([]byte("gone")), Inos: []meta.Ino{42}}}}
 	if err := s.PutMoverProgress(context.Background(), want); err != nil {
 		t.Fatal(err)
 	}
 	got, err := c.MoverProgress(context.Background())
-	if err != nil || got != want {
+	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("MoverProgress = %+v, %v; want %+v", got, err, want)
 	}
 	m, err := c.Servers(context.Background())

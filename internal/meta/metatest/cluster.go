@@ -2,10 +2,12 @@ package metatest
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
 
+	"tessera/internal/block"
 	"tessera/internal/meta"
 )
 
@@ -158,15 +160,20 @@ func testReplicas(h *harness) {
 func testMoverProgress(h *harness) {
 	p, err := h.api.MoverProgress(h.ctx)
 	h.wantErr("progress", err, nil)
-	eq(h, "none yet", p, meta.MoverProgress{})
+	if !reflect.DeepEqual(p, meta.MoverProgress{}) {
+		h.t.Fatalf("none yet = %+v, want the zero report", p)
+	}
 	pp, ok := h.api.(ProgressPutter)
 	if !ok {
 		return
 	}
 	want := meta.MoverProgress{Round: 3, At: 5, Running: true, Blocks: 10, UnderReplicated: 2,
-		Misplaced: 1, BytesToMove: 1 << 40, BytesMoved: 7, Err: "list b1: unreachable"}
+		Misplaced: 1, BytesToMove: 1 << 40, BytesMoved: 7, Err: "list b1: unreachable",
+		Lost: 2, LostBlocks: []meta.LostBlock{{Hash: block.Sum([]byte("lost")), Inos: []meta.Ino{12, 13}}}}
 	h.wantErr("put", pp.PutMoverProgress(h.ctx, want), nil)
 	p, err = h.api.MoverProgress(h.ctx)
 	h.wantErr("progress", err, nil)
-	eq(h, "round trip", p, want)
+	if !reflect.DeepEqual(p, want) {
+		h.t.Fatalf("round trip = %+v, want %+v", p, want)
+	}
 }

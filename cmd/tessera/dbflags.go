@@ -1,0 +1,54 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"time"
+
+	"tessera/internal/block/scrub"
+	"tessera/internal/up"
+)
+
+// metaDBUsage is the help text of --meta-db, shared by every role that
+// runs a meta service.
+const metaDBUsage = "the meta service's KV engine and its place: pebble:DIR, bolt:FILE or mem: (in memory, lost at exit); " +
+	"default pebble:DATA/meta"
+
+// addMetaDBFlag adds --meta-db to fs.
+func addMetaDBFlag(fs *flag.FlagSet) *string {
+	return fs.String("meta-db", "", metaDBUsage)
+}
+
+// metaDB returns the database named by --meta-db, or the one of the data
+// directory (up.MetaDBForDataDir) when only --data is given.
+func metaDB(url, data string) (up.MetaDB, error) {
+	if url == "" {
+		return up.MetaDBForDataDir(data), nil
+	}
+	db, err := up.ParseMetaDB(url)
+	if err != nil {
+		return up.MetaDB{}, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return db, nil
+}
+
+// scrubFlags are the block servers' scrub flags (blockd and up).
+type scrubFlags struct {
+	rate     *int64
+	interval *time.Duration
+}
+
+func addScrubFlags(fs *flag.FlagSet) scrubFlags {
+	return scrubFlags{
+		rate: fs.Int64("scrub-rate", scrub.DefaultRate, "bytes per second the background scrub re-hashes stored blocks at "+
+			"(corrupt copies are moved aside and restored from good ones; 0: no scrub; negative: unlimited)"),
+		interval: fs.Duration("scrub-interval", scrub.DefaultInterval, "least time between the starts of two scrub rounds"),
+	}
+}
+
+func (f scrubFlags) check() error {
+	if *f.interval <= 0 {
+		return fmt.Errorf("%w: --scrub-interval %v must be positive", errUsage, *f.interval)
+	}
+	return nil
+}

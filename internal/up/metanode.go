@@ -1,0 +1,167 @@
+package up
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"tessera/internal/kv"
+	"tessera/internal/meta"
+	"tessera/internal/meta/metarpc"
+)
+
+// MetaConfig is a meta service process: `tessera meta` runs one, `tessera
+// up` runs one inside itself. Both go through StartMeta, so that the two
+// cannot drift apart.
+type MetaConfig struct {
+	// DB is the KV engine and its place.
+	DB MetaDB
+	// Listen is the address of the RPC service (127.0.0.1:0 when empty).
+	Listen string
+	// AddrFile, if set, receives the listen address (DIR/meta.addr, read
+	// by `tessera status --data DIR`).
+	AddrFile string
+	// BlockSize of new files (meta.DefaultBlockSize when 0).
+	BlockSize uint32
+	// DefaultReplicas is the replication factor of a new cluster (used
+	// until one is stored); Replicas, when > 0, is stored.
+	DefaultReplicas, Replicas int
+	// Role configures the background work (StartMetaRole).
+	Role   MetaRole
+	Logger *slog.Logger
+}
+
+// MetaNode is a running meta service: the engine, the service, the RPC
+// listener and the meta role's background work.
+type MetaNode struct {
+	Svc  *meta.Service
+	Addr string // where the RPC service listens
+
+	store    kv.Store
+	ln       net.Listener
+	stopRole func()
+	served   sync.WaitGroup
+}
+
+// StartMeta opens cfg.DB, reaps what the previous run left, serves the
+// meta service on cfg.Listen and starts the meta role (sweeper, mover,
+// reclaimer, collector). The caller holds the data directory's lock
+// (LockDataDir). Close stops it all.
+func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Listen == "" {
+		cfg.Listen = "127.0.0.1:0"
+	}
+	n := &MetaNode{}
+	defer func() {
+		if err != nil {
+			n.Close()
+		}
+	}()
+	existed := cfg.DB.Exists()
+	if n.store, err = cfg.DB.Open(); err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.DB.Engine == EngineMem:
+		log.Warn("meta database in memory: every file is lost when this process ends", "db", cfg.DB.String())
+	case !existed:
+		log.Info("new meta database", "db", cfg.DB.String())
+	}
+	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1)})
+	if err != nil {
+		return nil, fmt.Errorf("meta service on %s: %w", cfg.DB, err)
+	}
+	if cfg.Replicas > 0 {
+		if _, err := n.Svc.SetReplicas(ctx, cfg.Replicas); err != nil {
+			return nil, err
+		}
+	}
+	startOrphanReaper(ctx, n.Svc, log)
+	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("meta service listen on %s: %w", cfg.Listen, err)
+	}
+	n.Addr = n.ln.Addr().String()
+	n.served.Add(1)
+	go func() {
+		defer n.served.Done()
+		metarpc.Serve(n.ln, n.Svc, log)
+	}()
+	if cfg.AddrFile != "" {
+		if err := os.WriteFile(cfg.AddrFile, []byte(n.Addr+"\n"), 0o644); err != nil {
+			return nil, fmt.Errorf("write %s: %w", cfg.AddrFile, err)
+		}
+	}
+	role := cfg.Role
+	role.Logger = log
+	n.stopRole = StartMetaRole(ctx, n.Svc, role)
+	log.Info("meta service", "listen", n.Addr, "db", cfg.DB.String())
+	return n, nil
+}
+
+// Close stops the meta role and the RPC service and closes the engine.
+func (n *MetaNode) Close() error {
+	if n.stopRole != nil {
+		n.stopRole()
+	}
+	if n.ln != nil {
+		n.ln.Close()
+		n.served.Wait()
+	}
+	if n.store != nil {
+		return n.store.Close()
+	}
+	return nil
+}
+
+// startOrphanReaper reaps the inodes that lost their last name while open
+// and were never reaped because the process died. It runs before the
+// service listens: no handle can be open yet.
+func startOrphanReaper(ctx context.Context, svc *meta.Service, log *slog.Logger) {
+	if n, err := reapOrphans(ctx, svc); err != nil {
+		log.Warn("reaping orphans left by the previous run", "err", err)
+	} else if n > 0 {
+		log.Info("reaped orphans left by the previous run", "count", n)
+	}
+}
+
+// MetaProcess is `tessera meta`: a meta service on its own.
+type MetaProcess struct {
+	MetaConfig
+	// DataDir is locked for the process's life (LockDataDir); "" for an
+	// engine in memory.
+	DataDir string
+	// Ready, if set, is called once the service listens.
+	Ready func(addr string)
+}
+
+// RunMeta runs `tessera meta` until ctx is done: lock, StartMeta, wait.
+func RunMeta(ctx context.Context, p MetaProcess) error {
+	if p.DataDir != "" {
+		release, err := LockDataDir(p.DataDir)
+		if err != nil {
+			return err
+		}
+		defer release()
+		if p.AddrFile == "" {
+			p.AddrFile = filepath.Join(p.DataDir, "meta.addr")
+		}
+	}
+	n, err := StartMeta(ctx, p.MetaConfig)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	if p.Ready != nil {
+		p.Ready(n.Addr)
+	}
+	<-ctx.Done()
+	return nil
+}
