@@ -37,6 +37,9 @@ const SegmentBlocks = 1024
 var (
 	keyEpoch  = []byte("mepoch")
 	keyFormat = []byte("mformat")
+	// keySessions says the store was served to client sessions, which a
+	// restarted service must give time to re-announce their open files.
+	keySessions = []byte("msessions")
 	keyNext   = []byte{pfxCounter, ctrNextIno}
 )
 

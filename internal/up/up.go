@@ -126,11 +126,6 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			"--replicas 1 for speed, or block servers on separate disks or machines (tessera blockd) for redundancy",
 			"replicas", m.Replicas, "data", cfg.DataDir)
 	}
-	if n, err := reapOrphans(ctx, svc); err != nil {
-		log.Warn("reaping orphans left by the previous run", "err", err)
-	} else if n > 0 {
-		log.Info("reaped orphans left by the previous run", "count", n)
-	}
 	ln, err := net.Listen("tcp", cfg.MetaListen)
 	if err != nil {
 		return fmt.Errorf("meta service listen on %s: %w", cfg.MetaListen, err)
@@ -266,30 +261,6 @@ func StopMount(srv interface{ Unmount() error }, mnt string, cl *client.Client, 
 	ctx, cancel := context.WithTimeout(context.Background(), closeTimeout)
 	defer cancel()
 	return errors.Join(uerr, cl.Close(ctx))
-}
-
-// reapOrphans removes inodes that lost their last name while open and were
-// never reaped because the process died. Safe only before any client
-// connects: no handle can be open yet.
-func reapOrphans(ctx context.Context, svc *meta.Service) (int, error) {
-	n := 0
-	var after meta.Ino
-	for {
-		inos, more, err := svc.Orphans(ctx, after, 1024)
-		if err != nil {
-			return n, err
-		}
-		for _, ino := range inos {
-			if err := svc.Reap(ctx, ino); err != nil {
-				return n, err
-			}
-			n++
-			after = ino
-		}
-		if !more {
-			return n, nil
-		}
-	}
 }
 
 // Unmount unmounts, retrying while the mount is busy, and detaching lazily
