@@ -92,4 +92,7 @@ func (c *Client) reannounce(ctx context.Context) {
 			}
 		}
 	}
+	if len(n) > 0 {
+		c.log.Info("re-announced the open inodes to the new meta session", "inodes", len(n))
+	}
 }
