@@ -40,7 +40,7 @@ var (
 	// keySessions says the store was served to client sessions, which a
 	// restarted service must give time to re-announce their open files.
 	keySessions = []byte("msessions")
-	keyNext   = []byte{pfxCounter, ctrNextIno}
+	keyNext     = []byte{pfxCounter, ctrNextIno}
 )
 
 func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }
