@@ -64,13 +64,6 @@ func (c *Client) ReleaseOpen(ctx context.Context, ino meta.Ino) error {
 	return c.api.ReleaseOpen(ctx, ino)
 }
 
-// Held returns how many opens of ino this client holds (for tests).
-func (c *Client) Held(ino meta.Ino) int {
-	c.holds.mu.Lock()
-	defer c.holds.mu.Unlock()
-	return c.holds.n[ino]
-}
-
 // reannounce records every open this client holds with the session it is
 // now bound to. An inode the service no longer has (the client was away
 // past the restart grace and it was reaped) is logged: its handles now

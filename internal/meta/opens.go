@@ -117,20 +117,6 @@ func (l *leaseTable) orphaned(ino Ino) {
 	l.mu.orphans[ino] = struct{}{}
 }
 
-// holders returns how many live sessions have ino open.
-func (l *leaseTable) holders(ino Ino) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	now := l.now()
-	for _, s := range l.mu.openers[ino] {
-		if !now.After(s.deadline) {
-			n++
-		}
-	}
-	return n
-}
-
 // startReap claims ino for deletion: it reports false when the service is
 // in its restart grace, a live session has ino open, or another reap of it
 // is under way. Until endReap, hold waits, so an open racing with the
@@ -201,10 +187,6 @@ func (s *Service) ReleaseOpen(ctx context.Context, ino Ino) error {
 	}
 	return nil
 }
-
-// OpenHolders returns how many live sessions have ino open (for tests and
-// for status).
-func (s *Service) OpenHolders(ino Ino) int { return s.leases.holders(ino) }
 
 // InGrace reports whether the service is in its restart grace, during which
 // no orphan is deleted (see Options.OrphanGrace).
