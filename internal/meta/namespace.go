@@ -270,6 +270,7 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino) (Inode, error) {
 	var out Inode
 	cl := s.newClaims()
+	deleted := false
 	err := checkName(name)
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
@@ -292,11 +293,13 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 				return err
 			}
 			now := s.nowNs()
+			deleted = false
 			if rec.Nlink <= 1 && reap != 0 && reap == ino && cl.claim(ino) {
 				rec.Nlink = 0
 				if err := t.deleteInode(rec, now); err != nil {
 					return err
 				}
+				deleted = true
 			} else if err := t.dropLink(rec, now); err != nil {
 				return err
 			} else if rec.Nlink == 0 {
@@ -313,6 +316,17 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 	cl.end(err == nil)
 	if err != nil {
 		return Inode{}, fmt.Errorf("unlink %d/%q: %w", parent, name, err)
+	}
+	if out.Nlink == 0 && !deleted {
+		// Held open when the transaction looked. Mark it again (a release
+		// between the mark above and the commit found it still linked
+		// and forgot it), and reap it now if that release was the last.
+		s.leases.orphaned(out.Ino)
+		if reap == out.Ino {
+			// The unlink is done: a failure here leaves the orphan
+			// to the reaper.
+			_, _ = s.reap(ctx, out.Ino)
+		}
 	}
 	s.changed(ctx, change{ino: out.Ino, inode: &out}, false)
 	return out, nil

@@ -141,7 +141,8 @@ func (l *leaseTable) startReap(ino Ino) bool {
 	return true
 }
 
-// endReap ends a reap startReap claimed; gone says the inode was deleted.
+// endReap ends a reap startReap claimed; gone says the inode is no orphan
+// (any more): deleted, or linked.
 func (l *leaseTable) endReap(ino Ino, gone bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -25,9 +25,9 @@ func (s *Service) reap(ctx context.Context, ino Ino) (bool, error) {
 	if !s.leases.startReap(ino) {
 		return false, nil
 	}
-	gone := false
+	gone, linked := false, false
 	err := s.update(ctx, func(t txn) error {
-		gone = false
+		gone, linked = false, false
 		v, ok, err := t.Get(inodeKey(ino))
 		if err != nil {
 			return err
@@ -41,12 +41,15 @@ func (s *Service) reap(ctx context.Context, ino Ino) (bool, error) {
 			return err
 		}
 		if rec.Nlink > 0 {
+			linked = true
 			return nil
 		}
 		gone = true
 		return t.deleteInode(rec, s.nowNs())
 	})
-	s.leases.endReap(ino, err == nil && gone)
+	// Either way it is no orphan (any more): its last release need not
+	// try again.
+	s.leases.endReap(ino, err == nil && (gone || linked))
 	return err == nil && gone, err
 }
 
