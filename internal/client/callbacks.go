@@ -109,8 +109,14 @@ func (cb *callbacks) run(ctx context.Context) {
 			// the drop is under a lease.
 			cb.c.invalidateAll()
 			// The new session holds nothing open yet: say what we do,
-			// before the service's restart grace ends.
-			cb.c.reannounce(ctx)
+			// before the service's restart grace ends. Not in this
+			// loop: an open it waits for may itself wait for a change
+			// that waits for this loop's acknowledgements.
+			cb.notify.Add(1)
+			go func() {
+				defer cb.notify.Done()
+				cb.c.reannounce(ctx)
+			}()
 			continue
 		}
 		if !down {
