@@ -108,13 +108,19 @@ func TestOpenUnlinkAcrossMounts(t *testing.T) {
 	wantErrno(t, "stat of the removed name on mount 0", err, syscall.ENOENT)
 
 	checkHeld(t, f, data)
-	// Blocks a held orphan names are live: fsck finds them all.
+	// Blocks a held orphan names are live: a collection keeps them, and
+	// fsck finds them all.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := m.Run(ctx, "fsck")
-	must(t, err)
-	if res.ExitCode != 0 {
-		t.Fatalf("fsck while the orphan is held: exit %d\n%s%s", res.ExitCode, res.Stdout, res.Stderr)
+	for _, args := range [][]string{{"gc", "--grace", "0s"}, {"fsck"}} {
+		res, err := m.Run(ctx, args...)
+		must(t, err)
+		if res.ExitCode != 0 {
+			t.Fatalf("%v while the orphan is held: exit %d\n%s%s", args, res.ExitCode, res.Stdout, res.Stderr)
+		}
+		if args[0] == "gc" && !strings.Contains(res.Stdout, "removed 0 blocks") {
+			t.Fatalf("gc while the orphan is held removed blocks:\n%s", res.Stdout)
+		}
 	}
 	held := waitFor(t, m, time.Minute, "the held orphan is counted", func(st cluster.ClusterStatus) bool {
 		return clusterInt(t, st, "files") == files0+1
