@@ -12,11 +12,11 @@ import (
 // already, and the service is past its restart grace. See the package
 // comment, Open files.
 
-// DefaultOrphanGrace is Options.OrphanGrace when 0: how long a restarted
-// service leaves orphans alone, so that the clients of its previous life,
-// whose sessions it does not know, can open new sessions and re-announce the
-// inodes they hold open. It is twice DefaultSessionTTL: a client learns of
-// the restart at its next poll, within a TTL.
+// DefaultOrphanGrace is Options.OrphanGrace when it and SessionTTL are 0:
+// how long a restarted service leaves orphans alone, so that the clients of
+// its previous life, whose sessions it does not know, can open new sessions
+// and re-announce the inodes they hold open. It is twice the session TTL: a
+// client learns of the restart at its next poll, within a TTL.
 const DefaultOrphanGrace = 2 * DefaultSessionTTL
 
 // holdLocked counts one more open of ino by session id; it reports false
