@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"tessera/internal/meta"
 )
@@ -20,6 +21,8 @@ type holds struct {
 	announce sync.RWMutex
 	mu       sync.Mutex
 	n        map[meta.Ino]int
+	// announced counts the re-announcements done (for tests).
+	announced atomic.Uint64
 }
 
 func (h *holds) add(ino meta.Ino, d int) {
@@ -88,4 +91,5 @@ func (c *Client) reannounce(ctx context.Context) {
 	if len(n) > 0 {
 		c.log.Info("re-announced the open inodes to the new meta session", "inodes", len(n))
 	}
+	c.holds.announced.Add(1)
 }
