@@ -439,6 +439,12 @@ func (t *tierAPI) RemoveXattr(ctx context.Context, ino meta.Ino, name string) er
 	return err
 }
 
+func (t *tierAPI) ReleaseOpen(ctx context.Context, ino meta.Ino) error {
+	err := t.API.ReleaseOpen(ctx, ino)
+	t.touch(ino) // it may have deleted an orphan
+	return err
+}
+
 func (t *tierAPI) Reap(ctx context.Context, ino meta.Ino) error {
 	err := t.API.Reap(ctx, ino)
 	t.touch(ino)

@@ -108,6 +108,15 @@ func (cb *callbacks) run(ctx context.Context) {
 			// Bound to the new session first, so that what is read after
 			// the drop is under a lease.
 			cb.c.invalidateAll()
+			// The new session holds nothing open yet: say what we do,
+			// before the service's restart grace ends. Not in this
+			// loop: an open it waits for may itself wait for a change
+			// that waits for this loop's acknowledgements.
+			cb.notify.Add(1)
+			go func() {
+				defer cb.notify.Done()
+				cb.c.reannounce(ctx)
+			}()
 			continue
 		}
 		if !down {
@@ -306,6 +315,16 @@ func (s *sessionAPI) Link(ctx context.Context, ino, newParent meta.Ino, newName 
 // Unlink implements meta.API.
 func (s *sessionAPI) Unlink(ctx context.Context, parent meta.Ino, name string, reap meta.Ino) (meta.Inode, error) {
 	return s.bound().Unlink(ctx, parent, name, reap)
+}
+
+// HoldOpen implements meta.API.
+func (s *sessionAPI) HoldOpen(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
+	return s.bound().HoldOpen(ctx, ino)
+}
+
+// ReleaseOpen implements meta.API.
+func (s *sessionAPI) ReleaseOpen(ctx context.Context, ino meta.Ino) error {
+	return s.bound().ReleaseOpen(ctx, ino)
 }
 
 // Rename implements meta.API.

@@ -132,6 +132,7 @@ type Client struct {
 	fetches  chan struct{} // semaphore
 	bg       sync.WaitGroup
 	cb       *callbacks // nil without a session
+	holds    holds      // opens recorded with the meta service (holds.go)
 	redo     redoStats
 	aged     atomic.Uint64 // background commits of data left uncommitted too long
 	stop     chan struct{} // closed by Close: background loops end

@@ -89,6 +89,16 @@
 // setattr is): the meta service invalidates the other holders before it
 // makes the change, so the next read anywhere sees it.
 //
+// Opens. Every open handle, and every directory the FUSE layer has open,
+// is recorded with the meta service (meta.API.HoldOpen; a create made with
+// meta.CreateReq.Open records its own), and released when the handle goes
+// (ReleaseOpen), so that a file or directory removed on another mount stays
+// while it is open here (holds.go). The opens live in the session: after
+// opening a new session the poll loop announces them all again before
+// anything else, within the meta service's restart grace. Unlink still says
+// whether this client has a handle open (meta.API.Unlink's reap), for
+// clients without a session.
+//
 // Policies. Every handle operation runs between the Pre and Post hooks of
 // the file's consistency policy (policy.Policy; the inode's own, else
 // Config.Policy, else policy.Default): they commit after each write, refuse

@@ -38,22 +38,34 @@ type Handle struct {
 }
 
 // Open opens the file whose current attributes are in (as Create returns
-// them) with the open flags `flags`, running the policy's open hooks. The
-// mode says how the kernel may cache the file's pages (see OpenMode).
+// them) with the open flags `flags`, running the policy's open hooks, and
+// records the open with the meta service (HoldOpen). The mode says how the
+// kernel may cache the file's pages (see OpenMode).
 func (c *Client) Open(ctx context.Context, in meta.Inode, flags int) (*Handle, OpenMode, error) {
+	if _, err := c.HoldOpen(ctx, in.Ino); err != nil {
+		return nil, OpenMode{}, err
+	}
+	return c.OpenCreated(ctx, in, flags)
+}
+
+// OpenCreated is Open for an inode a create with meta.CreateReq.Open
+// returned: the meta service recorded the open with the create.
+func (c *Client) OpenCreated(ctx context.Context, in meta.Inode, flags int) (*Handle, OpenMode, error) {
+	c.heldByCreate(in.Ino)
 	f := c.ref(in.Ino)
 	f.adopt(in)
 	return c.opened(ctx, f, in, flags)
 }
 
-// OpenIno opens ino, counting the opener before it reads the attributes
-// under the file's lock, so that an unlink racing with the open either sees
-// the opener (and defers the reap) or reaps first (and the open fails with
-// ENOENT): an open never returns a handle on a reaped inode.
+// OpenIno opens ino, counting the opener before it records the open with
+// the meta service and reads the attributes (HoldOpen), under the file's
+// lock, so that an unlink racing with the open either sees the opener
+// (and defers the reap) or reaps first (and the open fails with ENOENT):
+// an open never returns a handle on a reaped inode.
 func (c *Client) OpenIno(ctx context.Context, ino meta.Ino, flags int) (*Handle, OpenMode, meta.Inode, error) {
 	f := c.ref(ino)
 	f.mu.Lock()
-	in, err := c.api.GetAttr(ctx, ino)
+	in, err := c.HoldOpen(ctx, ino)
 	if err != nil {
 		f.mu.Unlock()
 		c.unref(f)
@@ -66,7 +78,8 @@ func (c *Client) OpenIno(ctx context.Context, ino meta.Ino, flags int) (*Handle,
 }
 
 // opened runs the open hooks on a handle of f, whose attributes in were
-// just read, and releases it if they fail.
+// just read, and releases it (and its open with the meta service) if they
+// fail.
 func (c *Client) opened(ctx context.Context, f *file, in meta.Inode, flags int) (*Handle, OpenMode, error) {
 	h := &Handle{f: f, flags: flags, fresh: true}
 	p := c.PolicyFor(in.Policy)
@@ -76,7 +89,7 @@ func (c *Client) opened(ctx context.Context, f *file, in meta.Inode, flags int) 
 		err = p.PostOpen(ctx, handleFile{h}, op)
 	}
 	if err != nil {
-		_ = c.release(ctx, f)
+		_ = h.Release(ctx)
 		return nil, OpenMode{}, err
 	}
 	h.mu.Lock()
@@ -306,7 +319,13 @@ func (c *Client) Sync(ctx context.Context) error {
 
 // Release closes the handle, committing what is left.
 func (h *Handle) Release(ctx context.Context) error {
-	return h.f.c.release(ctx, h.f)
+	c := h.f.c
+	err := c.release(ctx, h.f)
+	if rerr := c.ReleaseOpen(ctx, h.f.ino); rerr != nil {
+		// The meta service keeps the inode until the session ends.
+		c.log.Warn("close: telling the meta service failed", "inode", h.f.ino, "err", rerr)
+	}
+	return err
 }
 
 // Size returns the file size as this client sees it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"syscall"
+	"time"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 
@@ -41,12 +42,17 @@ func (d *dirHandle) ensureLocked(ctx context.Context, api meta.API, idx int, plu
 	return nil
 }
 
+// OpenDir records the open with the meta service (as a file's), so that a
+// directory removed or renamed over while open here keeps answering fstat
+// (with nlink 0) until ReleaseDir.
 func (fs *FS) OpenDir(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	in, err := fs.api.GetAttr(ctxOf(cancel), meta.Ino(input.NodeId))
+	ctx := ctxOf(cancel)
+	in, err := fs.c.HoldOpen(ctx, meta.Ino(input.NodeId))
 	if err != nil {
 		return fs.status("opendir", err)
 	}
 	if !in.IsDir() {
+		fs.releaseDir(in.Ino)
 		return gofuse.Status(syscall.ENOTDIR)
 	}
 	fs.mu.Lock()
@@ -120,9 +126,27 @@ func (fs *FS) readDir(cancel <-chan struct{}, input *gofuse.ReadIn, out *gofuse.
 
 func (fs *FS) ReleaseDir(input *gofuse.ReleaseIn) {
 	fs.mu.Lock()
+	d := fs.mu.dirs[input.Fh]
 	delete(fs.mu.dirs, input.Fh)
 	fs.mu.Unlock()
+	if d != nil {
+		fs.releaseDir(d.ino)
+	}
 }
+
+// releaseDir drops the open of directory ino recorded with the meta
+// service (ReleaseDir has no request to take a context from).
+func (fs *FS) releaseDir(ino meta.Ino) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := fs.c.ReleaseOpen(ctx, ino); err != nil {
+		fs.log.Warn("releasedir: telling the meta service failed", "inode", ino, "err", err)
+	}
+}
+
+// releaseTimeout bounds ReleaseDir's call to the meta service: the service
+// forgets the open anyway when the session ends.
+const releaseTimeout = 30 * time.Second
 
 // FsyncDir makes the namespace changes acknowledged so far durable (they
 // survive a crash of the meta service when acknowledged, of its machine

@@ -15,6 +15,12 @@
 // inode invalidations through an Invalidator. Directories, symlinks and
 // special files keep Options.EntryTimeout and Options.AttrTimeout.
 //
+// Opens are cluster state: OPEN, CREATE (meta.CreateReq.Open) and OPENDIR
+// record the open with the meta service through the client, RELEASE and
+// RELEASEDIR drop it, so a file or directory removed or renamed over on
+// another mount (or this one) keeps answering reads, writes and fstat
+// (nlink 0) until the last close.
+//
 // Permissions are checked by the kernel (default_permissions) against the
 // attributes the meta service keeps; new inodes are owned by the caller's
 // uid and gid. File locks (flock, fcntl) are kept by the kernel, so they hold

@@ -9,10 +9,11 @@ import (
 	"tessera/internal/meta"
 )
 
-// open opens in; created says the inode was just made by this request (an
-// O_EXCL create), so the kernel has nothing of it cached.
+// open opens in, which a create with Open returned (the meta service holds
+// it open for us already); created says the inode was just made by this
+// request (an O_EXCL create), so the kernel has nothing of it cached.
 func (fs *FS) open(cancel <-chan struct{}, in meta.Inode, flags uint32, created bool, out *gofuse.OpenOut) gofuse.Status {
-	h, mode, err := fs.c.Open(ctxOf(cancel), in, int(flags))
+	h, mode, err := fs.c.OpenCreated(ctxOf(cancel), in, int(flags))
 	if err != nil {
 		return fs.status("open", err)
 	}
@@ -44,6 +45,7 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 		Uid:    input.Uid,
 		Gid:    input.Gid,
 		Excl:   input.Flags&syscall.O_EXCL != 0,
+		Open:   true,
 	}
 	ctx := ctxOf(cancel)
 	in, err := fs.api.Create(ctx, req)
@@ -51,7 +53,11 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 		return fs.status("create", err)
 	}
 	if input.Flags&syscall.O_TRUNC != 0 && in.Size > 0 {
+		ino := in.Ino
 		if in, err = fs.c.Truncate(ctx, in, 0); err != nil {
+			if rerr := fs.api.ReleaseOpen(ctx, ino); rerr != nil {
+				fs.log.Warn("create: releasing the open failed", "inode", ino, "err", rerr)
+			}
 			return fs.status("create", err)
 		}
 	}

@@ -215,6 +215,9 @@ type CreateReq struct {
 	Rdev     uint32
 	Target   string
 	Excl     bool // fail with ErrExist if the name exists; else return it
+	// Open holds the inode it returns open for the calling session, as
+	// HoldOpen does (open(2) with O_CREAT): release it with ReleaseOpen.
+	Open bool
 }
 
 // Rename flags, as renameat2(2).
@@ -317,9 +320,13 @@ type API interface {
 	Link(ctx context.Context, ino, newParent Ino, newName string) (Inode, error)
 	// Unlink removes a non-directory entry and returns the inode as it is
 	// after (Nlink 0 means it became an orphan; see Reap). When reap names the
-	// entry's inode and this was its last link, the inode is deleted in the
-	// same transaction instead (the caller knows no handle is open on it).
+	// entry's inode (the caller has no handle open on it), this was its last
+	// link and no live session holds it open (HoldOpen), the inode is
+	// deleted in the same transaction instead.
 	Unlink(ctx context.Context, parent Ino, name string, reap Ino) (Inode, error)
+	// Rmdir removes the empty directory parent/name. A directory a live
+	// session has open stays as an orphan (Nlink 0, no entries can be
+	// made in it) until the last of them releases it.
 	Rmdir(ctx context.Context, parent Ino, name string) error
 	// Rename returns the inode the rename replaced, as it is after (Ino 0
 	// when it replaced nothing; Nlink 0 means it became an orphan to Reap).
@@ -331,9 +338,20 @@ type API interface {
 	// GetRecipe returns block hashes from index first, at most count.
 	GetRecipe(ctx context.Context, ino Ino, first, count uint64) (Recipe, error)
 	Commit(ctx context.Context, req CommitReq) (Inode, error)
-	// Reap deletes an orphan (Nlink 0) inode and its recipe once no client
-	// holds it open; a no-op for linked inodes.
+	// Reap deletes an orphan (Nlink 0) inode and its recipe unless a live
+	// session holds it open (HoldOpen) or the service is in its restart
+	// grace; a no-op for linked inodes.
 	Reap(ctx context.Context, ino Ino) error
+	// HoldOpen records that the calling session has ino open (a file or a
+	// directory; one more open each call) and returns the inode, as
+	// GetAttr. While a live session holds an orphan open it is not deleted:
+	// it can still be read, written and stat'ed (opens.go). Without a
+	// session, or with an expired one, it holds nothing.
+	HoldOpen(ctx context.Context, ino Ino) (Inode, error)
+	// ReleaseOpen drops one open HoldOpen (or Create with Open) recorded
+	// for the calling session; an orphan that no live session holds any
+	// more is deleted.
+	ReleaseOpen(ctx context.Context, ino Ino) error
 
 	GetXattr(ctx context.Context, ino Ino, name string) ([]byte, error)
 	SetXattr(ctx context.Context, ino Ino, name string, value []byte, flags uint32) error

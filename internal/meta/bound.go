@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -17,6 +18,13 @@ func sessionOf(ctx context.Context) SessionID {
 
 // OpenSession implements API.
 func (s *Service) OpenSession(ctx context.Context) (SessionInfo, error) {
+	if !s.sessionsMarked.Load() {
+		err := s.update(ctx, func(t txn) error { return t.Put(keySessions, []byte{recordV1}) })
+		if err != nil {
+			return SessionInfo{}, fmt.Errorf("open session: %w", err)
+		}
+		s.sessionsMarked.Store(true)
+	}
 	return s.leases.open(), nil
 }
 
@@ -82,6 +90,16 @@ func (b *boundService) Link(ctx context.Context, ino, newParent Ino, newName str
 // Unlink implements API.
 func (b *boundService) Unlink(ctx context.Context, parent Ino, name string, reap Ino) (Inode, error) {
 	return b.Service.Unlink(b.ctx(ctx), parent, name, reap)
+}
+
+// HoldOpen implements API.
+func (b *boundService) HoldOpen(ctx context.Context, ino Ino) (Inode, error) {
+	return b.Service.HoldOpen(b.ctx(ctx), ino)
+}
+
+// ReleaseOpen implements API.
+func (b *boundService) ReleaseOpen(ctx context.Context, ino Ino) error {
+	return b.Service.ReleaseOpen(b.ctx(ctx), ino)
 }
 
 // Rename implements API.

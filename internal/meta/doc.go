@@ -17,8 +17,10 @@
 // subdirectory), ctime on every change, parent mtime/ctime on entry changes,
 // setgid directories, renameat2 flags. A non-directory whose last link goes
 // becomes an orphan: its inode and recipe stay (an open file can still be
-// read and written) until Reap. Inode numbers are never reused, so Gen is
-// always 1. Permission checks are the kernel's (default_permissions).
+// read and written) until it is reaped, and so does a removed directory
+// some session has open (see Open files). Inode numbers are never reused,
+// so Gen is always 1. Permission checks are the kernel's
+// (default_permissions).
 //
 // # Key schema
 //
@@ -30,7 +32,7 @@
 //	"r" ino seg          -> recipe segment: blocks seg*SegmentBlocks ... of ino
 //	"x" ino name         -> xattr record
 //	"k" hash             -> composition of a composed block (compose.go)
-//	"o" ino              -> orphan marker: nlink is 0, awaiting Reap
+//	"o" ino              -> orphan marker: nlink is 0, awaiting Reap (a file, or a removed directory held open)
 //	"c" "n"              -> next free inode number (8 bytes)
 //	"c" "f" shard        -> inodes in use whose ino%CounterShards == shard (8 bytes, wrapping)
 //	"c" "b" shard        -> logical bytes of regular files in that shard (8 bytes, wrapping)
@@ -39,6 +41,7 @@
 //	"m" "replicas"       -> the cluster's default replication factor (8 bytes, 1..MaxReplicas)
 //	"m" "progress"       -> the mover's latest report
 //	"m" "format"         -> key-schema version, FormatVersion (8 bytes)
+//	"m" "sessions"       -> 1: the store has served client sessions (opens.go)
 //	"h" hash             -> reference count of block hash (32 bytes)
 //	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)
 //
@@ -143,6 +146,44 @@
 // (they drop their caches and open a new session). Changes made through
 // another Service over the same store are not called back. Expiry and long
 // polls read the injected clock (Options.Now, Options.After).
+//
+// # Open files
+//
+// An inode open on any client stays while it is open, whatever its names
+// (POSIX; what NFS's silly rename and CephFS's capabilities give). Opens are
+// cluster state held in the sessions: a client records each open with
+// HoldOpen (or CreateReq.Open, for open with O_CREAT), which returns the
+// inode as GetAttr does, and each close with ReleaseOpen; the service
+// counts them per session and inode. An orphan, or a removed directory, is
+// deleted only when no live session has it open: by Unlink in the same
+// transaction (when the caller says it has no handle open, reap = the
+// inode), by Rmdir or Rename at once (a directory held open becomes an
+// orphan instead: Nlink 0, it answers GetAttr, lists as empty and takes no
+// entries), by the ReleaseOpen that drops the last open of an orphan, by
+// Reap, or by the reaper (ReapLoop, run by the meta role: every session TTL,
+// and when a session that held an orphan ends) once the holders' sessions
+// expired or closed. A hard link is not an orphan: removing one of its
+// names deletes nothing. Deleting an inode drops its blocks' reference
+// counts, so the reclaimer removes its blocks after its window; until then
+// WalkBlocks, fsck and gc count the blocks of held orphans as live. A
+// delete claims its inode first (startReap): a HoldOpen racing with it
+// waits, then finds the inode gone, so a client never holds a deleted
+// inode.
+//
+// Like leases, opens are soft state of the Service: a restarted service
+// knows none. Clients learn of the restart when their next poll gets
+// ErrSessionExpired; they open a new session and re-announce every open
+// they hold (HoldOpen again). So that they can, a Service started on a
+// store that has served sessions before ("m" "sessions") deletes no orphan,
+// and Unlink deletes nothing, for Options.OrphanGrace (twice the session
+// TTL by default), as NFSv4's grace period. A client away longer than that,
+// or whose session expired (it did not poll within the TTL), has lost its
+// opens: an orphan only it held may be gone, and its handles on it get
+// ErrNotFound. A client without a session holds nothing and keeps orphans
+// alive only by passing reap 0 to Unlink and reaping at its last close; the
+// reaper does not know about it. Orphans made through another Service
+// sharing the store are reaped by whichever reaper finds them unheld
+// there.
 //
 // # Durability
 //

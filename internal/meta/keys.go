@@ -37,7 +37,10 @@ const SegmentBlocks = 1024
 var (
 	keyEpoch  = []byte("mepoch")
 	keyFormat = []byte("mformat")
-	keyNext   = []byte{pfxCounter, ctrNextIno}
+	// keySessions says the store was served to client sessions, which a
+	// restarted service must give time to re-announce their open files.
+	keySessions = []byte("msessions")
+	keyNext     = []byte{pfxCounter, ctrNextIno}
 )
 
 func be64(b []byte) uint64 { return binary.BigEndian.Uint64(b) }

@@ -27,6 +27,9 @@ type session struct {
 	ended      bool
 	leases     map[Ino]*list.Element // values of order
 	order      *list.List            // of Ino, oldest grant first
+	// opens counts the session's opens of each inode it has open
+	// (opens.go).
+	opens map[Ino]int
 }
 
 // ackWait is one callback a Sync change waits for.
@@ -42,6 +45,10 @@ type leaseTable struct {
 	after     func(time.Duration) <-chan time.Time
 	ttl       time.Duration
 	maxLeases int
+	// graceUntil: no orphan is deleted before it (opens.go).
+	graceUntil time.Time
+	// kick wakes the reaper when a session that held an orphan open ends.
+	kick chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -53,6 +60,13 @@ type leaseTable struct {
 		// changing holds the inodes a Sync change is under way on; the
 		// channel is closed when it ends (see begin).
 		changing map[Ino]chan struct{}
+		// openers are the sessions that have each inode open; reaping
+		// holds the inodes a reap is under way on (closed when it ends);
+		// orphans are the orphans this service knows to be held open,
+		// reaped at their last release (opens.go).
+		openers map[Ino]map[SessionID]*session
+		reaping map[Ino]chan struct{}
+		orphans map[Ino]struct{}
 	}
 }
 
@@ -76,6 +90,10 @@ func newLeaseTable(opts Options, now func() time.Time) *leaseTable {
 	l.mu.sessions = make(map[SessionID]*session)
 	l.mu.holders = make(map[Ino]map[SessionID]*session)
 	l.mu.changing = make(map[Ino]chan struct{})
+	l.mu.openers = make(map[Ino]map[SessionID]*session)
+	l.mu.reaping = make(map[Ino]chan struct{})
+	l.mu.orphans = make(map[Ino]struct{})
+	l.kick = make(chan struct{}, 1)
 	return l
 }
 
@@ -125,6 +143,7 @@ func (l *leaseTable) endLocked(s *session) {
 	for ino := range s.leases {
 		l.unholdLocked(ino, s.id)
 	}
+	l.endOpensLocked(s)
 	s.leases, s.order, s.pending = nil, nil, nil
 	close(s.wake)
 	close(s.acks)

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
 
@@ -65,16 +66,62 @@ func (s *Service) GetAttr(ctx context.Context, ino Ino) (Inode, error) {
 
 // Create makes a file, directory, symlink or special file (see CreateReq).
 func (s *Service) Create(ctx context.Context, req CreateReq) (Inode, error) {
-	mark := s.readMark()
-	out, err := s.create(ctx, req)
-	if err != nil {
-		return Inode{}, fmt.Errorf("create %d/%q: %w", req.Parent, req.Name, err)
+	for {
+		mark := s.readMark()
+		out, again, err := s.create(ctx, req)
+		if err != nil {
+			return Inode{}, fmt.Errorf("create %d/%q: %w", req.Parent, req.Name, err)
+		}
+		if again {
+			continue // the file it found went before it was held open
+		}
+		s.granted(ctx, out.Ino, mark)
+		return out, nil
 	}
-	s.granted(ctx, out.Ino, mark)
-	return out, nil
 }
 
-func (s *Service) create(ctx context.Context, req CreateReq) (Inode, error) {
+// create is Create. With req.Open it holds the new inode open for the
+// calling session before it is linked, so no unlink can delete it before
+// the caller has it open; an existing file it returns instead is held after
+// the fact and checked to exist still (again: it did not, try again).
+func (s *Service) create(ctx context.Context, req CreateReq) (out Inode, again bool, err error) {
+	id := sessionOf(ctx)
+	if !req.Open {
+		id = 0
+	}
+	ino, err := s.allocIno(ctx)
+	if err != nil {
+		return Inode{}, false, err
+	}
+	held, err := s.leases.hold(ctx, id, ino) // a fresh inode: no reap to wait for
+	if err != nil {
+		s.releaseIno(ino)
+		return Inode{}, false, err
+	}
+	out, err = s.createIno(ctx, req, ino)
+	if held && (err != nil || out.Ino != ino) {
+		s.leases.unhold(id, ino)
+	}
+	if err != nil || out.Ino == ino || id == 0 {
+		return out, false, err
+	}
+	if held, err = s.leases.hold(ctx, id, out.Ino); err != nil || !held {
+		return out, false, err
+	}
+	err = s.view(ctx, func(t txn) error {
+		_, err := t.getInode(out.Ino)
+		return err
+	})
+	if errors.Is(err, ErrNotFound) {
+		s.leases.unhold(id, out.Ino)
+		return Inode{}, true, nil
+	}
+	return out, false, err
+}
+
+// createIno makes the entry with the new inode number ino, or returns the
+// regular file the name has (non-Excl).
+func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode, error) {
 	if err := checkName(req.Name); err != nil {
 		return Inode{}, err
 	}
@@ -93,13 +140,9 @@ func (s *Service) create(ctx context.Context, req CreateReq) (Inode, error) {
 			return Inode{}, ErrNameTooLong
 		}
 	}
-	ino, err := s.allocIno(ctx)
-	if err != nil {
-		return Inode{}, err
-	}
 	var out Inode
 	used := false
-	err = s.update(ctx, func(t txn) error {
+	err := s.update(ctx, func(t txn) error {
 		used = false
 		parent, err := t.getDir(req.Parent)
 		if err != nil {
@@ -221,9 +264,13 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 }
 
 // Unlink removes the non-directory entry parent/name. An inode whose last
-// link goes becomes an orphan (see Reap).
+// link goes becomes an orphan (see Reap), unless reap names it and no live
+// session has it open (HoldOpen): then it is deleted in the same
+// transaction.
 func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino) (Inode, error) {
 	var out Inode
+	cl := s.newClaims()
+	deleted := false
 	err := checkName(name)
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
@@ -246,13 +293,17 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 				return err
 			}
 			now := s.nowNs()
-			if rec.Nlink <= 1 && reap != 0 && reap == ino {
+			deleted = false
+			if rec.Nlink <= 1 && reap != 0 && reap == ino && cl.claim(ino) {
 				rec.Nlink = 0
 				if err := t.deleteInode(rec, now); err != nil {
 					return err
 				}
+				deleted = true
 			} else if err := t.dropLink(rec, now); err != nil {
 				return err
+			} else if rec.Nlink == 0 {
+				s.leases.orphaned(ino) // before the commit: a last release may follow it at once
 			}
 			if err := t.Delete(dentryKey(parent, name)); err != nil {
 				return err
@@ -262,8 +313,20 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			return t.putInode(dir)
 		})
 	}
+	cl.end(err == nil)
 	if err != nil {
 		return Inode{}, fmt.Errorf("unlink %d/%q: %w", parent, name, err)
+	}
+	if out.Nlink == 0 && !deleted {
+		// Held open when the transaction looked. Mark it again (a release
+		// between the mark above and the commit found it still linked
+		// and forgot it), and reap it now if that release was the last.
+		s.leases.orphaned(out.Ino)
+		if reap == out.Ino {
+			// The unlink is done: a failure here leaves the orphan
+			// to the reaper.
+			_, _ = s.reap(ctx, out.Ino)
+		}
 	}
 	s.changed(ctx, change{ino: out.Ino, inode: &out}, false)
 	return out, nil
@@ -286,6 +349,7 @@ func (t txn) dropLink(rec *inodeRec, now int64) error {
 
 // Rmdir removes the empty directory parent/name.
 func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
+	cl := s.newClaims()
 	err := checkName(name)
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
@@ -303,7 +367,7 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 			if typ != syscall.S_IFDIR {
 				return ErrNotDir
 			}
-			if err := t.removeDir(ino); err != nil {
+			if err := t.removeDir(ino, s.keepDir(cl, ino), s.nowNs()); err != nil {
 				return err
 			}
 			if err := t.Delete(dentryKey(parent, name)); err != nil {
@@ -314,21 +378,35 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 			return t.putInode(dir)
 		})
 	}
+	cl.end(err == nil)
 	if err != nil {
 		return fmt.Errorf("rmdir %d/%q: %w", parent, name, err)
 	}
 	return nil
 }
 
-// removeDir deletes the empty directory ino (its inode and xattrs); the
-// caller deals with the entry and the parent.
-func (t txn) removeDir(ino Ino) error {
+// removeDir deletes the empty directory ino (its inode and xattrs), or with
+// keep makes it an orphan (Nlink 0) that stays while some session has it
+// open; the caller deals with the entry and the parent.
+func (t txn) removeDir(ino Ino, keep bool, now int64) error {
 	empty, err := t.dirEmpty(ino)
 	if err != nil {
 		return err
 	}
 	if !empty {
 		return ErrNotEmpty
+	}
+	if keep {
+		rec, err := t.getInode(ino)
+		if err != nil {
+			return err
+		}
+		rec.Nlink = 0
+		rec.touch(now)
+		if err := t.Put(orphanKey(ino), encodeOrphan(now)); err != nil {
+			return err
+		}
+		return t.putInode(rec)
 	}
 	if err := t.deletePrefix(xattrPrefix(ino)); err != nil {
 		return err
@@ -337,6 +415,17 @@ func (t txn) removeDir(ino Ino) error {
 		return err
 	}
 	return t.addCounter(ctrFiles, ino, -1)
+}
+
+// keepDir reports whether a directory being removed must stay as an orphan
+// (a session has it open, or the service is in its restart grace) and
+// records it as one.
+func (s *Service) keepDir(cl *claims, ino Ino) bool {
+	if cl.claim(ino) {
+		return false
+	}
+	s.leases.orphaned(ino)
+	return true
 }
 
 // ReadDir lists the entries of dir after `after` in name order, at most
@@ -349,15 +438,20 @@ func (s *Service) ReadDir(ctx context.Context, dir Ino, after string, limit int,
 	more := false
 	err := s.view(ctx, func(t txn) error {
 		ents, more = ents[:0], false
-		if _, err := t.getDir(dir); err != nil {
+		// Not getDir: a removed directory held open lists as empty.
+		rec, err := t.getInode(dir)
+		if err != nil {
 			return err
+		}
+		if !rec.IsDir() {
+			return fmt.Errorf("inode %d: %w", dir, ErrNotDir)
 		}
 		p := dentryPrefix(dir)
 		start := p
 		if after != "" {
 			start = append(dentryKey(dir, after), 0)
 		}
-		err := t.Scan(start, kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
+		err = t.Scan(start, kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
 			if len(ents) == limit {
 				more = true
 				return false, nil

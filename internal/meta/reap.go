@@ -11,26 +11,46 @@ import (
 
 // Reap deletes the orphan ino (Nlink 0): its inode, recipe, xattrs and
 // orphan marker, and takes it off the usage counters. Reaping a linked inode,
-// or one already gone, does nothing.
+// one already gone, one a live session has open (HoldOpen) or any during the
+// restart grace does nothing.
 func (s *Service) Reap(ctx context.Context, ino Ino) error {
+	if _, err := s.reap(ctx, ino); err != nil {
+		return fmt.Errorf("reap %d: %w", ino, err)
+	}
+	return nil
+}
+
+// reap is Reap; it reports whether it deleted the inode.
+func (s *Service) reap(ctx context.Context, ino Ino) (bool, error) {
+	if !s.leases.startReap(ino) {
+		return false, nil
+	}
+	gone, linked := false, false
 	err := s.update(ctx, func(t txn) error {
+		gone, linked = false, false
 		v, ok, err := t.Get(inodeKey(ino))
-		if err != nil || !ok {
+		if err != nil {
 			return err
+		}
+		if !ok {
+			gone = true
+			return nil
 		}
 		rec, err := decodeInode(ino, v)
 		if err != nil {
 			return err
 		}
 		if rec.Nlink > 0 {
+			linked = true
 			return nil
 		}
+		gone = true
 		return t.deleteInode(rec, s.nowNs())
 	})
-	if err != nil {
-		return fmt.Errorf("reap %d: %w", ino, err)
-	}
-	return nil
+	// Either way it is no orphan (any more): its last release need not
+	// try again.
+	s.leases.endReap(ino, err == nil && (gone || linked))
+	return err == nil && gone, err
 }
 
 // deleteInode removes an unlinked inode with its recipe, xattrs and orphan

@@ -27,7 +27,7 @@ func (s *Service) Rename(ctx context.Context, oldParent Ino, oldName string, new
 	return replaced, nil
 }
 
-func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) (Inode, error) {
+func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) (_ Inode, err error) {
 	if flags&^(RenameNoReplace|RenameExchange) != 0 || flags == RenameNoReplace|RenameExchange {
 		return Inode{}, ErrInvalid
 	}
@@ -39,7 +39,9 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 	}
 	exchange := flags&RenameExchange != 0
 	var replaced Inode
-	err := s.update(ctx, func(t txn) error {
+	cl := s.newClaims()
+	defer func() { cl.end(err == nil) }()
+	err = s.update(ctx, func(t txn) error {
 		replaced = Inode{}
 		op, err := t.getDir(oldParent)
 		if err != nil {
@@ -113,8 +115,12 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 			}
 		} else {
 			if dstOk {
-				if replaced, err = t.replaceTarget(dstIno, dstTyp, np, now); err != nil {
+				keep := dstTyp == syscall.S_IFDIR && s.keepDir(cl, dstIno)
+				if replaced, err = t.replaceTarget(dstIno, dstTyp, np, now, keep); err != nil {
 					return err
+				}
+				if replaced.Nlink == 0 {
+					s.leases.orphaned(dstIno)
 				}
 			}
 			if crossDir {
@@ -156,14 +162,15 @@ func moveDir(rec, from, to *inodeRec) {
 }
 
 // replaceTarget drops the entry a rename overwrites: an empty directory goes
-// (taking a link from its parent np), a non-directory loses a link.
-func (t txn) replaceTarget(ino Ino, typ uint32, np *inodeRec, now int64) (Inode, error) {
+// (taking a link from its parent np; with keep it stays as an orphan, see
+// removeDir), a non-directory loses a link.
+func (t txn) replaceTarget(ino Ino, typ uint32, np *inodeRec, now int64, keep bool) (Inode, error) {
 	rec, err := t.getInode(ino)
 	if err != nil {
 		return Inode{}, err
 	}
 	if typ == syscall.S_IFDIR {
-		if err := t.removeDir(ino); err != nil {
+		if err := t.removeDir(ino, keep, now); err != nil {
 			return Inode{}, err
 		}
 		np.Nlink--

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -49,6 +50,10 @@ type Options struct {
 	// MaxLeases bounds the leases of one session; past it the oldest is
 	// dropped with an invalidation. 0 means DefaultMaxLeases.
 	MaxLeases int
+	// OrphanGrace is how long a Service started on a store that served
+	// sessions before deletes no orphan (opens.go); 0 means twice the
+	// SessionTTL, negative none.
+	OrphanGrace time.Duration
 }
 
 // Service implements API over a kv.Store. It is safe for concurrent use.
@@ -58,6 +63,8 @@ type Service struct {
 	blockSize uint32
 	replicas  int // default replication factor (Options.Replicas)
 	leases    *leaseTable
+	// sessionsMarked: keySessions is in the store (opens.go).
+	sessionsMarked atomic.Bool
 
 	// mu guards the batch of reserved inode numbers.
 	mu struct {
@@ -97,6 +104,14 @@ func New(store kv.Store, opts Options) (*Service, error) {
 		mode = 0755
 	}
 	err := store.Update(context.Background(), func(tx kv.Txn) error {
+		if _, served, err := tx.Get(keySessions); err != nil {
+			return err
+		} else if served {
+			// Clients of an earlier life of the service may hold
+			// orphans open: give them time to say so.
+			s.leases.graceUntil = s.now().Add(graceFor(opts))
+			s.sessionsMarked.Store(true)
+		}
 		v, ok, err := tx.Get(keyFormat)
 		if err != nil {
 			return err

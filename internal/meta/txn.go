@@ -23,7 +23,8 @@ func (t txn) getInode(ino Ino) (*inodeRec, error) {
 	return decodeInode(ino, v)
 }
 
-// getDir loads an inode that must be a directory.
+// getDir loads an inode that must be a directory, and a linked one: a
+// removed directory kept while open (Nlink 0) takes no entries.
 func (t txn) getDir(ino Ino) (*inodeRec, error) {
 	rec, err := t.getInode(ino)
 	if err != nil {
@@ -31,6 +32,9 @@ func (t txn) getDir(ino Ino) (*inodeRec, error) {
 	}
 	if !rec.IsDir() {
 		return nil, fmt.Errorf("inode %d: %w", ino, ErrNotDir)
+	}
+	if rec.Nlink == 0 {
+		return nil, fmt.Errorf("directory %d was removed: %w", ino, ErrNotFound)
 	}
 	return rec, nil
 }

@@ -123,9 +123,11 @@ func (n *MetaNode) Close() error {
 
 // startOrphanReaper reaps the inodes that lost their last name while open
 // and were never reaped because the process died. It runs before the
-// service listens: no handle can be open yet.
+// service listens; an orphan that clients may still hold open (the store
+// served sessions before) is spared by the service's restart grace
+// (meta.Options.OrphanGrace) and left to meta.ReapLoop.
 func startOrphanReaper(ctx context.Context, svc *meta.Service, log *slog.Logger) {
-	if n, err := reapOrphans(ctx, svc); err != nil {
+	if n, err := svc.ReapOrphans(ctx); err != nil {
 		log.Warn("reaping orphans left by the previous run", "err", err)
 	} else if n > 0 {
 		log.Info("reaped orphans left by the previous run", "count", n)

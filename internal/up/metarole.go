@@ -42,16 +42,20 @@ const (
 	DefaultGCGrace    = time.Hour
 )
 
-// StartMetaRole starts the sweeper, the mover, the reclaimer and the
-// collector over svc; the returned function stops them and waits for them
+// StartMetaRole starts the sweeper, the orphan reaper, the mover, the
+// reclaimer and the collector over svc; the returned function stops them and waits for them
 // to return.
 func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		meta.SweepLoop(ctx, svc, cfg.DownAfter, nil, cfg.Logger)
+	}()
+	go func() {
+		defer wg.Done()
+		meta.ReapLoop(ctx, svc, 0, cfg.Logger)
 	}()
 	mv := mover.New(mover.Config{
 		Meta:     svc,

@@ -268,30 +268,6 @@ func StopMount(srv interface{ Unmount() error }, mnt string, cl *client.Client, 
 	return errors.Join(uerr, cl.Close(ctx))
 }
 
-// reapOrphans removes inodes that lost their last name while open and were
-// never reaped because the process died. Safe only before any client
-// connects: no handle can be open yet.
-func reapOrphans(ctx context.Context, svc *meta.Service) (int, error) {
-	n := 0
-	var after meta.Ino
-	for {
-		inos, more, err := svc.Orphans(ctx, after, 1024)
-		if err != nil {
-			return n, err
-		}
-		for _, ino := range inos {
-			if err := svc.Reap(ctx, ino); err != nil {
-				return n, err
-			}
-			n++
-			after = ino
-		}
-		if !more {
-			return n, nil
-		}
-	}
-}
-
 // Unmount unmounts, retrying while the mount is busy, and detaching lazily
 // as the last resort so that the process never leaves a dead mount behind.
 func Unmount(srv interface{ Unmount() error }, mnt string, log *slog.Logger) error {

@@ -85,6 +85,16 @@ func (c *Client) Commit(ctx context.Context, req meta.CommitReq) (meta.Inode, er
 	return c.inode(ctx, "Commit", &Args{Commit: req})
 }
 
+// HoldOpen implements meta.API.
+func (c *Client) HoldOpen(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
+	return c.inode(ctx, "HoldOpen", &Args{Ino: ino})
+}
+
+// ReleaseOpen implements meta.API.
+func (c *Client) ReleaseOpen(ctx context.Context, ino meta.Ino) error {
+	return c.none(ctx, "ReleaseOpen", &Args{Ino: ino})
+}
+
 // Reap implements meta.API.
 func (c *Client) Reap(ctx context.Context, ino meta.Ino) error {
 	return c.none(ctx, "Reap", &Args{Ino: ino})

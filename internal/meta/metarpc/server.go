@@ -180,6 +180,19 @@ func (h *handler) Commit(a *Args, r *Reply) error {
 	})
 }
 
+// HoldOpen serves meta.API.HoldOpen.
+func (h *handler) HoldOpen(a *Args, r *Reply) error {
+	return h.do(a, r, func(ctx context.Context) (err error) {
+		r.Inode, err = h.on(a).HoldOpen(ctx, a.Ino)
+		return err
+	})
+}
+
+// ReleaseOpen serves meta.API.ReleaseOpen.
+func (h *handler) ReleaseOpen(a *Args, r *Reply) error {
+	return h.do(a, r, func(ctx context.Context) error { return h.on(a).ReleaseOpen(ctx, a.Ino) })
+}
+
 // Reap serves meta.API.Reap.
 func (h *handler) Reap(a *Args, r *Reply) error {
 	return h.do(a, r, func(ctx context.Context) error { return h.on(a).Reap(ctx, a.Ino) })

@@ -28,7 +28,7 @@ var sessionCases = []struct {
 
 // runSessions runs sessionCases, each on a fresh API.
 func runSessions(t *testing.T, f Factory) {
-	for _, c := range sessionCases {
+	for _, c := range append(sessionCases[:len(sessionCases):len(sessionCases)], openCases...) {
 		t.Run(c.name, func(t *testing.T) {
 			h := newHarness(t, f)
 			if _, ok := h.api.(meta.SessionBinder); !ok {
