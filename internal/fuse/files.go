@@ -1,6 +1,8 @@
 package fuse
 
 import (
+	"context"
+	"errors"
 	"syscall"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
@@ -45,18 +47,30 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 		Gid:    input.Gid,
 		Excl:   input.Flags&syscall.O_EXCL != 0,
 	}
+	// O_TRUNC of a file that exists changes its mtime and ctime, also when
+	// it is empty (as ext4 does): the kernel sends no SETATTR after a
+	// CREATE, so the truncate is done here, and only on a file this request
+	// did not make. An exclusive create first tells the two apart.
+	trunc := input.Flags&syscall.O_TRUNC != 0
 	ctx := ctxOf(cancel)
+	excl := req.Excl
+	req.Excl = excl || trunc
 	in, err := fs.api.Create(ctx, req)
+	created := err == nil && req.Excl
+	if errors.Is(err, meta.ErrExist) && !excl {
+		req.Excl = false
+		in, err = fs.api.Create(ctx, req)
+	}
 	if err != nil {
 		return fs.status("create", err)
 	}
-	if input.Flags&syscall.O_TRUNC != 0 && in.Size > 0 {
+	if trunc && !created && in.IsRegular() {
 		if in, err = fs.c.Truncate(ctx, in, 0); err != nil {
 			return fs.status("create", err)
 		}
 	}
 	fs.fillEntry(&in, &out.EntryOut)
-	return fs.open(cancel, in, input.Flags, req.Excl, &out.OpenOut)
+	return fs.open(cancel, in, input.Flags, created, &out.OpenOut)
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
@@ -89,11 +103,41 @@ func (fs *FS) Write(cancel <-chan struct{}, input *gofuse.WriteIn, data []byte) 
 	if h == nil {
 		return 0, gofuse.EBADF
 	}
-	n, err := h.Write(killable(cancel, &input.InHeader), int64(input.Offset), data)
+	ctx := killable(cancel, &input.InHeader)
+	n, err := h.Write(ctx, int64(input.Offset), data)
 	if err != nil {
 		return uint32(n), fs.status("write", err)
 	}
+	if input.WriteFlags&gofuse.WRITE_KILL_SUIDGID != 0 {
+		if err := fs.killSuidgid(ctx, meta.Ino(input.NodeId)); err != nil {
+			return uint32(n), fs.status("write", err)
+		}
+	}
 	return uint32(n), gofuse.OK
+}
+
+// killSuidgid clears the set-user-ID bit, and the set-group-ID bit of a
+// group-executable file, as a write by a caller without CAP_FSETID must.
+// The kernel does it itself (a SETATTR before the write) for writes through
+// the page cache, but for direct I/O it only flags the WRITE
+// (WRITE_KILL_SUIDGID) and leaves it to the file system. It sets the flag
+// for every such caller, whatever the mode, so the mode is looked up first.
+func (fs *FS) killSuidgid(ctx context.Context, ino meta.Ino) error {
+	in, err := fs.api.GetAttr(ctx, ino)
+	if err != nil {
+		return err
+	}
+	mode := in.Mode &^ syscall.S_IFMT
+	kill := uint32(syscall.S_ISUID)
+	if mode&syscall.S_IXGRP != 0 {
+		kill |= syscall.S_ISGID
+	}
+	if mode&kill == 0 {
+		return nil
+	}
+	_, err = fs.api.SetAttr(ctx, ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: mode &^ kill})
+	fs.invalidateAttr(ino)
+	return err
 }
 
 func (fs *FS) Flush(cancel <-chan struct{}, input *gofuse.FlushIn) gofuse.Status {
