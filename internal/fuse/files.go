@@ -196,28 +196,3 @@ func (fs *FS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.Lsee
 	}
 	return gofuse.OK
 }
-
-// Fallocate supports mode 0 (grow the file; the new range reads as zeros,
-// space is not reserved) and FALLOC_FL_KEEP_SIZE (a no-op).
-func (fs *FS) Fallocate(cancel <-chan struct{}, input *gofuse.FallocateIn) gofuse.Status {
-	const keepSize = 1
-	switch input.Mode {
-	case keepSize:
-		return gofuse.OK
-	case 0:
-	default:
-		return gofuse.Status(syscall.EOPNOTSUPP)
-	}
-	ctx := ctxOf(cancel)
-	in, err := fs.api.GetAttr(ctx, meta.Ino(input.NodeId))
-	if err != nil {
-		return fs.status("fallocate", err)
-	}
-	fs.c.Overlay(&in)
-	if end := input.Offset + input.Length; end > in.Size {
-		if _, err := fs.c.Truncate(ctx, in, int64(end)); err != nil {
-			return fs.status("fallocate", err)
-		}
-	}
-	return gofuse.OK
-}
