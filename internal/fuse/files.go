@@ -196,3 +196,28 @@ func (fs *FS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.Lsee
 	}
 	return gofuse.OK
 }
+
+// Tmpfile makes and opens an unnamed file in the directory (open(2) with
+// O_TMPFILE). The inode starts as an orphan (Nlink 0): it is reaped when
+// its last handle here is released, unless linkat gave it a name first
+// (the kernel allows that unless O_EXCL was given).
+func (fs *FS) Tmpfile(cancel <-chan struct{}, input *gofuse.CreateIn, out *gofuse.CreateOut) gofuse.Status {
+	ctx := ctxOf(cancel)
+	in, err := fs.api.Create(ctx, meta.CreateReq{
+		Parent:  meta.Ino(input.NodeId),
+		Mode:    input.Mode&^syscall.S_IFMT | syscall.S_IFREG,
+		Uid:     input.Uid,
+		Gid:     input.Gid,
+		Tmpfile: true,
+	})
+	if err != nil {
+		return fs.status("tmpfile", err)
+	}
+	fs.fillEntry(&in, &out.EntryOut)
+	st := fs.open(cancel, in, input.Flags, true, &out.OpenOut)
+	// Reaped now if the open failed, else at the last release.
+	if err := fs.c.Unlinked(ctx, in.Ino); err != nil {
+		fs.log.Warn("tmpfile: reap failed", "inode", in.Ino, "err", err)
+	}
+	return st
+}

@@ -215,6 +215,10 @@ type CreateReq struct {
 	Rdev     uint32
 	Target   string
 	Excl     bool // fail with ErrExist if the name exists; else return it
+	// Tmpfile makes an unnamed regular file in Parent (open(O_TMPFILE)):
+	// Name is not used, the inode starts with Nlink 0 as an orphan (Reap
+	// it when its last opener is done), and Link may give it a name.
+	Tmpfile bool
 }
 
 // Rename flags, as renameat2(2).

@@ -67,7 +67,8 @@
 //	xattr:   1 | value (0..XattrValueMax bytes)
 //	composition: 1 | len 4 | base 32 | n 1 (1..MaxPatches) |
 //	         n * (hash 32 | off 4 | len 4)
-//	orphan:  1 | unix ns when the last link went (8)
+//	orphan:  1 | unix ns when the last link went (8) | [linkable 1: an
+//	         O_TMPFILE inode, which Link may name]
 //	ref:     1 | count 8 (at least 1: a count of 0 has no record)
 //	release: 1
 //	server:  1 | addr str | dir str | host str | rack str | site str |

@@ -75,12 +75,16 @@ func (s *Service) Create(ctx context.Context, req CreateReq) (Inode, error) {
 }
 
 func (s *Service) create(ctx context.Context, req CreateReq) (Inode, error) {
-	if err := checkName(req.Name); err != nil {
-		return Inode{}, err
-	}
 	typ := typeOf(req.Mode)
 	if typ == 0 {
 		typ = syscall.S_IFREG
+	}
+	if req.Tmpfile {
+		if typ != syscall.S_IFREG {
+			return Inode{}, ErrInvalid
+		}
+	} else if err := checkName(req.Name); err != nil {
+		return Inode{}, err
 	}
 	if !validType(typ) {
 		return Inode{}, ErrInvalid
@@ -105,9 +109,13 @@ func (s *Service) create(ctx context.Context, req CreateReq) (Inode, error) {
 		if err != nil {
 			return err
 		}
-		old, oldTyp, exists, err := t.getDentry(req.Parent, req.Name)
-		if err != nil {
-			return err
+		var old Ino
+		var oldTyp uint32
+		exists := false
+		if !req.Tmpfile {
+			if old, oldTyp, exists, err = t.getDentry(req.Parent, req.Name); err != nil {
+				return err
+			}
 		}
 		if exists {
 			if typ != syscall.S_IFREG || req.Excl {
@@ -149,14 +157,23 @@ func (s *Service) create(ctx context.Context, req CreateReq) (Inode, error) {
 		case syscall.S_IFCHR, syscall.S_IFBLK:
 			rec.Rdev = req.Rdev
 		}
-		parent.touchDir(now)
+		if req.Tmpfile {
+			// Nameless: the directory is unchanged, and the inode is
+			// an orphan until Link names it.
+			rec.Nlink = 0
+			if err := t.Put(orphanKey(ino), encodeOrphan(now, true)); err != nil {
+				return err
+			}
+		} else {
+			parent.touchDir(now)
+			if err := t.putInode(parent); err != nil {
+				return err
+			}
+			if err := t.putDentry(parent.Ino, req.Name, ino, typ); err != nil {
+				return err
+			}
+		}
 		if err := t.putInode(rec); err != nil {
-			return err
-		}
-		if err := t.putInode(parent); err != nil {
-			return err
-		}
-		if err := t.putDentry(parent.Ino, req.Name, ino, typ); err != nil {
 			return err
 		}
 		if err := t.addCounter(ctrFiles, ino, 1); err != nil {
@@ -194,10 +211,15 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 			switch {
 			case rec.IsDir():
 				return ErrPerm
-			case rec.Nlink == 0:
-				return ErrNotFound
 			case rec.Nlink >= MaxLink:
 				return ErrTooManyLink
+			}
+			if rec.Nlink == 0 {
+				// Only an O_TMPFILE inode gets a name (linkat);
+				// an unlinked file stays unlinked.
+				if err := t.linkOrphan(ino); err != nil {
+					return err
+				}
 			}
 			now := s.nowNs()
 			rec.Nlink++
@@ -277,11 +299,30 @@ func (t txn) dropLink(rec *inodeRec, now int64) error {
 	}
 	rec.touch(now)
 	if rec.Nlink == 0 {
-		if err := t.Put(orphanKey(rec.Ino), encodeOrphan(now)); err != nil {
+		if err := t.Put(orphanKey(rec.Ino), encodeOrphan(now, false)); err != nil {
 			return err
 		}
 	}
 	return t.putInode(rec)
+}
+
+// linkOrphan takes the orphan marker off ino, which is about to get a
+// name, if it is linkable (CreateReq.Tmpfile); else it is ErrNotFound.
+func (t txn) linkOrphan(ino Ino) error {
+	v, ok, err := t.Get(orphanKey(ino))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNotFound
+	}
+	if _, linkable, err := decodeOrphan(v); err != nil || !linkable {
+		if err == nil {
+			err = ErrNotFound
+		}
+		return err
+	}
+	return t.Delete(orphanKey(ino))
 }
 
 // Rmdir removes the empty directory parent/name.
