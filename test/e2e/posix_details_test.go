@@ -136,6 +136,19 @@ func TestSharedMmap(t *testing.T) {
 		must(t, err)
 		copy(want[9000:], "through write")
 		wantBytes(t, "the mapping after write(2)", m, want)
+
+		// A mapping outlives its descriptor: stores after the close are
+		// written back at msync and munmap.
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		must(t, err)
+		m2, err := unix.Mmap(int(f.Fd()), 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		must(t, err)
+		must(t, f.Close())
+		copy(m2[100:], "after close")
+		must(t, unix.Msync(m2, unix.MS_SYNC))
+		must(t, unix.Munmap(m2))
+		copy(want[100:], "after close")
+		wantContent(t, p, want)
 	})
 }
 
