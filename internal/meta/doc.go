@@ -17,7 +17,9 @@
 // subdirectory), ctime on every change, parent mtime/ctime on entry changes,
 // setgid directories, renameat2 flags. A non-directory whose last link goes
 // becomes an orphan: its inode and recipe stay (an open file can still be
-// read and written) until Reap. Inode numbers are never reused, so Gen is
+// read and written) until Reap. An O_TMPFILE inode (CreateReq.Tmpfile) is
+// born an orphan with no name; unlike an unlinked file, Link may name it.
+// Inode numbers are never reused, so Gen is
 // always 1. Permission checks are the kernel's (default_permissions).
 //
 // # Key schema
