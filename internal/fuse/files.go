@@ -104,14 +104,16 @@ func (fs *FS) Write(cancel <-chan struct{}, input *gofuse.WriteIn, data []byte) 
 		return 0, gofuse.EBADF
 	}
 	ctx := killable(cancel, &input.InHeader)
+	if input.WriteFlags&gofuse.WRITE_KILL_SUIDGID != 0 {
+		// Before the write, as the kernel does for page-cache writes: a
+		// write that failed to clear them has not happened.
+		if err := fs.killSuidgid(ctx, meta.Ino(input.NodeId)); err != nil {
+			return 0, fs.status("write", err)
+		}
+	}
 	n, err := h.Write(ctx, int64(input.Offset), data)
 	if err != nil {
 		return uint32(n), fs.status("write", err)
-	}
-	if input.WriteFlags&gofuse.WRITE_KILL_SUIDGID != 0 {
-		if err := fs.killSuidgid(ctx, meta.Ino(input.NodeId)); err != nil {
-			return uint32(n), fs.status("write", err)
-		}
 	}
 	return uint32(n), gofuse.OK
 }
