@@ -243,6 +243,11 @@ func (f *file) truncateLocked(ctx context.Context, size int64) error {
 	f.size = size
 	f.truncated = true
 	f.metaDirty = true
+	// A truncate is a change of the data, to the same size too (as ext4
+	// does): the kernel leaves the times to the file system for
+	// ftruncate, open(O_TRUNC) and truncate(2) alike, and the commit sets
+	// ctime with mtime.
+	f.mtime = time.Now().UnixNano()
 	return f.commitLocked(ctx)
 }
 

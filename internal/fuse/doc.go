@@ -21,10 +21,31 @@
 // another mount (or this one) keeps answering reads, writes and fstat
 // (nlink 0) until the last close.
 //
+// Direct I/O does not rule out MAP_SHARED: the mount asks for
+// FUSE_DIRECT_IO_ALLOW_MMAP (Linux 6.6+), so a mapping of a direct-I/O file
+// goes through the page cache, which the kernel writes back and drops
+// around each direct write; read and write stay direct, and linearizable
+// under posix (docs/design/2026-11-24-posix-mmap.md).
+//
 // Permissions are checked by the kernel (default_permissions) against the
 // attributes the meta service keeps; new inodes are owned by the caller's
-// uid and gid. File locks (flock, fcntl) are kept by the kernel, so they hold
-// between processes on this mount but not across mounts.
+// uid and gid. A write by a caller without CAP_FSETID clears S_ISUID, and
+// S_ISGID of a group-executable file: the kernel does it with a SETATTR for
+// page-cache writes, this layer for direct-I/O writes flagged
+// WRITE_KILL_SUIDGID. File locks (flock, fcntl) are kept by the kernel, so
+// they hold between processes on this mount but not across mounts.
+//
+// Timestamps: every truncate (truncate(2), ftruncate, O_TRUNC of an existing
+// file, also to the same size) sets mtime and ctime, as ext4 does; the
+// kernel leaves that to the file system. An mtime set on an open file
+// (futimens before close, as tar does) survives the close (client.MtimeSet).
+//
+// O_TMPFILE makes a nameless inode (meta.CreateReq.Tmpfile) that the last
+// release reaps unless linkat named it. fallocate grows the file (mode 0),
+// ignores KEEP_SIZE alone (no space is reserved), and writes zeros for
+// PUNCH_HOLE|KEEP_SIZE and ZERO_RANGE (all-zero blocks become holes);
+// COLLAPSE_RANGE and INSERT_RANGE get EOPNOTSUPP
+// (docs/design/2026-11-24-tmpfile-fallocate.md).
 //
 // Interrupts: WRITE, FLUSH and FSYNC pass the kernel's INTERRUPT on to the
 // client's unbounded waits (killable), which end only when the caller has

@@ -1,6 +1,8 @@
 package fuse
 
 import (
+	"context"
+	"errors"
 	"syscall"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
@@ -47,12 +49,24 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 		Excl:   input.Flags&syscall.O_EXCL != 0,
 		Open:   true,
 	}
+	// O_TRUNC of a file that exists changes its mtime and ctime, also when
+	// it is empty (as ext4 does): the kernel sends no SETATTR after a
+	// CREATE, so the truncate is done here, and only on a file this request
+	// did not make. An exclusive create first tells the two apart.
+	trunc := input.Flags&syscall.O_TRUNC != 0
 	ctx := ctxOf(cancel)
+	excl := req.Excl
+	req.Excl = excl || trunc
 	in, err := fs.api.Create(ctx, req)
+	created := err == nil && req.Excl
+	if errors.Is(err, meta.ErrExist) && !excl {
+		req.Excl = false
+		in, err = fs.api.Create(ctx, req)
+	}
 	if err != nil {
 		return fs.status("create", err)
 	}
-	if input.Flags&syscall.O_TRUNC != 0 && in.Size > 0 {
+	if trunc && !created && in.IsRegular() {
 		ino := in.Ino
 		if in, err = fs.c.Truncate(ctx, in, 0); err != nil {
 			if rerr := fs.api.ReleaseOpen(ctx, ino); rerr != nil {
@@ -62,7 +76,7 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 		}
 	}
 	fs.fillEntry(&in, &out.EntryOut)
-	return fs.open(cancel, in, input.Flags, req.Excl, &out.OpenOut)
+	return fs.open(cancel, in, input.Flags, created, &out.OpenOut)
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
@@ -95,11 +109,43 @@ func (fs *FS) Write(cancel <-chan struct{}, input *gofuse.WriteIn, data []byte) 
 	if h == nil {
 		return 0, gofuse.EBADF
 	}
-	n, err := h.Write(killable(cancel, &input.InHeader), int64(input.Offset), data)
+	ctx := killable(cancel, &input.InHeader)
+	if input.WriteFlags&gofuse.WRITE_KILL_SUIDGID != 0 {
+		// Before the write, as the kernel does for page-cache writes: a
+		// write that failed to clear them has not happened.
+		if err := fs.killSuidgid(ctx, meta.Ino(input.NodeId)); err != nil {
+			return 0, fs.status("write", err)
+		}
+	}
+	n, err := h.Write(ctx, int64(input.Offset), data)
 	if err != nil {
 		return uint32(n), fs.status("write", err)
 	}
 	return uint32(n), gofuse.OK
+}
+
+// killSuidgid clears the set-user-ID bit, and the set-group-ID bit of a
+// group-executable file, as a write by a caller without CAP_FSETID must.
+// The kernel does it itself (a SETATTR before the write) for writes through
+// the page cache, but for direct I/O it only flags the WRITE
+// (WRITE_KILL_SUIDGID) and leaves it to the file system. It sets the flag
+// for every such caller, whatever the mode, so the mode is looked up first.
+func (fs *FS) killSuidgid(ctx context.Context, ino meta.Ino) error {
+	in, err := fs.api.GetAttr(ctx, ino)
+	if err != nil {
+		return err
+	}
+	mode := in.Mode &^ syscall.S_IFMT
+	kill := uint32(syscall.S_ISUID)
+	if mode&syscall.S_IXGRP != 0 {
+		kill |= syscall.S_ISGID
+	}
+	if mode&kill == 0 {
+		return nil
+	}
+	_, err = fs.api.SetAttr(ctx, ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: mode &^ kill})
+	fs.invalidateAttr(ino)
+	return err
 }
 
 func (fs *FS) Flush(cancel <-chan struct{}, input *gofuse.FlushIn) gofuse.Status {
@@ -159,27 +205,28 @@ func (fs *FS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.Lsee
 	return gofuse.OK
 }
 
-// Fallocate supports mode 0 (grow the file; the new range reads as zeros,
-// space is not reserved) and FALLOC_FL_KEEP_SIZE (a no-op).
-func (fs *FS) Fallocate(cancel <-chan struct{}, input *gofuse.FallocateIn) gofuse.Status {
-	const keepSize = 1
-	switch input.Mode {
-	case keepSize:
-		return gofuse.OK
-	case 0:
-	default:
-		return gofuse.Status(syscall.EOPNOTSUPP)
-	}
+// Tmpfile makes and opens an unnamed file in the directory (open(2) with
+// O_TMPFILE). The inode starts as an orphan (Nlink 0): it is reaped when
+// its last handle here is released, unless linkat gave it a name first
+// (the kernel allows that unless O_EXCL was given).
+func (fs *FS) Tmpfile(cancel <-chan struct{}, input *gofuse.CreateIn, out *gofuse.CreateOut) gofuse.Status {
 	ctx := ctxOf(cancel)
-	in, err := fs.api.GetAttr(ctx, meta.Ino(input.NodeId))
+	in, err := fs.api.Create(ctx, meta.CreateReq{
+		Parent:  meta.Ino(input.NodeId),
+		Mode:    input.Mode&^syscall.S_IFMT | syscall.S_IFREG,
+		Uid:     input.Uid,
+		Gid:     input.Gid,
+		Tmpfile: true,
+		Open:    true, // held like a create's open: the last release reaps it
+	})
 	if err != nil {
-		return fs.status("fallocate", err)
+		return fs.status("tmpfile", err)
 	}
-	fs.c.Overlay(&in)
-	if end := input.Offset + input.Length; end > in.Size {
-		if _, err := fs.c.Truncate(ctx, in, int64(end)); err != nil {
-			return fs.status("fallocate", err)
-		}
+	fs.fillEntry(&in, &out.EntryOut)
+	st := fs.open(cancel, in, input.Flags, true, &out.OpenOut)
+	// Reaped now if the open failed, else at the last release.
+	if err := fs.c.Unlinked(ctx, in.Ino); err != nil {
+		fs.log.Warn("tmpfile: reap failed", "inode", in.Ino, "err", err)
 	}
-	return gofuse.OK
+	return st
 }

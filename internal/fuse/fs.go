@@ -80,7 +80,13 @@ func Mount(fs *FS, dir string) (*gofuse.Server, error) {
 		// finds 1 MiB plus the header over the pipe's size limit and logs
 		// that on each read.
 		DisableSplice: true,
-		Debug:         fs.opts.Debug,
+		// Coherent and uncached policies open files with direct I/O;
+		// without this capability the kernel refuses MAP_SHARED on them
+		// (ENODEV). With it (Linux 6.6 and later) a shared mapping goes
+		// through the page cache, which the kernel writes back and drops
+		// around each direct write (docs/design/2026-11-24-posix-mmap.md).
+		ExtraCapabilities: gofuse.CAP_DIRECT_IO_ALLOW_MMAP,
+		Debug:             fs.opts.Debug,
 	}
 	srv, err := gofuse.NewServer(fs, dir, mo)
 	if err != nil {

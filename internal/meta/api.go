@@ -218,6 +218,10 @@ type CreateReq struct {
 	// Open holds the inode it returns open for the calling session, as
 	// HoldOpen does (open(2) with O_CREAT): release it with ReleaseOpen.
 	Open bool
+	// Tmpfile makes an unnamed regular file in Parent (open(O_TMPFILE)):
+	// Name is not used, the inode starts with Nlink 0 as an orphan (Reap
+	// it when its last opener is done), and Link may give it a name.
+	Tmpfile bool
 }
 
 // Rename flags, as renameat2(2).

@@ -18,9 +18,10 @@
 // setgid directories, renameat2 flags. A non-directory whose last link goes
 // becomes an orphan: its inode and recipe stay (an open file can still be
 // read and written) until it is reaped, and so does a removed directory
-// some session has open (see Open files). Inode numbers are never reused,
-// so Gen is always 1. Permission checks are the kernel's
-// (default_permissions).
+// some session has open (see Open files). An O_TMPFILE inode
+// (CreateReq.Tmpfile) is born an orphan with no name; unlike an unlinked
+// file, Link may name it. Inode numbers are never reused, so Gen is always
+// 1. Permission checks are the kernel's (default_permissions).
 //
 // # Key schema
 //
@@ -70,7 +71,8 @@
 //	xattr:   1 | value (0..XattrValueMax bytes)
 //	composition: 1 | len 4 | base 32 | n 1 (1..MaxPatches) |
 //	         n * (hash 32 | off 4 | len 4)
-//	orphan:  1 | unix ns when the last link went (8)
+//	orphan:  1 | unix ns when the last link went (8) | [linkable 1: an
+//	         O_TMPFILE inode, which Link may name]
 //	ref:     1 | count 8 (at least 1: a count of 0 has no record)
 //	release: 1
 //	server:  1 | addr str | dir str | host str | rack str | site str |

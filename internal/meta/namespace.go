@@ -122,12 +122,16 @@ func (s *Service) create(ctx context.Context, req CreateReq) (out Inode, again b
 // createIno makes the entry with the new inode number ino, or returns the
 // regular file the name has (non-Excl).
 func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode, error) {
-	if err := checkName(req.Name); err != nil {
-		return Inode{}, err
-	}
 	typ := typeOf(req.Mode)
 	if typ == 0 {
 		typ = syscall.S_IFREG
+	}
+	if req.Tmpfile {
+		if typ != syscall.S_IFREG {
+			return Inode{}, ErrInvalid
+		}
+	} else if err := checkName(req.Name); err != nil {
+		return Inode{}, err
 	}
 	if !validType(typ) {
 		return Inode{}, ErrInvalid
@@ -148,9 +152,13 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 		if err != nil {
 			return err
 		}
-		old, oldTyp, exists, err := t.getDentry(req.Parent, req.Name)
-		if err != nil {
-			return err
+		var old Ino
+		var oldTyp uint32
+		exists := false
+		if !req.Tmpfile {
+			if old, oldTyp, exists, err = t.getDentry(req.Parent, req.Name); err != nil {
+				return err
+			}
 		}
 		if exists {
 			if typ != syscall.S_IFREG || req.Excl {
@@ -192,14 +200,23 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 		case syscall.S_IFCHR, syscall.S_IFBLK:
 			rec.Rdev = req.Rdev
 		}
-		parent.touchDir(now)
+		if req.Tmpfile {
+			// Nameless: the directory is unchanged, and the inode is
+			// an orphan until Link names it.
+			rec.Nlink = 0
+			if err := t.Put(orphanKey(ino), encodeOrphan(now, true)); err != nil {
+				return err
+			}
+		} else {
+			parent.touchDir(now)
+			if err := t.putInode(parent); err != nil {
+				return err
+			}
+			if err := t.putDentry(parent.Ino, req.Name, ino, typ); err != nil {
+				return err
+			}
+		}
 		if err := t.putInode(rec); err != nil {
-			return err
-		}
-		if err := t.putInode(parent); err != nil {
-			return err
-		}
-		if err := t.putDentry(parent.Ino, req.Name, ino, typ); err != nil {
 			return err
 		}
 		if err := t.addCounter(ctrFiles, ino, 1); err != nil {
@@ -237,10 +254,15 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 			switch {
 			case rec.IsDir():
 				return ErrPerm
-			case rec.Nlink == 0:
-				return ErrNotFound
 			case rec.Nlink >= MaxLink:
 				return ErrTooManyLink
+			}
+			if rec.Nlink == 0 {
+				// Only an O_TMPFILE inode gets a name (linkat);
+				// an unlinked file stays unlinked.
+				if err := t.linkOrphan(ino); err != nil {
+					return err
+				}
 			}
 			now := s.nowNs()
 			rec.Nlink++
@@ -340,11 +362,30 @@ func (t txn) dropLink(rec *inodeRec, now int64) error {
 	}
 	rec.touch(now)
 	if rec.Nlink == 0 {
-		if err := t.Put(orphanKey(rec.Ino), encodeOrphan(now)); err != nil {
+		if err := t.Put(orphanKey(rec.Ino), encodeOrphan(now, false)); err != nil {
 			return err
 		}
 	}
 	return t.putInode(rec)
+}
+
+// linkOrphan takes the orphan marker off ino, which is about to get a
+// name, if it is linkable (CreateReq.Tmpfile); else it is ErrNotFound.
+func (t txn) linkOrphan(ino Ino) error {
+	v, ok, err := t.Get(orphanKey(ino))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return ErrNotFound
+	}
+	if _, linkable, err := decodeOrphan(v); err != nil || !linkable {
+		if err == nil {
+			err = ErrNotFound
+		}
+		return err
+	}
+	return t.Delete(orphanKey(ino))
 }
 
 // Rmdir removes the empty directory parent/name.
@@ -403,7 +444,7 @@ func (t txn) removeDir(ino Ino, keep bool, now int64) error {
 		}
 		rec.Nlink = 0
 		rec.touch(now)
-		if err := t.Put(orphanKey(ino), encodeOrphan(now)); err != nil {
+		if err := t.Put(orphanKey(ino), encodeOrphan(now, false)); err != nil {
 			return err
 		}
 		return t.putInode(rec)

@@ -315,17 +315,23 @@ func decodeXattr(b []byte) ([]byte, error) {
 	return append([]byte{}, b[1:]...), nil
 }
 
-// encodeOrphan encodes an orphan marker set at unix ns t.
-func encodeOrphan(t int64) []byte {
-	return binary.BigEndian.AppendUint64([]byte{recordV1}, uint64(t))
+// encodeOrphan encodes an orphan marker set at unix ns t; linkable marks
+// an O_TMPFILE inode, which Link may name (a trailing byte set to 1).
+func encodeOrphan(t int64, linkable bool) []byte {
+	b := binary.BigEndian.AppendUint64([]byte{recordV1}, uint64(t))
+	if linkable {
+		b = append(b, 1)
+	}
+	return b
 }
 
-// decodeOrphan returns the time an orphan marker was set.
-func decodeOrphan(b []byte) (int64, error) {
-	if len(b) != 9 || b[0] != recordV1 {
-		return 0, corruptf("orphan record %x", b)
+// decodeOrphan returns the time an orphan marker was set and whether the
+// orphan may be linked.
+func decodeOrphan(b []byte) (t int64, linkable bool, err error) {
+	if (len(b) != 9 && (len(b) != 10 || b[9] != 1)) || b[0] != recordV1 {
+		return 0, false, corruptf("orphan record %x", b)
 	}
-	return int64(be64(b[1:])), nil
+	return int64(be64(b[1:])), len(b) == 10, nil
 }
 
 // encodeRef encodes a block's reference count (at least 1: a count of 0

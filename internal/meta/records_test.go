@@ -117,7 +117,8 @@ func FuzzDecodeServer(f *testing.F) {
 
 func FuzzDecodeSmall(f *testing.F) {
 	f.Add(encodeXattr([]byte("v")))
-	f.Add(encodeOrphan(5))
+	f.Add(encodeOrphan(5, false))
+	f.Add(encodeOrphan(5, true))
 	f.Add(encodeU64(7))
 	f.Add(encodeRef(3))
 	f.Add(encodeRelease())
@@ -143,8 +144,8 @@ func FuzzDecodeSmall(f *testing.F) {
 		} else {
 			wantCorrupt(t, err)
 		}
-		if v, err := decodeOrphan(b); err == nil {
-			if !bytes.Equal(encodeOrphan(v), b) {
+		if v, linkable, err := decodeOrphan(b); err == nil {
+			if !bytes.Equal(encodeOrphan(v, linkable), b) {
 				t.Fatalf("orphan re-encoding %x differs", b)
 			}
 		} else {

@@ -48,6 +48,21 @@ func runHelper(_ string, args []string) int {
 			defer unix.Close(fd)
 			_, err = unix.Write(fd, []byte("x"))
 			return err
+		case "writestat": // write, then fstat the descriptor: extra is the mode in octal
+			fd, err := unix.Open(path, unix.O_WRONLY, 0)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			if _, err := unix.Write(fd, []byte("x")); err != nil {
+				return err
+			}
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				return err
+			}
+			extra = strconv.FormatUint(uint64(st.Mode&0o7777), 8)
+			return nil
 		case "create":
 			fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o644)
 			if err != nil {

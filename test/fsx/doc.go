@@ -9,7 +9,8 @@
 // through open descriptors and through fresh opens, fsync and fdatasync,
 // close and reopen, rename (also over an existing name and between two links
 // of one inode), link and unlink (an unlinked file stays usable through the
-// descriptors that hold it). Every byte read is compared with the model, and
+// descriptors that hold it), fallocate's PUNCH_HOLE|KEEP_SIZE and ZERO_RANGE
+// (with and without KEEP_SIZE). Every byte read is compared with the model, and
 // sizes and link counts are checked after every change.
 //
 // The sequence depends only on the seed and the configuration, never on

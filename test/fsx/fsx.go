@@ -29,11 +29,13 @@ const (
 	OpLink                // link a name to a free name
 	OpUnlink              // unlink a name (descriptors keep the file)
 	OpVerify              // read a whole file through a fresh open
+	OpPunchHole           // fallocate(PUNCH_HOLE|KEEP_SIZE) on an open descriptor
+	OpZeroRange           // fallocate(ZERO_RANGE), with or without KEEP_SIZE
 	numOps
 )
 
 var opNames = [numOps]string{"write", "append", "read", "readpath", "truncate", "ftruncate",
-	"fsync", "fdatasync", "reopen", "rename", "link", "unlink", "verify"}
+	"fsync", "fdatasync", "reopen", "rename", "link", "unlink", "verify", "punchhole", "zerorange"}
 
 func (o Op) String() string {
 	if o >= 0 && o < numOps {
@@ -47,6 +49,7 @@ func (o Op) String() string {
 var DefaultWeights = map[Op]int{
 	OpWrite: 32, OpAppend: 5, OpRead: 24, OpReadPath: 4, OpTruncate: 5, OpFtruncate: 5,
 	OpFsync: 2, OpFdatasync: 2, OpReopen: 6, OpRename: 4, OpLink: 1, OpUnlink: 2, OpVerify: 1,
+	OpPunchHole: 2, OpZeroRange: 2,
 }
 
 // Config sets up a run. Zero fields take the defaults noted.

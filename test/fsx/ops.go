@@ -19,7 +19,7 @@ func (r *runner) do(opp *Op) (string, error) {
 	defer func() { *opp = op }()
 	h := r.handles[r.rng.IntN(len(r.handles))]
 	switch op {
-	case OpWrite, OpRead, OpFtruncate, OpFsync, OpFdatasync:
+	case OpWrite, OpRead, OpFtruncate, OpFsync, OpFdatasync, OpPunchHole, OpZeroRange:
 		if h.f == nil {
 			op = OpReopen // a closed slot is opened first
 		}
@@ -120,6 +120,33 @@ func (r *runner) do(opp *Op) (string, error) {
 			return desc, err
 		}
 		h.ino.resize(l)
+		return desc, r.checkFstat(h)
+
+	case OpPunchHole, OpZeroRange:
+		size := h.ino.size()
+		n := r.pickSize()
+		off := r.pickOffset(size, n)
+		mode, name := uint32(unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE), "punchhole"
+		keep := true
+		if op == OpZeroRange {
+			mode, name = unix.FALLOC_FL_ZERO_RANGE, "zerorange"
+			if keep = r.rng.IntN(2) == 0; keep {
+				mode |= unix.FALLOC_FL_KEEP_SIZE
+				name += "+keepsize"
+			}
+		}
+		newSize := size
+		if !keep {
+			newSize = max(size, off+n)
+		}
+		desc := fmt.Sprintf("%s %s off=%d len=%d size %d->%d", name, h, off, n, size, newSize)
+		if err := unix.Fallocate(int(h.f.Fd()), mode, off, n); err != nil {
+			return desc, err
+		}
+		h.ino.resize(newSize)
+		if end := min(off+n, newSize); off < end {
+			clear(h.ino.data[off:end])
+		}
 		return desc, r.checkFstat(h)
 
 	case OpFsync:

@@ -197,6 +197,36 @@ func testLink(h *harness) {
 	h.wantErr("link an orphan", err, meta.ErrNotFound)
 }
 
+// testTmpfile: an O_TMPFILE inode has no name and Nlink 0, leaves its
+// directory unchanged, may be linked (unlike an unlinked file) and is gone
+// once reaped unlinked.
+func testTmpfile(h *harness) {
+	root := h.attr(meta.RootIno)
+	h.clock.Advance(time.Second)
+	tmp := func() meta.Inode {
+		in, err := h.api.Create(h.ctx, meta.CreateReq{Parent: meta.RootIno, Mode: syscall.S_IFREG | 0o600, Uid: 7, Gid: 8, Tmpfile: true})
+		h.wantErr("create a tmpfile", err, nil)
+		return in
+	}
+	f := tmp()
+	eq(h, "nlink", f.Nlink, uint32(0))
+	eq(h, "mode", f.Mode, uint32(syscall.S_IFREG|0o600))
+	eq(h, "names", len(h.names(meta.RootIno)), 0)
+	eq(h, "parent mtime", h.attr(meta.RootIno).Mtime, root.Mtime)
+	l, err := h.api.Link(h.ctx, f.Ino, meta.RootIno, "named")
+	h.wantErr("link a tmpfile", err, nil)
+	eq(h, "nlink after link", l.Nlink, uint32(1))
+	h.wantErr("reap a linked tmpfile", h.api.Reap(h.ctx, f.Ino), nil)
+	eq(h, "named", h.lookup(meta.RootIno, "named").Ino, f.Ino)
+
+	g := tmp()
+	h.wantErr("reap a tmpfile", h.api.Reap(h.ctx, g.Ino), nil)
+	_, err = h.api.GetAttr(h.ctx, g.Ino)
+	h.wantErr("getattr of a reaped tmpfile", err, meta.ErrNotFound)
+	_, err = h.api.Create(h.ctx, meta.CreateReq{Parent: meta.RootIno, Mode: syscall.S_IFDIR | 0o700, Tmpfile: true})
+	h.wantErr("a tmpfile directory", err, meta.ErrInvalid)
+}
+
 func testUnlinkReap(h *harness) {
 	f := h.file(meta.RootIno, "f")
 	_, err := h.api.Link(h.ctx, f.Ino, meta.RootIno, "f2")

@@ -136,6 +136,7 @@ func Run(t *testing.T, f Factory) {
 		{"SetAttr", testSetAttr},
 		{"Truncate", testTruncate},
 		{"Link", testLink},
+		{"Tmpfile", testTmpfile},
 		{"UnlinkReap", testUnlinkReap},
 		{"Rmdir", testRmdir},
 		{"RenameErrors", testRenameErrors},
