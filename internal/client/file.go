@@ -93,6 +93,10 @@ type file struct {
 		q []meta.Callback
 	}
 	stale bool
+	// unleased: the session that leased the cached state may have ended
+	// (the meta service was unreachable or restarted); it is revalidated
+	// before a use that needs it (catchUpLocked).
+	unleased bool
 }
 
 // dblock is one dirty block. buf holds the block's content from its start;
