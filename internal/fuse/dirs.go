@@ -42,7 +42,7 @@ func (d *dirHandle) ensureLocked(ctx context.Context, api meta.API, idx int, plu
 }
 
 func (fs *FS) OpenDir(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	in, err := fs.api.GetAttr(ctxOf(cancel), meta.Ino(input.NodeId))
+	in, err := fs.api.GetAttr(ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId))
 	if err != nil {
 		return fs.status("opendir", err)
 	}
@@ -76,7 +76,7 @@ func (fs *FS) readDir(cancel <-chan struct{}, input *gofuse.ReadIn, out *gofuse.
 	if d == nil {
 		return gofuse.EBADF
 	}
-	ctx := ctxOf(cancel)
+	ctx := ctxOf(cancel, &input.InHeader)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if input.Offset == 0 {
@@ -128,5 +128,5 @@ func (fs *FS) ReleaseDir(input *gofuse.ReleaseIn) {
 // survive a crash of the meta service when acknowledged, of its machine
 // once synced).
 func (fs *FS) FsyncDir(cancel <-chan struct{}, input *gofuse.FsyncIn) gofuse.Status {
-	return fs.status("fsyncdir", fs.c.Sync(ctxOf(cancel)))
+	return fs.status("fsyncdir", fs.c.Sync(ctxOf(cancel, &input.InHeader)))
 }

@@ -11,8 +11,8 @@ import (
 
 // open opens in; created says the inode was just made by this request (an
 // O_EXCL create), so the kernel has nothing of it cached.
-func (fs *FS) open(cancel <-chan struct{}, in meta.Inode, flags uint32, created bool, out *gofuse.OpenOut) gofuse.Status {
-	h, mode, err := fs.c.Open(ctxOf(cancel), in, int(flags))
+func (fs *FS) open(cancel <-chan struct{}, hdr *gofuse.InHeader, in meta.Inode, flags uint32, created bool, out *gofuse.OpenOut) gofuse.Status {
+	h, mode, err := fs.c.Open(ctxOf(cancel, hdr), in, int(flags))
 	if err != nil {
 		return fs.status("open", err)
 	}
@@ -45,7 +45,7 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 		Gid:    input.Gid,
 		Excl:   input.Flags&syscall.O_EXCL != 0,
 	}
-	ctx := ctxOf(cancel)
+	ctx := ctxOf(cancel, &input.InHeader)
 	in, err := fs.api.Create(ctx, req)
 	if err != nil {
 		return fs.status("create", err)
@@ -56,16 +56,16 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 		}
 	}
 	fs.fillEntry(&in, &out.EntryOut)
-	return fs.open(cancel, in, input.Flags, req.Excl, &out.OpenOut)
+	return fs.open(cancel, &input.InHeader, in, input.Flags, req.Excl, &out.OpenOut)
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	h, mode, in, err := fs.c.OpenIno(ctxOf(cancel), meta.Ino(input.NodeId), int(input.Flags))
+	h, mode, in, err := fs.c.OpenIno(ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId), int(input.Flags))
 	if err != nil {
 		return fs.status("open", err)
 	}
 	if in.IsDir() {
-		h.Release(ctxOf(cancel))
+		h.Release(ctxOf(cancel, &input.InHeader))
 		return gofuse.Status(syscall.EISDIR)
 	}
 	fs.opened(h, in.Ino, mode, false, out)
@@ -77,7 +77,7 @@ func (fs *FS) Read(cancel <-chan struct{}, input *gofuse.ReadIn, buf []byte) (go
 	if h == nil {
 		return nil, gofuse.EBADF
 	}
-	n, err := h.Read(ctxOf(cancel), int64(input.Offset), buf[:min(len(buf), int(input.Size))])
+	n, err := h.Read(ctxOf(cancel, &input.InHeader), int64(input.Offset), buf[:min(len(buf), int(input.Size))])
 	if err != nil {
 		return nil, fs.status("read", err)
 	}
@@ -109,7 +109,7 @@ func (fs *FS) Fsync(cancel <-chan struct{}, input *gofuse.FsyncIn) gofuse.Status
 	if h == nil {
 		// fsync(2) on a file opened elsewhere: nothing buffered here,
 		// but what was committed must be durable.
-		return fs.status("fsync", fs.c.Sync(ctxOf(cancel)))
+		return fs.status("fsync", fs.c.Sync(ctxOf(cancel, &input.InHeader)))
 	}
 	return fs.status("fsync", h.Fsync(killable(cancel, &input.InHeader)))
 }
@@ -122,7 +122,7 @@ func (fs *FS) Release(cancel <-chan struct{}, input *gofuse.ReleaseIn) {
 	if h == nil {
 		return
 	}
-	if err := h.Release(ctxOf(cancel)); err != nil {
+	if err := h.Release(ctxOf(cancel, &input.InHeader)); err != nil {
 		fs.log.Error("release: data written since the last fsync may be lost", "inode", input.NodeId, "err", err)
 	}
 }
@@ -164,7 +164,7 @@ func (fs *FS) Fallocate(cancel <-chan struct{}, input *gofuse.FallocateIn) gofus
 	default:
 		return gofuse.Status(syscall.EOPNOTSUPP)
 	}
-	ctx := ctxOf(cancel)
+	ctx := ctxOf(cancel, &input.InHeader)
 	in, err := fs.api.GetAttr(ctx, meta.Ino(input.NodeId))
 	if err != nil {
 		return fs.status("fallocate", err)
