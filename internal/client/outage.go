@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 
+	"tessera/internal/meta"
 	"tessera/internal/meta/metawait"
 	"tessera/internal/policy"
 )
@@ -64,4 +65,25 @@ func (c *Client) metaBack() {
 	case c.metaKick <- struct{}{}:
 	default:
 	}
+}
+
+// StatFallback returns what stands in for ino's attributes while the meta
+// service is unavailable: for a file open here whose policy serves cached
+// data and that no callback invalidated, the inode as last read (the FUSE
+// layer overlays this client's uncommitted size and mtime); ok is false
+// when the stat must wait for the service.
+func (c *Client) StatFallback(ino meta.Ino) (in meta.Inode, ok bool) {
+	c.mu.Lock()
+	f := c.mu.files[ino]
+	c.mu.Unlock()
+	if f == nil {
+		return meta.Inode{}, false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drainLocked()
+	if !f.loaded || f.stale || f.attr.Ino != ino || !c.servesCached(f.policyName) {
+		return meta.Inode{}, false
+	}
+	return f.attr, true
 }

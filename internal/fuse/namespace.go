@@ -8,6 +8,7 @@ import (
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 
 	"tessera/internal/meta"
+	"tessera/internal/meta/metawait"
 )
 
 func (fs *FS) Lookup(cancel <-chan struct{}, header *gofuse.InHeader, name string, out *gofuse.EntryOut) gofuse.Status {
@@ -38,12 +39,21 @@ func (fs *FS) Forget(nodeid, nlookup uint64) {}
 
 func (fs *FS) GetAttr(cancel <-chan struct{}, input *gofuse.GetAttrIn, out *gofuse.AttrOut) gofuse.Status {
 	ctx, ino := ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId)
+	fallback, canFall := fs.c.StatFallback(ino)
+	if canFall {
+		// An open file whose policy serves cached data answers from what
+		// it has while the meta service is unavailable.
+		ctx = metawait.NoWait(ctx)
+	}
 	var in meta.Inode
 	var err error
 	if cs, ok := fs.api.(cachedStat); ok {
 		in, err = cs.CachedGetAttr(ctx, ino)
 	} else {
 		in, err = fs.api.GetAttr(ctx, ino)
+	}
+	if err != nil && canFall && meta.Unavailable(err) {
+		in, err = fallback, nil
 	}
 	if err != nil {
 		return fs.status("getattr", err)
