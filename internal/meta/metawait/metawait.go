@@ -118,6 +118,9 @@ func noWait(ctx context.Context) bool { v, _ := ctx.Value(noWaitKey{}).(bool); r
 // saw records the outcome of an attempt: whether the service answered.
 func (s *state) saw(op string, err error) {
 	unavailable := meta.Unavailable(err)
+	if !unavailable && errors.Is(err, context.Canceled) {
+		return // the caller gave up: that says nothing of the service
+	}
 	s.mu.Lock()
 	was := s.down
 	s.down = unavailable
