@@ -177,3 +177,45 @@ func TestClusterMetaTimeout(t *testing.T) {
 		t.Fatalf("stat once the meta service is back: %v", err)
 	}
 }
+
+// TestClusterMetaWaitKillable: with --meta-timeout 0 (wait forever) a
+// process whose stat waits for the meta service still dies when killed:
+// the wait ends for a caller with SIGKILL pending, so it is not left in
+// state D.
+func TestClusterMetaWaitKillable(t *testing.T) {
+	m := startMulti(t, 1)
+	mnt := addMount(t, m, "--meta-timeout", "0").Mount()
+	path := filepath.Join(mnt, "f")
+	if err := os.WriteFile(path, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Meta().Stop(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := m.Meta().Start(); err != nil {
+			t.Error(err)
+		}
+	}()
+	time.Sleep(attrExpiry)
+	stat := exec.Command(helperExe(t, false), "stat", path)
+	stat.Env = append(os.Environ(), envHelper+"=1")
+	if err := stat.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- stat.Wait() }()
+	select {
+	case err := <-done:
+		t.Fatalf("a stat with the meta service down and no timeout ended: %v", err)
+	case <-time.After(time.Second):
+	}
+	if err := stat.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(time.Minute): // a hang guard, not a speed check
+		t.Fatal("the killed process did not die while its stat waited for the meta service")
+	}
+}
