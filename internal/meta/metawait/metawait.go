@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,8 +47,8 @@ type Options struct {
 	// caller is dying (nil, nil: the context carries no request). A wait
 	// ends with EINTR once both hold.
 	Interrupt func(ctx context.Context) (<-chan struct{}, func() bool)
-	// OnBack, if set, is called (in its own goroutine) when a call gets an
-	// answer after calls found the service unavailable.
+	// OnBack, if set, is called when a call gets an answer after calls
+	// found the service unavailable, by that call: it must not block.
 	OnBack func()
 	Logger *slog.Logger // nil: slog.Default()
 }
@@ -68,8 +68,7 @@ var (
 // state is what an API and its session-bound copies share.
 type state struct {
 	opts Options
-	mu   sync.Mutex
-	down bool // the latest call found the service unavailable
+	down atomic.Bool // the latest call found the service unavailable
 }
 
 // New returns api waiting out outages as Options say.
@@ -98,11 +97,7 @@ func (a *API) WithSession(id meta.SessionID) meta.API {
 }
 
 // Down reports whether the latest call found the service unavailable.
-func (a *API) Down() bool {
-	a.st.mu.Lock()
-	defer a.st.mu.Unlock()
-	return a.st.down
-}
+func (a *API) Down() bool { return a.st.down.Load() }
 
 type noWaitKey struct{}
 
@@ -121,22 +116,21 @@ func (s *state) saw(op string, err error) {
 	if !unavailable && errors.Is(err, context.Canceled) {
 		return // the caller gave up: that says nothing of the service
 	}
-	s.mu.Lock()
-	was := s.down
-	s.down = unavailable
-	s.mu.Unlock()
-	switch {
-	case unavailable && !was:
+	// Every call passes here: the common case, no change, takes no lock.
+	if s.down.Load() == unavailable || !s.down.CompareAndSwap(!unavailable, unavailable) {
+		return
+	}
+	if unavailable {
 		wait := "forever"
 		if s.opts.Timeout > 0 {
 			wait = s.opts.Timeout.String()
 		}
 		s.opts.Logger.Warn("meta service unavailable; calls wait for it", "op", op, "wait", wait, "err", err)
-	case !unavailable && was:
-		s.opts.Logger.Info("meta service answers again", "op", op)
-		if s.opts.OnBack != nil {
-			go s.opts.OnBack()
-		}
+		return
+	}
+	s.opts.Logger.Info("meta service answers again", "op", op)
+	if s.opts.OnBack != nil {
+		s.opts.OnBack()
 	}
 }
 
