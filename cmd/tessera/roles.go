@@ -124,10 +124,15 @@ func runMount(ctx context.Context, args []string) error {
 	debug := fs.Bool("debug", false, "log every FUSE request")
 	pprofAddr := addPprofFlag(fs)
 	pol := addPolicyFlag(fs)
+	metaTimeout := addMetaTimeoutFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := mem.check(); err != nil {
+		return err
+	}
+	waitMeta, err := metaTimeout.value()
+	if err != nil {
 		return err
 	}
 	if err := servePprof(*pprofAddr); err != nil {
@@ -149,7 +154,7 @@ func runMount(ctx context.Context, args []string) error {
 	inv := new(fuse.Invalidator)
 	cl, err := client.New(ctx, client.Config{Meta: mc, Dial: up.DialBlockServer, Logger: log,
 		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String(),
-		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty,
+		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta,
 		Sessions: true, OnInvalidate: inv.Invalidate})
 	if err != nil {
 		return err

@@ -25,7 +25,12 @@ func runUp(ctx context.Context, args []string) error {
 	pol := addPolicyFlag(fs)
 	mem := addMemFlags(fs)
 	pprofAddr := addPprofFlag(fs)
+	metaTimeout := addMetaTimeoutFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	waitMeta, err := metaTimeout.value()
+	if err != nil {
 		return err
 	}
 	if err := servePprof(*pprofAddr); err != nil {
@@ -78,6 +83,7 @@ func runUp(ctx context.Context, args []string) error {
 		Policy:        pol.String(),
 		MemCache:      *mem.cache,
 		DirtyBytes:    *mem.dirty,
+		MetaTimeout:   waitMeta,
 		Logger:        newLogger(false),
 		Ready: func(mount, metaAddr string) {
 			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s\n", mount, metaAddr, *data)

@@ -3,12 +3,14 @@ package client
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
+	"tessera/internal/meta/metawait"
 )
 
 // Poll-loop retry bounds while the meta service is unreachable.
@@ -34,6 +36,15 @@ type callbacks struct {
 	cancel   context.CancelFunc
 	done     chan struct{} // closed when the loop has returned
 	notify   sync.WaitGroup
+	// leased: the latest poll succeeded, so the session holds its leases;
+	// false from a failed poll until a poll succeeds or a new session is
+	// open (catchUpLocked revalidates unleased files until then).
+	leased atomic.Bool
+	// reopened are the hooks reopen runs (onSessionReopened).
+	reopened struct {
+		sync.Mutex
+		fns []func(ctx context.Context, bound meta.API) error
+	}
 }
 
 // startCallbacks opens a session, binds it and starts the poll loop. It is
@@ -43,6 +54,7 @@ func (c *Client) startCallbacks(ctx context.Context, binder meta.SessionBinder) 
 	if err := cb.open(ctx); err != nil {
 		return err
 	}
+	cb.leased.Store(true)
 	c.cb = cb
 	c.api = &sessionAPI{API: cb.raw, cb: cb, sync: c.cfg.SyncCommits}
 	loopCtx, cancel := context.WithCancel(context.Background())
@@ -91,6 +103,7 @@ func (cb *callbacks) run(ctx context.Context) {
 				log.Info("meta service reachable again; callbacks resume")
 			}
 			down, dropped, backoff, lastOK = false, false, pollBackoffMin, time.Now()
+			cb.leased.Store(true)
 			for _, x := range cbs {
 				cb.apply(x)
 				ack = x.Seq
@@ -99,29 +112,25 @@ func (cb *callbacks) run(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, meta.ErrSessionExpired):
-			log.Warn("meta session expired; dropping cached attributes and recipes", "session", uint64(b.id))
-			if err := cb.open(ctx); err != nil {
+			cb.leased.Store(false)
+			log.Warn("meta session expired; opening a new one, cached attributes and recipes are revalidated", "session", uint64(b.id))
+			if err := cb.reopen(ctx); err != nil {
 				cb.c.invalidateAll()
 				break // retried below, with backoff
 			}
 			ack = 0
-			// Bound to the new session first, so that what is read after
-			// the drop is under a lease.
-			cb.c.invalidateAll()
-			// The new session holds nothing open yet: say what we do,
-			// before the service's restart grace ends. Not in this
-			// loop: an open it waits for may itself wait for a change
-			// that waits for this loop's acknowledgements.
-			cb.notify.Add(1)
-			go func() {
-				defer cb.notify.Done()
-				cb.c.reannounce(ctx)
-			}()
+			down, dropped, backoff, lastOK = false, false, pollBackoffMin, time.Now()
 			continue
 		}
 		if !down {
 			log.Warn("meta service unreachable; retrying callbacks", "err", err)
 			down = true
+			// The service may be restarting, and a new one knows none
+			// of our leases: what we cache is revalidated before use by
+			// policies that need the service (catchUpLocked) until a
+			// poll tells the session is alive.
+			cb.leased.Store(false)
+			cb.c.suspectAll()
 		}
 		if !dropped && time.Since(lastOK) > b.ttl*2/3 {
 			// The session is about to expire at the service: writers stop
@@ -132,10 +141,61 @@ func (cb *callbacks) run(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-cb.c.metaKick: // the service answers again (metaBack)
+			backoff = pollBackoffMin
+			continue
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, pollBackoffMax)
 	}
+}
+
+// reopen replaces a session the meta service no longer knows (it restarted,
+// or this client did not poll within the TTL) by a new one: calls are bound
+// to the new session first, so that what is read after is under a lease;
+// then every open file is marked unleased (its cached attributes and recipe
+// are revalidated before a use that needs them, an uncommitted change is
+// committed with the hashes it was based on, and a conflict is redone as
+// always), the kernel is told, and the hooks onSessionReopened registered
+// run in order with the API bound to the new session.
+func (cb *callbacks) reopen(ctx context.Context) error {
+	if err := cb.open(ctx); err != nil {
+		return err
+	}
+	cb.c.invalidateAll()
+	cb.leased.Store(true)
+	cb.reopened.Lock()
+	fns := slices.Clone(cb.reopened.fns)
+	cb.reopened.Unlock()
+	bound := cb.cur.Load().api
+	for _, fn := range fns {
+		if err := fn(ctx, bound); err != nil {
+			cb.c.log.Warn("after reopening the meta session", "err", err)
+		}
+	}
+	// The new session holds nothing open yet: say what we do, before the
+	// service's restart grace ends. Not in the poll loop: an open it waits
+	// for may itself wait for a change that waits for the loop's
+	// acknowledgements.
+	cb.notify.Add(1)
+	go func() {
+		defer cb.notify.Done()
+		cb.c.reannounce(ctx)
+	}()
+	return nil
+}
+
+// onSessionReopened registers fn to run each time the client's meta
+// session is replaced by a new one (reopen), with the API bound to the new
+// session: state the session held at the service (leases, open handles) is
+// announced again there. Without sessions it does nothing.
+func (c *Client) onSessionReopened(fn func(ctx context.Context, bound meta.API) error) {
+	if c.cb == nil {
+		return
+	}
+	c.cb.reopened.Lock()
+	c.cb.reopened.fns = append(c.cb.reopened.fns, fn)
+	c.cb.reopened.Unlock()
 }
 
 // apply applies one callback to the client's caches and then tells the
@@ -166,23 +226,41 @@ func (cb *callbacks) tell(ino meta.Ino) {
 	}()
 }
 
-// invalidateAll drops every cached recipe and attribute: the session that
-// covered them ended.
+// leaseLost is a callback kind of the client's own, never sent by the meta
+// service: the session that leased the file's cached state may have ended.
+// It marks the file unleased (catchUpLocked).
+const leaseLost meta.CallbackKind = 255
+
+// invalidateAll marks every open file unleased and makes the kernel forget
+// what it cached: the session that covered them ended.
 func (c *Client) invalidateAll() {
 	c.mu.Lock()
-	files := make([]*file, 0, len(c.mu.files))
-	for _, f := range c.mu.files {
-		files = append(files, f)
-	}
 	clear(c.mu.seen)
 	c.mu.Unlock()
-	for _, f := range files {
-		f.enqueue(meta.Callback{Ino: f.ino, Kind: meta.CallbackInvalidate})
+	for _, f := range c.suspectAll() {
 		if c.cb != nil {
 			c.cb.tell(f.ino)
 		}
 	}
 }
+
+// suspectAll marks every open file unleased and returns them.
+func (c *Client) suspectAll() []*file {
+	c.mu.Lock()
+	files := make([]*file, 0, len(c.mu.files))
+	for _, f := range c.mu.files {
+		files = append(files, f)
+	}
+	c.mu.Unlock()
+	for _, f := range files {
+		f.enqueue(meta.Callback{Ino: f.ino, Kind: leaseLost})
+	}
+	return files
+}
+
+// sessionLeased reports whether the client's session is known to hold its
+// leases (always true without sessions: nothing is leased, nothing lost).
+func (c *Client) sessionLeased() bool { return c.cb == nil || c.cb.leased.Load() }
 
 // Session returns the client's meta session, 0 without one.
 func (c *Client) Session() meta.SessionID {
@@ -220,17 +298,35 @@ func (f *file) drainLocked() {
 // catchUpLocked applies queued callbacks and, when an invalidation left the
 // file's attributes stale and it has no changes of its own, reads them
 // again. Call it before using the cached size or recipe.
+//
+// An unleased file (its session may have ended, leaseLost) is revalidated
+// the same way, keeping its recipe if its change counter is unchanged;
+// while the meta service is unavailable, a file whose policy lets it serve
+// cached data (timed and write-once caches) goes on with what it has, and
+// one that needs the service (coherent, uncached) waits for it. It stays
+// unleased until the session is known to hold its leases again.
 func (f *file) catchUpLocked(ctx context.Context) error {
 	f.drainLocked()
-	if !f.loaded || !f.stale || !f.cleanLocked() {
+	if !f.loaded || !(f.stale || f.unleased) || !f.cleanLocked() {
 		return nil
 	}
-	in, err := f.c.api.GetAttr(ctx, f.ino)
+	cached := !f.stale && f.c.servesCached(f.policyName)
+	actx := ctx
+	if cached {
+		actx = metawait.NoWait(ctx)
+	}
+	in, err := f.c.api.GetAttr(actx, f.ino)
 	if err != nil {
+		if cached && meta.Unavailable(err) {
+			return nil
+		}
 		return err
 	}
+	if f.stale {
+		f.change = 0 // refreshLocked adopts in whatever its change counter
+	}
 	f.stale = false
-	f.change = 0 // refreshLocked adopts in whatever its change counter
+	f.unleased = f.unleased && !f.c.sessionLeased()
 	f.refreshLocked(in)
 	return nil
 }
@@ -247,6 +343,10 @@ func (f *file) cleanLocked() bool {
 // hashes the changes were based on) and takes effect once f is clean.
 func (f *file) applyLocked(x meta.Callback) {
 	if !f.loaded {
+		return
+	}
+	if x.Kind == leaseLost {
+		f.unleased = true // the cached recipe stays until revalidated
 		return
 	}
 	if x.Kind == meta.CallbackUpdate && x.Inode.Change <= f.change && !f.stale {

@@ -13,6 +13,7 @@ import (
 	"tessera/internal/cachetier"
 	"tessera/internal/clock"
 	"tessera/internal/meta"
+	"tessera/internal/meta/metawait"
 	"tessera/internal/policy"
 	"tessera/internal/ratelog"
 )
@@ -69,6 +70,12 @@ type Config struct {
 	// the background, so that no upload a client holds ages past the block
 	// collector's grace [DefaultMaxUncommitted; negative: never].
 	MaxUncommitted time.Duration
+	// MetaTimeout is how long a meta call waits for an unavailable meta
+	// service before it fails with EIO (outage.go): 0 means
+	// metawait.DefaultTimeout (60 s), negative for ever.
+	MetaTimeout time.Duration
+	// MetaClock is the clock of those waits; nil means the real one.
+	MetaClock metawait.Clock
 	// OnInvalidate, if set, is called (in its own goroutine) with every
 	// inode a callback or an expired session invalidated or updated, after
 	// the client's own caches were updated: the FUSE layer drops the
@@ -133,6 +140,8 @@ type Client struct {
 	bg       sync.WaitGroup
 	cb       *callbacks // nil without a session
 	holds    holds      // opens recorded with the meta service (holds.go)
+	// metaKick wakes the poll loop when the meta service is back (outage.go).
+	metaKick chan struct{}
 	redo     redoStats
 	aged     atomic.Uint64 // background commits of data left uncommitted too long
 	stop     chan struct{} // closed by Close: background loops end
@@ -184,12 +193,16 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		bufs:     newBufList(meta.DefaultBlockSize, 16),
 		uploads:  make(chan struct{}, cfg.Uploads),
 		fetches:  make(chan struct{}, cfg.Fetches),
+		metaKick: make(chan struct{}, 1),
 	}
+	_, canBind := cfg.Meta.(meta.SessionBinder)
+	wait := metaWait(c, &cfg)
+	c.cfg.Meta, c.api = wait, wait
 	c.budget = newBudget(cfg.DirtyBytes)
 	c.mu.files = make(map[meta.Ino]*file)
 	c.mu.seen = make(map[meta.Ino]uint64)
 	c.mu.flights = make(map[block.Hash]*flight)
-	c.router = newRouter(cfg.Meta, cfg.Dial, cfg.Logger)
+	c.router = newRouter(c.api, cfg.Dial, cfg.Logger)
 	if err := c.router.refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -210,8 +223,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		// block servers on a miss.
 		c.tier = cachetier.NewBlockCache(pool, nil)
 	}
-	if b, ok := cfg.Meta.(meta.SessionBinder); ok && cfg.Sessions {
-		if err := c.startCallbacks(ctx, b); err != nil {
+	if canBind && cfg.Sessions {
+		if err := c.startCallbacks(ctx, wait); err != nil {
 			return nil, fmt.Errorf("client: open meta session: %w", err)
 		}
 	}
@@ -362,7 +375,7 @@ func (c *Client) Overlay(in *meta.Inode) {
 		return
 	}
 	f.drainLocked()
-	if f.stale && f.cleanLocked() {
+	if (f.stale || f.unleased) && f.cleanLocked() {
 		return // in is newer than what f has
 	}
 	in.Size = uint64(f.size)

@@ -81,10 +81,24 @@
 // compares against the hashes they were based on). Either way the kernel may
 // no longer keep its pages on the next open, and Config.OnInvalidate is
 // called in the background. When the session expired the client opens a new
-// one and treats every open file as invalidated; when the meta service is
-// unreachable it retries with backoff (one log line per outage) and drops
-// its caches once two thirds of the TTL passed without a poll, since writers
-// stop waiting for it when its session expires. Commits of files under a
+// one (callbacks.reopen, the one re-open path, which then runs the hooks
+// registered with onSessionReopened) and marks every open file unleased:
+// its cached attributes and recipe are revalidated before a use that needs
+// them. When the meta service is unreachable the poll loop retries with
+// backoff (one log line per outage), marks every open file unleased at once
+// (a restarted service knows none of the session's leases) and tells the
+// kernel to drop its caches once two thirds of the TTL passed without a
+// poll, since writers stop waiting for it when its session expires; it polls
+// at once when a call is answered again.
+//
+// Outages (outage.go). Every meta call waits for an unavailable meta service
+// (metawait) for Config.MetaTimeout, then fails with EIO; a dying caller
+// ends the wait with EINTR. Meanwhile files under a policy with a timed or
+// write-once cache go on from what the client cached (recipe, blocks,
+// attributes of open files, xattr answers); coherent and uncached policies
+// wait. Uncommitted writes are committed once the service is back.
+//
+// Commits of files under a
 // coherent policy are Sync (with Config.SyncCommits, every commit and
 // setattr is): the meta service invalidates the other holders before it
 // makes the change, so the next read anywhere sees it.

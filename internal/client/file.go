@@ -93,6 +93,13 @@ type file struct {
 		q []meta.Callback
 	}
 	stale bool
+	// attr is the inode as last read from the meta service; it answers a
+	// stat while the service is unavailable (StatFallback).
+	attr meta.Inode
+	// unleased: the session that leased the cached state may have ended
+	// (the meta service was unreachable or restarted); it is revalidated
+	// before a use that needs it (catchUpLocked).
+	unleased bool
 }
 
 // dblock is one dirty block. buf holds the block's content from its start;
@@ -137,6 +144,7 @@ type base struct {
 // load fills the file's state from in; called once, with f.mu held.
 func (f *file) loadLocked(in meta.Inode) {
 	f.loaded = true
+	f.attr = in
 	f.bs = int64(in.BlockSize)
 	if f.bs <= 0 {
 		f.bs = meta.DefaultBlockSize
@@ -159,6 +167,7 @@ func (f *file) loadLocked(in meta.Inode) {
 // refreshLocked adopts a newer committed state from the meta service when
 // this client has no uncommitted change of its own.
 func (f *file) refreshLocked(in meta.Inode) {
+	f.attr = in
 	f.policyName = in.Policy
 	f.replicas = int(in.Replicas)
 	if in.Change == f.change || len(f.dirty) > 0 || f.nInflight > 0 || len(f.pending) > 0 || f.metaDirty {

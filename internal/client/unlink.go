@@ -36,6 +36,12 @@ func (c *Client) Unlink(ctx context.Context, parent meta.Ino, name string) (meta
 	if err != nil {
 		return out, err
 	}
+	if out.Ino == 0 {
+		// The reply was lost and the unlink found applied (metawait):
+		// what it left is what the lookup saw, less this link.
+		out = in
+		out.Nlink = max(in.Nlink, 1) - 1
+	}
 	if out.Nlink == 0 && (reap == 0 || out.Ino != reap) {
 		// Open here, or the name moved to another inode in between.
 		if err := c.Unlinked(ctx, out.Ino); err != nil {

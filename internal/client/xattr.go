@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tessera/internal/meta"
+	"tessera/internal/meta/metawait"
 )
 
 // Extended attributes of open files are cached like their attributes.
@@ -22,7 +23,8 @@ import (
 // file's xattrs drop the cache, and so does every open (close-to-open sees
 // other clients' changes, as it does for attributes). Files not open here,
 // and Tessera's own xattrs (policy, replicas), are asked of the service
-// every time.
+// every time. While the meta service is unavailable, an answer older than
+// the TTL stands in for a fresh one (outage.go).
 
 // xattrCache is the cached xattr answers of one open file; guarded by
 // Client.mu.
@@ -38,6 +40,14 @@ type xattrAnswer struct {
 	at     time.Time
 }
 
+// answer returns the answer as GetXattr does.
+func (a xattrAnswer) answer(ino meta.Ino, name string) ([]byte, error) {
+	if a.absent {
+		return nil, xattrAbsent(ino, name)
+	}
+	return append([]byte(nil), a.value...), nil
+}
+
 // maxCachedXattrs bounds the answers kept per file; more are not cached.
 const maxCachedXattrs = 64
 
@@ -51,20 +61,30 @@ func (c *Client) GetXattr(ctx context.Context, ino meta.Ino, name string) ([]byt
 	}
 	f, ttl := c.openForXattr(ino)
 	now := c.cfg.Clock.Now()
-	var gen uint64
+	var (
+		gen    uint64
+		a      xattrAnswer
+		cached bool
+	)
 	if f != nil {
 		c.mu.Lock()
-		a, ok := f.xattrs.answers[name]
+		a, cached = f.xattrs.answers[name]
 		gen = f.xattrs.gen
 		c.mu.Unlock()
-		if ok && now.Sub(a.at) < ttl {
-			if a.absent {
-				return nil, xattrAbsent(ino, name)
-			}
-			return append([]byte(nil), a.value...), nil
+		if cached && now.Sub(a.at) < ttl {
+			return a.answer(ino, name)
 		}
 	}
-	v, err := c.api.GetXattr(ctx, ino, name)
+	actx := ctx
+	if cached {
+		// An older answer stands in while the meta service is unavailable,
+		// as the file's cached data does (outage.go).
+		actx = metawait.NoWait(ctx)
+	}
+	v, err := c.api.GetXattr(actx, ino, name)
+	if cached && meta.Unavailable(err) {
+		return a.answer(ino, name)
+	}
 	absent := errors.Is(err, meta.ErrNoAttr)
 	if f != nil && (err == nil || absent) {
 		c.mu.Lock()

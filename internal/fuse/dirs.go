@@ -46,7 +46,7 @@ func (d *dirHandle) ensureLocked(ctx context.Context, api meta.API, idx int, plu
 // directory removed or renamed over while open here keeps answering fstat
 // (with nlink 0) until ReleaseDir.
 func (fs *FS) OpenDir(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	ctx := ctxOf(cancel)
+	ctx := ctxOf(cancel, &input.InHeader)
 	in, err := fs.c.HoldOpen(ctx, meta.Ino(input.NodeId))
 	if err != nil {
 		return fs.status("opendir", err)
@@ -82,7 +82,7 @@ func (fs *FS) readDir(cancel <-chan struct{}, input *gofuse.ReadIn, out *gofuse.
 	if d == nil {
 		return gofuse.EBADF
 	}
-	ctx := ctxOf(cancel)
+	ctx := ctxOf(cancel, &input.InHeader)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if input.Offset == 0 {
@@ -152,5 +152,5 @@ const releaseTimeout = 30 * time.Second
 // survive a crash of the meta service when acknowledged, of its machine
 // once synced).
 func (fs *FS) FsyncDir(cancel <-chan struct{}, input *gofuse.FsyncIn) gofuse.Status {
-	return fs.status("fsyncdir", fs.c.Sync(ctxOf(cancel)))
+	return fs.status("fsyncdir", fs.c.Sync(ctxOf(cancel, &input.InHeader)))
 }

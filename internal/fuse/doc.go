@@ -47,9 +47,10 @@
 // COLLAPSE_RANGE and INSERT_RANGE get EOPNOTSUPP
 // (docs/design/2026-11-24-tmpfile-fallocate.md).
 //
-// Interrupts: WRITE, FLUSH and FSYNC pass the kernel's INTERRUPT on to the
-// client's unbounded waits (killable), which end only when the caller has
-// SIGKILL pending (signals.go): a caller that handles its signal is not
-// disturbed, a dying one is not held in state D. ENOSPC is logged once per
-// interval.
+// Interrupts: every request passes the kernel's INTERRUPT on to the
+// client's unbounded waits (killable) — for dirty budget and uploads, and
+// for the meta service while it is unavailable (client.Config.MetaTimeout,
+// metawait) — which end only when the caller has SIGKILL pending
+// (signals.go): a caller that handles its signal is not disturbed, a dying
+// one is not held in state D. ENOSPC is logged once per interval.
 package fuse

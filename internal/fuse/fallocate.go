@@ -38,7 +38,7 @@ func (fs *FS) Fallocate(cancel <-chan struct{}, input *gofuse.FallocateIn) gofus
 	case fallocKeepSize:
 		return gofuse.OK
 	case 0:
-		return fs.grow(ctxOf(cancel), meta.Ino(input.NodeId), input.Offset+input.Length)
+		return fs.grow(ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId), input.Offset+input.Length)
 	case fallocPunchHole | fallocKeepSize, fallocZeroRange, fallocZeroRange | fallocKeepSize:
 	default:
 		return gofuse.Status(syscall.EOPNOTSUPP)

@@ -14,8 +14,8 @@ import (
 // open opens in, which a create with Open returned (the meta service holds
 // it open for us already); created says the inode was just made by this
 // request (an O_EXCL create), so the kernel has nothing of it cached.
-func (fs *FS) open(cancel <-chan struct{}, in meta.Inode, flags uint32, created bool, out *gofuse.OpenOut) gofuse.Status {
-	h, mode, err := fs.c.OpenCreated(ctxOf(cancel), in, int(flags))
+func (fs *FS) open(cancel <-chan struct{}, hdr *gofuse.InHeader, in meta.Inode, flags uint32, created bool, out *gofuse.OpenOut) gofuse.Status {
+	h, mode, err := fs.c.OpenCreated(ctxOf(cancel, hdr), in, int(flags))
 	if err != nil {
 		return fs.status("open", err)
 	}
@@ -54,7 +54,7 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 	// CREATE, so the truncate is done here, and only on a file this request
 	// did not make. An exclusive create first tells the two apart.
 	trunc := input.Flags&syscall.O_TRUNC != 0
-	ctx := ctxOf(cancel)
+	ctx := ctxOf(cancel, &input.InHeader)
 	excl := req.Excl
 	req.Excl = excl || trunc
 	in, err := fs.api.Create(ctx, req)
@@ -76,16 +76,16 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 		}
 	}
 	fs.fillEntry(&in, &out.EntryOut)
-	return fs.open(cancel, in, input.Flags, created, &out.OpenOut)
+	return fs.open(cancel, &input.InHeader, in, input.Flags, created, &out.OpenOut)
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	h, mode, in, err := fs.c.OpenIno(ctxOf(cancel), meta.Ino(input.NodeId), int(input.Flags))
+	h, mode, in, err := fs.c.OpenIno(ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId), int(input.Flags))
 	if err != nil {
 		return fs.status("open", err)
 	}
 	if in.IsDir() {
-		h.Release(ctxOf(cancel))
+		h.Release(ctxOf(cancel, &input.InHeader))
 		return gofuse.Status(syscall.EISDIR)
 	}
 	fs.opened(h, in.Ino, mode, false, out)
@@ -97,7 +97,7 @@ func (fs *FS) Read(cancel <-chan struct{}, input *gofuse.ReadIn, buf []byte) (go
 	if h == nil {
 		return nil, gofuse.EBADF
 	}
-	n, err := h.Read(ctxOf(cancel), int64(input.Offset), buf[:min(len(buf), int(input.Size))])
+	n, err := h.Read(ctxOf(cancel, &input.InHeader), int64(input.Offset), buf[:min(len(buf), int(input.Size))])
 	if err != nil {
 		return nil, fs.status("read", err)
 	}
@@ -161,7 +161,7 @@ func (fs *FS) Fsync(cancel <-chan struct{}, input *gofuse.FsyncIn) gofuse.Status
 	if h == nil {
 		// fsync(2) on a file opened elsewhere: nothing buffered here,
 		// but what was committed must be durable.
-		return fs.status("fsync", fs.c.Sync(ctxOf(cancel)))
+		return fs.status("fsync", fs.c.Sync(ctxOf(cancel, &input.InHeader)))
 	}
 	return fs.status("fsync", h.Fsync(killable(cancel, &input.InHeader)))
 }
@@ -174,7 +174,7 @@ func (fs *FS) Release(cancel <-chan struct{}, input *gofuse.ReleaseIn) {
 	if h == nil {
 		return
 	}
-	if err := h.Release(ctxOf(cancel)); err != nil {
+	if err := h.Release(ctxOf(cancel, &input.InHeader)); err != nil {
 		fs.log.Error("release: data written since the last fsync may be lost", "inode", input.NodeId, "err", err)
 	}
 }
@@ -210,7 +210,7 @@ func (fs *FS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.Lsee
 // its last handle here is released, unless linkat gave it a name first
 // (the kernel allows that unless O_EXCL was given).
 func (fs *FS) Tmpfile(cancel <-chan struct{}, input *gofuse.CreateIn, out *gofuse.CreateOut) gofuse.Status {
-	ctx := ctxOf(cancel)
+	ctx := ctxOf(cancel, &input.InHeader)
 	in, err := fs.api.Create(ctx, meta.CreateReq{
 		Parent:  meta.Ino(input.NodeId),
 		Mode:    input.Mode&^syscall.S_IFMT | syscall.S_IFREG,
@@ -223,7 +223,7 @@ func (fs *FS) Tmpfile(cancel <-chan struct{}, input *gofuse.CreateIn, out *gofus
 		return fs.status("tmpfile", err)
 	}
 	fs.fillEntry(&in, &out.EntryOut)
-	st := fs.open(cancel, in, input.Flags, true, &out.OpenOut)
+	st := fs.open(cancel, &input.InHeader, in, input.Flags, true, &out.OpenOut)
 	// Reaped now if the open failed, else at the last release.
 	if err := fs.c.Unlinked(ctx, in.Ino); err != nil {
 		fs.log.Warn("tmpfile: reap failed", "inode", in.Ino, "err", err)

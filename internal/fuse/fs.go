@@ -185,14 +185,18 @@ func (fs *FS) status(op string, err error) gofuse.Status {
 	return gofuse.EIO
 }
 
-func ctxOf(cancel <-chan struct{}) context.Context { return context.Background() }
+// ctxOf is the context of a request: every request may wait, for the meta
+// service during an outage (metawait) if for nothing else, so every one is
+// killable.
+func ctxOf(cancel <-chan struct{}, h *gofuse.InHeader) context.Context { return killable(cancel, h) }
 
 // killable is the context of a request that may wait without a bound of
-// its own (a write waiting for dirty budget, a commit for its uploads):
-// go-fuse closes cancel when the kernel interrupts the request (its caller
-// got a signal), and if the caller is then dying, those waits end with
-// EINTR (client.WithInterrupt) so that a killed process is not held in
-// state D. A caller that handles its signal is not disturbed.
+// its own (a write waiting for dirty budget, a commit for its uploads, any
+// call for an unavailable meta service): go-fuse closes cancel when the
+// kernel interrupts the request (its caller got a signal), and if the
+// caller is then dying, those waits end with EINTR (client.WithInterrupt)
+// so that a killed process is not held in state D. A caller that handles
+// its signal is not disturbed.
 func killable(cancel <-chan struct{}, h *gofuse.InHeader) context.Context {
 	pid := h.Caller.Pid
 	if pid == 0 {
@@ -269,7 +273,7 @@ func (fs *FS) file(fh uint64) *client.Handle {
 // StatFs reports usage from the meta service. Capacity is not bounded by a
 // quota yet, so the totals are nominal (1 PiB, 1 G inodes) as JuiceFS does.
 func (fs *FS) StatFs(cancel <-chan struct{}, header *gofuse.InHeader, out *gofuse.StatfsOut) gofuse.Status {
-	st, err := fs.api.StatFS(ctxOf(cancel))
+	st, err := fs.api.StatFS(ctxOf(cancel, header))
 	if err != nil {
 		return fs.status("statfs", err)
 	}

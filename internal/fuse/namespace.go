@@ -8,10 +8,11 @@ import (
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 
 	"tessera/internal/meta"
+	"tessera/internal/meta/metawait"
 )
 
 func (fs *FS) Lookup(cancel <-chan struct{}, header *gofuse.InHeader, name string, out *gofuse.EntryOut) gofuse.Status {
-	ctx, parent := ctxOf(cancel), meta.Ino(header.NodeId)
+	ctx, parent := ctxOf(cancel, header), meta.Ino(header.NodeId)
 	var in meta.Inode
 	var err error
 	if cs, ok := fs.api.(cachedStat); ok {
@@ -37,13 +38,22 @@ type cachedStat interface {
 func (fs *FS) Forget(nodeid, nlookup uint64) {}
 
 func (fs *FS) GetAttr(cancel <-chan struct{}, input *gofuse.GetAttrIn, out *gofuse.AttrOut) gofuse.Status {
-	ctx, ino := ctxOf(cancel), meta.Ino(input.NodeId)
+	ctx, ino := ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId)
+	fallback, canFall := fs.c.StatFallback(ino)
+	if canFall {
+		// An open file whose policy serves cached data answers from what
+		// it has while the meta service is unavailable.
+		ctx = metawait.NoWait(ctx)
+	}
 	var in meta.Inode
 	var err error
 	if cs, ok := fs.api.(cachedStat); ok {
 		in, err = cs.CachedGetAttr(ctx, ino)
 	} else {
 		in, err = fs.api.GetAttr(ctx, ino)
+	}
+	if err != nil && canFall && meta.Unavailable(err) {
+		in, err = fallback, nil
 	}
 	if err != nil {
 		return fs.status("getattr", err)
@@ -55,7 +65,7 @@ func (fs *FS) GetAttr(cancel <-chan struct{}, input *gofuse.GetAttrIn, out *gofu
 }
 
 func (fs *FS) SetAttr(cancel <-chan struct{}, input *gofuse.SetAttrIn, out *gofuse.AttrOut) gofuse.Status {
-	ctx := ctxOf(cancel)
+	ctx := ctxOf(cancel, &input.InHeader)
 	ino := meta.Ino(input.NodeId)
 	// The current attributes are needed for a truncate and to clear the
 	// set-id bits of a mode not given; otherwise the SetAttr returns them
@@ -139,7 +149,7 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, input *gofuse.SetAttrIn, out *gofu
 func (fs *FS) create(cancel <-chan struct{}, header *gofuse.InHeader, req meta.CreateReq, out *gofuse.EntryOut) gofuse.Status {
 	req.Parent = meta.Ino(header.NodeId)
 	req.Uid, req.Gid = header.Uid, header.Gid
-	in, err := fs.api.Create(ctxOf(cancel), req)
+	in, err := fs.api.Create(ctxOf(cancel, header), req)
 	if err != nil {
 		return fs.status("create", err)
 	}
@@ -161,7 +171,7 @@ func (fs *FS) Symlink(cancel <-chan struct{}, header *gofuse.InHeader, target st
 }
 
 func (fs *FS) Readlink(cancel <-chan struct{}, header *gofuse.InHeader) ([]byte, gofuse.Status) {
-	in, err := fs.api.GetAttr(ctxOf(cancel), meta.Ino(header.NodeId))
+	in, err := fs.api.GetAttr(ctxOf(cancel, header), meta.Ino(header.NodeId))
 	if err != nil {
 		return nil, fs.status("readlink", err)
 	}
@@ -172,12 +182,12 @@ func (fs *FS) Readlink(cancel <-chan struct{}, header *gofuse.InHeader) ([]byte,
 }
 
 func (fs *FS) Unlink(cancel <-chan struct{}, header *gofuse.InHeader, name string) gofuse.Status {
-	_, err := fs.c.Unlink(ctxOf(cancel), meta.Ino(header.NodeId), name)
+	_, err := fs.c.Unlink(ctxOf(cancel, header), meta.Ino(header.NodeId), name)
 	return fs.status("unlink", err)
 }
 
 func (fs *FS) Rmdir(cancel <-chan struct{}, header *gofuse.InHeader, name string) gofuse.Status {
-	return fs.status("rmdir", fs.api.Rmdir(ctxOf(cancel), meta.Ino(header.NodeId), name))
+	return fs.status("rmdir", fs.api.Rmdir(ctxOf(cancel, header), meta.Ino(header.NodeId), name))
 }
 
 func (fs *FS) Rename(cancel <-chan struct{}, input *gofuse.RenameIn, oldName string, newName string) gofuse.Status {
@@ -191,7 +201,7 @@ func (fs *FS) Rename(cancel <-chan struct{}, input *gofuse.RenameIn, oldName str
 	if input.Flags&^3 != 0 {
 		return gofuse.EINVAL
 	}
-	ctx := ctxOf(cancel)
+	ctx := ctxOf(cancel, &input.InHeader)
 	replaced, err := fs.api.Rename(ctx, meta.Ino(input.NodeId), oldName, meta.Ino(input.Newdir), newName, flags)
 	if err != nil {
 		return fs.status("rename", err)
@@ -205,7 +215,7 @@ func (fs *FS) Rename(cancel <-chan struct{}, input *gofuse.RenameIn, oldName str
 }
 
 func (fs *FS) Link(cancel <-chan struct{}, input *gofuse.LinkIn, name string, out *gofuse.EntryOut) gofuse.Status {
-	in, err := fs.api.Link(ctxOf(cancel), meta.Ino(input.Oldnodeid), meta.Ino(input.NodeId), name)
+	in, err := fs.api.Link(ctxOf(cancel, &input.InHeader), meta.Ino(input.Oldnodeid), meta.Ino(input.NodeId), name)
 	if err != nil {
 		return fs.status("link", err)
 	}
@@ -216,7 +226,7 @@ func (fs *FS) Link(cancel <-chan struct{}, input *gofuse.LinkIn, name string, ou
 // Access is answered from the mode bits; with default_permissions the kernel
 // checks before asking, so this serves access(2) callers only.
 func (fs *FS) Access(cancel <-chan struct{}, input *gofuse.AccessIn) gofuse.Status {
-	in, err := fs.api.GetAttr(ctxOf(cancel), meta.Ino(input.NodeId))
+	in, err := fs.api.GetAttr(ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId))
 	if err != nil {
 		return fs.status("access", err)
 	}

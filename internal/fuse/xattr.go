@@ -17,7 +17,7 @@ func (fs *FS) GetXAttr(cancel <-chan struct{}, header *gofuse.InHeader, attr str
 	if aclName(attr) {
 		return 0, gofuse.Status(syscall.ENODATA)
 	}
-	v, err := fs.c.GetXattr(ctxOf(cancel), meta.Ino(header.NodeId), attr)
+	v, err := fs.c.GetXattr(ctxOf(cancel, header), meta.Ino(header.NodeId), attr)
 	if err != nil {
 		return 0, fs.status("getxattr", err)
 	}
@@ -31,7 +31,7 @@ func (fs *FS) GetXAttr(cancel <-chan struct{}, header *gofuse.InHeader, attr str
 }
 
 func (fs *FS) ListXAttr(cancel <-chan struct{}, header *gofuse.InHeader, dest []byte) (uint32, gofuse.Status) {
-	names, err := fs.api.ListXattr(ctxOf(cancel), meta.Ino(header.NodeId))
+	names, err := fs.api.ListXattr(ctxOf(cancel, header), meta.Ino(header.NodeId))
 	if err != nil {
 		return 0, fs.status("listxattr", err)
 	}
@@ -58,9 +58,9 @@ func (fs *FS) SetXAttr(cancel <-chan struct{}, input *gofuse.SetXAttrIn, attr st
 	if aclName(attr) {
 		return gofuse.Status(syscall.EOPNOTSUPP)
 	}
-	return fs.status("setxattr", fs.c.SetXattr(ctxOf(cancel), meta.Ino(input.NodeId), attr, data, input.Flags))
+	return fs.status("setxattr", fs.c.SetXattr(ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId), attr, data, input.Flags))
 }
 
 func (fs *FS) RemoveXAttr(cancel <-chan struct{}, header *gofuse.InHeader, attr string) gofuse.Status {
-	return fs.status("removexattr", fs.c.RemoveXattr(ctxOf(cancel), meta.Ino(header.NodeId), attr))
+	return fs.status("removexattr", fs.c.RemoveXattr(ctxOf(cancel, header), meta.Ino(header.NodeId), attr))
 }

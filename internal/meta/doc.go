@@ -11,7 +11,10 @@
 // Errors are syscall.Errno sentinels (ErrNotFound, ErrExist, ...) wrapped
 // with the operation's context: test them with errors.Is. A record that fails
 // to decode is ErrCorrupt (which also matches ErrIO) and is never retried.
-// Commit conflicts are *ConflictError (errors.Is(err, ErrConflict)).
+// Commit conflicts are *ConflictError (errors.Is(err, ErrConflict)). A
+// remote API that cannot reach the service says so with ErrUnreachable (not
+// applied) or ErrReplyLost (maybe applied), both matching ErrIO (outage.go);
+// metawait waits such outages out.
 //
 // Semantics follow Linux: nlink counts (a directory has 2 plus one per
 // subdirectory), ctime on every change, parent mtime/ctime on entry changes,
@@ -145,7 +148,7 @@
 // MaxLeases, dropping the oldest with an invalidation. All of this is soft
 // state in the Service's memory: a restarted service, or another Service
 // sharing the store, knows no session, and its clients get ErrSessionExpired
-// (they drop their caches and open a new session). Changes made through
+// (they open a new session and revalidate what they cached). Changes made through
 // another Service over the same store are not called back. Expiry and long
 // polls read the injected clock (Options.Now, Options.After).
 //

@@ -75,7 +75,10 @@ type Config struct {
 	// MemCache and DirtyBytes bound the mount's memory (client.Config's
 	// MemCacheBytes and DirtyBytes; 0: sized from the machine).
 	MemCache, DirtyBytes int64
-	Logger               *slog.Logger
+	// MetaTimeout is how long the mount's meta calls wait for the meta
+	// service (client.Config.MetaTimeout).
+	MetaTimeout time.Duration
+	Logger      *slog.Logger
 	// Ready, if set, is called once the mount is usable.
 	Ready func(mount, metaAddr string)
 }
@@ -204,6 +207,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		DiskCacheDir:  filepath.Join(cfg.DataDir, "cache"),
 		MemCacheBytes: cfg.MemCache,
 		DirtyBytes:    cfg.DirtyBytes,
+		MetaTimeout:   cfg.MetaTimeout,
 		Policy:        cfg.Policy,
 		// Other mounts (tessera mount --meta) keep this one coherent.
 		Sessions:     true,

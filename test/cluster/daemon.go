@@ -359,6 +359,11 @@ func (d *Daemon) Stop() error {
 	return errors.Join(errs...)
 }
 
+// Start starts a daemon that was stopped (Stop, Kill9) again with the same
+// arguments (and, for meta and blockd, the same listen address): Stop, then
+// Start, is a Restart with an outage as long as the caller likes between.
+func (d *Daemon) Start() error { return d.start() }
+
 // Restart stops the daemon if it runs and starts it again with the same
 // arguments (and, for meta and blockd, the same listen address).
 func (d *Daemon) Restart() error {

@@ -69,6 +69,8 @@ func runHelper(_ string, args []string) int {
 				return err
 			}
 			return unix.Close(fd)
+		case "rwloop":
+			return rwLoop(path, &extra)
 		case "mkdir":
 			return unix.Mkdir(path, 0o755)
 		case "unlink":

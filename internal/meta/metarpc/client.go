@@ -118,7 +118,7 @@ func (s *slot) get(ctx context.Context, addr string) (*conn, error) {
 		if errors.As(err, &oe) && oe.Err != nil {
 			err = oe.Err
 		}
-		return nil, fmt.Errorf("meta service %s unreachable: %v (%w)", addr, err, meta.ErrIO)
+		return nil, fmt.Errorf("meta service %s: %v (%w)", addr, err, meta.ErrUnreachable)
 	}
 	s.mu.conn = &conn{rc: rpc.NewClient(nc)}
 	return s.mu.conn, nil
@@ -167,6 +167,7 @@ func (c *Client) call(ctx context.Context, method string, args *Args) (*Reply, e
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				s.drop(cn) // presumed stuck; the next call redials
+				return nil, c.lostErr(method, ctx.Err())
 			}
 			return nil, c.ioErr(method, ctx.Err())
 		}
@@ -175,7 +176,7 @@ func (c *Client) call(ctx context.Context, method string, args *Args) (*Reply, e
 			if err != nil && errors.Is(err, meta.ErrIO) && (ctx.Err() != nil || time.Until(dl) < 50*time.Millisecond) {
 				// The server gave up on the deadline we sent it before our
 				// own timer fired: report it as the client's time-out.
-				return nil, c.ioErr(method, context.DeadlineExceeded)
+				return nil, c.lostErr(method, context.DeadlineExceeded)
 			}
 			return reply, err
 		}
@@ -185,12 +186,23 @@ func (c *Client) call(ctx context.Context, method string, args *Args) (*Reply, e
 		}
 		unsent := errors.Is(call.Error, rpc.ErrShutdown) && !cn.abandoned.Load()
 		s.drop(cn)
-		if !unsent || attempt > 0 {
-			return nil, c.ioErr(method, call.Error)
+		switch {
+		case c.closed.Load():
+			return nil, c.ioErr(method, call.Error) // Close cut it: not an outage
+		case !unsent:
+			return nil, c.lostErr(method, call.Error)
+		case attempt > 0:
+			return nil, fmt.Errorf("meta %s %s: %w (%w)", c.addr, method, call.Error, meta.ErrUnreachable)
 		}
 	}
 }
 
 func (c *Client) ioErr(method string, err error) error {
 	return fmt.Errorf("meta %s %s: %w (%w)", c.addr, method, err, meta.ErrIO)
+}
+
+// lostErr is the error of a call that was sent and got no reply: the
+// service may have applied it (meta.ErrReplyLost).
+func (c *Client) lostErr(method string, err error) error {
+	return fmt.Errorf("meta %s %s: %w (%w)", c.addr, method, err, meta.ErrReplyLost)
 }

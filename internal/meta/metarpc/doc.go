@@ -18,10 +18,19 @@
 // that finds its connection already shut down (the server restarted while it
 // sat idle) is resent once on a fresh one: it never left this process. A call
 // that was sent and lost its connection is not resent, since the server may
-// have applied it; it fails with an error wrapping meta.ErrIO that names the
-// server. Every call is bounded by its context's deadline, or
+// have applied it. Every call is bounded by its context's deadline, or
 // DefaultCallTimeout when it has none; a call that times out closes its
 // connection, since a server that does not answer is presumed stuck.
+//
+// Outages. A call that could not reach the server (no connection could be
+// made, or it broke again before the resent call left) fails with an error
+// wrapping meta.ErrUnreachable: it was not applied. A call that was sent and
+// got no reply (its connection broke, or its time ran out) fails with one
+// wrapping meta.ErrReplyLost: it may have been applied. Both unwrap to
+// meta.ErrIO and name the server; calls on a closed Client fail with plain
+// meta.ErrIO. The Client does not wait for the server itself: a mount wraps
+// it in metawait, which waits out outages and sends calls again, and the
+// next call after the server came back on its address reconnects.
 //
 // Sessions. WithSession returns a Client that shares the connections and
 // sends the session id in Args.Session; the server binds its API to that

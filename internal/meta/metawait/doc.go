@@ -1,0 +1,44 @@
+// Package metawait makes a meta.API wait out outages of the meta service,
+// as an NFS hard mount waits for its server: a call that finds the service
+// unreachable (meta.ErrUnreachable) or loses its reply (meta.ErrReplyLost)
+// is sent again, with a backoff from 50 ms to 1 s, until the service
+// answers, Options.Timeout has passed since the first failure (then the call
+// fails with the last error, which unwraps to EIO), the caller's context
+// ends, or the caller is dying (Options.Interrupt: the request was
+// interrupted and its process has SIGKILL pending; the call fails with
+// EINTR). What the service answers, errors included, is returned as it is.
+//
+// Resent calls. A call that never reached the service is simply sent again.
+// A call whose reply was lost may have been applied, which matters for the
+// calls that are not idempotent. Before such a call is sent again, New's
+// API looks whether it was applied (docs/design/2026-11-24-meta-outage.md):
+//
+//   - Create of a directory, symlink or special file, or with Excl: the name
+//     exists and names an inode of the type, owner and permissions asked
+//     for that nothing changed since (change counter 1): applied, and that
+//     inode is the reply.
+//   - Link: the new name names the inode: applied.
+//   - Unlink, Rmdir: the name is gone, or (Unlink with reap) names another
+//     inode: applied. Unlink's reply is then the reaped inode with no links,
+//     or the zero Inode when the inode is unknown.
+//   - Rename: the old name is gone (with RenameExchange: names another inode
+//     than before the call): applied; the replaced inode is not known (the
+//     zero Inode).
+//   - SetXattr with XattrCreate: the attribute has the value; RemoveXattr:
+//     the attribute is gone: applied.
+//
+// Every other call is idempotent or, for Commit, safe to repeat: a commit
+// that was applied conflicts when sent again (its old hashes are gone), and
+// the client's redo settles on the content it had committed.
+//
+// Calls the session machinery makes for itself (OpenSession, Callbacks,
+// CloseSession) and WalkBlocks are not retried: their callers keep their own
+// retries. Every call, retried or not, tells the API whether the service is
+// reachable; a call under NoWait is sent once, and not at all while the
+// latest call found the service unreachable, so that a reader may fall back
+// on cached data at once. Options.OnBack is called when the service answers
+// again after an outage.
+//
+// The clock is injected (Options.Clock), so that tests of the waits need no
+// real time.
+package metawait

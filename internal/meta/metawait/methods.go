@@ -1,0 +1,342 @@
+package metawait
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"syscall"
+	"time"
+
+	"tessera/internal/block"
+	"tessera/internal/meta"
+)
+
+// The calls that are safe to send again as they are.
+
+// Lookup implements meta.API.
+func (a *API) Lookup(ctx context.Context, parent meta.Ino, name string) (out meta.Inode, err error) {
+	err = a.call(ctx, "lookup", func(ctx context.Context) (err error) {
+		out, err = a.API.Lookup(ctx, parent, name)
+		return err
+	}, nil)
+	return out, err
+}
+
+// GetAttr implements meta.API.
+func (a *API) GetAttr(ctx context.Context, ino meta.Ino) (out meta.Inode, err error) {
+	err = a.call(ctx, "getattr", func(ctx context.Context) (err error) {
+		out, err = a.API.GetAttr(ctx, ino)
+		return err
+	}, nil)
+	return out, err
+}
+
+// SetAttr implements meta.API: the attributes it sets are absolute.
+func (a *API) SetAttr(ctx context.Context, ino meta.Ino, req meta.SetAttrReq) (out meta.Inode, err error) {
+	err = a.call(ctx, "setattr", func(ctx context.Context) (err error) {
+		out, err = a.API.SetAttr(ctx, ino, req)
+		return err
+	}, nil)
+	return out, err
+}
+
+// ReadDir implements meta.API.
+func (a *API) ReadDir(ctx context.Context, dir meta.Ino, after string, limit int, plus bool) (ents []meta.DirEntry, more bool, err error) {
+	err = a.call(ctx, "readdir", func(ctx context.Context) (err error) {
+		ents, more, err = a.API.ReadDir(ctx, dir, after, limit, plus)
+		return err
+	}, nil)
+	return ents, more, err
+}
+
+// GetRecipe implements meta.API.
+func (a *API) GetRecipe(ctx context.Context, ino meta.Ino, first, count uint64) (out meta.Recipe, err error) {
+	err = a.call(ctx, "getrecipe", func(ctx context.Context) (err error) {
+		out, err = a.API.GetRecipe(ctx, ino, first, count)
+		return err
+	}, nil)
+	return out, err
+}
+
+// Commit implements meta.API. A commit that was applied conflicts when sent
+// again, and the client's redo settles it (package comment).
+func (a *API) Commit(ctx context.Context, req meta.CommitReq) (out meta.Inode, err error) {
+	err = a.call(ctx, "commit", func(ctx context.Context) (err error) {
+		out, err = a.API.Commit(ctx, req)
+		return err
+	}, nil)
+	return out, err
+}
+
+// Reap implements meta.API.
+func (a *API) Reap(ctx context.Context, ino meta.Ino) error {
+	return a.call(ctx, "reap", func(ctx context.Context) error { return a.API.Reap(ctx, ino) }, nil)
+}
+
+// GetXattr implements meta.API.
+func (a *API) GetXattr(ctx context.Context, ino meta.Ino, name string) (v []byte, err error) {
+	err = a.call(ctx, "getxattr", func(ctx context.Context) (err error) {
+		v, err = a.API.GetXattr(ctx, ino, name)
+		return err
+	}, nil)
+	return v, err
+}
+
+// ListXattr implements meta.API.
+func (a *API) ListXattr(ctx context.Context, ino meta.Ino) (names []string, err error) {
+	err = a.call(ctx, "listxattr", func(ctx context.Context) (err error) {
+		names, err = a.API.ListXattr(ctx, ino)
+		return err
+	}, nil)
+	return names, err
+}
+
+// Sync implements meta.API.
+func (a *API) Sync(ctx context.Context) error {
+	return a.call(ctx, "sync", func(ctx context.Context) error { return a.API.Sync(ctx) }, nil)
+}
+
+// StatFS implements meta.API.
+func (a *API) StatFS(ctx context.Context) (out meta.StatFS, err error) {
+	err = a.call(ctx, "statfs", func(ctx context.Context) (err error) {
+		out, err = a.API.StatFS(ctx)
+		return err
+	}, nil)
+	return out, err
+}
+
+// Servers implements meta.API.
+func (a *API) Servers(ctx context.Context) (out meta.ServerMap, err error) {
+	err = a.call(ctx, "servers", func(ctx context.Context) (err error) {
+		out, err = a.API.Servers(ctx)
+		return err
+	}, nil)
+	return out, err
+}
+
+// RegisterServer implements meta.API.
+func (a *API) RegisterServer(ctx context.Context, srv meta.Server) (out meta.ServerMap, err error) {
+	err = a.call(ctx, "registerserver", func(ctx context.Context) (err error) {
+		out, err = a.API.RegisterServer(ctx, srv)
+		return err
+	}, nil)
+	return out, err
+}
+
+// SetServerState implements meta.API.
+func (a *API) SetServerState(ctx context.Context, id, state string) (out meta.ServerMap, err error) {
+	err = a.call(ctx, "setserverstate", func(ctx context.Context) (err error) {
+		out, err = a.API.SetServerState(ctx, id, state)
+		return err
+	}, nil)
+	return out, err
+}
+
+// SetReplicas implements meta.API.
+func (a *API) SetReplicas(ctx context.Context, r int) (out meta.ServerMap, err error) {
+	err = a.call(ctx, "setreplicas", func(ctx context.Context) (err error) {
+		out, err = a.API.SetReplicas(ctx, r)
+		return err
+	}, nil)
+	return out, err
+}
+
+// MoverProgress implements meta.API.
+func (a *API) MoverProgress(ctx context.Context) (out meta.MoverProgress, err error) {
+	err = a.call(ctx, "moverprogress", func(ctx context.Context) (err error) {
+		out, err = a.API.MoverProgress(ctx)
+		return err
+	}, nil)
+	return out, err
+}
+
+// Decompose implements meta.API.
+func (a *API) Decompose(ctx context.Context, h block.Hash) error {
+	return a.call(ctx, "decompose", func(ctx context.Context) error { return a.API.Decompose(ctx, h) }, nil)
+}
+
+// The session machinery's own calls and WalkBlocks: sent once.
+
+// WalkBlocks implements meta.API.
+func (a *API) WalkBlocks(ctx context.Context, fn func(ino meta.Ino, index uint64, h block.Hash) error) error {
+	return a.once("walkblocks", func() error { return a.API.WalkBlocks(ctx, fn) })
+}
+
+// OpenSession implements meta.API.
+func (a *API) OpenSession(ctx context.Context) (out meta.SessionInfo, err error) {
+	err = a.once("opensession", func() (err error) {
+		out, err = a.API.OpenSession(ctx)
+		return err
+	})
+	return out, err
+}
+
+// Callbacks implements meta.API.
+func (a *API) Callbacks(ctx context.Context, id meta.SessionID, ack uint64, wait time.Duration) (cbs []meta.Callback, err error) {
+	err = a.once("callbacks", func() (err error) {
+		cbs, err = a.API.Callbacks(ctx, id, ack, wait)
+		return err
+	})
+	return cbs, err
+}
+
+// CloseSession implements meta.API.
+func (a *API) CloseSession(ctx context.Context, id meta.SessionID) error {
+	return a.once("closesession", func() error { return a.API.CloseSession(ctx, id) })
+}
+
+// The calls that are not idempotent: each looks whether an attempt whose
+// reply was lost was applied before it sends the call again.
+
+// Create implements meta.API.
+func (a *API) Create(ctx context.Context, req meta.CreateReq) (out meta.Inode, err error) {
+	var applied func(ctx context.Context) (bool, error)
+	typ := req.Mode & syscall.S_IFMT
+	if req.Excl || (typ != 0 && typ != syscall.S_IFREG) {
+		// Without Excl a regular file's create returns the file that is
+		// there: sending it again is harmless.
+		applied = func(ctx context.Context) (bool, error) {
+			in, err := a.API.Lookup(ctx, req.Parent, req.Name)
+			if errors.Is(err, meta.ErrNotFound) {
+				return false, nil
+			}
+			if err != nil || !created(req, &in) {
+				return false, err
+			}
+			out = in
+			return true, nil
+		}
+	}
+	err = a.call(ctx, "create", func(ctx context.Context) (err error) {
+		out, err = a.API.Create(ctx, req)
+		return err
+	}, applied)
+	return out, err
+}
+
+// created reports whether in looks like the inode req made: its type,
+// owner and permission bits, and nothing changed since (change counter 1).
+func created(req meta.CreateReq, in *meta.Inode) bool {
+	typ := req.Mode & syscall.S_IFMT
+	if typ == 0 {
+		typ = syscall.S_IFREG
+	}
+	if in.Mode&syscall.S_IFMT != typ || in.Uid != req.Uid || in.Change != 1 {
+		return false
+	}
+	if typ == syscall.S_IFLNK {
+		return in.Target == req.Target
+	}
+	return in.Mode&0777 == req.Mode&0777
+}
+
+// Link implements meta.API.
+func (a *API) Link(ctx context.Context, ino, newParent meta.Ino, newName string) (out meta.Inode, err error) {
+	err = a.call(ctx, "link", func(ctx context.Context) (err error) {
+		out, err = a.API.Link(ctx, ino, newParent, newName)
+		return err
+	}, func(ctx context.Context) (bool, error) {
+		in, err := a.API.Lookup(ctx, newParent, newName)
+		if errors.Is(err, meta.ErrNotFound) || err == nil && in.Ino != ino {
+			return false, nil
+		}
+		out = in
+		return err == nil, err
+	})
+	return out, err
+}
+
+// Unlink implements meta.API.
+func (a *API) Unlink(ctx context.Context, parent meta.Ino, name string, reap meta.Ino) (out meta.Inode, err error) {
+	err = a.call(ctx, "unlink", func(ctx context.Context) (err error) {
+		out, err = a.API.Unlink(ctx, parent, name, reap)
+		return err
+	}, func(ctx context.Context) (bool, error) {
+		in, err := a.API.Lookup(ctx, parent, name)
+		if err == nil && (reap == 0 || in.Ino == reap) {
+			return false, nil
+		}
+		if err != nil && !errors.Is(err, meta.ErrNotFound) {
+			return false, err
+		}
+		out = meta.Inode{}
+		if reap != 0 {
+			out.Ino = reap // deleted with its last link
+		}
+		return true, nil
+	})
+	return out, err
+}
+
+// Rmdir implements meta.API.
+func (a *API) Rmdir(ctx context.Context, parent meta.Ino, name string) error {
+	return a.call(ctx, "rmdir", func(ctx context.Context) error {
+		return a.API.Rmdir(ctx, parent, name)
+	}, func(ctx context.Context) (bool, error) {
+		return gone(a.API.Lookup(ctx, parent, name))
+	})
+}
+
+// gone turns a lookup into "the name is gone".
+func gone(_ meta.Inode, err error) (bool, error) {
+	if errors.Is(err, meta.ErrNotFound) {
+		return true, nil
+	}
+	return false, err
+}
+
+// Rename implements meta.API.
+func (a *API) Rename(ctx context.Context, oldParent meta.Ino, oldName string, newParent meta.Ino, newName string, flags uint32) (out meta.Inode, err error) {
+	applied := func(ctx context.Context) (bool, error) {
+		return gone(a.API.Lookup(ctx, oldParent, oldName))
+	}
+	if flags&meta.RenameExchange != 0 {
+		// Both names stay; only the inode the old name names tells.
+		before, lerr := a.Lookup(ctx, oldParent, oldName)
+		applied = func(ctx context.Context) (bool, error) {
+			in, err := a.API.Lookup(ctx, oldParent, oldName)
+			return lerr == nil && err == nil && in.Ino != before.Ino, err
+		}
+	}
+	err = a.call(ctx, "rename", func(ctx context.Context) (err error) {
+		out, err = a.API.Rename(ctx, oldParent, oldName, newParent, newName, flags)
+		return err
+	}, func(ctx context.Context) (bool, error) {
+		done, err := applied(ctx)
+		if done {
+			out = meta.Inode{} // what it replaced is not known
+		}
+		return done, err
+	})
+	return out, err
+}
+
+// SetXattr implements meta.API.
+func (a *API) SetXattr(ctx context.Context, ino meta.Ino, name string, value []byte, flags uint32) error {
+	var applied func(ctx context.Context) (bool, error)
+	if flags&meta.XattrCreate != 0 {
+		applied = func(ctx context.Context) (bool, error) {
+			v, err := a.API.GetXattr(ctx, ino, name)
+			if errors.Is(err, meta.ErrNoAttr) {
+				return false, nil
+			}
+			return err == nil && bytes.Equal(v, value), err
+		}
+	}
+	return a.call(ctx, "setxattr", func(ctx context.Context) error {
+		return a.API.SetXattr(ctx, ino, name, value, flags)
+	}, applied)
+}
+
+// RemoveXattr implements meta.API.
+func (a *API) RemoveXattr(ctx context.Context, ino meta.Ino, name string) error {
+	return a.call(ctx, "removexattr", func(ctx context.Context) error {
+		return a.API.RemoveXattr(ctx, ino, name)
+	}, func(ctx context.Context) (bool, error) {
+		_, err := a.API.GetXattr(ctx, ino, name)
+		if errors.Is(err, meta.ErrNoAttr) {
+			return true, nil
+		}
+		return false, err
+	})
+}

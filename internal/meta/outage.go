@@ -1,0 +1,34 @@
+package meta
+
+import (
+	"errors"
+	"syscall"
+)
+
+// Errors of an unreachable meta service. Both unwrap to ErrIO, so a caller
+// that does not look closer sees EIO as for any other failure; a caller
+// that waits out outages (internal/meta/metawait) tells them apart:
+//
+//   - ErrUnreachable: the call never reached the service (the connection
+//     could not be made, or broke before the call was sent), so it was not
+//     applied and may be sent again whatever it does.
+//   - ErrReplyLost: the call was sent and its connection broke, or its time
+//     ran out, before the reply came: the service may have applied it.
+var (
+	ErrUnreachable = &outageError{"meta service unreachable"}
+	ErrReplyLost   = &outageError{"meta service reply lost"}
+)
+
+type outageError struct{ msg string }
+
+func (e *outageError) Error() string { return e.msg }
+
+// Unwrap makes errors.Is(err, ErrIO) and errors.As(err, *syscall.Errno) hold.
+func (e *outageError) Unwrap() error { return syscall.EIO }
+
+// Unavailable reports whether err says the meta service could not be
+// reached or did not answer (ErrUnreachable or ErrReplyLost), as opposed to
+// an answer of the service.
+func Unavailable(err error) bool {
+	return errors.Is(err, ErrUnreachable) || errors.Is(err, ErrReplyLost)
+}
