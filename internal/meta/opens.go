@@ -180,7 +180,14 @@ func (s *Service) HoldOpen(ctx context.Context, ino Ino) (Inode, error) {
 
 // ReleaseOpen implements API.
 func (s *Service) ReleaseOpen(ctx context.Context, ino Ino) error {
-	if !s.leases.unhold(sessionOf(ctx), ino) {
+	id := sessionOf(ctx)
+	if id == 0 {
+		// A caller without a session holds nothing here: its other
+		// handles on ino are unknown to the service, so it reaps by
+		// itself once its last one is closed (Reap).
+		return nil
+	}
+	if !s.leases.unhold(id, ino) {
 		return nil
 	}
 	if _, err := s.reap(ctx, ino); err != nil {
