@@ -10,7 +10,6 @@ import (
 	"os"
 
 	"tessera/internal/client"
-	"tessera/internal/fuse"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
 	"tessera/internal/up"
@@ -143,37 +142,20 @@ func runMount(ctx context.Context, args []string) error {
 	}
 	mnt := fs.Arg(0)
 	log := newLogger(false)
-	if err := up.CleanStaleMount(mnt, log); err != nil {
-		return err
-	}
 	mc, err := metarpc.Dial(*metaAddr)
 	if err != nil {
 		return err
 	}
 	defer mc.Close()
-	inv := new(fuse.Invalidator)
-	cl, err := client.New(ctx, client.Config{Meta: mc, Dial: up.DialBlockServer, Logger: log,
+	node, err := up.StartMount(ctx, client.Config{Meta: mc, Dial: up.DialBlockServer, Logger: log,
 		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String(),
-		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta,
-		Sessions: true, OnInvalidate: inv.Invalidate})
+		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta}, mnt, *debug)
 	if err != nil {
-		return err
-	}
-	fsys := fuse.New(cl, fuse.Options{Logger: log, Debug: *debug})
-	inv.Set(fsys)
-	srv, err := fuse.Mount(fsys, mnt)
-	if err != nil {
-		cl.Close(context.Background())
 		return err
 	}
 	fmt.Printf("tessera mount: ready mount=%s meta=%s\n", mnt, *metaAddr)
-	unmounted := make(chan struct{})
-	go func() { srv.Wait(); close(unmounted) }()
-	select {
-	case <-ctx.Done():
-	case <-unmounted:
-	}
-	err = up.StopMount(srv, mnt, cl, log)
+	err = node.Serve(ctx)
+	cl := node.Client
 	st := cl.Stats()
 	log.Info("mount: stats", "commits", st.Commits, "conflicts", st.Conflicts,
 		"redo_retries", st.RedoRetries, "commits_failed", st.CommitsFailed, "callbacks", st.Callbacks, "tier_block_hits", st.TierHits, "tier_stat_hits", st.AttrHits, "tier_stat_misses", st.AttrMisses)

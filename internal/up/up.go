@@ -1,9 +1,11 @@
 // Package up composes Tessera's roles into processes. StartMeta (the meta
 // service on its KV engine, the orphan reaper, the RPC service and the meta
-// role's background work) and StartBlockServer (a store, its HTTP service,
-// heartbeats and scrub) are the only places those roles are put together:
-// `tessera meta` (RunMeta), `tessera blockd` (StartBlockServer) and the
-// all-in-one `tessera up` (Run) all go through them, and so do the test
+// role's background work), StartBlockServer (a store, its HTTP service,
+// heartbeats and scrub) and StartMount (a client with its meta session and
+// its FUSE mount) are the only places those roles are put together:
+// `tessera meta` (RunMeta), `tessera blockd` (StartBlockServer), `tessera
+// mount` (StartMount) and the all-in-one `tessera up` (Run) all go through
+// them, and so do the test
 // clusters, which run those commands, so that the roles cannot drift apart.
 //
 // Run is `tessera up`: a meta service, N block servers (each on its own
@@ -41,7 +43,6 @@ import (
 	"tessera/internal/block"
 	"tessera/internal/block/disk"
 	"tessera/internal/client"
-	"tessera/internal/fuse"
 	"tessera/internal/kv/pebblekv"
 	"tessera/internal/meta"
 )
@@ -199,8 +200,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return DialBlockServer(s)
 	}
 
-	inv := new(fuse.Invalidator)
-	cl, err := client.New(ctx, client.Config{
+	mnt, err := StartMount(ctx, client.Config{
 		Meta:          svc,
 		Dial:          dial,
 		Logger:        log,
@@ -209,32 +209,14 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		DirtyBytes:    cfg.DirtyBytes,
 		MetaTimeout:   cfg.MetaTimeout,
 		Policy:        cfg.Policy,
-		// Other mounts (tessera mount --meta) keep this one coherent.
-		Sessions:     true,
-		OnInvalidate: inv.Invalidate,
-	})
+	}, cfg.Mount, cfg.Debug)
 	if err != nil {
 		return err
 	}
-	fs := fuse.New(cl, fuse.Options{Logger: log, Debug: cfg.Debug})
-	inv.Set(fs)
-	srv, err := fuse.Mount(fs, cfg.Mount)
-	if err != nil {
-		cl.Close(context.Background())
-		return err
-	}
-	log.Info("mounted", "mount", cfg.Mount)
 	if cfg.Ready != nil {
 		cfg.Ready(cfg.Mount, metaAddr)
 	}
-	unmounted := make(chan struct{})
-	go func() { srv.Wait(); close(unmounted) }()
-	select {
-	case <-ctx.Done():
-	case <-unmounted:
-		log.Warn("the mount went away (unmounted from outside)", "mount", cfg.Mount)
-	}
-	return StopMount(srv, cfg.Mount, cl, log)
+	return mnt.Serve(ctx)
 }
 
 // oneFileSystem creates dirs and reports whether they all lie on one file
