@@ -119,3 +119,31 @@ func TestOpenReplyOlderThanCallback(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateReplyOlderThanCallback: B creates a file (open, under a
+// lease); before B has it open, A opens it and writes, and A's Sync commit
+// returns once B acknowledged the invalidation, which B had no open file to
+// apply to. B's open with the create's reply must not serve the
+// attributes the create returned: a read that begins after A's write
+// returned sees it.
+func TestCreateReplyOlderThanCallback(t *testing.T) {
+	ctx := context.Background()
+	e := newSessionEnv(t, 16<<10)
+	a, _ := e.client(t)
+	b, _ := e.client(t)
+	mark := b.CallbackMark()
+	in, err := b.Meta().Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: 0o100644, Excl: true, Open: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := bytes.Repeat([]byte("a"), 64)
+	writeAt(t, a, in.Ino, 0, v) // returns once B acknowledged
+	h, _, err := b.OpenCreated(ctx, in, mark, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release(ctx)
+	if got := readAt(t, h, 100); !bytes.Equal(got, v) {
+		t.Fatalf("B read %q after A's write returned, want A's %q", got, v)
+	}
+}

@@ -79,7 +79,7 @@
 // dropped and the attributes read again before the next use, or, when the
 // file has uncommitted changes, once they are committed (the commit still
 // compares against the hashes they were based on). Attributes a call brings
-// back (an open's HoldOpen, a revalidation) are adopted as fresh only when
+// back (an open's HoldOpen, a create's reply, a revalidation) are adopted as fresh only when
 // no callback of the inode arrived while the call was under way (the
 // client's callback log, cblog.go): the reply may have been read before a
 // change whose invalidation was applied and acknowledged first, and whose

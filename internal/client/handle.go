@@ -42,18 +42,27 @@ type Handle struct {
 // records the open with the meta service (HoldOpen). The mode says how the
 // kernel may cache the file's pages (see OpenMode).
 func (c *Client) Open(ctx context.Context, in meta.Inode, flags int) (*Handle, OpenMode, error) {
+	mark := c.CallbackMark()
 	if _, err := c.HoldOpen(ctx, in.Ino); err != nil {
 		return nil, OpenMode{}, err
 	}
-	return c.OpenCreated(ctx, in, flags)
+	return c.OpenCreated(ctx, in, mark, flags)
 }
 
+// CallbackMark returns the position of the client's log of callbacks
+// received. Take it before the create whose reply goes to OpenCreated.
+func (c *Client) CallbackMark() uint64 { return c.called.mark() }
+
 // OpenCreated is Open for an inode a create with meta.CreateReq.Open
-// returned: the meta service recorded the open with the create.
-func (c *Client) OpenCreated(ctx context.Context, in meta.Inode, flags int) (*Handle, OpenMode, error) {
+// returned: the meta service recorded the open with the create. mark is
+// CallbackMark taken before the create: a callback of the inode received
+// since (another mount changed the file before this one had it open, and
+// the change may have returned) means in may be older than what a read must
+// see, and the file is read again before its first use.
+func (c *Client) OpenCreated(ctx context.Context, in meta.Inode, mark uint64, flags int) (*Handle, OpenMode, error) {
 	c.heldByCreate(in.Ino)
 	f := c.ref(in.Ino)
-	f.adopt(in, c.called.mark())
+	f.adopt(in, mark)
 	return c.opened(ctx, f, in, flags)
 }
 
