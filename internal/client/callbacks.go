@@ -203,6 +203,7 @@ func (c *Client) onSessionReopened(fn func(ctx context.Context, bound meta.API) 
 func (cb *callbacks) apply(x meta.Callback) {
 	cb.received.Add(1)
 	c := cb.c
+	c.called.record(x.Ino)
 	c.mu.Lock()
 	delete(c.mu.seen, x.Ino) // the kernel must not keep the old pages
 	f := c.mu.files[x.Ino]

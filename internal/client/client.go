@@ -139,7 +139,9 @@ type Client struct {
 	fetches  chan struct{} // semaphore
 	bg       sync.WaitGroup
 	cb       *callbacks // nil without a session
-	holds    holds      // opens recorded with the meta service (holds.go)
+	// called: which inodes were called back lately (cblog.go).
+	called callbackLog
+	holds  holds // opens recorded with the meta service (holds.go)
 	// metaKick wakes the poll loop when the meta service is back (outage.go).
 	metaKick chan struct{}
 	redo     redoStats

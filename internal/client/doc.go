@@ -78,8 +78,14 @@
 // one the file has; anything else acts as an invalidation: the recipe is
 // dropped and the attributes read again before the next use, or, when the
 // file has uncommitted changes, once they are committed (the commit still
-// compares against the hashes they were based on). Either way the kernel may
-// no longer keep its pages on the next open, and Config.OnInvalidate is
+// compares against the hashes they were based on). Attributes a call
+// brings back (an open's HoldOpen, a create's reply, a revalidation) are
+// adopted as fresh only when no callback of the inode arrived while the
+// call was under way (the client's callback log, cblog.go): the reply may
+// have been read before a change whose invalidation was applied and
+// acknowledged first, and whose writer has returned; otherwise the file
+// stays invalidated. Either way the kernel may no longer keep its pages on
+// the next open, and Config.OnInvalidate is
 // called in the background. When the session expired the client opens a new
 // one (callbacks.reopen, the one re-open path, which then runs the hooks
 // registered with onSessionReopened) and marks every open file unleased:

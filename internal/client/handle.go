@@ -42,18 +42,27 @@ type Handle struct {
 // records the open with the meta service (HoldOpen). The mode says how the
 // kernel may cache the file's pages (see OpenMode).
 func (c *Client) Open(ctx context.Context, in meta.Inode, flags int) (*Handle, OpenMode, error) {
+	mark := c.CallbackMark()
 	if _, err := c.HoldOpen(ctx, in.Ino); err != nil {
 		return nil, OpenMode{}, err
 	}
-	return c.OpenCreated(ctx, in, flags)
+	return c.OpenCreated(ctx, in, mark, flags)
 }
 
+// CallbackMark returns the position of the client's log of callbacks
+// received. Take it before the create whose reply goes to OpenCreated.
+func (c *Client) CallbackMark() uint64 { return c.called.mark() }
+
 // OpenCreated is Open for an inode a create with meta.CreateReq.Open
-// returned: the meta service recorded the open with the create.
-func (c *Client) OpenCreated(ctx context.Context, in meta.Inode, flags int) (*Handle, OpenMode, error) {
+// returned: the meta service recorded the open with the create. mark is
+// CallbackMark taken before the create: a callback of the inode received
+// since (another mount changed the file before this one had it open, and
+// the change may have returned) means in may be older than what a read must
+// see, and the file is read again before its first use.
+func (c *Client) OpenCreated(ctx context.Context, in meta.Inode, mark uint64, flags int) (*Handle, OpenMode, error) {
 	c.heldByCreate(in.Ino)
 	f := c.ref(in.Ino)
-	f.adopt(in)
+	f.adopt(in, mark)
 	return c.opened(ctx, f, in, flags)
 }
 
@@ -65,13 +74,14 @@ func (c *Client) OpenCreated(ctx context.Context, in meta.Inode, flags int) (*Ha
 func (c *Client) OpenIno(ctx context.Context, ino meta.Ino, flags int) (*Handle, OpenMode, meta.Inode, error) {
 	f := c.ref(ino)
 	f.mu.Lock()
+	mark := c.called.mark()
 	in, err := c.HoldOpen(ctx, ino)
 	if err != nil {
 		f.mu.Unlock()
 		c.unref(f)
 		return nil, OpenMode{}, in, err
 	}
-	f.adoptLocked(in)
+	f.adoptLocked(in, mark)
 	f.mu.Unlock()
 	h, mode, err := c.opened(ctx, f, in, flags)
 	return h, mode, in, err
@@ -123,23 +133,36 @@ func (c *Client) unref(f *file) {
 	}
 }
 
-// adopt loads in into f, or refreshes f from it.
-func (f *file) adopt(in meta.Inode) {
+// adopt loads in into f, or refreshes f from it; mark is the client's
+// callback log position taken before in was read (see adoptLocked).
+func (f *file) adopt(in meta.Inode, mark uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.adoptLocked(in)
+	f.adoptLocked(in, mark)
 }
 
-func (f *file) adoptLocked(in meta.Inode) {
+// adoptLocked loads in into f, or refreshes f from it. in was read after
+// the callback log stood at mark: a callback of f's inode received since
+// may have been sent after in was read (the reply can arrive after the
+// callback was applied and acknowledged, and the writer that waited for
+// that acknowledgement has returned). Then in may be older than the change
+// called back, and f stays (or becomes) invalidated, so it is read again
+// before its next use (catchUpLocked); the lease the callback ended is
+// gone, so nothing else would correct it.
+func (f *file) adoptLocked(in meta.Inode, mark uint64) {
+	f.drainLocked()
+	raced := f.c.called.since(f.ino, mark)
 	if !f.loaded {
 		f.loadLocked(in)
-		return
+	} else {
+		if f.stale && f.cleanLocked() && !raced {
+			f.stale, f.change = false, 0 // in is fresh: adopt it
+		}
+		f.refreshLocked(in)
 	}
-	f.drainLocked()
-	if f.stale && f.cleanLocked() {
-		f.stale, f.change = false, 0 // in is fresh: adopt it
+	if raced {
+		f.applyLocked(meta.Callback{Ino: f.ino, Kind: meta.CallbackInvalidate})
 	}
-	f.refreshLocked(in)
 }
 
 // release drops one opener; the last one removes the state (after a commit)
@@ -197,7 +220,7 @@ func (c *Client) reapLocked(ctx context.Context, f *file) {
 // change size.
 func (c *Client) Truncate(ctx context.Context, in meta.Inode, size int64) (meta.Inode, error) {
 	f := c.ref(in.Ino)
-	f.adopt(in)
+	f.adopt(in, c.called.mark())
 	f.mu.Lock()
 	var err error
 	if c.PolicyFor(f.policyName).Knobs().WriteOnce && f.committedSize > 0 && size != f.size {

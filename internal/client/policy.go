@@ -138,11 +138,12 @@ func (hf handleFile) Revalidate(ctx context.Context) error {
 
 // revalidate adopts the meta service's current attributes and recipe.
 func (f *file) revalidate(ctx context.Context) error {
+	mark := f.c.called.mark()
 	in, err := f.c.api.GetAttr(ctx, f.ino)
 	if err != nil {
 		return fmt.Errorf("revalidate inode %d: %w", f.ino, err)
 	}
-	f.adopt(in)
+	f.adopt(in, mark)
 	return nil
 }
 

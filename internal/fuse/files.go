@@ -12,10 +12,11 @@ import (
 )
 
 // open opens in, which a create with Open returned (the meta service holds
-// it open for us already); created says the inode was just made by this
-// request (an O_EXCL create), so the kernel has nothing of it cached.
-func (fs *FS) open(cancel <-chan struct{}, hdr *gofuse.InHeader, in meta.Inode, flags uint32, created bool, out *gofuse.OpenOut) gofuse.Status {
-	h, mode, err := fs.c.OpenCreated(ctxOf(cancel, hdr), in, int(flags))
+// it open for us already); mark is the client's CallbackMark taken before
+// the create; created says the inode was just made by this request (an
+// O_EXCL create), so the kernel has nothing of it cached.
+func (fs *FS) open(cancel <-chan struct{}, hdr *gofuse.InHeader, in meta.Inode, mark uint64, flags uint32, created bool, out *gofuse.OpenOut) gofuse.Status {
+	h, mode, err := fs.c.OpenCreated(ctxOf(cancel, hdr), in, mark, int(flags))
 	if err != nil {
 		return fs.status("open", err)
 	}
@@ -57,6 +58,7 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 	ctx := ctxOf(cancel, &input.InHeader)
 	excl := req.Excl
 	req.Excl = excl || trunc
+	mark := fs.c.CallbackMark()
 	in, err := fs.api.Create(ctx, req)
 	created := err == nil && req.Excl
 	if errors.Is(err, meta.ErrExist) && !excl {
@@ -76,7 +78,7 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 		}
 	}
 	fs.fillEntry(&in, &out.EntryOut)
-	return fs.open(cancel, &input.InHeader, in, input.Flags, created, &out.OpenOut)
+	return fs.open(cancel, &input.InHeader, in, mark, input.Flags, created, &out.OpenOut)
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
@@ -211,6 +213,7 @@ func (fs *FS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.Lsee
 // (the kernel allows that unless O_EXCL was given).
 func (fs *FS) Tmpfile(cancel <-chan struct{}, input *gofuse.CreateIn, out *gofuse.CreateOut) gofuse.Status {
 	ctx := ctxOf(cancel, &input.InHeader)
+	mark := fs.c.CallbackMark()
 	in, err := fs.api.Create(ctx, meta.CreateReq{
 		Parent:  meta.Ino(input.NodeId),
 		Mode:    input.Mode&^syscall.S_IFMT | syscall.S_IFREG,
@@ -223,7 +226,7 @@ func (fs *FS) Tmpfile(cancel <-chan struct{}, input *gofuse.CreateIn, out *gofus
 		return fs.status("tmpfile", err)
 	}
 	fs.fillEntry(&in, &out.EntryOut)
-	st := fs.open(cancel, &input.InHeader, in, input.Flags, true, &out.OpenOut)
+	st := fs.open(cancel, &input.InHeader, in, mark, input.Flags, true, &out.OpenOut)
 	// Reaped now if the open failed, else at the last release.
 	if err := fs.c.Unlinked(ctx, in.Ino); err != nil {
 		fs.log.Warn("tmpfile: reap failed", "inode", in.Ino, "err", err)

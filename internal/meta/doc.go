@@ -138,7 +138,10 @@
 // the ones it has applied and renews the session. A read that races with a
 // change (the change is called back between the read's transaction and the
 // grant) earns the reader an invalidation at once, so no holder keeps data
-// older than its lease says.
+// older than its lease says; Lookup, GetAttr and GetRecipe then read again
+// (nobody waits for that invalidation, and the change may have returned
+// already), so what they return under a lease is never older than a change
+// that ended before the lease was granted.
 //
 // CommitReq.Sync and SetAttrReq.Sync make the call return only once every
 // holder it called back has acknowledged, or its session has expired;

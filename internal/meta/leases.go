@@ -183,9 +183,13 @@ func (l *leaseTable) generation() uint64 {
 
 // grant gives session id a lease on ino, read at generation since. When ino
 // was changed (and called back) after since, the caller may hold stale data
-// that no callback will correct, so the session gets an invalidation now.
-// It reports false, granting nothing, while a Sync change of ino is under
-// way: the caller must wait for it (await) and read again.
+// that no callback will correct, so the session gets an invalidation now
+// and grant reports false, granting nothing. It reports false too while a
+// Sync change of ino is under way. Either way a caller that must not return
+// stale state (leasedRead) waits for the change (await) and reads again:
+// the invalidation is sent, but nobody waits for it, and the change may
+// have returned already, so a reply read before it would otherwise be
+// served from the client's cache after the change returned.
 func (l *leaseTable) grant(id SessionID, ino Ino, since uint64) bool {
 	if id == 0 || ino == 0 {
 		return true
@@ -195,8 +199,7 @@ func (l *leaseTable) grant(id SessionID, ino Ino, since uint64) bool {
 	if _, busy := l.mu.changing[ino]; busy {
 		return false
 	}
-	l.grantLocked(id, ino, since)
-	return true
+	return l.grantLocked(id, ino, since)
 }
 
 // await returns once no Sync change of ino is under way.
@@ -265,19 +268,21 @@ func (l *leaseTable) begin(ctx context.Context, ino Ino, from SessionID) (end fu
 	return end, nil
 }
 
-func (l *leaseTable) grantLocked(id SessionID, ino Ino, since uint64) {
+// grantLocked is grant; it reports false when ino changed after since
+// (the session got an invalidation instead of a lease).
+func (l *leaseTable) grantLocked(id SessionID, ino Ino, since uint64) bool {
 	s := l.liveLocked(id)
 	if s == nil {
-		return
+		return true
 	}
 	if l.changedSinceLocked(ino, since) {
 		l.queueLocked(s, Callback{Ino: ino, Kind: CallbackInvalidate})
 		l.dropLeaseLocked(s, ino)
-		return
+		return false
 	}
 	if e, ok := s.leases[ino]; ok {
 		s.order.MoveToBack(e)
-		return
+		return true
 	}
 	s.leases[ino] = s.order.PushBack(ino)
 	hs := l.mu.holders[ino]
@@ -291,6 +296,7 @@ func (l *leaseTable) grantLocked(id SessionID, ino Ino, since uint64) {
 		l.dropLeaseLocked(s, old)
 		l.queueLocked(s, Callback{Ino: old, Kind: CallbackInvalidate})
 	}
+	return true
 }
 
 // changedSinceLocked reports whether ino may have changed after since.
