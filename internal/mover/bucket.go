@@ -3,6 +3,7 @@ package mover
 import (
 	"context"
 	"sync"
+	"tessera/internal/clock"
 	"time"
 )
 
@@ -46,14 +47,5 @@ func (b *bucket) take(ctx context.Context, n int64) error {
 	return b.sleep(ctx, wait)
 }
 
-// sleepCtx sleeps for d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// sleepCtx sleeps for d on the real clock, or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, nil, d) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"tessera/internal/clock"
 	"time"
 
 	"tessera/internal/block"
@@ -180,13 +181,5 @@ func (s *Scrubber) Round(ctx context.Context) error {
 	return err
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// sleepCtx sleeps for d on the real clock, or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error { return clock.Sleep(ctx, nil, d) }
