@@ -136,3 +136,10 @@ func FromContext(ctx context.Context) (Identity, bool) {
 	id, ok := ctx.Value(ctxKey{}).(Identity)
 	return id, ok
 }
+
+// TokenVerifier checks a bearer token (an admin command run by a person,
+// without a certificate) and returns whose it is; an unknown, expired or
+// malformed token is an error wrapping ErrUnauthenticated.
+type TokenVerifier interface {
+	Verify(token string) (Identity, error)
+}
