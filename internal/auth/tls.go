@@ -10,8 +10,11 @@ import (
 // Credentials are one process's certificate and key and the cluster CA it
 // trusts; see the package comment.
 type Credentials struct {
-	Cert     tls.Certificate
-	CA       *x509.CertPool
+	Cert tls.Certificate
+	CA   *x509.CertPool
+	// CACert is the CA's certificate, whose key verifies tokens
+	// (Tokens).
+	CACert   *x509.Certificate
 	Identity Identity // what Cert names
 }
 
@@ -33,10 +36,12 @@ func LoadCredentials(certFile, keyFile, caFile string) (*Credentials, error) {
 
 // NewCredentials makes Credentials of a loaded key pair and the CA's PEM.
 func NewCredentials(cert tls.Certificate, caPEM []byte) (*Credentials, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("the CA file holds no PEM certificate")
+	caCert, err := parseCertPEM(caPEM)
+	if err != nil {
+		return nil, fmt.Errorf("the CA file: %w", err)
 	}
+	pool := x509.NewCertPool()
+	pool.AddCert(caCert)
 	leaf, err := x509.ParseCertificate(cert.Certificate[0])
 	if err != nil {
 		return nil, fmt.Errorf("parse certificate: %w", err)
@@ -49,7 +54,23 @@ func NewCredentials(cert tls.Certificate, caPEM []byte) (*Credentials, error) {
 	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
 		return nil, fmt.Errorf("certificate %q does not verify against the CA: %w", id.Name, err)
 	}
-	return &Credentials{Cert: cert, CA: pool, Identity: id}, nil
+	return &Credentials{Cert: cert, CA: pool, CACert: caCert, Identity: id}, nil
+}
+
+// Tokens returns the verifier of tokens signed by the credentials' CA.
+func (c *Credentials) Tokens() TokenVerifier {
+	v, err := NewTokenVerifier(c.CACert, nil)
+	if err != nil {
+		return refuseTokens{err}
+	}
+	return v
+}
+
+// refuseTokens refuses every token: the CA cannot have signed any.
+type refuseTokens struct{ err error }
+
+func (r refuseTokens) Verify(string) (Identity, error) {
+	return Identity{}, fmt.Errorf("%w: %v", ErrUnauthenticated, r.err)
 }
 
 // ServerConfig is the tls.Config a listening role serves with: its own
