@@ -15,7 +15,32 @@ type Credentials struct {
 	// CACert is the CA's certificate, whose key verifies tokens
 	// (Tokens).
 	CACert   *x509.Certificate
-	Identity Identity // what Cert names
+	Identity Identity // what Cert names; zero without a certificate
+	// Token, if set, is a bearer token (tokens.go) the holder's clients
+	// send: an admin command run by a person with the CA certificate and a
+	// token instead of a certificate of their own (LoadCAOnly).
+	Token string
+}
+
+// HasCert reports whether the credentials hold a certificate of their own
+// (not just the CA and a token).
+func (c *Credentials) HasCert() bool { return len(c.Cert.Certificate) > 0 }
+
+// LoadCAOnly reads just the CA certificate: credentials that verify
+// servers and present no certificate, for a client that authenticates
+// with a token.
+func LoadCAOnly(caFile, token string) (*Credentials, error) {
+	caPEM, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("load CA: %w", err)
+	}
+	caCert, err := parseCertPEM(caPEM)
+	if err != nil {
+		return nil, fmt.Errorf("the CA file %s: %w", caFile, err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(caCert)
+	return &Credentials{CA: pool, CACert: caCert, Token: token}, nil
 }
 
 // LoadCredentials reads a PEM certificate, its key and the CA certificate.
@@ -88,13 +113,13 @@ func (c *Credentials) ServerConfig() *tls.Config {
 
 // ClientConfig is the tls.Config a role dials with: the server verified
 // against the CA (and its name against the address dialled), its own
-// certificate presented.
+// certificate presented when it has one.
 func (c *Credentials) ClientConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{c.Cert},
-		RootCAs:      c.CA,
+	cfg := &tls.Config{MinVersion: tls.VersionTLS13, RootCAs: c.CA}
+	if c.HasCert() {
+		cfg.Certificates = []tls.Certificate{c.Cert}
 	}
+	return cfg
 }
 
 // PeerIdentity returns the identity of a TLS peer whose chain the handshake

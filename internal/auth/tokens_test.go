@@ -113,3 +113,24 @@ func TestCredentialsVerifyTokens(t *testing.T) {
 		t.Fatalf("Credentials.Tokens: %+v, %v", id, err)
 	}
 }
+
+func TestCAOnlyCredentials(t *testing.T) {
+	ca, err := NewCA("test", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := ca.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadCAOnly(dir+"/"+CACertFile, "tt1.x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HasCert() || c.Token != "tt1.x" || len(c.ClientConfig().Certificates) != 0 {
+		t.Fatalf("CA-only credentials: HasCert %v, token %q, %d client certificates", c.HasCert(), c.Token, len(c.ClientConfig().Certificates))
+	}
+	if _, err := LoadCAOnly(dir+"/nothing", ""); err == nil {
+		t.Fatal("a missing CA file loaded")
+	}
+}
