@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"tessera/internal/auth"
 	"tessera/internal/block"
 	"tessera/internal/clock"
 	"tessera/internal/lowat"
@@ -64,6 +65,11 @@ type Options struct {
 	// Clock times the watchdogs, budgets and backoffs, and the pace of
 	// reply bodies [the real clock]. Tests give a clock.Fake.
 	Clock clock.Clock
+	// Creds, if set, make the client speak HTTPS: the server verified
+	// against their CA, their certificate presented, their Token (if any)
+	// sent as a bearer token. A Transport given with them must have been
+	// made by NewTLSTransport(Creds) [plain HTTP].
+	Creds *auth.Credentials
 }
 
 // Client is a block.Store and block.Lister backed by one block server. It is
@@ -108,11 +114,18 @@ func NewTransport() *http.Transport {
 func New(addr string, opts Options) *Client {
 	base := strings.TrimRight(addr, "/")
 	if !strings.Contains(base, "://") {
-		base = "http://" + base
+		scheme := "http://"
+		if opts.Creds != nil {
+			scheme = "https://"
+		}
+		base = scheme + base
 	}
 	rt := opts.Transport
 	if rt == nil {
-		rt = NewTransport()
+		rt = NewTLSTransport(opts.Creds)
+	}
+	if opts.Creds != nil && opts.Creds.Token != "" {
+		rt = bearer{rt, "Bearer " + opts.Creds.Token}
 	}
 	c := &Client{
 		addr: addr,
@@ -430,6 +443,10 @@ func (c *Client) statusErr(op string, resp *http.Response) (retry bool, err erro
 		return false, c.errorf(op, "%w: %s", block.ErrHashMismatch, text)
 	case resp.StatusCode == http.StatusInsufficientStorage:
 		return false, c.errorf(op, "%w: %s", block.ErrNoSpace, text)
+	case resp.StatusCode == http.StatusUnauthorized:
+		return false, c.errorf(op, "%w: %s", auth.ErrUnauthenticated, text)
+	case resp.StatusCode == http.StatusForbidden:
+		return false, c.errorf(op, "%w: %s", auth.ErrDenied, text)
 	case resp.StatusCode >= 500:
 		return true, c.errorf(op, "status %d: %s", resp.StatusCode, text)
 	default:

@@ -21,4 +21,10 @@
 //
 // Connections. Clients of many servers should share one Transport (see
 // NewTransport: HTTP/1.1 only, 64 idle connections per host).
+//
+// Security. With Options.Creds the client speaks HTTPS (NewTLSTransport):
+// the server is verified against the cluster CA, the process's certificate
+// is presented, and a person's token (Creds.Token) goes as "Authorization:
+// Bearer". A 401 is an error wrapping auth.ErrUnauthenticated, a 403 one
+// wrapping auth.ErrDenied; neither is retried.
 package client

@@ -43,9 +43,37 @@
 //	GET    /v1/scrub          the background scrub's progress (scrub.Progress
 //	                          as JSON), 404 when the server runs none.
 //
+// Authorization. A server given Options.Creds serves TLS 1.3 only
+// (Listener) and every route requires an identity: a client certificate of
+// the cluster CA, verified by the handshake (one of another CA, or expired,
+// fails the handshake), or "Authorization: Bearer TOKEN" with a token the
+// CA signed (auth.CAVerifier). Without one the reply is 401 (class
+// unauthenticated); an identity whose role lacks the route's permission
+// gets 403 (class denied). Routes and permissions (Routes, the one table
+// the mux is built from):
+//
+//	PUT    /v1/blocks/{hex}   WriteBlocks   (meta, client-rw, admin)
+//	GET    /v1/blocks/{hex}   ReadBlocks    (meta, client-rw, client-ro, admin)
+//	HEAD   /v1/blocks/{hex}   ReadBlocks
+//	DELETE /v1/blocks/{hex}   ManageBlocks  (meta, admin)
+//	POST   /v1/has            ReadBlocks; with ?touch=1 also WriteBlocks
+//	GET    /v1/list           ManageBlocks
+//	GET    /v1/usage          ManageBlocks
+//	POST   /v1/check/{hex}    ManageBlocks
+//	GET    /v1/scrub          ManageBlocks
+//
+// Removing, listing, checking and the store's totals are the meta
+// service's (mover, reclaimer, collector) and the admin commands' (gc,
+// fsck, status); mounts read and write. Every refusal is logged with the
+// caller (who), its address (peer) and the reason (why), at most one line
+// per Options.RefusalLogEvery, the others counted. A server without
+// credentials (--insecure) serves plain HTTP and treats every caller as
+// auth.Insecure.
+//
 // Errors have plain-text bodies that say what was wrong, and a
 // Tessera-Error header naming their class (not-found, corrupt,
-// hash-mismatch, no-space, too-large, bad-request, internal) so that a
+// hash-mismatch, no-space, too-large, bad-request, unauthenticated, denied,
+// internal) so that a
 // client can tell a missing block from a missing route.
 //
 // Put reuses its receive buffers: the Backend's Put must not keep the data

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"tessera/internal/auth"
 	"tessera/internal/block"
 	"tessera/internal/block/scrub"
 	"tessera/internal/clock"
@@ -86,6 +87,16 @@ type Options struct {
 	// Scrub, if set, reports the store's scrub (GET /v1/scrub); without
 	// it that route answers 404.
 	Scrub func() scrub.Progress
+	// Creds, if set, are the server's certificate and CA: every request
+	// must then come with a verified client certificate or a bearer
+	// token (Tokens; Creds.Tokens() when nil), and Listener serves TLS.
+	// Without them every caller is auth.Insecure (--insecure).
+	Creds  *auth.Credentials
+	Tokens auth.TokenVerifier
+	// RefusalLogEvery is the least time between two log lines about
+	// refused requests (ratelog.DefaultEvery when 0); the ones held back
+	// are counted in the next.
+	RefusalLogEvery time.Duration
 }
 
 // Handler serves the block protocol (see the package doc) for one Backend.
@@ -102,6 +113,9 @@ type Handler struct {
 	// noSpace: a full disk refuses every PUT; one log line per interval
 	// says so (with how many were refused meanwhile).
 	noSpace ratelog.Limiter
+	creds   *auth.Credentials // nil: insecure
+	tokens  auth.TokenVerifier
+	refused ratelog.Limiter // refused requests, one line per interval
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -117,15 +131,15 @@ func New(b Backend, opts Options) *Handler {
 	}
 	h.files, _ = b.(Files)
 	h.creator, _ = b.(Creator)
+	h.creds, h.tokens = opts.Creds, opts.Tokens
+	h.refused.Every = opts.RefusalLogEvery
+	if h.creds != nil && h.tokens == nil {
+		h.tokens = h.creds.Tokens()
+	}
 	h.mux = http.NewServeMux()
-	h.mux.HandleFunc("PUT /v1/blocks/{hex}", h.put)
-	h.mux.HandleFunc("GET /v1/blocks/{hex}", h.get) // and HEAD
-	h.mux.HandleFunc("DELETE /v1/blocks/{hex}", h.remove)
-	h.mux.HandleFunc("POST /v1/has", h.has)
-	h.mux.HandleFunc("GET /v1/list", h.list)
-	h.mux.HandleFunc("GET /v1/usage", h.usage)
-	h.mux.HandleFunc("POST /v1/check/{hex}", h.check)
-	h.mux.HandleFunc("GET /v1/scrub", h.scrubProgress)
+	for _, rt := range routes { // GET routes also answer HEAD
+		h.mux.Handle(rt.Method+" "+rt.Pattern, h.route(rt))
+	}
 	return h
 }
 
