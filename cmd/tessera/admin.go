@@ -17,12 +17,14 @@ import (
 // clusterFlags are the flags every admin command takes to find the cluster.
 type clusterFlags struct {
 	data, meta *string
+	tls        *tlsFlags
 }
 
 func addClusterFlags(fs *flag.FlagSet) clusterFlags {
 	return clusterFlags{
-		data: fs.String("data", "", "data directory of a `tessera up` (reads DIR/meta.addr)"),
+		data: fs.String("data", "", "data directory of a `tessera up` (reads DIR/meta.addr, and uses DIR/tls/admin.* without TLS flags)"),
 		meta: fs.String("meta", "", "address of the meta service (host:port)"),
+		tls:  addAdminTLSFlags(fs),
 	}
 }
 
@@ -40,11 +42,15 @@ func (f clusterFlags) dial(name string) (*admin.Cluster, func(), error) {
 		}
 		addr = strings.TrimSpace(string(b))
 	}
+	creds, err := f.tls.admin(name, *f.data)
+	if err != nil {
+		return nil, nil, err
+	}
 	c, err := metarpc.Dial(addr)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &admin.Cluster{Meta: c, Dial: up.DialAdmin}, func() { c.Close() }, nil
+	return &admin.Cluster{Meta: c, Dial: up.NewDialer(creds).Admin}, func() { c.Close() }, nil
 }
 
 func runStatus(ctx context.Context, args []string) error {

@@ -34,6 +34,7 @@ var commands = map[string]command{
 	"fsck":   {"check that every file's blocks exist and match their hashes", runFsck},
 	"server": {"list block servers; drain, undrain or remove one", runServer},
 	"policy": {"get or set a file's consistency policy; list the policies", runPolicy},
+	"certs":  {"make a cluster CA, issue certificates and admin tokens", runCerts},
 }
 
 func usage(w io.Writer) {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 
+	"tessera/internal/auth"
 	"tessera/internal/client"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
@@ -23,11 +24,16 @@ func runMeta(ctx context.Context, args []string) error {
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	replicas := fs.Int("replicas", 2, "the cluster's default replication factor (stored when given)")
 	role := addMetaRoleFlags(fs)
+	tf := addTLSFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q (see tessera meta -h)", errUsage, fs.Arg(0))
+	}
+	creds, err := tf.role("meta", []auth.Role{auth.RoleMeta}, *listen)
+	if err != nil {
+		return err
 	}
 	switch {
 	case *data == "" && *dbURL == "":
@@ -48,7 +54,7 @@ func runMeta(ctx context.Context, args []string) error {
 	}
 	p := up.MetaProcess{
 		MetaConfig: up.MetaConfig{DB: db, Listen: *listen, BlockSize: uint32(*bs), DefaultReplicas: *replicas,
-			Role: rc, Logger: newLogger(false)},
+			Role: rc, Creds: creds, Logger: newLogger(false)},
 		DataDir: db.DataDir(),
 		Ready:   func(addr string) { fmt.Printf("tessera meta: ready listen=%s\n", addr) },
 	}
@@ -70,14 +76,19 @@ func runBlockd(ctx context.Context, args []string) error {
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "re-register with the meta service this often")
 	sf := addScrubFlags(fs)
 	pprofAddr := addPprofFlag(fs)
+	tf := addTLSFlags(fs)
 	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := servePprof(*pprofAddr); err != nil {
 		return err
 	}
 	if *data == "" || *metaAddr == "" {
 		return fmt.Errorf("%w: --data and --meta are required (see tessera blockd -h)", errUsage)
+	}
+	creds, err := tf.role("blockd", []auth.Role{auth.RoleBlockd}, *listen)
+	if err != nil {
+		return err
+	}
+	if err := servePprof(*pprofAddr); err != nil {
+		return err
 	}
 	if *heartbeat <= 0 {
 		return fmt.Errorf("%w: --heartbeat %v must be positive", errUsage, *heartbeat)
@@ -95,7 +106,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	defer mc.Close()
 	bn, err := up.StartBlockServer(ctx, mc, up.BlockServerConfig{
 		ID: *id, Dir: *data, Listen: *listen, Host: *host, Rack: *rack, Site: *site,
-		Heartbeat: *heartbeat, ScrubRate: *sf.rate, ScrubInterval: *sf.interval, Logger: newLogger(false),
+		Heartbeat: *heartbeat, ScrubRate: *sf.rate, ScrubInterval: *sf.interval, Creds: creds, Logger: newLogger(false),
 	})
 	if err != nil {
 		return fmt.Errorf("block server with meta service %s: %w", *metaAddr, err)
@@ -124,6 +135,7 @@ func runMount(ctx context.Context, args []string) error {
 	pprofAddr := addPprofFlag(fs)
 	pol := addPolicyFlag(fs)
 	metaTimeout := addMetaTimeoutFlag(fs)
+	tf := addTLSFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -141,13 +153,17 @@ func runMount(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: want --meta ADDR and one mount point (see tessera mount -h)", errUsage)
 	}
 	mnt := fs.Arg(0)
+	creds, err := tf.role("mount", []auth.Role{auth.RoleClientRW, auth.RoleClientRO, auth.RoleAdmin})
+	if err != nil {
+		return err
+	}
 	log := newLogger(false)
 	mc, err := metarpc.Dial(*metaAddr)
 	if err != nil {
 		return err
 	}
 	defer mc.Close()
-	node, err := up.StartMount(ctx, client.Config{Meta: mc, Dial: up.DialBlockServer, Logger: log,
+	node, err := up.StartMount(ctx, client.Config{Meta: mc, Dial: up.NewDialer(creds).Block, Logger: log,
 		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String(),
 		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta}, mnt, *debug)
 	if err != nil {

@@ -26,8 +26,15 @@ func runUp(ctx context.Context, args []string) error {
 	mem := addMemFlags(fs)
 	pprofAddr := addPprofFlag(fs)
 	metaTimeout := addMetaTimeoutFlag(fs)
+	insecure := fs.Bool("insecure", false, "plain TCP without authentication (every caller trusted as an admin); --meta-listen must then be a loopback address. "+
+		"Without it up makes a CA and certificates in DIR/tls/ on first start and uses them")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *insecure {
+		if err := loopbackOnly(*metaListen); err != nil {
+			return err
+		}
 	}
 	waitMeta, err := metaTimeout.value()
 	if err != nil {
@@ -84,6 +91,7 @@ func runUp(ctx context.Context, args []string) error {
 		MemCache:      *mem.cache,
 		DirtyBytes:    *mem.dirty,
 		MetaTimeout:   waitMeta,
+		Insecure:      *insecure,
 		Logger:        newLogger(false),
 		Ready: func(mount, metaAddr string) {
 			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s\n", mount, metaAddr, *data)

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"tessera/internal/auth"
 	"tessera/internal/block/disk"
 	"tessera/internal/block/scrub"
 	blockserver "tessera/internal/block/server"
@@ -37,7 +38,12 @@ type BlockServerConfig struct {
 	// its rounds (scrub.DefaultInterval when 0).
 	ScrubRate     int64
 	ScrubInterval time.Duration
-	Logger        *slog.Logger
+	// Creds are the server's "blockd" credentials: it serves TLS with them
+	// and requires an identity on every route (package server), and they
+	// are what it registers with (wired with metarpc's DialOptions). Nil:
+	// plain HTTP, every caller trusted (--insecure).
+	Creds  *auth.Credentials
+	Logger *slog.Logger
 }
 
 // BlockServerNode is a running block server: its store, HTTP service,
@@ -84,13 +90,13 @@ func StartBlockServer(ctx context.Context, reg Registry, cfg BlockServerConfig) 
 	log = log.With("blockd", cfg.ID)
 	var wctx context.Context
 	wctx, n.cancel = context.WithCancel(ctx)
-	opts := blockserver.Options{Logger: log}
+	opts := blockserver.Options{Logger: log, Creds: cfg.Creds}
 	if cfg.ScrubRate != 0 {
 		n.Scrub = scrub.New(scrub.Config{Store: n.Store, Rate: cfg.ScrubRate, Interval: cfg.ScrubInterval, Logger: log})
 		opts.Scrub = n.Scrub.Progress
 	}
 	n.srv = blockserver.NewHTTPServer(addr, blockserver.New(n.Store, opts), log)
-	go func() { n.served <- n.srv.Serve(ln) }()
+	go func() { n.served <- n.srv.Serve(blockserver.Listener(ln, cfg.Creds)) }()
 	n.Server = meta.Server{ID: cfg.ID, Addr: addr, Dir: cfg.Dir, Host: cfg.Host, Rack: cfg.Rack, Site: cfg.Site}
 	if _, err := reg.RegisterServer(ctx, n.Server); err != nil {
 		return nil, fmt.Errorf("register block server %s: %w", cfg.ID, err)
@@ -107,7 +113,7 @@ func StartBlockServer(ctx context.Context, reg Registry, cfg BlockServerConfig) 
 			n.Scrub.Run(wctx)
 		}()
 	}
-	log.Info("block server", "id", cfg.ID, "listen", addr, "dir", cfg.Dir, "scrub_rate", cfg.ScrubRate)
+	log.Info("block server", "id", cfg.ID, "listen", addr, "dir", cfg.Dir, "scrub_rate", cfg.ScrubRate, "tls", cfg.Creds != nil)
 	return n, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
+	"tessera/internal/auth"
 	"tessera/internal/kv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
@@ -31,7 +32,12 @@ type MetaConfig struct {
 	// until one is stored); Replicas, when > 0, is stored.
 	DefaultReplicas, Replicas int
 	// Role configures the background work (StartMetaRole).
-	Role   MetaRole
+	Role MetaRole
+	// Creds are the process's "meta" credentials: the RPC service's TLS
+	// (wired with metarpc's ServeOptions) and the background work's calls
+	// to block servers (MetaRole.Creds). Nil: plain TCP and HTTP
+	// (--insecure).
+	Creds  *auth.Credentials
 	Logger *slog.Logger
 }
 
@@ -101,6 +107,9 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	}
 	role := cfg.Role
 	role.Logger = log
+	if role.Creds == nil {
+		role.Creds = cfg.Creds
+	}
 	n.stopRole = StartMetaRole(ctx, n.Svc, role)
 	log.Info("meta service", "listen", n.Addr, "db", cfg.DB.String())
 	return n, nil

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"tessera/internal/admin"
+	"tessera/internal/auth"
 	"tessera/internal/meta"
 	"tessera/internal/mover"
 	"tessera/internal/reclaim"
@@ -31,7 +32,11 @@ type MetaRole struct {
 	// ReclaimAfter is the reclaimer's safety window [reclaim.DefaultAfter];
 	// negative: no reclaimer (blocks wait for the full collection).
 	ReclaimAfter time.Duration
-	Logger       *slog.Logger
+	// Creds are the meta process's ("meta" role) credentials, with which
+	// the mover, the reclaimer and the collector call the block servers
+	// (nil: plain HTTP, --insecure). StartMeta sets them from MetaConfig.
+	Creds  *auth.Credentials
+	Logger *slog.Logger
 }
 
 // DefaultGCInterval and DefaultGCGrace are the background collector's
@@ -47,6 +52,7 @@ const (
 // to return.
 func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
+	dial := NewDialer(cfg.Creds)
 	var wg sync.WaitGroup
 	wg.Add(3)
 	go func() {
@@ -59,7 +65,7 @@ func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop f
 	}()
 	mv := mover.New(mover.Config{
 		Meta:     svc,
-		Dial:     func(s meta.Server) (mover.BlockServer, error) { return DialAdmin(s) },
+		Dial:     func(s meta.Server) (mover.BlockServer, error) { return dial.Admin(s) },
 		Interval: cfg.MoverInterval,
 		Rate:     cfg.MoverRate,
 		Logger:   cfg.Logger,
@@ -71,7 +77,7 @@ func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop f
 	if cfg.ReclaimAfter >= 0 {
 		rc := reclaim.New(reclaim.Config{
 			Meta:   svc,
-			Dial:   func(s meta.Server) (reclaim.Remover, error) { return DialAdmin(s) },
+			Dial:   func(s meta.Server) (reclaim.Remover, error) { return dial.Admin(s) },
 			After:  cfg.ReclaimAfter,
 			Logger: cfg.Logger,
 		})
@@ -85,14 +91,14 @@ func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop f
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			gcLoop(ctx, svc, cfg)
+			gcLoop(ctx, svc, dial, cfg)
 		}()
 	}
 	return func() { cancel(); wg.Wait() }
 }
 
 // gcLoop collects unreferenced blocks every cfg.GCInterval until ctx ends.
-func gcLoop(ctx context.Context, svc *meta.Service, cfg MetaRole) {
+func gcLoop(ctx context.Context, svc *meta.Service, dial *Dialer, cfg MetaRole) {
 	every, grace := cfg.GCInterval, cfg.GCGrace
 	if every == 0 {
 		every = DefaultGCInterval
@@ -104,7 +110,7 @@ func gcLoop(ctx context.Context, svc *meta.Service, cfg MetaRole) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	c := &admin.Cluster{Meta: svc, Dial: DialAdmin}
+	c := &admin.Cluster{Meta: svc, Dial: dial.Admin}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {

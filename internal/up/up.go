@@ -22,6 +22,7 @@
 //	DIR/meta.addr      where the meta service listens (read by status, gc, fsck)
 //	DIR/blocks/bN/     block server N's store
 //	DIR/cache/         the mount's local disk block cache
+//	DIR/tls/           the CA and certificates of its processes (TLSDir)
 //
 // A second process on a data directory (a second `tessera up`, or `tessera
 // meta` on the directory of a running `up`) is refused with an error that
@@ -34,12 +35,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
+	"tessera/internal/auth"
 	"tessera/internal/block"
 	"tessera/internal/block/disk"
 	"tessera/internal/client"
@@ -79,7 +82,11 @@ type Config struct {
 	// MetaTimeout is how long the mount's meta calls wait for the meta
 	// service (client.Config.MetaTimeout).
 	MetaTimeout time.Duration
-	Logger      *slog.Logger
+	// Insecure runs every port without TLS (`tessera up --insecure`);
+	// otherwise Run makes and uses the CA and certificates in
+	// TLSDir(DataDir) (EnsureLocalTLS).
+	Insecure bool
+	Logger   *slog.Logger
 	// Ready, if set, is called once the mount is usable.
 	Ready func(mount, metaAddr string)
 }
@@ -118,6 +125,13 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	if err := CleanStaleMount(cfg.Mount, log); err != nil {
 		return err
 	}
+	lt := &LocalTLS{Blocks: make([]*auth.Credentials, cfg.BlockServers)}
+	if !cfg.Insecure {
+		host, _, _ := net.SplitHostPort(cfg.MetaListen)
+		if lt, err = EnsureLocalTLS(cfg.DataDir, cfg.BlockServers, host); err != nil {
+			return err
+		}
+	}
 	if fi, err := os.Stat(cfg.Mount); err != nil || !fi.IsDir() {
 		return fmt.Errorf("mount point %s: not a directory (%v)", cfg.Mount, err)
 	}
@@ -152,6 +166,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		DefaultReplicas: defReplicas,
 		Replicas:        cfg.Replicas,
 		Role:            cfg.Role,
+		Creds:           lt.Meta,
 		Logger:          log,
 	})
 	if err != nil {
@@ -179,6 +194,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			Heartbeat:     cfg.Heartbeat,
 			ScrubRate:     cfg.ScrubRate,
 			ScrubInterval: cfg.ScrubInterval,
+			Creds:         lt.Blocks[i],
 			Logger:        log,
 		})
 		if err != nil {
@@ -190,14 +206,16 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	metaAddr := mn.Addr
 
 	// The mount reaches this process's block servers through memory (the
-	// co-located fast path); servers that join later go over HTTP.
+	// co-located fast path); servers that join later go over HTTP, with
+	// the mount's (client-rw) credentials.
+	remote := NewDialer(lt.Mount)
 	dial := func(s meta.Server) (block.Store, error) {
 		if st, ok := stores[s.ID]; ok && s.Dir == st.Dir() {
 			// The client hashed every block it sends; the store need
 			// not hash it again.
 			return st.Trusted(), nil
 		}
-		return DialBlockServer(s)
+		return remote.Block(s)
 	}
 
 	mnt, err := StartMount(ctx, client.Config{
