@@ -31,10 +31,6 @@ func runMeta(ctx context.Context, args []string) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q (see tessera meta -h)", errUsage, fs.Arg(0))
 	}
-	creds, err := tf.role("meta", []auth.Role{auth.RoleMeta}, *listen)
-	if err != nil {
-		return err
-	}
 	switch {
 	case *data == "" && *dbURL == "":
 		return fmt.Errorf("%w: --data DIR or --meta-db URL is required (see tessera meta -h)", errUsage)
@@ -49,6 +45,10 @@ func runMeta(ctx context.Context, args []string) error {
 		return err
 	}
 	db, err := metaDB(*dbURL, *data)
+	if err != nil {
+		return err
+	}
+	creds, err := tf.role("meta", []auth.Role{auth.RoleMeta}, *listen)
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,10 @@ type MultiOptions struct {
 	// server gets --id b<i> --host h<i> first, so a flag here overrides them.
 	ServerArgs func(i int) []string
 	Env        []string // added to the test's environment
+	// Insecure runs every process with --insecure; otherwise StartMulti
+	// makes a CA and certificates in Dir/pki (PKI) and every process,
+	// admin commands included, runs with TLS.
+	Insecure bool
 
 	ReadyTimeout time.Duration // per process, default 30 s
 	StopTimeout  time.Duration // per process, default 20 s
@@ -47,6 +51,7 @@ type Multi struct {
 	opts MultiOptions
 	log  *logBuf // every process's output, each line prefixed with its name
 	meta *Daemon
+	pki  *PKI // nil with Insecure
 
 	mu struct {
 		sync.Mutex
@@ -68,9 +73,15 @@ func StartMulti(opts MultiOptions) (*Multi, error) {
 		opts.StopTimeout = 20 * time.Second
 	}
 	m := &Multi{opts: opts, log: newLogBuf(4 << 20)}
+	if !opts.Insecure {
+		var err error
+		if m.pki, err = newPKI(opts.Bin, filepath.Join(opts.Dir, "pki")); err != nil {
+			return nil, err
+		}
+	}
 	dir := filepath.Join(opts.Dir, "meta")
 	m.meta = m.daemon("meta", MetaReadyPrefix,
-		append([]string{"meta", "--data", dir, "--listen", "127.0.0.1:0"}, opts.MetaArgs...))
+		slices.Concat([]string{"meta", "--data", dir, "--listen", "127.0.0.1:0"}, m.TLSArgs("meta"), opts.MetaArgs))
 	m.meta.dataDir = dir
 	m.meta.want = func(f map[string]string) error {
 		if f["listen"] == "" {
@@ -117,8 +128,13 @@ func (m *Multi) AddServer(args ...string) (*Daemon, error) {
 	m.mu.Unlock()
 	id := "b" + strconv.Itoa(i)
 	dir := filepath.Join(m.opts.Dir, id)
-	a := []string{"blockd", "--data", dir, "--meta", m.MetaAddr(), "--id", id,
-		"--listen", "127.0.0.1:0", "--host", "h" + strconv.Itoa(i)}
+	if m.pki != nil {
+		if err := m.pki.Issue(id, "blockd"); err != nil {
+			return nil, err
+		}
+	}
+	a := append([]string{"blockd", "--data", dir, "--meta", m.MetaAddr(), "--id", id,
+		"--listen", "127.0.0.1:0", "--host", "h" + strconv.Itoa(i)}, m.TLSArgs(id)...)
 	if m.opts.ServerArgs != nil {
 		a = append(a, m.opts.ServerArgs(i)...)
 	}
@@ -147,7 +163,7 @@ func (m *Multi) AddMount(args ...string) (*Daemon, error) {
 	m.mu.Unlock()
 	name := "m" + strconv.Itoa(i)
 	mnt := filepath.Join(m.opts.Dir, name)
-	a := append([]string{"mount", "--meta", m.MetaAddr()}, args...)
+	a := slices.Concat([]string{"mount", "--meta", m.MetaAddr()}, m.TLSArgs("mount"), args)
 	d := m.daemon("mount "+name, MountReadyPrefix, append(a, mnt))
 	d.mountDir = mnt
 	d.want = func(f map[string]string) error {
@@ -199,10 +215,23 @@ func (m *Multi) LogSince(mark int64) string { return m.log.Since(mark) }
 // LogTail returns the last n bytes of the cluster's output.
 func (m *Multi) LogTail(n int) string { return m.log.Tail(n) }
 
-// Run executes `tessera ARGS... --meta ADDR` (bounded by ctx). A non-zero
-// exit is not an error; failing to run is.
+// Run executes `tessera ARGS... --meta ADDR` with the admin certificate
+// (bounded by ctx). A non-zero exit is not an error; failing to run is.
 func (m *Multi) Run(ctx context.Context, args ...string) (Result, error) {
-	return RunBin(ctx, m.opts.Bin, append(slices.Clone(args), "--meta", m.MetaAddr())...)
+	return RunBin(ctx, m.opts.Bin, slices.Concat(args, []string{"--meta", m.MetaAddr()}, m.TLSArgs("admin"))...)
+}
+
+// PKI returns the cluster's CA and certificates (nil with Insecure).
+func (m *Multi) PKI() *PKI { return m.pki }
+
+// TLSArgs returns the flags that make a process use NAME's certificate
+// (meta, b<i>, mount, admin, or one issued with PKI().Issue), or
+// --insecure in an Insecure cluster.
+func (m *Multi) TLSArgs(name string) []string {
+	if m.pki == nil {
+		return []string{"--insecure"}
+	}
+	return m.pki.Args(name)
 }
 
 // ServerCmd runs `tessera server OP ID --meta ADDR` (OP: drain, undrain,

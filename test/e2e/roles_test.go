@@ -68,8 +68,8 @@ func TestUpSecondOnSameDataDir(t *testing.T) {
 	defer cancel()
 	for _, args := range [][]string{
 		{"up", "--data", c.DataDir(), "--mount", mnt2, "--block-servers", "1"},
-		{"meta", "--data", c.DataDir(), "--listen", "127.0.0.1:0"},
-		{"meta", "--data", filepath.Join(c.DataDir(), "meta"), "--listen", "127.0.0.1:0"},
+		{"meta", "--data", c.DataDir(), "--listen", "127.0.0.1:0", "--insecure"},
+		{"meta", "--data", filepath.Join(c.DataDir(), "meta"), "--listen", "127.0.0.1:0", "--insecure"},
 	} {
 		res, err := cluster.RunBin(ctx, suite.bin, args...)
 		if err != nil {
