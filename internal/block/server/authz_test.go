@@ -74,7 +74,7 @@ func startSecure(t *testing.T) *secure {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := server.NewHTTPServer(ln.Addr().String(), hd, nil)
+	srv := server.NewHTTPServer(ln.Addr().String(), hd, slog.New(slog.NewTextHandler(logs, nil)))
 	go srv.Serve(server.Listener(ln, creds))
 	t.Cleanup(func() { srv.Close() })
 	return &secure{ca: ca, addr: ln.Addr().String(), log: logs, block: h}
@@ -213,6 +213,15 @@ func TestHandshakeRefusesForeignAndExpiredCertificates(t *testing.T) {
 		if err == nil {
 			t.Errorf("%s certificate: the handshake succeeded (status %d)", name, code)
 		}
+	}
+	// net/http logs a failed handshake after the client saw it fail: wait
+	// for the line (bounded).
+	for i := 0; !strings.Contains(s.log.String(), "TLS handshake error from 127.0.0.1:"); i++ {
+		if i == 200 {
+			t.Errorf("the failed handshakes are not logged with the peer:\n%s", s.log.String())
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	// A client that does not trust the server's CA does not talk to it.
 	code, err := s.do(t, foreign.ClientConfig(), http.MethodGet, "/v1/list", "")

@@ -159,7 +159,7 @@ func NewHTTPServer(addr string, handler http.Handler, log *slog.Logger) *http.Se
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ConnContext:       connContext,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(handshakeLog{log.Handler(), new(ratelog.Limiter)}, slog.LevelWarn),
 	}
 }
 
