@@ -74,15 +74,17 @@ META="" METAPID="" ; declare -a BPIDS=() MPIDS=()
 cluster_start() {
   local tag=$1 d=$W/$1 i
   mkdir -p "$d"
-  start_bg "$OUT/logs/$tag-meta.log" srv "$TESSERA" meta --data "$d/meta" --listen 127.0.0.1:0 --replicas "$REPLICAS" "${META_ARGS[@]}"
+  tls_init "$d/pki" || return 1
+  start_bg "$OUT/logs/$tag-meta.log" srv "$TESSERA" meta --data "$d/meta" --listen 127.0.0.1:0 --replicas "$REPLICAS" "${META_ARGS[@]}" $(tls_args meta)
   METAPID=$LASTPID
   wait_ready "$METAPID" "$OUT/logs/$tag-meta.log" 'meta: ready' 30 || return 1
   META=$(grep -m1 -o 'listen=[^ ]*' "$OUT/logs/$tag-meta.log" | cut -d= -f2)
   BPIDS=()
   for ((i=0; i<4; i++)); do
     # --host hI: not this machine's name, so mounts fetch blocks over TCP (no co-located file reads)
+    tls_issue "b$i" blockd 127.0.0.1 || return 1
     start_bg "$OUT/logs/$tag-blockd$i.log" srv "$TESSERA" blockd --data "$d/b$i" --meta "$META" --id "b$i" \
-      --listen 127.0.0.1:0 --host "h$i"
+      --listen 127.0.0.1:0 --host "h$i" $(tls_args "b$i")
     BPIDS+=("$LASTPID")
   done
   for ((i=0; i<4; i++)); do wait_ready "${BPIDS[$i]}" "$OUT/logs/$tag-blockd$i.log" 'blockd: ready' 30 || return 1; done
@@ -142,7 +144,7 @@ group() {
   # (a commit of part of a 4 MiB block writes a whole new one: commit-per-write presets leave GiBs)
   for lay in separate shared; do for bs in "${SB[@]}"; do
     measure "$run" "$p" "$n" write "$lay" "$bs"
-    printf '%s N=%s %s bs=%s: %s\n' "$p" "$n" "$lay" "$bs" "$("$TESSERA" gc --meta "$META" --grace 0s 2>&1 | tail -n 1)" >> "$OUT/logs/gc.log"
+    printf '%s N=%s %s bs=%s: %s\n' "$p" "$n" "$lay" "$bs" "$("$TESSERA" gc --meta "$META" --grace 0s $(tls_args admin) 2>&1 | tail -n 1)" >> "$OUT/logs/gc.log"
   done; done
   mounts_stop "$tag-w"; note_phase "$run" "$p" "$n" write
   drop_caches

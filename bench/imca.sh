@@ -51,12 +51,15 @@ MCUSER=nobody; id memcache >/dev/null 2>&1 && MCUSER=memcache
 # namespaces 0..NB-1: block servers (--host nsI); NB, NB+1: memcached
 for ((i=0; i<NB+2; i++)); do ns_create $i || die "namespace $i"; ns_limit $i "$RATE" || die "tbf $i"; done
 REPL=(); has_flag meta replicas && REPL=(--replicas 1)
-start_bg "$OUT/logs/meta.log" srv "$TESSERA" meta --data "$W/meta" --listen "$META" "${REPL[@]}"
+# TLS, the default: a CA and every process's certificate (bench/lib.sh)
+tls_init "$W/pki" "$SUBNET.1" || die "tessera certs failed"
+for ((i=0; i<NB; i++)); do tls_issue "b$i" blockd "$(ns_addr $i)" || die "tessera certs issue b$i failed"; done
+start_bg "$OUT/logs/meta.log" srv "$TESSERA" meta --data "$W/meta" --listen "$META" "${REPL[@]}" $(tls_args meta)
 METAPID=$LASTPID; wait_ready $METAPID "$OUT/logs/meta.log" 'meta: ready' 30 || die "meta did not start"
 BPIDS=()
 for ((i=0; i<NB; i++)); do
   start_bg "$OUT/logs/blockd$i.log" srv ip netns exec "$(ns_name $i)" "$TESSERA" blockd --data "$W/b$i" --meta "$META" \
-    --id "b$i" --listen "$(ns_addr $i):7500" --host "ns$i"
+    --id "b$i" --listen "$(ns_addr $i):7500" --host "ns$i" $(tls_args "b$i")
   BPIDS+=("$LASTPID")
 done
 for ((i=0; i<NB; i++)); do wait_ready "${BPIDS[$i]}" "$OUT/logs/blockd$i.log" 'blockd: ready' 30 || die "blockd $i did not start"; done

@@ -68,6 +68,27 @@ build_bins() {
 # has_flag ROLE FLAG: does `tessera ROLE -h` list --FLAG?
 has_flag() { "$TESSERA" "$1" -h 2>&1 | grep -q -- "-$2\b"; }
 
+# ---------------------------------------------------------------- TLS
+# TLS is every role's default (issue 12). tls_init DIR [HOSTS]: a CA and the
+# certificates of meta (valid for 127.0.0.1 and HOSTS), mount (client-rw) and
+# admin in DIR, made with `tessera certs`; tls_issue NAME ROLE [HOSTS] makes
+# another (a block server's, valid for its address); tls_args NAME prints the
+# flags that use NAME's certificate. With a binary older than TLS they make
+# nothing and print nothing.
+TLSDIR=""
+tls_init() {
+  TLSDIR=""
+  has_flag meta tls-cert || return 0
+  TLSDIR=$1
+  "$TESSERA" certs init --dir "$TLSDIR" --force >/dev/null || return 1
+  tls_issue meta meta "127.0.0.1${2:+,$2}" && tls_issue mount client-rw && tls_issue admin admin
+}
+tls_issue() {
+  [ -n "$TLSDIR" ] || return 0
+  "$TESSERA" certs issue "$1" --role "$2" ${3:+--host "$3"} --dir "$TLSDIR" --force >/dev/null
+}
+tls_args() { [ -n "$TLSDIR" ] && echo --tls-cert "$TLSDIR/$1.crt" --tls-key "$TLSDIR/$1.key" --tls-ca "$TLSDIR/ca.crt"; return 0; }
+
 proc_sample() { "$BR" proc "$1" 2>/dev/null; }   # "cpu_s hwm_kib nprocs max_hwm_kib"
 cpu_of() { local s; s=$(proc_sample "$1") || { echo nan; return; }; echo "${s%% *}"; }
 cpu_sum() { # cpu_sum PID... : summed CPU seconds
@@ -116,10 +137,12 @@ start_mount() {
   mkdir -p "$mnt"
   if { [ -n "$tier" ] && ! has_flag mount cache-tier; } || [ ${#HELPER_ARGS[@]} -gt 0 ]; then
     [ -n "$tier" ] && TIER_VIA="bench/cmd/tiermount (tessera mount has no --cache-tier)"
-    start_bg "$logf" mount "$TIERMOUNT" ${tier:+--cache-tier "$tier"} "${HELPER_ARGS[@]}" "${args[@]}" "$mnt"
+    # shellcheck disable=SC2046 # tls_args: paths without spaces
+    start_bg "$logf" mount "$TIERMOUNT" ${tier:+--cache-tier "$tier"} "${HELPER_ARGS[@]}" $(tls_args mount) "${args[@]}" "$mnt"
   else
     [ -n "$tier" ] && { TIER_VIA="tessera mount --cache-tier"; args=(--cache-tier "$tier" "${args[@]}"); }
-    start_bg "$logf" mount "$TESSERA" mount "${args[@]}" "$mnt"
+    # shellcheck disable=SC2046
+    start_bg "$logf" mount "$TESSERA" mount $(tls_args mount) "${args[@]}" "$mnt"
   fi
   MOUNT_OF[$LASTPID]=$mnt
   wait_ready "$LASTPID" "$logf" 'mount: ready' 60 || return 1

@@ -52,6 +52,9 @@ else REPL_NOTE="tessera meta has no --replicas flag: run without (the meta defau
 
 log "creating $NMAX namespaces ($SUBNET.0/24)"
 for ((i=0; i<NMAX; i++)); do ns_create $i || die "namespace $i: cannot set up"; done
+# TLS, the default: a CA and every process's certificate (bench/lib.sh)
+tls_init "$W/pki" "$SUBNET.1" || die "tessera certs failed"
+for ((i=0; i<NMAX; i++)); do tls_issue "b$i" blockd "$(ns_addr $i)" || die "tessera certs issue b$i failed"; done
 
 # cpu_busy: "busy total" jiffies of the whole machine (/proc/stat)
 cpu_busy() { awk '/^cpu /{t=0; for(i=2;i<=NF;i++) t+=$i; print t-$5-$6, t; exit}' /proc/stat; }
@@ -74,12 +77,12 @@ measure() {
   local -a bpids=()
   d=$W/$tag; mkdir -p "$d"
   for ((i=0; i<n; i++)); do ns_limit $i "$lim" || { log "tc tbf on veth $i failed"; return 1; }; done
-  start_bg "$OUT/logs/$tag-meta.log" srv "$TESSERA" meta --data "$d/meta" --listen "$META" "${REPL[@]}"
+  start_bg "$OUT/logs/$tag-meta.log" srv "$TESSERA" meta --data "$d/meta" --listen "$META" "${REPL[@]}" $(tls_args meta)
   local metapid=$LASTPID
   wait_ready "$metapid" "$OUT/logs/$tag-meta.log" 'meta: ready' 30 || return 1
   for ((i=0; i<n; i++)); do
     start_bg "$OUT/logs/$tag-blockd$i.log" srv ip netns exec "$(ns_name $i)" "$TESSERA" blockd --data "$d/b$i" \
-      --meta "$META" --id "b$i" --listen "$(ns_addr $i):7500" --host "ns$i"
+      --meta "$META" --id "b$i" --listen "$(ns_addr $i):7500" --host "ns$i" $(tls_args "b$i")
     bpids+=("$LASTPID")
   done
   for ((i=0; i<n; i++)); do wait_ready "${bpids[$i]}" "$OUT/logs/$tag-blockd$i.log" 'blockd: ready' 30 || return 1; done
@@ -124,7 +127,7 @@ measure() {
     fi
     stop_mount "$mpid"
   done
-  "$TESSERA" status --meta "$META" > "$OUT/logs/$tag-status.txt" 2>&1
+  "$TESSERA" status --meta "$META" $(tls_args admin) > "$OUT/logs/$tag-status.txt" 2>&1
   stop_all_servers
   rm -rf "$d"
 }
