@@ -25,7 +25,10 @@ import (
 //     other two with status 0 as well);
 //   - `tessera status --meta ADDR` prints "key: value" lines (see
 //     ClusterStatus) and `tessera server drain|undrain|remove|list` take
-//     --meta ADDR.
+//     --meta ADDR;
+//   - `tessera certs init|issue NAME --role ROLE --host 127.0.0.1 --dir D`
+//     make a CA and certificates, and every command above takes
+//     --tls-cert/--tls-key/--tls-ca (or --insecure).
 type MultiOptions struct {
 	Bin          string   // the tessera binary
 	Dir          string   // base directory: meta/, b0/, b1/…, m0/… are made in it
