@@ -26,6 +26,7 @@ func runUp(ctx context.Context, args []string) error {
 	mem := addMemFlags(fs)
 	pprofAddr := addPprofFlag(fs)
 	metaTimeout := addMetaTimeoutFlag(fs)
+	metricsAddr := addMetricsFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -67,7 +68,14 @@ func runUp(ctx context.Context, args []string) error {
 	if *replicas > *n {
 		return fmt.Errorf("%w: --replicas %d is more than the %d block servers (--block-servers): every block would stay under-replicated", errUsage, *replicas, *n)
 	}
+	log := newLogger(false)
+	mf, err := startMetrics(*metricsAddr, log)
+	if err != nil {
+		return err
+	}
+	defer mf.Close()
 	return up.Run(ctx, up.Config{
+		Metrics:       mf.reg,
 		MetaDB:        db,
 		ScrubRate:     *sf.rate,
 		ScrubInterval: *sf.interval,
@@ -84,9 +92,9 @@ func runUp(ctx context.Context, args []string) error {
 		MemCache:      *mem.cache,
 		DirtyBytes:    *mem.dirty,
 		MetaTimeout:   waitMeta,
-		Logger:        newLogger(false),
+		Logger:        log,
 		Ready: func(mount, metaAddr string) {
-			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s\n", mount, metaAddr, *data)
+			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s%s\n", mount, metaAddr, *data, mf.ready())
 		},
 	})
 }

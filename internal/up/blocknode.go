@@ -10,10 +10,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"tessera/internal/block/disk"
 	"tessera/internal/block/scrub"
 	blockserver "tessera/internal/block/server"
 	"tessera/internal/meta"
+	"tessera/internal/metrics"
 )
 
 // Registry is what a block server needs of the meta service: to register
@@ -38,6 +41,10 @@ type BlockServerConfig struct {
 	ScrubRate     int64
 	ScrubInterval time.Duration
 	Logger        *slog.Logger
+	// Metrics, if set, receives the server's series (its HTTP requests
+	// and bytes, its store's use, its scrub's progress), labelled
+	// server=ID so that the N servers of tessera up share a registry.
+	Metrics *prometheus.Registry
 }
 
 // BlockServerNode is a running block server: its store, HTTP service,
@@ -89,7 +96,13 @@ func StartBlockServer(ctx context.Context, reg Registry, cfg BlockServerConfig) 
 		n.Scrub = scrub.New(scrub.Config{Store: n.Store, Rate: cfg.ScrubRate, Interval: cfg.ScrubInterval, Logger: log})
 		opts.Scrub = n.Scrub.Progress
 	}
-	n.srv = blockserver.NewHTTPServer(addr, blockserver.New(n.Store, opts), log)
+	var handler http.Handler = blockserver.New(n.Store, opts)
+	if cfg.Metrics != nil {
+		reg := prometheus.WrapRegistererWith(prometheus.Labels{"server": cfg.ID}, cfg.Metrics)
+		handler = metrics.BlockHTTP(handler, metrics.NewBlockRequests(reg))
+		metrics.BlockStore(reg, n.Store, n.Scrub)
+	}
+	n.srv = blockserver.NewHTTPServer(addr, handler, log)
 	go func() { n.served <- n.srv.Serve(ln) }()
 	n.Server = meta.Server{ID: cfg.ID, Addr: addr, Dir: cfg.Dir, Host: cfg.Host, Rack: cfg.Rack, Site: cfg.Site}
 	if _, err := reg.RegisterServer(ctx, n.Server); err != nil {

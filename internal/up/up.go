@@ -40,6 +40,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"tessera/internal/block"
 	"tessera/internal/block/disk"
 	"tessera/internal/client"
@@ -80,6 +82,9 @@ type Config struct {
 	// service (client.Config.MetaTimeout).
 	MetaTimeout time.Duration
 	Logger      *slog.Logger
+	// Metrics, if set, receives every role's series: the meta service's,
+	// each block server's (labelled server=bI) and the mount's.
+	Metrics *prometheus.Registry
 	// Ready, if set, is called once the mount is usable.
 	Ready func(mount, metaAddr string)
 }
@@ -153,6 +158,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Replicas:        cfg.Replicas,
 		Role:            cfg.Role,
 		Logger:          log,
+		Metrics:         cfg.Metrics,
 	})
 	if err != nil {
 		return err
@@ -180,6 +186,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			ScrubRate:     cfg.ScrubRate,
 			ScrubInterval: cfg.ScrubInterval,
 			Logger:        log,
+			Metrics:       cfg.Metrics,
 		})
 		if err != nil {
 			return err
@@ -200,8 +207,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return DialBlockServer(s)
 	}
 
-	mnt, err := StartMount(ctx, client.Config{
-		Meta:          svc,
+	mnt, err := StartMountWith(ctx, MountConfig{Dir: cfg.Mount, Debug: cfg.Debug, Metrics: cfg.Metrics, Client: client.Config{
+		Meta:          mn.API,
 		Dial:          dial,
 		Logger:        log,
 		DiskCacheDir:  filepath.Join(cfg.DataDir, "cache"),
@@ -209,7 +216,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		DirtyBytes:    cfg.DirtyBytes,
 		MetaTimeout:   cfg.MetaTimeout,
 		Policy:        cfg.Policy,
-	}, cfg.Mount, cfg.Debug)
+	}})
 	if err != nil {
 		return err
 	}
