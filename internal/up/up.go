@@ -7,6 +7,8 @@
 // mount` (StartMount) and the all-in-one `tessera up` (Run) all go through
 // them, and so do the test
 // clusters, which run those commands, so that the roles cannot drift apart.
+// Each config takes an optional Prometheus registry (Metrics): set, the
+// role registers its series there (internal/metrics); the caller serves it.
 //
 // Run is `tessera up`: a meta service, N block servers (each on its own
 // loopback port and data directory, speaking HTTP like remote ones) and a
