@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"tessera/internal/block"
 	blockclient "tessera/internal/block/client"
 	"tessera/internal/client"
@@ -163,6 +165,29 @@ func TestRoleMetrics(t *testing.T) {
 			t.Errorf("meta sessions with one mount = %v", v)
 		}
 		value(f, "tessera_fuse_requests_in_flight")
+
+		// Under posix reads bypass the kernel's page cache: a second read
+		// of a file is answered by the client's memory cache.
+		d := filepath.Join(dir, "posix")
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := unix.Setxattr(d, "user.tessera.policy", []byte("posix"), 0); err != nil {
+			t.Fatal(err)
+		}
+		q := filepath.Join(d, "g")
+		if err := os.WriteFile(q, content, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before = scrape()
+		for range 2 {
+			if got, err := os.ReadFile(q); err != nil || !bytes.Equal(got, content) {
+				t.Fatalf("read back under posix: %d bytes, %v", len(got), err)
+			}
+		}
+		f = scrape()
+		moved("tessera_client_cache_hits_total", 1, "tier", "memory")
+		moved("tessera_fuse_read_bytes_total", 2*size)
 		for _, tier := range []string{"memory", "disk", "memcached", "memcached_stat"} {
 			value(f, "tessera_client_cache_hits_total", "tier", tier)
 		}
