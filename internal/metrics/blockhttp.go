@@ -4,14 +4,18 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	blockserver "tessera/internal/block/server"
 )
 
 // BlockRequests are a block server's series of its HTTP requests.
 type BlockRequests struct {
 	reqs *prometheus.CounterVec   // route, code
+	errs *prometheus.CounterVec   // class
 	secs *prometheus.HistogramVec // route
 	in   prometheus.Counter
 	out  prometheus.Counter
@@ -25,6 +29,10 @@ func NewBlockRequests(reg prometheus.Registerer) *BlockRequests {
 			Name: "tessera_blockd_requests_total",
 			Help: "Block server HTTP requests by route (the route table's pattern) and status class (2xx, 4xx, 5xx); 5xx are the server's errors.",
 		}, []string{"route", "code"}),
+		errs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tessera_blockd_errors_total",
+			Help: "Block server error replies by class (the Tessera-Error header: not-found, corrupt, hash-mismatch, no-space, too-large, bad-request, internal, ...).",
+		}, []string{"class"}),
 		secs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "tessera_blockd_request_duration_seconds",
 			Help: "Block server HTTP request latency by route, until the handler returned (the body sent).",
@@ -40,7 +48,7 @@ func NewBlockRequests(reg prometheus.Registerer) *BlockRequests {
 			Help: "Response body bytes the block server sent (blocks served, listings).",
 		}),
 	}
-	reg.MustRegister(m.reqs, m.secs, m.in, m.out)
+	reg.MustRegister(m.reqs, m.errs, m.secs, m.in, m.out)
 	return m
 }
 
@@ -63,9 +71,21 @@ func BlockHTTP(next http.Handler, m *BlockRequests) http.Handler {
 			route = "unmatched"
 		}
 		m.reqs.WithLabelValues(route, strconv.Itoa(cw.code/100)+"xx").Inc()
+		if class := cw.Header().Get(blockserver.ErrorHeader); class != "" {
+			m.errs.WithLabelValues(errorClass(class)).Inc()
+		}
 		m.secs.WithLabelValues(route).Observe(time.Since(start).Seconds())
 		m.out.Add(float64(cw.n))
 	})
+}
+
+// errorClass bounds an error class label: the server's classes are short
+// constants (blockserver.Class*); anything else is "other".
+func errorClass(c string) string {
+	if len(c) > 32 || strings.IndexFunc(c, func(r rune) bool { return (r < 'a' || r > 'z') && r != '-' }) >= 0 {
+		return "other"
+	}
+	return c
 }
 
 // countingBody counts what a handler reads of a request body.

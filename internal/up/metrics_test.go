@@ -107,6 +107,9 @@ func TestRoleMetrics(t *testing.T) {
 	if v := value(f, "tessera_blockd_requests_total", "server", "b0", "route", "GET /v1/blocks/{hex}", "code", "4xx"); v != 1 {
 		t.Errorf("GETs of an absent block counted: %v, want 1", v)
 	}
+	if v := value(f, "tessera_blockd_errors_total", "server", "b0", "class", "not-found"); v != 1 {
+		t.Errorf("not-found errors counted: %v, want 1", v)
+	}
 	if v := value(f, "tessera_blockd_stored_bytes", "server", "b0"); v != n {
 		t.Errorf("stored bytes = %v, want %v", v, n)
 	}
