@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"tessera/internal/metrics/metricstest"
 	"tessera/test/cluster"
@@ -110,8 +111,10 @@ func TestMetricsUp(t *testing.T) {
 func TestMetricsRoles(t *testing.T) {
 	m := startMultiOpts(t, cluster.MultiOptions{
 		BlockServers: 2,
-		MetaArgs:     []string{"--metrics", "127.0.0.1:0", "--replicas", "1"},
-		ServerArgs:   func(int) []string { return []string{"--metrics", "127.0.0.1:0"} },
+		MetaArgs:     []string{"--metrics", "127.0.0.1:0", "--replicas", "1", "--mover-interval", "200ms"},
+		ServerArgs: func(int) []string {
+			return []string{"--metrics", "127.0.0.1:0", "--scrub-rate", "-1", "--scrub-interval", "200ms"}
+		},
 	})
 	mnt := addMount(t, m, "--metrics", "127.0.0.1:0")
 	scrapeAll := func() (meta, mount metricstest.Families, servers []metricstest.Families) {
@@ -145,10 +148,29 @@ func TestMetricsRoles(t *testing.T) {
 	if v, _ := meta1.Value("tessera_meta_sessions"); v != 1 {
 		t.Errorf("tessera_meta_sessions = %v with one mount, want 1", v)
 	}
-	if _, ok := servers1[0].Value("tessera_scrub_rounds_total"); !ok {
-		t.Errorf("blockd with its scrub on has no tessera_scrub_rounds_total")
-	}
-	if _, ok := meta1.Value("tessera_mover_rounds_total"); !ok {
-		t.Errorf("meta has no tessera_mover_rounds_total")
+
+	// The mover's and the scrub's progress: later rounds see the blocks
+	// written (a bounded poll; only a hang reaches the bound).
+	deadline := time.Now().Add(time.Minute)
+	for {
+		meta2, _, servers2 := scrapeAll()
+		rounds0, _ := meta0.Value("tessera_mover_rounds_total")
+		rounds2, _ := meta2.Value("tessera_mover_rounds_total")
+		blocks, _ := meta2.Value("tessera_mover_blocks")
+		var scrubbed, scrubRounds float64
+		for i, f := range servers2 {
+			b, _ := f.Value("tessera_scrub_round_bytes")
+			r0, _ := servers0[i].Value("tessera_scrub_rounds_total")
+			r2, _ := f.Value("tessera_scrub_rounds_total")
+			scrubbed, scrubRounds = scrubbed+b, scrubRounds+r2-r0
+		}
+		if rounds2 > rounds0 && blocks >= 1 && scrubRounds >= 2 && scrubbed >= size {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after a minute: mover rounds %v -> %v seeing %v blocks; scrub rounds +%v verifying %v bytes (want >= %d)",
+				rounds0, rounds2, blocks, scrubRounds, scrubbed, size)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
