@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tessera/internal/block"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 	"tessera/internal/metrics"
@@ -72,6 +73,15 @@ func TestMetaAPICountsCalls(t *testing.T) {
 	if _, err := api.Create(ctx, req); !errors.Is(err, meta.ErrExist) {
 		t.Fatalf("second exclusive create: %v, want EEXIST", err)
 	}
+	in, err := svc.Lookup(ctx, meta.RootIno, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := meta.CommitReq{Ino: in.Ino, Size: 1, Changes: []meta.BlockChange{
+		{Index: 0, Old: block.Sum([]byte("what the writer thought")), New: block.Sum([]byte("x"))}}}
+	if _, err := api.Commit(ctx, stale); !errors.Is(err, meta.ErrConflict) {
+		t.Fatalf("commit on a stale block: %v, want a conflict", err)
+	}
 	if _, err := api.Lookup(ctx, meta.RootIno, "missing"); !errors.Is(err, meta.ErrNotFound) {
 		t.Fatalf("lookup of a missing name: %v", err)
 	}
@@ -94,6 +104,7 @@ func TestMetaAPICountsCalls(t *testing.T) {
 	want(t, f, 1, "tessera_meta_requests_total", "op", "create", "result", "ok")
 	want(t, f, 1, "tessera_meta_requests_total", "op", "create", "result", "exists")
 	want(t, f, 1, "tessera_meta_requests_total", "op", "lookup", "result", "not_found")
+	want(t, f, 1, "tessera_meta_requests_total", "op", "commit", "result", "conflict")
 	want(t, f, 1, "tessera_meta_requests_total", "op", "getattr", "result", "ok")
 	want(t, f, 2, "tessera_meta_request_duration_seconds", "op", "create")
 	want(t, f, 1, "tessera_meta_sessions")
