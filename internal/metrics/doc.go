@@ -23,7 +23,8 @@
 // route a pattern of the block server's route table, code a status class,
 // result one of a handful of error classes (resultOf), class a block
 // server's error class (its Tessera-Error header), tier a cache tier,
-// state a server state, server a block server's id. No label carries a path, an inode or a hash.
+// state a server state, server a block server's id. No label carries a
+// path, an inode or a hash.
 //
 // Names: tessera_<role>_<what>_<unit>, counters ending in _total, durations
 // in seconds, sizes in bytes (the Prometheus conventions).
