@@ -25,6 +25,7 @@ func runMeta(ctx context.Context, args []string) error {
 	replicas := fs.Int("replicas", 2, "the cluster's default replication factor (stored when given)")
 	role := addMetaRoleFlags(fs)
 	tf := addTLSFlags(fs)
+	metricsAddr := addMetricsFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -48,15 +49,21 @@ func runMeta(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	log := newLogger(false)
+	mf, err := startMetrics(*metricsAddr, log)
+	if err != nil {
+		return err
+	}
+	defer mf.Close()
 	creds, err := tf.role("meta", []auth.Role{auth.RoleMeta}, *listen)
 	if err != nil {
 		return err
 	}
 	p := up.MetaProcess{
 		MetaConfig: up.MetaConfig{DB: db, Listen: *listen, BlockSize: uint32(*bs), DefaultReplicas: *replicas,
-			Role: rc, Creds: creds, Logger: newLogger(false)},
+			Role: rc, Creds: creds, Logger: log, Metrics: mf.reg},
 		DataDir: db.DataDir(),
-		Ready:   func(addr string) { fmt.Printf("tessera meta: ready listen=%s\n", addr) },
+		Ready:   func(addr string) { fmt.Printf("tessera meta: ready listen=%s%s\n", addr, mf.ready()) },
 	}
 	if flagGiven(fs, "replicas") {
 		p.Replicas = *replicas
@@ -77,6 +84,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	sf := addScrubFlags(fs)
 	pprofAddr := addPprofFlag(fs)
 	tf := addTLSFlags(fs)
+	metricsAddr := addMetricsFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -99,6 +107,12 @@ func runBlockd(ctx context.Context, args []string) error {
 	if *host == "" {
 		*host, _ = os.Hostname()
 	}
+	log := newLogger(false)
+	mf, err := startMetrics(*metricsAddr, log)
+	if err != nil {
+		return err
+	}
+	defer mf.Close()
 	mc, err := metarpc.Dial(*metaAddr)
 	if err != nil {
 		return err
@@ -106,13 +120,13 @@ func runBlockd(ctx context.Context, args []string) error {
 	defer mc.Close()
 	bn, err := up.StartBlockServer(ctx, mc, up.BlockServerConfig{
 		ID: *id, Dir: *data, Listen: *listen, Host: *host, Rack: *rack, Site: *site,
-		Heartbeat: *heartbeat, ScrubRate: *sf.rate, ScrubInterval: *sf.interval, Creds: creds, Logger: newLogger(false),
+		Heartbeat: *heartbeat, ScrubRate: *sf.rate, ScrubInterval: *sf.interval, Creds: creds, Logger: log, Metrics: mf.reg,
 	})
 	if err != nil {
 		return fmt.Errorf("block server with meta service %s: %w", *metaAddr, err)
 	}
 	defer bn.Close()
-	fmt.Printf("tessera blockd: ready id=%s listen=%s\n", bn.Server.ID, bn.Server.Addr)
+	fmt.Printf("tessera blockd: ready id=%s listen=%s%s\n", bn.Server.ID, bn.Server.Addr, mf.ready())
 	select {
 	case <-ctx.Done():
 		return nil
@@ -136,6 +150,7 @@ func runMount(ctx context.Context, args []string) error {
 	pol := addPolicyFlag(fs)
 	metaTimeout := addMetaTimeoutFlag(fs)
 	tf := addTLSFlags(fs)
+	metricsAddr := addMetricsFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -158,18 +173,24 @@ func runMount(ctx context.Context, args []string) error {
 		return err
 	}
 	log := newLogger(false)
+	mf, err := startMetrics(*metricsAddr, log)
+	if err != nil {
+		return err
+	}
+	defer mf.Close()
 	mc, err := metarpc.Dial(*metaAddr)
 	if err != nil {
 		return err
 	}
 	defer mc.Close()
-	node, err := up.StartMount(ctx, client.Config{Meta: mc, Dial: up.NewDialer(creds).Block, Logger: log,
+	node, err := up.StartMountWith(ctx, up.MountConfig{Dir: mnt, Debug: *debug, Metrics: mf.reg, Client: client.Config{
+		Meta: mc, Dial: up.NewDialer(creds).Block, Logger: log,
 		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String(),
-		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta}, mnt, *debug)
+		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta}})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("tessera mount: ready mount=%s meta=%s\n", mnt, *metaAddr)
+	fmt.Printf("tessera mount: ready mount=%s meta=%s%s\n", mnt, *metaAddr, mf.ready())
 	err = node.Serve(ctx)
 	cl := node.Client
 	st := cl.Stats()

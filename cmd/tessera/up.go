@@ -28,6 +28,7 @@ func runUp(ctx context.Context, args []string) error {
 	metaTimeout := addMetaTimeoutFlag(fs)
 	insecure := fs.Bool("insecure", false, "plain TCP without authentication (every caller trusted as an admin); --meta-listen must then be a loopback address. "+
 		"Without it up makes a CA and certificates in DIR/tls/ on first start and uses them")
+	metricsAddr := addMetricsFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -74,7 +75,14 @@ func runUp(ctx context.Context, args []string) error {
 	if *replicas > *n {
 		return fmt.Errorf("%w: --replicas %d is more than the %d block servers (--block-servers): every block would stay under-replicated", errUsage, *replicas, *n)
 	}
+	log := newLogger(false)
+	mf, err := startMetrics(*metricsAddr, log)
+	if err != nil {
+		return err
+	}
+	defer mf.Close()
 	return up.Run(ctx, up.Config{
+		Metrics:       mf.reg,
 		MetaDB:        db,
 		ScrubRate:     *sf.rate,
 		ScrubInterval: *sf.interval,
@@ -92,9 +100,9 @@ func runUp(ctx context.Context, args []string) error {
 		DirtyBytes:    *mem.dirty,
 		MetaTimeout:   waitMeta,
 		Insecure:      *insecure,
-		Logger:        newLogger(false),
+		Logger:        log,
 		Ready: func(mount, metaAddr string) {
-			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s\n", mount, metaAddr, *data)
+			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s%s\n", mount, metaAddr, *data, mf.ready())
 		},
 	})
 }

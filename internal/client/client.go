@@ -340,6 +340,13 @@ type Stats struct {
 	// IdleReleases counts the times an idle client gave its cached blocks
 	// and spare buffers back (memory.go).
 	IdleReleases uint64
+	// DiskHits and DiskMisses count the local disk cache's answers;
+	// TierErrors the cache tier's failed operations.
+	DiskHits, DiskMisses uint64
+	TierErrors           uint64
+	// BlockBytesSent and BlockBytesReceived count the block bytes stored
+	// on (every copy) and fetched from the block servers.
+	BlockBytesSent, BlockBytesReceived uint64
 }
 
 // Stats returns the client's cache and buffer counters.
@@ -348,13 +355,17 @@ func (c *Client) Stats() Stats {
 	st := Stats{MemHits: h, MemMisses: m, MemBytes: u, DirtyBytes: c.budget.inUse(),
 		Commits: c.redo.commits.Load(), Conflicts: c.redo.conflicts.Load(),
 		RedoRetries: c.redo.retries.Load(), CommitsFailed: c.redo.failed.Load(),
-		IdleReleases: c.idleReleases.Load()}
+		IdleReleases:   c.idleReleases.Load(),
+		BlockBytesSent: c.router.sent.Load(), BlockBytesReceived: c.router.received.Load()}
+	if c.disk != nil {
+		st.DiskHits, st.DiskMisses = c.disk.hits.Load(), c.disk.misses.Load()
+	}
 	if c.cb != nil {
 		st.Callbacks = c.cb.received.Load()
 	}
 	if c.tier != nil {
 		ts := c.tier.Stats()
-		st.TierHits, st.TierMisses = ts.Hits, ts.Misses
+		st.TierHits, st.TierMisses, st.TierErrors = ts.Hits, ts.Misses, ts.Errors
 	}
 	if c.attrs != nil {
 		st.AttrHits, st.AttrMisses = c.attrs.hits.Load(), c.attrs.misses.Load()

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"tessera/internal/block"
 )
@@ -24,7 +25,9 @@ type diskCache struct {
 	log   *slog.Logger
 	queue chan memEntry
 	done  chan struct{}
-	mu    struct {
+	// hits and misses count get's answers (Client.Stats).
+	hits, misses atomic.Uint64
+	mu           struct {
 		sync.Mutex
 		used  int64
 		ll    *list.List // front = most recent; values are *diskEntry
@@ -83,14 +86,17 @@ func (c *diskCache) get(h block.Hash) ([]byte, bool) {
 	}
 	c.mu.Unlock()
 	if !ok {
+		c.misses.Add(1)
 		return nil, false
 	}
 	data, err := os.ReadFile(c.path(h))
 	if err != nil || block.Sum(data) != h {
 		c.log.Warn("disk cache: dropping unreadable or corrupt entry", "block", h.String(), "file", c.path(h), "err", err)
 		c.remove(h)
+		c.misses.Add(1)
 		return nil, false
 	}
+	c.hits.Add(1)
 	return data, true
 }
 

@@ -42,7 +42,10 @@ type router struct {
 	api  meta.API
 	dial Dialer
 	log  *slog.Logger
-	mu   struct {
+	// sent and received count block bytes stored on and fetched from
+	// the block servers (Client.Stats).
+	sent, received atomic.Uint64
+	mu             struct {
 		sync.RWMutex
 		epoch    uint64
 		replicas int
@@ -339,6 +342,7 @@ func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*re
 			<-s.lane.puts
 			s.lane.busy.Add(-1)
 			if err == nil {
+				r.sent.Add(uint64(len(data)))
 				results <- result{s.id, nil}
 				return
 			}
@@ -422,6 +426,7 @@ func (r *router) get(ctx context.Context, h block.Hash) (data []byte, local bool
 		data, i, err := r.getEither(ctx, h, stores[:2], failed)
 		if err == nil {
 			found(data)
+			r.received.Add(uint64(len(data)))
 			return data, stores[i].local, nil
 		}
 		stores = stores[2:]
@@ -433,6 +438,7 @@ func (r *router) get(ctx context.Context, h block.Hash) (data []byte, local bool
 		data, err := s.lane.get(ctx, s.st, h)
 		if err == nil {
 			found(data)
+			r.received.Add(uint64(len(data)))
 			return data, s.local, nil
 		}
 		failed(s, err)

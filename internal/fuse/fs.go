@@ -26,6 +26,10 @@ type Options struct {
 	AttrTimeout  time.Duration // default 1 s
 	Debug        bool          // log every FUSE request
 	Logger       *slog.Logger
+	// Wrap, if set, decorates the file system the kernel's requests go
+	// to (metrics.FUSE counts and times them); Mount serves what it
+	// returns, which must pass every request on to the FS it was given.
+	Wrap func(gofuse.RawFileSystem) gofuse.RawFileSystem
 }
 
 // FS implements gofuse.RawFileSystem over a client.
@@ -88,7 +92,11 @@ func Mount(fs *FS, dir string) (*gofuse.Server, error) {
 		ExtraCapabilities: gofuse.CAP_DIRECT_IO_ALLOW_MMAP,
 		Debug:             fs.opts.Debug,
 	}
-	srv, err := gofuse.NewServer(fs, dir, mo)
+	var raw gofuse.RawFileSystem = fs
+	if fs.opts.Wrap != nil {
+		raw = fs.opts.Wrap(fs)
+	}
+	srv, err := gofuse.NewServer(raw, dir, mo)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}

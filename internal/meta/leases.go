@@ -55,6 +55,7 @@ type leaseTable struct {
 		sessions  map[SessionID]*session
 		holders   map[Ino]map[SessionID]*session
 		gen       uint64 // counts changes called back
+		queued    uint64 // counts callbacks queued (LeaseStats)
 		recent    [recentChanges]recentChange
 		nextSweep time.Time
 		// changing holds the inodes a Sync change is under way on; the
@@ -326,6 +327,7 @@ func (l *leaseTable) dropLeaseLocked(s *session, ino Ino) {
 // queueLocked appends cb to s's queue and wakes its poller.
 func (l *leaseTable) queueLocked(s *session, cb Callback) uint64 {
 	s.seq++
+	l.mu.queued++
 	cb.Seq = s.seq
 	s.pending = append(s.pending, cb)
 	close(s.wake)

@@ -10,11 +10,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"tessera/internal/auth"
 	"tessera/internal/block/disk"
 	"tessera/internal/block/scrub"
 	blockserver "tessera/internal/block/server"
 	"tessera/internal/meta"
+	"tessera/internal/metrics"
 )
 
 // Registry is what a block server needs of the meta service: to register
@@ -40,10 +43,14 @@ type BlockServerConfig struct {
 	ScrubInterval time.Duration
 	// Creds are the server's "blockd" credentials: it serves TLS with them
 	// and requires an identity on every route (package server), and they
-	// are what it registers with (wired with metarpc's DialOptions). Nil:
-	// plain HTTP, every caller trusted (--insecure).
+	// are what it registers with (metarpc's DialOptions). Nil: plain HTTP,
+	// every caller trusted (--insecure).
 	Creds  *auth.Credentials
 	Logger *slog.Logger
+	// Metrics, if set, receives the server's series (its HTTP requests
+	// and bytes, its store's use, its scrub's progress), labelled
+	// server=ID so that the N servers of tessera up share a registry.
+	Metrics *prometheus.Registry
 }
 
 // BlockServerNode is a running block server: its store, HTTP service,
@@ -95,7 +102,13 @@ func StartBlockServer(ctx context.Context, reg Registry, cfg BlockServerConfig) 
 		n.Scrub = scrub.New(scrub.Config{Store: n.Store, Rate: cfg.ScrubRate, Interval: cfg.ScrubInterval, Logger: log})
 		opts.Scrub = n.Scrub.Progress
 	}
-	n.srv = blockserver.NewHTTPServer(addr, blockserver.New(n.Store, opts), log)
+	var handler http.Handler = blockserver.New(n.Store, opts)
+	if cfg.Metrics != nil {
+		reg := prometheus.WrapRegistererWith(prometheus.Labels{"server": cfg.ID}, cfg.Metrics)
+		handler = metrics.BlockHTTP(handler, metrics.NewBlockRequests(reg))
+		metrics.BlockStore(reg, n.Store, n.Scrub)
+	}
+	n.srv = blockserver.NewHTTPServer(addr, handler, log)
 	go func() { n.served <- n.srv.Serve(blockserver.Listener(ln, cfg.Creds)) }()
 	n.Server = meta.Server{ID: cfg.ID, Addr: addr, Dir: cfg.Dir, Host: cfg.Host, Rack: cfg.Rack, Site: cfg.Site}
 	if _, err := reg.RegisterServer(ctx, n.Server); err != nil {

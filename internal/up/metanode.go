@@ -9,10 +9,13 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"tessera/internal/auth"
 	"tessera/internal/kv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
+	"tessera/internal/metrics"
 )
 
 // MetaConfig is a meta service process: `tessera meta` runs one, `tessera
@@ -39,12 +42,20 @@ type MetaConfig struct {
 	// (--insecure).
 	Creds  *auth.Credentials
 	Logger *slog.Logger
+	// Metrics, if set, receives the service's series: its calls
+	// (metrics.MetaAPI over the service it serves) and its state
+	// (sessions, leases, callbacks, servers, the mover's progress).
+	Metrics *prometheus.Registry
 }
 
 // MetaNode is a running meta service: the engine, the service, the RPC
 // listener and the meta role's background work.
 type MetaNode struct {
-	Svc  *meta.Service
+	Svc *meta.Service
+	// API is Svc as served: counted in MetaConfig.Metrics when set. An
+	// in-process client (tessera up's mount) uses it, so that its calls
+	// count as a remote one's do.
+	API  meta.API
 	Addr string // where the RPC service listens
 
 	store    kv.Store
@@ -90,6 +101,11 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 			return nil, err
 		}
 	}
+	n.API = n.Svc
+	if cfg.Metrics != nil {
+		n.API = metrics.MetaAPI(n.Svc, metrics.NewMetaCalls(cfg.Metrics, metrics.SideMeta))
+		metrics.Meta(cfg.Metrics, n.Svc)
+	}
 	startOrphanReaper(ctx, n.Svc, log)
 	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("meta service listen on %s: %w", cfg.Listen, err)
@@ -98,7 +114,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	n.served.Add(1)
 	go func() {
 		defer n.served.Done()
-		metarpc.Serve(n.ln, n.Svc, log)
+		metarpc.Serve(n.ln, n.API, log)
 	}()
 	if cfg.AddrFile != "" {
 		if err := os.WriteFile(cfg.AddrFile, []byte(n.Addr+"\n"), 0o644); err != nil {

@@ -6,9 +6,11 @@ import (
 	"log/slog"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"tessera/internal/client"
 	"tessera/internal/fuse"
+	"tessera/internal/metrics"
 )
 
 // MountNode is a running FUSE mount: the client and the file system it
@@ -27,6 +29,23 @@ type MountNode struct {
 // callbacks), and its opens are held there. A stale mount left at dir by
 // a killed process is detached first.
 func StartMount(ctx context.Context, cfg client.Config, dir string, debug bool) (*MountNode, error) {
+	return StartMountWith(ctx, MountConfig{Client: cfg, Dir: dir, Debug: debug})
+}
+
+// MountConfig is a mount: `tessera mount` runs one, `tessera up` one.
+type MountConfig struct {
+	Client client.Config
+	Dir    string // the mount point
+	Debug  bool   // log every FUSE request
+	// Metrics, if set, receives the mount's series: its FUSE requests
+	// (metrics.FUSE), its meta calls (metrics.MetaAPI, side client_meta)
+	// and its client's counters (metrics.Client).
+	Metrics *prometheus.Registry
+}
+
+// StartMountWith is StartMount with the whole MountConfig.
+func StartMountWith(ctx context.Context, mc MountConfig) (*MountNode, error) {
+	cfg, dir, debug := mc.Client, mc.Dir, mc.Debug
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -35,13 +54,22 @@ func StartMount(ctx context.Context, cfg client.Config, dir string, debug bool) 
 		return nil, err
 	}
 	inv := new(fuse.Invalidator)
+	fo := fuse.Options{Logger: log, Debug: debug}
+	if mc.Metrics != nil {
+		cfg.Meta = metrics.MetaAPI(cfg.Meta, metrics.NewMetaCalls(mc.Metrics, metrics.SideClient))
+		ops := metrics.NewFUSEOps(mc.Metrics)
+		fo.Wrap = func(fs gofuse.RawFileSystem) gofuse.RawFileSystem { return metrics.FUSE(fs, ops) }
+	}
 	cfg.Sessions = true
 	cfg.OnInvalidate = inv.Invalidate
 	cl, err := client.New(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
-	fs := fuse.New(cl, fuse.Options{Logger: log, Debug: debug})
+	if mc.Metrics != nil {
+		metrics.Client(mc.Metrics, cl)
+	}
+	fs := fuse.New(cl, fo)
 	inv.Set(fs)
 	srv, err := fuse.Mount(fs, dir)
 	if err != nil {

@@ -7,6 +7,8 @@
 // mount` (StartMount) and the all-in-one `tessera up` (Run) all go through
 // them, and so do the test
 // clusters, which run those commands, so that the roles cannot drift apart.
+// Each config takes an optional Prometheus registry (Metrics): set, the
+// role registers its series there (internal/metrics); the caller serves it.
 //
 // Run is `tessera up`: a meta service, N block servers (each on its own
 // loopback port and data directory, speaking HTTP like remote ones) and a
@@ -41,6 +43,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"tessera/internal/auth"
 	"tessera/internal/block"
@@ -87,6 +91,9 @@ type Config struct {
 	// TLSDir(DataDir) (EnsureLocalTLS).
 	Insecure bool
 	Logger   *slog.Logger
+	// Metrics, if set, receives every role's series: the meta service's,
+	// each block server's (labelled server=bI) and the mount's.
+	Metrics *prometheus.Registry
 	// Ready, if set, is called once the mount is usable.
 	Ready func(mount, metaAddr string)
 }
@@ -168,6 +175,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Role:            cfg.Role,
 		Creds:           lt.Meta,
 		Logger:          log,
+		Metrics:         cfg.Metrics,
 	})
 	if err != nil {
 		return err
@@ -196,6 +204,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			ScrubInterval: cfg.ScrubInterval,
 			Creds:         lt.Blocks[i],
 			Logger:        log,
+			Metrics:       cfg.Metrics,
 		})
 		if err != nil {
 			return err
@@ -218,8 +227,8 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return remote.Block(s)
 	}
 
-	mnt, err := StartMount(ctx, client.Config{
-		Meta:          svc,
+	mnt, err := StartMountWith(ctx, MountConfig{Dir: cfg.Mount, Debug: cfg.Debug, Metrics: cfg.Metrics, Client: client.Config{
+		Meta:          mn.API,
 		Dial:          dial,
 		Logger:        log,
 		DiskCacheDir:  filepath.Join(cfg.DataDir, "cache"),
@@ -227,7 +236,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		DirtyBytes:    cfg.DirtyBytes,
 		MetaTimeout:   cfg.MetaTimeout,
 		Policy:        cfg.Policy,
-	}, cfg.Mount, cfg.Debug)
+	}})
 	if err != nil {
 		return err
 	}

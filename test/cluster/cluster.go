@@ -86,6 +86,10 @@ func (c *Cluster) DataDir() string { return c.opts.DataDir }
 // MetaAddr returns the meta address announced by the latest ready line.
 func (c *Cluster) MetaAddr() string { return c.d.Field("meta") }
 
+// Field returns key=value of the latest ready line (metrics=ADDR with
+// --metrics).
+func (c *Cluster) Field(key string) string { return c.d.Field(key) }
+
 // LogMark returns a position in the daemon's output for LogSince.
 func (c *Cluster) LogMark() int64 { return c.d.log.Mark() }
 

@@ -1,0 +1,127 @@
+package metrics
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"tessera/internal/auth"
+	"tessera/internal/meta"
+)
+
+// MetaCalls are the series of one side of the meta API: the service's
+// (Side "meta": every call it serves, whoever makes it) or a mount's
+// (Side "client": every call it makes, each retry counted).
+type MetaCalls struct {
+	calls *prometheus.CounterVec   // op, result
+	secs  *prometheus.HistogramVec // op
+}
+
+// Sides of MetaCalls: the series are tessera_meta_requests_total and
+// tessera_meta_request_duration_seconds, or tessera_client_meta_...
+const (
+	SideMeta   = "meta"
+	SideClient = "client_meta"
+)
+
+// NewMetaCalls registers the series of side with reg.
+func NewMetaCalls(reg prometheus.Registerer, side string) *MetaCalls {
+	m := &MetaCalls{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "tessera", Subsystem: side, Name: "requests_total",
+			Help: "Meta API calls by operation and result (ok, conflict, not_found, exists, unavailable, canceled, session_expired, denied, unauthenticated, errno, error).",
+		}, []string{"op", "result"}),
+		secs: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "tessera", Subsystem: side, Name: "request_duration_seconds",
+			Help: "Meta API call latency by operation (callbacks is a long poll: its time is mostly waiting).",
+			// 50 µs (an in-process lookup) to 10 s (a commit waiting for
+			// callbacks to be acknowledged).
+			Buckets: prometheus.ExponentialBuckets(50e-6, 4, 10),
+		}, []string{"op"}),
+	}
+	reg.MustRegister(m.calls, m.secs)
+	return m
+}
+
+// done records a call of op that started at start and ended with *err
+// (deferred: it reads the named result after the call).
+func (m *MetaCalls) done(op string, start time.Time, err *error) {
+	m.calls.WithLabelValues(op, resultOf(*err)).Inc()
+	m.secs.WithLabelValues(op).Observe(time.Since(start).Seconds())
+}
+
+// resultOf classes an error into a bounded label value.
+func resultOf(err error) string {
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, meta.ErrConflict):
+		return "conflict"
+	case meta.Unavailable(err):
+		return "unavailable"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "canceled"
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return "unauthenticated"
+	case errors.Is(err, auth.ErrDenied):
+		return "denied"
+	case errors.Is(err, meta.ErrSessionExpired):
+		return "session_expired"
+	case errors.Is(err, meta.ErrNotFound):
+		return "not_found"
+	case errors.Is(err, meta.ErrExist):
+		return "exists"
+	case errors.As(err, &errno):
+		return "errno"
+	}
+	return "error"
+}
+
+// MetaAPI returns api counting and timing every call in m. The result
+// implements meta.SessionBinder (bound copies count in m too) and, when api
+// does, meta.BlockLister, so that whoever checks for those capabilities
+// finds what api offers.
+func MetaAPI(api meta.API, m *MetaCalls) meta.API {
+	a := &metaAPI{api: api, m: m}
+	if l, ok := api.(meta.BlockLister); ok {
+		return &metaAPILister{metaAPI: a, l: l}
+	}
+	return a
+}
+
+// metaAPI is the decorator; metaAPILister adds ListBlocks.
+type metaAPI struct {
+	api meta.API
+	m   *MetaCalls
+}
+
+type metaAPILister struct {
+	*metaAPI
+	l meta.BlockLister
+}
+
+var (
+	_ meta.API           = (*metaAPI)(nil)
+	_ meta.SessionBinder = (*metaAPI)(nil)
+	_ meta.BlockLister   = (*metaAPILister)(nil)
+)
+
+// WithSession implements meta.SessionBinder when the wrapped API does
+// (else it returns a itself).
+func (a *metaAPI) WithSession(id meta.SessionID) meta.API {
+	b, ok := a.api.(meta.SessionBinder)
+	if !ok {
+		return a
+	}
+	return MetaAPI(b.WithSession(id), a.m)
+}
+
+// ListBlocks implements meta.BlockLister.
+func (a *metaAPILister) ListBlocks(ctx context.Context, afterIno meta.Ino, afterIndex uint64, limit int) (refs []meta.BlockRef, more bool, err error) {
+	defer a.m.done("list_blocks", time.Now(), &err)
+	return a.l.ListBlocks(ctx, afterIno, afterIndex, limit)
+}
