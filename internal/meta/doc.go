@@ -204,8 +204,11 @@
 // writes (docs/design/2026-11-23-small-files.md).
 //
 // The parent field of an inode record is the containing directory for
-// directories (the root's is itself) and 0 for everything else; rename walks
-// it up to refuse moving a directory into its own subtree. When block 0 of a
+// directories (the root's is itself); rename walks it up to refuse moving a
+// directory into its own subtree. For everything else it is a directory
+// holding a link to the inode, or 0 when unknown (subtree.go); Within walks
+// it to tell whether an inode lies under a directory (subtree confinement,
+// package meta/authz). Key-schema version 3 added it for non-directories. When block 0 of a
 // file is inline its recipe entry is a hole and its content lives in the
 // inode record.
 package meta

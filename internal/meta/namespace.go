@@ -200,6 +200,9 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 		case syscall.S_IFCHR, syscall.S_IFBLK:
 			rec.Rdev = req.Rdev
 		}
+		if typ != syscall.S_IFDIR {
+			rec.Parent = parent.Ino // see subtree.go
+		}
 		if req.Tmpfile {
 			// Nameless: the directory is unchanged, and the inode is
 			// an orphan until Link names it.
@@ -266,6 +269,9 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 			}
 			now := s.nowNs()
 			rec.Nlink++
+			if rec.Parent == 0 {
+				rec.Parent = newParent // see subtree.go
+			}
 			rec.touch(now)
 			parent.touchDir(now)
 			if err := t.putDentry(newParent, newName, ino, rec.Mode); err != nil {
@@ -322,7 +328,7 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 					return err
 				}
 				deleted = true
-			} else if err := t.dropLink(rec, now); err != nil {
+			} else if err := t.dropLink(rec, parent, now); err != nil {
 				return err
 			} else if rec.Nlink == 0 {
 				s.leases.orphaned(ino) // before the commit: a last release may follow it at once
@@ -354,11 +360,16 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 	return out, nil
 }
 
-// dropLink takes one link from the non-directory rec and stores it, marking
-// it an orphan when none are left.
-func (t txn) dropLink(rec *inodeRec, now int64) error {
+// dropLink takes from the non-directory rec its link in directory dir and
+// stores it, marking it an orphan when none are left. A parent pointer
+// naming dir is cleared while other links remain (they may all lie
+// elsewhere; see subtree.go) and kept on an orphan.
+func (t txn) dropLink(rec *inodeRec, dir Ino, now int64) error {
 	if rec.Nlink > 0 {
 		rec.Nlink--
+	}
+	if rec.Nlink > 0 && rec.Parent == dir {
+		rec.Parent = 0
 	}
 	rec.touch(now)
 	if rec.Nlink == 0 {

@@ -150,10 +150,13 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 	return replaced, err
 }
 
-// moveDir updates the parent pointer and the parents' link counts when rec,
-// if a directory, moves from directory from to directory to.
+// moveDir updates the parent pointer of rec, which moves from directory
+// from to directory to, and for a directory the parents' link counts. A
+// non-directory's pointer names to even when it named another of its
+// links' directories: to holds a link to it now (subtree.go).
 func moveDir(rec, from, to *inodeRec) {
 	if !rec.IsDir() {
+		rec.Parent = to.Ino
 		return
 	}
 	rec.Parent = to.Ino
@@ -178,7 +181,7 @@ func (t txn) replaceTarget(ino Ino, typ uint32, np *inodeRec, now int64, keep bo
 		rec.touch(now)
 		return rec.Inode, nil
 	}
-	if err := t.dropLink(rec, now); err != nil {
+	if err := t.dropLink(rec, np.Ino, now); err != nil {
 		return Inode{}, err
 	}
 	return rec.Inode, nil
