@@ -105,7 +105,7 @@ func (a *Authorizer) authorize(ctx context.Context, method string) (caller, erro
 	id, ok := auth.FromContext(ctx)
 	if !ok {
 		err := fmt.Errorf("meta %s: no identity: %w (%w)", method, auth.ErrUnauthenticated, syscall.EACCES)
-		a.denials.log(a.log, auth.Identity{Name: "(unauthenticated)"}, method, err)
+		a.denials.log(a.log, auth.Identity{}, method, err)
 		return caller{}, err
 	}
 	r, known := rules[method]

@@ -47,8 +47,12 @@ func (d *denyLog) limiter(key string) *ratelog.Limiter {
 // log reports that id was refused method, and why.
 func (d *denyLog) log(log *slog.Logger, id auth.Identity, method string, why error) {
 	key := id.Name + "\x00" + string(id.Role) + "\x00" + id.Root + "\x00" + method
+	who := id.String()
+	if id.Role == "" {
+		who = "unauthenticated"
+	}
 	d.limiter(key).Log(log, slog.LevelWarn, "meta call refused",
-		"who", id.String(), "via", id.Via, "method", method, "why", why.Error())
+		"who", who, "via", id.Via, "method", method, "why", why.Error())
 }
 
 // knownServers are the block-server IDs seen registered, so that the
