@@ -207,7 +207,7 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 			// Nameless: the directory is unchanged, and the inode is
 			// an orphan until Link names it.
 			rec.Nlink = 0
-			if err := t.Put(orphanKey(ino), encodeOrphan(now, true)); err != nil {
+			if err := t.putOrphan(rec, now, true); err != nil {
 				return err
 			}
 		} else {
@@ -263,15 +263,15 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 			if rec.Nlink == 0 {
 				// Only an O_TMPFILE inode gets a name (linkat);
 				// an unlinked file stays unlinked.
-				if err := t.linkOrphan(ino); err != nil {
+				if err := t.linkOrphan(rec); err != nil {
 					return err
 				}
 			}
+			if err := t.linkAdded(rec, newParent); err != nil {
+				return err
+			}
 			now := s.nowNs()
 			rec.Nlink++
-			if rec.Parent == 0 {
-				rec.Parent = newParent // see subtree.go
-			}
 			rec.touch(now)
 			parent.touchDir(now)
 			if err := t.putDentry(newParent, newName, ino, rec.Mode); err != nil {
@@ -361,29 +361,28 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 }
 
 // dropLink takes from the non-directory rec its link in directory dir and
-// stores it, marking it an orphan when none are left. A parent pointer
-// naming dir is cleared while other links remain (they may all lie
-// elsewhere; see subtree.go) and kept on an orphan.
+// stores it, marking it an orphan when none are left (links.go keeps its
+// parent pointer right).
 func (t txn) dropLink(rec *inodeRec, dir Ino, now int64) error {
 	if rec.Nlink > 0 {
 		rec.Nlink--
 	}
-	if rec.Nlink > 0 && rec.Parent == dir {
-		rec.Parent = 0
+	if err := t.linkDropped(rec, dir); err != nil {
+		return err
 	}
 	rec.touch(now)
 	if rec.Nlink == 0 {
-		if err := t.Put(orphanKey(rec.Ino), encodeOrphan(now, false)); err != nil {
+		if err := t.putOrphan(rec, now, false); err != nil {
 			return err
 		}
 	}
 	return t.putInode(rec)
 }
 
-// linkOrphan takes the orphan marker off ino, which is about to get a
+// linkOrphan takes the orphan marker off rec, which is about to get a
 // name, if it is linkable (CreateReq.Tmpfile); else it is ErrNotFound.
-func (t txn) linkOrphan(ino Ino) error {
-	v, ok, err := t.Get(orphanKey(ino))
+func (t txn) linkOrphan(rec *inodeRec) error {
+	v, ok, err := t.Get(orphanKey(rec.Ino))
 	if err != nil {
 		return err
 	}
@@ -396,7 +395,7 @@ func (t txn) linkOrphan(ino Ino) error {
 		}
 		return err
 	}
-	return t.Delete(orphanKey(ino))
+	return t.unorphan(rec)
 }
 
 // Rmdir removes the empty directory parent/name.
@@ -455,10 +454,17 @@ func (t txn) removeDir(ino Ino, keep bool, now int64) error {
 		}
 		rec.Nlink = 0
 		rec.touch(now)
-		if err := t.Put(orphanKey(ino), encodeOrphan(now, false)); err != nil {
+		if err := t.putOrphan(rec, now, false); err != nil {
 			return err
 		}
 		return t.putInode(rec)
+	}
+	rec, err := t.getInode(ino)
+	if err != nil {
+		return err
+	}
+	if err := t.reparentOrphans(ino, rec.Parent); err != nil {
+		return err
 	}
 	if err := t.deletePrefix(xattrPrefix(ino)); err != nil {
 		return err

@@ -103,8 +103,12 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 				return err
 			}
 			if crossDir {
-				moveDir(src, op, np)
-				moveDir(dst, np, op)
+				if err := t.moveDir(src, op, np); err != nil {
+					return err
+				}
+				if err := t.moveDir(dst, np, op); err != nil {
+					return err
+				}
 			}
 			dst.touch(now)
 			if err := t.putInode(dst); err != nil {
@@ -124,7 +128,9 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 				}
 			}
 			if crossDir {
-				moveDir(src, op, np)
+				if err := t.moveDir(src, op, np); err != nil {
+					return err
+				}
 			}
 			if err := t.Delete(dentryKey(oldParent, oldName)); err != nil {
 				return err
@@ -151,17 +157,16 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 }
 
 // moveDir updates the parent pointer of rec, which moves from directory
-// from to directory to, and for a directory the parents' link counts. A
-// non-directory's pointer names to even when it named another of its
-// links' directories: to holds a link to it now (subtree.go).
-func moveDir(rec, from, to *inodeRec) {
+// from to directory to, and for a directory the parents' link counts; for
+// a non-directory its link records (links.go).
+func (t txn) moveDir(rec, from, to *inodeRec) error {
 	if !rec.IsDir() {
-		rec.Parent = to.Ino
-		return
+		return t.linkMoved(rec, from.Ino, to.Ino)
 	}
 	rec.Parent = to.Ino
 	from.Nlink--
 	to.Nlink++
+	return nil
 }
 
 // replaceTarget drops the entry a rename overwrites: an empty directory goes

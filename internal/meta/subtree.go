@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"syscall"
 
@@ -12,15 +13,14 @@ import (
 // inode only when it lies under the subtree's directory, which the parent
 // pointers of inode records tell without a scan. A directory's pointer is
 // its containing directory (the root's is itself). A non-directory's names
-// the directory it was made in (an O_TMPFILE inode's too) and follows it
-// through renames; so that it never names a directory holding no link to
-// it, removing the link it names while other links remain clears it to 0
-// (unknown: the remaining links may all lie elsewhere), and Link gives an
-// unknown one its new directory. An orphan keeps the directory of its last
-// link. Within therefore never places an inode under a directory that does
-// not hold it; it may miss a hard link whose pointer names another of its
-// directories, or was cleared: a confined caller is then refused an inode
-// it can see by name, never given one it cannot.
+// a directory holding a link to it: the one it was made in (an O_TMPFILE
+// inode's too) and follows through renames; an orphan keeps the directory
+// of its last link, so a file unlinked while open stays in its subtree
+// (also when that directory goes: links.go, reparentOrphans). A
+// hard-linked file also has link records naming every directory holding
+// one of its links (links.go), which Within consults when the pointer's
+// chain misses the directory. So an inode is within a directory exactly
+// when one of its names is.
 
 // Within reports whether inode ino is directory dir or lies under it,
 // walking up the parent pointers in one read. An absent ino is ErrNotFound;
@@ -40,33 +40,59 @@ func (s *Service) Within(ctx context.Context, ino, dir Ino) (bool, error) {
 }
 
 func (t txn) within(ino, dir Ino) (bool, error) {
-	if dir == RootIno {
-		_, err := t.getInode(ino)
+	rec, err := t.getInode(ino)
+	if err != nil || dir == RootIno || ino == dir {
 		return err == nil, err
 	}
-	cur := ino
+	if in, err := t.dirWithin(rec.Parent, dir); in || err != nil {
+		return in, err
+	}
+	if rec.IsDir() || rec.Nlink < 2 {
+		return false, nil
+	}
+	dirs, err := t.linkDirs(ino)
+	if err != nil {
+		return false, err
+	}
+	for d := range dirs {
+		if d == rec.Parent {
+			continue
+		}
+		if in, err := t.dirWithin(d, dir); in || err != nil {
+			return in, err
+		}
+	}
+	return false, nil
+}
+
+// dirWithin reports whether directory d is dir or lies under it.
+func (t txn) dirWithin(d, dir Ino) (bool, error) {
 	for range maxDepth {
-		if cur == dir {
+		if d == dir {
 			return true, nil
 		}
-		if cur == RootIno || cur == 0 {
+		if d == RootIno || d == 0 {
 			return false, nil
 		}
-		rec, err := t.getInode(cur)
+		rec, err := t.getInode(d)
+		if errors.Is(err, ErrNotFound) {
+			return false, nil // a broken chain proves nothing
+		}
 		if err != nil {
 			return false, err
 		}
-		cur = rec.Parent
+		d = rec.Parent
 	}
-	return false, corruptf("inode %d: parent chain longer than %d", ino, maxDepth)
+	return false, corruptf("directory %d: parent chain longer than %d", d, maxDepth)
 }
 
 // addFileParents gives every linked non-directory of a store of format 2 or
 // older, which kept no parent pointer for them, the directory of one of its
-// entries, in one transaction.
+// entries, the hard-linked ones their link records, and files the orphans
+// under their directories (links.go), in one transaction.
 func (t txn) addFileParents() error {
 	p := []byte{pfxDentry}
-	parents := map[Ino]Ino{}
+	links := map[Ino]map[Ino]uint64{} // ino -> dir -> links
 	err := t.Scan(p, kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
 		dir, _, err := parseDentryKey(k)
 		if err != nil {
@@ -77,21 +103,57 @@ func (t txn) addFileParents() error {
 			return false, err
 		}
 		if typ != syscall.S_IFDIR {
-			parents[ino] = dir
+			if links[ino] == nil {
+				links[ino] = map[Ino]uint64{}
+			}
+			links[ino][dir]++
 		}
 		return true, nil
 	})
 	if err != nil {
 		return err
 	}
-	for ino, dir := range parents {
+	for ino, dirs := range links {
 		rec, err := t.getInode(ino)
 		if err != nil {
 			return err
 		}
-		if rec.Parent == 0 {
-			rec.Parent = dir
-			if err := t.putInode(rec); err != nil {
+		var total uint64
+		for d, n := range dirs {
+			rec.Parent = d
+			total += n
+		}
+		if err := t.putInode(rec); err != nil {
+			return err
+		}
+		if total < 2 {
+			continue
+		}
+		for d, n := range dirs {
+			if err := t.Put(linksKey(ino, d), encodeRef(n)); err != nil {
+				return err
+			}
+		}
+	}
+	// Orphans filed under their directories: removed directories kept
+	// open had their pointers already.
+	p = []byte{pfxOrphan}
+	var orphans []Ino
+	err = t.Scan(p, kv.PrefixEnd(p), func(k, _ []byte) (bool, error) {
+		ino, err := parseInoKey(pfxOrphan, k, "orphan")
+		orphans = append(orphans, ino)
+		return err == nil, err
+	})
+	if err != nil {
+		return err
+	}
+	for _, ino := range orphans {
+		rec, err := t.getInode(ino)
+		if err != nil {
+			return err
+		}
+		if rec.Parent != 0 {
+			if err := t.Put(orphanDirKey(rec.Parent, ino), []byte{recordV1}); err != nil {
 				return err
 			}
 		}

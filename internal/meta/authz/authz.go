@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"path"
@@ -140,8 +141,16 @@ func (a *Authorizer) deny(id auth.Identity, method string, why error) error {
 	return err
 }
 
+// goneIno is an inode number no inode ever has (they are handed out from
+// meta.RootIno up and never reused).
+const goneIno = ^meta.Ino(0)
+
 // in maps an inode argument of c's call: RootIno is c's root, any other
-// inode must lie under it. Unconfined callers' inodes pass unchanged.
+// inode must lie under it. Unconfined callers' inodes pass unchanged. An
+// inode that does not exist is passed on as goneIno: the Service answers
+// for it in the order it checks its arguments (ENOTDIR for another one
+// before ENOENT for this, or nothing for Reap), and an inode made outside
+// meanwhile under the number the caller guessed is not reached.
 func (a *Authorizer) in(ctx context.Context, c caller, method string, ino meta.Ino) (meta.Ino, error) {
 	if c.root == 0 {
 		return ino, nil
@@ -150,6 +159,9 @@ func (a *Authorizer) in(ctx context.Context, c caller, method string, ino meta.I
 		return c.root, nil
 	}
 	ok, err := a.svc.Within(ctx, ino, c.root)
+	if errors.Is(err, meta.ErrNotFound) {
+		return goneIno, nil
+	}
 	if err != nil {
 		return 0, fmt.Errorf("meta %s: %w", method, err)
 	}
