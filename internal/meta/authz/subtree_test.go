@@ -326,8 +326,41 @@ func TestConfinementFollowsRenamesAndLinks(t *testing.T) {
 	if in, err := api.GetAttr(c, y.Ino); err != nil || in.Nlink != 0 {
 		t.Fatalf("getattr of its open unlinked file: nlink %d, %v", in.Nlink, err)
 	}
-	if err := api.ReleaseOpen(c, y.Ino); err != nil {
+	// Also once its directory is removed (rm -rf while it is open).
+	dir, err := api.Create(c, meta.CreateReq{Parent: meta.RootIno, Name: "tmpdir", Mode: dirMode})
+	if err != nil {
 		t.Fatal(err)
+	}
+	z, err := api.Create(c, meta.CreateReq{Parent: dir.Ino, Name: "z", Mode: fileMode, Open: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Unlink(c, dir.Ino, "z", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.Rmdir(c, meta.RootIno, "tmpdir"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.GetRecipe(c, z.Ino, 0, 16); err != nil {
+		t.Fatalf("recipe of its open file whose directory went: %v", err)
+	}
+	// A hard link an unconfined client makes into /proj from outside
+	// makes that file reachable, whatever its pointer names.
+	if _, err := f.svc.Link(ctx, tr.s, tr.proj, "shared"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.a.GetAttr(c, tr.s); err != nil {
+		t.Fatalf("a file hard-linked into /proj: %v", err)
+	}
+	if _, err := f.svc.Unlink(ctx, tr.proj, "shared", 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.a.GetAttr(c, tr.s)
+	denied(t, "a file whose link into /proj went", err)
+	for _, ino := range []meta.Ino{y.Ino, z.Ino} {
+		if err := api.ReleaseOpen(c, ino); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
