@@ -14,9 +14,6 @@ import (
 // moves to, and for Within to find a hard link inside a subtree whatever
 // the pointer names. Only hard-linked files pay for them.
 
-// pfxLinks is the key prefix of link records.
-const pfxLinks = 'p'
-
 // linksPrefix is "p" ino.
 func linksPrefix(ino Ino) []byte { return inoKey(pfxLinks, ino) }
 
@@ -125,9 +122,6 @@ func (t txn) linkMoved(rec *inodeRec, from, to Ino) error {
 // deleted its orphans' pointers move up to its parent (reparentOrphans)
 // and Within still finds which subtree they were in: a file unlinked and
 // its directory removed while a confined client has it open stays its.
-
-// pfxOrphanDir is the key prefix of orphans-by-directory records.
-const pfxOrphanDir = 'q'
 
 // orphanDirKey is "q" dir ino.
 func orphanDirKey(dir, ino Ino) []byte {

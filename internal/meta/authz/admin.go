@@ -54,6 +54,9 @@ func (v *view) SetServerState(ctx context.Context, id, state string) (meta.Serve
 	}
 	m, err := api.SetServerState(ctx, id, state)
 	v.a.admin(ctx, c.id, "SetServerState", err, "server", id, "state", state)
+	if err == nil && state == meta.StateRemoved {
+		v.a.known.forget(id) // registering it again is a new server
+	}
 	return m, err
 }
 

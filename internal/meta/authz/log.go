@@ -79,3 +79,9 @@ func (k *knownServers) set(ids ...string) {
 		k.m[id] = true
 	}
 }
+
+func (k *knownServers) forget(id string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.m, id)
+}

@@ -222,6 +222,16 @@ func TestRogueBlockdCannotRegisterAnother(t *testing.T) {
 	if !strings.Contains(log, `may register only the server named \"b1\", not \"b0\"`) {
 		t.Fatalf("the refusal does not say why:\n%s", log)
 	}
+	// Removed and back: a new server again.
+	if _, err := f.a.SetServerState(as(admin), "b1", meta.StateRemoved); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.a.RegisterServer(c, meta.Server{ID: "b1", Addr: "127.0.0.1:2"}); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(f.log.String(), "msg=\"admin action\" who=\"b1 (blockd)\" via=cert method=RegisterServer"); n != 2 {
+		t.Fatalf("b1 joining again after its removal: %d registrations logged, want 2:\n%s", n, f.log.String())
+	}
 }
 
 // TestAdminActionsAreLogged: drains, removals and replication changes are
