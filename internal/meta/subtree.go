@@ -23,9 +23,9 @@ import (
 // when one of its names is.
 
 // Within reports whether inode ino is directory dir or lies under it,
-// walking up the parent pointers in one read. An absent ino is ErrNotFound;
-// a non-directory whose pointer is unknown (0) is not within any directory
-// but the root.
+// walking up the parent pointers (and a hard-linked file's link records) in
+// one read. An absent ino is ErrNotFound. An orphan left by a store older
+// than key-schema version 3 has no pointer: it is within the root only.
 func (s *Service) Within(ctx context.Context, ino, dir Ino) (bool, error) {
 	var in bool
 	err := s.view(ctx, func(t txn) error {
