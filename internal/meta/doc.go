@@ -37,6 +37,8 @@
 //	"x" ino name         -> xattr record
 //	"k" hash             -> composition of a composed block (compose.go)
 //	"o" ino              -> orphan marker: nlink is 0, awaiting Reap (a file, or a removed directory held open)
+//	"q" dir ino          -> the orphan ino's parent pointer names dir (links.go)
+//	"p" ino dir          -> count of the non-directory ino's links in dir, kept while it has 2 or more (links.go)
 //	"c" "n"              -> next free inode number (8 bytes)
 //	"c" "f" shard        -> inodes in use whose ino%CounterShards == shard (8 bytes, wrapping)
 //	"c" "b" shard        -> logical bytes of regular files in that shard (8 bytes, wrapping)
@@ -76,6 +78,8 @@
 //	         n * (hash 32 | off 4 | len 4)
 //	orphan:  1 | unix ns when the last link went (8) | [linkable 1: an
 //	         O_TMPFILE inode, which Link may name]
+//	orphan by directory: 1
+//	links:   1 | count 8 (at least 1)
 //	ref:     1 | count 8 (at least 1: a count of 0 has no record)
 //	release: 1
 //	server:  1 | addr str | dir str | host str | rack str | site str |
@@ -204,8 +208,13 @@
 // writes (docs/design/2026-11-23-small-files.md).
 //
 // The parent field of an inode record is the containing directory for
-// directories (the root's is itself) and 0 for everything else; rename walks
-// it up to refuse moving a directory into its own subtree. When block 0 of a
+// directories (the root's is itself); rename walks it up to refuse moving a
+// directory into its own subtree. For everything else it is a directory
+// holding a link to the inode (for an orphan, its last link's), and the
+// "p" and "q" records complete it for hard links and orphans (subtree.go,
+// links.go); Within walks them to tell whether an inode lies under a
+// directory (subtree confinement, package meta/authz). Key-schema version
+// 3 added them (0 in older stores' non-directories: New fills them in). When block 0 of a
 // file is inline its recipe entry is a hole and its content lives in the
 // inode record.
 package meta

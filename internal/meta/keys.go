@@ -19,6 +19,10 @@ const (
 	pfxRef     = 'h'
 	pfxRelease = 'u'
 	pfxCompose = 'k'
+	// pfxLinks and pfxOrphanDir: where hard-linked files and orphans
+	// lie (links.go).
+	pfxLinks     = 'p'
+	pfxOrphanDir = 'q'
 )
 
 // Counter kinds, the byte after pfxCounter.

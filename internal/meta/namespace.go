@@ -200,11 +200,14 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 		case syscall.S_IFCHR, syscall.S_IFBLK:
 			rec.Rdev = req.Rdev
 		}
+		if typ != syscall.S_IFDIR {
+			rec.Parent = parent.Ino // see subtree.go
+		}
 		if req.Tmpfile {
 			// Nameless: the directory is unchanged, and the inode is
 			// an orphan until Link names it.
 			rec.Nlink = 0
-			if err := t.Put(orphanKey(ino), encodeOrphan(now, true)); err != nil {
+			if err := t.putOrphan(rec, now, true); err != nil {
 				return err
 			}
 		} else {
@@ -260,9 +263,12 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 			if rec.Nlink == 0 {
 				// Only an O_TMPFILE inode gets a name (linkat);
 				// an unlinked file stays unlinked.
-				if err := t.linkOrphan(ino); err != nil {
+				if err := t.linkOrphan(rec); err != nil {
 					return err
 				}
+			}
+			if err := t.linkAdded(rec, newParent); err != nil {
+				return err
 			}
 			now := s.nowNs()
 			rec.Nlink++
@@ -322,7 +328,7 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 					return err
 				}
 				deleted = true
-			} else if err := t.dropLink(rec, now); err != nil {
+			} else if err := t.dropLink(rec, parent, now); err != nil {
 				return err
 			} else if rec.Nlink == 0 {
 				s.leases.orphaned(ino) // before the commit: a last release may follow it at once
@@ -354,25 +360,29 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 	return out, nil
 }
 
-// dropLink takes one link from the non-directory rec and stores it, marking
-// it an orphan when none are left.
-func (t txn) dropLink(rec *inodeRec, now int64) error {
+// dropLink takes from the non-directory rec its link in directory dir and
+// stores it, marking it an orphan when none are left (links.go keeps its
+// parent pointer right).
+func (t txn) dropLink(rec *inodeRec, dir Ino, now int64) error {
 	if rec.Nlink > 0 {
 		rec.Nlink--
 	}
+	if err := t.linkDropped(rec, dir); err != nil {
+		return err
+	}
 	rec.touch(now)
 	if rec.Nlink == 0 {
-		if err := t.Put(orphanKey(rec.Ino), encodeOrphan(now, false)); err != nil {
+		if err := t.putOrphan(rec, now, false); err != nil {
 			return err
 		}
 	}
 	return t.putInode(rec)
 }
 
-// linkOrphan takes the orphan marker off ino, which is about to get a
+// linkOrphan takes the orphan marker off rec, which is about to get a
 // name, if it is linkable (CreateReq.Tmpfile); else it is ErrNotFound.
-func (t txn) linkOrphan(ino Ino) error {
-	v, ok, err := t.Get(orphanKey(ino))
+func (t txn) linkOrphan(rec *inodeRec) error {
+	v, ok, err := t.Get(orphanKey(rec.Ino))
 	if err != nil {
 		return err
 	}
@@ -385,7 +395,7 @@ func (t txn) linkOrphan(ino Ino) error {
 		}
 		return err
 	}
-	return t.Delete(orphanKey(ino))
+	return t.unorphan(rec)
 }
 
 // Rmdir removes the empty directory parent/name.
@@ -444,10 +454,17 @@ func (t txn) removeDir(ino Ino, keep bool, now int64) error {
 		}
 		rec.Nlink = 0
 		rec.touch(now)
-		if err := t.Put(orphanKey(ino), encodeOrphan(now, false)); err != nil {
+		if err := t.putOrphan(rec, now, false); err != nil {
 			return err
 		}
 		return t.putInode(rec)
+	}
+	rec, err := t.getInode(ino)
+	if err != nil {
+		return err
+	}
+	if err := t.reparentOrphans(ino, rec.Parent); err != nil {
+		return err
 	}
 	if err := t.deletePrefix(xattrPrefix(ino)); err != nil {
 		return err

@@ -68,8 +68,13 @@ func (t txn) deleteInode(rec *inodeRec, now int64) error {
 	if err := t.deletePrefix(xattrPrefix(ino)); err != nil {
 		return err
 	}
-	if err := t.Delete(orphanKey(ino)); err != nil {
+	if err := t.unorphan(rec); err != nil {
 		return err
+	}
+	if rec.IsDir() {
+		if err := t.reparentOrphans(ino, rec.Parent); err != nil {
+			return err
+		}
 	}
 	if err := t.Delete(inodeKey(ino)); err != nil {
 		return err

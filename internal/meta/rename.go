@@ -103,8 +103,12 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 				return err
 			}
 			if crossDir {
-				moveDir(src, op, np)
-				moveDir(dst, np, op)
+				if err := t.moveDir(src, op, np); err != nil {
+					return err
+				}
+				if err := t.moveDir(dst, np, op); err != nil {
+					return err
+				}
 			}
 			dst.touch(now)
 			if err := t.putInode(dst); err != nil {
@@ -124,7 +128,9 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 				}
 			}
 			if crossDir {
-				moveDir(src, op, np)
+				if err := t.moveDir(src, op, np); err != nil {
+					return err
+				}
 			}
 			if err := t.Delete(dentryKey(oldParent, oldName)); err != nil {
 				return err
@@ -150,15 +156,17 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 	return replaced, err
 }
 
-// moveDir updates the parent pointer and the parents' link counts when rec,
-// if a directory, moves from directory from to directory to.
-func moveDir(rec, from, to *inodeRec) {
+// moveDir updates the parent pointer of rec, which moves from directory
+// from to directory to, and for a directory the parents' link counts; for
+// a non-directory its link records (links.go).
+func (t txn) moveDir(rec, from, to *inodeRec) error {
 	if !rec.IsDir() {
-		return
+		return t.linkMoved(rec, from.Ino, to.Ino)
 	}
 	rec.Parent = to.Ino
 	from.Nlink--
 	to.Nlink++
+	return nil
 }
 
 // replaceTarget drops the entry a rename overwrites: an empty directory goes
@@ -178,7 +186,7 @@ func (t txn) replaceTarget(ino Ino, typ uint32, np *inodeRec, now int64, keep bo
 		rec.touch(now)
 		return rec.Inode, nil
 	}
-	if err := t.dropLink(rec, now); err != nil {
+	if err := t.dropLink(rec, np.Ino, now); err != nil {
 		return Inode{}, err
 	}
 	return rec.Inode, nil

@@ -14,8 +14,10 @@ import (
 
 // FormatVersion is the key-schema version New writes and accepts. New
 // upgrades a store of version 1 (no reference counts) by counting its
-// recipes once, in one transaction.
-const FormatVersion = 2
+// recipes once, and one of version 1 or 2 (no parent pointers for
+// non-directories, subtree.go) by reading its directory entries once, in
+// one transaction.
+const FormatVersion = 3
 
 // InoBatch is how many inode numbers a Service reserves at a time.
 const InoBatch = 256
@@ -124,9 +126,14 @@ func New(store kv.Store, opts Options) (*Service, error) {
 			switch f {
 			case FormatVersion:
 				return nil
-			case 1:
-				if err := (txn{tx}).addRefCounts(); err != nil {
-					return fmt.Errorf("upgrade from key-schema version 1: %w", err)
+			case 1, 2:
+				if f == 1 {
+					if err := (txn{tx}).addRefCounts(); err != nil {
+						return fmt.Errorf("upgrade from key-schema version 1: %w", err)
+					}
+				}
+				if err := (txn{tx}).addFileParents(); err != nil {
+					return fmt.Errorf("upgrade from key-schema version %d: %w", f, err)
 				}
 				return tx.Put(keyFormat, encodeU64(FormatVersion))
 			}
