@@ -35,6 +35,9 @@ type BlockServer interface {
 type Cluster struct {
 	Meta meta.API
 	Dial func(meta.Server) (BlockServer, error)
+	// Progress, if set, receives reports of GC, Fsck and Drain as they
+	// go, for a progress bar.
+	Progress ProgressFunc
 }
 
 func (c *Cluster) servers(ctx context.Context) ([]meta.Server, map[string]BlockServer, error) {
@@ -214,13 +217,20 @@ func inoList(inos []meta.Ino) string {
 	return string(b) + " (find MOUNT -inum N)"
 }
 
-// liveBlocks returns every block some recipe refers to.
-func liveBlocks(ctx context.Context, api meta.API) (map[block.Hash]struct{}, error) {
+// liveBlocks returns every block some recipe refers to; op names the
+// operation in the progress reports of the walk.
+func (c *Cluster) liveBlocks(ctx context.Context, op string) (map[block.Hash]struct{}, error) {
 	live := make(map[block.Hash]struct{})
-	err := api.WalkBlocks(ctx, func(_ meta.Ino, _ uint64, h block.Hash) error {
+	var n int64
+	c.report(Progress{Op: op, Phase: "walk"})
+	err := c.Meta.WalkBlocks(ctx, func(_ meta.Ino, _ uint64, h block.Hash) error {
 		live[h] = struct{}{}
+		if n++; n%walkEvery == 0 {
+			c.report(Progress{Op: op, Phase: "walk", Done: n})
+		}
 		return nil
 	})
+	c.report(Progress{Op: op, Phase: "walk", Done: n, Total: n})
 	if err != nil {
 		return nil, fmt.Errorf("walk recipes: %w", err)
 	}
@@ -253,7 +263,7 @@ var _ ReleaseDropper = (*meta.Service)(nil)
 // is longer than the longest write between a block's upload and its commit.
 func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GCReport, error) {
 	var r GCReport
-	live, err := liveBlocks(ctx, c.Meta)
+	live, err := c.liveBlocks(ctx, "gc")
 	if err != nil {
 		return r, err
 	}
@@ -263,11 +273,25 @@ func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GC
 	if err != nil {
 		return r, err
 	}
+	scan := Progress{Op: "gc", Phase: "scan"}
+	for _, s := range list {
+		// The servers' usage sizes the scan for the progress bar; a
+		// server that cannot say leaves the total short, not wrong.
+		if n, b, err := stores[s.ID].Usage(ctx); err == nil {
+			scan.Total += n
+			scan.TotalBytes += b
+		}
+	}
+	c.report(scan)
 	for _, s := range list {
 		bs := stores[s.ID]
 		var dead []block.Info
 		err := bs.List(ctx, func(info block.Info) error {
 			r.Scanned++
+			scan.Done++
+			scan.Bytes += info.Size
+			scan.Total, scan.TotalBytes = max(scan.Total, scan.Done), max(scan.TotalBytes, scan.Bytes)
+			c.report(scan)
 			if _, ok := live[info.Hash]; ok {
 				return nil
 			}
@@ -282,7 +306,14 @@ func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GC
 			r.UnreachableErr = append(r.UnreachableErr, fmt.Errorf("list server %s: %w", s.ID, err))
 			continue
 		}
+		rm := Progress{Op: "gc", Phase: "remove", Total: int64(len(dead))}
 		for _, info := range dead {
+			rm.TotalBytes += info.Size
+		}
+		for _, info := range dead {
+			c.report(rm)
+			rm.Done++
+			rm.Bytes += info.Size
 			removed, err := bs.Remove(ctx, info.Hash, notAfter)
 			if err != nil {
 				r.UnreachableErr = append(r.UnreachableErr, fmt.Errorf("remove %s from %s: %w", info.Hash.Short(), s.ID, err))
@@ -292,6 +323,9 @@ func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GC
 				r.Removed++
 				r.RemovedBytes += info.Size
 			}
+		}
+		if len(dead) > 0 {
+			c.report(rm)
 		}
 	}
 	if rd, ok := c.Meta.(ReleaseDropper); ok && len(r.UnreachableErr) == 0 {
