@@ -11,6 +11,8 @@ fi
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 command -v memcached >/dev/null 2>&1 || need+=(memcached)
 command -v go >/dev/null 2>&1 || need+=(golang-go)
+# The status page's test renders it in a real headless browser.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
 if [ "${#need[@]}" -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "deps: missing ${need[*]}; run as root or install them: apt-get install -y ${need[*]}" >&2

@@ -9,9 +9,11 @@ import (
 	"path/filepath"
 	"sync"
 
+	"tessera/internal/admin"
 	"tessera/internal/kv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
+	"tessera/internal/statuspage"
 )
 
 // MetaConfig is a meta service process: `tessera meta` runs one, `tessera
@@ -40,6 +42,11 @@ type MetaConfig struct {
 type MetaNode struct {
 	Svc  *meta.Service
 	Addr string // where the RPC service listens
+	// Status is the status page (GET / and /status.json), for the
+	// process to mount on its HTTP listener; Errors holds the warnings
+	// and errors the meta role logged, which it shows.
+	Status *statuspage.Handler
+	Errors *statuspage.Ring
 
 	store    kv.Store
 	ln       net.Listener
@@ -59,7 +66,8 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
-	n := &MetaNode{}
+	n := &MetaNode{Errors: statuspage.NewRing(0)}
+	log = slog.New(statuspage.Tee(log.Handler(), n.Errors))
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -99,6 +107,11 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 			return nil, fmt.Errorf("write %s: %w", cfg.AddrFile, err)
 		}
 	}
+	n.Status = statuspage.New(statuspage.Config{
+		Cluster: &admin.Cluster{Meta: n.Svc, Dial: DialAdmin},
+		Errors:  n.Errors,
+		Logger:  log,
+	})
 	role := cfg.Role
 	role.Logger = log
 	n.stopRole = StartMetaRole(ctx, n.Svc, role)
