@@ -82,6 +82,10 @@ type ServerStatus struct {
 	// Scrub is the server's scrub progress; nil when it runs none (or
 	// cannot say).
 	Scrub *scrub.Progress
+	// Free and Size are the free and total bytes of the file system the
+	// server stores on, when HasSpace (block.Spacer).
+	Free, Size int64
+	HasSpace   bool
 }
 
 // ScrubReporter is the optional capability of a BlockServer to report its
@@ -120,6 +124,11 @@ func Status(ctx context.Context, c *Cluster) (StatusReport, error) {
 		if ss.Err == nil {
 			r.Blocks += ss.Blocks
 			r.StoredBytes += ss.Bytes
+		}
+		if sp, ok := stores[s.ID].(block.Spacer); ok && ss.Err == nil {
+			if free, size, err := sp.Space(ctx); err == nil {
+				ss.Free, ss.Size, ss.HasSpace = free, size, true
+			}
 		}
 		if sr, ok := stores[s.ID].(ScrubReporter); ok && ss.Err == nil {
 			if p, err := sr.Scrub(ctx); err == nil {

@@ -126,6 +126,7 @@ var pageHTML string
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"bytes": bytesOf,
+	"deref": func(p *int64) int64 { return *p },
 	"rate":  func(v float64) string { return signed(v) + "/s" },
 	"seconds": func(v float64) string {
 		return time.Duration(v * float64(time.Second)).Round(100 * time.Millisecond).String()

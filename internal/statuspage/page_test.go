@@ -142,7 +142,7 @@ func TestPageListsServers(t *testing.T) {
 		`id="health"`, "under-replicated blocks",
 		`id="mover"`, `id="throughput"`, "measuring", "reads go from the mounts",
 		"meta database in memory", // the meta role's warning, from the ring
-		"block servers tell the meta service what they hold, not their free space",
+		"free of its file system", "(3 servers reporting)",
 	} {
 		if !strings.Contains(page, s) {
 			t.Errorf("the page lacks %q", s)
@@ -176,6 +176,9 @@ func TestStatusJSON(t *testing.T) {
 	}
 	if s.Files != 2 || s.Capacity.StoredBytes != 19 || s.Capacity.Reporting != 3 || s.Throughput.Measured {
 		t.Fatalf("snapshot %+v, want 2 inodes, 19 bytes stored by 3 servers, no rate yet", s)
+	}
+	if c := s.Capacity; c.SpaceReporting != 3 || c.FreeBytes <= 0 || c.SizeBytes < c.FreeBytes || s.Servers[1].Free == nil {
+		t.Fatalf("capacity %+v, servers %+v: want the free space of 3 servers' file systems", c, s.Servers)
 	}
 	if len(s.Errors) == 0 || !strings.Contains(s.Errors[len(s.Errors)-1].Msg, "in memory") {
 		t.Fatalf("errors %+v, want the meta role's warning about its engine", s.Errors)

@@ -44,6 +44,10 @@ type Server struct {
 	SeenAgo float64 `json:"seen_ago_seconds"`
 	Blocks  int64   `json:"blocks"`
 	Bytes   int64   `json:"bytes"`
+	// Free and Size are the free and total bytes of the file system the
+	// server stores on; nil when it does not say.
+	Free *int64 `json:"free,omitempty"`
+	Size *int64 `json:"size,omitempty"`
 	// Err is why its usage could not be read ("" when it was, or when
 	// it is down and was not asked).
 	Err   string `json:"error,omitempty"`
@@ -59,19 +63,20 @@ type Scrub struct {
 	Running bool   `json:"running"`
 }
 
-// Capacity is what the cluster stores. Block servers report what they
-// hold, not what their disks have free: Free is not known to the meta
-// service, and the page says so.
+// Capacity is what the cluster stores and the room it has left.
 type Capacity struct {
 	StoredBytes  int64 `json:"stored_bytes"`  // on the servers that answered
 	StoredBlocks int64 `json:"stored_blocks"` // copies
 	// Reporting counts the servers whose usage is in the sums.
-	Reporting int    `json:"servers_reporting"`
-	Free      string `json:"free"`
+	Reporting int `json:"servers_reporting"`
+	// FreeBytes and SizeBytes sum the free and total bytes of the file
+	// systems of the SpaceReporting servers. Servers that share a file
+	// system (those of `tessera up` on one data directory) count it once
+	// each.
+	FreeBytes      int64 `json:"free_bytes"`
+	SizeBytes      int64 `json:"size_bytes"`
+	SpaceReporting int   `json:"servers_reporting_space"`
 }
-
-// freeNote is Capacity.Free.
-const freeNote = "not reported: block servers tell the meta service what they hold, not their free space"
 
 // Health is the replication health, from the mover's latest round.
 type Health struct {
@@ -104,7 +109,7 @@ type Mover struct {
 
 // gather reads the cluster through admin.Status.
 func gather(ctx context.Context, c *admin.Cluster, now time.Time) (Snapshot, sample) {
-	s := Snapshot{Time: now, Capacity: Capacity{Free: freeNote}}
+	s := Snapshot{Time: now}
 	r, err := admin.Status(ctx, c)
 	if err != nil {
 		s.Error = err.Error()
@@ -129,6 +134,13 @@ func gather(ctx context.Context, c *admin.Cluster, now time.Time) (Snapshot, sam
 			s.Capacity.Reporting++
 			s.Capacity.StoredBytes += ss.Bytes
 			s.Capacity.StoredBlocks += ss.Blocks
+		}
+		if ss.HasSpace {
+			free, size := ss.Free, ss.Size
+			row.Free, row.Size = &free, &size
+			s.Capacity.FreeBytes += free
+			s.Capacity.SizeBytes += size
+			s.Capacity.SpaceReporting++
 		}
 		if p := ss.Scrub; p != nil {
 			row.Scrub = &Scrub{Rounds: p.Rounds, Blocks: p.Blocks, Bytes: p.Bytes, Corrupt: p.Corrupt, Running: p.Running}
