@@ -8,7 +8,12 @@
 // only reads unless FsckOptions.Repair: it checks every copy where it lies
 // (block.Checker) and, with Repair, has corrupt copies moved aside, never
 // deleted; the mover then restores them from good copies. Gc removes
-// unreferenced blocks older than its grace period.
+// unreferenced blocks older than its grace period. Drain marks a server
+// draining and, if asked, waits until it holds no live block.
+//
+// GC, Fsck and a waiting Drain report how far they are through
+// Cluster.Progress (progress.go): one report per unit of work, the caller
+// decides what to show (the command line draws a bar or prints lines).
 package admin
 
 import (

@@ -8,6 +8,11 @@
 // them, and so do the test
 // clusters, which run those commands, so that the roles cannot drift apart.
 //
+// StartMeta also builds the meta role's status page (MetaNode.Status,
+// package statuspage) and tees the role's warnings and errors into the
+// ring it shows (MetaNode.Errors); the process mounts the page on its HTTP
+// listener.
+//
 // Run is `tessera up`: a meta service, N block servers (each on its own
 // loopback port and data directory, speaking HTTP like remote ones) and a
 // FUSE mount. The mount talks to the meta service in-process and to the
