@@ -214,7 +214,6 @@ func (p *progressOut) newBar() {
 		progressbar.OptionSetDescription(c.Op + " " + c.Phase),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionShowCount(),
-		progressbar.OptionShowIts(),
 		progressbar.OptionSetPredictTime(true),
 		progressbar.OptionShowElapsedTimeOnFinish(),
 		progressbar.OptionThrottle(100 * time.Millisecond),
@@ -223,7 +222,7 @@ func (p *progressOut) newBar() {
 		limit = c.TotalBytes
 		opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionUseIECUnits(true))
 	} else {
-		opts = append(opts, progressbar.OptionSetItsString(unit(c.Phase)))
+		opts = append(opts, progressbar.OptionShowIts(), progressbar.OptionSetItsString(unit(c.Phase)))
 	}
 	if limit <= 0 {
 		limit = -1 // a spinner
