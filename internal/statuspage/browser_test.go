@@ -14,16 +14,16 @@ import (
 
 // TestPageInChromium: the page, served on a real loopback listener by a
 // real meta node, rendered by a real headless Chromium (Debian's package,
-// which scripts/deps.sh installs), lists the servers in the DOM the
+// which scripts/deps.sh --test installs), lists the servers in the DOM the
 // browser built. Skipped only when chromium is not installed, unless
 // TESSERA_REQUIRE_CHROMIUM=1.
 func TestPageInChromium(t *testing.T) {
 	bin, err := exec.LookPath("chromium")
 	if err != nil {
 		if os.Getenv("TESSERA_REQUIRE_CHROMIUM") == "1" {
-			t.Fatal("chromium is not installed (scripts/deps.sh installs it: apt-get install -y chromium)")
+			t.Fatal("chromium is not installed (scripts/deps.sh --test installs it: apt-get install -y chromium)")
 		}
-		t.Skip("chromium is not installed: apt-get install -y chromium (scripts/deps.sh does it) to run this test")
+		t.Skip("chromium is not installed: apt-get install -y chromium (scripts/deps.sh --test does it) to run this test")
 	}
 	c := startCluster(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
