@@ -118,20 +118,27 @@ func TestClusterProgress(t *testing.T) {
 
 	// Drain b0 and wait, with plain lines; then b1 with --json after b0
 	// is back.
-	st := waitFor(t, m, time.Minute, "settled", repaired(3))
-	held := st.Server["b0"].Blocks
+	waitFor(t, m, time.Minute, "settled", repaired(3))
 	res = runTessera(t, m, "server", "drain", "b0", "--wait")
-	if res.ExitCode != 0 || !strings.Contains(res.Stdout, "drain b0 done: it holds no live block") {
-		t.Fatalf("server drain b0 --wait: exit %d\nstdout:\n%s\nstderr:\n%s", res.ExitCode, res.Stdout, res.Stderr)
+	var held, heldBytes, epoch int64 // the live blocks b0 held when the drain began
+	if _, err := fmt.Sscanf(res.Stdout, "tessera server: drain b0 done: it holds no live block (%d blocks, %d bytes moved away); epoch %d",
+		&held, &heldBytes, &epoch); err != nil || res.ExitCode != 0 {
+		t.Fatalf("server drain b0 --wait: exit %d (%v)\nstdout:\n%s\nstderr:\n%s", res.ExitCode, err, res.Stdout, res.Stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(res.Stderr), "\n")
-	if first, last := lines[0], lines[len(lines)-1]; !strings.HasPrefix(first, "drain move: 0/") ||
-		!strings.Contains(last, "(100%)") || !strings.HasPrefix(last, "drain move: ") {
-		t.Errorf("drain's progress lines:\n%s\nwant from 0/N to N/N (100%%) (b0 held %d blocks)", res.Stderr, held)
+	first, last := lines[0], lines[len(lines)-1]
+	switch {
+	case held == 0: // each block is on 2 of 3 servers: b0 holds none about once in 6,500 runs
+		if first != "drain move: 0 blocks" {
+			t.Errorf("drain's progress lines:\n%s\nwant \"drain move: 0 blocks\" (b0 held none)", res.Stderr)
+		}
+	case !strings.HasPrefix(first, fmt.Sprintf("drain move: 0/%d blocks (0%%)", held)) ||
+		!strings.HasPrefix(last, fmt.Sprintf("drain move: %d/%d blocks (100%%)", held, held)):
+		t.Errorf("drain's progress lines:\n%s\nwant from 0/%d to %d/%d (100%%)", res.Stderr, held, held, held)
 	}
-	if st, err := m.Status(t.Context()); err != nil || st.Server["b0"].Blocks != 0 || st.UnderReplicated != 0 {
-		t.Errorf("status after drain --wait returned: b0 holds %d blocks, %d under-replicated (%v); want 0, 0",
-			st.Server["b0"].Blocks, st.UnderReplicated, err)
+	if st, err := m.Status(t.Context()); err != nil || st.UnderReplicated != 0 || st.Server["b0"].State != "draining" {
+		t.Errorf("status after drain --wait returned: %d under-replicated, b0 %q (%v); want 0, draining",
+			st.UnderReplicated, st.Server["b0"].State, err)
 	}
 	must(t, m.ServerCmd(t.Context(), "undrain", "b0"))
 	evs, r = jsonEvents(t, "server drain b1 --wait --json", runTessera(t, m, "server", "drain", "b1", "--wait", "--json"))
@@ -141,6 +148,8 @@ func TestClusterProgress(t *testing.T) {
 	if d := lastOf(t, "drain --json", evs, "move"); d.Done != d.Total || d.Total != r.Blocks || d.Bytes != d.TotalBytes {
 		t.Errorf("drain --json: last report %+v, want all of the %d blocks moved", d, r.Blocks)
 	}
+	// Drained means what remove checks: no live block left on it.
+	must(t, m.ServerCmd(t.Context(), "remove", "b1"))
 
 	res = runTessera(t, m, "server", "drain", "b2", "--json")
 	if res.ExitCode == 0 || !strings.Contains(res.Stderr, "--json needs --wait") {
