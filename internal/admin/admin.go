@@ -297,10 +297,12 @@ func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GC
 		}
 	}
 	c.report(scan)
+	// Scan every server, then remove: the progress shows one scan and
+	// one removal, each with its own total.
+	dead := make(map[string][]block.Info)
+	rm := Progress{Op: "gc", Phase: "remove"}
 	for _, s := range list {
-		bs := stores[s.ID]
-		var dead []block.Info
-		err := bs.List(ctx, func(info block.Info) error {
+		err := stores[s.ID].List(ctx, func(info block.Info) error {
 			r.Scanned++
 			scan.Done++
 			scan.Bytes += info.Size
@@ -313,22 +315,27 @@ func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GC
 				r.KeptYoung++
 				return nil
 			}
-			dead = append(dead, info)
+			dead[s.ID] = append(dead[s.ID], info)
 			return nil
 		})
 		if err != nil {
 			r.UnreachableErr = append(r.UnreachableErr, fmt.Errorf("list server %s: %w", s.ID, err))
+			delete(dead, s.ID) // what it listed before failing is not known to be all
 			continue
 		}
-		rm := Progress{Op: "gc", Phase: "remove", Total: int64(len(dead))}
-		for _, info := range dead {
+	}
+	for _, infos := range dead {
+		for _, info := range infos {
+			rm.Total++
 			rm.TotalBytes += info.Size
 		}
-		for _, info := range dead {
+	}
+	for _, s := range list {
+		for _, info := range dead[s.ID] {
 			c.report(rm)
 			rm.Done++
 			rm.Bytes += info.Size
-			removed, err := bs.Remove(ctx, info.Hash, notAfter)
+			removed, err := stores[s.ID].Remove(ctx, info.Hash, notAfter)
 			if err != nil {
 				r.UnreachableErr = append(r.UnreachableErr, fmt.Errorf("remove %s from %s: %w", info.Hash.Short(), s.ID, err))
 				continue
@@ -338,9 +345,9 @@ func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GC
 				r.RemovedBytes += info.Size
 			}
 		}
-		if len(dead) > 0 {
-			c.report(rm)
-		}
+	}
+	if rm.Total > 0 {
+		c.report(rm)
 	}
 	if rd, ok := c.Meta.(ReleaseDropper); ok && len(r.UnreachableErr) == 0 {
 		// Every unreferenced copy older than the cutoff is gone, which
