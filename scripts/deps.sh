@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
 # Installs what Tessera needs on a fresh Debian machine and is missing here.
 # Idempotent; run by scripts/up.sh and scripts/test.sh.
-#   scripts/deps.sh --stress   also the CPU hog of scripts/test.sh --stress
+#   scripts/deps.sh --test     also what only the tests use: chromium (the
+#                              status page rendered in a headless browser;
+#                              if it cannot be installed, that test skips
+#                              saying so)
+#   scripts/deps.sh --test --stress   and the CPU hog of scripts/test.sh --stress
 set -euo pipefail
 
 need=()
-if [ "${1:-}" = "--stress" ]; then
-	command -v stress-ng >/dev/null 2>&1 || need+=(stress-ng)
-fi
+tests=
+for a in "$@"; do
+	case "$a" in
+	--stress) command -v stress-ng >/dev/null 2>&1 || need+=(stress-ng) ;;
+	--test) tests=1 ;;
+	*) echo "usage: scripts/deps.sh [--test] [--stress]" >&2; exit 2 ;;
+	esac
+done
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 command -v memcached >/dev/null 2>&1 || need+=(memcached)
 command -v go >/dev/null 2>&1 || need+=(golang-go)
@@ -20,6 +29,14 @@ if [ "${#need[@]}" -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq >/dev/null || echo "deps: apt-get update failed; trying the install anyway" >&2
 	apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [ -n "$tests" ] && ! command -v chromium >/dev/null 2>&1; then
+	if [ "$(id -u)" -eq 0 ] && { apt-get update -qq >/dev/null || true; } &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; then
+		echo "deps: installed chromium" >&2
+	else
+		echo "deps: chromium could not be installed: the status page's browser test will skip" >&2
+	fi
 fi
 if [ ! -e /dev/fuse ]; then
 	echo "deps: /dev/fuse is missing: this machine cannot mount FUSE file systems" >&2

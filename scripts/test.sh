@@ -13,7 +13,7 @@ case "${1:-}" in
 "") ;;
 *) echo "usage: scripts/test.sh [--stress]" >&2; exit 2 ;;
 esac
-bash scripts/deps.sh ${stress:+--stress}
+bash scripts/deps.sh --test ${stress:+--stress}
 start=$(date +%s)
 
 # Bounds on the go test runs: only a hang reaches them (tests assert no

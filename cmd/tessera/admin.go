@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,6 +77,7 @@ func runGC(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
 	cf := addClusterFlags(fs)
 	grace := fs.Duration("grace", time.Hour, "keep unreferenced blocks younger than this (writes in flight)")
+	jsonOut := fs.Bool("json", false, "print progress and the result as JSON objects, one a line, on stdout")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -87,9 +89,16 @@ func runGC(ctx context.Context, args []string) error {
 		return err
 	}
 	defer done()
+	out := newProgressOut(*jsonOut)
+	c.Progress = out.report
 	r, err := admin.GC(ctx, c, *grace, time.Now())
-	fmt.Printf("gc: %d live blocks, %d scanned, removed %d blocks (%d bytes), kept %d unreferenced within the %v grace period\n",
-		r.Live, r.Scanned, r.Removed, r.RemovedBytes, r.KeptYoung, *grace)
+	out.finish()
+	out.result("gc", map[string]any{"live": r.Live, "scanned": r.Scanned, "removed": r.Removed,
+		"removed_bytes": r.RemovedBytes, "kept_young": r.KeptYoung, "grace_seconds": grace.Seconds()}, err)
+	if !*jsonOut {
+		fmt.Printf("gc: %d live blocks, %d scanned, removed %d blocks (%d bytes), kept %d unreferenced within the %v grace period\n",
+			r.Live, r.Scanned, r.Removed, r.RemovedBytes, r.KeptYoung, *grace)
+	}
 	return err
 }
 
@@ -97,6 +106,7 @@ func runFsck(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("fsck", flag.ContinueOnError)
 	cf := addClusterFlags(fs)
 	repair := fs.Bool("repair", false, "move corrupt copies aside (kept in the server's quarantine/) so that the mover restores them from good copies; without it fsck only reads")
+	jsonOut := fs.Bool("json", false, "print progress, each problem and the result as JSON objects, one a line, on stdout")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -105,14 +115,30 @@ func runFsck(ctx context.Context, args []string) error {
 		return err
 	}
 	defer done()
-	r, err := admin.Fsck(ctx, c, os.Stdout, admin.FsckOptions{Repair: *repair})
-	if err != nil {
+	out := newProgressOut(*jsonOut)
+	c.Progress = out.report
+	var found io.Writer = os.Stdout
+	if *jsonOut {
+		found = &jsonLines{enc: out.enc, event: "problem"}
+	} else if out.mode == modeBar {
+		found = &barSafe{out: out, w: os.Stdout}
+	}
+	r, err := admin.Fsck(ctx, c, found, admin.FsckOptions{Repair: *repair})
+	out.finish()
+	failed := err != nil // not a problem found: fsck could not run to its end
+	if !failed && r.Problems() > 0 {
+		err = fmt.Errorf("%d problem(s) found", r.Problems())
+	}
+	out.result("fsck", map[string]any{"blocks": r.Blocks, "copies": r.Copies, "corrupt": r.Corrupt,
+		"quarantined": r.Quarantined, "lost": r.Lost, "impossible": r.Impossible, "unreachable": r.Unreachable,
+		"problems": r.Problems(), "repair": *repair}, err)
+	if *jsonOut || failed {
 		return err
 	}
 	fmt.Printf("fsck: %d blocks, %d copies checked; %d corrupt copies (%d moved aside), %d lost blocks, %d impossible recipes\n",
 		r.Blocks, r.Copies, r.Corrupt, r.Quarantined, r.Lost, r.Impossible)
-	if n := r.Problems(); n > 0 {
-		return fmt.Errorf("%d problem(s) found", n)
+	if err != nil {
+		return err
 	}
 	fmt.Println("fsck: clean")
 	return nil

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -52,6 +53,14 @@ func (m metricsFlag) ready() string {
 		return ""
 	}
 	return " metrics=" + m.srv.Addr
+}
+
+// mux is the listener's router for the status page (nil when off).
+func (m metricsFlag) mux() *http.ServeMux {
+	if m.srv == nil {
+		return nil
+	}
+	return m.srv.Mux
 }
 
 // Close stops the listener.

@@ -61,7 +61,7 @@ func runMeta(ctx context.Context, args []string) error {
 	}
 	p := up.MetaProcess{
 		MetaConfig: up.MetaConfig{DB: db, Listen: *listen, BlockSize: uint32(*bs), DefaultReplicas: *replicas,
-			Role: rc, Creds: creds, Logger: log, Metrics: mf.reg},
+			Role: rc, Creds: creds, Logger: log, Metrics: mf.reg, Mux: mf.mux()},
 		DataDir: db.DataDir(),
 		Ready:   func(addr string) { fmt.Printf("tessera meta: ready listen=%s%s\n", addr, mf.ready()) },
 	}

@@ -5,10 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"text/tabwriter"
 	"time"
 
-	"tessera/internal/block"
+	"tessera/internal/admin"
 	"tessera/internal/meta"
 )
 
@@ -17,6 +18,8 @@ func runServer(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	cf := addClusterFlags(fs)
 	force := fs.Bool("force", false, "remove: even if the server still holds live blocks")
+	wait := fs.Bool("wait", false, "drain: wait until the server holds no live block, showing progress")
+	jsonOut := fs.Bool("json", false, "drain --wait: print progress and the result as JSON objects, one a line, on stdout")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -27,6 +30,12 @@ func runServer(ctx context.Context, args []string) error {
 	op, ids := pos[0], pos[1:]
 	if (op == "list") != (len(ids) == 0) || len(ids) > 1 {
 		return fmt.Errorf("%w: want list, drain ID, undrain ID or remove ID", errUsage)
+	}
+	if (*wait || *jsonOut) && op != "drain" {
+		return fmt.Errorf("%w: --wait and --json are for server drain, not %s", errUsage, op)
+	}
+	if *jsonOut && !*wait {
+		return fmt.Errorf("%w: server drain --json needs --wait (without it drain only marks the server)", errUsage)
 	}
 	c, done, err := cf.dial("server")
 	if err != nil {
@@ -42,12 +51,12 @@ func runServer(ctx context.Context, args []string) error {
 		printServers(m)
 		return nil
 	case "drain":
-		m, err = c.Meta.SetServerState(ctx, ids[0], meta.StateDraining)
+		return runDrain(ctx, c, ids[0], *wait, *jsonOut)
 	case "undrain":
 		m, err = c.Meta.SetServerState(ctx, ids[0], meta.StateUp)
 	case "remove":
 		if !*force {
-			if err := checkEmpty(ctx, c.Meta, c.Dial, ids[0]); err != nil {
+			if err := checkEmpty(ctx, c, ids[0]); err != nil {
 				return err
 			}
 		}
@@ -76,44 +85,47 @@ func printServers(m meta.ServerMap) {
 
 // checkEmpty fails unless server id is reachable and holds no block a
 // recipe refers to (unreferenced blocks are gc's and do not count).
-func checkEmpty[B interface {
-	List(ctx context.Context, fn func(block.Info) error) error
-}](ctx context.Context, api meta.API, dial func(meta.Server) (B, error), id string) error {
-	m, err := api.Servers(ctx)
+func checkEmpty(ctx context.Context, c *admin.Cluster, id string) error {
+	m, err := c.Meta.Servers(ctx)
 	if err != nil {
 		return err
 	}
-	var srv *meta.Server
-	for i := range m.Servers {
-		if m.Servers[i].ID == id {
-			srv = &m.Servers[i]
-		}
-	}
-	if srv == nil {
+	i := slices.IndexFunc(m.Servers, func(s meta.Server) bool { return s.ID == id })
+	if i < 0 {
 		return fmt.Errorf("server %q: %w", id, meta.ErrNotFound)
 	}
-	held := map[block.Hash]bool{}
-	bs, err := dial(*srv)
+	bs, err := c.Dial(m.Servers[i])
+	var n int64
 	if err == nil {
-		err = bs.List(ctx, func(info block.Info) error { held[info.Hash] = true; return nil })
+		n, _, err = admin.LiveHeld(ctx, c.Meta, bs)
 	}
 	if err != nil {
 		return fmt.Errorf("server %s cannot be listed (%v): drain it first, or remove it with --force", id, err)
 	}
-	n := 0
-	err = api.WalkBlocks(ctx, func(_ meta.Ino, _ uint64, h block.Hash) error {
-		if held[h] {
-			n++
-			delete(held, h)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
 	if n > 0 {
 		return fmt.Errorf("server %s still holds %d live block(s): drain it first (tessera server drain %s), or remove it with --force", id, n, id)
 	}
+	return nil
+}
+
+// runDrain is `tessera server drain ID [--wait [--json]]`.
+func runDrain(ctx context.Context, c *admin.Cluster, id string, wait, jsonOut bool) error {
+	out := newProgressOut(jsonOut)
+	if wait {
+		c.Progress = out.report
+	}
+	r, err := admin.Drain(ctx, c, id, admin.DrainOptions{Wait: wait})
+	out.finish()
+	out.result("drain", map[string]any{"server": id, "epoch": r.Map.Epoch, "blocks": r.Blocks, "bytes": r.Bytes}, err)
+	if err != nil || jsonOut {
+		return err
+	}
+	if wait {
+		fmt.Printf("tessera server: drain %s done: it holds no live block (%d blocks, %d bytes moved away); epoch %d\n",
+			id, r.Blocks, r.Bytes, r.Map.Epoch)
+		return nil
+	}
+	fmt.Printf("tessera server: drain %s done; epoch %d\n", id, r.Map.Epoch)
 	return nil
 }
 

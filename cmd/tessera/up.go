@@ -83,6 +83,7 @@ func runUp(ctx context.Context, args []string) error {
 	defer mf.Close()
 	return up.Run(ctx, up.Config{
 		Metrics:       mf.reg,
+		Mux:           mf.mux(),
 		MetaDB:        db,
 		ScrubRate:     *sf.rate,
 		ScrubInterval: *sf.interval,

@@ -8,7 +8,12 @@
 // only reads unless FsckOptions.Repair: it checks every copy where it lies
 // (block.Checker) and, with Repair, has corrupt copies moved aside, never
 // deleted; the mover then restores them from good copies. Gc removes
-// unreferenced blocks older than its grace period.
+// unreferenced blocks older than its grace period. Drain marks a server
+// draining and, if asked, waits until it holds no live block.
+//
+// GC, Fsck and a waiting Drain report how far they are through
+// Cluster.Progress (progress.go): one report per unit of work, the caller
+// decides what to show (the command line draws a bar or prints lines).
 package admin
 
 import (
@@ -35,6 +40,9 @@ type BlockServer interface {
 type Cluster struct {
 	Meta meta.API
 	Dial func(meta.Server) (BlockServer, error)
+	// Progress, if set, receives reports of GC, Fsck and Drain as they
+	// go, for a progress bar.
+	Progress ProgressFunc
 }
 
 func (c *Cluster) servers(ctx context.Context) ([]meta.Server, map[string]BlockServer, error) {
@@ -79,6 +87,10 @@ type ServerStatus struct {
 	// Scrub is the server's scrub progress; nil when it runs none (or
 	// cannot say).
 	Scrub *scrub.Progress
+	// Free and Size are the free and total bytes of the file system the
+	// server stores on, when HasSpace (block.Spacer).
+	Free, Size int64
+	HasSpace   bool
 }
 
 // ScrubReporter is the optional capability of a BlockServer to report its
@@ -117,6 +129,11 @@ func Status(ctx context.Context, c *Cluster) (StatusReport, error) {
 		if ss.Err == nil {
 			r.Blocks += ss.Blocks
 			r.StoredBytes += ss.Bytes
+		}
+		if sp, ok := stores[s.ID].(block.Spacer); ok && ss.Err == nil {
+			if free, size, err := sp.Space(ctx); err == nil {
+				ss.Free, ss.Size, ss.HasSpace = free, size, true
+			}
 		}
 		if sr, ok := stores[s.ID].(ScrubReporter); ok && ss.Err == nil {
 			if p, err := sr.Scrub(ctx); err == nil {
@@ -214,13 +231,20 @@ func inoList(inos []meta.Ino) string {
 	return string(b) + " (find MOUNT -inum N)"
 }
 
-// liveBlocks returns every block some recipe refers to.
-func liveBlocks(ctx context.Context, api meta.API) (map[block.Hash]struct{}, error) {
+// liveBlocks returns every block some recipe refers to; op names the
+// operation in the progress reports of the walk.
+func (c *Cluster) liveBlocks(ctx context.Context, op string) (map[block.Hash]struct{}, error) {
 	live := make(map[block.Hash]struct{})
-	err := api.WalkBlocks(ctx, func(_ meta.Ino, _ uint64, h block.Hash) error {
+	var n int64
+	c.report(Progress{Op: op, Phase: "walk"})
+	err := c.Meta.WalkBlocks(ctx, func(_ meta.Ino, _ uint64, h block.Hash) error {
 		live[h] = struct{}{}
+		if n++; n%walkEvery == 0 {
+			c.report(Progress{Op: op, Phase: "walk", Done: n})
+		}
 		return nil
 	})
+	c.report(Progress{Op: op, Phase: "walk", Done: n, Total: n})
 	if err != nil {
 		return nil, fmt.Errorf("walk recipes: %w", err)
 	}
@@ -253,7 +277,7 @@ var _ ReleaseDropper = (*meta.Service)(nil)
 // is longer than the longest write between a block's upload and its commit.
 func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GCReport, error) {
 	var r GCReport
-	live, err := liveBlocks(ctx, c.Meta)
+	live, err := c.liveBlocks(ctx, "gc")
 	if err != nil {
 		return r, err
 	}
@@ -263,11 +287,27 @@ func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GC
 	if err != nil {
 		return r, err
 	}
+	scan := Progress{Op: "gc", Phase: "scan"}
 	for _, s := range list {
-		bs := stores[s.ID]
-		var dead []block.Info
-		err := bs.List(ctx, func(info block.Info) error {
+		// The servers' usage sizes the scan for the progress bar; a
+		// server that cannot say leaves the total short, not wrong.
+		if n, b, err := stores[s.ID].Usage(ctx); err == nil {
+			scan.Total += n
+			scan.TotalBytes += b
+		}
+	}
+	c.report(scan)
+	// Scan every server, then remove: the progress shows one scan and
+	// one removal, each with its own total.
+	dead := make(map[string][]block.Info)
+	rm := Progress{Op: "gc", Phase: "remove"}
+	for _, s := range list {
+		err := stores[s.ID].List(ctx, func(info block.Info) error {
 			r.Scanned++
+			scan.Done++
+			scan.Bytes += info.Size
+			scan.Total, scan.TotalBytes = max(scan.Total, scan.Done), max(scan.TotalBytes, scan.Bytes)
+			c.report(scan)
 			if _, ok := live[info.Hash]; ok {
 				return nil
 			}
@@ -275,15 +315,27 @@ func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GC
 				r.KeptYoung++
 				return nil
 			}
-			dead = append(dead, info)
+			dead[s.ID] = append(dead[s.ID], info)
 			return nil
 		})
 		if err != nil {
 			r.UnreachableErr = append(r.UnreachableErr, fmt.Errorf("list server %s: %w", s.ID, err))
+			delete(dead, s.ID) // what it listed before failing is not known to be all
 			continue
 		}
-		for _, info := range dead {
-			removed, err := bs.Remove(ctx, info.Hash, notAfter)
+	}
+	for _, infos := range dead {
+		for _, info := range infos {
+			rm.Total++
+			rm.TotalBytes += info.Size
+		}
+	}
+	for _, s := range list {
+		for _, info := range dead[s.ID] {
+			c.report(rm)
+			rm.Done++
+			rm.Bytes += info.Size
+			removed, err := stores[s.ID].Remove(ctx, info.Hash, notAfter)
 			if err != nil {
 				r.UnreachableErr = append(r.UnreachableErr, fmt.Errorf("remove %s from %s: %w", info.Hash.Short(), s.ID, err))
 				continue
@@ -293,6 +345,9 @@ func GC(ctx context.Context, c *Cluster, grace time.Duration, now time.Time) (GC
 				r.RemovedBytes += info.Size
 			}
 		}
+	}
+	if rm.Total > 0 {
+		c.report(rm)
 	}
 	if rd, ok := c.Meta.(ReleaseDropper); ok && len(r.UnreachableErr) == 0 {
 		// Every unreferenced copy older than the cutoff is gone, which

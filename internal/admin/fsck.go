@@ -59,15 +59,22 @@ func Fsck(ctx context.Context, c *Cluster, w io.Writer, opts FsckOptions) (FsckR
 		return r, err
 	}
 	refs := make(map[block.Hash][]fileRef)
+	var walked int64
+	c.report(Progress{Op: "fsck", Phase: "walk"})
 	err = c.Meta.WalkBlocks(ctx, func(ino meta.Ino, idx uint64, h block.Hash) error {
 		refs[h] = append(refs[h], fileRef{ino, idx})
+		if walked++; walked%walkEvery == 0 {
+			c.report(Progress{Op: "fsck", Phase: "walk", Done: walked})
+		}
 		return nil
 	})
 	if err != nil {
 		return r, fmt.Errorf("walk recipes: %w", err)
 	}
+	c.report(Progress{Op: "fsck", Phase: "walk", Done: walked, Total: walked})
 	// Who holds what: a copy nobody lists is not there to check.
 	holders := make(map[block.Hash][]string)
+	sizes := make(map[block.Hash]int64) // for the progress reports
 	for _, s := range m.Servers {
 		if s.State == meta.StateDown {
 			continue
@@ -75,6 +82,7 @@ func Fsck(ctx context.Context, c *Cluster, w io.Writer, opts FsckOptions) (FsckR
 		err := stores[s.ID].List(ctx, func(info block.Info) error {
 			if _, ok := refs[info.Hash]; ok {
 				holders[info.Hash] = append(holders[info.Hash], s.ID)
+				sizes[info.Hash] = info.Size
 			}
 			return nil
 		})
@@ -93,7 +101,14 @@ func Fsck(ctx context.Context, c *Cluster, w io.Writer, opts FsckOptions) (FsckR
 	}
 	sort.Slice(hashes, func(i, j int) bool { return string(hashes[i][:]) < string(hashes[j][:]) })
 	attrs := make(map[meta.Ino]meta.Inode)
+	check := Progress{Op: "fsck", Phase: "check", Total: int64(len(hashes))}
+	for _, size := range sizes {
+		check.TotalBytes += size
+	}
 	for _, h := range hashes {
+		c.report(check)
+		check.Done++
+		check.Bytes += sizes[h]
 		r.Blocks++
 		ids := holders[h]
 		sort.Strings(ids)
@@ -137,6 +152,7 @@ func Fsck(ctx context.Context, c *Cluster, w io.Writer, opts FsckOptions) (FsckR
 			return r, err
 		}
 	}
+	c.report(check)
 	if opts.Repair && r.Quarantined > 0 {
 		fmt.Fprintf(w, "fsck: %d corrupt copies moved aside; the mover restores them from good copies at its next round\n", r.Quarantined)
 	}

@@ -123,6 +123,17 @@ type Lister interface {
 	Usage(ctx context.Context) (blocks, bytes int64, err error)
 }
 
+// ErrNoSpaceInfo is returned by Spacer.Space when the store cannot say
+// (a block server whose backend does not report it).
+var ErrNoSpaceInfo = errors.New("block store does not report its free space")
+
+// Spacer is the optional capability of a store to tell the free and total
+// bytes of the file system it keeps its blocks on (the status page's
+// capacity).
+type Spacer interface {
+	Space(ctx context.Context) (free, size int64, err error)
+}
+
 // AllZero reports whether data is all zero bytes (a block of zeros is a
 // hole, never stored).
 func AllZero(data []byte) bool {

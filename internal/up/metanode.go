@@ -5,17 +5,20 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"tessera/internal/admin"
 	"tessera/internal/auth"
 	"tessera/internal/kv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
 	"tessera/internal/metrics"
+	"tessera/internal/statuspage"
 )
 
 // MetaConfig is a meta service process: `tessera meta` runs one, `tessera
@@ -46,6 +49,9 @@ type MetaConfig struct {
 	// (metrics.MetaAPI over the service it serves) and its state
 	// (sessions, leases, callbacks, servers, the mover's progress).
 	Metrics *prometheus.Registry
+	// Mux, if set, is the process's HTTP listener (--metrics): the status
+	// page is served at / and /status.json on it.
+	Mux *http.ServeMux
 }
 
 // MetaNode is a running meta service: the engine, the service, the RPC
@@ -57,6 +63,11 @@ type MetaNode struct {
 	// count as a remote one's do.
 	API  meta.API
 	Addr string // where the RPC service listens
+	// Status is the status page (GET / and /status.json), for the
+	// process to mount on its HTTP listener; Errors holds the warnings
+	// and errors the meta role logged, which it shows.
+	Status *statuspage.Handler
+	Errors *statuspage.Ring
 
 	store    kv.Store
 	ln       net.Listener
@@ -76,7 +87,8 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	if cfg.Listen == "" {
 		cfg.Listen = "127.0.0.1:0"
 	}
-	n := &MetaNode{}
+	n := &MetaNode{Errors: statuspage.NewRing(0)}
+	log = slog.New(statuspage.Tee(log.Handler(), n.Errors))
 	defer func() {
 		if err != nil {
 			n.Close()
@@ -120,6 +132,14 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		if err := os.WriteFile(cfg.AddrFile, []byte(n.Addr+"\n"), 0o644); err != nil {
 			return nil, fmt.Errorf("write %s: %w", cfg.AddrFile, err)
 		}
+	}
+	n.Status = statuspage.New(statuspage.Config{
+		Cluster: &admin.Cluster{Meta: n.Svc, Dial: NewDialer(cfg.Creds).Admin},
+		Errors:  n.Errors,
+		Logger:  log,
+	})
+	if cfg.Mux != nil {
+		cfg.Mux.Handle("/", n.Status)
 	}
 	role := cfg.Role
 	role.Logger = log

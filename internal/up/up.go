@@ -10,6 +10,11 @@
 // Each config takes an optional Prometheus registry (Metrics): set, the
 // role registers its series there (internal/metrics); the caller serves it.
 //
+// StartMeta also builds the meta role's status page (MetaNode.Status,
+// package statuspage) and tees the role's warnings and errors into the
+// ring it shows (MetaNode.Errors); the process mounts the page on its HTTP
+// listener.
+//
 // Run is `tessera up`: a meta service, N block servers (each on its own
 // loopback port and data directory, speaking HTTP like remote ones) and a
 // FUSE mount. The mount talks to the meta service in-process and to the
@@ -38,6 +43,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -94,6 +100,9 @@ type Config struct {
 	// Metrics, if set, receives every role's series: the meta service's,
 	// each block server's (labelled server=bI) and the mount's.
 	Metrics *prometheus.Registry
+	// Mux, if set, is the process's HTTP listener: the meta role's status
+	// page goes on it (MetaConfig.Mux).
+	Mux *http.ServeMux
 	// Ready, if set, is called once the mount is usable.
 	Ready func(mount, metaAddr string)
 }
@@ -176,6 +185,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Creds:           lt.Meta,
 		Logger:          log,
 		Metrics:         cfg.Metrics,
+		Mux:             cfg.Mux,
 	})
 	if err != nil {
 		return err

@@ -395,6 +395,24 @@ func (c *Client) Usage(ctx context.Context) (blocks, bytes int64, err error) {
 	return reply.Blocks, reply.Bytes, err
 }
 
+// Space returns the free and total bytes of the file system the server
+// stores on (block.Spacer); block.ErrNoSpaceInfo when it does not say.
+func (c *Client) Space(ctx context.Context) (free, size int64, err error) {
+	var reply struct {
+		Free *int64 `json:"free"`
+		Size *int64 `json:"size"`
+	}
+	if err := c.doJSON(ctx, "usage", http.MethodGet, c.base+"/v1/usage", &reply); err != nil {
+		return 0, 0, err
+	}
+	if reply.Free == nil || reply.Size == nil {
+		return 0, 0, block.ErrNoSpaceInfo
+	}
+	return *reply.Free, *reply.Size, nil
+}
+
+var _ block.Spacer = (*Client)(nil)
+
 func (c *Client) doJSON(ctx context.Context, op, method, url string, v any) error {
 	return c.doJSONSized(ctx, op, method, url, 0, v)
 }

@@ -33,7 +33,10 @@
 //	                          when the listing is complete; otherwise
 //	                          Tessera-List-Error says what failed. A reader
 //	                          must treat a reply without the count as failed.
-//	GET    /v1/usage          {"blocks":n,"bytes":n}.
+//	GET    /v1/usage          {"blocks":n,"bytes":n,"free":n,"size":n}: what
+//	                          the store holds, and the free and total bytes
+//	                          of its file system (absent when the backend
+//	                          cannot say: block.Spacer).
 //	POST   /v1/check/{hex}[?quarantine=1]
 //	                          re-hash the stored copy where it lies
 //	                          (block.Checker; 501 if the backend cannot):

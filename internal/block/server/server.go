@@ -380,10 +380,22 @@ func (h *Handler) usage(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
-	writeJSON(w, struct {
-		Blocks int64 `json:"blocks"`
-		Bytes  int64 `json:"bytes"`
-	}{blocks, bytes})
+	reply := UsageReply{Blocks: blocks, Bytes: bytes}
+	if sp, ok := h.b.(block.Spacer); ok {
+		if free, size, err := sp.Space(r.Context()); err == nil {
+			reply.Free, reply.Size = &free, &size
+		}
+	}
+	writeJSON(w, reply)
+}
+
+// UsageReply is the reply of GET /v1/usage. Free and Size are absent when
+// the backend cannot say (block.Spacer).
+type UsageReply struct {
+	Blocks int64  `json:"blocks"`
+	Bytes  int64  `json:"bytes"`
+	Free   *int64 `json:"free,omitempty"`
+	Size   *int64 `json:"size,omitempty"`
 }
 
 // CheckReply is the reply of POST /v1/check/{hex}.

@@ -1,0 +1,230 @@
+package statuspage_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/net/html"
+
+	"tessera/internal/admin"
+	"tessera/internal/block"
+	"tessera/internal/clock"
+	"tessera/internal/meta"
+	"tessera/internal/statuspage"
+	"tessera/internal/up"
+)
+
+// testCluster is a real meta node (engine in memory, RPC listener, meta
+// role) and three real block servers on loopback, b2 draining, with one
+// file of two blocks stored once on b0 (R=1).
+type testCluster struct {
+	node   *up.MetaNode
+	blocks []*up.BlockServerNode
+	ino    meta.Ino
+}
+
+func startCluster(t *testing.T) *testCluster {
+	t.Helper()
+	ctx := t.Context()
+	node, err := up.StartMeta(ctx, up.MetaConfig{
+		DB:              up.MetaDB{Engine: up.EngineMem},
+		DefaultReplicas: 1,
+		BlockSize:       64 << 10,
+		// Servers stay up however slow the test (their heartbeats are
+		// an hour apart), and no collection runs. The mover runs, but
+		// moves nothing: with R=1 and two servers up, each block's
+		// candidates are both, so a copy on b0 is where it belongs.
+		Role: up.MetaRole{DownAfter: time.Hour, MoverInterval: time.Hour, GCInterval: -1, ReclaimAfter: -1},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { node.Close() })
+	c := &testCluster{node: node}
+	for i := range 3 {
+		b, err := up.StartBlockServer(ctx, node.Svc, up.BlockServerConfig{ID: fmt.Sprintf("b%d", i), Dir: t.TempDir(),
+			Host: fmt.Sprintf("h%d", i), Heartbeat: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		c.blocks = append(c.blocks, b)
+	}
+	if _, err := node.Svc.SetServerState(ctx, "b2", meta.StateDraining); err != nil {
+		t.Fatal(err)
+	}
+	in, err := node.Svc.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: syscall.S_IFREG | 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.ino = in.Ino
+	c.write(t, 0, "block zero", "block one")
+	return c
+}
+
+// write commits blocks from index first, each stored on b0, and sets the
+// file's size to their end.
+func (c *testCluster) write(t *testing.T, first int, contents ...string) {
+	t.Helper()
+	var changes []meta.BlockChange
+	for i, s := range contents {
+		h := block.Sum([]byte(s))
+		if err := c.blocks[0].Store.Put(t.Context(), h, []byte(s)); err != nil {
+			t.Fatal(err)
+		}
+		changes = append(changes, meta.BlockChange{Index: uint64(first + i), New: h})
+	}
+	size := uint64(first+len(contents)-1)*(64<<10) + uint64(len(contents[len(contents)-1]))
+	if _, err := c.node.Svc.Commit(t.Context(), meta.CommitReq{Ino: c.ino, Forced: true, Size: size, Changes: changes}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// get serves path through h and returns the status and body.
+func get(t *testing.T, h http.Handler, method, path string) (int, string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(t.Context(), method, path, nil))
+	return rec.Code, rec.Body.String()
+}
+
+// serverRows parses page and returns its server rows' data-id mapped to
+// their data-state, failing on HTML that does not parse.
+func serverRows(t *testing.T, page string) map[string]string {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(page))
+	if err != nil {
+		t.Fatalf("the page does not parse: %v", err)
+	}
+	rows := map[string]string{}
+	for n := range doc.Descendants() {
+		if n.Type != html.ElementNode || n.Data != "tr" || attr(n, "class") != "server" {
+			continue
+		}
+		rows[attr(n, "data-id")] = attr(n, "data-state")
+	}
+	return rows
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+// TestPageListsServers: the page of a real meta node lists every
+// registered server with its state, and shows capacity, health, mover,
+// throughput and the meta role's warnings (here: its engine is in memory).
+func TestPageListsServers(t *testing.T) {
+	c := startCluster(t)
+	code, page := get(t, c.node.Status, "GET", "/")
+	if code != 200 {
+		t.Fatalf("GET /: %d\n%s", code, page)
+	}
+	rows := serverRows(t, page)
+	want := map[string]string{"b0": "up", "b1": "up", "b2": "draining"}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Fatalf("server rows %v, want %v", rows, want)
+	}
+	for _, s := range []string{
+		c.blocks[0].Server.Addr,
+		`id="capacity"`, "19 B in 2 blocks", // "block zero" + "block one", stored once
+		`id="health"`, "under-replicated blocks",
+		`id="mover"`, `id="throughput"`, "measuring", "reads go from the mounts",
+		"meta database in memory", // the meta role's warning, from the ring
+		"free of its file system", "(3 servers reporting)",
+	} {
+		if !strings.Contains(page, s) {
+			t.Errorf("the page lacks %q", s)
+		}
+	}
+	if t.Failed() {
+		t.Logf("page:\n%s", page)
+	}
+}
+
+// TestStatusJSON: /status.json is the same snapshot for scripts, and the
+// throughput is the counters' change between two requests over the time
+// between them (a fake clock).
+func TestStatusJSON(t *testing.T) {
+	c := startCluster(t)
+	clk := clock.NewFake(time.Unix(1_000_000, 0))
+	h := statuspage.New(statuspage.Config{Cluster: &admin.Cluster{Meta: c.node.Svc, Dial: up.DialAdmin},
+		Errors: c.node.Errors, Clock: clk})
+	snap := func() statuspage.Snapshot {
+		t.Helper()
+		code, body := get(t, h, "GET", "/status.json")
+		var s statuspage.Snapshot
+		if err := json.Unmarshal([]byte(body), &s); code != 200 || err != nil {
+			t.Fatalf("GET /status.json: %d, %v\n%s", code, err, body)
+		}
+		return s
+	}
+	s := snap()
+	if len(s.Servers) != 3 || s.Servers[0].ID != "b0" || s.Servers[2].State != "draining" || s.Servers[0].Blocks != 2 {
+		t.Fatalf("servers %+v, want b0 (2 blocks), b1, b2 draining", s.Servers)
+	}
+	if s.Files != 2 || s.Capacity.StoredBytes != 19 || s.Capacity.Reporting != 3 || s.Throughput.Measured {
+		t.Fatalf("snapshot %+v, want 2 inodes, 19 bytes stored by 3 servers, no rate yet", s)
+	}
+	if c := s.Capacity; c.SpaceReporting != 3 || c.FreeBytes <= 0 || c.SizeBytes < c.FreeBytes || s.Servers[1].Free == nil {
+		t.Fatalf("capacity %+v, servers %+v: want the free space of 3 servers' file systems", c, s.Servers)
+	}
+	if len(s.Errors) == 0 || !strings.Contains(s.Errors[len(s.Errors)-1].Msg, "in memory") {
+		t.Fatalf("errors %+v, want the meta role's warning about its engine", s.Errors)
+	}
+	logical := s.LogicalBytes
+	c.write(t, 2, strings.Repeat("x", 4000)) // 4000 more stored bytes, the file grows to 2×64 KiB + 4000
+	clk.Advance(2 * time.Second)
+	s = snap()
+	tp := s.Throughput
+	wantLogical := float64(s.LogicalBytes-logical) / 2
+	if !tp.Measured || tp.Interval != 2 || tp.LogicalBytesPerSec != wantLogical || !tp.StoredMeasured || tp.StoredBytesPerSec != 2000 {
+		t.Fatalf("throughput %+v, want %v logical and 2000 stored bytes/s over 2 s", tp, wantLogical)
+	}
+	// A request sooner than a second after the last sample shows the same rate.
+	clk.Advance(100 * time.Millisecond)
+	if again := snap().Throughput; again != tp {
+		t.Fatalf("throughput %+v 100 ms later, want %+v again", again, tp)
+	}
+}
+
+// TestPageRoutes: only GET and HEAD of / and /status.json.
+func TestPageRoutes(t *testing.T) {
+	c := startCluster(t)
+	for _, tc := range []struct {
+		method, path string
+		code         int
+	}{
+		{"GET", "/", 200}, {"HEAD", "/", 200}, {"GET", "/status.json", 200},
+		{"GET", "/nothing", 404}, {"POST", "/", 405}, {"DELETE", "/status.json", 405},
+	} {
+		if code, body := get(t, c.node.Status, tc.method, tc.path); code != tc.code {
+			t.Errorf("%s %s: %d, want %d\n%s", tc.method, tc.path, code, tc.code, body)
+		}
+	}
+}
+
+// TestPageMetaUnreachable: a cluster that cannot be read gives 503 and
+// says why, on the page and in the JSON.
+func TestPageMetaUnreachable(t *testing.T) {
+	c := startCluster(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	h := statuspage.New(statuspage.Config{Cluster: &admin.Cluster{Meta: c.node.Svc, Dial: up.DialAdmin}})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "/", nil))
+	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "could not be read") {
+		t.Fatalf("GET / with the cluster unreadable: %d\n%s", rec.Code, rec.Body)
+	}
+}
