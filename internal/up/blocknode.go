@@ -37,7 +37,10 @@ type BlockServerConfig struct {
 	// its rounds (scrub.DefaultInterval when 0).
 	ScrubRate     int64
 	ScrubInterval time.Duration
-	Logger        *slog.Logger
+	// Limits bound connections, in-flight bytes and timeouts
+	// (blockserver.DefaultLimits for zero fields).
+	Limits blockserver.Limits
+	Logger *slog.Logger
 }
 
 // BlockServerNode is a running block server: its store, HTTP service,
@@ -48,6 +51,7 @@ type BlockServerNode struct {
 	Scrub  *scrub.Scrubber // nil when off
 
 	srv     *http.Server
+	handler *blockserver.Handler
 	served  chan error
 	cancel  context.CancelFunc
 	workers sync.WaitGroup
@@ -70,6 +74,9 @@ func StartBlockServer(ctx context.Context, reg Registry, cfg BlockServerConfig) 
 			n.Close()
 		}
 	}()
+	if err := cfg.Limits.Check(); err != nil {
+		return nil, err
+	}
 	if n.Store, err = disk.Open(cfg.Dir); err != nil {
 		return nil, err
 	}
@@ -84,12 +91,15 @@ func StartBlockServer(ctx context.Context, reg Registry, cfg BlockServerConfig) 
 	log = log.With("blockd", cfg.ID)
 	var wctx context.Context
 	wctx, n.cancel = context.WithCancel(ctx)
-	opts := blockserver.Options{Logger: log}
+	opts := blockserver.Options{Logger: log, Limits: cfg.Limits}
 	if cfg.ScrubRate != 0 {
 		n.Scrub = scrub.New(scrub.Config{Store: n.Store, Rate: cfg.ScrubRate, Interval: cfg.ScrubInterval, Logger: log})
 		opts.Scrub = n.Scrub.Progress
 	}
-	n.srv = blockserver.NewHTTPServer(addr, blockserver.New(n.Store, opts), log)
+	n.handler = blockserver.New(n.Store, opts)
+	n.srv = blockserver.NewHTTPServer(addr, n.handler, log)
+	cfg.Limits.ConfigureServer(n.srv)
+	ln = blockserver.LimitListener(ln, cfg.Limits, log)
 	go func() { n.served <- n.srv.Serve(ln) }()
 	n.Server = meta.Server{ID: cfg.ID, Addr: addr, Dir: cfg.Dir, Host: cfg.Host, Rack: cfg.Rack, Site: cfg.Site}
 	if _, err := reg.RegisterServer(ctx, n.Server); err != nil {
@@ -129,6 +139,9 @@ func (n *BlockServerNode) Close() error {
 		if err := n.srv.Shutdown(sctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if n.handler != nil {
+		n.handler.Close()
 	}
 	if n.Store != nil {
 		errs = append(errs, n.Store.Close())
