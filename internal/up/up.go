@@ -42,6 +42,7 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/block/disk"
+	blockserver "tessera/internal/block/server"
 	"tessera/internal/client"
 	"tessera/internal/kv/pebblekv"
 	"tessera/internal/meta"
@@ -67,6 +68,9 @@ type Config struct {
 	// (BlockServerConfig).
 	ScrubRate     int64
 	ScrubInterval time.Duration
+	// BlockLimits bound every block server's connections and in-flight
+	// bytes (blockserver.DefaultLimits for zero fields).
+	BlockLimits blockserver.Limits
 	// Role configures the sweeper and the mover.
 	Role  MetaRole
 	Debug bool
@@ -179,6 +183,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			Heartbeat:     cfg.Heartbeat,
 			ScrubRate:     cfg.ScrubRate,
 			ScrubInterval: cfg.ScrubInterval,
+			Limits:        cfg.BlockLimits,
 			Logger:        log,
 		})
 		if err != nil {
