@@ -103,6 +103,11 @@ func TestBlockPortBounds(t *testing.T) {
 		wg.Wait()
 		var after int64
 		left := time.Now()
+		defer func() {
+			if t.Failed() {
+				t.Logf("RSS %d MiB %v after the stalled peers left", after>>20, time.Since(left).Round(100*time.Millisecond))
+			}
+		}()
 		pollFor(t, "the RSS to come back down", func() bool {
 			after = vmRSS(t, pid)
 			return after <= base+48<<20

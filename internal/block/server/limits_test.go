@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -268,5 +269,34 @@ func TestBufPoolBoundedInAll(t *testing.T) {
 	}
 	if p.drain() == 0 || p.held.Load() != 0 {
 		t.Fatal("drain left buffers")
+	}
+}
+
+// TestLimitedConnKeepsSocketPaths: the listener's wrapper still offers
+// what sendfile (io.ReaderFrom) and package lowat (syscall.Conn) need.
+func TestLimitedConnKeepsSocketPaths(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ll := LimitListener(ln, Limits{}, nil)
+	defer ll.Close()
+	dialFrom(t, "127.0.0.1", ln.Addr().String())
+	c, err := ll.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(io.ReaderFrom); !ok {
+		t.Fatal("accepted connection is not an io.ReaderFrom: GET bodies would not use sendfile")
+	}
+	sc, ok := c.(interface {
+		SyscallConn() (syscall.RawConn, error)
+	})
+	if !ok {
+		t.Fatal("accepted connection is not a syscall.Conn: lowat would read in small pieces")
+	}
+	if _, err := sc.SyscallConn(); err != nil {
+		t.Fatal(err)
 	}
 }
