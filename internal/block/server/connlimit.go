@@ -19,13 +19,15 @@ const busyBody = "block server busy: too many connections; retry later\n"
 // busyReply is what a connection past a cap receives before it is closed.
 // On a TLS port the peer sees a failed handshake instead: the refusal comes
 // before any TLS, so that refusing costs no cryptography.
-var busyReply = "HTTP/1.1 503 Service Unavailable\r\n" +
-	"Content-Type: text/plain; charset=utf-8\r\n" +
-	ErrorHeader + ": " + ClassBusy + "\r\n" +
-	"Retry-After: 1\r\n" +
-	"Connection: close\r\n" +
-	"Content-Length: " + strconv.Itoa(len(busyBody)) + "\r\n" +
-	"\r\n" + busyBody
+func busyReply() string {
+	return "HTTP/1.1 503 Service Unavailable\r\n" +
+		"Content-Type: text/plain; charset=utf-8\r\n" +
+		ErrorHeader + ": " + ClassBusy + "\r\n" +
+		"Retry-After: 1\r\n" +
+		"Connection: close\r\n" +
+		"Content-Length: " + strconv.Itoa(len(busyBody)) + "\r\n" +
+		"\r\n" + busyBody
+}
 
 // LimitListener returns ln with the connection caps of l (defaults filled
 // in): Accept answers a connection beyond MaxConns, or beyond
@@ -37,11 +39,12 @@ func LimitListener(ln net.Listener, l Limits, log *slog.Logger) net.Listener {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &limitListener{Listener: ln, max: l.MaxConns, perIP: l.MaxConnsPerIP, log: log, peers: make(map[string]int)}
+	return &limitListener{Listener: ln, reply: busyReply(), max: l.MaxConns, perIP: l.MaxConnsPerIP, log: log, peers: make(map[string]int)}
 }
 
 type limitListener struct {
 	net.Listener
+	reply      string // busyReply
 	max, perIP int
 	log        *slog.Logger
 	refused    ratelog.Limiter
@@ -74,7 +77,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		// A fresh socket's send buffer takes the reply without blocking;
 		// the deadline only guards against the unexpected.
 		_ = c.SetWriteDeadline(time.Now().Add(time.Second))
-		_, _ = io.WriteString(c, busyReply)
+		_, _ = io.WriteString(c, l.reply)
 		_ = c.Close()
 	}
 }

@@ -8,15 +8,18 @@ import (
 	"tessera/internal/clock"
 )
 
-// releaser gives a burst's memory back to the system. Go's heap keeps the
-// pages of freed buffers for reuse and its background scavenger returns
-// them slowly; after a burst of large PUTs (or of peers that only announced
-// them) the server would stay at its peak RSS for minutes. Once the bytes
-// in flight have fallen to zero after a peak of at least Limits.ReleaseAbove,
-// and stayed there for Limits.ReleaseAfter, the releaser empties the buffer
-// pool and calls debug.FreeOSMemory (a collection, then every free page
-// returned). A steady stream never reaches zero for that long, so it keeps
+// releaser gives a burst's memory back to the system. Freed buffers stay
+// in Go's heap until a collection, which an idle server does not run, and
+// the scavenger returns pages slowly even then; after a burst of large PUTs
+// (or of peers that only announced them) the server would stay at its peak
+// RSS for minutes. Once the bytes in flight have fallen to zero after a
+// peak of at least Limits.ReleaseAbove, and stayed there for
+// Limits.ReleaseAfter, the releaser empties the buffer pool and calls
+// debug.FreeOSMemory (a collection, then every free page returned). A steady stream never reaches zero for that long, so it keeps
 // its pool. Measurements: docs/design/2026-11-24-bounded-block-port.md.
+//
+// Lock order: r.mu before the budget's (release calls idle holding r.mu);
+// the budget calls drained after letting its own go.
 type releaser struct {
 	l     Limits
 	clock clock.Clock
