@@ -68,7 +68,8 @@
 //     gets "503 busy" with Retry-After. A body must not go 15 s without a
 //     byte nor arrive slower than 1 MiB/s on average after a 30 s head
 //     start; otherwise the request ends with 400 and its bytes are given
-//     back.
+//     back. Every error reply to a request with a body closes the
+//     connection: what is left of the body is not read.
 //   - Replies: a minute from when the reply starts (block bodies: their
 //     length at 1 MiB/s plus 30 s; listings: a minute per write).
 //   - Memory: receive buffers are pooled (64 MiB per size class, 128 MiB

@@ -300,3 +300,60 @@ func TestLimitedConnKeepsSocketPaths(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestTricklingBodyCutOff: a body whose bytes keep coming, each well
+// within the idle timeout, but slower than MinBodyRate, is cut off at its
+// overall deadline.
+func TestTricklingBodyCutOff(t *testing.T) {
+	ls := serveLimited(t, Limits{BodyGrace: 200 * time.Millisecond, MinBodyRate: 1 << 20, BodyIdleTimeout: time.Minute}, 1<<20)
+	c := dialFrom(t, "127.0.0.2", ls.addr)
+	fmt.Fprintf(c, "PUT /v1/blocks/%s HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", block.Sum(nil), 64<<10)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		// A byte every 20 ms: 50 bytes/s. Ends when the server hangs up,
+		// the test ends, or the body would be complete.
+		for range 64 << 10 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if _, err := c.Write([]byte{0}); err != nil {
+				return
+			}
+		}
+	}()
+	// A bound only a hang reaches: before the fix, the server went on
+	// reading the trickle after its reply, with no deadline.
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "read body") {
+		t.Fatalf("trickling PUT: %d %q, want 400 naming the body", resp.StatusCode, body)
+	}
+	pollUntil(t, "the budget to empty", func() bool { return ls.h.budget.inFlight() == 0 })
+}
+
+func TestChunkedPutOverMaxRefused(t *testing.T) {
+	ls := serveLimited(t, Limits{}, 64<<10)
+	c := dialFrom(t, "127.0.0.1", ls.addr)
+	fmt.Fprintf(c, "PUT /v1/blocks/%s HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", block.Sum(nil))
+	chunk := make([]byte, 32<<10)
+	for range 3 {
+		fmt.Fprintf(c, "%x\r\n", len(chunk))
+		c.Write(chunk)
+		io.WriteString(c, "\r\n")
+	}
+	io.WriteString(c, "0\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || resp.Header.Get(ErrorHeader) != ClassTooLarge {
+		t.Fatalf("chunked PUT of 96 KiB over a 64 KiB maximum: %d %q", resp.StatusCode, resp.Header.Get(ErrorHeader))
+	}
+}

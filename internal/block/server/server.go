@@ -490,6 +490,12 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, code int, class s
 	}
 	h.replyDeadline(w)
 	hd := w.Header()
+	if r.ContentLength != 0 {
+		// What is left of the body is not worth reading: net/http would
+		// read up to 256 KiB of it, with no deadline, to reuse the
+		// connection.
+		hd.Set("Connection", "close")
+	}
 	hd.Del("Content-Length")
 	hd.Del("ETag")
 	hd.Set("Content-Type", "text/plain; charset=utf-8")
