@@ -19,6 +19,7 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/block/client"
+	blockserver "tessera/internal/block/server"
 )
 
 // Issue 12 item 4 on a real `tessera blockd`: peers that stall, lie about
@@ -152,7 +153,8 @@ func TestBlockPortBounds(t *testing.T) {
 	})
 
 	t.Run("idle-connections", func(t *testing.T) {
-		const n, perIP = 500, 256 // perIP: blockserver.DefaultLimits
+		const n = 500
+		perIP := int32(blockserver.DefaultLimits().MaxConnsPerIP)
 		var refused, ended atomic.Int32
 		for range n {
 			c := dialFrom(t, "127.0.0.4", addr)
