@@ -82,10 +82,15 @@ func runBlockd(ctx context.Context, args []string) error {
 	site := fs.String("site", "", "failure domain: site")
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "re-register with the meta service this often")
 	sf := addScrubFlags(fs)
+	lf := addLimitFlags(fs)
 	pprofAddr := addPprofFlag(fs)
 	tf := addTLSFlags(fs)
 	metricsAddr := addMetricsFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	limits, err := lf.limits()
+	if err != nil {
 		return err
 	}
 	if *data == "" || *metaAddr == "" {
@@ -120,7 +125,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	defer mc.Close()
 	bn, err := up.StartBlockServer(ctx, mc, up.BlockServerConfig{
 		ID: *id, Dir: *data, Listen: *listen, Host: *host, Rack: *rack, Site: *site,
-		Heartbeat: *heartbeat, ScrubRate: *sf.rate, ScrubInterval: *sf.interval, Creds: creds, Logger: log, Metrics: mf.reg,
+		Heartbeat: *heartbeat, ScrubRate: *sf.rate, ScrubInterval: *sf.interval, Limits: limits, Creds: creds, Logger: log, Metrics: mf.reg,
 	})
 	if err != nil {
 		return fmt.Errorf("block server with meta service %s: %w", *metaAddr, err)

@@ -19,6 +19,7 @@ func runUp(ctx context.Context, args []string) error {
 	replicas := fs.Int("replicas", 0, "the cluster's default replication factor (default 1: the block servers share the data directory's file system; 2 when their directories are separate file systems)")
 	dbURL := addMetaDBFlag(fs)
 	sf := addScrubFlags(fs)
+	lf := addLimitFlags(fs)
 	role := addMetaRoleFlags(fs)
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "how often the block servers re-register")
 	debug := fs.Bool("debug", false, "log every FUSE request")
@@ -62,6 +63,10 @@ func runUp(ctx context.Context, args []string) error {
 	if err := sf.check(); err != nil {
 		return err
 	}
+	limits, err := lf.limits()
+	if err != nil {
+		return err
+	}
 	rc, err := role.config()
 	if err != nil {
 		return err
@@ -87,6 +92,7 @@ func runUp(ctx context.Context, args []string) error {
 		MetaDB:        db,
 		ScrubRate:     *sf.rate,
 		ScrubInterval: *sf.interval,
+		BlockLimits:   limits,
 		Replicas:      *replicas,
 		Heartbeat:     *heartbeat,
 		Role:          rc,

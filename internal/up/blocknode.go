@@ -41,6 +41,9 @@ type BlockServerConfig struct {
 	// its rounds (scrub.DefaultInterval when 0).
 	ScrubRate     int64
 	ScrubInterval time.Duration
+	// Limits bound connections, in-flight bytes and timeouts
+	// (blockserver.DefaultLimits for zero fields).
+	Limits blockserver.Limits
 	// Creds are the server's "blockd" credentials: it serves TLS with them
 	// and requires an identity on every route (package server), and they
 	// are what it registers with (metarpc's DialOptions). Nil: plain HTTP,
@@ -61,6 +64,7 @@ type BlockServerNode struct {
 	Scrub  *scrub.Scrubber // nil when off
 
 	srv     *http.Server
+	handler *blockserver.Handler
 	served  chan error
 	cancel  context.CancelFunc
 	workers sync.WaitGroup
@@ -83,6 +87,9 @@ func StartBlockServer(ctx context.Context, reg Registry, cfg BlockServerConfig) 
 			n.Close()
 		}
 	}()
+	if err := cfg.Limits.Check(); err != nil {
+		return nil, err
+	}
 	if n.Store, err = disk.Open(cfg.Dir); err != nil {
 		return nil, err
 	}
@@ -97,19 +104,23 @@ func StartBlockServer(ctx context.Context, reg Registry, cfg BlockServerConfig) 
 	log = log.With("blockd", cfg.ID)
 	var wctx context.Context
 	wctx, n.cancel = context.WithCancel(ctx)
-	opts := blockserver.Options{Logger: log, Creds: cfg.Creds}
+	opts := blockserver.Options{Logger: log, Creds: cfg.Creds, Limits: cfg.Limits}
 	if cfg.ScrubRate != 0 {
 		n.Scrub = scrub.New(scrub.Config{Store: n.Store, Rate: cfg.ScrubRate, Interval: cfg.ScrubInterval, Logger: log})
 		opts.Scrub = n.Scrub.Progress
 	}
-	var handler http.Handler = blockserver.New(n.Store, opts)
+	n.handler = blockserver.New(n.Store, opts)
+	var handler http.Handler = n.handler
 	if cfg.Metrics != nil {
 		reg := prometheus.WrapRegistererWith(prometheus.Labels{"server": cfg.ID}, cfg.Metrics)
 		handler = metrics.BlockHTTP(handler, metrics.NewBlockRequests(reg))
 		metrics.BlockStore(reg, n.Store, n.Scrub)
 	}
 	n.srv = blockserver.NewHTTPServer(addr, handler, log)
-	go func() { n.served <- n.srv.Serve(blockserver.Listener(ln, cfg.Creds)) }()
+	cfg.Limits.ConfigureServer(n.srv)
+	// The connection cap counts connections before their TLS handshake.
+	ln = blockserver.Listener(blockserver.LimitListener(ln, cfg.Limits, log), cfg.Creds)
+	go func() { n.served <- n.srv.Serve(ln) }()
 	n.Server = meta.Server{ID: cfg.ID, Addr: addr, Dir: cfg.Dir, Host: cfg.Host, Rack: cfg.Rack, Site: cfg.Site}
 	if _, err := reg.RegisterServer(ctx, n.Server); err != nil {
 		return nil, fmt.Errorf("register block server %s: %w", cfg.ID, err)
@@ -148,6 +159,9 @@ func (n *BlockServerNode) Close() error {
 		if err := n.srv.Shutdown(sctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if n.handler != nil {
+		n.handler.Close()
 	}
 	if n.Store != nil {
 		errs = append(errs, n.Store.Close())

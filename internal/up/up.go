@@ -55,6 +55,7 @@ import (
 	"tessera/internal/auth"
 	"tessera/internal/block"
 	"tessera/internal/block/disk"
+	blockserver "tessera/internal/block/server"
 	"tessera/internal/client"
 	"tessera/internal/kv/pebblekv"
 	"tessera/internal/meta"
@@ -80,6 +81,9 @@ type Config struct {
 	// (BlockServerConfig).
 	ScrubRate     int64
 	ScrubInterval time.Duration
+	// BlockLimits bound every block server's connections and in-flight
+	// bytes (blockserver.DefaultLimits for zero fields).
+	BlockLimits blockserver.Limits
 	// Role configures the sweeper and the mover.
 	Role  MetaRole
 	Debug bool
@@ -213,6 +217,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			ScrubRate:     cfg.ScrubRate,
 			ScrubInterval: cfg.ScrubInterval,
 			Creds:         lt.Blocks[i],
+			Limits:        cfg.BlockLimits,
 			Logger:        log,
 			Metrics:       cfg.Metrics,
 		})

@@ -1,13 +1,15 @@
 // Package server is the HTTP face of a block store: the handler that
 // `tessera blockd` serves. It exposes a Backend (a block.Store that is also a
-// block.Lister, in practice a disk.Store) and adds no state of its own.
+// block.Lister, in practice a disk.Store) and adds no state of its own but
+// the bounds on what its peers may make it hold (see Bounds below).
 //
 // Protocol (HTTP/1.1; {hex} is a block name, 64 lower-case hex digits):
 //
 //	PUT    /v1/blocks/{hex}   body = the block. 201 stored, 204 already present
 //	                          (its age is refreshed). 400 bad name or short
 //	                          body, 413 larger than the maximum block size,
-//	                          422 body does not hash to {hex}, 507 out of space.
+//	                          422 body does not hash to {hex}, 503 busy (the
+//	                          in-flight budget, see Bounds), 507 out of space.
 //	                          The reply is sent once the block is durable.
 //	GET    /v1/blocks/{hex}   200 with the block. Without a Range header the
 //	                          server verifies the block against its hash before
@@ -75,9 +77,39 @@
 //
 // Errors have plain-text bodies that say what was wrong, and a
 // Tessera-Error header naming their class (not-found, corrupt,
-// hash-mismatch, no-space, too-large, bad-request, unauthenticated, denied,
-// internal) so that a
-// client can tell a missing block from a missing route.
+// hash-mismatch, no-space, too-large, bad-request, busy, unauthenticated,
+// denied, internal) so that
+// a client can tell a missing block from a missing route.
+//
+// Bounds (Limits; defaults in DefaultLimits, the caps settable with
+// --max-conns, --max-conns-per-ip, --max-inflight and --max-inflight-per-ip
+// on `tessera blockd` and `tessera up`). A peer is an IP address.
+//
+//   - Connections: at most 1024 open, 256 per peer (LimitListener); one
+//     more gets "503 busy" and is closed before its request is read. On a
+//     TLS port that reply precedes the handshake, so the peer sees a
+//     failed handshake.
+//   - Headers: read within 10 s, at most 64 KiB; a kept-alive connection
+//     idle for 2 minutes is closed.
+//   - Bodies: a PUT declaring more than the maximum block size is a 413
+//     before its body is read. A PUT or /v1/has reserves its declared
+//     length (a chunked one: the maximum) from an in-flight budget of
+//     256 MiB in all and 128 MiB per peer before its buffer is allocated;
+//     one that does not fit waits, holding no buffer, up to a minute, then
+//     gets "503 busy" with Retry-After. A body must not go 15 s without a
+//     byte nor arrive slower than 1 MiB/s on average after a 30 s head
+//     start; otherwise the request ends with 400 and its bytes are given
+//     back. Every error reply to a request with a body closes the
+//     connection: what is left of the body is not read.
+//   - Replies: a minute from when the reply starts (block bodies: their
+//     length at 1 MiB/s plus 30 s; listings: a minute per write).
+//   - Memory: receive buffers are pooled (64 MiB per size class, 128 MiB
+//     in all). Once the bytes in flight fall to zero after a peak of at
+//     least 64 MiB and stay there 5 s, the pool is emptied and free memory
+//     returned to the system (debug.FreeOSMemory).
+//
+// Refusals for the caps and the budget are logged through package ratelog:
+// one line per 5 s, with the number held back.
 //
 // Put reuses its receive buffers: the Backend's Put must not keep the data
 // slice after it returns (disk.Store copies it to a file).

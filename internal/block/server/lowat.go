@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"net"
 	"net/http"
 
@@ -23,7 +24,7 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 
 // readFull fills data from r's body in few, large reads (package lowat)
 // and returns how many it took.
-func readFull(clk clock.Clock, r *http.Request, data []byte) (reads int, err error) {
+func readFull(clk clock.Clock, r *http.Request, body io.Reader, data []byte) (reads int, err error) {
 	c, _ := r.Context().Value(connKey{}).(net.Conn)
-	return lowat.ReadFullClock(clk, c, r.Body, data, requestBuffer)
+	return lowat.ReadFullClock(clk, c, body, data, requestBuffer)
 }

@@ -31,7 +31,7 @@ func lowatServer(t *testing.T) (addr string, reads <-chan int) {
 	ch := make(chan int, 16)
 	srv := &http.Server{ConnContext: connContext, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		data := make([]byte, r.ContentLength)
-		n, err := readFull(clk, r, data)
+		n, err := readFull(clk, r, r.Body, data)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return

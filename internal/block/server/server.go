@@ -39,6 +39,7 @@ const (
 	ClassTooLarge     = "too-large"
 	ClassBadRequest   = "bad-request"
 	ClassInternal     = "internal"
+	ClassBusy         = "busy"
 )
 
 // Trailers of GET /v1/list.
@@ -97,6 +98,9 @@ type Options struct {
 	// refused requests (ratelog.DefaultEvery when 0); the ones held back
 	// are counted in the next.
 	RefusalLogEvery time.Duration
+	// Limits bound request bodies and the memory they take (limits.go);
+	// zero fields take DefaultLimits.
+	Limits Limits
 }
 
 // Handler serves the block protocol (see the package doc) for one Backend.
@@ -116,6 +120,10 @@ type Handler struct {
 	creds   *auth.Credentials // nil: insecure
 	tokens  auth.TokenVerifier
 	refused ratelog.Limiter // refused requests, one line per interval
+	lim     Limits
+	budget  *budget
+	rel     *releaser
+	busy    ratelog.Limiter // requests refused for the in-flight budget
 }
 
 var _ http.Handler = (*Handler)(nil)
@@ -129,6 +137,7 @@ func New(b Backend, opts Options) *Handler {
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
+	h.initLimits(opts.Limits)
 	h.files, _ = b.(Files)
 	h.creator, _ = b.(Creator)
 	h.creds, h.tokens = opts.Creds, opts.Tokens
@@ -143,31 +152,29 @@ func New(b Backend, opts Options) *Handler {
 	return h
 }
 
+// Close stops the handler's pending work (a memory release after a
+// burst). Requests still served finish normally.
+func (h *Handler) Close() { h.rel.close() }
+
 // ServeHTTP implements http.Handler.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.mux.ServeHTTP(w, r) }
 
 // NewHTTPServer returns an http.Server for handler with the timeouts a block
-// server wants: bounded header reads and idle connections. Bodies get
-// per-request deadlines scaled to their size from the handler.
+// server wants (DefaultLimits; Limits.ConfigureServer sets others): bounded
+// header reads, replies and idle connections. Bodies get deadlines from the
+// handler (paceReader). Serve it on a LimitListener to cap connections.
 func NewHTTPServer(addr string, handler http.Handler, log *slog.Logger) *http.Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &http.Server{
-		Addr:              addr,
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ConnContext:       connContext,
-		ErrorLog:          slog.NewLogLogger(handshakeLog{log.Handler(), new(ratelog.Limiter)}, slog.LevelWarn),
+	srv := &http.Server{
+		Addr:        addr,
+		Handler:     handler,
+		ConnContext: connContext,
+		ErrorLog:    slog.NewLogLogger(handshakeLog{log.Handler(), new(ratelog.Limiter)}, slog.LevelWarn),
 	}
-}
-
-// bodyDeadline is how long a body of n bytes may take to cross the network:
-// generous, it only stops a stalled peer from pinning a handler forever.
-func bodyDeadline(n int64) time.Time {
-	const minRate = 1 << 20 // bytes per second
-	return time.Now().Add(30*time.Second + time.Duration(n/minRate)*time.Second)
+	DefaultLimits().ConfigureServer(srv)
+	return srv
 }
 
 func (h *Handler) parseName(w http.ResponseWriter, r *http.Request) (block.Hash, bool) {
@@ -194,12 +201,18 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
 	if n < 0 {
 		n = h.max
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(bodyDeadline(n))
-	data, pooled, err := h.readBody(r)
-	// Clear it: the server's background read (which notices a client
-	// hanging up) must not time out while the block is made durable.
-	_ = rc.SetReadDeadline(time.Time{})
+	// The bytes are reserved before the buffer is allocated: a peer that
+	// only announces a large body gets no memory for it beyond the budget.
+	release, err := h.reserve(r, n)
+	if err != nil {
+		h.failErr(w, r, fmt.Errorf("put block %s: %w", hash, err))
+		return
+	}
+	defer release()
+	body := newPaceReader(w, r.Body, h.lim, n)
+	data, pooled, err := h.readBody(r, body)
+	body.done()
+	h.replyDeadline(w) // the block is made durable before the reply
 	if pooled {
 		defer h.bufs.put(data)
 	}
@@ -232,14 +245,17 @@ func (h *Handler) put(w http.ResponseWriter, r *http.Request) {
 
 // readBody reads a PUT body of at most h.max bytes. If pooled, data goes
 // back to the pool once it is no longer used.
-func (h *Handler) readBody(r *http.Request) (data []byte, pooled bool, err error) {
+func (h *Handler) readBody(r *http.Request, body io.Reader) (data []byte, pooled bool, err error) {
 	if r.ContentLength >= 0 {
 		data = h.bufs.get(int(r.ContentLength))
-		_, err = readFull(h.clock, r, data)
+		_, err = readFull(h.clock, r, body, data)
 		return data, true, err
 	}
 	// Chunked: rare, not pooled.
-	data, err = io.ReadAll(http.MaxBytesReader(nil, r.Body, h.max))
+	data, err = io.ReadAll(io.LimitReader(body, h.max+1))
+	if err == nil && int64(len(data)) > h.max {
+		err = &http.MaxBytesError{Limit: h.max}
+	}
 	return data, false, err
 }
 
@@ -270,7 +286,7 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer f.Close()
-	_ = http.NewResponseController(w).SetWriteDeadline(bodyDeadline(info.Size))
+	_ = http.NewResponseController(w).SetWriteDeadline(h.lim.bodyDeadline(time.Now(), info.Size))
 	setBlockHeaders(w, hash)
 	// ServeContent copies an *os.File with sendfile.
 	http.ServeContent(w, r, "", time.Unix(0, info.ModTime), f)
@@ -310,11 +326,9 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	q := r.URL.Query().Get("older-than")
-	notAfter, err := strconv.ParseInt(q, 10, 64)
+	notAfter, err := ParseOlderThan(r.URL.Query())
 	if err != nil {
-		h.fail(w, r, http.StatusBadRequest, ClassBadRequest,
-			fmt.Errorf("remove block %s: query parameter older-than=<unix ns> is required, got %q", hash, q))
+		h.fail(w, r, http.StatusBadRequest, ClassBadRequest, fmt.Errorf("remove block %s: %w", hash, err))
 		return
 	}
 	removed, err := h.b.Remove(r.Context(), hash, notAfter)
@@ -334,19 +348,28 @@ func (h *Handler) has(w http.ResponseWriter, r *http.Request) {
 			fmt.Errorf("has: at most %d hashes per request", MaxHasBatch))
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, max))
+	n := r.ContentLength
+	if n < 0 {
+		n = max
+	}
+	release, err := h.reserve(r, n)
+	if err != nil {
+		h.failErr(w, r, fmt.Errorf("has: %w", err))
+		return
+	}
+	defer release()
+	pr := newPaceReader(w, r.Body, h.lim, n)
+	body, err := io.ReadAll(http.MaxBytesReader(nil, io.NopCloser(pr), max))
+	pr.done()
+	h.replyDeadline(w)
 	if err != nil {
 		h.fail(w, r, http.StatusBadRequest, ClassBadRequest, fmt.Errorf("has: read body: %w", err))
 		return
 	}
-	if len(body)%block.HashSize != 0 {
-		h.fail(w, r, http.StatusBadRequest, ClassBadRequest,
-			fmt.Errorf("has: body of %d bytes is not a sequence of %d-byte hashes", len(body), block.HashSize))
+	hs, err := DecodeHashes(body)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, ClassBadRequest, fmt.Errorf("has: %w", err))
 		return
-	}
-	hs := make([]block.Hash, len(body)/block.HashSize)
-	for i := range hs {
-		hs[i] = block.Hash(body[i*block.HashSize:])
 	}
 	var has []bool
 	if r.URL.Query().Get("touch") == "1" {
@@ -376,6 +399,7 @@ func (h *Handler) has(w http.ResponseWriter, r *http.Request) {
 
 func (h *Handler) usage(w http.ResponseWriter, r *http.Request) {
 	blocks, bytes, err := h.b.Usage(r.Context())
+	h.replyDeadline(w)
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -423,6 +447,7 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request) {
 	}
 	quarantine := r.URL.Query().Get("quarantine") == "1"
 	err := c.Check(r.Context(), hash, quarantine)
+	h.replyDeadline(w)
 	var rep CheckReply
 	switch {
 	case err == nil:
@@ -470,6 +495,10 @@ func (h *Handler) failErr(w http.ResponseWriter, r *http.Request, err error) {
 		h.fail(w, r, http.StatusUnprocessableEntity, ClassHashMismatch, err)
 	case errors.Is(err, block.ErrNoSpace):
 		h.fail(w, r, http.StatusInsufficientStorage, ClassNoSpace, err)
+	case errors.Is(err, errBusy):
+		h.busy.Log(h.log, slog.LevelWarn, "block server refusing request: in-flight bytes", "method", r.Method, "path", r.URL.Path, "peer", peerOf(r.RemoteAddr), "err", err)
+		w.Header().Set("Retry-After", "1")
+		h.fail(w, r, http.StatusServiceUnavailable, ClassBusy, err)
 	case errors.Is(err, context.Canceled) && r.Context().Err() != nil:
 		// The client went away; nobody reads the reply.
 		h.fail(w, r, http.StatusServiceUnavailable, ClassInternal, err)
@@ -485,7 +514,14 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, code int, class s
 	} else if code >= 500 && class != ClassCorrupt && r.Context().Err() == nil {
 		h.log.Error("block request failed", "method", r.Method, "path", r.URL.Path, "status", code, "err", err)
 	}
+	h.replyDeadline(w)
 	hd := w.Header()
+	if r.ContentLength != 0 {
+		// What is left of the body is not worth reading: net/http would
+		// read up to 256 KiB of it, with no deadline, to reuse the
+		// connection.
+		hd.Set("Connection", "close")
+	}
 	hd.Del("Content-Length")
 	hd.Del("ETag")
 	hd.Set("Content-Type", "text/plain; charset=utf-8")
