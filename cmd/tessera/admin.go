@@ -40,7 +40,7 @@ func (f clusterFlags) dial(name string) (*admin.Cluster, func(), error) {
 		}
 		addr = strings.TrimSpace(string(b))
 	}
-	c, err := metarpc.Dial(addr)
+	c, err := metarpc.Dial(addr, metarpc.DialOptions{})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -88,7 +88,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	if *host == "" {
 		*host, _ = os.Hostname()
 	}
-	mc, err := metarpc.Dial(*metaAddr)
+	mc, err := metarpc.Dial(*metaAddr, metarpc.DialOptions{})
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func runMount(ctx context.Context, args []string) error {
 	}
 	mnt := fs.Arg(0)
 	log := newLogger(false)
-	mc, err := metarpc.Dial(*metaAddr)
+	mc, err := metarpc.Dial(*metaAddr, metarpc.DialOptions{})
 	if err != nil {
 		return err
 	}
