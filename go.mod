@@ -10,6 +10,8 @@ require (
 	github.com/zeebo/blake3 v0.2.4
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.45.0
+	google.golang.org/grpc v1.72.2
+	google.golang.org/protobuf v1.36.6
 	lukechampine.com/blake3 v1.4.1
 )
 
@@ -41,6 +43,4 @@ require (
 	golang.org/x/net v0.35.0 // indirect
 	golang.org/x/text v0.22.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250218202821-56aae31c358a // indirect
-	google.golang.org/grpc v1.72.2 // indirect
-	google.golang.org/protobuf v1.36.6 // indirect
 )
