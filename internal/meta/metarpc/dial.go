@@ -91,6 +91,7 @@ func Dial(addr string, opts DialOptions) (*Client, error) {
 		}
 		tc = credentials.NewTLS(cfg)
 	}
+	tc = &handshakes{TransportCredentials: tc, dials: &c.dials}
 	cc, err := grpc.NewClient("passthrough:///"+addr,
 		grpc.WithTransportCredentials(tc),
 		grpc.WithContextDialer(c.dial),
@@ -115,8 +116,9 @@ func Dial(addr string, opts DialOptions) (*Client, error) {
 	return &Client{conn: c}, nil
 }
 
-// dial is the connection's dialer: plain TCP, each result recorded so that
-// a call can wait for a fresh attempt (reconnect).
+// dial is the connection's dialer: plain TCP. Each attempt's outcome is
+// recorded (here when it fails, else after the handshake) so that a call
+// can wait for a fresh attempt (reconnect).
 func (c *conn) dial(ctx context.Context, addr string) (net.Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
@@ -126,7 +128,9 @@ func (c *conn) dial(ctx context.Context, addr string) (net.Conn, error) {
 			err = oe.Err
 		}
 	}
-	c.dials.done(err)
+	if err != nil {
+		c.dials.done(err) // else the handshake reports (handshakes)
+	}
 	return nc, err
 }
 

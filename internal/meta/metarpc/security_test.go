@@ -201,7 +201,7 @@ func TestEveryMethodRefusedWithoutCredentials(t *testing.T) {
 // of the right CA reach nothing.
 func TestBadCertificatesFail(t *testing.T) {
 	p := newPKI(t)
-	addr, _ := serveOpts(t, unreachableAPI{}, metarpc.ServeOptions{Creds: p.server})
+	addr, logs := serveOpts(t, unreachableAPI{}, metarpc.ServeOptions{Creds: p.server})
 	other, err := auth.NewCA("other", time.Hour)
 	if err != nil {
 		t.Fatal(err)
@@ -219,6 +219,9 @@ func TestBadCertificatesFail(t *testing.T) {
 			t.Errorf("certificate of %s: %v, want a failure", name, err)
 		}
 		t.Logf("%s: %v", name, err)
+	}
+	if !strings.Contains(logs.String(), "handshake: ") || !strings.Contains(logs.String(), "expired") {
+		t.Errorf("the expired certificate's handshake was not logged:\n%s", logs)
 	}
 }
 

@@ -108,7 +108,7 @@ func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
 		grpc.WaitForHandlers(true),
 	}
 	if opts.Creds != nil {
-		sopts = append(sopts, grpc.Creds(credentials.NewTLS(opts.Creds.ServerConfig())))
+		sopts = append(sopts, grpc.Creds(&handshakes{TransportCredentials: credentials.NewTLS(opts.Creds.ServerConfig()), log: opts.Logger}))
 	}
 	gs := grpc.NewServer(sopts...)
 	pb.RegisterMetaServer(gs, &server{api: api})
