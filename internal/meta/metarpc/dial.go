@@ -102,6 +102,8 @@ func Dial(addr string, opts DialOptions) (*Client, error) {
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: keepaliveTime, Timeout: keepaliveTimeout, PermitWithoutStream: true}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxReplyMsg)),
 		grpc.WithStatsHandler(sentTracker{}),
+		grpc.WithInitialWindowSize(streamWindow),
+		grpc.WithInitialConnWindowSize(connWindow),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("meta service %s: %w", addr, err)

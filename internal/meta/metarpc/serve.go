@@ -32,6 +32,9 @@ const (
 	DefaultHandshakeTimeout = 10 * time.Second
 	// DefaultIdleTimeout closes a connection with no call for that long.
 	DefaultIdleTimeout = 5 * time.Minute
+	// Flow-control windows of a stream and of a connection.
+	streamWindow = 256 << 10
+	connWindow   = 1 << 20
 	// maxHeaderList bounds a call's metadata.
 	maxHeaderList = 16 << 10
 	// Keepalive: the server pings a silent connection after
@@ -106,6 +109,11 @@ func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
 		grpc.ChainUnaryInterceptor(gate.unary),
 		grpc.ChainStreamInterceptor(gate.stream),
 		grpc.WaitForHandlers(true),
+		// Static flow-control windows: no BDP pings on every burst of data
+		// (they cost a round trip's worth of frames per small call), and
+		// the unread data a connection can park on the server is bounded.
+		grpc.InitialWindowSize(streamWindow),
+		grpc.InitialConnWindowSize(connWindow),
 	}
 	if opts.Creds != nil {
 		sopts = append(sopts, grpc.Creds(&handshakes{TransportCredentials: credentials.NewTLS(opts.Creds.ServerConfig()), log: opts.Logger}))
