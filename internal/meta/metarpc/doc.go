@@ -34,7 +34,7 @@
 // call is logged with its peer and why.
 //
 // Bounds (serve.go, limit.go). A request's length is checked against
-// ServeOptions.MaxRecvMsg (4 MiB) before it is read; at most MaxConns
+// ServeOptions.MaxRecvMsg (16 MiB) before it is read; at most MaxConns
 // connections (512) are served, more are closed at accept; a connection
 // must finish its handshakes within HandshakeTimeout (10 s), is closed
 // after IdleTimeout (5 min) without calls, and carries at most MaxStreams

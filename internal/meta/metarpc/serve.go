@@ -19,9 +19,10 @@ import (
 const (
 	// DefaultMaxRecvMsg is the largest request a server reads: the length
 	// prefix is checked before anything is read or allocated. The largest
-	// legitimate request, a commit naming MaxSuperseded blocks and a few
-	// thousand changes, is well under 1 MiB.
-	DefaultMaxRecvMsg = 4 << 20
+	// legitimate request is a commit, about 75 bytes per changed block:
+	// 16 MiB is some 220,000 blocks (14 GB of 64 KiB blocks) written
+	// between two commits of one file; the client does not split commits.
+	DefaultMaxRecvMsg = 16 << 20
 	// DefaultMaxConns caps the connections served at once; more are
 	// closed at accept.
 	DefaultMaxConns = 512
