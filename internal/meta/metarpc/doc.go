@@ -35,7 +35,8 @@
 //
 // Bounds (serve.go, limit.go). A request's length is checked against
 // ServeOptions.MaxRecvMsg (16 MiB) before it is read; at most MaxConns
-// connections (512) are served, more are closed at accept; a connection
+// connections (512), MaxConnsPerPeer (64) from one IP address, are served,
+// more are closed at accept; a connection
 // must finish its handshakes within HandshakeTimeout (10 s), is closed
 // after IdleTimeout (5 min) without calls, and carries at most MaxStreams
 // (256) concurrent calls; keepalive pings from clients more often than

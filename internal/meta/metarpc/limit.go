@@ -1,25 +1,37 @@
 package metarpc
 
 import (
+	"fmt"
 	"log/slog"
 	"net"
 	"sync"
 )
 
-// limitListener caps the connections served at once. A connection past the
-// cap is closed at accept, not left in the kernel's backlog, so that a flood
-// of idle connections costs the server nothing and its peers learn at once;
-// the handshake timeout (ServeOptions.HandshakeTimeout) frees the slots of
-// connections that never speak.
+// limitListener caps the connections served at once, in all and per peer
+// address (so that one host cannot take every slot). A connection past a
+// cap is closed at accept, not left in the kernel's backlog, so that a
+// flood of idle connections costs the server nothing and its peers learn at
+// once; the handshake timeout (ServeOptions.HandshakeTimeout) frees the
+// slots of connections that never speak.
 type limitListener struct {
 	net.Listener
-	max int
-	log *slog.Logger
+	max, perPeer int
+	log          *slog.Logger
 
 	mu struct {
 		sync.Mutex
-		open int
+		open   int
+		byPeer map[string]int // open connections by peer IP
 	}
+}
+
+// peerOf is the address a connection counts against: its IP.
+func peerOf(c net.Conn) string {
+	host, _, err := net.SplitHostPort(c.RemoteAddr().String())
+	if err != nil {
+		return c.RemoteAddr().String()
+	}
+	return host
 }
 
 // Accept returns the next connection within the cap.
@@ -29,18 +41,28 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
+		peer := peerOf(c)
+		why := ""
 		l.mu.Lock()
-		full := l.mu.open >= l.max
-		if !full {
+		switch {
+		case l.mu.open >= l.max:
+			why = fmt.Sprintf("too many connections (%d)", l.max)
+		case l.mu.byPeer[peer] >= l.perPeer:
+			why = fmt.Sprintf("too many connections from %s (%d)", peer, l.perPeer)
+		default:
+			if l.mu.byPeer == nil {
+				l.mu.byPeer = map[string]int{}
+			}
 			l.mu.open++
+			l.mu.byPeer[peer]++
 		}
 		l.mu.Unlock()
-		if full {
-			l.log.Warn("meta rpc refused a connection", "peer", c.RemoteAddr().String(), "why", "too many connections", "max", l.max)
+		if why != "" {
+			l.log.Warn("meta rpc refused a connection", "peer", c.RemoteAddr().String(), "why", why)
 			c.Close()
 			continue
 		}
-		return &countedConn{Conn: c, l: l}, nil
+		return &countedConn{Conn: c, l: l, peer: peer}, nil
 	}
 }
 
@@ -48,6 +70,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 type countedConn struct {
 	net.Conn
 	l    *limitListener
+	peer string
 	once sync.Once
 }
 
@@ -56,6 +79,9 @@ func (c *countedConn) Close() error {
 	c.once.Do(func() {
 		c.l.mu.Lock()
 		c.l.mu.open--
+		if c.l.mu.byPeer[c.peer]--; c.l.mu.byPeer[c.peer] <= 0 {
+			delete(c.l.mu.byPeer, c.peer)
+		}
 		c.l.mu.Unlock()
 	})
 	return err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -124,7 +125,7 @@ func TestHostilePeers(t *testing.T) {
 	ctx := context.Background()
 	svc := newService(t)
 	const maxConns = 16
-	addr, logs := serveOpts(t, svc, metarpc.ServeOptions{MaxConns: maxConns, HandshakeTimeout: 500 * time.Millisecond})
+	addr, logs := serveOpts(t, svc, metarpc.ServeOptions{MaxConns: maxConns, MaxConnsPerPeer: maxConns, HandshakeTimeout: 500 * time.Millisecond})
 	good := dial(t, addr)
 	f, err := good.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: syscall.S_IFREG | 0644})
 	if err != nil {
@@ -210,4 +211,49 @@ func bigCommit(size int) []meta.BlockChange {
 		cs = append(cs, meta.BlockChange{Index: uint64(i), InlineNew: true, NewInline: make([]byte, meta.InlineMax/2)})
 	}
 	return cs
+}
+
+// TestConnectionsPerPeer: one address cannot take more than its share of
+// the connection slots; connections past it are closed at accept and
+// logged, and its slots come back when its connections close.
+func TestConnectionsPerPeer(t *testing.T) {
+	ctx := context.Background()
+	addr, logs := serveOpts(t, newService(t), metarpc.ServeOptions{MaxConns: 100, MaxConnsPerPeer: 3})
+	var cs []*metarpc.Client
+	for range 3 {
+		c := dial(t, addr)
+		if _, err := c.GetAttr(ctx, meta.RootIno); err != nil {
+			t.Fatal(err)
+		}
+		cs = append(cs, c)
+	}
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitClosed(t, extra, "a fourth connection from 127.0.0.1")
+	extra.Close()
+	if !strings.Contains(logs.String(), "too many connections from 127.0.0.1 (3)") {
+		t.Errorf("the refusal was not logged with its peer:\n%s", logs)
+	}
+	for _, c := range cs {
+		if _, err := c.GetAttr(ctx, meta.RootIno); err != nil {
+			t.Fatalf("a client within the cap: %v", err)
+		}
+	}
+	cs[0].Close()
+	for i := 0; ; i++ { // the server sees the close soon; a minute is a hang
+		c, err := metarpc.Dial(addr, metarpc.DialOptions{})
+		if err == nil {
+			_, err = c.GetAttr(ctx, meta.RootIno)
+			c.Close()
+		}
+		if err == nil {
+			break
+		}
+		if i == 600 {
+			t.Fatalf("no slot came back after a client closed: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }

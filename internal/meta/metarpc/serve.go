@@ -23,9 +23,11 @@ const (
 	// 16 MiB is some 220,000 blocks (14 GB of 64 KiB blocks) written
 	// between two commits of one file; the client does not split commits.
 	DefaultMaxRecvMsg = 16 << 20
-	// DefaultMaxConns caps the connections served at once; more are
-	// closed at accept.
-	DefaultMaxConns = 512
+	// DefaultMaxConns caps the connections served at once, and
+	// DefaultMaxConnsPerPeer those from one IP address; more are closed
+	// at accept. Every role keeps one connection to meta.
+	DefaultMaxConns        = 512
+	DefaultMaxConnsPerPeer = 64
 	// DefaultMaxStreams caps the concurrent calls of one connection.
 	DefaultMaxStreams = 256
 	// DefaultHandshakeTimeout bounds the TLS and HTTP/2 handshakes of a
@@ -62,6 +64,7 @@ type ServeOptions struct {
 	// Bounds; zero takes the default of the same name.
 	MaxRecvMsg       int
 	MaxConns         int
+	MaxConnsPerPeer  int
 	MaxStreams       uint32
 	HandshakeTimeout time.Duration
 	IdleTimeout      time.Duration
@@ -78,6 +81,9 @@ func (o *ServeOptions) defaults() {
 	}
 	if o.MaxConns <= 0 {
 		o.MaxConns = DefaultMaxConns
+	}
+	if o.MaxConnsPerPeer <= 0 {
+		o.MaxConnsPerPeer = DefaultMaxConnsPerPeer
 	}
 	if o.MaxStreams == 0 {
 		o.MaxStreams = DefaultMaxStreams
@@ -121,7 +127,7 @@ func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
 	}
 	gs := grpc.NewServer(sopts...)
 	pb.RegisterMetaServer(gs, &server{api: api})
-	lim := &limitListener{Listener: ln, max: opts.MaxConns, log: opts.Logger}
+	lim := &limitListener{Listener: ln, max: opts.MaxConns, perPeer: opts.MaxConnsPerPeer, log: opts.Logger}
 	opts.Logger.Info("meta rpc listening", "addr", ln.Addr().String(), "tls", opts.Creds != nil, "protocol", opts.protocol)
 	err := gs.Serve(lim)
 	gs.Stop() // closes every connection, then waits for their handlers
