@@ -34,13 +34,12 @@
 // call is logged with its peer and why.
 //
 // Bounds (serve.go, limit.go). A request's length is checked against
-// ServeOptions.MaxRecvMsg (16 MiB) before it is read; at most MaxConns
-// connections (512), MaxConnsPerPeer (64) from one IP address, are served,
-// more are closed at accept; a connection
-// must finish its handshakes within HandshakeTimeout (10 s), is closed
-// after IdleTimeout (5 min) without calls, and carries at most MaxStreams
-// (256) concurrent calls; keepalive pings from clients more often than
-// every 10 s close the connection.
+// ServeOptions.MaxRecvMsg (16 MiB) before it is read. At most MaxConns
+// connections (512) are served, MaxConnsPerPeer (64) from one IP address;
+// more are closed at accept. A connection must finish its handshakes within
+// HandshakeTimeout (10 s), is closed after IdleTimeout (5 min) without
+// calls, and carries at most MaxStreams (256) concurrent calls; keepalive
+// pings from clients more often than every 10 s close the connection.
 //
 // Connections. A Client keeps one gRPC connection (HTTP/2 multiplexes its
 // calls), dialled by Dial, which fails at once with one line naming the
