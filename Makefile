@@ -40,3 +40,20 @@ verify:
 
 up:
 	bash scripts/up.sh
+
+# Regenerates the meta protocol's Go code (proto/ -> internal/meta/metarpc/metapb).
+# protoc comes from Debian's protobuf-compiler; the Go plugins are installed
+# at pinned versions into bin/proto-tools.
+PROTOC_GEN_GO_VERSION ?= v1.36.6
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.5.1
+PROTO_TOOLS := $(CURDIR)/bin/proto-tools
+
+.PHONY: proto
+proto:
+	@command -v protoc >/dev/null || apt-get install -y protobuf-compiler
+	@test -x $(PROTO_TOOLS)/protoc-gen-go || GOBIN=$(PROTO_TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	@test -x $(PROTO_TOOLS)/protoc-gen-go-grpc || GOBIN=$(PROTO_TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	PATH=$(PROTO_TOOLS):$$PATH protoc -I proto \
+	  --go_out=. --go_opt=module=tessera \
+	  --go-grpc_out=. --go-grpc_opt=module=tessera \
+	  proto/tessera/meta/v1/meta.proto

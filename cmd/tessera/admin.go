@@ -47,7 +47,7 @@ func (f clusterFlags) dial(name string) (*admin.Cluster, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := metarpc.Dial(addr)
+	c, err := metarpc.Dial(addr, metaDialOptions(creds))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -118,7 +118,7 @@ func runBlockd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer mf.Close()
-	mc, err := metarpc.Dial(*metaAddr)
+	mc, err := metarpc.Dial(*metaAddr, metaDialOptions(creds))
 	if err != nil {
 		return err
 	}
@@ -183,7 +183,7 @@ func runMount(ctx context.Context, args []string) error {
 		return err
 	}
 	defer mf.Close()
-	mc, err := metarpc.Dial(*metaAddr)
+	mc, err := metarpc.Dial(*metaAddr, metaDialOptions(creds))
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"tessera/internal/auth"
+	"tessera/internal/meta/metarpc"
 	"tessera/internal/up"
 )
 
@@ -135,4 +136,14 @@ func joinRoles(roles []auth.Role) string {
 		s[i] = string(r)
 	}
 	return strings.Join(s, " or ")
+}
+
+// metaDialOptions are the meta RPC's dial options for a process's
+// credentials (nil: plain TCP, --insecure); a person's token travels with
+// every call.
+func metaDialOptions(creds *auth.Credentials) metarpc.DialOptions {
+	if creds == nil {
+		return metarpc.DialOptions{}
+	}
+	return metarpc.DialOptions{Creds: creds, Token: creds.Token}
 }

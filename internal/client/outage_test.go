@@ -54,7 +54,7 @@ func (m *rpcMeta) start() {
 		m.t.Fatalf("listen again on %s: %v", m.addr, err)
 	}
 	m.svc, m.ln, m.done = svc, ln, make(chan error, 1)
-	go func() { m.done <- metarpc.Serve(ln, svc, nil) }()
+	go func() { m.done <- metarpc.Serve(ln, svc, metarpc.ServeOptions{}) }()
 }
 
 func (m *rpcMeta) stop() {
@@ -67,7 +67,7 @@ func (m *rpcMeta) stop() {
 
 func (m *rpcMeta) client(t *testing.T, timeout time.Duration, st *memStore) *Client {
 	t.Helper()
-	mc, err := metarpc.Dial(m.addr)
+	mc, err := metarpc.Dial(m.addr, metarpc.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"tessera/internal/auth"
 	"tessera/internal/kv"
 	"tessera/internal/meta"
+	"tessera/internal/meta/authz"
 	"tessera/internal/meta/metarpc"
 	"tessera/internal/metrics"
 	"tessera/internal/statuspage"
@@ -113,9 +114,15 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 			return nil, err
 		}
 	}
+	// What the RPC serves is authorized call by call (the identity the
+	// transport authenticated); n.API, for callers in this process, is
+	// not. Both count in the same series.
 	n.API = n.Svc
+	var served meta.API = authz.Wrap(n.Svc, authz.Options{Log: log})
 	if cfg.Metrics != nil {
-		n.API = metrics.MetaAPI(n.Svc, metrics.NewMetaCalls(cfg.Metrics, metrics.SideMeta))
+		calls := metrics.NewMetaCalls(cfg.Metrics, metrics.SideMeta)
+		n.API = metrics.MetaAPI(n.Svc, calls)
+		served = metrics.MetaAPI(served, calls)
 		metrics.Meta(cfg.Metrics, n.Svc)
 	}
 	startOrphanReaper(ctx, n.Svc, log)
@@ -126,7 +133,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	n.served.Add(1)
 	go func() {
 		defer n.served.Done()
-		metarpc.Serve(n.ln, n.API, log)
+		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds})
 	}()
 	if cfg.AddrFile != "" {
 		if err := os.WriteFile(cfg.AddrFile, []byte(n.Addr+"\n"), 0o644); err != nil {

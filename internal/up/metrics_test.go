@@ -55,7 +55,7 @@ func TestRoleMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { mn.Close() })
-	mc, err := metarpc.Dial(mn.Addr)
+	mc, err := metarpc.Dial(mn.Addr, metarpc.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

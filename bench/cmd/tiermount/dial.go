@@ -1,5 +1,15 @@
 package main
 
-import "tessera/internal/meta/metarpc"
+import (
+	"tessera/internal/auth"
+	"tessera/internal/meta/metarpc"
+)
 
-func dialMeta(addr string) (*metarpc.Client, error) { return metarpc.Dial(addr) }
+// dialMeta dials the meta service with the mount's credentials (nil:
+// plain TCP, a cluster run with --insecure).
+func dialMeta(addr string, creds *auth.Credentials) (*metarpc.Client, error) {
+	if creds == nil {
+		return metarpc.Dial(addr, metarpc.DialOptions{})
+	}
+	return metarpc.Dial(addr, metarpc.DialOptions{Creds: creds})
+}

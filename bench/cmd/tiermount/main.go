@@ -63,7 +63,7 @@ func run(ctx context.Context, metaAddr, tier string, uploads, fetches int, creds
 	if err := up.CleanStaleMount(mnt, log); err != nil {
 		return err
 	}
-	mc, err := dialMeta(metaAddr)
+	mc, err := dialMeta(metaAddr, creds)
 	if err != nil {
 		return err
 	}

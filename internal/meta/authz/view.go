@@ -306,3 +306,18 @@ func (v *view) WalkBlocks(ctx context.Context, fn func(ino meta.Ino, index uint6
 	}
 	return api.WalkBlocks(ctx, fn)
 }
+
+// ListBlocks implements meta.BlockLister under WalkBlocks' rule, so that
+// the RPC's paged walk (gc, fsck) reads each page from where the last
+// ended instead of walking every recipe again per page.
+func (v *view) ListBlocks(ctx context.Context, afterIno meta.Ino, afterIndex uint64, limit int) ([]meta.BlockRef, bool, error) {
+	_, api, err := v.begin(ctx, "WalkBlocks")
+	if err != nil {
+		return nil, false, err
+	}
+	l, ok := api.(meta.BlockLister)
+	if !ok {
+		return nil, false, fmt.Errorf("list blocks: the service cannot list by page: %w", meta.ErrIO)
+	}
+	return l.ListBlocks(ctx, afterIno, afterIndex, limit)
+}

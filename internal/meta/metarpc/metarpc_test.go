@@ -27,7 +27,7 @@ func serve(t testing.TB, api meta.API) string {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- metarpc.Serve(ln, api, nil) }()
+	go func() { done <- metarpc.Serve(ln, api, metarpc.ServeOptions{}) }()
 	t.Cleanup(func() {
 		ln.Close()
 		if err := <-done; err != nil {
@@ -38,7 +38,7 @@ func serve(t testing.TB, api meta.API) string {
 }
 
 func dial(t testing.TB, addr string) *metarpc.Client {
-	c, err := metarpc.Dial(addr)
+	c, err := metarpc.Dial(addr, metarpc.DialOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ func TestOutageErrors(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	done := make(chan error, 1)
-	go func() { done <- metarpc.Serve(ln, blocked, nil) }()
+	go func() { done <- metarpc.Serve(ln, blocked, metarpc.ServeOptions{}) }()
 	c := dial(t, addr)
 	if _, err := c.GetAttr(ctx, meta.RootIno); err != nil {
 		t.Fatal(err)
@@ -60,9 +60,9 @@ func TestOutageErrors(t *testing.T) {
 	if err != nil {
 		t.Skipf("address %s taken again meanwhile: %v", addr, err)
 	}
-	go func() { done <- metarpc.Serve(ln2, svc, nil) }()
+	go func() { done <- metarpc.Serve(ln2, svc, metarpc.ServeOptions{}) }()
 	t.Cleanup(func() { ln2.Close(); <-done })
-	for i := 0; i < metarpc.PoolSize+1; i++ { // every pooled connection
+	for i := 0; i < 3; i++ { // every pooled connection
 		if _, err := c.GetAttr(ctx, meta.RootIno); err != nil {
 			t.Fatalf("call %d after the server came back: %v", i, err)
 		}

@@ -3,6 +3,7 @@ package metarpc_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -80,5 +81,47 @@ func TestLongPollOverRPC(t *testing.T) {
 	}
 	if _, err := reader.Callbacks(ctx, meta.SessionID(12345), 0, 0); !errors.Is(err, meta.ErrSessionExpired) {
 		t.Fatalf("unknown session over RPC: %v, want ErrSessionExpired", err)
+	}
+}
+
+// TestStreamDoesNotKeepAStoppedSessionAlive: a session whose client stops
+// polling expires at the service although its callback stream stays open
+// (a stopped mount must lose its leases, so that writers stop waiting for
+// it), and the next poll on that stream gets ErrSessionExpired. The
+// service's clock is a fake one the test moves.
+func TestStreamDoesNotKeepAStoppedSessionAlive(t *testing.T) {
+	store := memkv.New()
+	t.Cleanup(func() { store.Close() })
+	var mu sync.Mutex
+	now := time.Unix(1e9, 0)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	s, err := meta.New(store, meta.Options{SessionTTL: time.Minute, Now: clock,
+		After: func(time.Duration) <-chan time.Time { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := dial(t, serve(t, s))
+	ctx := context.Background()
+	info, err := c.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Callbacks(ctx, info.ID, 0, 0); err != nil { // opens the stream
+		t.Fatal(err)
+	}
+	mu.Lock()
+	now = now.Add(2 * time.Minute) // past the TTL with the stream open
+	mu.Unlock()
+	if _, err := c.Callbacks(ctx, info.ID, 0, 0); !errors.Is(err, meta.ErrSessionExpired) || meta.Unavailable(err) {
+		t.Fatalf("poll after the TTL: %v, want ErrSessionExpired", err)
+	}
+	// The expired poll ended the stream: a new session works on the same
+	// client.
+	info2, err := c.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Callbacks(ctx, info2.ID, 0, 0); err != nil {
+		t.Fatalf("poll of a new session: %v", err)
 	}
 }

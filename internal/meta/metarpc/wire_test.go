@@ -90,7 +90,7 @@ func TestDialFailsFast(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	_, err = metarpc.Dial(addr)
+	_, err = metarpc.Dial(addr, metarpc.DialOptions{})
 	if err == nil || !errors.Is(err, meta.ErrIO) || !strings.Contains(err.Error(), addr) || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("dial of nothing: %v, want one line with %s wrapping ErrIO", err, addr)
 	}
@@ -110,9 +110,9 @@ func TestReconnect(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	done := make(chan error, 1)
-	go func() { done <- metarpc.Serve(ln, svc, nil) }()
+	go func() { done <- metarpc.Serve(ln, svc, metarpc.ServeOptions{}) }()
 	c := dial(t, addr)
-	for range 2 * metarpc.PoolSize { // dial every slot
+	for range 8 { // dial every slot
 		if _, err := c.GetAttr(ctx, meta.RootIno); err != nil {
 			t.Fatal(err)
 		}
@@ -121,7 +121,7 @@ func TestReconnect(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	for i := range metarpc.PoolSize {
+	for i := range 4 {
 		_, err := c.GetAttr(ctx, meta.RootIno)
 		if !errors.Is(err, meta.ErrIO) || !strings.Contains(err.Error(), addr) {
 			t.Fatalf("call %d with the server down: %v, want ErrIO naming %s", i, err, addr)
@@ -131,12 +131,12 @@ func TestReconnect(t *testing.T) {
 	if err != nil {
 		t.Skipf("cannot listen on %s again: %v", addr, err)
 	}
-	go func() { done <- metarpc.Serve(ln, svc, nil) }()
+	go func() { done <- metarpc.Serve(ln, svc, metarpc.ServeOptions{}) }()
 	defer func() {
 		ln.Close()
 		<-done
 	}()
-	for i := range 2 * metarpc.PoolSize {
+	for i := range 8 {
 		if _, err := c.GetAttr(ctx, meta.RootIno); err != nil {
 			t.Fatalf("call %d after restart: %v", i, err)
 		}
@@ -152,9 +152,9 @@ func TestRestartWhileIdleIsTransparent(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	done := make(chan error, 1)
-	go func() { done <- metarpc.Serve(ln, svc, nil) }()
+	go func() { done <- metarpc.Serve(ln, svc, metarpc.ServeOptions{}) }()
 	c := dial(t, addr)
-	for range metarpc.PoolSize {
+	for range 4 {
 		if _, err := c.GetAttr(ctx, meta.RootIno); err != nil {
 			t.Fatal(err)
 		}
@@ -166,12 +166,12 @@ func TestRestartWhileIdleIsTransparent(t *testing.T) {
 	if err != nil {
 		t.Skipf("cannot listen on %s again: %v", addr, err)
 	}
-	go func() { done <- metarpc.Serve(ln, svc, nil) }()
+	go func() { done <- metarpc.Serve(ln, svc, metarpc.ServeOptions{}) }()
 	defer func() {
 		ln.Close()
 		<-done
 	}()
-	for i := range 2 * metarpc.PoolSize {
+	for i := range 8 {
 		if _, err := c.GetAttr(ctx, meta.RootIno); err != nil {
 			t.Fatalf("call %d after an idle restart: %v", i, err)
 		}

@@ -1,0 +1,138 @@
+package metarpc
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
+
+	"tessera/internal/auth"
+	"tessera/internal/meta"
+	pb "tessera/internal/meta/metarpc/metapb"
+)
+
+// Server bounds and their defaults (ServeOptions); see docs/protocol.md.
+const (
+	// DefaultMaxRecvMsg is the largest request a server reads: the length
+	// prefix is checked before anything is read or allocated. The largest
+	// legitimate request is a commit, about 75 bytes per changed block:
+	// 16 MiB is some 220,000 blocks (14 GB of 64 KiB blocks) written
+	// between two commits of one file; the client does not split commits.
+	DefaultMaxRecvMsg = 16 << 20
+	// DefaultMaxConns caps the connections served at once, and
+	// DefaultMaxConnsPerPeer those from one IP address; more are closed
+	// at accept. Every role keeps one connection to meta.
+	DefaultMaxConns        = 512
+	DefaultMaxConnsPerPeer = 64
+	// DefaultMaxStreams caps the concurrent calls of one connection.
+	DefaultMaxStreams = 256
+	// DefaultHandshakeTimeout bounds the TLS and HTTP/2 handshakes of a
+	// new connection: a peer that connects and says nothing is dropped.
+	DefaultHandshakeTimeout = 10 * time.Second
+	// DefaultIdleTimeout closes a connection with no call for that long.
+	DefaultIdleTimeout = 5 * time.Minute
+	// Flow-control windows of a stream and of a connection.
+	streamWindow = 256 << 10
+	connWindow   = 1 << 20
+	// maxHeaderList bounds a call's metadata.
+	maxHeaderList = 16 << 10
+	// Keepalive: the server pings a silent connection after
+	// keepaliveTime and drops it when the ping is not answered within
+	// keepaliveTimeout; clients may ping no more often than minPingGap.
+	keepaliveTime    = 30 * time.Second
+	keepaliveTimeout = 10 * time.Second
+	minPingGap       = 10 * time.Second
+)
+
+// ServeOptions configure Serve. The zero value serves plain TCP, every
+// caller being auth.Insecure, with the default bounds.
+type ServeOptions struct {
+	// Logger receives the listening line and every refused call or
+	// connection; nil discards.
+	Logger *slog.Logger
+	// Creds, when set, make the port TLS-only: a caller is the identity
+	// of its verified certificate, or of its bearer token (Tokens). Nil:
+	// plain TCP, and every caller is auth.Insecure.
+	Creds *auth.Credentials
+	// Tokens verifies "authorization: Bearer TOKEN" metadata of callers
+	// without a certificate; nil accepts no token.
+	Tokens auth.TokenVerifier
+	// Bounds; zero takes the default of the same name.
+	MaxRecvMsg       int
+	MaxConns         int
+	MaxConnsPerPeer  int
+	MaxStreams       uint32
+	HandshakeTimeout time.Duration
+	IdleTimeout      time.Duration
+
+	protocol int // tests: speak another protocol version (0: ProtocolVersion)
+}
+
+func (o *ServeOptions) defaults() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxRecvMsg <= 0 {
+		o.MaxRecvMsg = DefaultMaxRecvMsg
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.MaxConnsPerPeer <= 0 {
+		o.MaxConnsPerPeer = DefaultMaxConnsPerPeer
+	}
+	if o.MaxStreams == 0 {
+		o.MaxStreams = DefaultMaxStreams
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.protocol == 0 {
+		o.protocol = ProtocolVersion
+	}
+}
+
+// Serve answers meta RPCs on ln with api until ln is closed; then it closes
+// the connections it accepted, waits for their calls to finish and returns
+// nil. It returns other Accept errors.
+func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
+	opts.defaults()
+	gate := &gate{opts: opts}
+	sopts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(opts.MaxRecvMsg),
+		grpc.MaxConcurrentStreams(opts.MaxStreams),
+		grpc.MaxHeaderListSize(maxHeaderList),
+		grpc.ConnectionTimeout(opts.HandshakeTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionIdle: opts.IdleTimeout, Time: keepaliveTime, Timeout: keepaliveTimeout}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingGap, PermitWithoutStream: true}),
+		grpc.ChainUnaryInterceptor(gate.unary),
+		grpc.ChainStreamInterceptor(gate.stream),
+		grpc.WaitForHandlers(true),
+		// Static flow-control windows: no BDP pings on every burst of data
+		// (they cost a round trip's worth of frames per small call), and
+		// the unread data a connection can park on the server is bounded.
+		grpc.InitialWindowSize(streamWindow),
+		grpc.InitialConnWindowSize(connWindow),
+	}
+	if opts.Creds != nil {
+		sopts = append(sopts, grpc.Creds(&handshakes{TransportCredentials: credentials.NewTLS(opts.Creds.ServerConfig()), log: opts.Logger}))
+	}
+	gs := grpc.NewServer(sopts...)
+	pb.RegisterMetaServer(gs, &server{api: api})
+	lim := &limitListener{Listener: ln, max: opts.MaxConns, perPeer: opts.MaxConnsPerPeer, log: opts.Logger}
+	opts.Logger.Info("meta rpc listening", "addr", ln.Addr().String(), "tls", opts.Creds != nil, "protocol", opts.protocol)
+	err := gs.Serve(lim)
+	gs.Stop() // closes every connection, then waits for their handlers
+	if err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, grpc.ErrServerStopped) {
+		return nil
+	}
+	return err
+}
