@@ -58,7 +58,10 @@ func TestClusterKillServerDuringRead(t *testing.T) {
 	s := newStream(2, sizeFlag(256*mib, 64*mib))
 	must(t, writeStream(filepath.Join(w.Mount(), "big"), s, 0, nil))
 	// fsync returned: every live replica is durable.
-	st := waitFor(t, m, 2*time.Minute, "3 copies of every block before the read", repaired(5))
+	fresh := roundAfterNow(t, m)
+	st := waitFor(t, m, 2*time.Minute, "3 copies of every block before the read", func(st cluster.ClusterStatus) bool {
+		return fresh(st) && repaired(5)(st)
+	})
 	t.Logf("before the read: %s", serverLines(st))
 
 	r := addMount(t, m)

@@ -79,6 +79,20 @@ func waitFor(t testing.TB, m *cluster.Multi, timeout time.Duration, what string,
 	return st
 }
 
+// roundAfterNow returns the condition "this status comes from a mover round
+// that began after the call". Status reports the mover's latest round,
+// and a round lists the recipes before it first reports: a status read
+// after a write may still show a round that never saw the write (its
+// "under-replicated: 0" and "misplaced: 0" say nothing about the new
+// blocks). With N rounds reported at the call, round N+1 may have begun
+// before it; round N+2 began after round N+1 ended, so after the call.
+func roundAfterNow(t testing.TB, m *cluster.Multi) func(cluster.ClusterStatus) bool {
+	t.Helper()
+	st := waitFor(t, m, time.Minute, "the mover's round count", func(cluster.ClusterStatus) bool { return true })
+	from := st.MoverRounds
+	return func(st cluster.ClusterStatus) bool { return st.MoverRounds >= from+2 }
+}
+
 // repaired is the condition "the mover has nothing left to do": all of the
 // servers in up are up and every other one is down, nothing is
 // under-replicated, misplaced or waiting to move.

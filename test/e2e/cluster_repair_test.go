@@ -38,7 +38,10 @@ func TestClusterCorruptReplicaRepaired(t *testing.T) {
 	w := addMount(t, m)
 	s := newStream(3, 4*mib) // 64 blocks; b0 holds about 38 of them
 	must(t, writeStream(filepath.Join(w.Mount(), "f"), s, 0, nil))
-	waitFor(t, m, 2*time.Minute, "3 copies of every block", repaired(5))
+	fresh := roundAfterNow(t, m)
+	waitFor(t, m, 2*time.Minute, "3 copies of every block", func(st cluster.ClusterStatus) bool {
+		return fresh(st) && repaired(5)(st)
+	})
 
 	b0 := m.Servers()[0]
 	files, err := b0.BlockFiles()
@@ -78,7 +81,10 @@ func TestClusterCorruptReplicaRepaired(t *testing.T) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	waitFor(t, m, 2*time.Minute, "nothing under-replicated after the repair", repaired(5))
+	fresh = roundAfterNow(t, m)
+	waitFor(t, m, 2*time.Minute, "nothing under-replicated after the repair", func(st cluster.ClusterStatus) bool {
+		return fresh(st) && repaired(5)(st)
+	})
 	// And the whole file still reads right through yet another cold mount.
 	r2 := addMount(t, m)
 	must(t, checkStream(filepath.Join(r2.Mount(), "f"), s, nil))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"tessera/internal/block"
 	"tessera/test/cluster"
 )
 
@@ -22,7 +23,17 @@ import (
 // scrubCluster starts meta (R=2, 64 KiB blocks, a mover round every
 // second) and n block servers with serverArgs, writes a 1 MiB file "f"
 // (16 blocks) through a mount and waits until every block has its two
-// copies. It returns the cluster, the file's content and its inode.
+// copies on disk, and no other copy is left. It returns the cluster, the
+// file's content and its inode.
+//
+// Block k+8 of the file repeats block k (8 distinct blocks, 16 copies), so
+// the mount writes each block twice; the second write may choose other
+// servers while the first one's copies are still in flight, and a block
+// then has a third copy until the mover's next round removes it (any two
+// of three candidates are a placement). Corrupting a copy before that
+// round could corrupt the one the mover removes, and the scrub would find
+// nothing: the wait sees a mover round that began after the write and
+// counts the copies on disk.
 func scrubCluster(t *testing.T, n int, serverArgs ...string) (*cluster.Multi, []byte, uint64) {
 	t.Helper()
 	m := startMultiOpts(t, cluster.MultiOptions{
@@ -39,8 +50,38 @@ func scrubCluster(t *testing.T, n int, serverArgs ...string) (*cluster.Multi, []
 	must(t, os.WriteFile(p, data, 0o644))
 	fi, err := os.Stat(p)
 	must(t, err)
-	waitFor(t, m, time.Minute, "2 copies of every block", repaired(n))
+	want := map[string]bool{}
+	for off := 0; off < len(data); off += 65536 {
+		want[block.Sum(data[off:off+65536]).String()] = true
+	}
+	fresh := roundAfterNow(t, m)
+	waitFor(t, m, time.Minute, "2 copies of every block", func(st cluster.ClusterStatus) bool {
+		return fresh(st) && repaired(n)(st) && exactCopies(t, m, want, 2)
+	})
 	return m, data, fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// exactCopies reports whether the servers of m hold the blocks in want
+// (hex names), r copies of each, and no other block.
+func exactCopies(t *testing.T, m *cluster.Multi, want map[string]bool, r int) bool {
+	t.Helper()
+	held := map[string]int{}
+	for _, d := range m.Servers() {
+		files, err := d.BlockFiles()
+		must(t, err)
+		for h := range files {
+			held[h]++
+		}
+	}
+	if len(held) != len(want) {
+		return false
+	}
+	for h, c := range held {
+		if !want[h] || c != r {
+			return false
+		}
+	}
+	return true
 }
 
 // corruptOne flips a byte in the copy of block h (a hex name) on server d
