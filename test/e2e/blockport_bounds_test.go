@@ -20,6 +20,7 @@ import (
 	"tessera/internal/block"
 	"tessera/internal/block/client"
 	blockserver "tessera/internal/block/server"
+	"tessera/test/cluster"
 )
 
 // Issue 12 item 4 on a real `tessera blockd`: peers that stall, lie about
@@ -37,8 +38,13 @@ import (
 //
 // Before this work, 24 stalled 64 MiB PUTs took the server to ~1.5 GB and
 // it kept it; all 500 idle connections were accepted.
+//
+// The cluster runs --insecure: every peer here is as trusted as a caller
+// that authenticated (the worst case; with TLS a peer without credentials
+// gets 401 before its body is read or budgeted, TestBlockServersRefuseOutsiders),
+// and the raw requests need no TLS client.
 func TestBlockPortBounds(t *testing.T) {
-	m := startMulti(t, 1)
+	m := startMultiOpts(t, cluster.MultiOptions{BlockServers: 1, Insecure: true})
 	d := m.Servers()[0]
 	addr, pid := d.Addr(), d.PID()
 	good := client.New(addr, client.Options{})

@@ -232,3 +232,40 @@ func TestRolesRefuseToStartWithoutTLS(t *testing.T) {
 		}
 	}
 }
+
+// TestRogueBlockServerCannotJoin: the issue's rogue `tessera blockd --meta
+// ADDR` cannot join. One with a blockd certificate issued for another name
+// cannot take over b0's id (the meta service binds a blockd to the id its
+// certificate names), and one with a client-rw certificate is refused before
+// it reaches the service; the server map is unchanged and no block went to
+// either.
+func TestRogueBlockServerCannotJoin(t *testing.T) {
+	m := startMulti(t, 2)
+	pki := m.PKI()
+	must(t, pki.Issue("rogue", "blockd"))
+	must(t, pki.Issue("someclient", "client-rw"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, c := range []struct{ cert, id, want string }{
+		{"rogue", "b0", "permission denied"},
+		{"rogue", "b9", "permission denied"},
+		{"someclient", "b9", "blockd"},
+	} {
+		args := append([]string{"blockd", "--meta", m.MetaAddr(), "--id", c.id, "--data", t.TempDir(),
+			"--listen", "127.0.0.1:0"}, pki.Args(c.cert)...)
+		res, err := cluster.RunBin(ctx, suite.bin, args...)
+		must(t, err)
+		if res.ExitCode == 0 || !strings.Contains(res.Stderr, c.want) {
+			t.Errorf("blockd --id %s with %s's certificate: exit %d, stderr %q; want a refusal naming %q",
+				c.id, c.cert, res.ExitCode, res.Stderr, c.want)
+		}
+	}
+	res, err := m.Run(ctx, "server", "list")
+	must(t, err)
+	if res.ExitCode != 0 {
+		t.Fatalf("server list: %s", res.Stderr)
+	}
+	if ids := blockServerAddrs(t, res.Stdout); len(ids) != 2 || strings.Contains(res.Stdout, "b9") {
+		t.Fatalf("server map after the rogues:\n%s", res.Stdout)
+	}
+}

@@ -59,7 +59,8 @@ type ServeOptions struct {
 	// plain TCP, and every caller is auth.Insecure.
 	Creds *auth.Credentials
 	// Tokens verifies "authorization: Bearer TOKEN" metadata of callers
-	// without a certificate; nil accepts no token.
+	// without a certificate; nil takes Creds.Tokens() (tokens signed by
+	// the cluster CA), as the block server does.
 	Tokens auth.TokenVerifier
 	// Bounds; zero takes the default of the same name.
 	MaxRecvMsg       int
@@ -75,6 +76,9 @@ type ServeOptions struct {
 func (o *ServeOptions) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Tokens == nil && o.Creds != nil {
+		o.Tokens = o.Creds.Tokens()
 	}
 	if o.MaxRecvMsg <= 0 {
 		o.MaxRecvMsg = DefaultMaxRecvMsg
