@@ -40,6 +40,7 @@ SIZE_B=$(numfmt --from=iec "$SIZE") || die "bad --size $SIZE"
 
 W="" ; trap lib_cleanup EXIT; trap 'log interrupted; exit 130' INT TERM HUP
 need_root_apt fio fio || die "fio is required"
+[ "$PROFILE" = 0 ] || command -v perf >/dev/null || die "--profile needs perf"
 log "building tessera and bench helpers"; build_bins
 ( cd "$REPO" && go build -o "$OUTBASE/bin/" ./bench/cmd/metaops ) || die "cannot build bench/cmd/metaops"
 METAOPS=$OUTBASE/bin/metaops
@@ -50,55 +51,65 @@ UP0=$(uptime); T_START=$(date +%s)
 
 cpu_busy() { awk '/^cpu /{t=0; for(i=2;i<=NF;i++) t+=$i; print t-$5-$6, t; exit}' /proc/stat; }
 busy_pct() { awk -v a="$1" -v b="$2" 'BEGIN{split(a,x," "); split(b,y," "); if (y[2]>x[2]) printf "%.0f", 100*(y[1]-x[1])/(y[2]-x[2]); else print "nan"}'; }
-free_port() { local p; while :; do p=$((20000 + RANDOM % 30000)); ss -Hltn "sport = :$p" | grep -q . || { echo "$p"; return; }; done; }
 
 # mode_args MODE NAME: the flags of process NAME in MODE (tls: its certificate; plain: --insecure)
 mode_args() { if [ "$1" = tls ]; then tls_args "$2"; else echo --insecure; fi; }
 
-META="" METAPID="" MPID="" ; declare -a BPIDS=() BPPROF=()
+META="" METAPID="" MPID="" ; declare -a BPIDS=()
 # cluster_start TAG MODE: tessera meta + NSRV tessera blockd on 127.0.0.1, defaults otherwise.
 cluster_start() {
   local tag=$1 mode=$2 d=$W/$1 i
   mkdir -p "$d"
   # TLSDIR set: start_mount and tls_args use certificates; plain mode has none
-  if [ "$mode" = tls ]; then tls_init "$d/pki" || return 1; else TLSDIR=""; fi
+  if [ "$mode" = tls ]; then tls_init "$d/pki" && [ -n "$TLSDIR" ] || { log "tessera certs failed"; return 1; }
+  else TLSDIR=""; fi
   # shellcheck disable=SC2046 # mode_args: words without spaces
   start_bg "$OUT/logs/$tag-meta.log" srv "$TESSERA" meta --data "$d/meta" --listen 127.0.0.1:0 $(mode_args "$mode" meta)
   METAPID=$LASTPID
   wait_ready "$METAPID" "$OUT/logs/$tag-meta.log" 'meta: ready' 30 || return 1
   META=$(grep -m1 -o 'listen=[^ ]*' "$OUT/logs/$tag-meta.log" | cut -d= -f2)
-  BPIDS=() BPPROF=()
+  BPIDS=()
   for ((i=0; i<NSRV; i++)); do
     [ "$mode" = tls ] && { tls_issue "b$i" blockd 127.0.0.1 || return 1; }
-    local pp=(); [ "$PROFILE" = 1 ] && { BPPROF[$i]=127.0.0.1:$(free_port); pp=(--pprof "${BPPROF[$i]}"); }
     # --host hI: not this machine's name, so the mount fetches blocks over TCP (no co-located file reads)
     # shellcheck disable=SC2046
     start_bg "$OUT/logs/$tag-blockd$i.log" srv "$TESSERA" blockd --data "$d/b$i" --meta "$META" --id "b$i" \
-      --listen 127.0.0.1:0 --host "h$i" "${pp[@]}" $(mode_args "$mode" "b$i")
+      --listen 127.0.0.1:0 --host "h$i" $(mode_args "$mode" "b$i")
     BPIDS+=("$LASTPID")
   done
   for ((i=0; i<NSRV; i++)); do wait_ready "${BPIDS[$i]}" "$OUT/logs/$tag-blockd$i.log" 'blockd: ready' 30 || return 1; done
 }
-MPPROF=""
 # mount_fresh TAG MODE PHASE: drop caches, start a mount on $W/mnt (sets MPID).
 mount_fresh() {
   local pp=()
   drop_caches
-  [ "$PROFILE" = 1 ] && { MPPROF=127.0.0.1:$(free_port); pp=(--pprof "$MPPROF"); }
   [ "$2" = plain ] && pp+=(--insecure)   # with TLS, start_mount adds the mount's certificate
   start_mount "$OUT/logs/$1-mount-$3.log" "$W/mnt" --meta "$META" "${pp[@]}" || return 1
   MPID=$LASTPID
 }
 cluster_stop() { stop_all_mounts; stop_all_servers; BPIDS=(); METAPID=""; MPID=""; }
 
-# profile_bg TAG WL SECONDS: CPU profiles of the mount and block server 0 while WL runs (run 1).
-declare -a PROF_PIDS=()
-profile_bg() {
+# profile_start WL / profile_stop: in run 1 with --profile, perf record (call graphs) of the
+# mount and of the block servers while WL runs, and a flat report of each (prof/TAG-WL-*.txt).
+declare -a PERF_PIDS=() PERF_FILES=()
+profile_start() {
   [ "$PROFILE" = 1 ] && [ "$RUN" = 1 ] || return 0
-  curl -s -o "$OUT/prof/$1-$2-mount.pprof" "http://$MPPROF/debug/pprof/profile?seconds=$3" & PROF_PIDS+=($!)
-  curl -s -o "$OUT/prof/$1-$2-blockd0.pprof" "http://${BPPROF[0]}/debug/pprof/profile?seconds=$3" & PROF_PIDS+=($!)
+  local who pids f
+  for who in mount blockd; do
+    if [ $who = mount ]; then pids=$MPID; else pids=$(IFS=,; echo "${BPIDS[*]}"); fi
+    f=$OUT/prof/$TAG-$1-$who
+    perf record -q -F 499 -g -p "$pids" -o "$f.data" >"$f.log" 2>&1 &
+    PERF_PIDS+=($!) PERF_FILES+=("$f")
+  done
 }
-profile_wait() { local p; for p in "${PROF_PIDS[@]}"; do wait "$p" 2>/dev/null; done; PROF_PIDS=(); }
+profile_stop() {
+  local p f
+  for p in "${PERF_PIDS[@]}"; do kill -INT "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  for f in "${PERF_FILES[@]}"; do
+    perf report -i "$f.data" --stdio --no-children -g none --percent-limit 0.7 --sort dso,sym 2>/dev/null | grep -v '^#' | grep . > "$f.txt"
+  done
+  PERF_PIDS=() PERF_FILES=()
+}
 
 ROWS=$OUT/rows.tsv
 printf 'run\tmode\tworkload\tvalue\tunit\tsecs\tmount_cpu_s\tmeta_cpu_s\tblockd_cpu_s\tmachine_busy_pct\tload1\n' > "$ROWS"
@@ -117,13 +128,14 @@ row() {
 # fio_row MODE WL FIELD(1=MiB/s 2=IOPS) UNIT FIO-ARGS...
 fio_row() {
   local mode=$1 wl=$2 f=$3 unit=$4 j=$OUT/fio/$TAG-$2.json res; shift 4
-  snap
+  snap; profile_start "$wl"
   if timeout --foreground -k 30 1800 fio --output-format=json --output="$j" --ioengine=psync --fallocate=none "$@" >"$j.stderr" 2>&1 \
      && res=$("$BR" fio "$j"); then
     row "$mode" "$wl" "$(cut -d' ' -f"$f" <<< "$res")" "$unit" "$(cut -d' ' -f3 <<< "$res")"
   else
     log "fio $TAG $wl failed: $(tail -n 2 "$j.stderr" | tr '\n' ' ')"; row "$mode" "$wl" nan "$unit" nan
   fi
+  profile_stop
 }
 
 # measure MODE: one fresh cluster; each workload on a fresh mount after dropping caches.
@@ -132,18 +144,15 @@ measure() {
   TAG="r$RUN-$mode"
   cluster_start "$TAG" "$mode" || return 1
   mount_fresh "$TAG" "$mode" write || return 1
-  profile_bg "$TAG" seqwrite 10
   fio_row "$mode" seqwrite 1 MiB/s --name=seqwrite --filename="$f" --rw=write --bs=1M --size="$SIZE" --end_fsync=1
   [ "$(stat -c %s "$f" 2>/dev/null)" = "$SIZE_B" ] || log "WARNING: seq.dat is $(stat -c %s "$f" 2>/dev/null || echo missing) bytes, want $SIZE_B"
   stop_mount "$MPID"
   mount_fresh "$TAG" "$mode" read || return 1
-  profile_bg "$TAG" seqread 10
   fio_row "$mode" seqread 1 MiB/s --name=seqread --filename="$f" --rw=read --bs=1M --size="$SIZE"
   stop_mount "$MPID"
   # 4 jobs (processes, psync, qd1), each on its own quarter of seq.dat, for RTIME seconds: IOPS summed
   mount_fresh "$TAG" "$mode" rand || return 1
   q=$(( SIZE_B / 4 ))
-  profile_bg "$TAG" randread4 "$(( RTIME < 10 ? RTIME : 10 ))"
   fio_row "$mode" randread4 2 IOPS --name=randread4 --filename="$f" --rw=randread --bs=4k --size="$q" \
     --offset_increment="$q" --numjobs=4 --time_based --runtime="$RTIME"
   stop_mount "$MPID"
@@ -151,7 +160,7 @@ measure() {
   mount_fresh "$TAG" "$mode" meta || return 1
   local mo=$OUT/logs/$TAG-metaops.txt drop="" line
   [ "$DROP_OK" = 1 ] && drop=-drop-caches
-  snap
+  snap; profile_start create
   timeout --foreground -k 30 1800 "$METAOPS" -dir "$W/mnt/meta" -n "$FILES" -threads "$THREADS" -unique-dir $drop >"$mo" 2>&1
   line=$(grep '^phase=create ' "$mo")
   if [ -n "$line" ]; then
@@ -159,7 +168,7 @@ measure() {
   else
     log "metaops $TAG failed: $(tail -n 1 "$mo")"; row "$mode" create nan ops/s nan
   fi
-  profile_wait
+  profile_stop
   cluster_stop
   [ "$KEEP" = 1 ] || rm -rf "${W:?}/$TAG"
 }
@@ -178,7 +187,7 @@ measure() {
 for ((RUN=1; RUN<=RUNS; RUN++)); do
   for mode in tls plain; do
     log "run $RUN/$RUNS $mode (load $(cut -d' ' -f1-3 /proc/loadavg))"
-    measure "$mode" || { log "run $RUN $mode failed (see $OUT/logs)"; profile_wait; cluster_stop; }
+    measure "$mode" || { log "run $RUN $mode failed (see $OUT/logs)"; profile_stop; cluster_stop; }
   done
 done
 
