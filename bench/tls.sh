@@ -5,13 +5,38 @@
 #
 #   bench/tls.sh [--runs 3] [--servers 3] [--size 1G] [--rand-time 20] [--files 8000]
 #                [--threads 4] [--profile] [--workdir /dev/shm] [--keep] [--quick]
+#   bench/tls.sh --summary bench/out/tls-TS/rows.tsv
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
 RUNS=3 NSRV=3 SIZE="" RTIME="" FILES="" THREADS=4 PROFILE=0 WORKBASE=/dev/shm KEEP=0 QUICK=0
-usage() { sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+# summary ROWS: per workload, median (min..max) of each mode, their ratio, median CPU-seconds per
+# role, and the CPU of all roles per unit of work (ms per MiB, per read, per create).
+summary() {
+  echo "Median (min..max) over the runs; ratio = median tls / median plain (target >= 0.90);"
+  echo "cpu = median CPU-seconds during the workload of the mount / meta / all block servers;"
+  echo "cpu/unit = median CPU-milliseconds of all of them per MiB, read or create (create: its stat and"
+  echo "unlink phases included); cpu ratio = plain/tls of those: about the throughput ratio when the CPU is the limit."
+  awk -F'\t' 'NR>1 { k=$3" "$2; v[k]=v[k]" "$4; mc[k]=mc[k]" "$7; ec[k]=ec[k]" "$8; bc[k]=bc[k]" "$9; u[$3]=$5
+      w=$4*$6; cu[k]=cu[k]" "((w>0 && $4!="nan") ? 1000*($7+$8+$9)/w : "nan") }
+    function med(s,  a,n,i,j,t) { n=split(s,a," "); lo=hi="nan"; m=0
+      for(i=1;i<=n;i++) if (a[i]!="nan") b[++m]=a[i]; if (!m) return "nan"
+      for(i=1;i<=m;i++) for(j=i+1;j<=m;j++) if (b[j]+0<b[i]+0) { t=b[i]; b[i]=b[j]; b[j]=t }
+      lo=b[1]; hi=b[m]; return (m%2) ? b[(m+1)/2] : (b[m/2]+b[m/2+1])/2 }
+    function rat(a, b) { return (a!="nan" && b!="nan" && b+0>0) ? sprintf("%.2f", a/b) : "nan" }
+    END { f="%-10s %-6s %-24s %-24s %-6s %-15s %-15s %-15s %s\n"
+      printf f, "workload", "unit", "tls", "plain", "ratio", "cpu tls", "cpu plain", "cpu/unit t|p", "cpu ratio"
+      n=split("seqwrite seqread randread4 create", W, " ")
+      for (i=1;i<=n;i++) { w=W[i]; if (!(w in u)) continue
+        t=med(v[w" tls"]); tr=sprintf("%s (%s..%s)", t, lo, hi); p=med(v[w" plain"]); pr=sprintf("%s (%s..%s)", p, lo, hi)
+        ct=sprintf("%.1f/%.1f/%.1f", med(mc[w" tls"]), med(ec[w" tls"]), med(bc[w" tls"]))
+        cp=sprintf("%.1f/%.1f/%.1f", med(mc[w" plain"]), med(ec[w" plain"]), med(bc[w" plain"]))
+        ut=med(cu[w" tls"]); up=med(cu[w" plain"])
+        printf f, w, u[w], tr, pr, rat(t, p), ct, cp, sprintf("%.2f|%.2f", ut, up), rat(up, ut) } }' "$1"
+}
 ARGS="$*"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -24,6 +49,7 @@ while [ $# -gt 0 ]; do
     --profile) PROFILE=1; shift ;;
     --workdir) WORKBASE=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
+    --summary) summary "$2"; exit ;;   # reprint the summary of a recorded rows.tsv
     --quick) QUICK=1; shift ;;
     -h|--help) usage 0 ;;
     *) echo "tls.sh: unknown argument: $1" >&2; usage 2 ;;
@@ -195,20 +221,7 @@ done
 {
   sed 's/\t/: /' "$OUT/meta.txt"
   printf 'load at end: %s\nwall: %s s\n\n' "$(uptime)" "$(( $(date +%s) - T_START ))"
-  echo "Median (min..max) over $RUNS runs; ratio = median tls / median plain (target >= 0.90);"
-  echo "cpu = median CPU-seconds during the workload of the mount / meta / all block servers."
-  awk -F'\t' 'NR>1 { k=$3" "$2; v[k]=v[k]" "$4; mc[k]=mc[k]" "$7; ec[k]=ec[k]" "$8; bc[k]=bc[k]" "$9; u[$3]=$5 }
-    function med(s,  a,n,i,j,t) { n=split(s,a," "); lo=hi="nan"; m=0
-      for(i=1;i<=n;i++) if (a[i]!="nan") b[++m]=a[i]; if (!m) return "nan"
-      for(i=1;i<=m;i++) for(j=i+1;j<=m;j++) if (b[j]+0<b[i]+0) { t=b[i]; b[i]=b[j]; b[j]=t }
-      lo=b[1]; hi=b[m]; return (m%2) ? b[(m+1)/2] : (b[m/2]+b[m/2+1])/2 }
-    END { printf "%-10s %-6s %-26s %-26s %-6s %-18s %s\n", "workload", "unit", "tls", "plain", "ratio", "cpu tls", "cpu plain"
-      n=split("seqwrite seqread randread4 create", W, " ")
-      for (i=1;i<=n;i++) { w=W[i]; if (!(w in u)) continue
-        t=med(v[w" tls"]); tr=sprintf("%s (%s..%s)", t, lo, hi); p=med(v[w" plain"]); pr=sprintf("%s (%s..%s)", p, lo, hi)
-        ct=sprintf("%.1f/%.1f/%.1f", med(mc[w" tls"]), med(ec[w" tls"]), med(bc[w" tls"]))
-        cp=sprintf("%.1f/%.1f/%.1f", med(mc[w" plain"]), med(ec[w" plain"]), med(bc[w" plain"]))
-        printf "%-10s %-6s %-26s %-26s %-6s %-18s %s\n", w, u[w], tr, pr, (p!="nan" && p+0>0 && t!="nan") ? sprintf("%.2f", t/p) : "nan", ct, cp } }' "$ROWS"
+  summary "$ROWS"
   echo
   echo "Every measurement (rows.tsv):"
   column -t -s $'\t' "$ROWS"
