@@ -65,8 +65,9 @@ build_bins() {
       || die "go build ./cmd/tessera failed (set TESSERA_BIN to a built binary): $(grep -v '^#' "$OUTBASE/bin/tessera-build.log" | head -n 3)"
   fi
 }
-# has_flag ROLE FLAG: does `tessera ROLE -h` list --FLAG?
-has_flag() { "$TESSERA" "$1" -h 2>&1 | grep -q -- "-$2\b"; }
+# has_flag ROLE FLAG: does `tessera ROLE -h` list --FLAG? (The help is read whole first: grep -q
+# stopping at the first match would kill tessera with SIGPIPE, and pipefail would make that a no.)
+has_flag() { local h; h=$("$TESSERA" "$1" -h 2>&1); grep -q -- "-$2\b" <<< "$h"; }
 
 # ---------------------------------------------------------------- TLS
 # TLS is every role's default (issue 12). tls_init DIR [HOSTS]: a CA and the
