@@ -5,12 +5,14 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -267,5 +269,59 @@ func TestRogueBlockServerCannotJoin(t *testing.T) {
 	}
 	if ids := blockServerAddrs(t, res.Stdout); len(ids) != 2 || strings.Contains(res.Stdout, "b9") {
 		t.Fatalf("server map after the rogues:\n%s", res.Stdout)
+	}
+}
+
+// TestConfinedAndReadOnlyMounts: through real mounts, a client-rw
+// certificate issued with --root /proj sees /proj as its root (nothing of
+// the rest of the namespace) and writes land in /proj; a client-ro
+// certificate reads everything and every write is refused with a
+// permission error, changing nothing.
+func TestConfinedAndReadOnlyMounts(t *testing.T) {
+	m := startMulti(t, 2)
+	admin := addMount(t, m)
+	must(t, os.MkdirAll(filepath.Join(admin.Mount(), "proj", "sub"), 0o755))
+	must(t, os.WriteFile(filepath.Join(admin.Mount(), "proj", "inside"), []byte("in"), 0o644))
+	must(t, os.WriteFile(filepath.Join(admin.Mount(), "secret"), []byte("out"), 0o644))
+
+	pki := m.PKI()
+	must(t, pki.Issue("projuser", "client-rw", "--root", "/proj"))
+	must(t, pki.Issue("reader", "client-ro"))
+
+	p := addMount(t, m, pki.Args("projuser")...)
+	ents, err := os.ReadDir(p.Mount())
+	must(t, err)
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "inside,sub" {
+		t.Fatalf("the /proj-confined mount's root lists %v, want [inside sub]", names)
+	}
+	if _, err := os.Stat(filepath.Join(p.Mount(), "secret")); !os.IsNotExist(err) {
+		t.Fatalf("stat secret through the confined mount: %v, want not found", err)
+	}
+	must(t, os.WriteFile(filepath.Join(p.Mount(), "sub", "new"), []byte("made"), 0o644))
+	if got, err := os.ReadFile(filepath.Join(admin.Mount(), "proj", "sub", "new")); err != nil || string(got) != "made" {
+		t.Fatalf("the confined mount's write seen at /proj/sub/new: %q, %v", got, err)
+	}
+
+	r := addMount(t, m, pki.Args("reader")...)
+	if got, err := os.ReadFile(filepath.Join(r.Mount(), "secret")); err != nil || string(got) != "out" {
+		t.Fatalf("read through the client-ro mount: %q, %v", got, err)
+	}
+	for what, err := range map[string]error{
+		"create": os.WriteFile(filepath.Join(r.Mount(), "proj", "x"), []byte("x"), 0o644),
+		"mkdir":  os.Mkdir(filepath.Join(r.Mount(), "d"), 0o755),
+		"remove": os.Remove(filepath.Join(r.Mount(), "secret")),
+		"rename": os.Rename(filepath.Join(r.Mount(), "secret"), filepath.Join(r.Mount(), "s2")),
+		"chmod":  os.Chmod(filepath.Join(r.Mount(), "secret"), 0o600),
+	} {
+		if !errors.Is(err, syscall.EACCES) && !errors.Is(err, syscall.EPERM) {
+			t.Errorf("%s through the client-ro mount: %v, want a permission error", what, err)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(admin.Mount(), "secret")); err != nil || string(got) != "out" {
+		t.Fatalf("secret after the client-ro mount's attempts: %q, %v", got, err)
 	}
 }
