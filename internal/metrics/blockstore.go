@@ -17,7 +17,7 @@ type Usage interface {
 }
 
 // BlockStore registers with reg a block server's store series: blocks and
-// bytes stored, its file system's size and free space, and, with a
+// bytes stored, the free fraction of its file system, and, with a
 // scrubber (nil when the scrub is off), the scrub's progress.
 func BlockStore(reg prometheus.Registerer, st Usage, sc *scrub.Scrubber) {
 	reg.MustRegister(&storeCollector{st: st, sc: sc})
@@ -28,10 +28,13 @@ var (
 		"Blocks the block server stores.")
 	storedBytes = gauge("tessera_blockd_stored_bytes",
 		"Bytes of the blocks the block server stores.")
-	fsSize = gauge("tessera_blockd_filesystem_size_bytes",
-		"Size of the file system the block server's directory is on.")
-	fsFree = gauge("tessera_blockd_filesystem_free_bytes",
-		"Bytes free for the block server on its file system (as statfs's f_bavail).")
+	// The file system's free space is a ratio, not bytes: block servers
+	// sharing a file system (tessera up) would each report the same
+	// bytes, and sums of byte series across a process would mix the file
+	// system's size into the bytes Tessera moved. Absolute figures are on
+	// the status page and in statfs.
+	fsFree = gauge("tessera_blockd_filesystem_free_ratio",
+		"Fraction of the file system of the block server's directory that is free to it (statfs f_bavail / f_blocks).")
 	scrubRounds = counter("tessera_scrub_rounds_total",
 		"Scrub rounds completed.")
 	scrubRunning = gauge("tessera_scrub_running",
@@ -54,7 +57,7 @@ type storeCollector struct {
 }
 
 func (c *storeCollector) Describe(ch chan<- *prometheus.Desc) {
-	describeAll(ch, storedBlocks, storedBytes, fsSize, fsFree)
+	describeAll(ch, storedBlocks, storedBytes, fsFree)
 	if c.sc != nil {
 		describeAll(ch, scrubRounds, scrubRunning, scrubBlocks, scrubBytes, scrubCorrupt, scrubFailed, scrubRate)
 	}
@@ -71,10 +74,9 @@ func (c *storeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	var fs unix.Statfs_t
 	if err := unix.Statfs(c.st.Dir(), &fs); err != nil {
-		fsSize.fail(ch, err)
-	} else {
-		fsSize.emit(ch, float64(fs.Blocks)*float64(fs.Bsize))
-		fsFree.emit(ch, float64(fs.Bavail)*float64(fs.Bsize))
+		fsFree.fail(ch, err)
+	} else if fs.Blocks > 0 {
+		fsFree.emit(ch, float64(fs.Bavail)/float64(fs.Blocks))
 	}
 	if c.sc == nil {
 		return

@@ -101,6 +101,9 @@ func StartBlockServer(ctx context.Context, reg Registry, cfg BlockServerConfig) 
 	if cfg.ID == "" {
 		cfg.ID = "b-" + addr
 	}
+	// The server's own lines name it once, by id (the "block server" line
+	// is what scripts read addresses from); its parts' lines carry blockd=ID.
+	own := log
 	log = log.With("blockd", cfg.ID)
 	var wctx context.Context
 	wctx, n.cancel = context.WithCancel(ctx)
@@ -137,7 +140,7 @@ func StartBlockServer(ctx context.Context, reg Registry, cfg BlockServerConfig) 
 			n.Scrub.Run(wctx)
 		}()
 	}
-	log.Info("block server", "id", cfg.ID, "listen", addr, "dir", cfg.Dir, "scrub_rate", cfg.ScrubRate, "tls", cfg.Creds != nil)
+	own.Info("block server", "id", cfg.ID, "listen", addr, "dir", cfg.Dir, "scrub_rate", cfg.ScrubRate, "tls", cfg.Creds != nil)
 	return n, nil
 }
 

@@ -76,8 +76,8 @@ func TestRoleMetrics(t *testing.T) {
 	if v := value(f, "tessera_blockd_stored_bytes", "server", "b0"); v != 0 {
 		t.Errorf("stored bytes of an empty server = %v", v)
 	}
-	if v := value(f, "tessera_blockd_filesystem_free_bytes", "server", "b0"); v <= 0 {
-		t.Errorf("free bytes of the server's file system = %v", v)
+	if v := value(f, "tessera_blockd_filesystem_free_ratio", "server", "b0"); v <= 0 {
+		t.Errorf("free fraction of the server's file system = %v", v)
 	}
 
 	// A block stored and read over HTTP, and a read of a missing one.

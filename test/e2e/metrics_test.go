@@ -92,7 +92,7 @@ func TestMetricsUp(t *testing.T) {
 	grew(t, before, after, 1, "tessera_meta_requests_total", "op", "commit", "result", "ok")
 	grew(t, before, after, size, "tessera_blockd_stored_bytes") // both servers summed
 	for _, id := range []string{"b0", "b1"} {
-		if _, ok := after.Value("tessera_blockd_filesystem_free_bytes", "server", id); !ok {
+		if _, ok := after.Value("tessera_blockd_filesystem_free_ratio", "server", id); !ok {
 			t.Errorf("no free-space series of block server %s", id)
 		}
 	}
