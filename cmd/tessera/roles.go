@@ -55,7 +55,7 @@ func runMeta(ctx context.Context, args []string) error {
 		return err
 	}
 	defer mf.Close()
-	creds, err := tf.role("meta", []auth.Role{auth.RoleMeta}, *listen)
+	creds, err := tf.role("meta", up.MetaCertName, []auth.Role{auth.RoleMeta}, *listen)
 	if err != nil {
 		return err
 	}
@@ -96,7 +96,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	if *data == "" || *metaAddr == "" {
 		return fmt.Errorf("%w: --data and --meta are required (see tessera blockd -h)", errUsage)
 	}
-	creds, err := tf.role("blockd", []auth.Role{auth.RoleBlockd}, *listen)
+	creds, err := tf.role("blockd", *id, []auth.Role{auth.RoleBlockd}, *listen)
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func runMount(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: want --meta ADDR and one mount point (see tessera mount -h)", errUsage)
 	}
 	mnt := fs.Arg(0)
-	creds, err := tf.role("mount", []auth.Role{auth.RoleClientRW, auth.RoleClientRO, auth.RoleAdmin})
+	creds, err := tf.role("mount", up.MountCertName, []auth.Role{auth.RoleClientRW, auth.RoleClientRO, auth.RoleAdmin})
 	if err != nil {
 		return err
 	}

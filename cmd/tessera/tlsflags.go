@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -43,8 +44,11 @@ func (f *tlsFlags) anyTLS() bool { return *f.cert != "" || *f.key != "" || *f.ca
 
 // role returns the credentials of role command cmd, whose certificate must
 // name one of roles, listening on listen (none for a mount): nil with
-// --insecure, which only a loopback address may use.
-func (f *tlsFlags) role(cmd string, roles []auth.Role, listen ...string) (*auth.Credentials, error) {
+// --insecure, which only a loopback address may use. Without TLS flags the
+// process uses this machine's own CA (up.EnsureMachineCert), with a
+// certificate called name for roles[0]; a block server's name is its id,
+// which the meta service binds it to, so it needs --id then.
+func (f *tlsFlags) role(cmd, name string, roles []auth.Role, listen ...string) (*auth.Credentials, error) {
 	if *f.insecure {
 		if f.anyTLS() {
 			return nil, fmt.Errorf("%w: give --insecure or --tls-cert/--tls-key/--tls-ca, not both", errUsage)
@@ -57,9 +61,17 @@ func (f *tlsFlags) role(cmd string, roles []auth.Role, listen ...string) (*auth.
 		return nil, nil
 	}
 	if !f.anyTLS() {
-		return nil, fmt.Errorf("%w: TLS is the default: give --tls-cert FILE --tls-key FILE --tls-ca FILE "+
-			"(make them with `tessera certs init --dir D` and `tessera certs issue NAME --role %s --dir D`), "+
-			"or --insecure to run without authentication on a loopback address", errUsage, roles[0])
+		if name == "" {
+			return nil, fmt.Errorf("%w: without --tls-cert/--tls-key/--tls-ca, tessera %s takes a certificate of this machine's CA "+
+				"issued for its id: give --id (or the --tls-* flags, or --insecure on a loopback address)", errUsage, cmd)
+		}
+		c, dir, err := up.EnsureMachineCert(name, roles[0])
+		if err != nil {
+			return nil, fmt.Errorf("tessera %s without --tls-cert/--tls-key/--tls-ca: %w", cmd, err)
+		}
+		fmt.Fprintf(os.Stderr, "tessera %s: TLS with this machine's CA (%s, certificate %q): roles on this machine need no flags; "+
+			"for several machines make a cluster CA with `tessera certs`\n", cmd, dir, name)
+		return c, nil
 	}
 	c, err := auth.LoadCredentials(*f.cert, *f.key, *f.ca)
 	if err != nil {

@@ -26,18 +26,33 @@ func parseTLS(t *testing.T, admin bool, args ...string) *tlsFlags {
 }
 
 func TestRoleNeedsTLSOrInsecureOnLoopback(t *testing.T) {
+	machine := t.TempDir()
+	t.Setenv(up.MachineTLSEnv, machine)
 	roles := []auth.Role{auth.RoleBlockd}
-	_, err := parseTLS(t, false).role("blockd", roles, "127.0.0.1:0")
-	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--tls-cert") || !strings.Contains(err.Error(), "--insecure") {
-		t.Fatalf("no flags: %v; want a usage error naming --tls-cert and --insecure", err)
+	_, err := parseTLS(t, false).role("blockd", "", roles, "127.0.0.1:0")
+	if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--id") || !strings.Contains(err.Error(), "--insecure") {
+		t.Fatalf("no flags, no id: %v; want a usage error naming --id and --insecure", err)
+	}
+	// Without flags: a certificate of this machine's CA, named as asked,
+	// made once and then reused.
+	m0, err := parseTLS(t, false).role("blockd", "b0", roles, "0.0.0.0:0")
+	if err != nil || m0.Identity.Name != "b0" || m0.Identity.Role != auth.RoleBlockd {
+		t.Fatalf("no flags: %+v, %v; want b0's blockd certificate of the machine CA", m0, err)
+	}
+	again, err := parseTLS(t, false).role("blockd", "b0", roles, "0.0.0.0:0")
+	if err != nil || !again.Cert.Leaf.Equal(m0.Cert.Leaf) {
+		t.Fatalf("second start without flags: %v; want the same certificate", err)
+	}
+	if _, err := auth.LoadCA(machine); err != nil {
+		t.Fatalf("no machine CA in %s: %v", machine, err)
 	}
 	for _, l := range []string{"127.0.0.1:7400", "[::1]:0", "localhost:1"} {
-		if c, err := parseTLS(t, false, "--insecure").role("blockd", roles, l); err != nil || c != nil {
+		if c, err := parseTLS(t, false, "--insecure").role("blockd", "b0", roles, l); err != nil || c != nil {
 			t.Errorf("--insecure on %s: %v, %v", l, c, err)
 		}
 	}
 	for _, l := range []string{"0.0.0.0:7400", ":7400", "10.0.0.5:1", "example.org:1"} {
-		if _, err := parseTLS(t, false, "--insecure").role("blockd", roles, l); err == nil || !strings.Contains(err.Error(), "loopback") {
+		if _, err := parseTLS(t, false, "--insecure").role("blockd", "b0", roles, l); err == nil || !strings.Contains(err.Error(), "loopback") {
 			t.Errorf("--insecure on %s: %v; want a refusal", l, err)
 		}
 	}
@@ -51,14 +66,14 @@ func TestRoleNeedsTLSOrInsecureOnLoopback(t *testing.T) {
 		c, k := auth.CertFiles(dir, name)
 		return []string{"--tls-cert", c, "--tls-key", k, "--tls-ca", filepath.Join(dir, "ca.crt")}
 	}
-	c, err := parseTLS(t, false, certArgs("b0")...).role("blockd", roles, "0.0.0.0:0")
+	c, err := parseTLS(t, false, certArgs("b0")...).role("blockd", "b0", roles, "0.0.0.0:0")
 	if err != nil || c.Identity != lt.Blocks[0].Identity {
 		t.Fatalf("blockd certificate: %+v, %v", c, err)
 	}
-	if _, err := parseTLS(t, false, certArgs("mount")...).role("blockd", roles, "0.0.0.0:0"); err == nil || !strings.Contains(err.Error(), "needs one for role blockd") {
+	if _, err := parseTLS(t, false, certArgs("mount")...).role("blockd", "b0", roles, "0.0.0.0:0"); err == nil || !strings.Contains(err.Error(), "needs one for role blockd") {
 		t.Fatalf("a client-rw certificate for blockd: %v", err)
 	}
-	if _, err := parseTLS(t, false, append(certArgs("b0"), "--insecure")...).role("blockd", roles, "127.0.0.1:0"); err == nil {
+	if _, err := parseTLS(t, false, append(certArgs("b0"), "--insecure")...).role("blockd", "b0", roles, "127.0.0.1:0"); err == nil {
 		t.Fatal("--insecure with certificates accepted")
 	}
 }

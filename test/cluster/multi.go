@@ -42,6 +42,11 @@ type MultiOptions struct {
 	// makes a CA and certificates in Dir/pki (PKI) and every process,
 	// admin commands included, runs with TLS.
 	Insecure bool
+	// MachineCA runs the roles with no TLS flags at all, as a user on one
+	// machine would: each takes a certificate of the machine's CA, kept in
+	// Dir/machine-tls (TESSERA_TLS_DIR in every process's environment).
+	// Admin commands use an admin certificate of that CA (PKI).
+	MachineCA bool
 
 	ReadyTimeout time.Duration // per process, default 30 s
 	StopTimeout  time.Duration // per process, default 20 s
@@ -76,7 +81,11 @@ func StartMulti(opts MultiOptions) (*Multi, error) {
 		opts.StopTimeout = 20 * time.Second
 	}
 	m := &Multi{opts: opts, log: newLogBuf(4 << 20)}
-	if !opts.Insecure {
+	if opts.MachineCA {
+		mdir := filepath.Join(opts.Dir, "machine-tls")
+		m.opts.Env = append(slices.Clone(opts.Env), "TESSERA_TLS_DIR="+mdir)
+		m.pki = &PKI{bin: opts.Bin, dir: mdir} // its CA: made by the first role
+	} else if !opts.Insecure {
 		var err error
 		if m.pki, err = newPKI(opts.Bin, filepath.Join(opts.Dir, "pki")); err != nil {
 			return nil, err
@@ -94,6 +103,11 @@ func StartMulti(opts MultiOptions) (*Multi, error) {
 	}
 	if err := m.meta.start(); err != nil {
 		return nil, m.withLog(err)
+	}
+	if opts.MachineCA {
+		if err := m.pki.Issue("admin", "admin"); err != nil {
+			return nil, errors.Join(err, m.Close())
+		}
 	}
 	for range opts.BlockServers {
 		if _, err := m.AddServer(); err != nil {
@@ -233,6 +247,9 @@ func (m *Multi) PKI() *PKI { return m.pki }
 func (m *Multi) TLSArgs(name string) []string {
 	if m.pki == nil {
 		return []string{"--insecure"}
+	}
+	if m.opts.MachineCA && name != "admin" {
+		return nil
 	}
 	return m.pki.Args(name)
 }

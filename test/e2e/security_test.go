@@ -219,9 +219,7 @@ func TestRolesRefuseToStartWithoutTLS(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"meta", "--data", dir, "--listen", "127.0.0.1:0"}, "--tls-cert FILE --tls-key FILE --tls-ca FILE"},
-		{[]string{"blockd", "--data", dir, "--meta", "127.0.0.1:1"}, "--tls-cert FILE --tls-key FILE --tls-ca FILE"},
-		{[]string{"mount", "--meta", "127.0.0.1:1", dir}, "--tls-cert FILE --tls-key FILE --tls-ca FILE"},
+		{[]string{"blockd", "--data", dir, "--meta", "127.0.0.1:1"}, "give --id"},
 		{[]string{"meta", "--data", dir, "--listen", "0.0.0.0:0", "--insecure"}, "not a loopback address"},
 		{[]string{"blockd", "--data", dir, "--meta", "127.0.0.1:1", "--listen", ":0", "--insecure"}, "not a loopback address"},
 		{[]string{"up", "--data", dir, "--mount", dir, "--meta-listen", "0.0.0.0:0", "--insecure"}, "not a loopback address"},
@@ -323,5 +321,52 @@ func TestConfinedAndReadOnlyMounts(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(admin.Mount(), "secret")); err != nil || string(got) != "out" {
 		t.Fatalf("secret after the client-ro mount's attempts: %q, %v", got, err)
+	}
+}
+
+// TestRolesOnOneMachineNeedNoFlags: meta, block servers and a mount started
+// with no TLS flag on one machine authenticate each other with the
+// machine's own CA (made by the first of them), files go through, and a
+// mount with another CA's certificate is refused.
+func TestRolesOnOneMachineNeedNoFlags(t *testing.T) {
+	m := startMultiOpts(t, cluster.MultiOptions{BlockServers: 2, MachineCA: true})
+	w := addMount(t, m)
+	data := []byte("through the machine's CA")
+	must(t, os.WriteFile(filepath.Join(w.Mount(), "f"), data, 0o644))
+	if got, err := os.ReadFile(filepath.Join(w.Mount(), "f")); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %q, %v", got, err)
+	}
+	for _, name := range []string{"ca.crt", "meta.crt", "b0.crt", "b1.crt", "mount.crt"} {
+		if _, err := os.Stat(filepath.Join(m.PKI().Dir(), name)); err != nil {
+			t.Errorf("the machine's CA directory lacks %s: %v", name, err)
+		}
+	}
+	if log := m.LogTail(64 << 10); !strings.Contains(log, "TLS with this machine's CA") {
+		t.Errorf("no role said it uses the machine's CA:\n%s", log)
+	}
+	res, err := m.Run(context.Background(), "fsck")
+	must(t, err)
+	if res.ExitCode != 0 {
+		t.Fatalf("fsck with the machine CA's admin certificate: %s%s", res.Stdout, res.Stderr)
+	}
+	// A certificate of another CA: the mount cannot connect (neither side
+	// trusts the other's CA).
+	other := filepath.Join(t.TempDir(), "other")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for _, args := range [][]string{{"certs", "init", "--dir", other}, {"certs", "issue", "mallory", "--role", "client-rw", "--dir", other}} {
+		res, err := cluster.RunBin(ctx, suite.bin, args...)
+		must(t, err)
+		if res.ExitCode != 0 {
+			t.Fatalf("tessera %v: %s", args, res.Stderr)
+		}
+	}
+	mnt := t.TempDir()
+	res, err = cluster.RunBin(ctx, suite.bin, "mount", "--meta", m.MetaAddr(), "--meta-timeout", "5s",
+		"--tls-cert", filepath.Join(other, "mallory.crt"), "--tls-key", filepath.Join(other, "mallory.key"),
+		"--tls-ca", filepath.Join(other, "ca.crt"), mnt)
+	must(t, err)
+	if res.ExitCode == 0 {
+		t.Fatalf("a mount with another CA's certificate started:\n%s", res.Stderr)
 	}
 }
