@@ -1,15 +1,13 @@
 package statuspage_test
 
 import (
-	"context"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"tessera/test/browser"
 )
 
 // TestPageInChromium: the page, served on a real loopback listener by a
@@ -18,13 +16,7 @@ import (
 // browser built. Skipped only when chromium is not installed, unless
 // TESSERA_REQUIRE_CHROMIUM=1.
 func TestPageInChromium(t *testing.T) {
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("TESSERA_REQUIRE_CHROMIUM") == "1" {
-			t.Fatal("chromium is not installed (scripts/deps.sh --test installs it: apt-get install -y chromium)")
-		}
-		t.Skip("chromium is not installed: apt-get install -y chromium (scripts/deps.sh --test does it) to run this test")
-	}
+	bin := browser.Chromium(t)
 	c := startCluster(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -34,27 +26,7 @@ func TestPageInChromium(t *testing.T) {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 
-	// The bound is for a hang only: a browser's first start on a busy
-	// machine takes seconds.
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-		"--disable-dev-shm-usage", "--disable-breakpad", "--disable-crash-reporter", "--user-data-dir="+t.TempDir(), "--dump-dom", "http://"+ln.Addr().String()+"/")
-	// Chromium starts helper processes: its own process group, ended by
-	// the group's id (the leader's pid, which this test started).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // helpers left behind, if any
-	}
-	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v\n%s", err, stderr.String())
-	}
-	dom := string(out)
+	dom := browser.DumpDOM(t, bin, "http://"+ln.Addr().String()+"/")
 	rows := serverRows(t, dom)
 	want := map[string]string{"b0": "up", "b1": "up", "b2": "draining"}
 	for id, state := range want {

@@ -1,18 +1,14 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"tessera/internal/statuspage"
+	"tessera/test/browser"
 	"tessera/test/cluster"
 )
 
@@ -55,34 +51,7 @@ func TestStatusPageUp(t *testing.T) {
 		t.Errorf("status page counts %d files after a write", snap.Files)
 	}
 
-	bin, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("TESSERA_REQUIRE_CHROMIUM") == "1" {
-			t.Fatal("chromium is not installed (scripts/deps.sh --test installs it)")
-		}
-		t.Skip("chromium is not installed: the rendering is not checked")
-	}
-	// The bound is for a hang only.
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run",
-		"--disable-dev-shm-usage", "--disable-breakpad", "--disable-crash-reporter",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", "http://"+addr+"/")
-	// Chromium's helpers share its process group, which is ended by the
-	// leader's pid (a process this test started).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if cmd.Process != nil {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	if err != nil {
-		t.Fatalf("chromium --dump-dom: %v\n%s", err, stderr.String())
-	}
-	dom := string(out)
+	dom := browser.DumpDOM(t, browser.Chromium(t), "http://"+addr+"/")
 	for _, want := range []string{"<title>Tessera status</title>", `data-id="b0"`, `data-id="b1"`, `data-state="up"`} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("the rendered page lacks %s", want)
