@@ -22,7 +22,7 @@
 //
 //	admin      everything: the namespace, block removal, server state
 //	meta       the meta service toward block servers: read, write, remove, list
-//	blockd     a block server toward meta: register itself and heartbeat
+//	blockd     a block server toward meta: register itself and heartbeat, nothing else
 //	client-rw  a mount: read and write the namespace and blocks
 //	client-ro  a read-only mount: read the namespace and blocks
 package auth

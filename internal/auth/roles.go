@@ -77,7 +77,7 @@ func (p Permission) String() string {
 var grants = map[Role][]Permission{
 	RoleAdmin:    {ReadNamespace, WriteNamespace, ReadBlocks, WriteBlocks, ManageBlocks, RegisterServer, Administer},
 	RoleMeta:     {ReadNamespace, ReadBlocks, WriteBlocks, ManageBlocks},
-	RoleBlockd:   {RegisterServer, ReadNamespace},
+	RoleBlockd:   {RegisterServer},
 	RoleClientRW: {ReadNamespace, WriteNamespace, ReadBlocks, WriteBlocks},
 	RoleClientRO: {ReadNamespace, ReadBlocks},
 }
