@@ -388,8 +388,13 @@ func (c *Client) Overlay(in *meta.Inode) {
 		return
 	}
 	f.drainLocked()
-	if (f.stale || f.unleased) && f.cleanLocked() {
-		return // in is newer than what f has
+	// A stale or unleased clean file defers to in, which is newer than
+	// what f has, unless in's change counter says otherwise: a reply that
+	// left the meta service before f's own latest commit landed (a link
+	// racing a background commit) is older, and its size must not hide
+	// the commit's.
+	if (f.stale || f.unleased) && f.cleanLocked() && in.Change >= f.change {
+		return
 	}
 	in.Size = uint64(f.size)
 	if f.mtime != 0 {
