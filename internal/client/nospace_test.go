@@ -15,6 +15,7 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/kv/memkv"
+	"tessera/internal/logtest"
 	"tessera/internal/meta"
 )
 
@@ -54,7 +55,7 @@ func (s *fullStore) refusals() int {
 
 // noSpaceEnv is a client over one fullStore with a dirty budget of four
 // blocks, and a file to write.
-func noSpaceEnv(t *testing.T, bs uint32) (*meta.Service, *fullStore, *Client, meta.Inode, *syncBuffer) {
+func noSpaceEnv(t *testing.T, bs uint32) (*meta.Service, *fullStore, *Client, meta.Inode, *logtest.Buffer) {
 	t.Helper()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: bs})
 	if err != nil {
@@ -64,7 +65,7 @@ func noSpaceEnv(t *testing.T, bs uint32) (*meta.Service, *fullStore, *Client, me
 		t.Fatal(err)
 	}
 	st := &fullStore{memStore: &memStore{blocks: make(map[block.Hash][]byte)}}
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	c, err := New(context.Background(), Config{
 		Meta:       svc,
 		Dial:       func(meta.Server) (block.Store, error) { return st, nil },

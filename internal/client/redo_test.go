@@ -16,6 +16,7 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/kv/memkv"
+	"tessera/internal/logtest"
 	"tessera/internal/meta"
 )
 
@@ -558,24 +559,6 @@ func (a alwaysConflict) Commit(ctx context.Context, req meta.CommitReq) (meta.In
 	return meta.Inode{}, fmt.Errorf("commit inode %d: %w", req.Ino, &meta.ConflictError{Ino: req.Ino})
 }
 
-// syncBuffer is a log destination safe for concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRedoGivesUp: a commit that conflicts at every attempt fails with EIO
 // after maxCommitAttempts, logging the inode, the blocks and the attempts;
 // the data stays buffered and commits once the conflicts stop.
@@ -585,7 +568,7 @@ func TestRedoGivesUp(t *testing.T) {
 	s := newShared(t, bs)
 	in := s.create(t, "f")
 	s.fill(t, in.Ino, make([]byte, 3*bs))
-	var logs syncBuffer
+	var logs logtest.Buffer
 	c := s.client(t, alwaysConflict{s.api}, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	var waits []time.Duration
 	c.redo.sleep = func(ctx context.Context, d time.Duration) error {

@@ -1,7 +1,6 @@
 package reclaim
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"math"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,6 +18,7 @@ import (
 	"tessera/internal/block/disk"
 	blockserver "tessera/internal/block/server"
 	"tessera/internal/kv/memkv"
+	"tessera/internal/logtest"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metatest"
 )
@@ -37,7 +36,7 @@ type env struct {
 	addrs  map[string]string
 	down   map[string]*atomic.Bool // a server that fails every removal while set
 	calls  map[string]*atomic.Int64
-	logs   *syncBuffer
+	logs   *logtest.Buffer
 }
 
 func newEnv(t *testing.T) *env {
@@ -48,7 +47,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, ctx: context.Background(), svc: svc, clock: metatest.NewClock(), stores: map[string]*disk.Store{},
-		addrs: map[string]string{}, down: map[string]*atomic.Bool{}, calls: map[string]*atomic.Int64{}, logs: &syncBuffer{}}
+		addrs: map[string]string{}, down: map[string]*atomic.Bool{}, calls: map[string]*atomic.Int64{}, logs: &logtest.Buffer{}}
 	for _, id := range []string{"b0", "b1", "b2"} {
 		st, err := disk.Open(t.TempDir())
 		if err != nil {
@@ -93,23 +92,6 @@ func (f *flaky) Remove(ctx context.Context, h block.Hash, notAfter int64) (bool,
 		return false, fmt.Errorf("remove %s: %w", h.Short(), block.ErrUnavailable)
 	}
 	return f.Remover.Remove(ctx, h, notAfter)
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // put stores a block with the given content on the servers named.

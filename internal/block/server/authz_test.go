@@ -20,6 +20,7 @@ import (
 	"tessera/internal/block/client"
 	"tessera/internal/block/disk"
 	"tessera/internal/block/server"
+	"tessera/internal/logtest"
 )
 
 // secure is a block server serving TLS on loopback with credentials of
@@ -27,7 +28,7 @@ import (
 type secure struct {
 	ca    *auth.CA
 	addr  string
-	log   *syncBuffer
+	log   *logtest.Buffer
 	block block.Hash // a block the store holds
 }
 
@@ -67,7 +68,7 @@ func startSecure(t *testing.T) *secure {
 	if err := st.Put(context.Background(), h, data); err != nil {
 		t.Fatal(err)
 	}
-	logs := new(syncBuffer)
+	logs := new(logtest.Buffer)
 	creds := issueCreds(t, ca, "b0", auth.RoleBlockd, time.Hour)
 	hd := server.New(st, server.Options{Creds: creds, Logger: slog.New(slog.NewTextHandler(logs, nil)), RefusalLogEvery: time.Hour})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

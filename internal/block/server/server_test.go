@@ -11,7 +11,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"tessera/internal/block/blocktest"
 	"tessera/internal/block/disk"
 	"tessera/internal/block/server"
+	"tessera/internal/logtest"
 )
 
 var (
@@ -27,28 +27,10 @@ var (
 	_ server.Creator = (*disk.Store)(nil)
 )
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 type fixture struct {
 	store *disk.Store
 	url   string
-	log   *syncBuffer
+	log   *logtest.Buffer
 }
 
 func start(t *testing.T, opts server.Options) *fixture {
@@ -58,7 +40,7 @@ func start(t *testing.T, opts server.Options) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	f := &fixture{store: s, log: &syncBuffer{}}
+	f := &fixture{store: s, log: &logtest.Buffer{}}
 	opts.Logger = slog.New(slog.NewTextHandler(f.log, nil))
 	ts := httptest.NewServer(server.New(s, opts))
 	t.Cleanup(ts.Close)

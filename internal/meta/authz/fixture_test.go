@@ -1,7 +1,6 @@
 package authz_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 
 	"tessera/internal/auth"
 	"tessera/internal/kv/memkv"
+	"tessera/internal/logtest"
 	"tessera/internal/meta"
 	"tessera/internal/meta/authz"
 )
@@ -25,32 +25,13 @@ var (
 	projRW   = auth.Identity{Name: "proj-mount", Role: auth.RoleClientRW, Root: "/proj", Via: "cert"}
 )
 
-// syncBuffer is a log sink the decorator may write from several
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // fixture is a real meta.Service on the in-memory engine behind the
 // decorator, with a log and a clock the test controls.
 type fixture struct {
 	t   *testing.T
 	svc *meta.Service
 	a   *authz.Authorizer
-	log *syncBuffer
+	log *logtest.Buffer
 
 	mu  sync.Mutex
 	now time.Time
@@ -64,7 +45,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, svc: svc, log: &syncBuffer{}, now: time.Unix(1_800_000_000, 0)}
+	f := &fixture{t: t, svc: svc, log: &logtest.Buffer{}, now: time.Unix(1_800_000_000, 0)}
 	f.a = authz.Wrap(svc, authz.Options{
 		Log: slog.New(slog.NewTextHandler(f.log, nil)),
 		Now: f.clock,

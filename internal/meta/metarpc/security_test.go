@@ -1,7 +1,6 @@
 package metarpc_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -22,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"tessera/internal/auth"
+	"tessera/internal/logtest"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
 	pb "tessera/internal/meta/metarpc/metapb"
@@ -71,32 +71,14 @@ func (p *pki) caOnly() *auth.Credentials {
 	return &auth.Credentials{CA: p.server.CA}
 }
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serveOpts starts Serve with opts (its logger writing to the returned
 // buffer) and stops it at cleanup.
-func serveOpts(t testing.TB, api meta.API, opts metarpc.ServeOptions) (string, *syncBuffer) {
+func serveOpts(t testing.TB, api meta.API, opts metarpc.ServeOptions) (string, *logtest.Buffer) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &logtest.Buffer{}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	done := make(chan error, 1)
 	go func() { done <- metarpc.Serve(ln, api, opts) }()
