@@ -17,7 +17,9 @@
 // while fn runs; callers copy what they keep.
 //
 // Engines live in sub-packages: memkv (in memory, for unit tests), boltkv
-// (embedded, durable, the default) and, later, etcd. Every engine passes the
+// (embedded), pebblekv (embedded, durable, the default) and etcdkv (a
+// shared etcd cluster; cluster.go: change feeds, read consistency and
+// elections for several meta processes). Every engine passes the
 // conformance suite in kvtest.
 package kv
 

@@ -1,0 +1,80 @@
+package kv
+
+import "context"
+
+// This file holds what a store shared by several meta processes offers
+// beyond transactions (issue 13): a feed of committed changes, a read
+// consistency choice, and elections. A single-process engine may implement
+// them in memory; callers test for them with a type assertion and fall back
+// to single-process behaviour when a store has none.
+
+// Change is one committed write seen by a Watcher: the key's value after the
+// commit, or Deleted. Rev is the store's revision of the commit that made
+// it; every Change of one commit has the same Rev, and Revs grow with commit
+// order.
+type Change struct {
+	Key     []byte
+	Value   []byte
+	Deleted bool
+	Rev     int64
+}
+
+// Watcher is implemented by stores whose commits other processes sharing
+// the store can follow.
+type Watcher interface {
+	// Watch delivers, in commit order, every change to a key with the given
+	// prefix committed after revision from (0: after the moment Watch is
+	// called), batched by commit. The channel closes when ctx ends or the
+	// watch fails; the last batch may then be followed by nothing, and the
+	// caller must assume it missed changes (and, for example, invalidate
+	// everything it caches) before it watches again.
+	Watch(ctx context.Context, prefix []byte, from int64) (<-chan []Change, error)
+}
+
+// Consistency says how fresh a View must be on a store whose reads may be
+// served by a replica.
+type Consistency int
+
+const (
+	// Linearizable views see every commit that finished before they began
+	// (on etcd: a quorum read). It is what a View gives without a choice.
+	Linearizable Consistency = iota
+	// Serializable views see a consistent snapshot that may lag the latest
+	// commits (on etcd: the local member's state, no round trip to the
+	// leader). Single-process engines treat it as Linearizable.
+	Serializable
+)
+
+type consistencyKey struct{}
+
+// WithConsistency returns a context whose Views read at consistency c.
+// Update always reads at Linearizable for its conflict check.
+func WithConsistency(ctx context.Context, c Consistency) context.Context {
+	return context.WithValue(ctx, consistencyKey{}, c)
+}
+
+// ConsistencyOf returns the consistency ctx asks for (Linearizable when it
+// names none).
+func ConsistencyOf(ctx context.Context) Consistency {
+	c, _ := ctx.Value(consistencyKey{}).(Consistency)
+	return c
+}
+
+// Elector is implemented by stores that can elect one leader among the
+// processes sharing them, for work that must run once per cluster (the block
+// collector, the mover, the reaper's sweeps, server-map sweeps).
+type Elector interface {
+	// Campaign blocks until the caller, named id, leads the election
+	// called name, or ctx ends. The returned Leadership ends when the caller
+	// resigns, dies (its store lease lapses) or loses its connection to the
+	// store: work done as leader must stop when Done closes.
+	Campaign(ctx context.Context, name, id string) (Leadership, error)
+}
+
+// Leadership is a won election.
+type Leadership interface {
+	// Done closes when the leadership is lost or resigned.
+	Done() <-chan struct{}
+	// Resign gives the leadership up so another candidate can win at once.
+	Resign(ctx context.Context) error
+}
