@@ -78,3 +78,19 @@ type Leadership interface {
 	// Resign gives the leadership up so another candidate can win at once.
 	Resign(ctx context.Context) error
 }
+
+// Member is one server of a replicated store, as Members reports it.
+type Member struct {
+	Name    string
+	Addr    string // client URL
+	Leader  bool
+	Healthy bool   // answered a status request just now
+	Err     string // why not, when !Healthy
+	Rev     int64  // the member's latest applied revision, when Healthy
+}
+
+// Members is implemented by replicated stores that can list their servers
+// and their health (tessera status).
+type Members interface {
+	Members(ctx context.Context) ([]Member, error)
+}
