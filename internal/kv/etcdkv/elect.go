@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"go.etcd.io/etcd/client/v3/concurrency"
 
@@ -77,6 +78,9 @@ func (l *leadership) end() {
 	})
 }
 
+// statusTimeout bounds Members' wait for one member's status.
+const statusTimeout = 3 * time.Second
+
 // Members implements kv.Members: the cluster's members, each asked for its
 // status directly.
 func (s *Store) Members(ctx context.Context) ([]kv.Member, error) {
@@ -96,7 +100,10 @@ func (s *Store) Members(ctx context.Context) ([]kv.Member, error) {
 			continue
 		}
 		km.Addr = m.ClientURLs[0]
-		st, err := s.cli.Status(ctx, km.Addr)
+		// A dead member must not use up the time of the others.
+		sctx, cancel := context.WithTimeout(ctx, statusTimeout)
+		st, err := s.cli.Status(sctx, km.Addr)
+		cancel()
 		if err != nil {
 			km.Err = err.Error()
 		} else {

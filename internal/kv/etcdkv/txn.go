@@ -204,10 +204,10 @@ func after(k []byte) []byte { return append(bytes.Clone(k), 0) }
 
 // snapIter walks the snapshot's keys in [.., end) a page at a time.
 type snapIter struct {
-	t    *txn
-	end  []byte
-	page []*snapKV
-	i    int
+	t       *txn
+	end     []byte
+	page    []*snapKV
+	i       int
 	next    []byte // where the next page starts
 	fetched bool   // a page was fetched
 	more    bool   // etcd holds keys after page
