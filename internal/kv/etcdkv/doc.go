@@ -42,7 +42,10 @@
 // (WithRequireLeader): a member cut off from the majority refuses at once,
 // before proposing anything, instead of letting the request hang. Update
 // then waits for a leader, retrying, up to Options.MajorityWait (30s),
-// and fails with ErrNoMajority: nothing of it was written. A linearizable
+// and fails with ErrNoMajority: nothing of it was written. It does the
+// same when fn failed on a read that etcd refused for a passing reason (a
+// leader election, a timeout, an unreachable member): nothing was
+// written yet, so fn may run again. A linearizable
 // View fails at once with etcd's "no leader"; a serializable View is still
 // answered by the member alone.
 //

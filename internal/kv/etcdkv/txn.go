@@ -28,6 +28,9 @@ type txn struct {
 	// absent) and value; ranges are the extents scanned.
 	reads  map[string]read
 	ranges []span
+	// readErr is the last error a read got from etcd: when fn fails with
+	// it, nothing was written, so Update may run fn again.
+	readErr error
 }
 
 // write is a buffered Put or Delete.
@@ -78,6 +81,8 @@ func (t *txn) get(key string, extra ...clientv3.OpOption) (*clientv3.GetResponse
 		resp, err := t.s.cli.Get(t.ctx, key, opts...)
 		if err == nil {
 			t.rev = resp.Header.Revision
+		} else {
+			t.readErr = err
 		}
 		return resp, err
 	}
@@ -85,6 +90,9 @@ func (t *txn) get(key string, extra ...clientv3.OpOption) (*clientv3.GetResponse
 	resp, err := t.s.cli.Get(t.ctx, key, append(opts, clientv3.WithSerializable())...)
 	if err != nil && !t.serializable && isFutureRev(err) {
 		resp, err = t.s.cli.Get(t.ctx, key, opts...)
+	}
+	if err != nil {
+		t.readErr = err
 	}
 	return resp, err
 }
