@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/btree"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"tessera/internal/kv"
 )
