@@ -4,12 +4,11 @@
 // forms (Open), and three implementations:
 //
 //   - file:///DIR — a POSIX directory (on a real site an NFS or cluster
-//     file system mount). Paths never leave DIR: ".." is refused, and every
-//     component is opened relative to DIR without following symlinks
-//     (openat2 RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS semantics, done by
-//     walking), so a symlink at home pointing outward cannot be used to read
-//     or write outside it; such a symlink is still listed and read as a
-//     symlink (Readlink).
+//     file system mount). Every access goes through an os.Root, so no path,
+//     and no symlink at home, reaches outside DIR: ".." is refused, and a
+//     symlink pointing outward is listed and read as a symlink (Readlink)
+//     but never followed (ErrPermission). WriteFile's temporary files
+//     (".tessera-home-tmp.*") are not listed.
 //   - s3://BUCKET/PREFIX?endpoint=http://127.0.0.1:PORT&region=R — any
 //     S3-compatible store, through minio-go. Directories are prefixes with a
 //     marker object "DIR/"; the change token is the ETag; reads are ranged
@@ -19,12 +18,15 @@
 //     object, NOT atomic (see Store.Rename). Credentials: access_key_file=F
 //     in the URL (a file "ACCESS SECRET"), else AWS_ACCESS_KEY_ID and
 //     AWS_SECRET_ACCESS_KEY (or MINIO_ROOT_USER/MINIO_ROOT_PASSWORD), else
-//     ~/.aws/credentials. No symlinks, no setattr (the optional interfaces
-//     are not implemented).
+//     ~/.aws/credentials. retries=N bounds the client's attempts per request
+//     (default 3). No symlinks, no setattr (the optional interfaces are not
+//     implemented).
 //   - tessera://META_ADDR/PATH?cert=F&key=F&ca=F — a subtree of another
 //     Tessera cluster through its Go client library (internal/client) over
 //     gRPC + mutual TLS; the change token is the inode number and its change
-//     counter. Everything is implemented, Rename is atomic.
+//     counter; meta_timeout=D (default 30s) is how long an unreachable meta
+//     service is waited for before a retryable error. Everything is
+//     implemented, Rename is atomic.
 //
 // # The contract
 //

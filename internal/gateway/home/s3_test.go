@@ -34,9 +34,11 @@ func startVersityGW(t *testing.T) *versitygw {
 	t.Helper()
 	bin, err := exec.LookPath("versitygw")
 	if err != nil {
+		// scripts/deps.sh installs it in $(go env GOPATH)/bin, which need
+		// not be on PATH.
 		gopath := os.Getenv("GOPATH")
-		if gopath == "" {
-			gopath = filepath.Join(os.Getenv("HOME"), "go")
+		if out, err := exec.Command("go", "env", "GOPATH").Output(); err == nil {
+			gopath = strings.TrimSpace(string(out))
 		}
 		bin = filepath.Join(gopath, "bin", "versitygw")
 		if _, err := os.Stat(bin); err != nil {
