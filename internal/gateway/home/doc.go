@@ -47,8 +47,12 @@
 // upload; tessera://: a temporary file committed, then renamed over).
 // Create, Mkdir, Remove, Rmdir and Symlink are single operations. Rename is
 // atomic on file:// and tessera://; on s3:// it copies each object then
-// deletes the source, so a failure midway leaves both names (never
-// neither) and the retry completes it. WriteAt and Truncate may be partly
+// deletes the source, so a failure midway leaves every object under its
+// old name or its new one or both (never neither), and the retry completes
+// it (a target directory holding only copies of the source's objects is
+// taken for such a partial rename and overwritten). A retry of a rename
+// that had in fact completed reports ErrNotFound for the source: the
+// caller checks the target. WriteAt and Truncate may be partly
 // applied on file:// when they fail; all operations are idempotent to
 // retry with the same arguments except Create and Mkdir (which then report
 // ErrExist: a retry treats that as success).

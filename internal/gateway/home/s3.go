@@ -540,7 +540,11 @@ func (s *S3Store) Rename(ctx context.Context, from, to string) error {
 		if empty, err := s.emptyDir(ctx, "rename", t); err != nil {
 			return err
 		} else if !empty {
-			return permanent("rename", t, ErrNotEmpty, "")
+			if partial, err := s.partialCopy(ctx, f, t); err != nil {
+				return err
+			} else if !partial {
+				return permanent("rename", t, ErrNotEmpty, "")
+			}
 		}
 	}
 	if fk == KindFile {
@@ -581,6 +585,33 @@ func (s *S3Store) Rename(ctx context.Context, from, to string) error {
 		}
 	}
 	return nil
+}
+
+// partialCopy reports whether everything under directory t is a copy of
+// an object under f of the same relative name and size: what a rename of
+// f to t cut short leaves, which its retry may overwrite.
+func (s *S3Store) partialCopy(ctx context.Context, f, t string) (bool, error) {
+	fd, td := s.dirKey(f), s.dirKey(t)
+	src := map[string]int64{}
+	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: fd, Recursive: true}) {
+		if o.Err != nil {
+			return false, s.err("rename", f, o.Err)
+		}
+		src[strings.TrimPrefix(o.Key, fd)] = o.Size
+	}
+	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: td, Recursive: true}) {
+		if o.Err != nil {
+			return false, s.err("rename", t, o.Err)
+		}
+		rel := strings.TrimPrefix(o.Key, td)
+		if rel == "" || strings.HasSuffix(rel, "/") {
+			continue // markers: made anew by the rename
+		}
+		if size, ok := src[rel]; !ok || size != o.Size {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 func (s *S3Store) copy(ctx context.Context, p, src, dst string) error {

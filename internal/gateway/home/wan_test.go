@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -131,4 +134,93 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestS3RenameCutOverWAN cuts the link while an S3 home renames a
+// directory (copies, then deletes: not atomic). Wherever the cut falls,
+// every file is under its old name or its new one, never lost; after the
+// heal the retried rename completes and the tree is whole at the target.
+func TestS3RenameCutOverWAN(t *testing.T) {
+	g := startVersityGW(t)
+	link, err := wan.NewLink(g.Endpoint[len("http://"):], wan.LinkOptions{Latency: 15 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { link.Close() })
+	ctx := context.Background()
+	s, err := home.Open(ctx, g.bucket(t, "renamebucket", "", "http://"+link.Addr())+"&retries=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	files := map[string][]byte{}
+	for _, d := range []string{"src", "src/sub"} {
+		if err := s.Mkdir(ctx, d, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 12 {
+		rel := fmt.Sprintf("f%02d", i)
+		if i%3 == 0 {
+			rel = "sub/" + rel
+		}
+		data := []byte(strings.Repeat(rel, 10+i))
+		files[rel] = data
+		if _, err := s.WriteFile(ctx, "src/"+rel, bytes.NewReader(data), int64(len(data)), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	up0 := link.BytesUp()
+	done := make(chan error, 1)
+	go func() { done <- s.Rename(ctx, "src", "dst") }()
+	// A few requests in (the lookups before the copies cost about as
+	// much); wherever it falls, what follows must hold.
+	waitFor(t, "the rename's first requests", func() bool { return link.BytesUp()-up0 >= 8<<10 })
+	if err := link.Cut(wan.Refuse); err != nil {
+		t.Fatal(err)
+	}
+	err = <-done
+	t.Logf("rename cut after %d bytes up: %v", link.BytesUp()-up0, err)
+	if err != nil && !home.Retryable(err) {
+		t.Fatalf("Rename through a cut link: %v; want a retryable error", err)
+	}
+	if err := link.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	for rel, data := range files {
+		old, oerr := readAll(s, "src/"+rel)
+		nw, nerr := readAll(s, "dst/"+rel)
+		switch {
+		case oerr == nil && bytes.Equal(old, data), nerr == nil && bytes.Equal(nw, data):
+		default:
+			t.Fatalf("%s after the cut: src %v, dst %v: lost", rel, oerr, nerr)
+		}
+	}
+	if _, err := s.Stat(ctx, "src"); err == nil {
+		if err := s.Rename(ctx, "src", "dst"); err != nil {
+			t.Fatalf("the retried rename: %v", err)
+		}
+	} else if !errors.Is(err, home.ErrNotFound) {
+		t.Fatal(err)
+	}
+	for rel, data := range files {
+		checkWhole(t, s, "dst/"+rel, data)
+	}
+	if _, err := s.Stat(ctx, "src"); !errors.Is(err, home.ErrNotFound) {
+		t.Fatalf("src after the rename: %v, want ErrNotFound", err)
+	}
+}
+
+func readAll(s home.Store, p string) ([]byte, error) {
+	ctx := context.Background()
+	a, err := s.Stat(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, a.Size)
+	n, err := s.ReadAt(ctx, p, b, 0)
+	if err != nil && err != io.EOF {
+		return nil, err
+	}
+	return b[:n], nil
 }
