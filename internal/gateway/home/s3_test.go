@@ -55,12 +55,29 @@ func startVersityGW(t *testing.T) *versitygw {
 	if err := os.WriteFile(g.KeyFile, []byte(access+" "+secret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// The port is picked free and handed over; should another process
+	// take it meanwhile, the gateway exits and is started again on another.
+	for attempt := 1; ; attempt++ {
+		out, exited := g.start(t, bin, access, secret)
+		if exited == nil {
+			return g
+		}
+		if attempt == 3 {
+			t.Fatalf("versitygw exited: %v\n%s", exited, out)
+		}
+		t.Logf("versitygw exited (%v), starting it again:\n%s", exited, out)
+	}
+}
+
+// start runs the gateway once on a free port and waits until it listens.
+// It returns the gateway's exit error and output if it exited first.
+func (g *versitygw) start(t *testing.T, bin, access, secret string) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close() // the gateway takes the port; a clash fails the start below, loudly
+	ln.Close()
 	g.Endpoint = "http://" + addr
 	cmd := exec.Command(bin, "--port", addr, "--access", access, "--secret", secret, "--quiet", "posix", g.Dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -74,7 +91,9 @@ func startVersityGW(t *testing.T) *versitygw {
 	}
 	var lines atomic.Value
 	lines.Store("")
+	copied := make(chan struct{})
 	go func() {
+		defer close(copied)
 		sc := bufio.NewScanner(out)
 		var b strings.Builder
 		for sc.Scan() {
@@ -83,8 +102,8 @@ func startVersityGW(t *testing.T) *versitygw {
 		}
 	}()
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
+	go func() { <-copied; exited <- cmd.Wait() }()
+	stop := func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-exited:
@@ -92,20 +111,31 @@ func startVersityGW(t *testing.T) *versitygw {
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			<-exited
 		}
-	})
+	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			return g
+			// Listening: ours, unless it exited at once (the port taken).
+			select {
+			case err := <-exited:
+				return lines.Load().(string), fmt.Errorf("%v (port %s taken?)", err, addr)
+			case <-time.After(100 * time.Millisecond):
+			}
+			t.Cleanup(stop)
+			return "", nil
 		}
 		select {
 		case err := <-exited:
-			t.Fatalf("versitygw exited: %v\n%s", err, lines.Load())
+			if err == nil {
+				err = fmt.Errorf("exit status 0 before listening on %s", addr)
+			}
+			return lines.Load().(string), err
 		case <-time.After(50 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
+			stop()
 			t.Fatalf("versitygw did not listen on %s within a minute\n%s", addr, lines.Load())
 		}
 	}
