@@ -35,6 +35,7 @@ const s3PartSize = 16 << 20
 //     not atomic; a failure leaves both names and the retry finishes.
 type S3Store struct {
 	c      *minio.Client
+	tr     *http.Transport
 	bucket string
 	prefix string // "" or ending in "/"
 }
@@ -83,15 +84,15 @@ func OpenS3(ctx context.Context, u *url.URL) (*S3Store, error) {
 			return nil, permanent("open", u.Redacted(), ErrInvalidPath, "retries=%q: want a number >= 1", r)
 		}
 	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
 	c, err := minio.New(epu.Host, &minio.Options{
 		Creds: creds, Secure: epu.Scheme == "https", Region: q.Get("region"),
-		BucketLookup: minio.BucketLookupPath, MaxRetries: retries,
-		Transport: http.DefaultTransport.(*http.Transport).Clone(),
+		BucketLookup: minio.BucketLookupPath, MaxRetries: retries, Transport: tr,
 	})
 	if err != nil {
 		return nil, permanent("open", u.Redacted(), ErrInvalidPath, "%v", err)
 	}
-	s := &S3Store{c: c, bucket: bucket}
+	s := &S3Store{c: c, tr: tr, bucket: bucket}
 	if p := strings.Trim(u.Path, "/"); p != "" {
 		if _, err := clean("open", p); err != nil {
 			return nil, err
@@ -622,4 +623,7 @@ func (s *S3Store) copy(ctx context.Context, p, src, dst string) error {
 }
 
 // Close releases idle connections.
-func (s *S3Store) Close() error { return nil }
+func (s *S3Store) Close() error {
+	s.tr.CloseIdleConnections()
+	return nil
+}
