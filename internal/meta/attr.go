@@ -81,6 +81,9 @@ func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *In
 			rec.Ctime = req.Ctime
 		}
 		out = rec.Inode
+		if err := s.wbChanged(ctx, t, rec, req.Valid&SetSize != 0); err != nil {
+			return err
+		}
 		return t.putInode(rec)
 	})
 }

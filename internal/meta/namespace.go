@@ -225,6 +225,11 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 		if err := t.addCounter(ctrFiles, ino, 1); err != nil {
 			return err
 		}
+		if !req.Tmpfile {
+			if err := s.wbCreated(ctx, t, parent.Ino, req.Name, rec); err != nil {
+				return err
+			}
+		}
 		out = rec.Inode
 		used = true
 		return nil
@@ -278,6 +283,9 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 				return err
 			}
 			if err := t.putInode(parent); err != nil {
+				return err
+			}
+			if err := s.wbLinked(ctx, t, newParent, newName); err != nil {
 				return err
 			}
 			out = rec.Inode
@@ -338,6 +346,9 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			}
 			dir.touchDir(now)
 			out = rec.Inode
+			if err := s.wbRemoved(ctx, t, parent, name, ino, false); err != nil {
+				return err
+			}
 			return t.putInode(dir)
 		})
 	}
@@ -426,6 +437,9 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 			}
 			dir.Nlink--
 			dir.touchDir(s.nowNs())
+			if err := s.wbRemoved(ctx, t, parent, name, ino, true); err != nil {
+				return err
+			}
 			return t.putInode(dir)
 		})
 	}

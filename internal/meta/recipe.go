@@ -343,6 +343,9 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 			return err
 		}
 		out = rec.Inode
+		if err := s.wbChanged(ctx, t, rec, true); err != nil {
+			return err
+		}
 		return t.putInode(rec)
 	})
 	return out, err

@@ -147,6 +147,13 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 		if err := t.putInode(op); err != nil {
 			return err
 		}
+		var over Ino
+		if dstOk && !exchange {
+			over = dstIno
+		}
+		if err := s.wbRenamed(ctx, t, oldParent, oldName, newParent, newName, srcIno, over, exchange); err != nil {
+			return err
+		}
 		if crossDir {
 			np.touchDir(now)
 			return t.putInode(np)

@@ -77,6 +77,9 @@ func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []by
 					return err
 				}
 				rec.touch(s.nowNs())
+				if err := s.wbCheck(ctx, t, rec); err != nil {
+					return err
+				}
 				return t.putInode(rec)
 			}
 			k := xattrKey(ino, name)
@@ -93,6 +96,9 @@ func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []by
 				return err
 			}
 			rec.touch(s.nowNs())
+			if err := s.wbCheck(ctx, t, rec); err != nil {
+				return err
+			}
 			return t.putInode(rec)
 		})
 	}
@@ -146,6 +152,9 @@ func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
 				}
 				fa.clear(rec)
 				rec.touch(s.nowNs())
+				if err := s.wbCheck(ctx, t, rec); err != nil {
+					return err
+				}
 				return t.putInode(rec)
 			}
 			k := xattrKey(ino, name)
@@ -158,6 +167,9 @@ func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
 				return err
 			}
 			rec.touch(s.nowNs())
+			if err := s.wbCheck(ctx, t, rec); err != nil {
+				return err
+			}
 			return t.putInode(rec)
 		})
 	}

@@ -1,0 +1,261 @@
+package meta
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"time"
+
+	"tessera/internal/kv"
+)
+
+// The appliers' side of the write-back queue (package gateway/writeback).
+
+// SetWritebackFileset makes directory root a write-back fileset with the
+// given mode and conflicts policy (or changes them). The fileset layer
+// (tessera fileset create) calls it with the fileset record.
+func (s *Service) SetWritebackFileset(ctx context.Context, f WBFileset) error {
+	if f.Mode < ModeRO || f.Mode > ModeIW || f.Conflicts < CacheWins || f.Conflicts > KeepBoth {
+		return fmt.Errorf("write-back fileset %d: mode %d conflicts %d: %w", f.Root, f.Mode, f.Conflicts, ErrInvalid)
+	}
+	err := s.update(ctx, func(t txn) error {
+		if _, err := t.getDir(f.Root); err != nil {
+			return err
+		}
+		return t.Put(wbKey(wbFileset, f.Root), encodeWBFileset(f))
+	})
+	if err != nil {
+		return fmt.Errorf("set write-back fileset %d: %w", f.Root, err)
+	}
+	return nil
+}
+
+// WritebackFilesets lists the write-back filesets.
+func (s *Service) WritebackFilesets(ctx context.Context) ([]WBFileset, error) {
+	var out []WBFileset
+	err := s.view(ctx, func(t txn) error {
+		sets, err := t.wbFilesets()
+		out = out[:0]
+		for _, f := range sets {
+			out = append(out, f)
+		}
+		return err
+	})
+	return out, err
+}
+
+// ClaimReq asks for queued operations of one fileset to apply.
+type ClaimReq struct {
+	Root  Ino
+	Owner string // the claiming gateway
+	// Shard and Shards: claim only operations whose inode hashes to
+	// Shard among Shards live gateways (Shards 0 or 1: all).
+	Shard, Shards int
+	// TTL is how long the claim holds; a gateway killed while applying
+	// loses its claims after it and another takes them.
+	TTL time.Duration
+	// Before: only operations queued before it (unix ns; the sync lag);
+	// 0 takes every age (flush).
+	Before int64
+	Limit  int
+}
+
+// WBWindow bounds how many queued operations one claim looks at.
+const WBWindow = 4096
+
+// ClaimWriteback claims up to Limit operations that can be applied now:
+// not claimed by a live claim, not waiting for a retry, not failed for
+// good, and with no earlier operation still queued that they depend on
+// (Overlaps: same path, a path under the other, either side of a rename).
+// Permanently failed operations do not hold later ones back.
+func (s *Service) ClaimWriteback(ctx context.Context, req ClaimReq) ([]WBOp, error) {
+	if req.Limit <= 0 || req.Owner == "" || req.TTL <= 0 {
+		return nil, fmt.Errorf("claim write-back of %d: limit %d, owner %q, ttl %v: %w", req.Root, req.Limit, req.Owner, req.TTL, ErrInvalid)
+	}
+	var out []WBOp
+	err := s.update(ctx, func(t txn) error {
+		out = out[:0]
+		now := s.nowNs()
+		var earlier []string // paths of the operations still queued before
+		p := wbKey(wbQueue, req.Root)
+		seen := 0
+		err := t.Scan(p, kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
+			if len(k) != len(p)+8 {
+				return false, corruptf("write-back queue key %q", k)
+			}
+			op, err := decodeWBOp(req.Root, be64(k[len(p):]), v)
+			if err != nil {
+				return false, err
+			}
+			seen++
+			if op.Permanent {
+				return seen < WBWindow, nil
+			}
+			free := !blocked(earlier, op) && op.Until <= now &&
+				(req.Before == 0 || op.At < req.Before) && mine(op.Ino, req.Shard, req.Shards)
+			earlier = append(earlier, op.Path)
+			if op.Path2 != "" {
+				earlier = append(earlier, op.Path2)
+			}
+			if free {
+				op.Owner, op.Until = req.Owner, now+int64(req.TTL)
+				out = append(out, *op)
+			}
+			return len(out) < req.Limit && seen < WBWindow, nil
+		})
+		if err != nil {
+			return err
+		}
+		for i := range out {
+			if err := t.Put(wbQueueKey(out[i].Root, out[i].Seq), encodeWBOp(&out[i])); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim write-back of %d: %w", req.Root, err)
+	}
+	return out, nil
+}
+
+func blocked(earlier []string, op *WBOp) bool {
+	for _, e := range earlier {
+		if Overlaps(e, op.Path) || (op.Path2 != "" && Overlaps(e, op.Path2)) {
+			return true
+		}
+	}
+	return false
+}
+
+func mine(ino Ino, shard, shards int) bool {
+	if shards <= 1 {
+		return true
+	}
+	h := fnv.New64a()
+	var b [8]byte
+	for i := range b {
+		b[i] = byte(ino >> (8 * i))
+	}
+	h.Write(b[:])
+	return int(h.Sum64()%uint64(shards)) == shard
+}
+
+// Overlaps reports whether two fileset paths depend on each other: equal,
+// or one lies under the other ("" is the root, under which everything is).
+func Overlaps(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return a == "" || a == b || strings.HasPrefix(b, a) && b[len(a)] == '/'
+}
+
+// WritebackDone deletes an applied operation (when it is still the one
+// claimed) and records home's token for its inode, which conflict checks
+// compare with later ("" keeps what is recorded; a removal drops it).
+func (s *Service) WritebackDone(ctx context.Context, op WBOp, token string) error {
+	err := s.update(ctx, func(t txn) error {
+		cur, err := t.wbOp(op.Root, op.Seq)
+		if err != nil || cur == nil {
+			return err
+		}
+		if err := t.Delete(wbQueueKey(op.Root, op.Seq)); err != nil {
+			return err
+		}
+		if l, err := t.wbLatestOp(op.Ino); err != nil {
+			return err
+		} else if l == nil {
+			if err := t.Delete(wbKey(wbLatest, op.Ino)); err != nil {
+				return err
+			}
+		}
+		switch {
+		case op.Kind == OpRemove || op.Kind == OpRmdir:
+			return t.Delete(wbKey(wbToken, op.Ino))
+		case token != "":
+			return t.Put(wbKey(wbToken, op.Ino), encodeXattr([]byte(token)))
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("write-back %d/%d done: %w", op.Root, op.Seq, err)
+	}
+	return nil
+}
+
+// WritebackFailed gives a claimed operation back after a failure: a
+// retryable one is tried again from retryAt, a permanent one stays queued,
+// marked, for status (and holds nothing back).
+func (s *Service) WritebackFailed(ctx context.Context, op WBOp, cause string, permanent bool, retryAt time.Time) error {
+	if len(cause) > 4096 {
+		cause = cause[:4096]
+	}
+	err := s.update(ctx, func(t txn) error {
+		cur, err := t.wbOp(op.Root, op.Seq)
+		if err != nil || cur == nil {
+			return err
+		}
+		cur.Owner, cur.Until = "", retryAt.UnixNano()
+		cur.Attempts++
+		cur.Err, cur.Permanent = cause, permanent
+		return t.Put(wbQueueKey(op.Root, op.Seq), encodeWBOp(cur))
+	})
+	if err != nil {
+		return fmt.Errorf("write-back %d/%d failed: %w", op.Root, op.Seq, err)
+	}
+	return nil
+}
+
+// WritebackToken returns home's token recorded after the last apply of
+// ino ("" when none is).
+func (s *Service) WritebackToken(ctx context.Context, ino Ino) (string, error) {
+	var tok string
+	err := s.view(ctx, func(t txn) error {
+		v, ok, err := t.Get(wbKey(wbToken, ino))
+		if err != nil || !ok {
+			return err
+		}
+		b, err := decodeXattr(v)
+		tok = string(b)
+		return err
+	})
+	return tok, err
+}
+
+// WBStats are a fileset queue's figures for status.
+type WBStats struct {
+	Depth int // queued operations, permanent failures included
+	// Oldest is when the oldest operation was queued (unix ns, 0 when
+	// the queue is empty): now minus it is the measured sync lag.
+	Oldest int64
+	// Failed are the operations that failed for good.
+	Failed []WBOp
+}
+
+// WritebackStats reads the queue figures of fileset root.
+func (s *Service) WritebackStats(ctx context.Context, root Ino) (WBStats, error) {
+	var st WBStats
+	err := s.view(ctx, func(t txn) error {
+		st = WBStats{}
+		p := wbKey(wbQueue, root)
+		return t.Scan(p, kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
+			op, err := decodeWBOp(root, be64(k[len(p):]), v)
+			if err != nil {
+				return false, err
+			}
+			st.Depth++
+			if st.Oldest == 0 || op.At < st.Oldest {
+				st.Oldest = op.At
+			}
+			if op.Permanent {
+				st.Failed = append(st.Failed, *op)
+			}
+			return true, nil
+		})
+	})
+	if err != nil {
+		return WBStats{}, fmt.Errorf("write-back stats of %d: %w", root, err)
+	}
+	return st, nil
+}

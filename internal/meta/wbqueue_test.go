@@ -1,0 +1,186 @@
+package meta_test
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	"tessera/internal/kv/memkv"
+	"tessera/internal/meta"
+	"tessera/internal/meta/metatest"
+)
+
+type wbEnv struct {
+	t     *testing.T
+	ctx   context.Context
+	s     *meta.Service
+	clock *metatest.Clock
+	root  meta.Ino
+}
+
+func newWBEnv(t *testing.T, mode meta.WBMode) *wbEnv {
+	store := memkv.New()
+	t.Cleanup(func() { store.Close() })
+	clock := metatest.NewClock()
+	s, err := meta.New(store, meta.Options{Now: clock.Now, After: clock.After})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &wbEnv{t: t, ctx: context.Background(), s: s, clock: clock}
+	fs := e.mk(meta.RootIno, "fs", syscall.S_IFDIR|0o755)
+	if err := s.SetWritebackFileset(e.ctx, meta.WBFileset{Root: fs, Mode: mode, Conflicts: meta.CacheWins}); err != nil {
+		t.Fatal(err)
+	}
+	e.root = fs
+	return e
+}
+
+func (e *wbEnv) mk(dir meta.Ino, name string, mode uint32) meta.Ino {
+	e.t.Helper()
+	in, err := e.s.Create(e.ctx, meta.CreateReq{Parent: dir, Name: name, Mode: mode, Excl: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return in.Ino
+}
+
+// ops claims every queued operation (each claim takes what depends on
+// nothing earlier; applying none, it sees only the free ones).
+func (e *wbEnv) queue() []meta.WBOp {
+	e.t.Helper()
+	ops, err := e.s.ClaimWriteback(e.ctx, meta.ClaimReq{Root: e.root, Owner: "peek", TTL: time.Nanosecond, Limit: 1000})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return ops
+}
+
+func (e *wbEnv) depth() int {
+	e.t.Helper()
+	st, err := e.s.WritebackStats(e.ctx, e.root)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return st.Depth
+}
+
+func TestWritebackQueueRecordsChanges(t *testing.T) {
+	e := newWBEnv(t, meta.ModeSW)
+	d := e.mk(e.root, "d", syscall.S_IFDIR|0o755)
+	f := e.mk(d, "f", syscall.S_IFREG|0o644)
+	// Writes to a file coalesce into its creation.
+	for i := range 3 {
+		if _, err := e.s.Commit(e.ctx, meta.CommitReq{Ino: f, Size: uint64(i + 1), Forced: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.s.Rename(e.ctx, d, "f", e.root, "g", 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.Rmdir(e.ctx, e.root, "d"); err != nil {
+		t.Fatal(err)
+	}
+	// Outside the fileset nothing is queued.
+	e.mk(meta.RootIno, "outside", syscall.S_IFREG|0o644)
+	if got := e.depth(); got != 4 {
+		t.Fatalf("depth %d, want 4 (mkdir, put, rename, rmdir)", got)
+	}
+	// Only the first is free: every later one depends on it (d is a
+	// prefix of each path).
+	ops := e.queue()
+	if len(ops) != 1 || ops[0].Kind != meta.OpMkdir || ops[0].Path != "d" {
+		t.Fatalf("free ops %+v, want mkdir d alone", ops)
+	}
+	e.clock.Advance(time.Second) // the peek's claim ends
+	if err := e.s.WritebackDone(e.ctx, ops[0], ""); err != nil {
+		t.Fatal(err)
+	}
+	ops = e.queue()
+	if len(ops) != 1 || ops[0].Kind != meta.OpPut || !ops[0].New || ops[0].Path != "d/f" || ops[0].Ver != 3 {
+		t.Fatalf("free ops %+v, want one new put of d/f coalesced 3 times", ops)
+	}
+	e.clock.Advance(time.Second)
+	if err := e.s.WritebackDone(e.ctx, ops[0], "tok"); err != nil {
+		t.Fatal(err)
+	}
+	ops = e.queue()
+	if len(ops) != 1 || ops[0].Kind != meta.OpRename || ops[0].Path != "d/f" || ops[0].Path2 != "g" {
+		t.Fatalf("free ops %+v, want rename d/f -> g", ops)
+	}
+	if tok, err := e.s.WritebackToken(e.ctx, f); err != nil || tok != "tok" {
+		t.Fatalf("token %q, %v", tok, err)
+	}
+}
+
+func TestWritebackCreateThenRemoveCancels(t *testing.T) {
+	e := newWBEnv(t, meta.ModeIW)
+	for range 5 {
+		e.mk(e.root, "tmp", syscall.S_IFREG|0o644)
+		if _, err := e.s.Unlink(e.ctx, e.root, "tmp", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := e.depth(); got != 0 {
+		t.Fatalf("depth %d after create+remove pairs, want 0", got)
+	}
+	// A claimed creation is not cancelled: its removal is queued.
+	e.mk(e.root, "kept", syscall.S_IFREG|0o644)
+	ops, err := e.s.ClaimWriteback(e.ctx, meta.ClaimReq{Root: e.root, Owner: "gw", TTL: time.Hour, Limit: 10})
+	if err != nil || len(ops) != 1 {
+		t.Fatalf("claim: %v %+v", err, ops)
+	}
+	if _, err := e.s.Unlink(e.ctx, e.root, "kept", 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.depth(); got != 2 {
+		t.Fatalf("depth %d, want 2 (claimed put, remove)", got)
+	}
+}
+
+func TestWritebackReadOnlyAndBorders(t *testing.T) {
+	e := newWBEnv(t, meta.ModeRO)
+	_, err := e.s.Create(e.ctx, meta.CreateReq{Parent: e.root, Name: "x", Mode: syscall.S_IFREG | 0o644})
+	if !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("create in ro fileset: %v, want EROFS", err)
+	}
+	// Ingest is allowed, and queues nothing.
+	ing, err := e.s.Create(meta.WithoutWriteback(e.ctx), meta.CreateReq{Parent: e.root, Name: "x", Mode: syscall.S_IFREG | 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.SetAttr(e.ctx, ing.Ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o600}); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("chmod in ro fileset: %v, want EROFS", err)
+	}
+	if got := e.depth(); got != 0 {
+		t.Fatalf("depth %d, want 0", got)
+	}
+
+	w := newWBEnv(t, meta.ModeSW)
+	w.mk(meta.RootIno, "out", syscall.S_IFREG|0o644)
+	if _, err := w.s.Rename(w.ctx, meta.RootIno, "out", w.root, "in", 0); !errors.Is(err, syscall.EXDEV) {
+		t.Fatalf("rename into the fileset: %v, want EXDEV", err)
+	}
+	in := w.mk(w.root, "in", syscall.S_IFREG|0o644)
+	if _, err := w.s.Link(w.ctx, in, w.root, "hard"); !errors.Is(err, syscall.ENOTSUP) {
+		t.Fatalf("link in the fileset: %v, want ENOTSUP", err)
+	}
+	if got := w.depth(); got != 1 {
+		t.Fatalf("depth %d, want 1 (the create; refused changes queue nothing)", got)
+	}
+}
+
+func TestOverlaps(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{"a", "a", true}, {"a", "a/b", true}, {"a/b", "a", true}, {"", "x", true},
+		{"a", "ab", false}, {"a/b", "a/c", false}, {"ab/c", "a", false},
+	} {
+		if got := meta.Overlaps(c.a, c.b); got != c.want {
+			t.Errorf("Overlaps(%q, %q) = %v", c.a, c.b, got)
+		}
+	}
+}
