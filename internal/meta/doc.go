@@ -50,6 +50,12 @@
 //	"m" "sessions"       -> 1: the store has served client sessions (opens.go)
 //	"h" hash             -> reference count of block hash (32 bytes)
 //	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)
+//	"w" "f" root         -> write-back fileset: mode, conflicts policy (wbqueue*.go)
+//	"w" "n" root         -> the fileset's next queue sequence number (8 bytes)
+//	"w" "q" root seq     -> queued write-back operation (seq 8 bytes)
+//	"w" "l" ino          -> root seq of the latest operation queued for ino
+//	"w" "a" ino          -> ino's parent and name, for the queue's paths
+//	"w" "t" ino          -> home's change token after the last apply of ino
 //
 // Counters are sharded by inode number so that creates and commits in
 // different directories do not all conflict on one key; StatFS sums the
@@ -89,6 +95,14 @@
 //	         bytes moved 8 | err str (at most 4096 bytes) |
 //	         [lost 8 (> 0) | n 1 (<= 16) | n × (hash 32 | k 1 (<= 8) | k × ino 8)]
 //	         (the lost section is absent when nothing is lost)
+//	wb fileset: 1 | mode 1 (1 ro, 2 sw, 3 lu, 4 iw) | conflicts 1 (1 cache-wins,
+//	         2 home-wins, 3 keep-both)
+//	wb op:   1 | kind 1 (1 put .. 7 setattr) | flags 1 (bit0 New, bit1
+//	         Permanent) | ino 8 | at 8 | ver 4 | path str | path2 str |
+//	         mode 4 | mtime 8 | target str | owner str | until 8 |
+//	         attempts 4 | err str
+//	wb latest: 1 | root 8 | seq 8     wb name: 1 | parent 8 | name str
+//	wb token: 1 | token bytes
 //
 // # Reference counts
 //
@@ -196,6 +210,25 @@
 // reaper does not know about it. Orphans made through another Service
 // sharing the store are reaped by whichever reaper finds them unheld
 // there.
+//
+// # Write-back queue
+//
+// A directory may be a write-back fileset (SetWritebackFileset; issue 14).
+// Every change under one (Create, Link, Unlink, Rmdir, Rename, Commit,
+// SetAttr, the xattr calls) runs one hook in wbqueue.go inside its own
+// transaction: a read-only fileset refuses it (EROFS), an sw, lu or iw one
+// appends the operation, with its paths relative to the fileset root, to
+// the fileset's queue ("w" "q") in that transaction. Which fileset an
+// inode is in comes from the parent pointers; with no fileset the hook
+// costs one scan of the empty "w" "f" range. Writes to a file coalesce
+// into its latest queued Put, and removing a file whose creation is still
+// queued and unclaimed cancels both. Hard links, exchanging renames and
+// renames across a fileset's border are refused (ENOTSUP, EXDEV): no home
+// could carry them. WithoutWriteback marks the gateway's own ingest, which
+// queues nothing. ClaimWriteback hands gateways, under a lease, the
+// operations no earlier queued one overlaps (Overlaps); WritebackDone,
+// WritebackFailed and WritebackStats complete the applier's side
+// (package gateway/writeback, docs/design/2026-11-24-writeback.md).
 //
 // # Durability
 //

@@ -14,7 +14,6 @@ import (
 //	"w" "l" ino          -> root seq of the latest operation queued for ino
 //	"w" "a" ino          -> ino's parent and name in the cache (fileset inodes)
 //	"w" "t" ino          -> home's change token after the last apply of ino
-//	"w" "c" root         -> the claim on the fileset's queue: owner, until
 const pfxWriteback = 'w'
 
 const (
@@ -24,7 +23,6 @@ const (
 	wbLatest  = 'l'
 	wbName    = 'a'
 	wbToken   = 't'
-	wbClaim   = 'c'
 )
 
 func wbKey(kind byte, id Ino) []byte {
@@ -251,18 +249,4 @@ func decodeWBLatest(v []byte) (Ino, uint64, error) {
 	root := Ino(r.u64())
 	seq := r.u64()
 	return root, seq, r.end()
-}
-
-// claim record: 1 | until 8 | owner str
-func encodeWBClaim(owner string, until int64) []byte {
-	b := binary.BigEndian.AppendUint64([]byte{recordV1}, uint64(until))
-	return appendString(b, owner)
-}
-
-func decodeWBClaim(v []byte) (string, int64, error) {
-	r := reader{b: v, what: "write-back claim"}
-	r.version()
-	until := int64(r.u64())
-	owner := r.str(256, "owner")
-	return owner, until, r.end()
 }
