@@ -50,8 +50,8 @@
 //	"m" "sessions"       -> 1: the store has served client sessions (opens.go)
 //	"h" hash             -> reference count of block hash (32 bytes)
 //	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)
-//	"w" "f" root         -> write-back fileset: mode, conflicts policy (wbqueue*.go)
-//	"w" "n" root         -> the fileset's next queue sequence number (8 bytes)
+//	"g" root             -> fileset record: the directory root caches a home store (fileset.go)
+//	"w" "n" root         -> the fileset's next write-back queue number (8 bytes; wbqueue*.go)
 //	"w" "q" root seq     -> queued write-back operation (seq 8 bytes)
 //	"w" "l" ino          -> root seq of the latest operation queued for ino
 //	"w" "a" ino          -> ino's parent and name, for the queue's paths
@@ -70,11 +70,19 @@
 // are a uvarint length then the bytes. Version 1 layouts:
 //
 //	inode:   1 | flags(1: bit0 HasInline, bit1 a replicas byte follows the
-//	         inline data, bit2 some block was committed composed) |
+//	         inline data, bit2 some block was committed composed, bit3 a
+//	         gateway section follows the replicas byte) |
 //	         gen 8 | mode 4 | uid 4 | gid 4 | nlink 4 | size 8 | atime 8 |
 //	         mtime 8 | ctime 8 | rdev 4 | change 8 | blocksize 4 |
 //	         parent 8 | policy str | target str | inline bytes (empty
-//	         unless HasInline) | replicas 1 (with bit1)
+//	         unless HasInline) | replicas 1 (with bit1) | gateway (with bit3)
+//	gateway section (an inode of a fileset): fileset root 8 | cache state 1
+//	         (1 placeholder, 2 partial, 3 cached) | last validated 8 |
+//	         home mtime 8 | home ctime 8 | home size 8 | home path str
+//	         (at most 4096) | change token str (at most 1024)
+//	fileset: 1 | home URL str | mode str (ro|sw|lu|iw) | validity lag ns 8 |
+//	         sync lag ns 8 | prefetch str (none|range|whole) | conflicts str
+//	         (cache-wins|home-wins|keep-both) | state str | created 8
 //	dentry:  1 | ino 8 | type 1 (mode>>12: one of the S_IF* types)
 //	segment: 1 | n * 32-byte hash, 1 <= n <= SegmentBlocks, entry i is block
 //	         seg*SegmentBlocks+i, zero hash = hole, the last entry is never a
@@ -95,14 +103,25 @@
 //	         bytes moved 8 | err str (at most 4096 bytes) |
 //	         [lost 8 (> 0) | n 1 (<= 16) | n × (hash 32 | k 1 (<= 8) | k × ino 8)]
 //	         (the lost section is absent when nothing is lost)
-//	wb fileset: 1 | mode 1 (1 ro, 2 sw, 3 lu, 4 iw) | conflicts 1 (1 cache-wins,
-//	         2 home-wins, 3 keep-both)
 //	wb op:   1 | kind 1 (1 put .. 7 setattr) | flags 1 (bit0 New, bit1
 //	         Permanent) | ino 8 | at 8 | ver 4 | path str | path2 str |
 //	         mode 4 | mtime 8 | target str | owner str | until 8 |
 //	         attempts 4 | err str
 //	wb latest: 1 | root 8 | seq 8     wb name: 1 | parent 8 | name str
 //	wb token: 1 | token bytes
+//
+// # Filesets
+//
+// A fileset (fileset.go, filesetsvc.go, FilesetAPI) is a directory whose
+// subtree caches a remote home store; its inodes carry a gateway section
+// naming the home object they cache, its attributes when last read and
+// how much of it is cached. Gateways fill directories with placeholders
+// (IngestDir: a name the directory has already wins, so a local create is
+// never replaced) and record what they fetched with SetGateway, which
+// fails with ErrConflict when the inode changed since the gateway read
+// it, so that an ingest never clobbers a local update. Deleting a fileset
+// leaves its tree as ordinary files; sections naming a fileset that no
+// longer exists are ignored.
 //
 // # Reference counts
 //
@@ -213,19 +232,19 @@
 //
 // # Write-back queue
 //
-// A directory may be a write-back fileset (SetWritebackFileset; issue 14).
-// Every change under one (Create, Link, Unlink, Rmdir, Rename, Commit,
+// Every change under a fileset ("g" record; issue 14) (Create, Link, Unlink, Rmdir, Rename, Commit,
 // SetAttr, the xattr calls) runs one hook in wbqueue.go inside its own
-// transaction: a read-only fileset refuses it (EROFS), an sw, lu or iw one
-// appends the operation, with its paths relative to the fileset root, to
+// transaction: a read-only fileset refuses it (EROFS), an lu one keeps it
+// local (nothing queued), an sw or iw one appends the operation, with its paths relative to the fileset root, to
 // the fileset's queue ("w" "q") in that transaction. Which fileset an
 // inode is in comes from the parent pointers; with no fileset the hook
 // costs one scan of the empty "w" "f" range. Writes to a file coalesce
 // into its latest queued Put, and removing a file whose creation is still
 // queued and unclaimed cancels both. Hard links, exchanging renames and
 // renames across a fileset's border are refused (ENOTSUP, EXDEV): no home
-// could carry them. WithoutWriteback marks the gateway's own ingest, which
-// queues nothing. ClaimWriteback hands gateways, under a lease, the
+// could carry them. The gateway's own changes (WithoutWriteback, or a
+// caller of the gateway role) are home's content: never queued, and
+// allowed in read-only filesets. ClaimWriteback hands gateways, under a lease, the
 // operations no earlier queued one overlaps (Overlaps); WritebackDone,
 // WritebackFailed and WritebackStats complete the applier's side
 // (package gateway/writeback, docs/design/2026-11-24-writeback.md).

@@ -53,6 +53,7 @@ const (
 	flagHasInline   = 1
 	flagHasReplicas = 2 // a replication-factor byte follows the inline data
 	flagComposed    = 4 // some block of the file was committed composed (compose.go)
+	flagGateway     = 8 // a gateway section follows (filesetrec.go)
 )
 
 func appendBytes(b, s []byte) []byte {
@@ -78,6 +79,9 @@ func encodeInode(rec *inodeRec) []byte {
 	if rec.composed {
 		flags |= flagComposed
 	}
+	if rec.Gateway != nil {
+		flags |= flagGateway
+	}
 	b = append(b, recordV1, flags)
 	be := binary.BigEndian
 	b = be.AppendUint64(b, rec.Gen)
@@ -102,6 +106,9 @@ func encodeInode(rec *inodeRec) []byte {
 	}
 	if rec.Replicas != 0 {
 		b = append(b, rec.Replicas)
+	}
+	if rec.Gateway != nil {
+		b = appendGateway(b, rec.Gateway)
 	}
 	return b
 }
@@ -184,7 +191,7 @@ func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 	r := reader{b: b, what: fmt.Sprintf("inode %d", ino)}
 	r.version()
 	flags := r.fixed(1)
-	if r.err == nil && flags[0]&^(flagHasInline|flagHasReplicas|flagComposed) != 0 {
+	if r.err == nil && flags[0]&^(flagHasInline|flagHasReplicas|flagComposed|flagGateway) != 0 {
 		r.fail("unknown flags %#x", flags[0])
 	}
 	rec := &inodeRec{}
@@ -212,6 +219,9 @@ func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 		if r.err == nil && (rec.Replicas == 0 || rec.Replicas > MaxReplicas) {
 			r.fail("replication factor %d", rec.Replicas)
 		}
+	}
+	if r.err == nil && flags[0]&flagGateway != 0 {
+		rec.Gateway = readGateway(&r)
 	}
 	if err := r.end(); err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"path"
 	"syscall"
 
+	"tessera/internal/auth"
 	"tessera/internal/kv"
 )
 
@@ -33,26 +34,31 @@ func WithoutWriteback(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noWritebackKey{}, true)
 }
 
+// skipWriteback: the gateway's own changes (ingest, by ctx or by the
+// caller's role over the wire) are home's content, not local updates.
 func skipWriteback(ctx context.Context) bool {
-	v, _ := ctx.Value(noWritebackKey{}).(bool)
-	return v
+	if v, _ := ctx.Value(noWritebackKey{}).(bool); v {
+		return true
+	}
+	id, ok := auth.FromContext(ctx)
+	return ok && id.Role == auth.RoleGateway
 }
 
-// wbFilesets reads the write-back filesets; nil when there are none.
-func (t txn) wbFilesets() (map[Ino]WBFileset, error) {
-	var sets map[Ino]WBFileset
-	p := wbFilesetPrefix()
+// wbFilesets reads the filesets ("g" records); nil when there are none.
+func (t txn) wbFilesets() (map[Ino]Fileset, error) {
+	var sets map[Ino]Fileset
+	p := []byte{pfxFileset}
 	err := t.Scan(p, kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
-		if len(k) != 10 {
-			return false, corruptf("write-back fileset key %q", k)
+		root, err := parseFilesetKey(k)
+		if err != nil {
+			return false, err
 		}
-		root := Ino(be64(k[2:]))
-		f, err := decodeWBFileset(root, v)
+		f, err := decodeFileset(root, v)
 		if err != nil {
 			return false, err
 		}
 		if sets == nil {
-			sets = map[Ino]WBFileset{}
+			sets = map[Ino]Fileset{}
 		}
 		sets[root] = f
 		return true, nil
@@ -62,21 +68,21 @@ func (t txn) wbFilesets() (map[Ino]WBFileset, error) {
 
 // wbFilesetOf finds the fileset directory dir lies in (dir included),
 // walking up the parent pointers.
-func (t txn) wbFilesetOf(sets map[Ino]WBFileset, dir Ino) (WBFileset, bool, error) {
+func (t txn) wbFilesetOf(sets map[Ino]Fileset, dir Ino) (Fileset, bool, error) {
 	for range maxDepth {
 		if f, ok := sets[dir]; ok {
 			return f, true, nil
 		}
 		if dir == RootIno || dir == 0 {
-			return WBFileset{}, false, nil
+			return Fileset{}, false, nil
 		}
 		rec, err := t.getInode(dir)
 		if err != nil {
-			return WBFileset{}, false, err
+			return Fileset{}, false, err
 		}
 		dir = rec.Parent
 	}
-	return WBFileset{}, false, corruptf("directory %d: parent chain longer than %d", dir, maxDepth)
+	return Fileset{}, false, corruptf("directory %d: parent chain longer than %d", dir, maxDepth)
 }
 
 // wbPath is the path of directory dir relative to the fileset root. Names
@@ -135,19 +141,23 @@ func (t txn) wbName(ino Ino) (Ino, string, error) {
 
 // wbWhere returns the fileset dir lies in and the path of dir/name in it;
 // ok is false outside write-back filesets (or when ctx skips write-back).
-func (s *Service) wbWhere(ctx context.Context, t txn, dir Ino, name string) (f WBFileset, p string, ok bool, err error) {
+func (s *Service) wbWhere(ctx context.Context, t txn, dir Ino, name string) (f Fileset, p string, ok bool, err error) {
 	if skipWriteback(ctx) {
-		return WBFileset{}, "", false, nil
+		return Fileset{}, "", false, nil
 	}
 	sets, err := t.wbFilesets()
 	if err != nil || sets == nil {
-		return WBFileset{}, "", false, err
+		return Fileset{}, "", false, err
 	}
 	if f, ok, err = t.wbFilesetOf(sets, dir); err != nil || !ok {
-		return WBFileset{}, "", false, err
+		return Fileset{}, "", false, err
 	}
-	if f.Mode == ModeRO {
+	switch f.Mode {
+	case ModeRO:
 		return f, "", true, ErrReadOnly
+	case ModeLU:
+		// Local updates stay local: nothing goes home.
+		return Fileset{}, "", false, nil
 	}
 	if p, err = t.wbPath(f.Root, dir); err != nil {
 		return f, "", true, err

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -11,39 +12,6 @@ import (
 )
 
 // The appliers' side of the write-back queue (package gateway/writeback).
-
-// SetWritebackFileset makes directory root a write-back fileset with the
-// given mode and conflicts policy (or changes them). The fileset layer
-// (tessera fileset create) calls it with the fileset record.
-func (s *Service) SetWritebackFileset(ctx context.Context, f WBFileset) error {
-	if f.Mode < ModeRO || f.Mode > ModeIW || f.Conflicts < CacheWins || f.Conflicts > KeepBoth {
-		return fmt.Errorf("write-back fileset %d: mode %d conflicts %d: %w", f.Root, f.Mode, f.Conflicts, ErrInvalid)
-	}
-	err := s.update(ctx, func(t txn) error {
-		if _, err := t.getDir(f.Root); err != nil {
-			return err
-		}
-		return t.Put(wbKey(wbFileset, f.Root), encodeWBFileset(f))
-	})
-	if err != nil {
-		return fmt.Errorf("set write-back fileset %d: %w", f.Root, err)
-	}
-	return nil
-}
-
-// WritebackFilesets lists the write-back filesets.
-func (s *Service) WritebackFilesets(ctx context.Context) ([]WBFileset, error) {
-	var out []WBFileset
-	err := s.view(ctx, func(t txn) error {
-		sets, err := t.wbFilesets()
-		out = out[:0]
-		for _, f := range sets {
-			out = append(out, f)
-		}
-		return err
-	})
-	return out, err
-}
 
 // ClaimReq asks for queued operations of one fileset to apply.
 type ClaimReq struct {
@@ -208,12 +176,24 @@ func (s *Service) WritebackFailed(ctx context.Context, op WBOp, cause string, pe
 }
 
 // WritebackToken returns home's token recorded after the last apply of
-// ino ("" when none is).
+// ino, else the token the gateway recorded when it last read ino
+// from home ("" when neither is).
 func (s *Service) WritebackToken(ctx context.Context, ino Ino) (string, error) {
 	var tok string
 	err := s.view(ctx, func(t txn) error {
 		v, ok, err := t.Get(wbKey(wbToken, ino))
-		if err != nil || !ok {
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// Never written back: what the gateway last read.
+			rec, err := t.getInode(ino)
+			if err == nil && rec.Gateway != nil {
+				tok = rec.Gateway.Token
+			}
+			if errors.Is(err, ErrNotFound) {
+				err = nil
+			}
 			return err
 		}
 		b, err := decodeXattr(v)

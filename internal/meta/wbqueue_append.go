@@ -9,7 +9,7 @@ package meta
 // path cancels both. An operation some applier has claimed (Owner set) is
 // never changed: its change after the claim gets an entry of its own.
 
-func (s *Service) wbAppend(t txn, f WBFileset, op *WBOp) error {
+func (s *Service) wbAppend(t txn, f Fileset, op *WBOp) error {
 	now := s.nowNs()
 	latest, err := t.wbLatestOp(op.Ino)
 	if err != nil {

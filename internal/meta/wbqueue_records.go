@@ -8,7 +8,6 @@ import (
 // The write-back queue's records (issue 14; docs/design/2026-11-24-writeback.md).
 // Every key of the family starts with pfxWriteback, then a kind byte:
 //
-//	"w" "f" root         -> write-back fileset: mode and conflicts policy
 //	"w" "n" root         -> the fileset's next queue sequence number (8 bytes)
 //	"w" "q" root seq     -> queued operation
 //	"w" "l" ino          -> root seq of the latest operation queued for ino
@@ -17,12 +16,11 @@ import (
 const pfxWriteback = 'w'
 
 const (
-	wbFileset = 'f'
-	wbNext    = 'n'
-	wbQueue   = 'q'
-	wbLatest  = 'l'
-	wbName    = 'a'
-	wbToken   = 't'
+	wbNext   = 'n'
+	wbQueue  = 'q'
+	wbLatest = 'l'
+	wbName   = 'a'
+	wbToken  = 't'
 )
 
 func wbKey(kind byte, id Ino) []byte {
@@ -33,67 +31,6 @@ func wbKey(kind byte, id Ino) []byte {
 
 func wbQueueKey(root Ino, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(wbKey(wbQueue, root), seq)
-}
-
-func wbFilesetPrefix() []byte { return []byte{pfxWriteback, wbFileset} }
-
-// WBMode is a fileset's caching mode (AFM's): read-only, single-writer,
-// local-update, independent-writer. Only sw and iw write back; lu keeps its
-// updates local (queued for status but never applied, as AFM's local-update).
-type WBMode uint8
-
-// The fileset modes.
-const (
-	ModeRO WBMode = iota + 1
-	ModeSW
-	ModeLU
-	ModeIW
-)
-
-// String is the mode's command-line name.
-func (m WBMode) String() string {
-	switch m {
-	case ModeRO:
-		return "ro"
-	case ModeSW:
-		return "sw"
-	case ModeLU:
-		return "lu"
-	case ModeIW:
-		return "iw"
-	}
-	return fmt.Sprintf("mode(%d)", uint8(m))
-}
-
-// ConflictPolicy decides a write-back conflict: the object changed at home
-// since the cache last saw it, and in the cache.
-type ConflictPolicy uint8
-
-// The conflict policies.
-const (
-	CacheWins ConflictPolicy = iota + 1
-	HomeWins
-	KeepBoth
-)
-
-// String is the policy's command-line name.
-func (p ConflictPolicy) String() string {
-	switch p {
-	case CacheWins:
-		return "cache-wins"
-	case HomeWins:
-		return "home-wins"
-	case KeepBoth:
-		return "keep-both"
-	}
-	return fmt.Sprintf("policy(%d)", uint8(p))
-}
-
-// WBFileset is what the queue knows of a fileset.
-type WBFileset struct {
-	Root      Ino
-	Mode      WBMode
-	Conflicts ConflictPolicy
 }
 
 // WBKind is the kind of a queued operation.
@@ -203,24 +140,6 @@ func decodeWBOp(root Ino, seq uint64, v []byte) (*WBOp, error) {
 	op.Attempts = r.u32()
 	op.Err = r.str(4096, "error")
 	return op, r.end()
-}
-
-func encodeWBFileset(f WBFileset) []byte {
-	return []byte{recordV1, byte(f.Mode), byte(f.Conflicts)}
-}
-
-func decodeWBFileset(root Ino, v []byte) (WBFileset, error) {
-	r := reader{b: v, what: "write-back fileset"}
-	r.version()
-	b := r.fixed(2)
-	f := WBFileset{Root: root}
-	if b != nil {
-		f.Mode, f.Conflicts = WBMode(b[0]), ConflictPolicy(b[1])
-		if f.Mode < ModeRO || f.Mode > ModeIW || f.Conflicts < CacheWins || f.Conflicts > KeepBoth {
-			r.fail("mode %d conflicts %d", b[0], b[1])
-		}
-	}
-	return f, r.end()
 }
 
 // name record: 1 | parent 8 | name str

@@ -29,13 +29,6 @@ func TestWBRecords(t *testing.T) {
 	if _, err := decodeWBOp(7, 9, bad); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("unknown kind: %v", err)
 	}
-	f := WBFileset{Root: 3, Mode: ModeIW, Conflicts: KeepBoth}
-	if g, err := decodeWBFileset(3, encodeWBFileset(f)); err != nil || g != f {
-		t.Fatalf("fileset round trip: %+v %v", g, err)
-	}
-	if _, err := decodeWBFileset(3, []byte{recordV1, 9, 1}); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("bad mode: %v", err)
-	}
 	if p, n, err := decodeWBName(encodeWBName(5, "x")); err != nil || p != 5 || n != "x" {
 		t.Fatalf("name round trip: %d %q %v", p, n, err)
 	}

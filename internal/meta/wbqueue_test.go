@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"tessera/internal/auth"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metatest"
@@ -20,7 +21,7 @@ type wbEnv struct {
 	root  meta.Ino
 }
 
-func newWBEnv(t *testing.T, mode meta.WBMode) *wbEnv {
+func newWBEnv(t *testing.T, mode meta.FilesetMode) *wbEnv {
 	store := memkv.New()
 	t.Cleanup(func() { store.Close() })
 	clock := metatest.NewClock()
@@ -30,7 +31,7 @@ func newWBEnv(t *testing.T, mode meta.WBMode) *wbEnv {
 	}
 	e := &wbEnv{t: t, ctx: context.Background(), s: s, clock: clock}
 	fs := e.mk(meta.RootIno, "fs", syscall.S_IFDIR|0o755)
-	if err := s.SetWritebackFileset(e.ctx, meta.WBFileset{Root: fs, Mode: mode, Conflicts: meta.CacheWins}); err != nil {
+	if _, err := s.CreateFileset(e.ctx, meta.Fileset{Root: fs, Home: "file:///nonexistent", Mode: mode}); err != nil {
 		t.Fatal(err)
 	}
 	e.root = fs
@@ -150,11 +151,22 @@ func TestWritebackReadOnlyAndBorders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// So is the gateway's, by its role over the wire.
+	gw := auth.NewContext(e.ctx, auth.Identity{Name: "gw0", Role: auth.RoleGateway})
+	if _, err := e.s.Create(gw, meta.CreateReq{Parent: e.root, Name: "y", Mode: syscall.S_IFREG | 0o644}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := e.s.SetAttr(e.ctx, ing.Ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o600}); !errors.Is(err, syscall.EROFS) {
 		t.Fatalf("chmod in ro fileset: %v, want EROFS", err)
 	}
 	if got := e.depth(); got != 0 {
 		t.Fatalf("depth %d, want 0", got)
+	}
+
+	lu := newWBEnv(t, meta.ModeLU)
+	lu.mk(lu.root, "local", syscall.S_IFREG|0o644)
+	if got := lu.depth(); got != 0 {
+		t.Fatalf("lu fileset queued %d operations, want none (local updates stay local)", got)
 	}
 
 	w := newWBEnv(t, meta.ModeSW)

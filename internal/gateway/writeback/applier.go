@@ -31,9 +31,10 @@ type Source interface {
 
 // Fileset is one fileset an Applier writes back.
 type Fileset struct {
-	Root      meta.Ino
-	Home      home.Store
-	Conflicts meta.ConflictPolicy
+	Root meta.Ino
+	Home home.Store
+	// Conflicts is the policy (meta.Conflicts*; "" is keep-both).
+	Conflicts string
 	// SyncLag: operations younger than it wait (0: apply at once).
 	SyncLag time.Duration
 }

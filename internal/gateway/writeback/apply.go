@@ -140,12 +140,16 @@ func (a *Applier) conflict(ctx context.Context, f Fileset, op meta.WBOp, seen, f
 	if err := mkdirAll(ctx, h, path.Dir(base)); err != nil {
 		return false, err
 	}
-	action := map[meta.ConflictPolicy]string{
-		meta.CacheWins: "the cache's version was written over home's",
-		meta.HomeWins:  "home's version was kept; the cache's was dropped",
-		meta.KeepBoth:  "home's version was kept; the cache's is at " + base,
-	}[f.Conflicts]
-	if f.Conflicts == meta.KeepBoth {
+	policy := f.Conflicts
+	if policy == "" {
+		policy = meta.ConflictsKeepBoth
+	}
+	action := map[string]string{
+		meta.ConflictsCacheWins: "the cache's version was written over home's",
+		meta.ConflictsHomeWins:  "home's version was kept; the cache's was dropped",
+		meta.ConflictsKeepBoth:  "home's version was kept; the cache's is at " + base,
+	}[policy]
+	if policy == meta.ConflictsKeepBoth {
 		r, size, err := a.cfg.Source.Open(ctx, op.Ino)
 		if err != nil && !errors.Is(err, meta.ErrNotFound) {
 			return false, fmt.Errorf("%w: file %d: %w", errSource, op.Ino, err)
@@ -159,11 +163,11 @@ func (a *Applier) conflict(ctx context.Context, f Fileset, op meta.WBOp, seen, f
 		}
 	}
 	report := fmt.Sprintf("path: %s\ninode: %d\nqueue entry: %d\npolicy: %v\nhome token last written: %s\nhome token found: %s\nat: %s\noutcome: %s\n",
-		op.Path, op.Ino, op.Seq, f.Conflicts, seen, found, a.cfg.Now().UTC().Format(time.RFC3339), action)
+		op.Path, op.Ino, op.Seq, policy, seen, found, a.cfg.Now().UTC().Format(time.RFC3339), action)
 	if _, err := h.WriteFile(ctx, base+".report", stringsReader(report), int64(len(report)), 0o644); err != nil {
 		return false, err
 	}
-	return f.Conflicts != meta.CacheWins, nil
+	return policy != meta.ConflictsCacheWins, nil
 }
 
 // mkdirAll makes dir and its parents at home.

@@ -140,7 +140,7 @@ type env struct {
 	home    *switchHome
 }
 
-func newEnv(t *testing.T, policy meta.ConflictPolicy) *env {
+func newEnv(t *testing.T, policy string) *env {
 	t.Helper()
 	store := memkv.New()
 	t.Cleanup(func() { store.Close() })
@@ -154,10 +154,10 @@ func newEnv(t *testing.T, policy meta.ConflictPolicy) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetWritebackFileset(ctx, meta.WBFileset{Root: in.Ino, Mode: meta.ModeSW, Conflicts: policy}); err != nil {
+	dir := t.TempDir()
+	if _, err := s.CreateFileset(ctx, meta.Fileset{Root: in.Ino, Home: "file://" + dir, Mode: meta.ModeSW, Conflicts: policy}); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
 	fs, err := home.OpenFile(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -167,7 +167,7 @@ func newEnv(t *testing.T, policy meta.ConflictPolicy) *env {
 }
 
 func (e *env) fileset() writeback.Fileset {
-	return writeback.Fileset{Root: e.root, Home: e.home, Conflicts: meta.CacheWins}
+	return writeback.Fileset{Root: e.root, Home: e.home, Conflicts: meta.ConflictsCacheWins}
 }
 
 func (e *env) applier(owner string, shard, shards int) *writeback.Applier {

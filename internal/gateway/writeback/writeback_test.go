@@ -117,7 +117,7 @@ func (m *mutator) run(t *testing.T, steps int) {
 func TestOutageThenDrain(t *testing.T) {
 	for _, seed := range []uint64{1, 2, 3} {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
-			e := newEnv(t, meta.CacheWins)
+			e := newEnv(t, meta.ConflictsCacheWins)
 			m := &mutator{e: e, rng: rand.New(rand.NewPCG(seed, 14)), dirs: []meta.Ino{e.root}}
 			// Some history home already has.
 			m.run(t, 200)
@@ -163,7 +163,7 @@ func TestOutageThenDrain(t *testing.T) {
 // TestDeepTreePartlyRemoved: a deep tree made and partly removed before
 // any of it reached home is applied without ENOENT or ENOTEMPTY.
 func TestDeepTreePartlyRemoved(t *testing.T) {
-	e := newEnv(t, meta.CacheWins)
+	e := newEnv(t, meta.ConflictsCacheWins)
 	var chain []meta.Ino
 	dir := e.root
 	for i := range 60 {
@@ -204,7 +204,7 @@ func TestDeepTreePartlyRemoved(t *testing.T) {
 // TestSyncLag: an operation younger than the sync lag waits; flush
 // applies it at once.
 func TestSyncLag(t *testing.T) {
-	e := newEnv(t, meta.CacheWins)
+	e := newEnv(t, meta.ConflictsCacheWins)
 	if _, err := e.s.Create(e.ctx, meta.CreateReq{Parent: e.root, Name: "a", Mode: syscall.S_IFREG | 0o644}); err != nil {
 		t.Fatal(err)
 	}
@@ -231,15 +231,15 @@ func TestSyncLag(t *testing.T) {
 // write-back is settled by the fileset's policy, with a report.
 func TestConflicts(t *testing.T) {
 	for _, c := range []struct {
-		policy    meta.ConflictPolicy
+		policy    string
 		want      string // at home
 		loserKept bool
 	}{
-		{meta.CacheWins, "cache", false},
-		{meta.HomeWins, "home", false},
-		{meta.KeepBoth, "home", true},
+		{meta.ConflictsCacheWins, "cache", false},
+		{meta.ConflictsHomeWins, "home", false},
+		{meta.ConflictsKeepBoth, "home", true},
 	} {
-		t.Run(c.policy.String(), func(t *testing.T) {
+		t.Run(c.policy, func(t *testing.T) {
 			e := newEnv(t, c.policy)
 			f := e.fileset()
 			f.Conflicts = c.policy
@@ -270,7 +270,7 @@ func TestConflicts(t *testing.T) {
 				t.Fatalf("reports %v, want one", reports)
 			}
 			rep, _ := os.ReadFile(reports[0])
-			if !strings.Contains(string(rep), "policy: "+c.policy.String()) {
+			if !strings.Contains(string(rep), "policy: "+c.policy) {
 				t.Fatalf("report:\n%s", rep)
 			}
 			loser := strings.TrimSuffix(reports[0], ".report")
