@@ -238,7 +238,7 @@
 // local (nothing queued), an sw or iw one appends the operation, with its paths relative to the fileset root, to
 // the fileset's queue ("w" "q") in that transaction. Which fileset an
 // inode is in comes from the parent pointers; with no fileset the hook
-// costs one scan of the empty "w" "f" range. Writes to a file coalesce
+// costs one scan of the empty "g" range. Writes to a file coalesce
 // into its latest queued Put, and removing a file whose creation is still
 // queued and unclaimed cancels both. Hard links, exchanging renames and
 // renames across a fileset's border are refused (ENOTSUP, EXDEV): no home

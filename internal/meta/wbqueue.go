@@ -16,7 +16,7 @@ import (
 // the operation to the fileset's queue in that same transaction, so an
 // acknowledged change is never lost and never applied without its change
 // (issue 14 item 5). Outside filesets the cost is one scan of the empty
-// "w" "f" range.
+// "g" (fileset) range.
 
 // ErrReadOnly is a change refused in a read-only fileset.
 var ErrReadOnly = syscall.EROFS

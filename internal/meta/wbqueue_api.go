@@ -239,3 +239,16 @@ func (s *Service) WritebackStats(ctx context.Context, root Ino) (WBStats, error)
 	}
 	return st, nil
 }
+
+// WritebackAPI is the write-back queue's part of the service, for
+// gateways (claims, results) and status (stats). *Service implements it,
+// and so do the RPC client (metarpc) and the authorizing view (authz).
+type WritebackAPI interface {
+	ClaimWriteback(ctx context.Context, req ClaimReq) ([]WBOp, error)
+	WritebackDone(ctx context.Context, op WBOp, token string) error
+	WritebackFailed(ctx context.Context, op WBOp, cause string, permanent bool, retryAt time.Time) error
+	WritebackToken(ctx context.Context, ino Ino) (string, error)
+	WritebackStats(ctx context.Context, root Ino) (WBStats, error)
+}
+
+var _ WritebackAPI = (*Service)(nil)

@@ -1,9 +1,11 @@
 package writeback_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"tessera/internal/gateway/writeback"
 	"tessera/internal/meta"
+	"tessera/internal/meta/metarpc"
 )
 
 // mutator makes seeded random changes in the fileset through the meta
@@ -283,4 +287,94 @@ func TestConflicts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDrainOverRPC: the applier works the queue through the meta
+// service's wire protocol, as a gateway process does.
+func TestDrainOverRPC(t *testing.T) {
+	e := newEnv(t, meta.ConflictsCacheWins)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- metarpc.Serve(ln, e.s, metarpc.ServeOptions{}) }()
+	t.Cleanup(func() {
+		ln.Close()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	c, err := metarpc.Dial(ln.Addr().String(), metarpc.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+
+	m := &mutator{e: e, rng: rand.New(rand.NewPCG(7, 14)), dirs: []meta.Ino{e.root}}
+	e.home.down.Store(true)
+	m.run(t, 300)
+	// A file that cannot go home: a symlink over a directory at home.
+	if err := os.Mkdir(filepath.Join(e.homeDir, "taken"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.Create(e.ctx, meta.CreateReq{Parent: e.root, Name: "taken", Mode: syscall.S_IFLNK | 0o777, Target: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	e.home.down.Store(false)
+	a, err := writeback.New(writeback.Config{Queue: c, Source: metaSource{e.s}, Owner: "gw0", TTL: time.Minute,
+		Backoff: time.Second, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, 5*time.Minute)
+	defer cancel()
+	if err := a.Drain(ctx, e.fileset(), e.wait, nil); err != nil {
+		t.Fatal(err)
+	}
+	st, err := c.WritebackStats(e.ctx, e.root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Depth != 1 || len(st.Failed) != 1 || st.Failed[0].Path != "taken" || !strings.Contains(st.Failed[0].Err, "exists") {
+		t.Fatalf("stats over the wire: %+v, want the symlink over a directory failed for good", st)
+	}
+	// Apart from it, home equals the cache.
+	if err := os.Remove(filepath.Join(e.homeDir, "taken")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("x", filepath.Join(e.homeDir, "taken")); err != nil {
+		t.Fatal(err)
+	}
+	e.sameTrees()
+}
+
+// TestWaitDrained: flush's wait sees the queue shrink to nothing while a
+// gateway applies it, and resolves the fileset by its path.
+func TestWaitDrained(t *testing.T) {
+	e := newEnv(t, meta.ConflictsCacheWins)
+	m := &mutator{e: e, rng: rand.New(rand.NewPCG(9, 14)), dirs: []meta.Ino{e.root}}
+	m.run(t, 200)
+	root, err := writeback.Resolve(e.ctx, e.s, "/fs/")
+	if err != nil || root != e.root {
+		t.Fatalf("Resolve: %d %v, want %d", root, err, e.root)
+	}
+	if _, err := writeback.Resolve(e.ctx, e.s, "/fs/nope/x"); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("Resolve of a missing path: %v", err)
+	}
+	a := e.applier("gw0", 0, 1)
+	var depths []int
+	gateway := func(ctx context.Context) error { // the gateway works between looks
+		_, err := a.Step(ctx, e.fileset(), true)
+		e.clock.Advance(time.Minute)
+		return err
+	}
+	failed, err := writeback.WaitDrained(e.ctx, e.s, e.root, gateway, func(st meta.WBStats) { depths = append(depths, st.Depth) })
+	if err != nil || len(failed) != 0 {
+		t.Fatalf("WaitDrained: %v %v", failed, err)
+	}
+	if len(depths) < 2 || depths[0] == 0 || depths[len(depths)-1] != 0 {
+		t.Fatalf("depths seen %v: want from some down to 0", depths)
+	}
+	e.sameTrees()
 }

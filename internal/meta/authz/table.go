@@ -66,10 +66,17 @@ var rules = map[string]rule{
 	// Filesets (meta.FilesetAPI): administered by admins, read by any
 	// unconfined caller (mounts learn a directory's fileset), filled by
 	// gateways.
-	"CreateFileset": {auth.Administer, cluster},
-	"DeleteFileset": {auth.Administer, cluster},
-	"Fileset":       {auth.ReadNamespace, cluster},
-	"Filesets":      {auth.ReadNamespace, cluster},
-	"IngestDir":     {auth.CacheHome, cluster},
-	"SetGateway":    {auth.CacheHome, cluster},
+	// The write-back queue (meta.WritebackAPI): worked by gateways, its
+	// figures read by status.
+	"ClaimWriteback":  {auth.CacheHome, cluster},
+	"WritebackDone":   {auth.CacheHome, cluster},
+	"WritebackFailed": {auth.CacheHome, cluster},
+	"WritebackToken":  {auth.CacheHome, cluster},
+	"WritebackStats":  {auth.ReadNamespace, cluster},
+	"CreateFileset":   {auth.Administer, cluster},
+	"DeleteFileset":   {auth.Administer, cluster},
+	"Fileset":         {auth.ReadNamespace, cluster},
+	"Filesets":        {auth.ReadNamespace, cluster},
+	"IngestDir":       {auth.CacheHome, cluster},
+	"SetGateway":      {auth.CacheHome, cluster},
 }

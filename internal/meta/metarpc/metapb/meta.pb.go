@@ -80,6 +80,541 @@ func (CallbackKind) EnumDescriptor() ([]byte, []int) {
 	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{0}
 }
 
+// WBOp is meta.WBOp: one queued write-back operation.
+type WBOp struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Root          uint64                 `protobuf:"varint,1,opt,name=root,proto3" json:"root,omitempty"`
+	Seq           uint64                 `protobuf:"varint,2,opt,name=seq,proto3" json:"seq,omitempty"`
+	Kind          uint32                 `protobuf:"varint,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	New           bool                   `protobuf:"varint,4,opt,name=new,proto3" json:"new,omitempty"`
+	Ino           uint64                 `protobuf:"varint,5,opt,name=ino,proto3" json:"ino,omitempty"`
+	At            int64                  `protobuf:"varint,6,opt,name=at,proto3" json:"at,omitempty"`
+	Ver           uint32                 `protobuf:"varint,7,opt,name=ver,proto3" json:"ver,omitempty"`
+	Path          string                 `protobuf:"bytes,8,opt,name=path,proto3" json:"path,omitempty"`
+	Path2         string                 `protobuf:"bytes,9,opt,name=path2,proto3" json:"path2,omitempty"`
+	Mode          uint32                 `protobuf:"varint,10,opt,name=mode,proto3" json:"mode,omitempty"`
+	Mtime         int64                  `protobuf:"varint,11,opt,name=mtime,proto3" json:"mtime,omitempty"`
+	Target        string                 `protobuf:"bytes,12,opt,name=target,proto3" json:"target,omitempty"`
+	Owner         string                 `protobuf:"bytes,13,opt,name=owner,proto3" json:"owner,omitempty"`
+	Until         int64                  `protobuf:"varint,14,opt,name=until,proto3" json:"until,omitempty"`
+	Attempts      uint32                 `protobuf:"varint,15,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	Err           string                 `protobuf:"bytes,16,opt,name=err,proto3" json:"err,omitempty"`
+	Permanent     bool                   `protobuf:"varint,17,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WBOp) Reset() {
+	*x = WBOp{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WBOp) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WBOp) ProtoMessage() {}
+
+func (x *WBOp) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WBOp.ProtoReflect.Descriptor instead.
+func (*WBOp) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *WBOp) GetRoot() uint64 {
+	if x != nil {
+		return x.Root
+	}
+	return 0
+}
+
+func (x *WBOp) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *WBOp) GetKind() uint32 {
+	if x != nil {
+		return x.Kind
+	}
+	return 0
+}
+
+func (x *WBOp) GetNew() bool {
+	if x != nil {
+		return x.New
+	}
+	return false
+}
+
+func (x *WBOp) GetIno() uint64 {
+	if x != nil {
+		return x.Ino
+	}
+	return 0
+}
+
+func (x *WBOp) GetAt() int64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
+}
+
+func (x *WBOp) GetVer() uint32 {
+	if x != nil {
+		return x.Ver
+	}
+	return 0
+}
+
+func (x *WBOp) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *WBOp) GetPath2() string {
+	if x != nil {
+		return x.Path2
+	}
+	return ""
+}
+
+func (x *WBOp) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *WBOp) GetMtime() int64 {
+	if x != nil {
+		return x.Mtime
+	}
+	return 0
+}
+
+func (x *WBOp) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *WBOp) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *WBOp) GetUntil() int64 {
+	if x != nil {
+		return x.Until
+	}
+	return 0
+}
+
+func (x *WBOp) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *WBOp) GetErr() string {
+	if x != nil {
+		return x.Err
+	}
+	return ""
+}
+
+func (x *WBOp) GetPermanent() bool {
+	if x != nil {
+		return x.Permanent
+	}
+	return false
+}
+
+type WBOpList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ops           []*WBOp                `protobuf:"bytes,1,rep,name=ops,proto3" json:"ops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WBOpList) Reset() {
+	*x = WBOpList{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WBOpList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WBOpList) ProtoMessage() {}
+
+func (x *WBOpList) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WBOpList.ProtoReflect.Descriptor instead.
+func (*WBOpList) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WBOpList) GetOps() []*WBOp {
+	if x != nil {
+		return x.Ops
+	}
+	return nil
+}
+
+// ClaimWritebackRequest is meta.ClaimReq (ttl in nanoseconds).
+type ClaimWritebackRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Root          uint64                 `protobuf:"varint,1,opt,name=root,proto3" json:"root,omitempty"`
+	Owner         string                 `protobuf:"bytes,2,opt,name=owner,proto3" json:"owner,omitempty"`
+	Shard         int32                  `protobuf:"varint,3,opt,name=shard,proto3" json:"shard,omitempty"`
+	Shards        int32                  `protobuf:"varint,4,opt,name=shards,proto3" json:"shards,omitempty"`
+	Ttl           int64                  `protobuf:"varint,5,opt,name=ttl,proto3" json:"ttl,omitempty"`
+	Before        int64                  `protobuf:"varint,6,opt,name=before,proto3" json:"before,omitempty"`
+	Limit         int32                  `protobuf:"varint,7,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimWritebackRequest) Reset() {
+	*x = ClaimWritebackRequest{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimWritebackRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimWritebackRequest) ProtoMessage() {}
+
+func (x *ClaimWritebackRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimWritebackRequest.ProtoReflect.Descriptor instead.
+func (*ClaimWritebackRequest) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ClaimWritebackRequest) GetRoot() uint64 {
+	if x != nil {
+		return x.Root
+	}
+	return 0
+}
+
+func (x *ClaimWritebackRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *ClaimWritebackRequest) GetShard() int32 {
+	if x != nil {
+		return x.Shard
+	}
+	return 0
+}
+
+func (x *ClaimWritebackRequest) GetShards() int32 {
+	if x != nil {
+		return x.Shards
+	}
+	return 0
+}
+
+func (x *ClaimWritebackRequest) GetTtl() int64 {
+	if x != nil {
+		return x.Ttl
+	}
+	return 0
+}
+
+func (x *ClaimWritebackRequest) GetBefore() int64 {
+	if x != nil {
+		return x.Before
+	}
+	return 0
+}
+
+func (x *ClaimWritebackRequest) GetLimit() int32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+type WritebackDoneRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            *WBOp                  `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	Token         string                 `protobuf:"bytes,2,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WritebackDoneRequest) Reset() {
+	*x = WritebackDoneRequest{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WritebackDoneRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WritebackDoneRequest) ProtoMessage() {}
+
+func (x *WritebackDoneRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WritebackDoneRequest.ProtoReflect.Descriptor instead.
+func (*WritebackDoneRequest) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *WritebackDoneRequest) GetOp() *WBOp {
+	if x != nil {
+		return x.Op
+	}
+	return nil
+}
+
+func (x *WritebackDoneRequest) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+type WritebackFailedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            *WBOp                  `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	Cause         string                 `protobuf:"bytes,2,opt,name=cause,proto3" json:"cause,omitempty"`
+	Permanent     bool                   `protobuf:"varint,3,opt,name=permanent,proto3" json:"permanent,omitempty"`
+	RetryAt       int64                  `protobuf:"varint,4,opt,name=retry_at,json=retryAt,proto3" json:"retry_at,omitempty"` // unix ns
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WritebackFailedRequest) Reset() {
+	*x = WritebackFailedRequest{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WritebackFailedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WritebackFailedRequest) ProtoMessage() {}
+
+func (x *WritebackFailedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WritebackFailedRequest.ProtoReflect.Descriptor instead.
+func (*WritebackFailedRequest) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *WritebackFailedRequest) GetOp() *WBOp {
+	if x != nil {
+		return x.Op
+	}
+	return nil
+}
+
+func (x *WritebackFailedRequest) GetCause() string {
+	if x != nil {
+		return x.Cause
+	}
+	return ""
+}
+
+func (x *WritebackFailedRequest) GetPermanent() bool {
+	if x != nil {
+		return x.Permanent
+	}
+	return false
+}
+
+func (x *WritebackFailedRequest) GetRetryAt() int64 {
+	if x != nil {
+		return x.RetryAt
+	}
+	return 0
+}
+
+type WritebackTokenReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         string                 `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WritebackTokenReply) Reset() {
+	*x = WritebackTokenReply{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WritebackTokenReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WritebackTokenReply) ProtoMessage() {}
+
+func (x *WritebackTokenReply) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WritebackTokenReply.ProtoReflect.Descriptor instead.
+func (*WritebackTokenReply) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *WritebackTokenReply) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+// WBStats is meta.WBStats.
+type WBStats struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Depth         int64                  `protobuf:"varint,1,opt,name=depth,proto3" json:"depth,omitempty"`
+	Oldest        int64                  `protobuf:"varint,2,opt,name=oldest,proto3" json:"oldest,omitempty"`
+	Failed        []*WBOp                `protobuf:"bytes,3,rep,name=failed,proto3" json:"failed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WBStats) Reset() {
+	*x = WBStats{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WBStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WBStats) ProtoMessage() {}
+
+func (x *WBStats) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WBStats.ProtoReflect.Descriptor instead.
+func (*WBStats) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *WBStats) GetDepth() int64 {
+	if x != nil {
+		return x.Depth
+	}
+	return 0
+}
+
+func (x *WBStats) GetOldest() int64 {
+	if x != nil {
+		return x.Oldest
+	}
+	return 0
+}
+
+func (x *WBStats) GetFailed() []*WBOp {
+	if x != nil {
+		return x.Failed
+	}
+	return nil
+}
+
 type Empty struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -88,7 +623,7 @@ type Empty struct {
 
 func (x *Empty) Reset() {
 	*x = Empty{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[0]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -100,7 +635,7 @@ func (x *Empty) String() string {
 func (*Empty) ProtoMessage() {}
 
 func (x *Empty) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[0]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -113,7 +648,7 @@ func (x *Empty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Empty.ProtoReflect.Descriptor instead.
 func (*Empty) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{0}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{7}
 }
 
 // Error is the detail of every error the API returned.
@@ -129,7 +664,7 @@ type Error struct {
 
 func (x *Error) Reset() {
 	*x = Error{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[1]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -141,7 +676,7 @@ func (x *Error) String() string {
 func (*Error) ProtoMessage() {}
 
 func (x *Error) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[1]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -154,7 +689,7 @@ func (x *Error) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Error.ProtoReflect.Descriptor instead.
 func (*Error) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{1}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Error) GetErrno() int32 {
@@ -195,7 +730,7 @@ type Conflict struct {
 
 func (x *Conflict) Reset() {
 	*x = Conflict{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[2]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -207,7 +742,7 @@ func (x *Conflict) String() string {
 func (*Conflict) ProtoMessage() {}
 
 func (x *Conflict) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[2]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -220,7 +755,7 @@ func (x *Conflict) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Conflict.ProtoReflect.Descriptor instead.
 func (*Conflict) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{2}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Conflict) GetIno() uint64 {
@@ -260,7 +795,7 @@ type Attr struct {
 
 func (x *Attr) Reset() {
 	*x = Attr{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[3]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -272,7 +807,7 @@ func (x *Attr) String() string {
 func (*Attr) ProtoMessage() {}
 
 func (x *Attr) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[3]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -285,7 +820,7 @@ func (x *Attr) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Attr.ProtoReflect.Descriptor instead.
 func (*Attr) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{3}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Attr) GetIno() uint64 {
@@ -406,7 +941,7 @@ type Inode struct {
 
 func (x *Inode) Reset() {
 	*x = Inode{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[4]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -418,7 +953,7 @@ func (x *Inode) String() string {
 func (*Inode) ProtoMessage() {}
 
 func (x *Inode) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[4]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -431,7 +966,7 @@ func (x *Inode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Inode.ProtoReflect.Descriptor instead.
 func (*Inode) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{4}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Inode) GetAttr() *Attr {
@@ -486,7 +1021,7 @@ type GatewayInfo struct {
 
 func (x *GatewayInfo) Reset() {
 	*x = GatewayInfo{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[5]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -498,7 +1033,7 @@ func (x *GatewayInfo) String() string {
 func (*GatewayInfo) ProtoMessage() {}
 
 func (x *GatewayInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[5]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -511,7 +1046,7 @@ func (x *GatewayInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayInfo.ProtoReflect.Descriptor instead.
 func (*GatewayInfo) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{5}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GatewayInfo) GetFileset() uint64 {
@@ -588,7 +1123,7 @@ type Fileset struct {
 
 func (x *Fileset) Reset() {
 	*x = Fileset{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[6]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -600,7 +1135,7 @@ func (x *Fileset) String() string {
 func (*Fileset) ProtoMessage() {}
 
 func (x *Fileset) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[6]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -613,7 +1148,7 @@ func (x *Fileset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Fileset.ProtoReflect.Descriptor instead.
 func (*Fileset) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{6}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Fileset) GetRoot() uint64 {
@@ -688,7 +1223,7 @@ type FilesetList struct {
 
 func (x *FilesetList) Reset() {
 	*x = FilesetList{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[7]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -700,7 +1235,7 @@ func (x *FilesetList) String() string {
 func (*FilesetList) ProtoMessage() {}
 
 func (x *FilesetList) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[7]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -713,7 +1248,7 @@ func (x *FilesetList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilesetList.ProtoReflect.Descriptor instead.
 func (*FilesetList) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{7}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FilesetList) GetFilesets() []*Fileset {
@@ -739,7 +1274,7 @@ type HomeEntry struct {
 
 func (x *HomeEntry) Reset() {
 	*x = HomeEntry{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[8]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +1286,7 @@ func (x *HomeEntry) String() string {
 func (*HomeEntry) ProtoMessage() {}
 
 func (x *HomeEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[8]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +1299,7 @@ func (x *HomeEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HomeEntry.ProtoReflect.Descriptor instead.
 func (*HomeEntry) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{8}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HomeEntry) GetName() string {
@@ -828,7 +1363,7 @@ type IngestDirRequest struct {
 
 func (x *IngestDirRequest) Reset() {
 	*x = IngestDirRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[9]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -840,7 +1375,7 @@ func (x *IngestDirRequest) String() string {
 func (*IngestDirRequest) ProtoMessage() {}
 
 func (x *IngestDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[9]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -853,7 +1388,7 @@ func (x *IngestDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestDirRequest.ProtoReflect.Descriptor instead.
 func (*IngestDirRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{9}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *IngestDirRequest) GetDir() uint64 {
@@ -895,7 +1430,7 @@ type SetGatewayRequest struct {
 
 func (x *SetGatewayRequest) Reset() {
 	*x = SetGatewayRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[10]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -907,7 +1442,7 @@ func (x *SetGatewayRequest) String() string {
 func (*SetGatewayRequest) ProtoMessage() {}
 
 func (x *SetGatewayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[10]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -920,7 +1455,7 @@ func (x *SetGatewayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGatewayRequest.ProtoReflect.Descriptor instead.
 func (*SetGatewayRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{10}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetGatewayRequest) GetIno() uint64 {
@@ -955,7 +1490,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[11]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -967,7 +1502,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[11]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -980,7 +1515,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{11}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Patch) GetHash() []byte {
@@ -1015,7 +1550,7 @@ type Composition struct {
 
 func (x *Composition) Reset() {
 	*x = Composition{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[12]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1562,7 @@ func (x *Composition) String() string {
 func (*Composition) ProtoMessage() {}
 
 func (x *Composition) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[12]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1575,7 @@ func (x *Composition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Composition.ProtoReflect.Descriptor instead.
 func (*Composition) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{12}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Composition) GetLen() uint32 {
@@ -1078,7 +1613,7 @@ type BlockChange struct {
 
 func (x *BlockChange) Reset() {
 	*x = BlockChange{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[13]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1090,7 +1625,7 @@ func (x *BlockChange) String() string {
 func (*BlockChange) ProtoMessage() {}
 
 func (x *BlockChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[13]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1103,7 +1638,7 @@ func (x *BlockChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockChange.ProtoReflect.Descriptor instead.
 func (*BlockChange) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{13}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BlockChange) GetIndex() uint64 {
@@ -1157,7 +1692,7 @@ type InoRequest struct {
 
 func (x *InoRequest) Reset() {
 	*x = InoRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1169,7 +1704,7 @@ func (x *InoRequest) String() string {
 func (*InoRequest) ProtoMessage() {}
 
 func (x *InoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1182,7 +1717,7 @@ func (x *InoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InoRequest.ProtoReflect.Descriptor instead.
 func (*InoRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{14}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *InoRequest) GetIno() uint64 {
@@ -1202,7 +1737,7 @@ type LookupRequest struct {
 
 func (x *LookupRequest) Reset() {
 	*x = LookupRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1214,7 +1749,7 @@ func (x *LookupRequest) String() string {
 func (*LookupRequest) ProtoMessage() {}
 
 func (x *LookupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1227,7 +1762,7 @@ func (x *LookupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupRequest.ProtoReflect.Descriptor instead.
 func (*LookupRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{15}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LookupRequest) GetParent() uint64 {
@@ -1254,7 +1789,7 @@ type NameRequest struct {
 
 func (x *NameRequest) Reset() {
 	*x = NameRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1266,7 +1801,7 @@ func (x *NameRequest) String() string {
 func (*NameRequest) ProtoMessage() {}
 
 func (x *NameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1279,7 +1814,7 @@ func (x *NameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NameRequest.ProtoReflect.Descriptor instead.
 func (*NameRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{16}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *NameRequest) GetParent() uint64 {
@@ -1314,7 +1849,7 @@ type SetAttrRequest struct {
 
 func (x *SetAttrRequest) Reset() {
 	*x = SetAttrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1326,7 +1861,7 @@ func (x *SetAttrRequest) String() string {
 func (*SetAttrRequest) ProtoMessage() {}
 
 func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1339,7 +1874,7 @@ func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAttrRequest.ProtoReflect.Descriptor instead.
 func (*SetAttrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{17}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SetAttrRequest) GetIno() uint64 {
@@ -1430,7 +1965,7 @@ type CreateRequest struct {
 
 func (x *CreateRequest) Reset() {
 	*x = CreateRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1977,7 @@ func (x *CreateRequest) String() string {
 func (*CreateRequest) ProtoMessage() {}
 
 func (x *CreateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1990,7 @@ func (x *CreateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRequest.ProtoReflect.Descriptor instead.
 func (*CreateRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{18}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CreateRequest) GetParent() uint64 {
@@ -1539,7 +2074,7 @@ type LinkRequest struct {
 
 func (x *LinkRequest) Reset() {
 	*x = LinkRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +2086,7 @@ func (x *LinkRequest) String() string {
 func (*LinkRequest) ProtoMessage() {}
 
 func (x *LinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1564,7 +2099,7 @@ func (x *LinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkRequest.ProtoReflect.Descriptor instead.
 func (*LinkRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{19}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LinkRequest) GetIno() uint64 {
@@ -1599,7 +2134,7 @@ type UnlinkRequest struct {
 
 func (x *UnlinkRequest) Reset() {
 	*x = UnlinkRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1611,7 +2146,7 @@ func (x *UnlinkRequest) String() string {
 func (*UnlinkRequest) ProtoMessage() {}
 
 func (x *UnlinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1624,7 +2159,7 @@ func (x *UnlinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkRequest.ProtoReflect.Descriptor instead.
 func (*UnlinkRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{20}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *UnlinkRequest) GetParent() uint64 {
@@ -1661,7 +2196,7 @@ type RenameRequest struct {
 
 func (x *RenameRequest) Reset() {
 	*x = RenameRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1673,7 +2208,7 @@ func (x *RenameRequest) String() string {
 func (*RenameRequest) ProtoMessage() {}
 
 func (x *RenameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1686,7 +2221,7 @@ func (x *RenameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameRequest.ProtoReflect.Descriptor instead.
 func (*RenameRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{21}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *RenameRequest) GetOldParent() uint64 {
@@ -1736,7 +2271,7 @@ type ReadDirRequest struct {
 
 func (x *ReadDirRequest) Reset() {
 	*x = ReadDirRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1748,7 +2283,7 @@ func (x *ReadDirRequest) String() string {
 func (*ReadDirRequest) ProtoMessage() {}
 
 func (x *ReadDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1761,7 +2296,7 @@ func (x *ReadDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirRequest.ProtoReflect.Descriptor instead.
 func (*ReadDirRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{22}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReadDirRequest) GetDir() uint64 {
@@ -1804,7 +2339,7 @@ type DirEntry struct {
 
 func (x *DirEntry) Reset() {
 	*x = DirEntry{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1816,7 +2351,7 @@ func (x *DirEntry) String() string {
 func (*DirEntry) ProtoMessage() {}
 
 func (x *DirEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1829,7 +2364,7 @@ func (x *DirEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirEntry.ProtoReflect.Descriptor instead.
 func (*DirEntry) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{23}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DirEntry) GetName() string {
@@ -1870,7 +2405,7 @@ type ReadDirReply struct {
 
 func (x *ReadDirReply) Reset() {
 	*x = ReadDirReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1882,7 +2417,7 @@ func (x *ReadDirReply) String() string {
 func (*ReadDirReply) ProtoMessage() {}
 
 func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1895,7 +2430,7 @@ func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirReply.ProtoReflect.Descriptor instead.
 func (*ReadDirReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{24}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReadDirReply) GetEntries() []*DirEntry {
@@ -1923,7 +2458,7 @@ type GetRecipeRequest struct {
 
 func (x *GetRecipeRequest) Reset() {
 	*x = GetRecipeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1935,7 +2470,7 @@ func (x *GetRecipeRequest) String() string {
 func (*GetRecipeRequest) ProtoMessage() {}
 
 func (x *GetRecipeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1948,7 +2483,7 @@ func (x *GetRecipeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecipeRequest.ProtoReflect.Descriptor instead.
 func (*GetRecipeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{25}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *GetRecipeRequest) GetIno() uint64 {
@@ -1982,7 +2517,7 @@ type ComposedBlock struct {
 
 func (x *ComposedBlock) Reset() {
 	*x = ComposedBlock{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1994,7 +2529,7 @@ func (x *ComposedBlock) String() string {
 func (*ComposedBlock) ProtoMessage() {}
 
 func (x *ComposedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2007,7 +2542,7 @@ func (x *ComposedBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposedBlock.ProtoReflect.Descriptor instead.
 func (*ComposedBlock) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{26}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ComposedBlock) GetHash() []byte {
@@ -2039,7 +2574,7 @@ type Recipe struct {
 
 func (x *Recipe) Reset() {
 	*x = Recipe{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2051,7 +2586,7 @@ func (x *Recipe) String() string {
 func (*Recipe) ProtoMessage() {}
 
 func (x *Recipe) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2064,7 +2599,7 @@ func (x *Recipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recipe.ProtoReflect.Descriptor instead.
 func (*Recipe) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{27}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Recipe) GetChange() uint64 {
@@ -2132,7 +2667,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2144,7 +2679,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2157,7 +2692,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{28}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *CommitRequest) GetIno() uint64 {
@@ -2226,7 +2761,7 @@ type XattrRequest struct {
 
 func (x *XattrRequest) Reset() {
 	*x = XattrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2238,7 +2773,7 @@ func (x *XattrRequest) String() string {
 func (*XattrRequest) ProtoMessage() {}
 
 func (x *XattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2251,7 +2786,7 @@ func (x *XattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrRequest.ProtoReflect.Descriptor instead.
 func (*XattrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{29}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *XattrRequest) GetIno() uint64 {
@@ -2280,7 +2815,7 @@ type SetXattrRequest struct {
 
 func (x *SetXattrRequest) Reset() {
 	*x = SetXattrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2827,7 @@ func (x *SetXattrRequest) String() string {
 func (*SetXattrRequest) ProtoMessage() {}
 
 func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2840,7 @@ func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetXattrRequest.ProtoReflect.Descriptor instead.
 func (*SetXattrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{30}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SetXattrRequest) GetIno() uint64 {
@@ -2345,7 +2880,7 @@ type XattrValue struct {
 
 func (x *XattrValue) Reset() {
 	*x = XattrValue{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2357,7 +2892,7 @@ func (x *XattrValue) String() string {
 func (*XattrValue) ProtoMessage() {}
 
 func (x *XattrValue) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2370,7 +2905,7 @@ func (x *XattrValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrValue.ProtoReflect.Descriptor instead.
 func (*XattrValue) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{31}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *XattrValue) GetValue() []byte {
@@ -2389,7 +2924,7 @@ type XattrNames struct {
 
 func (x *XattrNames) Reset() {
 	*x = XattrNames{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2401,7 +2936,7 @@ func (x *XattrNames) String() string {
 func (*XattrNames) ProtoMessage() {}
 
 func (x *XattrNames) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2414,7 +2949,7 @@ func (x *XattrNames) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrNames.ProtoReflect.Descriptor instead.
 func (*XattrNames) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{32}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *XattrNames) GetNames() []string {
@@ -2434,7 +2969,7 @@ type FSStats struct {
 
 func (x *FSStats) Reset() {
 	*x = FSStats{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2981,7 @@ func (x *FSStats) String() string {
 func (*FSStats) ProtoMessage() {}
 
 func (x *FSStats) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2994,7 @@ func (x *FSStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FSStats.ProtoReflect.Descriptor instead.
 func (*FSStats) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{33}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *FSStats) GetFiles() uint64 {
@@ -2492,7 +3027,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2504,7 +3039,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2517,7 +3052,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Server) GetId() string {
@@ -2587,7 +3122,7 @@ type ServerMap struct {
 
 func (x *ServerMap) Reset() {
 	*x = ServerMap{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2599,7 +3134,7 @@ func (x *ServerMap) String() string {
 func (*ServerMap) ProtoMessage() {}
 
 func (x *ServerMap) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2612,7 +3147,7 @@ func (x *ServerMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMap.ProtoReflect.Descriptor instead.
 func (*ServerMap) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ServerMap) GetEpoch() uint64 {
@@ -2646,7 +3181,7 @@ type SetServerStateRequest struct {
 
 func (x *SetServerStateRequest) Reset() {
 	*x = SetServerStateRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2658,7 +3193,7 @@ func (x *SetServerStateRequest) String() string {
 func (*SetServerStateRequest) ProtoMessage() {}
 
 func (x *SetServerStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2671,7 +3206,7 @@ func (x *SetServerStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetServerStateRequest.ProtoReflect.Descriptor instead.
 func (*SetServerStateRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SetServerStateRequest) GetId() string {
@@ -2697,7 +3232,7 @@ type SetReplicasRequest struct {
 
 func (x *SetReplicasRequest) Reset() {
 	*x = SetReplicasRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2709,7 +3244,7 @@ func (x *SetReplicasRequest) String() string {
 func (*SetReplicasRequest) ProtoMessage() {}
 
 func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2722,7 +3257,7 @@ func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReplicasRequest.ProtoReflect.Descriptor instead.
 func (*SetReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SetReplicasRequest) GetReplicas() int64 {
@@ -2742,7 +3277,7 @@ type LostBlock struct {
 
 func (x *LostBlock) Reset() {
 	*x = LostBlock{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2754,7 +3289,7 @@ func (x *LostBlock) String() string {
 func (*LostBlock) ProtoMessage() {}
 
 func (x *LostBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2767,7 +3302,7 @@ func (x *LostBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostBlock.ProtoReflect.Descriptor instead.
 func (*LostBlock) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *LostBlock) GetHash() []byte {
@@ -2803,7 +3338,7 @@ type MoverReport struct {
 
 func (x *MoverReport) Reset() {
 	*x = MoverReport{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2815,7 +3350,7 @@ func (x *MoverReport) String() string {
 func (*MoverReport) ProtoMessage() {}
 
 func (x *MoverReport) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2828,7 +3363,7 @@ func (x *MoverReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoverReport.ProtoReflect.Descriptor instead.
 func (*MoverReport) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *MoverReport) GetRound() uint64 {
@@ -2917,7 +3452,7 @@ type DecomposeRequest struct {
 
 func (x *DecomposeRequest) Reset() {
 	*x = DecomposeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2929,7 +3464,7 @@ func (x *DecomposeRequest) String() string {
 func (*DecomposeRequest) ProtoMessage() {}
 
 func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2942,7 +3477,7 @@ func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecomposeRequest.ProtoReflect.Descriptor instead.
 func (*DecomposeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *DecomposeRequest) GetHash() []byte {
@@ -2963,7 +3498,7 @@ type ListBlocksRequest struct {
 
 func (x *ListBlocksRequest) Reset() {
 	*x = ListBlocksRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2975,7 +3510,7 @@ func (x *ListBlocksRequest) String() string {
 func (*ListBlocksRequest) ProtoMessage() {}
 
 func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2988,7 +3523,7 @@ func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ListBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ListBlocksRequest) GetAfterIno() uint64 {
@@ -3023,7 +3558,7 @@ type BlockRef struct {
 
 func (x *BlockRef) Reset() {
 	*x = BlockRef{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3035,7 +3570,7 @@ func (x *BlockRef) String() string {
 func (*BlockRef) ProtoMessage() {}
 
 func (x *BlockRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3048,7 +3583,7 @@ func (x *BlockRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRef.ProtoReflect.Descriptor instead.
 func (*BlockRef) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *BlockRef) GetIno() uint64 {
@@ -3082,7 +3617,7 @@ type ListBlocksReply struct {
 
 func (x *ListBlocksReply) Reset() {
 	*x = ListBlocksReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3094,7 +3629,7 @@ func (x *ListBlocksReply) String() string {
 func (*ListBlocksReply) ProtoMessage() {}
 
 func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3107,7 +3642,7 @@ func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksReply.ProtoReflect.Descriptor instead.
 func (*ListBlocksReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListBlocksReply) GetRefs() []*BlockRef {
@@ -3134,7 +3669,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3146,7 +3681,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3159,7 +3694,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SessionInfo) GetId() uint64 {
@@ -3186,7 +3721,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3198,7 +3733,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3211,7 +3746,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -3242,7 +3777,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3254,7 +3789,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3267,7 +3802,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Callback) GetSeq() uint64 {
@@ -3321,7 +3856,7 @@ type CallbackBatch struct {
 
 func (x *CallbackBatch) Reset() {
 	*x = CallbackBatch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3333,7 +3868,7 @@ func (x *CallbackBatch) String() string {
 func (*CallbackBatch) ProtoMessage() {}
 
 func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3346,7 +3881,7 @@ func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackBatch.ProtoReflect.Descriptor instead.
 func (*CallbackBatch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CallbackBatch) GetCallbacks() []*Callback {
@@ -3360,7 +3895,50 @@ var File_tessera_meta_v1_meta_proto protoreflect.FileDescriptor
 
 const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
-	"\x1atessera/meta/v1/meta.proto\x12\x0ftessera.meta.v1\"\a\n" +
+	"\x1atessera/meta/v1/meta.proto\x12\x0ftessera.meta.v1\"\xea\x02\n" +
+	"\x04WBOp\x12\x12\n" +
+	"\x04root\x18\x01 \x01(\x04R\x04root\x12\x10\n" +
+	"\x03seq\x18\x02 \x01(\x04R\x03seq\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\rR\x04kind\x12\x10\n" +
+	"\x03new\x18\x04 \x01(\bR\x03new\x12\x10\n" +
+	"\x03ino\x18\x05 \x01(\x04R\x03ino\x12\x0e\n" +
+	"\x02at\x18\x06 \x01(\x03R\x02at\x12\x10\n" +
+	"\x03ver\x18\a \x01(\rR\x03ver\x12\x12\n" +
+	"\x04path\x18\b \x01(\tR\x04path\x12\x14\n" +
+	"\x05path2\x18\t \x01(\tR\x05path2\x12\x12\n" +
+	"\x04mode\x18\n" +
+	" \x01(\rR\x04mode\x12\x14\n" +
+	"\x05mtime\x18\v \x01(\x03R\x05mtime\x12\x16\n" +
+	"\x06target\x18\f \x01(\tR\x06target\x12\x14\n" +
+	"\x05owner\x18\r \x01(\tR\x05owner\x12\x14\n" +
+	"\x05until\x18\x0e \x01(\x03R\x05until\x12\x1a\n" +
+	"\battempts\x18\x0f \x01(\rR\battempts\x12\x10\n" +
+	"\x03err\x18\x10 \x01(\tR\x03err\x12\x1c\n" +
+	"\tpermanent\x18\x11 \x01(\bR\tpermanent\"3\n" +
+	"\bWBOpList\x12'\n" +
+	"\x03ops\x18\x01 \x03(\v2\x15.tessera.meta.v1.WBOpR\x03ops\"\xaf\x01\n" +
+	"\x15ClaimWritebackRequest\x12\x12\n" +
+	"\x04root\x18\x01 \x01(\x04R\x04root\x12\x14\n" +
+	"\x05owner\x18\x02 \x01(\tR\x05owner\x12\x14\n" +
+	"\x05shard\x18\x03 \x01(\x05R\x05shard\x12\x16\n" +
+	"\x06shards\x18\x04 \x01(\x05R\x06shards\x12\x10\n" +
+	"\x03ttl\x18\x05 \x01(\x03R\x03ttl\x12\x16\n" +
+	"\x06before\x18\x06 \x01(\x03R\x06before\x12\x14\n" +
+	"\x05limit\x18\a \x01(\x05R\x05limit\"S\n" +
+	"\x14WritebackDoneRequest\x12%\n" +
+	"\x02op\x18\x01 \x01(\v2\x15.tessera.meta.v1.WBOpR\x02op\x12\x14\n" +
+	"\x05token\x18\x02 \x01(\tR\x05token\"\x8e\x01\n" +
+	"\x16WritebackFailedRequest\x12%\n" +
+	"\x02op\x18\x01 \x01(\v2\x15.tessera.meta.v1.WBOpR\x02op\x12\x14\n" +
+	"\x05cause\x18\x02 \x01(\tR\x05cause\x12\x1c\n" +
+	"\tpermanent\x18\x03 \x01(\bR\tpermanent\x12\x19\n" +
+	"\bretry_at\x18\x04 \x01(\x03R\aretryAt\"+\n" +
+	"\x13WritebackTokenReply\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\"f\n" +
+	"\aWBStats\x12\x14\n" +
+	"\x05depth\x18\x01 \x01(\x03R\x05depth\x12\x16\n" +
+	"\x06oldest\x18\x02 \x01(\x03R\x06oldest\x12-\n" +
+	"\x06failed\x18\x03 \x03(\v2\x15.tessera.meta.v1.WBOpR\x06failed\"\a\n" +
 	"\x05Empty\"\x88\x01\n" +
 	"\x05Error\x12\x14\n" +
 	"\x05errno\x18\x01 \x01(\x05R\x05errno\x12\x18\n" +
@@ -3629,7 +4207,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\xb5\x13\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\xcc\x16\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -3669,7 +4247,12 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\rDeleteFileset\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty\x12F\n" +
 	"\tIngestDir\x12!.tessera.meta.v1.IngestDirRequest\x1a\x16.tessera.meta.v1.Inode\x12H\n" +
 	"\n" +
-	"SetGateway\x12\".tessera.meta.v1.SetGatewayRequest\x1a\x16.tessera.meta.v1.InodeB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
+	"SetGateway\x12\".tessera.meta.v1.SetGatewayRequest\x1a\x16.tessera.meta.v1.Inode\x12S\n" +
+	"\x0eClaimWriteback\x12&.tessera.meta.v1.ClaimWritebackRequest\x1a\x19.tessera.meta.v1.WBOpList\x12N\n" +
+	"\rWritebackDone\x12%.tessera.meta.v1.WritebackDoneRequest\x1a\x16.tessera.meta.v1.Empty\x12R\n" +
+	"\x0fWritebackFailed\x12'.tessera.meta.v1.WritebackFailedRequest\x1a\x16.tessera.meta.v1.Empty\x12S\n" +
+	"\x0eWritebackToken\x12\x1b.tessera.meta.v1.InoRequest\x1a$.tessera.meta.v1.WritebackTokenReply\x12G\n" +
+	"\x0eWritebackStats\x12\x1b.tessera.meta.v1.InoRequest\x1a\x18.tessera.meta.v1.WBStatsB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
 
 var (
 	file_tessera_meta_v1_meta_proto_rawDescOnce sync.Once
@@ -3684,157 +4267,178 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
-	(CallbackKind)(0),             // 0: tessera.meta.v1.CallbackKind
-	(*Empty)(nil),                 // 1: tessera.meta.v1.Empty
-	(*Error)(nil),                 // 2: tessera.meta.v1.Error
-	(*Conflict)(nil),              // 3: tessera.meta.v1.Conflict
-	(*Attr)(nil),                  // 4: tessera.meta.v1.Attr
-	(*Inode)(nil),                 // 5: tessera.meta.v1.Inode
-	(*GatewayInfo)(nil),           // 6: tessera.meta.v1.GatewayInfo
-	(*Fileset)(nil),               // 7: tessera.meta.v1.Fileset
-	(*FilesetList)(nil),           // 8: tessera.meta.v1.FilesetList
-	(*HomeEntry)(nil),             // 9: tessera.meta.v1.HomeEntry
-	(*IngestDirRequest)(nil),      // 10: tessera.meta.v1.IngestDirRequest
-	(*SetGatewayRequest)(nil),     // 11: tessera.meta.v1.SetGatewayRequest
-	(*Patch)(nil),                 // 12: tessera.meta.v1.Patch
-	(*Composition)(nil),           // 13: tessera.meta.v1.Composition
-	(*BlockChange)(nil),           // 14: tessera.meta.v1.BlockChange
-	(*InoRequest)(nil),            // 15: tessera.meta.v1.InoRequest
-	(*LookupRequest)(nil),         // 16: tessera.meta.v1.LookupRequest
-	(*NameRequest)(nil),           // 17: tessera.meta.v1.NameRequest
-	(*SetAttrRequest)(nil),        // 18: tessera.meta.v1.SetAttrRequest
-	(*CreateRequest)(nil),         // 19: tessera.meta.v1.CreateRequest
-	(*LinkRequest)(nil),           // 20: tessera.meta.v1.LinkRequest
-	(*UnlinkRequest)(nil),         // 21: tessera.meta.v1.UnlinkRequest
-	(*RenameRequest)(nil),         // 22: tessera.meta.v1.RenameRequest
-	(*ReadDirRequest)(nil),        // 23: tessera.meta.v1.ReadDirRequest
-	(*DirEntry)(nil),              // 24: tessera.meta.v1.DirEntry
-	(*ReadDirReply)(nil),          // 25: tessera.meta.v1.ReadDirReply
-	(*GetRecipeRequest)(nil),      // 26: tessera.meta.v1.GetRecipeRequest
-	(*ComposedBlock)(nil),         // 27: tessera.meta.v1.ComposedBlock
-	(*Recipe)(nil),                // 28: tessera.meta.v1.Recipe
-	(*CommitRequest)(nil),         // 29: tessera.meta.v1.CommitRequest
-	(*XattrRequest)(nil),          // 30: tessera.meta.v1.XattrRequest
-	(*SetXattrRequest)(nil),       // 31: tessera.meta.v1.SetXattrRequest
-	(*XattrValue)(nil),            // 32: tessera.meta.v1.XattrValue
-	(*XattrNames)(nil),            // 33: tessera.meta.v1.XattrNames
-	(*FSStats)(nil),               // 34: tessera.meta.v1.FSStats
-	(*Server)(nil),                // 35: tessera.meta.v1.Server
-	(*ServerMap)(nil),             // 36: tessera.meta.v1.ServerMap
-	(*SetServerStateRequest)(nil), // 37: tessera.meta.v1.SetServerStateRequest
-	(*SetReplicasRequest)(nil),    // 38: tessera.meta.v1.SetReplicasRequest
-	(*LostBlock)(nil),             // 39: tessera.meta.v1.LostBlock
-	(*MoverReport)(nil),           // 40: tessera.meta.v1.MoverReport
-	(*DecomposeRequest)(nil),      // 41: tessera.meta.v1.DecomposeRequest
-	(*ListBlocksRequest)(nil),     // 42: tessera.meta.v1.ListBlocksRequest
-	(*BlockRef)(nil),              // 43: tessera.meta.v1.BlockRef
-	(*ListBlocksReply)(nil),       // 44: tessera.meta.v1.ListBlocksReply
-	(*SessionInfo)(nil),           // 45: tessera.meta.v1.SessionInfo
-	(*Ack)(nil),                   // 46: tessera.meta.v1.Ack
-	(*Callback)(nil),              // 47: tessera.meta.v1.Callback
-	(*CallbackBatch)(nil),         // 48: tessera.meta.v1.CallbackBatch
+	(CallbackKind)(0),              // 0: tessera.meta.v1.CallbackKind
+	(*WBOp)(nil),                   // 1: tessera.meta.v1.WBOp
+	(*WBOpList)(nil),               // 2: tessera.meta.v1.WBOpList
+	(*ClaimWritebackRequest)(nil),  // 3: tessera.meta.v1.ClaimWritebackRequest
+	(*WritebackDoneRequest)(nil),   // 4: tessera.meta.v1.WritebackDoneRequest
+	(*WritebackFailedRequest)(nil), // 5: tessera.meta.v1.WritebackFailedRequest
+	(*WritebackTokenReply)(nil),    // 6: tessera.meta.v1.WritebackTokenReply
+	(*WBStats)(nil),                // 7: tessera.meta.v1.WBStats
+	(*Empty)(nil),                  // 8: tessera.meta.v1.Empty
+	(*Error)(nil),                  // 9: tessera.meta.v1.Error
+	(*Conflict)(nil),               // 10: tessera.meta.v1.Conflict
+	(*Attr)(nil),                   // 11: tessera.meta.v1.Attr
+	(*Inode)(nil),                  // 12: tessera.meta.v1.Inode
+	(*GatewayInfo)(nil),            // 13: tessera.meta.v1.GatewayInfo
+	(*Fileset)(nil),                // 14: tessera.meta.v1.Fileset
+	(*FilesetList)(nil),            // 15: tessera.meta.v1.FilesetList
+	(*HomeEntry)(nil),              // 16: tessera.meta.v1.HomeEntry
+	(*IngestDirRequest)(nil),       // 17: tessera.meta.v1.IngestDirRequest
+	(*SetGatewayRequest)(nil),      // 18: tessera.meta.v1.SetGatewayRequest
+	(*Patch)(nil),                  // 19: tessera.meta.v1.Patch
+	(*Composition)(nil),            // 20: tessera.meta.v1.Composition
+	(*BlockChange)(nil),            // 21: tessera.meta.v1.BlockChange
+	(*InoRequest)(nil),             // 22: tessera.meta.v1.InoRequest
+	(*LookupRequest)(nil),          // 23: tessera.meta.v1.LookupRequest
+	(*NameRequest)(nil),            // 24: tessera.meta.v1.NameRequest
+	(*SetAttrRequest)(nil),         // 25: tessera.meta.v1.SetAttrRequest
+	(*CreateRequest)(nil),          // 26: tessera.meta.v1.CreateRequest
+	(*LinkRequest)(nil),            // 27: tessera.meta.v1.LinkRequest
+	(*UnlinkRequest)(nil),          // 28: tessera.meta.v1.UnlinkRequest
+	(*RenameRequest)(nil),          // 29: tessera.meta.v1.RenameRequest
+	(*ReadDirRequest)(nil),         // 30: tessera.meta.v1.ReadDirRequest
+	(*DirEntry)(nil),               // 31: tessera.meta.v1.DirEntry
+	(*ReadDirReply)(nil),           // 32: tessera.meta.v1.ReadDirReply
+	(*GetRecipeRequest)(nil),       // 33: tessera.meta.v1.GetRecipeRequest
+	(*ComposedBlock)(nil),          // 34: tessera.meta.v1.ComposedBlock
+	(*Recipe)(nil),                 // 35: tessera.meta.v1.Recipe
+	(*CommitRequest)(nil),          // 36: tessera.meta.v1.CommitRequest
+	(*XattrRequest)(nil),           // 37: tessera.meta.v1.XattrRequest
+	(*SetXattrRequest)(nil),        // 38: tessera.meta.v1.SetXattrRequest
+	(*XattrValue)(nil),             // 39: tessera.meta.v1.XattrValue
+	(*XattrNames)(nil),             // 40: tessera.meta.v1.XattrNames
+	(*FSStats)(nil),                // 41: tessera.meta.v1.FSStats
+	(*Server)(nil),                 // 42: tessera.meta.v1.Server
+	(*ServerMap)(nil),              // 43: tessera.meta.v1.ServerMap
+	(*SetServerStateRequest)(nil),  // 44: tessera.meta.v1.SetServerStateRequest
+	(*SetReplicasRequest)(nil),     // 45: tessera.meta.v1.SetReplicasRequest
+	(*LostBlock)(nil),              // 46: tessera.meta.v1.LostBlock
+	(*MoverReport)(nil),            // 47: tessera.meta.v1.MoverReport
+	(*DecomposeRequest)(nil),       // 48: tessera.meta.v1.DecomposeRequest
+	(*ListBlocksRequest)(nil),      // 49: tessera.meta.v1.ListBlocksRequest
+	(*BlockRef)(nil),               // 50: tessera.meta.v1.BlockRef
+	(*ListBlocksReply)(nil),        // 51: tessera.meta.v1.ListBlocksReply
+	(*SessionInfo)(nil),            // 52: tessera.meta.v1.SessionInfo
+	(*Ack)(nil),                    // 53: tessera.meta.v1.Ack
+	(*Callback)(nil),               // 54: tessera.meta.v1.Callback
+	(*CallbackBatch)(nil),          // 55: tessera.meta.v1.CallbackBatch
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
-	3,  // 0: tessera.meta.v1.Error.conflict:type_name -> tessera.meta.v1.Conflict
-	14, // 1: tessera.meta.v1.Conflict.current:type_name -> tessera.meta.v1.BlockChange
-	4,  // 2: tessera.meta.v1.Inode.attr:type_name -> tessera.meta.v1.Attr
-	6,  // 3: tessera.meta.v1.Inode.gateway:type_name -> tessera.meta.v1.GatewayInfo
-	7,  // 4: tessera.meta.v1.FilesetList.filesets:type_name -> tessera.meta.v1.Fileset
-	9,  // 5: tessera.meta.v1.IngestDirRequest.entries:type_name -> tessera.meta.v1.HomeEntry
-	6,  // 6: tessera.meta.v1.SetGatewayRequest.gateway:type_name -> tessera.meta.v1.GatewayInfo
-	12, // 7: tessera.meta.v1.Composition.patches:type_name -> tessera.meta.v1.Patch
-	13, // 8: tessera.meta.v1.BlockChange.compose:type_name -> tessera.meta.v1.Composition
-	5,  // 9: tessera.meta.v1.DirEntry.inode:type_name -> tessera.meta.v1.Inode
-	24, // 10: tessera.meta.v1.ReadDirReply.entries:type_name -> tessera.meta.v1.DirEntry
-	13, // 11: tessera.meta.v1.ComposedBlock.composition:type_name -> tessera.meta.v1.Composition
-	27, // 12: tessera.meta.v1.Recipe.composed:type_name -> tessera.meta.v1.ComposedBlock
-	14, // 13: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
-	35, // 14: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
-	39, // 15: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
-	43, // 16: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
-	0,  // 17: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
-	5,  // 18: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
-	14, // 19: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
-	47, // 20: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
-	16, // 21: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	15, // 22: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	18, // 23: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	19, // 24: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
-	20, // 25: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
-	21, // 26: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	17, // 27: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	22, // 28: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
-	23, // 29: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	26, // 30: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	29, // 31: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
-	15, // 32: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	15, // 33: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	15, // 34: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
-	30, // 35: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	31, // 36: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	15, // 37: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	30, // 38: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
-	1,  // 39: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
-	1,  // 40: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
-	1,  // 41: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
-	35, // 42: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
-	37, // 43: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	38, // 44: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
-	1,  // 45: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
-	41, // 46: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	42, // 47: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
-	1,  // 48: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
-	1,  // 49: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
-	46, // 50: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
-	7,  // 51: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
-	15, // 52: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
-	1,  // 53: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
-	15, // 54: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
-	10, // 55: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
-	11, // 56: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
-	5,  // 57: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	5,  // 58: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	5,  // 59: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	5,  // 60: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	5,  // 61: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	5,  // 62: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	1,  // 63: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	5,  // 64: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	25, // 65: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	28, // 66: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	5,  // 67: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	5,  // 68: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	1,  // 69: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	1,  // 70: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	32, // 71: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	1,  // 72: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	33, // 73: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	1,  // 74: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	1,  // 75: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	34, // 76: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	36, // 77: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	36, // 78: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	36, // 79: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	36, // 80: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	40, // 81: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	1,  // 82: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	44, // 83: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	45, // 84: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	1,  // 85: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	48, // 86: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	7,  // 87: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	7,  // 88: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	8,  // 89: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	1,  // 90: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	5,  // 91: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	5,  // 92: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	57, // [57:93] is the sub-list for method output_type
-	21, // [21:57] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	1,  // 0: tessera.meta.v1.WBOpList.ops:type_name -> tessera.meta.v1.WBOp
+	1,  // 1: tessera.meta.v1.WritebackDoneRequest.op:type_name -> tessera.meta.v1.WBOp
+	1,  // 2: tessera.meta.v1.WritebackFailedRequest.op:type_name -> tessera.meta.v1.WBOp
+	1,  // 3: tessera.meta.v1.WBStats.failed:type_name -> tessera.meta.v1.WBOp
+	10, // 4: tessera.meta.v1.Error.conflict:type_name -> tessera.meta.v1.Conflict
+	21, // 5: tessera.meta.v1.Conflict.current:type_name -> tessera.meta.v1.BlockChange
+	11, // 6: tessera.meta.v1.Inode.attr:type_name -> tessera.meta.v1.Attr
+	13, // 7: tessera.meta.v1.Inode.gateway:type_name -> tessera.meta.v1.GatewayInfo
+	14, // 8: tessera.meta.v1.FilesetList.filesets:type_name -> tessera.meta.v1.Fileset
+	16, // 9: tessera.meta.v1.IngestDirRequest.entries:type_name -> tessera.meta.v1.HomeEntry
+	13, // 10: tessera.meta.v1.SetGatewayRequest.gateway:type_name -> tessera.meta.v1.GatewayInfo
+	19, // 11: tessera.meta.v1.Composition.patches:type_name -> tessera.meta.v1.Patch
+	20, // 12: tessera.meta.v1.BlockChange.compose:type_name -> tessera.meta.v1.Composition
+	12, // 13: tessera.meta.v1.DirEntry.inode:type_name -> tessera.meta.v1.Inode
+	31, // 14: tessera.meta.v1.ReadDirReply.entries:type_name -> tessera.meta.v1.DirEntry
+	20, // 15: tessera.meta.v1.ComposedBlock.composition:type_name -> tessera.meta.v1.Composition
+	34, // 16: tessera.meta.v1.Recipe.composed:type_name -> tessera.meta.v1.ComposedBlock
+	21, // 17: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
+	42, // 18: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
+	46, // 19: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
+	50, // 20: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
+	0,  // 21: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
+	12, // 22: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
+	21, // 23: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
+	54, // 24: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
+	23, // 25: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	22, // 26: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	25, // 27: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	26, // 28: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
+	27, // 29: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
+	28, // 30: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	24, // 31: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	29, // 32: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
+	30, // 33: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	33, // 34: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	36, // 35: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
+	22, // 36: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	22, // 37: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	22, // 38: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
+	37, // 39: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	38, // 40: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	22, // 41: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	37, // 42: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	8,  // 43: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
+	8,  // 44: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
+	8,  // 45: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
+	42, // 46: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
+	44, // 47: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	45, // 48: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	8,  // 49: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
+	48, // 50: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	49, // 51: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	8,  // 52: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
+	8,  // 53: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
+	53, // 54: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
+	14, // 55: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
+	22, // 56: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
+	8,  // 57: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
+	22, // 58: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
+	17, // 59: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
+	18, // 60: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
+	3,  // 61: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
+	4,  // 62: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
+	5,  // 63: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
+	22, // 64: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
+	22, // 65: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
+	12, // 66: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 67: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 68: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 69: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	12, // 70: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	12, // 71: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 72: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 73: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	32, // 74: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	35, // 75: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 76: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 77: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 78: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 79: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	39, // 80: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 81: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	40, // 82: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 83: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 84: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	41, // 85: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	43, // 86: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	43, // 87: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	43, // 88: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	43, // 89: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	47, // 90: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 91: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	51, // 92: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	52, // 93: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 94: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	55, // 95: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	14, // 96: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 97: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	15, // 98: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 99: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 100: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 101: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	2,  // 102: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 103: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 104: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 105: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 106: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	66, // [66:107] is the sub-list for method output_type
+	25, // [25:66] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_tessera_meta_v1_meta_proto_init() }
@@ -3848,7 +4452,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   48,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

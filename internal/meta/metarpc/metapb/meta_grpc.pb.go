@@ -29,42 +29,47 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Meta_Lookup_FullMethodName         = "/tessera.meta.v1.Meta/Lookup"
-	Meta_GetAttr_FullMethodName        = "/tessera.meta.v1.Meta/GetAttr"
-	Meta_SetAttr_FullMethodName        = "/tessera.meta.v1.Meta/SetAttr"
-	Meta_Create_FullMethodName         = "/tessera.meta.v1.Meta/Create"
-	Meta_Link_FullMethodName           = "/tessera.meta.v1.Meta/Link"
-	Meta_Unlink_FullMethodName         = "/tessera.meta.v1.Meta/Unlink"
-	Meta_Rmdir_FullMethodName          = "/tessera.meta.v1.Meta/Rmdir"
-	Meta_Rename_FullMethodName         = "/tessera.meta.v1.Meta/Rename"
-	Meta_ReadDir_FullMethodName        = "/tessera.meta.v1.Meta/ReadDir"
-	Meta_GetRecipe_FullMethodName      = "/tessera.meta.v1.Meta/GetRecipe"
-	Meta_Commit_FullMethodName         = "/tessera.meta.v1.Meta/Commit"
-	Meta_HoldOpen_FullMethodName       = "/tessera.meta.v1.Meta/HoldOpen"
-	Meta_ReleaseOpen_FullMethodName    = "/tessera.meta.v1.Meta/ReleaseOpen"
-	Meta_Reap_FullMethodName           = "/tessera.meta.v1.Meta/Reap"
-	Meta_GetXattr_FullMethodName       = "/tessera.meta.v1.Meta/GetXattr"
-	Meta_SetXattr_FullMethodName       = "/tessera.meta.v1.Meta/SetXattr"
-	Meta_ListXattr_FullMethodName      = "/tessera.meta.v1.Meta/ListXattr"
-	Meta_RemoveXattr_FullMethodName    = "/tessera.meta.v1.Meta/RemoveXattr"
-	Meta_Sync_FullMethodName           = "/tessera.meta.v1.Meta/Sync"
-	Meta_StatFS_FullMethodName         = "/tessera.meta.v1.Meta/StatFS"
-	Meta_Servers_FullMethodName        = "/tessera.meta.v1.Meta/Servers"
-	Meta_RegisterServer_FullMethodName = "/tessera.meta.v1.Meta/RegisterServer"
-	Meta_SetServerState_FullMethodName = "/tessera.meta.v1.Meta/SetServerState"
-	Meta_SetReplicas_FullMethodName    = "/tessera.meta.v1.Meta/SetReplicas"
-	Meta_MoverProgress_FullMethodName  = "/tessera.meta.v1.Meta/MoverProgress"
-	Meta_Decompose_FullMethodName      = "/tessera.meta.v1.Meta/Decompose"
-	Meta_ListBlocks_FullMethodName     = "/tessera.meta.v1.Meta/ListBlocks"
-	Meta_OpenSession_FullMethodName    = "/tessera.meta.v1.Meta/OpenSession"
-	Meta_CloseSession_FullMethodName   = "/tessera.meta.v1.Meta/CloseSession"
-	Meta_Callbacks_FullMethodName      = "/tessera.meta.v1.Meta/Callbacks"
-	Meta_CreateFileset_FullMethodName  = "/tessera.meta.v1.Meta/CreateFileset"
-	Meta_GetFileset_FullMethodName     = "/tessera.meta.v1.Meta/GetFileset"
-	Meta_Filesets_FullMethodName       = "/tessera.meta.v1.Meta/Filesets"
-	Meta_DeleteFileset_FullMethodName  = "/tessera.meta.v1.Meta/DeleteFileset"
-	Meta_IngestDir_FullMethodName      = "/tessera.meta.v1.Meta/IngestDir"
-	Meta_SetGateway_FullMethodName     = "/tessera.meta.v1.Meta/SetGateway"
+	Meta_Lookup_FullMethodName          = "/tessera.meta.v1.Meta/Lookup"
+	Meta_GetAttr_FullMethodName         = "/tessera.meta.v1.Meta/GetAttr"
+	Meta_SetAttr_FullMethodName         = "/tessera.meta.v1.Meta/SetAttr"
+	Meta_Create_FullMethodName          = "/tessera.meta.v1.Meta/Create"
+	Meta_Link_FullMethodName            = "/tessera.meta.v1.Meta/Link"
+	Meta_Unlink_FullMethodName          = "/tessera.meta.v1.Meta/Unlink"
+	Meta_Rmdir_FullMethodName           = "/tessera.meta.v1.Meta/Rmdir"
+	Meta_Rename_FullMethodName          = "/tessera.meta.v1.Meta/Rename"
+	Meta_ReadDir_FullMethodName         = "/tessera.meta.v1.Meta/ReadDir"
+	Meta_GetRecipe_FullMethodName       = "/tessera.meta.v1.Meta/GetRecipe"
+	Meta_Commit_FullMethodName          = "/tessera.meta.v1.Meta/Commit"
+	Meta_HoldOpen_FullMethodName        = "/tessera.meta.v1.Meta/HoldOpen"
+	Meta_ReleaseOpen_FullMethodName     = "/tessera.meta.v1.Meta/ReleaseOpen"
+	Meta_Reap_FullMethodName            = "/tessera.meta.v1.Meta/Reap"
+	Meta_GetXattr_FullMethodName        = "/tessera.meta.v1.Meta/GetXattr"
+	Meta_SetXattr_FullMethodName        = "/tessera.meta.v1.Meta/SetXattr"
+	Meta_ListXattr_FullMethodName       = "/tessera.meta.v1.Meta/ListXattr"
+	Meta_RemoveXattr_FullMethodName     = "/tessera.meta.v1.Meta/RemoveXattr"
+	Meta_Sync_FullMethodName            = "/tessera.meta.v1.Meta/Sync"
+	Meta_StatFS_FullMethodName          = "/tessera.meta.v1.Meta/StatFS"
+	Meta_Servers_FullMethodName         = "/tessera.meta.v1.Meta/Servers"
+	Meta_RegisterServer_FullMethodName  = "/tessera.meta.v1.Meta/RegisterServer"
+	Meta_SetServerState_FullMethodName  = "/tessera.meta.v1.Meta/SetServerState"
+	Meta_SetReplicas_FullMethodName     = "/tessera.meta.v1.Meta/SetReplicas"
+	Meta_MoverProgress_FullMethodName   = "/tessera.meta.v1.Meta/MoverProgress"
+	Meta_Decompose_FullMethodName       = "/tessera.meta.v1.Meta/Decompose"
+	Meta_ListBlocks_FullMethodName      = "/tessera.meta.v1.Meta/ListBlocks"
+	Meta_OpenSession_FullMethodName     = "/tessera.meta.v1.Meta/OpenSession"
+	Meta_CloseSession_FullMethodName    = "/tessera.meta.v1.Meta/CloseSession"
+	Meta_Callbacks_FullMethodName       = "/tessera.meta.v1.Meta/Callbacks"
+	Meta_CreateFileset_FullMethodName   = "/tessera.meta.v1.Meta/CreateFileset"
+	Meta_GetFileset_FullMethodName      = "/tessera.meta.v1.Meta/GetFileset"
+	Meta_Filesets_FullMethodName        = "/tessera.meta.v1.Meta/Filesets"
+	Meta_DeleteFileset_FullMethodName   = "/tessera.meta.v1.Meta/DeleteFileset"
+	Meta_IngestDir_FullMethodName       = "/tessera.meta.v1.Meta/IngestDir"
+	Meta_SetGateway_FullMethodName      = "/tessera.meta.v1.Meta/SetGateway"
+	Meta_ClaimWriteback_FullMethodName  = "/tessera.meta.v1.Meta/ClaimWriteback"
+	Meta_WritebackDone_FullMethodName   = "/tessera.meta.v1.Meta/WritebackDone"
+	Meta_WritebackFailed_FullMethodName = "/tessera.meta.v1.Meta/WritebackFailed"
+	Meta_WritebackToken_FullMethodName  = "/tessera.meta.v1.Meta/WritebackToken"
+	Meta_WritebackStats_FullMethodName  = "/tessera.meta.v1.Meta/WritebackStats"
 )
 
 // MetaClient is the client API for Meta service.
@@ -117,6 +122,12 @@ type MetaClient interface {
 	DeleteFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
 	IngestDir(ctx context.Context, in *IngestDirRequest, opts ...grpc.CallOption) (*Inode, error)
 	SetGateway(ctx context.Context, in *SetGatewayRequest, opts ...grpc.CallOption) (*Inode, error)
+	// The write-back queue (meta.WritebackAPI, issue 14).
+	ClaimWriteback(ctx context.Context, in *ClaimWritebackRequest, opts ...grpc.CallOption) (*WBOpList, error)
+	WritebackDone(ctx context.Context, in *WritebackDoneRequest, opts ...grpc.CallOption) (*Empty, error)
+	WritebackFailed(ctx context.Context, in *WritebackFailedRequest, opts ...grpc.CallOption) (*Empty, error)
+	WritebackToken(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WritebackTokenReply, error)
+	WritebackStats(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WBStats, error)
 }
 
 type metaClient struct {
@@ -490,6 +501,56 @@ func (c *metaClient) SetGateway(ctx context.Context, in *SetGatewayRequest, opts
 	return out, nil
 }
 
+func (c *metaClient) ClaimWriteback(ctx context.Context, in *ClaimWritebackRequest, opts ...grpc.CallOption) (*WBOpList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WBOpList)
+	err := c.cc.Invoke(ctx, Meta_ClaimWriteback_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) WritebackDone(ctx context.Context, in *WritebackDoneRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Meta_WritebackDone_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) WritebackFailed(ctx context.Context, in *WritebackFailedRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Meta_WritebackFailed_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) WritebackToken(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WritebackTokenReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WritebackTokenReply)
+	err := c.cc.Invoke(ctx, Meta_WritebackToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) WritebackStats(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WBStats, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WBStats)
+	err := c.cc.Invoke(ctx, Meta_WritebackStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetaServer is the server API for Meta service.
 // All implementations must embed UnimplementedMetaServer
 // for forward compatibility.
@@ -540,6 +601,12 @@ type MetaServer interface {
 	DeleteFileset(context.Context, *InoRequest) (*Empty, error)
 	IngestDir(context.Context, *IngestDirRequest) (*Inode, error)
 	SetGateway(context.Context, *SetGatewayRequest) (*Inode, error)
+	// The write-back queue (meta.WritebackAPI, issue 14).
+	ClaimWriteback(context.Context, *ClaimWritebackRequest) (*WBOpList, error)
+	WritebackDone(context.Context, *WritebackDoneRequest) (*Empty, error)
+	WritebackFailed(context.Context, *WritebackFailedRequest) (*Empty, error)
+	WritebackToken(context.Context, *InoRequest) (*WritebackTokenReply, error)
+	WritebackStats(context.Context, *InoRequest) (*WBStats, error)
 	mustEmbedUnimplementedMetaServer()
 }
 
@@ -657,6 +724,21 @@ func (UnimplementedMetaServer) IngestDir(context.Context, *IngestDirRequest) (*I
 }
 func (UnimplementedMetaServer) SetGateway(context.Context, *SetGatewayRequest) (*Inode, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SetGateway not implemented")
+}
+func (UnimplementedMetaServer) ClaimWriteback(context.Context, *ClaimWritebackRequest) (*WBOpList, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ClaimWriteback not implemented")
+}
+func (UnimplementedMetaServer) WritebackDone(context.Context, *WritebackDoneRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method WritebackDone not implemented")
+}
+func (UnimplementedMetaServer) WritebackFailed(context.Context, *WritebackFailedRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method WritebackFailed not implemented")
+}
+func (UnimplementedMetaServer) WritebackToken(context.Context, *InoRequest) (*WritebackTokenReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method WritebackToken not implemented")
+}
+func (UnimplementedMetaServer) WritebackStats(context.Context, *InoRequest) (*WBStats, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method WritebackStats not implemented")
 }
 func (UnimplementedMetaServer) mustEmbedUnimplementedMetaServer() {}
 func (UnimplementedMetaServer) testEmbeddedByValue()              {}
@@ -1316,6 +1398,96 @@ func _Meta_SetGateway_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Meta_ClaimWriteback_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClaimWritebackRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).ClaimWriteback(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_ClaimWriteback_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).ClaimWriteback(ctx, req.(*ClaimWritebackRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_WritebackDone_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WritebackDoneRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).WritebackDone(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_WritebackDone_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).WritebackDone(ctx, req.(*WritebackDoneRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_WritebackFailed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WritebackFailedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).WritebackFailed(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_WritebackFailed_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).WritebackFailed(ctx, req.(*WritebackFailedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_WritebackToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).WritebackToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_WritebackToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).WritebackToken(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_WritebackStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).WritebackStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_WritebackStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).WritebackStats(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Meta_ServiceDesc is the grpc.ServiceDesc for Meta service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1462,6 +1634,26 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetGateway",
 			Handler:    _Meta_SetGateway_Handler,
+		},
+		{
+			MethodName: "ClaimWriteback",
+			Handler:    _Meta_ClaimWriteback_Handler,
+		},
+		{
+			MethodName: "WritebackDone",
+			Handler:    _Meta_WritebackDone_Handler,
+		},
+		{
+			MethodName: "WritebackFailed",
+			Handler:    _Meta_WritebackFailed_Handler,
+		},
+		{
+			MethodName: "WritebackToken",
+			Handler:    _Meta_WritebackToken_Handler,
+		},
+		{
+			MethodName: "WritebackStats",
+			Handler:    _Meta_WritebackStats_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
