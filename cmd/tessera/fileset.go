@@ -11,6 +11,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"tessera/internal/client"
+	"tessera/internal/fuse"
+	"tessera/internal/gateway"
 	"tessera/internal/meta"
 )
 
@@ -24,7 +27,7 @@ const filesetHelp = `usage: tessera fileset create PATH --home URL [--mode ro|sw
        tessera fileset delete PATH        detach it (what it cached stays as ordinary files)
 PATH is a directory on a Tessera mount (create makes it; it must be empty). Every
 subcommand takes --data DIR or --meta ADDR (and the TLS flags) to reach the cluster
-as an admin. A home URL is file:///DIR, s3://BUCKET/PREFIX or tessera://META/PATH.`
+as an admin; given a PATH on a mount of a running ` + "`tessera up`" + ` it finds its data directory. A home URL is file:///DIR, s3://BUCKET/PREFIX or tessera://META/PATH.`
 
 // runFileset is `tessera fileset create|list|status|delete`.
 func runFileset(ctx context.Context, args []string) error {
@@ -76,6 +79,13 @@ func runFileset(ctx context.Context, args []string) error {
 	var root meta.Ino
 	if want == 1 {
 		if root, err = mountIno(pos[0], op == "create"); err != nil {
+			return fmt.Errorf("fileset %s: %w", op, err)
+		}
+	}
+	if *cf.data == "" && *cf.meta == "" && want == 1 {
+		// A path on a mount of `tessera up`: its data directory says
+		// where the meta service is and holds the admin credentials.
+		if *cf.data, err = dataDirOf(pos[0]); err != nil {
 			return fmt.Errorf("fileset %s: %w", op, err)
 		}
 	}
@@ -162,4 +172,10 @@ func printFilesetStatus(out io.Writer, path string, f meta.Fileset) {
 	fmt.Fprintf(out, "  sync lag    %v\n", f.SyncLag)
 	fmt.Fprintf(out, "  prefetch    %s\n", f.Prefetch)
 	fmt.Fprintf(out, "  conflicts   %s\n", f.Conflicts)
+}
+
+// newGateway is up.GatewayFunc: an Ingester over the process's meta
+// service and a client of its own.
+func newGateway(svc *meta.Service, c *client.Client) fuse.Gateway {
+	return gateway.NewIngester(svc, c, gateway.Options{})
 }
