@@ -2,60 +2,48 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"time"
 
 	"tessera/internal/admin"
+	"tessera/internal/client"
+	"tessera/internal/fuse"
 	"tessera/internal/gateway/writeback"
 	"tessera/internal/meta"
 )
 
-// filesetCommands are the subcommands of `tessera fileset`.
-var filesetCommands = map[string]command{
-	"flush": {"wait until a fileset's write-back queue is drained", runFilesetFlush},
-}
-
-func runFileset(ctx context.Context, args []string) error {
-	if len(args) == 0 {
-		return fmt.Errorf("%w: tessera fileset SUBCOMMAND (%s)", errUsage, subcommandNames(filesetCommands))
-	}
-	c, ok := filesetCommands[args[0]]
-	if !ok {
-		return fmt.Errorf("%w: unknown fileset subcommand %q (%s)", errUsage, args[0], subcommandNames(filesetCommands))
-	}
-	return c.run(ctx, args[1:])
-}
-
-func subcommandNames(m map[string]command) string {
-	s := ""
-	for n := range m {
-		if s != "" {
-			s += ", "
-		}
-		s += n
-	}
-	return s
-}
-
 // flushPoll is how often flush looks at the queue.
 const flushPoll = 500 * time.Millisecond
 
-// runFilesetFlush waits until the queue of the fileset at PATH (a path in
-// the cluster's namespace) holds nothing but operations failed for good;
+// runFilesetFlush waits until the queue of the fileset at PATH (its
+// directory on a Tessera mount) holds nothing but operations failed for good;
 // those it lists, and then exits non-zero.
 func runFilesetFlush(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("fileset flush", flag.ContinueOnError)
 	cf := addClusterFlags(fs)
 	jsonOut := fs.Bool("json", false, "print progress and the result as JSON objects, one a line, on stdout")
-	if err := parse(fs, args); err != nil {
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: tessera fileset flush [flags] PATH (the fileset's path in the namespace)", errUsage)
+	if len(pos) != 1 {
+		return fmt.Errorf("%w: tessera fileset flush [flags] PATH (the fileset's directory on a mount)", errUsage)
 	}
-	p := fs.Arg(0)
+	p := pos[0]
+	root, err := mountIno(p, false)
+	if err != nil {
+		return fmt.Errorf("fileset flush: %w", err)
+	}
+	if *cf.data == "" && *cf.meta == "" {
+		if *cf.data, err = dataDirOf(p); err != nil {
+			return fmt.Errorf("fileset flush: %w", err)
+		}
+	}
 	c, done, err := cf.dial("fileset flush")
 	if err != nil {
 		return err
@@ -65,9 +53,8 @@ func runFilesetFlush(ctx context.Context, args []string) error {
 	if !ok {
 		return fmt.Errorf("fileset flush: the meta client has no write-back calls")
 	}
-	root, err := writeback.Resolve(ctx, c.Meta, p)
-	if err != nil {
-		return fmt.Errorf("fileset flush: %w", err)
+	if err := wa.RequestFlush(ctx, root); err != nil {
+		return fmt.Errorf("fileset flush %s: %w", p, err)
 	}
 	out := newProgressOut(*jsonOut)
 	var first, applied int64 = -1, 0
@@ -104,4 +91,43 @@ func runFilesetFlush(ctx context.Context, args []string) error {
 		fmt.Printf("fileset flush %s: queue drained (%d operations applied while waiting)\n", p, applied)
 	}
 	return err
+}
+
+// printQueueStatus prints a fileset's write-back queue figures: depth,
+// the oldest entry's age (the measured sync lag) and what failed for good.
+func printQueueStatus(out io.Writer, st meta.WBStats, now time.Time) {
+	fmt.Fprintf(out, "  queue       %d operations\n", st.Depth)
+	if st.Oldest != 0 {
+		fmt.Fprintf(out, "  oldest      %v ago (the measured sync lag)\n", now.Sub(time.Unix(0, st.Oldest)).Round(time.Millisecond))
+	}
+	fmt.Fprintf(out, "  failed      %d\n", len(st.Failed))
+	for _, op := range st.Failed {
+		fmt.Fprintf(out, "    %v %q %s after %d attempts: %s\n", op.Kind, op.Path, op.Path2, op.Attempts, op.Err)
+	}
+}
+
+// withWriteback is a gateway that also applies the write-back queues of
+// the sw and iw filesets (package gateway/writeback); Close stops both.
+type withWriteback struct {
+	fuse.Gateway
+	host *writeback.Host
+}
+
+func (g withWriteback) Close() error {
+	err := g.host.Close()
+	if c, ok := g.Gateway.(interface{ Close() error }); ok {
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}
+
+// hostWriteback starts a write-back applier beside gateway g. Gateways
+// share the queues through the meta service's claims.
+func hostWriteback(g fuse.Gateway, svc *meta.Service, c *client.Client) fuse.Gateway {
+	a, err := writeback.New(writeback.Config{Queue: svc, Source: writeback.ClientSource{C: c},
+		Owner: fmt.Sprintf("gateway-%d-%p", os.Getpid(), c)})
+	if err != nil {
+		panic(err) // the arguments above are all given
+	}
+	return withWriteback{Gateway: g, host: writeback.StartHost(a, svc, time.Second, slog.Default())}
 }

@@ -35,7 +35,7 @@ var commands = map[string]command{
 	"server":  {"list block servers; drain, undrain or remove one", runServer},
 	"policy":  {"get or set a file's consistency policy; list the policies", runPolicy},
 	"certs":   {"make a cluster CA, issue certificates and admin tokens", runCerts},
-	"fileset": {"caching filesets: flush (write-back queue)", runFileset},
+	"fileset": {"create, list, show, delete or flush filesets caching a home store", runFileset},
 }
 
 func usage(w io.Writer) {

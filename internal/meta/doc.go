@@ -51,6 +51,7 @@
 //	"h" hash             -> reference count of block hash (32 bytes)
 //	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)
 //	"g" root             -> fileset record: the directory root caches a home store (fileset.go)
+//	"w" "f" root         -> a flush was requested at unix ns (8): entries queued before are due
 //	"w" "n" root         -> the fileset's next write-back queue number (8 bytes; wbqueue*.go)
 //	"w" "q" root seq     -> queued write-back operation (seq 8 bytes)
 //	"w" "l" ino          -> root seq of the latest operation queued for ino

@@ -45,6 +45,21 @@ func (s *Service) ClaimWriteback(ctx context.Context, req ClaimReq) ([]WBOp, err
 	err := s.update(ctx, func(t txn) error {
 		out = out[:0]
 		now := s.nowNs()
+		before := req.Before
+		if before != 0 {
+			// A flush makes what was queued before it due at once.
+			v, ok, err := t.Get(wbKey(wbFlush, req.Root))
+			if err != nil {
+				return err
+			}
+			if ok {
+				f, err := decodeU64(v)
+				if err != nil {
+					return err
+				}
+				before = max(before, int64(f)+1) // what was queued up to it
+			}
+		}
 		var earlier []string // paths of the operations still queued before
 		p := wbKey(wbQueue, req.Root)
 		seen := 0
@@ -61,7 +76,7 @@ func (s *Service) ClaimWriteback(ctx context.Context, req ClaimReq) ([]WBOp, err
 				return seen < WBWindow, nil
 			}
 			free := !blocked(earlier, op) && op.Until <= now &&
-				(req.Before == 0 || op.At < req.Before) && mine(op.Ino, req.Shard, req.Shards)
+				(before == 0 || op.At < before) && mine(op.Ino, req.Shard, req.Shards)
 			earlier = append(earlier, op.Path)
 			if op.Path2 != "" {
 				earlier = append(earlier, op.Path2)
@@ -175,6 +190,21 @@ func (s *Service) WritebackFailed(ctx context.Context, op WBOp, cause string, pe
 	return nil
 }
 
+// RequestFlush makes every operation queued so far in fileset root due at
+// once, whatever the sync lag (tessera fileset flush).
+func (s *Service) RequestFlush(ctx context.Context, root Ino) error {
+	err := s.update(ctx, func(t txn) error {
+		if _, err := t.getFileset(root); err != nil {
+			return err
+		}
+		return t.Put(wbKey(wbFlush, root), encodeU64(uint64(s.nowNs())))
+	})
+	if err != nil {
+		return fmt.Errorf("request flush of %d: %w", root, err)
+	}
+	return nil
+}
+
 // WritebackToken returns home's token recorded after the last apply of
 // ino, else the token the gateway recorded when it last read ino
 // from home ("" when neither is).
@@ -249,6 +279,7 @@ type WritebackAPI interface {
 	WritebackFailed(ctx context.Context, op WBOp, cause string, permanent bool, retryAt time.Time) error
 	WritebackToken(ctx context.Context, ino Ino) (string, error)
 	WritebackStats(ctx context.Context, root Ino) (WBStats, error)
+	RequestFlush(ctx context.Context, root Ino) error
 }
 
 var _ WritebackAPI = (*Service)(nil)

@@ -8,6 +8,7 @@ import (
 // The write-back queue's records (issue 14; docs/design/2026-11-24-writeback.md).
 // Every key of the family starts with pfxWriteback, then a kind byte:
 //
+//	"w" "f" root         -> flush requested at (unix ns, 8 bytes): what was queued before is due
 //	"w" "n" root         -> the fileset's next queue sequence number (8 bytes)
 //	"w" "q" root seq     -> queued operation
 //	"w" "l" ino          -> root seq of the latest operation queued for ino
@@ -17,6 +18,7 @@ const pfxWriteback = 'w'
 
 const (
 	wbNext   = 'n'
+	wbFlush  = 'f'
 	wbQueue  = 'q'
 	wbLatest = 'l'
 	wbName   = 'a'

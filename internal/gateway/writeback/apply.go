@@ -16,7 +16,7 @@ import (
 var errSource = errors.New("reading the cache")
 
 func retryable(err error) bool {
-	return home.Retryable(err) || errors.Is(err, errSource)
+	return home.Retryable(err) || errors.Is(err, errSource) && !errors.Is(err, ErrPartial)
 }
 
 // apply carries one operation home; token is home's change token of the

@@ -2,12 +2,19 @@ package writeback
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 
 	"tessera/internal/client"
 	"tessera/internal/meta"
 )
+
+// ErrPartial: a file changed locally while only part of home's content
+// was cached cannot be written back whole; the operation fails for good
+// (listed in status) until the file is fetched whole and changed again.
+var ErrPartial = errors.New("not cached whole")
 
 // ClientSource reads files through Tessera's client library, as the
 // gateway role does.
@@ -18,6 +25,11 @@ func (s ClientSource) Open(ctx context.Context, ino meta.Ino) (io.ReadCloser, in
 	h, _, in, err := s.C.OpenIno(ctx, ino, os.O_RDONLY)
 	if err != nil {
 		return nil, 0, err
+	}
+	if g := in.Gateway; g != nil && g.HomePath != "" && g.State != meta.CacheCached {
+		// Unfetched ranges would read as zeros and overwrite home's.
+		h.Release(ctx)
+		return nil, 0, fmt.Errorf("file %d (%s) is only partly cached: %w", ino, g.HomePath, ErrPartial)
 	}
 	size := int64(in.Size)
 	return &handleReader{ctx: ctx, h: h, size: size}, size, nil

@@ -228,6 +228,28 @@ func TestSyncLag(t *testing.T) {
 	if res, err := a.Step(e.ctx, f, true); err != nil || res.Applied != 1 {
 		t.Fatalf("flush step: %+v %v", res, err)
 	}
+	// A flush requested through the meta service makes what was queued
+	// before it due for every gateway's normal rounds.
+	if _, err := e.s.Create(e.ctx, meta.CreateReq{Parent: e.root, Name: "c", Mode: syscall.S_IFREG | 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := a.Step(e.ctx, f, false); err != nil || res.Applied != 0 {
+		t.Fatalf("step before the flush request: %+v %v", res, err)
+	}
+	if err := e.s.RequestFlush(e.ctx, e.root); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Millisecond)
+	if _, err := e.s.Create(e.ctx, meta.CreateReq{Parent: e.root, Name: "d", Mode: syscall.S_IFREG | 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Second)
+	if res, err := a.Step(e.ctx, f, false); err != nil || res.Applied != 1 {
+		t.Fatalf("step after the flush request: %+v %v, want c applied and d (queued after) waiting", res, err)
+	}
+	if _, err := a.Step(e.ctx, f, true); err != nil {
+		t.Fatal(err)
+	}
 	e.sameTrees()
 }
 

@@ -73,6 +73,7 @@ var rules = map[string]rule{
 	"WritebackFailed": {auth.CacheHome, cluster},
 	"WritebackToken":  {auth.CacheHome, cluster},
 	"WritebackStats":  {auth.ReadNamespace, cluster},
+	"RequestFlush":    {auth.CacheHome, cluster}, // admins and gateways
 	"CreateFileset":   {auth.Administer, cluster},
 	"DeleteFileset":   {auth.Administer, cluster},
 	"Fileset":         {auth.ReadNamespace, cluster},

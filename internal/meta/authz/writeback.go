@@ -70,3 +70,12 @@ func (v *view) WritebackStats(ctx context.Context, root meta.Ino) (meta.WBStats,
 	}
 	return wa.WritebackStats(ctx, root)
 }
+
+// RequestFlush implements meta.WritebackAPI.
+func (v *view) RequestFlush(ctx context.Context, root meta.Ino) error {
+	wa, err := v.writeback(ctx, "RequestFlush")
+	if err != nil {
+		return err
+	}
+	return wa.RequestFlush(ctx, root)
+}

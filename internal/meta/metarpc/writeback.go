@@ -192,3 +192,18 @@ func (s *server) WritebackStats(ctx context.Context, r *pb.InoRequest) (*pb.WBSt
 	}
 	return out, nil
 }
+
+// RequestFlush implements meta.WritebackAPI.
+func (c *Client) RequestFlush(ctx context.Context, root meta.Ino) error {
+	_, err := unary(c, ctx, "RequestFlush", c.mc.RequestFlush, &pb.InoRequest{Ino: uint64(root)}, emptyIn)
+	return err
+}
+
+// RequestFlush serves meta.WritebackAPI.RequestFlush.
+func (s *server) RequestFlush(ctx context.Context, r *pb.InoRequest) (*pb.Empty, error) {
+	wa, err := s.writeback()
+	if err != nil {
+		return nil, err
+	}
+	return emptyReply(wa.RequestFlush(ctx, meta.Ino(r.Ino)))
+}

@@ -146,6 +146,8 @@ func testFilesetIngest(h *harness) {
 	}
 	if m, err := h.api.Lookup(ctx, d.Ino, "mine"); err != nil || m.Ino != local.Ino || m.Size != 0 {
 		t.Errorf("local file mine after ingest: %+v, %v (want inode %d untouched)", m.Attr, err, local.Ino)
+	} else if m.Gateway == nil || m.Gateway.Fileset != d.Ino || m.Gateway.HomePath != "" || m.Gateway.State != meta.CacheCached {
+		t.Errorf("a file made locally in a fileset: section %+v, want fileset %d, no home path, cached", m.Gateway, d.Ino)
 	}
 	// Below: paths join, and a second listing adds only what is new.
 	if _, err := fa.IngestDir(ctx, meta.IngestDirReq{Dir: sub.Ino, Entries: []meta.HomeEntry{{Name: "g", Mode: syscall.S_IFREG, Size: 1}}}); err != nil {

@@ -4207,7 +4207,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\xcc\x16\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\x91\x17\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -4252,7 +4252,8 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\rWritebackDone\x12%.tessera.meta.v1.WritebackDoneRequest\x1a\x16.tessera.meta.v1.Empty\x12R\n" +
 	"\x0fWritebackFailed\x12'.tessera.meta.v1.WritebackFailedRequest\x1a\x16.tessera.meta.v1.Empty\x12S\n" +
 	"\x0eWritebackToken\x12\x1b.tessera.meta.v1.InoRequest\x1a$.tessera.meta.v1.WritebackTokenReply\x12G\n" +
-	"\x0eWritebackStats\x12\x1b.tessera.meta.v1.InoRequest\x1a\x18.tessera.meta.v1.WBStatsB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
+	"\x0eWritebackStats\x12\x1b.tessera.meta.v1.InoRequest\x1a\x18.tessera.meta.v1.WBStats\x12C\n" +
+	"\fRequestFlush\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.EmptyB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
 
 var (
 	file_tessera_meta_v1_meta_proto_rawDescOnce sync.Once
@@ -4393,49 +4394,51 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	5,  // 63: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
 	22, // 64: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
 	22, // 65: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
-	12, // 66: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 67: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 68: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 69: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	12, // 70: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	12, // 71: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 72: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 73: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	32, // 74: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	35, // 75: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 76: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 77: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 78: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 79: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	39, // 80: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 81: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	40, // 82: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 83: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 84: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	41, // 85: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	43, // 86: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	43, // 87: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	43, // 88: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	43, // 89: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	47, // 90: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 91: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	51, // 92: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	52, // 93: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 94: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	55, // 95: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	14, // 96: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 97: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	15, // 98: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 99: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 100: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 101: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	2,  // 102: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 103: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 104: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 105: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 106: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	66, // [66:107] is the sub-list for method output_type
-	25, // [25:66] is the sub-list for method input_type
+	22, // 66: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
+	12, // 67: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 68: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 69: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 70: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	12, // 71: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	12, // 72: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 73: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 74: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	32, // 75: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	35, // 76: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 77: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 78: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 79: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 80: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	39, // 81: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 82: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	40, // 83: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 84: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 85: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	41, // 86: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	43, // 87: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	43, // 88: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	43, // 89: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	43, // 90: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	47, // 91: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 92: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	51, // 93: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	52, // 94: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 95: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	55, // 96: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	14, // 97: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 98: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	15, // 99: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 100: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 101: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 102: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	2,  // 103: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 104: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 105: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 106: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 107: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 108: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
+	67, // [67:109] is the sub-list for method output_type
+	25, // [25:67] is the sub-list for method input_type
 	25, // [25:25] is the sub-list for extension type_name
 	25, // [25:25] is the sub-list for extension extendee
 	0,  // [0:25] is the sub-list for field type_name

@@ -70,6 +70,7 @@ const (
 	Meta_WritebackFailed_FullMethodName = "/tessera.meta.v1.Meta/WritebackFailed"
 	Meta_WritebackToken_FullMethodName  = "/tessera.meta.v1.Meta/WritebackToken"
 	Meta_WritebackStats_FullMethodName  = "/tessera.meta.v1.Meta/WritebackStats"
+	Meta_RequestFlush_FullMethodName    = "/tessera.meta.v1.Meta/RequestFlush"
 )
 
 // MetaClient is the client API for Meta service.
@@ -128,6 +129,7 @@ type MetaClient interface {
 	WritebackFailed(ctx context.Context, in *WritebackFailedRequest, opts ...grpc.CallOption) (*Empty, error)
 	WritebackToken(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WritebackTokenReply, error)
 	WritebackStats(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WBStats, error)
+	RequestFlush(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
 }
 
 type metaClient struct {
@@ -551,6 +553,16 @@ func (c *metaClient) WritebackStats(ctx context.Context, in *InoRequest, opts ..
 	return out, nil
 }
 
+func (c *metaClient) RequestFlush(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Meta_RequestFlush_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetaServer is the server API for Meta service.
 // All implementations must embed UnimplementedMetaServer
 // for forward compatibility.
@@ -607,6 +619,7 @@ type MetaServer interface {
 	WritebackFailed(context.Context, *WritebackFailedRequest) (*Empty, error)
 	WritebackToken(context.Context, *InoRequest) (*WritebackTokenReply, error)
 	WritebackStats(context.Context, *InoRequest) (*WBStats, error)
+	RequestFlush(context.Context, *InoRequest) (*Empty, error)
 	mustEmbedUnimplementedMetaServer()
 }
 
@@ -739,6 +752,9 @@ func (UnimplementedMetaServer) WritebackToken(context.Context, *InoRequest) (*Wr
 }
 func (UnimplementedMetaServer) WritebackStats(context.Context, *InoRequest) (*WBStats, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method WritebackStats not implemented")
+}
+func (UnimplementedMetaServer) RequestFlush(context.Context, *InoRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RequestFlush not implemented")
 }
 func (UnimplementedMetaServer) mustEmbedUnimplementedMetaServer() {}
 func (UnimplementedMetaServer) testEmbeddedByValue()              {}
@@ -1488,6 +1504,24 @@ func _Meta_WritebackStats_Handler(srv interface{}, ctx context.Context, dec func
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Meta_RequestFlush_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).RequestFlush(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_RequestFlush_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).RequestFlush(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Meta_ServiceDesc is the grpc.ServiceDesc for Meta service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1654,6 +1688,10 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "WritebackStats",
 			Handler:    _Meta_WritebackStats_Handler,
+		},
+		{
+			MethodName: "RequestFlush",
+			Handler:    _Meta_RequestFlush_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
