@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"tessera/internal/client"
 	"tessera/internal/kv/memkv"
