@@ -17,7 +17,7 @@ type Snapshot struct {
 
 	// Cluster is the cluster's name, its meta processes and its store's
 	// members; Sites groups block servers and metas by site.
-	Cluster *admin.ClusterView  `json:"cluster,omitempty"`
+	Cluster *admin.ClusterView `json:"cluster,omitempty"`
 	Sites   []admin.SiteStatus `json:"sites,omitempty"`
 
 	Files        uint64 `json:"files"`
