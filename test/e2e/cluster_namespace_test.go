@@ -24,7 +24,7 @@ import (
 // the servers per site.
 func TestGlobalNamespace(t *testing.T) {
 	m := startMultiOpts(t, cluster.MultiOptions{BlockServers: 2,
-		MetaArgs: []string{"--cluster", "lab", "--site", "s1", "--replicas", "1"},
+		MetaArgs:   []string{"--cluster", "lab", "--site", "s1", "--replicas", "1"},
 		ServerArgs: func(i int) []string { return []string{"--site", fmt.Sprintf("s%d", i+1)} },
 	})
 	root := addMount(t, m)
