@@ -16,12 +16,14 @@ import (
 
 // TestGlobalNamespace (issue 13 items 6 and 7): a cluster named "lab"
 // (meta --cluster lab --site s1, block servers in sites s1 and s2) is
-// mounted by name as lab:/proj through a clusters file whose first address
-// answers nothing: the mount takes the one that answers, shows /proj as its
-// root, and what it writes lands in /proj. A source naming another
-// cluster than the process answering is refused, naming both. tessera
-// status, plain and --json, shows the cluster, its meta with its site and
-// the servers per site.
+// mounted as lab:/proj (--meta ADDR, whose process must answer as lab):
+// the mount shows /proj as its root, and what it writes lands in /proj. A
+// mount given the list dead,live uses the live one. tessera status --meta
+// lab finds the metas in a clusters file whose first address answers
+// nothing, and shows the cluster, both metas with their state and sites,
+// and the servers per site, plain and --json. A source naming another
+// cluster than the process answering is refused naming both, and so are a
+// missing directory and a file as the root.
 func TestGlobalNamespace(t *testing.T) {
 	m := startMultiOpts(t, cluster.MultiOptions{BlockServers: 2,
 		MetaArgs:   []string{"--cluster", "lab", "--site", "s1", "--replicas", "1"},
@@ -48,6 +50,17 @@ func TestGlobalNamespace(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(sub.Mount(), "new"), []byte("from the subtree mount"))
 	wantContent(t, filepath.Join(root.Mount(), "proj", "new"), []byte("from the subtree mount"))
+
+	// A list whose first address is dead: the mount uses the live one.
+	// (The harness's --meta ADDR comes first; the later flag wins.)
+	listed, err := m.AddMount("--meta", dead+","+m.MetaAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantContent(t, filepath.Join(listed.Mount(), "proj", "new"), []byte("from the subtree mount"))
+	if got := listed.Field("meta"); got != m.MetaAddr() {
+		t.Errorf("the mount's ready line names meta=%s, want the live %s", got, m.MetaAddr())
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
