@@ -39,7 +39,7 @@ type MetaConfig struct {
 	// until one is stored); Replicas, when > 0, is stored.
 	DefaultReplicas, Replicas int
 	// Site is the site this meta process runs in (--site; "" for none):
-	// meta.Service.Site reports it.
+	// the RPC service's Hello reports it.
 	Site string
 	// Role configures the background work (StartMetaRole).
 	Role MetaRole
