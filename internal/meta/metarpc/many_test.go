@@ -209,3 +209,39 @@ func TestClusterStatusIsAdminOnly(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestManyReturnsToTheNearest: while the near process is down calls go to
+// the far one; once the near one answers again, the next measurement
+// (Probe, what the refresh runs) moves calls back to it.
+func TestManyReturnsToTheNearest(t *testing.T) {
+	ctx := context.Background()
+	svcs := sharedServices(t, 2)
+	near, stopNear := serveInfo(t, svcs[0], metarpc.ClusterInfo{Name: "c", Site: "near"}, 0)
+	stopNear()
+	far, _ := serveInfo(t, svcs[1], metarpc.ClusterInfo{Name: "c", Site: "far"}, 300*time.Millisecond)
+	m, err := metarpc.DialMany(ctx, []string{near, far}, metarpc.ManyOptions{Refresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Addr() != far {
+		t.Fatalf("calls go to %s with the near one down, want %s", m.Addr(), far)
+	}
+	if eps := m.Endpoints(); eps[0].Err == nil || !errors.Is(eps[0].Err, meta.ErrUnreachable) {
+		t.Fatalf("the near one while down: %+v", eps[0])
+	}
+	ln, err := net.Listen("tcp", near)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- metarpc.Serve(ln, svcs[0], metarpc.ServeOptions{Cluster: metarpc.ClusterInfo{Name: "c", Site: "near"}}) }()
+	t.Cleanup(func() { ln.Close(); <-done })
+	m.Probe(ctx)
+	if m.Addr() != near {
+		t.Fatalf("after a probe with the near one back, calls go to %s (endpoints %+v)", m.Addr(), m.Endpoints())
+	}
+	if _, err := m.GetAttr(ctx, meta.RootIno); err != nil {
+		t.Fatal(err)
+	}
+}
