@@ -235,7 +235,9 @@ func TestManyReturnsToTheNearest(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- metarpc.Serve(ln, svcs[0], metarpc.ServeOptions{Cluster: metarpc.ClusterInfo{Name: "c", Site: "near"}}) }()
+	go func() {
+		done <- metarpc.Serve(ln, svcs[0], metarpc.ServeOptions{Cluster: metarpc.ClusterInfo{Name: "c", Site: "near"}})
+	}()
 	t.Cleanup(func() { ln.Close(); <-done })
 	m.Probe(ctx)
 	if m.Addr() != near {
