@@ -24,7 +24,9 @@ import (
 // was not applied) is sent to the next nearest that answers, at once; a
 // call whose reply was lost (meta.ErrReplyLost: it may have been applied)
 // is returned as it is, so that metawait's rules for such calls still hold,
-// and the next attempt fails over if the process stays silent. Sessions are
+// once the process was asked for a Hello: if it does not answer that
+// either (killed, or cut off with its connection still open), calls move
+// to the next nearest, and the resend goes there. Sessions are
 // a meta process's own (unless the processes share them through their
 // store): after a failover the new process answers the old session with
 // meta.ErrSessionExpired, and the client opens a new one and announces its
@@ -317,6 +319,21 @@ func (p *pool) switchFrom(ctx context.Context, from *endpoint, tried map[*endpoi
 	return false
 }
 
+// checkAfterLost asks ep, whose reply to a call was lost, for a Hello:
+// a process that does not answer it either (killed, or cut off without
+// its connection breaking, which keepalive would only notice after tens
+// of seconds) is left for the nearest other one now, so that the call's
+// resend goes there. A process that answers (it was only slow) keeps the
+// calls.
+func (p *pool) checkAfterLost(ep *endpoint) {
+	ctx, cancel := context.WithTimeout(context.Background(), DialTimeout)
+	err := p.measure(ctx, ep)
+	cancel()
+	if err != nil {
+		p.switchFrom(context.Background(), ep, map[*endpoint]bool{ep: true})
+	}
+}
+
 // refresh measures the round trips every interval until close.
 func (p *pool) refresh(every time.Duration) {
 	defer close(p.done)
@@ -442,6 +459,10 @@ func (m *Many) do(ctx context.Context, call func(c *Client) error) error {
 			return fmt.Errorf("meta: client closed: %w", meta.ErrIO)
 		}
 		err := call(m.api(c))
+		if errors.Is(err, meta.ErrReplyLost) {
+			m.p.checkAfterLost(ep)
+			return err
+		}
 		if !errors.Is(err, meta.ErrUnreachable) {
 			return err
 		}
