@@ -20,20 +20,22 @@ import (
 //
 // Nearest is the lowest round trip of a Hello call (the cheapest call every
 // role may make), measured at DialMany and again every ManyOptions.Refresh.
+//
 // A call that could not reach the current process (meta.ErrUnreachable: it
-// was not applied) is sent to the next nearest that answers, at once; a
+// was not applied) is sent to the next nearest that answers, at once. A
 // call whose reply was lost (meta.ErrReplyLost: it may have been applied)
-// is returned as it is, so that metawait's rules for such calls still hold,
-// once the process was asked for a Hello: if it does not answer that
-// either (killed, or cut off with its connection still open), calls move
-// to the next nearest, and the resend goes there. Sessions are
-// a meta process's own (unless the processes share them through their
-// store): after a failover the new process answers the old session with
-// meta.ErrSessionExpired, and the client opens a new one and announces its
-// opens again, as after a restart. A refresh that finds a process less than
-// half as far as the current one moves there (a mount that failed over to a
-// remote site returns once its own site's meta answers again); that costs
-// the same session re-open.
+// is returned as it is, so that metawait's rules for such calls still
+// hold; before that the process is asked for a Hello, and if it does not
+// answer that either (killed, or cut off with its connection still open)
+// calls move to the next nearest, where the resend goes.
+//
+// Sessions are a meta process's own (unless the processes share them
+// through their store): after a failover the new process answers the old
+// session with meta.ErrSessionExpired, and the client opens a new one and
+// announces its opens again, as after a restart. A refresh that finds a
+// process less than half as far as the current one moves there (a mount
+// that failed over to a remote site returns once its own site's meta
+// answers again); that costs the same session re-open.
 
 // DefaultRefresh is how often a Many measures its processes' round trips
 // again.
