@@ -68,6 +68,7 @@ type Multi struct {
 		sync.Mutex
 		servers []*Daemon
 		mounts  []*Daemon
+		metas   []*Daemon // more meta processes (AddMeta)
 	}
 }
 
@@ -305,6 +306,9 @@ func (m *Multi) Close() error {
 	}
 	stopAll(m.Mounts())
 	stopAll(m.Servers())
-	stopAll([]*Daemon{m.meta})
+	m.mu.Lock()
+	metas := append([]*Daemon{m.meta}, m.mu.metas...)
+	m.mu.Unlock()
+	stopAll(metas)
 	return errors.Join(errs...)
 }
