@@ -84,6 +84,9 @@ type Attr struct {
 	BlockSize uint32
 	Policy    string // consistency policy name; "" inherits the mount's
 	Replicas  uint8  // replication factor; 0 = the cluster's (ReplicasXattr)
+	// Sites, when set, is a per-site replication spec in canonical form
+	// ("a:1,b:1,c:1", placement.ParseSpec); Replicas is then its total.
+	Sites string
 }
 
 // IsDir reports whether the inode is a directory.

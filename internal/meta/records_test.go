@@ -38,6 +38,9 @@ func FuzzDecodeInode(f *testing.F) {
 	lnk.Attr = Attr{Mode: syscall.S_IFLNK | 0777, BlockSize: 1}
 	lnk.Target = "a/b"
 	f.Add(encodeInode(lnk))
+	sited := sampleInode()
+	sited.Replicas, sited.Sites = 3, "a:1,b:1,c:1"
+	f.Add(encodeInode(sited))
 	f.Add([]byte{})
 	f.Add([]byte{2})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -50,6 +53,41 @@ func FuzzDecodeInode(f *testing.F) {
 			t.Fatalf("re-encoding %x differs", b)
 		}
 	})
+}
+
+// A site spec round-trips; a record without one (written before the field
+// existed) still decodes; a spec that disagrees with the replicas byte or is
+// not canonical is corrupt.
+func TestInodeSitesRecord(t *testing.T) {
+	rec := sampleInode()
+	rec.Replicas, rec.Sites = 3, "a:1,b:2"
+	if got, err := decodeInode(rec.Ino, encodeInode(rec)); err != nil || !reflect.DeepEqual(got, rec) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	old := sampleInode()
+	old.Replicas = 2
+	b := encodeInode(old)
+	if b[1]&flagHasSites != 0 {
+		t.Fatal("a record without sites has the sites flag")
+	}
+	if got, err := decodeInode(old.Ino, b); err != nil || got.Sites != "" || got.Replicas != 2 {
+		t.Fatalf("old record: %+v, %v", got, err)
+	}
+	for _, bad := range []struct {
+		replicas uint8
+		sites    string
+	}{{4, "a:1,b:2"}, {3, "b:2,a:1"}, {3, "3"}, {3, "a:1,b:2,"}} {
+		r := sampleInode()
+		r.Replicas, r.Sites = bad.replicas, bad.sites
+		if _, err := decodeInode(r.Ino, encodeInode(r)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("replicas %d sites %q: %v, want ErrCorrupt", bad.replicas, bad.sites, err)
+		}
+	}
+	noRepl := sampleInode()
+	noRepl.Sites = "a:1"
+	if _, err := decodeInode(noRepl.Ino, encodeInode(noRepl)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("sites without replicas: %v, want ErrCorrupt", err)
+	}
 }
 
 func TestInodeRoundTrip(t *testing.T) {

@@ -238,22 +238,25 @@ func (x *Conflict) GetCurrent() []*BlockChange {
 }
 
 type Attr struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ino           uint64                 `protobuf:"varint,1,opt,name=ino,proto3" json:"ino,omitempty"`
-	Gen           uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
-	Mode          uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
-	Uid           uint32                 `protobuf:"varint,4,opt,name=uid,proto3" json:"uid,omitempty"`
-	Gid           uint32                 `protobuf:"varint,5,opt,name=gid,proto3" json:"gid,omitempty"`
-	Nlink         uint32                 `protobuf:"varint,6,opt,name=nlink,proto3" json:"nlink,omitempty"`
-	Size          uint64                 `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
-	Atime         int64                  `protobuf:"varint,8,opt,name=atime,proto3" json:"atime,omitempty"`
-	Mtime         int64                  `protobuf:"varint,9,opt,name=mtime,proto3" json:"mtime,omitempty"`
-	Ctime         int64                  `protobuf:"varint,10,opt,name=ctime,proto3" json:"ctime,omitempty"`
-	Rdev          uint32                 `protobuf:"varint,11,opt,name=rdev,proto3" json:"rdev,omitempty"`
-	Change        uint64                 `protobuf:"varint,12,opt,name=change,proto3" json:"change,omitempty"`
-	BlockSize     uint32                 `protobuf:"varint,13,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
-	Policy        string                 `protobuf:"bytes,14,opt,name=policy,proto3" json:"policy,omitempty"`
-	Replicas      uint32                 `protobuf:"varint,15,opt,name=replicas,proto3" json:"replicas,omitempty"` // 0..255
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Ino       uint64                 `protobuf:"varint,1,opt,name=ino,proto3" json:"ino,omitempty"`
+	Gen       uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
+	Mode      uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	Uid       uint32                 `protobuf:"varint,4,opt,name=uid,proto3" json:"uid,omitempty"`
+	Gid       uint32                 `protobuf:"varint,5,opt,name=gid,proto3" json:"gid,omitempty"`
+	Nlink     uint32                 `protobuf:"varint,6,opt,name=nlink,proto3" json:"nlink,omitempty"`
+	Size      uint64                 `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
+	Atime     int64                  `protobuf:"varint,8,opt,name=atime,proto3" json:"atime,omitempty"`
+	Mtime     int64                  `protobuf:"varint,9,opt,name=mtime,proto3" json:"mtime,omitempty"`
+	Ctime     int64                  `protobuf:"varint,10,opt,name=ctime,proto3" json:"ctime,omitempty"`
+	Rdev      uint32                 `protobuf:"varint,11,opt,name=rdev,proto3" json:"rdev,omitempty"`
+	Change    uint64                 `protobuf:"varint,12,opt,name=change,proto3" json:"change,omitempty"`
+	BlockSize uint32                 `protobuf:"varint,13,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	Policy    string                 `protobuf:"bytes,14,opt,name=policy,proto3" json:"policy,omitempty"`
+	Replicas  uint32                 `protobuf:"varint,15,opt,name=replicas,proto3" json:"replicas,omitempty"` // 0..255
+	// sites: a per-site replication spec ("a:1,b:1,c:1"); replicas is then
+	// its total. Empty: replicas copies anywhere.
+	Sites         string `protobuf:"bytes,16,opt,name=sites,proto3" json:"sites,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -391,6 +394,13 @@ func (x *Attr) GetReplicas() uint32 {
 		return x.Replicas
 	}
 	return 0
+}
+
+func (x *Attr) GetSites() string {
+	if x != nil {
+		return x.Sites
+	}
+	return ""
 }
 
 type Inode struct {
@@ -2886,7 +2896,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\bconflict\x18\x04 \x01(\v2\x19.tessera.meta.v1.ConflictR\bconflict\"T\n" +
 	"\bConflict\x12\x10\n" +
 	"\x03ino\x18\x01 \x01(\x04R\x03ino\x126\n" +
-	"\acurrent\x18\x02 \x03(\v2\x1c.tessera.meta.v1.BlockChangeR\acurrent\"\xcd\x02\n" +
+	"\acurrent\x18\x02 \x03(\v2\x1c.tessera.meta.v1.BlockChangeR\acurrent\"\xe3\x02\n" +
 	"\x04Attr\x12\x10\n" +
 	"\x03ino\x18\x01 \x01(\x04R\x03ino\x12\x10\n" +
 	"\x03gen\x18\x02 \x01(\x04R\x03gen\x12\x12\n" +
@@ -2904,7 +2914,8 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
 	"block_size\x18\r \x01(\rR\tblockSize\x12\x16\n" +
 	"\x06policy\x18\x0e \x01(\tR\x06policy\x12\x1a\n" +
-	"\breplicas\x18\x0f \x01(\rR\breplicas\"\x81\x01\n" +
+	"\breplicas\x18\x0f \x01(\rR\breplicas\x12\x14\n" +
+	"\x05sites\x18\x10 \x01(\tR\x05sites\"\x81\x01\n" +
 	"\x05Inode\x12)\n" +
 	"\x04attr\x18\x01 \x01(\v2\x15.tessera.meta.v1.AttrR\x04attr\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1d\n" +
