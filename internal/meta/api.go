@@ -300,7 +300,20 @@ type MoverProgress struct {
 	// names the first MaxLostReported of them with their files.
 	Lost       int64
 	LostBlocks []LostBlock
+	// UnderBySite counts, per site named by a per-site replication spec,
+	// the blocks with fewer copies there than the spec asks for (sites
+	// with none are left out; by site name; at most MaxSitesReported).
+	UnderBySite []SiteCount
 }
+
+// SiteCount is a count for one site.
+type SiteCount struct {
+	Site string
+	N    int64
+}
+
+// MaxSitesReported bounds MoverProgress.UnderBySite.
+const MaxSitesReported = 64
 
 // MaxLostReported bounds MoverProgress.LostBlocks, and MaxLostInodes the
 // inodes named per lost block.

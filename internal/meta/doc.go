@@ -88,9 +88,12 @@
 //	release: 1
 //	server:  1 | addr str | dir str | host str | rack str | site str |
 //	         state str | seen 8
-//	progress: 1 | flags(1: bit0 Running) | round 8 | at 8 | blocks 8 |
+//	progress: 1 | flags(1: bit0 Running, bit1 a per-site section follows
+//	         the error) | round 8 | at 8 | blocks 8 |
 //	         under-replicated 8 | misplaced 8 | bytes to move 8 |
 //	         bytes moved 8 | err str (at most 4096 bytes) |
+//	         [n 1 (1..64) | n × (site str (1..255 bytes) | under-replicated 8 (> 0))]
+//	         (with bit1) |
 //	         [lost 8 (> 0) | n 1 (<= 16) | n × (hash 32 | k 1 (<= 8) | k × ino 8)]
 //	         (the lost section is absent when nothing is lost)
 //

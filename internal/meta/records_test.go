@@ -263,6 +263,7 @@ func FuzzDecodeProgress(f *testing.F) {
 		Misplaced: 5, BytesToMove: 6, BytesMoved: 7, Err: "e"}))
 	f.Add(encodeProgress(&MoverProgress{}))
 	f.Add(encodeProgress(&MoverProgress{Round: 2, Lost: 3, LostBlocks: []LostBlock{{Hash: block.Sum([]byte("x")), Inos: []Ino{7, 9}}, {}}}))
+	f.Add(encodeProgress(&MoverProgress{Round: 3, UnderBySite: []SiteCount{{"a", 2}, {"c", 9}}, Lost: 1, LostBlocks: []LostBlock{{}}}))
 	f.Add([]byte{1, 2})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := decodeProgress(b)
@@ -286,6 +287,25 @@ func TestProgressLostRoundTrip(t *testing.T) {
 	old := encodeProgress(&MoverProgress{Round: 4, Err: "x"})
 	if got, err := decodeProgress(old); err != nil || got.Round != 4 || got.Lost != 0 {
 		t.Fatalf("record without the lost section = %+v, %v", got, err)
+	}
+}
+
+// TestProgressSitesRoundTrip: the per-site counts survive the record, next
+// to a lost section; records without them decode as before.
+func TestProgressSitesRoundTrip(t *testing.T) {
+	want := MoverProgress{Round: 5, UnderReplicated: 3, UnderBySite: []SiteCount{{"siteA", 1}, {"siteC", 3}},
+		Lost: 1, LostBlocks: []LostBlock{{Hash: block.Sum([]byte("a"))}}}
+	got, err := decodeProgress(encodeProgress(&want))
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("round trip = %+v, %v; want %+v", got, err, want)
+	}
+	b := encodeProgress(&MoverProgress{Round: 5})
+	if b[1]&progressSites != 0 {
+		t.Fatal("a record without sites has the sites flag")
+	}
+	bad := encodeProgress(&MoverProgress{UnderBySite: []SiteCount{{"", 1}}})
+	if _, err := decodeProgress(bad); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("empty site name: %v, want ErrCorrupt", err)
 	}
 }
 

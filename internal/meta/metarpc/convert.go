@@ -352,6 +352,9 @@ func progressOut(m meta.MoverProgress) *pb.MoverReport {
 		}
 		p.LostBlocks = append(p.LostBlocks, q)
 	}
+	for _, c := range m.UnderBySite {
+		p.UnderBySite = append(p.UnderBySite, &pb.SiteCount{Site: c.Site, N: c.N})
+	}
 	return p
 }
 
@@ -375,6 +378,12 @@ func progressIn(p *pb.MoverReport) (meta.MoverProgress, error) {
 			l.Inos = append(l.Inos, meta.Ino(ino))
 		}
 		m.LostBlocks = append(m.LostBlocks, l)
+	}
+	if len(p.GetUnderBySite()) > meta.MaxSitesReported {
+		return meta.MoverProgress{}, badf("mover report: %d sites, max %d", len(p.GetUnderBySite()), meta.MaxSitesReported)
+	}
+	for _, c := range p.GetUnderBySite() {
+		m.UnderBySite = append(m.UnderBySite, meta.SiteCount{Site: c.GetSite(), N: c.GetN()})
 	}
 	return m, nil
 }
