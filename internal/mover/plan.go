@@ -19,10 +19,10 @@ type Task struct {
 	Size      int64
 	R         int            // copies in all
 	Spec      placement.Spec // where they go (a number: anywhere)
-	Placement []string // the servers the block belongs on (see Plan)
-	Holders   []string // listed servers holding it, in ID order
-	Copy      []string // placement members that lack it
-	Remove    []string // holders outside the placement
+	Placement []string       // the servers the block belongs on (see Plan)
+	Holders   []string       // listed servers holding it, in ID order
+	Copy      []string       // placement members that lack it
+	Remove    []string       // holders outside the placement
 }
 
 // Stats summarise a plan, as MoverProgress reports them.
