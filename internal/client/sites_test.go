@@ -218,7 +218,9 @@ func TestSiteMajorityCommit(t *testing.T) {
 	// Site a is back; the mover restores its copies.
 	e.site("a", func(s *siteServer) { s.start(t) })
 	mv := mover.New(mover.Config{Meta: e.svc, Rate: -1, Logger: slog.New(slog.DiscardHandler),
-		Dial: func(s meta.Server) (mover.BlockServer, error) { return blockclient.New(s.Addr, blockclient.Options{}), nil }})
+		Dial: func(s meta.Server) (mover.BlockServer, error) {
+			return blockclient.New(s.Addr, blockclient.Options{}), nil
+		}})
 	p, err := mv.Round(e.ctx)
 	if err != nil {
 		t.Fatalf("mover round: %v", err)
