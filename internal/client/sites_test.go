@@ -217,7 +217,9 @@ func TestSiteMajorityCommit(t *testing.T) {
 			t.Fatalf("block %d: copies by site %v, want b:1 c:1", i, n)
 		}
 	}
-	// Site a is back; the mover restores its copies.
+	// Site a is back (after the writer's copies to it all failed: Close
+	// waits for them); the mover restores its copies.
+	c.Close(e.ctx)
 	e.site("a", func(s *siteServer) { s.start(t) })
 	mv := mover.New(mover.Config{Meta: e.svc, Rate: -1, Logger: slog.New(slog.DiscardHandler),
 		Dial: func(s meta.Server) (mover.BlockServer, error) {
