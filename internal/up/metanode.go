@@ -39,7 +39,7 @@ type MetaConfig struct {
 	// until one is stored); Replicas, when > 0, is stored.
 	DefaultReplicas, Replicas int
 	// Site is the site this meta process runs in (--site; "" for none):
-	// the RPC service's Hello reports it.
+	// meta.Service.Site and the RPC service's Hello report it.
 	Site string
 	// Role configures the background work (StartMetaRole).
 	Role MetaRole
@@ -113,7 +113,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	case !existed && cfg.DB.Engine != EngineEtcd:
 		log.Info("new meta database", "db", cfg.DB.String())
 	}
-	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1)})
+	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1), Site: cfg.Site})
 	if err != nil {
 		return nil, fmt.Errorf("meta service on %s: %w", cfg.DB, err)
 	}
@@ -162,7 +162,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		role.Creds = cfg.Creds
 	}
 	n.stopRole = StartMetaRole(ctx, n.Svc, role)
-	log.Info("meta service", "listen", n.Addr, "db", cfg.DB.String())
+	log.Info("meta service", "listen", n.Addr, "db", cfg.DB.String(), "site", cfg.Site)
 	return n, nil
 }
 
