@@ -40,6 +40,16 @@
 // HandshakeTimeout (10 s), is closed after IdleTimeout (5 min) without
 // calls, and carries at most MaxStreams (256) concurrent calls; keepalive
 // pings from clients more often than every 10 s close the connection.
+// Per peer (one IP address, over all its connections; budget.go): at most
+// MaxStreamsPerPeer (1024) calls are open, more are refused with
+// ResourceExhausted naming the peer and the limit; and its calls hold at
+// most MaxInFlightPerPeer (64 MiB) of requests: each read is charged
+// MaxRecvMsg until its message is in, then the message's size until the
+// call ends, and a read that does not fit waits for one that does (until
+// the call's deadline). A call parks at most one stream window (64 KiB) of
+// data before its read is admitted, so one peer can make the server hold
+// MaxInFlightPerPeer + MaxStreamsPerPeer x 64 KiB. A callback stream holds
+// the budget only while an Ack is on its way, not while its poll waits.
 //
 // Connections. A Client keeps one gRPC connection (HTTP/2 multiplexes its
 // calls), dialled by Dial, which fails at once with one line naming the
