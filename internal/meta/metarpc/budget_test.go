@@ -23,10 +23,11 @@ import (
 // what it received for as long as the connection lives. It honours flow
 // control (a peer that does not is cut off by the transport itself).
 type staller struct {
-	c    net.Conn
-	fr   *http2.Framer
-	wmu  sync.Mutex // guards writes on fr
-	size uint32
+	c     net.Conn
+	fr    *http2.Framer
+	wmu   sync.Mutex // guards writes on fr
+	size  uint32
+	chunk int // largest DATA frame it sends
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -49,12 +50,18 @@ type stalledCall struct {
 // stall opens n such calls from local (an IP) to addr.
 func stall(t *testing.T, local, addr string, n int, size uint32) *staller {
 	t.Helper()
+	return stallPieces(t, local, addr, n, size, 16<<10)
+}
+
+// stallPieces is stall sending DATA frames of at most chunk bytes.
+func stallPieces(t *testing.T, local, addr string, n int, size uint32, chunk int) *staller {
+	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
 	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &staller{c: c, fr: http2.NewFramer(c, c), size: size, connWin: 65535, initWin: 65535, streams: map[uint32]*stalledCall{}}
+	s := &staller{c: c, fr: http2.NewFramer(c, c), size: size, chunk: chunk, connWin: 65535, initWin: 65535, streams: map[uint32]*stalledCall{}}
 	s.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
 	s.cond = sync.NewCond(&s.mu)
 	t.Cleanup(func() { c.Close(); s.done.Wait() })
@@ -141,7 +148,8 @@ func (s *staller) read() {
 func (s *staller) write() {
 	defer s.done.Done()
 	total := int64(s.size) + 5
-	chunk := make([]byte, 16<<10)
+	chunk := make([]byte, s.chunk)
+	prefix := []byte{0, byte(s.size >> 24), byte(s.size >> 16), byte(s.size >> 8), byte(s.size)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {
@@ -165,11 +173,11 @@ func (s *staller) write() {
 				continue
 			}
 			buf := chunk[:n]
-			for i := range buf {
+			for i := range buf { // the length prefix, then zeros
 				buf[i] = 0
-			}
-			if sc.sent == 0 { // the length prefix
-				buf[1], buf[2], buf[3], buf[4] = byte(s.size>>24), byte(s.size>>16), byte(s.size>>8), byte(s.size)
+				if off := sc.sent + int64(i); off < int64(len(prefix)) {
+					buf[i] = prefix[off]
+				}
 			}
 			sc.win -= n
 			s.connWin -= n
@@ -387,5 +395,35 @@ func TestBudgetOptions(t *testing.T) {
 	err = metarpc.Serve(ln, newService(t), metarpc.ServeOptions{MaxRecvMsg: 1 << 20, MaxInFlightPerPeer: 1 << 20})
 	if err == nil || !strings.Contains(err.Error(), "MaxInFlightPerPeer 1048576 is less than twice MaxRecvMsg 1048576") {
 		t.Fatalf("Serve with a budget of one message: %v", err)
+	}
+}
+
+// TestRequestInPieces: a peer sending its requests a few bytes per DATA
+// frame (each frame costing the server far more heap than its bytes) has
+// its connection closed, the reason logged, while a client on another
+// address is served. Before piecesConn the connection stayed open and the
+// server kept every piece.
+func TestRequestInPieces(t *testing.T) {
+	ctx := context.Background()
+	addr, logs := serveOpts(t, newService(t), metarpc.ServeOptions{})
+	good := dial(t, addr)
+	s := stallPieces(t, "127.0.0.2", addr, 4, metarpc.DefaultMaxRecvMsg, 3)
+	for i := 0; ; i++ {
+		s.mu.Lock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			break
+		}
+		if i == 600 {
+			t.Fatal("the connection sending 3-byte pieces is still open after a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(logs.String(), "a request in tiny pieces") {
+		t.Errorf("closing the connection was not logged with why:\n%s", logs)
+	}
+	if _, err := good.GetAttr(ctx, meta.RootIno); err != nil {
+		t.Fatalf("a client on 127.0.0.1: %v", err)
 	}
 }

@@ -50,6 +50,8 @@
 // data before its read is admitted, so one peer can make the server hold
 // MaxInFlightPerPeer + MaxStreamsPerPeer x 64 KiB. A callback stream holds
 // the budget only while an Ack is on its way, not while its poll waits.
+// A connection whose peer sends a request in tiny DATA frames (each costs
+// the server a buffer of its own) is closed (pieces.go).
 //
 // Connections. A Client keeps one gRPC connection (HTTP/2 multiplexes its
 // calls), dialled by Dial, which fails at once with one line naming the

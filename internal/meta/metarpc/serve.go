@@ -172,7 +172,7 @@ func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
 	}
 	gs := grpc.NewServer(sopts...)
 	pb.RegisterMetaServer(gs, &server{api: api})
-	lim := &limitListener{Listener: ln, max: opts.MaxConns, perPeer: opts.MaxConnsPerPeer, log: opts.Logger}
+	lim := &limitListener{Listener: ln, max: opts.MaxConns, perPeer: opts.MaxConnsPerPeer, log: opts.Logger, plain: opts.Creds == nil}
 	opts.Logger.Info("meta rpc listening", "addr", ln.Addr().String(), "tls", opts.Creds != nil, "protocol", opts.protocol)
 	err := gs.Serve(lim)
 	gs.Stop() // closes every connection, then waits for their handlers
