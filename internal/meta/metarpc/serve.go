@@ -66,6 +66,13 @@ const (
 	minPingGap       = 10 * time.Second
 )
 
+// PeerLimits are the per-peer bounds a deployment may tune (`tessera meta`
+// and `tessera up` flags); zero fields take the defaults.
+type PeerLimits struct {
+	Calls    int   // calls open at once from one IP address: ServeOptions.MaxStreamsPerPeer
+	InFlight int64 // request bytes held for one IP address: ServeOptions.MaxInFlightPerPeer
+}
+
 // ServeOptions configure Serve. The zero value serves plain TCP, every
 // caller being auth.Insecure, with the default bounds.
 type ServeOptions struct {
