@@ -36,17 +36,20 @@ import (
 //     ResourceExhausted: a peer's unread data is then at most
 //     MaxStreamsPerPeer x streamWindow;
 //   - before every message is read (InHeader for a unary call, RecvMsg for
-//     a stream's), the call takes MaxRecvMsg from its peer's byte budget
-//     (MaxInFlightPerPeer), waiting while it does not fit: nothing tells the
-//     size before the read, and the read may be of that much. After the
-//     read the charge drops to the message's size, kept until the call ends
-//     (a unary call) or its next read (a stream), since the handler holds
-//     the decoded request. A wait ends with the call's context.
+//     a stream's), the call takes from its peer's byte budget
+//     (MaxInFlightPerPeer) the largest the message may be, waiting while it
+//     does not fit: MaxRecvMsg for a unary call, since nothing tells the
+//     size before the read; for a streaming method its own maximum
+//     (streamMsgMax), which piecesConn enforces on the length prefix. After
+//     the read the charge drops to the message's size, kept until the call
+//     ends (a unary call) or its next read (a stream), since the handler
+//     holds the decoded request. A wait ends with the call's context.
 //
-// A long-lived stream (the callback stream of a session) holds the budget
-// only while one of its Acks is on the way, not while its poll waits, so
-// sessions do not starve their peer's other calls. Everything a call holds
-// is given back when its stream ends (its context is done).
+// A long-lived stream (the callback stream of a session) is charged an
+// Ack's maximum (1 KiB) while it waits for the next Ack and the Ack's size
+// while its poll waits, so sessions do not starve their peer's other
+// calls. Everything a call holds is given back when its stream ends (its
+// context is done).
 type budgets struct {
 	maxStreams int
 	maxBytes   int64
@@ -94,6 +97,13 @@ func (b *budgets) use(peer string) budgetUse {
 	return budgetUse{Streams: p.streams, Bytes: p.bytes, Waiting: p.waiting}
 }
 
+// streamMsgMax are the largest messages of the streaming methods, which
+// piecesConn enforces on their length prefix: a read of one is charged
+// this, not MaxRecvMsg. A callback Ack is two integers.
+var streamMsgMax = map[string]int64{pb.Meta_Callbacks_FullMethodName: maxAck}
+
+const maxAck = 1 << 10
+
 type callKey struct{}
 
 // call is one admitted stream's charge.
@@ -140,10 +150,10 @@ func hostOf(a net.Addr) string {
 	return host
 }
 
-// beforeRead charges the call MaxRecvMsg before a message is read, giving
-// back what its previous message held; it waits while its peer's budget
-// cannot take it, until ctx is done.
-func (c *call) beforeRead(ctx context.Context) error {
+// beforeRead charges the call before a message is read (the largest the
+// message may be), giving back what its previous message held; it waits
+// while its peer's budget cannot take it, until ctx is done.
+func (c *call) beforeRead(ctx context.Context, charge int64) error {
 	b, p := c.b, c.p
 	b.mu.Lock()
 	c.mu.Lock()
@@ -155,7 +165,7 @@ func (c *call) beforeRead(ctx context.Context) error {
 	b.giveLocked(p, c.held)
 	c.held = 0
 	c.mu.Unlock()
-	for p.bytes+b.maxMsg > b.maxBytes {
+	for p.bytes+charge > b.maxBytes {
 		freed := p.freed
 		p.waiting++
 		b.mu.Unlock()
@@ -173,8 +183,8 @@ func (c *call) beforeRead(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	if !c.ended { // else end gave back everything already
-		p.bytes += b.maxMsg
-		c.held = b.maxMsg
+		p.bytes += charge
+		c.held = charge
 	}
 	c.mu.Unlock()
 	b.mu.Unlock()
@@ -254,7 +264,7 @@ func (h budgetStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	case *stats.InHeader:
 		// On failure ctx is done: the read that follows fails at once and
 		// no window is opened for the request.
-		_ = c.beforeRead(ctx)
+		_ = c.beforeRead(ctx, h.b.maxMsg)
 	case *stats.InPayload:
 		c.afterRead(int64(max(s.Length, s.WireLength)))
 	}
@@ -266,16 +276,21 @@ func (b *budgets) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 	if c == nil {
 		return handler(srv, ss)
 	}
-	return handler(srv, &budgetedStream{ServerStream: ss, c: c})
+	charge, ok := streamMsgMax[info.FullMethod]
+	if !ok {
+		charge = b.maxMsg
+	}
+	return handler(srv, &budgetedStream{ServerStream: ss, c: c, charge: charge})
 }
 
 type budgetedStream struct {
 	grpc.ServerStream
-	c *call
+	c      *call
+	charge int64 // the largest message the stream may receive
 }
 
 func (s *budgetedStream) RecvMsg(m any) error {
-	if err := s.c.beforeRead(s.Context()); err != nil {
+	if err := s.c.beforeRead(s.Context(), s.charge); err != nil {
 		return err
 	}
 	if err := s.ServerStream.RecvMsg(m); err != nil {

@@ -319,10 +319,13 @@ func TestInFlightPerPeer(t *testing.T) {
 }
 
 // TestBudgetUnderLoad: with the smallest byte budget (two of the largest
-// messages), one peer's waiting callback polls (one stream per session) hold only
-// their Acks, and a burst of concurrent calls from the same address all
-// succeed: a read that does not fit waits for the one before it, it is not
-// refused.
+// messages), one address's callback streams (polls waiting in the service,
+// and streams whose poll returned, the server waiting for their next Ack)
+// hold almost nothing, and a burst of concurrent calls from the same
+// address all succeed: a read that does not fit waits for the one before
+// it, it is not refused. Before Acks were bounded (pieces.go), a stream
+// waiting for its next Ack was charged MaxRecvMsg: two of them took the
+// whole budget and the burst's calls waited out their deadline.
 func TestBudgetUnderLoad(t *testing.T) {
 	ctx := context.Background()
 	const msg = 1 << 20
@@ -334,7 +337,8 @@ func TestBudgetUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	const sessions = 8
+	const sessions = 4 // of each kind
+	// Polls that wait in the service until stopped.
 	pctx, stop := context.WithCancel(ctx)
 	var polls sync.WaitGroup
 	for range sessions {
@@ -349,14 +353,30 @@ func TestBudgetUnderLoad(t *testing.T) {
 		}()
 	}
 	t.Cleanup(func() { stop(); polls.Wait() })
-	for i := 0; probe.Use("127.0.0.1").Streams < sessions; i++ {
+	// Sessions whose poll returned at once: their streams stay open, the
+	// server waiting for the next Ack.
+	idle, err := metarpc.Dial(addr, metarpc.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	for range sessions {
+		si, err := idle.OpenSession(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := idle.Callbacks(ctx, si.ID, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; probe.Use("127.0.0.1").Streams < 2*sessions; i++ {
 		if i == 600 {
 			t.Fatalf("the polls did not start: %+v", probe.Use("127.0.0.1"))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if u := probe.Use("127.0.0.1"); u.Bytes >= msg {
-		t.Fatalf("%d waiting polls hold %d bytes of a %d-byte budget", sessions, u.Bytes, msg)
+		t.Fatalf("%d callback streams hold %d bytes of a %d-byte budget", 2*sessions, u.Bytes, 2*msg)
 	}
 
 	const calls = 200
@@ -379,8 +399,30 @@ func TestBudgetUnderLoad(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		if err != nil {
-			t.Fatalf("a call of a busy but well-behaved peer: %v", err)
+			t.Fatalf("a call of a busy but well-behaved peer: %v (server: %+v)", err, probe.Use("127.0.0.1"))
 		}
+	}
+	// Finished calls give back all they held: only the callback streams
+	// remain, and nothing once they end. (A call's stream is given back
+	// just after its reply is sent: wait.)
+	for i := 0; ; i++ {
+		u := probe.Use("127.0.0.1")
+		if u.Streams == 2*sessions && u.Waiting == 0 && u.Bytes < msg {
+			break
+		}
+		if i == 600 {
+			t.Fatalf("after the burst the address holds %+v, want only the %d callback streams", u, 2*sessions)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	stop()
+	polls.Wait()
+	idle.Close()
+	for i := 0; probe.Use("127.0.0.1") != (metarpc.BudgetUse{}); i++ {
+		if i == 600 {
+			t.Fatalf("the ended callback streams are still charged: %+v", probe.Use("127.0.0.1"))
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 

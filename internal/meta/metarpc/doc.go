@@ -44,12 +44,14 @@
 // MaxStreamsPerPeer (1024) calls are open, more are refused with
 // ResourceExhausted naming the peer and the limit; and its calls hold at
 // most MaxInFlightPerPeer (64 MiB) of requests: each read is charged
-// MaxRecvMsg until its message is in, then the message's size until the
-// call ends, and a read that does not fit waits for one that does (until
-// the call's deadline). A call parks at most one stream window (64 KiB) of
+// the largest its message may be (MaxRecvMsg; a callback Ack's 1 KiB,
+// enforced on its length prefix) until the message is in, then the
+// message's size until the call ends, and a read that does not fit waits
+// for one that does (until the call's deadline). A call parks at most one stream window (64 KiB) of
 // data before its read is admitted, so one peer can make the server hold
-// MaxInFlightPerPeer + MaxStreamsPerPeer x 64 KiB. A callback stream holds
-// the budget only while an Ack is on its way, not while its poll waits.
+// MaxInFlightPerPeer + MaxStreamsPerPeer x 64 KiB. A session's callback
+// stream holds at most an Ack's worth, so sessions do not starve the calls
+// of their address.
 // A connection whose peer sends a request in tiny DATA frames (each costs
 // the server a buffer of its own) is closed (pieces.go).
 //

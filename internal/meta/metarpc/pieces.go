@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+
+	"golang.org/x/net/http2/hpack"
 )
 
 // piecesConn closes the connection of a peer that sends a request in tiny
@@ -19,6 +21,13 @@ import (
 // kilobytes; a message still unfinished after more than pieceSlack pieces
 // averaging under minPiece bytes ends the connection, as does a peer with
 // more than maxPartial streams holding a started message.
+//
+// It also decodes each call's headers (HPACK, as the transport does) to
+// learn its method, so that a message of a streaming method larger than
+// that method's maximum (streamMsgMax: a callback Ack is a few bytes) ends
+// the connection on its length prefix, before gRPC reads it: the byte
+// budget then charges a stream's read that maximum, not MaxRecvMsg, and a
+// session's callback stream waiting for its next Ack holds almost nothing.
 type piecesConn struct {
 	net.Conn
 	log  *slog.Logger
@@ -35,6 +44,11 @@ type piecesConn struct {
 	padLen  int // padding at the end of a padded DATA frame (-1: not read yet)
 	failed  error
 	msgs    map[uint32]*partialMsg // streams with a message begun, not done
+
+	hpack   *hpack.Decoder
+	block   []byte           // the payload of the HEADERS or CONTINUATION frame being read
+	path    string           // :path of the header block being decoded
+	bounded map[uint32]int64 // streams of a method with a smaller maximum message
 }
 
 // partialMsg is a stream's gRPC message in progress.
@@ -51,14 +65,36 @@ const (
 	minPiece   = 512
 	maxPartial = 4 * DefaultMaxStreams
 	// HTTP/2 (RFC 9113): frame types and flags read here.
-	frameData      = 0x0
-	frameRSTStream = 0x3
-	flagEndStream  = 0x1
-	flagPadded     = 0x8
+	frameData         = 0x0
+	frameHeaders      = 0x1
+	frameRSTStream    = 0x3
+	frameContinuation = 0x9
+	flagEndStream     = 0x1
+	flagEndHeaders    = 0x4
+	flagPadded        = 0x8
+	flagPriority      = 0x20
+	// maxHeaderFrame bounds a header frame's payload kept to decode: the
+	// transport accepts frames of 16 KiB (its SETTINGS_MAX_FRAME_SIZE).
+	maxHeaderFrame = 16 << 10
 )
 
 func newPiecesConn(c net.Conn, log *slog.Logger) *piecesConn {
-	return &piecesConn{Conn: c, log: log, peer: c.RemoteAddr().String(), preface: 24, msgs: map[uint32]*partialMsg{}}
+	p := &piecesConn{Conn: c, log: log, peer: c.RemoteAddr().String()}
+	p.reset()
+	return p
+}
+
+// reset readies the scanner for a new connection's bytes.
+func (c *piecesConn) reset() {
+	c.preface = 24
+	c.msgs = map[uint32]*partialMsg{}
+	c.bounded = map[uint32]int64{}
+	c.hpack = hpack.NewDecoder(4096, func(f hpack.HeaderField) { // the HTTP/2 default table size, which gRPC keeps
+		if f.Name == ":path" {
+			c.path = f.Value
+		}
+	})
+	c.hpack.SetMaxStringLength(maxHeaderList)
 }
 
 // Read passes what the peer sent to gRPC, ending the connection with an
@@ -106,6 +142,14 @@ func (c *piecesConn) scan(b []byte) string {
 			}
 		} else {
 			switch {
+			case c.ftype == frameHeaders || c.ftype == frameContinuation:
+				k := min(c.left, len(b))
+				if len(c.block)+k > maxHeaderFrame {
+					return fmt.Sprintf("a header frame of more than %d bytes", maxHeaderFrame)
+				}
+				c.block = append(c.block, b[:k]...)
+				c.left -= k
+				b = b[k:]
 			case c.ftype != frameData:
 				k := min(c.left, len(b))
 				c.left -= k
@@ -116,7 +160,9 @@ func (c *piecesConn) scan(b []byte) string {
 				b = b[1:]
 			case c.left > c.padLen: // data
 				k := min(c.left-c.padLen, len(b))
-				c.feed(b[:k])
+				if why := c.feed(b[:k]); why != "" {
+					return why
+				}
 				c.left -= k
 				b = b[k:]
 			default: // padding
@@ -135,8 +181,9 @@ func (c *piecesConn) scan(b []byte) string {
 	return ""
 }
 
-// feed follows the gRPC messages of the current frame's stream through d.
-func (c *piecesConn) feed(d []byte) {
+// feed follows the gRPC messages of the current frame's stream through d;
+// it returns why the peer is refused, or "".
+func (c *piecesConn) feed(d []byte) string {
 	m := c.msgs[c.stream]
 	for len(d) > 0 {
 		if m == nil {
@@ -151,6 +198,9 @@ func (c *piecesConn) feed(d []byte) {
 				continue
 			}
 			m.left = int64(binary.BigEndian.Uint32(m.prefix[1:]))
+			if most, ok := c.bounded[c.stream]; ok && m.left > most {
+				return fmt.Sprintf("a message of %d bytes on a stream whose messages are at most %d", m.left, most)
+			}
 		}
 		k := min(m.left, int64(len(d)))
 		m.left -= k
@@ -160,16 +210,65 @@ func (c *piecesConn) feed(d []byte) {
 			*m = partialMsg{}
 		}
 	}
+	return ""
+}
+
+// endHeaders decodes a header frame's block fragment; at the end of the
+// block it notes a stream whose method bounds its messages.
+func (c *piecesConn) endHeaders() string {
+	frag := c.block
+	c.block = c.block[:0]
+	if c.ftype == frameHeaders {
+		off, pad := 0, 0
+		if c.flags&flagPadded != 0 {
+			if len(frag) == 0 {
+				return "a malformed HEADERS frame"
+			}
+			pad, off = int(frag[0]), 1
+		}
+		if c.flags&flagPriority != 0 {
+			off += 5
+		}
+		if off+pad > len(frag) {
+			return "a malformed HEADERS frame"
+		}
+		frag = frag[off : len(frag)-pad]
+		c.path = ""
+	}
+	if _, err := c.hpack.Write(frag); err != nil {
+		return "undecodable headers: " + err.Error()
+	}
+	if c.flags&flagEndHeaders == 0 {
+		return ""
+	}
+	if err := c.hpack.Close(); err != nil {
+		return "undecodable headers: " + err.Error()
+	}
+	if most, ok := streamMsgMax[c.path]; ok {
+		c.bounded[c.stream] = most
+		if len(c.bounded) > maxPartial {
+			return fmt.Sprintf("more than %d streams open", maxPartial)
+		}
+	}
+	c.path = ""
+	return ""
 }
 
 // endFrame counts a DATA frame that ended inside a message.
 func (c *piecesConn) endFrame() string {
-	if c.ftype == frameRSTStream {
+	switch c.ftype {
+	case frameHeaders, frameContinuation:
+		return c.endHeaders()
+	case frameRSTStream:
 		delete(c.msgs, c.stream)
+		delete(c.bounded, c.stream)
+		return ""
+	case frameData:
+	default:
 		return ""
 	}
-	if c.ftype != frameData {
-		return ""
+	if c.flags&flagEndStream != 0 {
+		delete(c.bounded, c.stream)
 	}
 	m := c.msgs[c.stream]
 	if m == nil {
