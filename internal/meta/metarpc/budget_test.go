@@ -338,18 +338,24 @@ func TestBudgetUnderLoad(t *testing.T) {
 	}
 
 	const sessions = 4 // of each kind
-	// Polls that wait in the service until stopped.
+	// Polls that wait in the service until stopped (or a callback comes:
+	// then their stream waits for the next Ack).
+	waiting, err := metarpc.Dial(addr, metarpc.DialOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer waiting.Close()
 	pctx, stop := context.WithCancel(ctx)
 	var polls sync.WaitGroup
 	for range sessions {
-		si, err := c.OpenSession(ctx)
+		si, err := waiting.OpenSession(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		polls.Add(1)
 		go func() {
 			defer polls.Done()
-			c.Callbacks(pctx, si.ID, 0, 5*time.Minute) // ends when stopped
+			waiting.Callbacks(pctx, si.ID, 0, 5*time.Minute) // ends when stopped
 		}()
 	}
 	t.Cleanup(func() { stop(); polls.Wait() })
@@ -417,6 +423,7 @@ func TestBudgetUnderLoad(t *testing.T) {
 	}
 	stop()
 	polls.Wait()
+	waiting.Close()
 	idle.Close()
 	for i := 0; probe.Use("127.0.0.1") != (metarpc.BudgetUse{}); i++ {
 		if i == 600 {
