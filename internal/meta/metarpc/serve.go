@@ -32,11 +32,12 @@ const (
 	DefaultMaxStreams = 256
 	// DefaultMaxStreamsPerPeer caps the calls open at once from one IP
 	// address, over all its connections; more are refused with
-	// ResourceExhausted. A mount has a few dozen calls open at most (FUSE
-	// requests, background commits, one callback stream per session); the
-	// cap leaves room for dozens of processes on one host (tests run every
-	// role on 127.0.0.1). Its unread data is at most this many stream
-	// windows (64 MiB).
+	// ResourceExhausted. A mount has some dozens of calls open at most
+	// (FUSE's 64 background requests and the applications' waiting ones,
+	// background commits, one callback stream per session); the cap leaves
+	// room for many processes on one host (tests run every role on
+	// 127.0.0.1). Its unread data is at most this many stream windows
+	// (64 MiB).
 	DefaultMaxStreamsPerPeer = 1024
 	// DefaultMaxInFlightPerPeer bounds the request bytes one IP address's
 	// calls hold: every read is charged DefaultMaxRecvMsg until the
