@@ -38,6 +38,9 @@ type MetaConfig struct {
 	// DefaultReplicas is the replication factor of a new cluster (used
 	// until one is stored); Replicas, when > 0, is stored.
 	DefaultReplicas, Replicas int
+	// Site is the site this meta process runs in (--site; "" for none):
+	// meta.Service.Site reports it.
+	Site string
 	// Role configures the background work (StartMetaRole).
 	Role MetaRole
 	// Creds are the process's "meta" credentials: the RPC service's TLS
@@ -105,10 +108,10 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	switch {
 	case cfg.DB.Engine == EngineMem:
 		log.Warn("meta database in memory: every file is lost when this process ends", "db", cfg.DB.String())
-	case !existed:
+	case !existed && cfg.DB.Engine != EngineEtcd:
 		log.Info("new meta database", "db", cfg.DB.String())
 	}
-	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1)})
+	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1), Site: cfg.Site})
 	if err != nil {
 		return nil, fmt.Errorf("meta service on %s: %w", cfg.DB, err)
 	}
@@ -158,7 +161,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		role.Creds = cfg.Creds
 	}
 	n.stopRole = StartMetaRole(ctx, n.Svc, role)
-	log.Info("meta service", "listen", n.Addr, "db", cfg.DB.String())
+	log.Info("meta service", "listen", n.Addr, "db", cfg.DB.String(), "site", cfg.Site)
 	return n, nil
 }
 
