@@ -28,11 +28,16 @@ func runMeta(ctx context.Context, args []string) error {
 	role := addMetaRoleFlags(fs)
 	tf := addTLSFlags(fs)
 	metricsAddr := addMetricsFlag(fs)
+	mlf := addMetaLimitFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q (see tessera meta -h)", errUsage, fs.Arg(0))
+	}
+	metaLimits, err := mlf.limits()
+	if err != nil {
+		return err
 	}
 	switch {
 	case *data == "" && *dbURL == "":
@@ -72,7 +77,7 @@ func runMeta(ctx context.Context, args []string) error {
 	}
 	p := up.MetaProcess{
 		MetaConfig: up.MetaConfig{DB: db, Listen: *listen, BlockSize: uint32(*bs), DefaultReplicas: *replicas,
-			Site: site, Role: rc, Creds: creds, Logger: log, Metrics: mf.reg, Mux: mf.mux(), Cluster: *cluster},
+			Site: site, Role: rc, Creds: creds, Logger: log, Limits: metaLimits, Metrics: mf.reg, Mux: mf.mux(), Cluster: *cluster},
 		DataDir: db.DataDir(),
 		Ready:   func(addr string) { fmt.Printf("tessera meta: ready listen=%s%s\n", addr, mf.ready()) },
 	}

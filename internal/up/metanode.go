@@ -49,6 +49,9 @@ type MetaConfig struct {
 	// (--insecure).
 	Creds  *auth.Credentials
 	Logger *slog.Logger
+	// Limits bound what one peer address may hold of the RPC service
+	// (metarpc's defaults for zero fields).
+	Limits metarpc.PeerLimits
 	// Metrics, if set, receives the service's series: its calls
 	// (metrics.MetaAPI over the service it serves) and its state
 	// (sessions, leases, callbacks, servers, the mover's progress).
@@ -141,7 +144,8 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	n.served.Add(1)
 	go func() {
 		defer n.served.Done()
-		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds, Cluster: n.clusterInfo(cfg)})
+		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds, Cluster: n.clusterInfo(cfg),
+			MaxStreamsPerPeer: cfg.Limits.Calls, MaxInFlightPerPeer: cfg.Limits.InFlight})
 	}()
 	if cfg.AddrFile != "" {
 		if err := os.WriteFile(cfg.AddrFile, []byte(n.Addr+"\n"), 0o644); err != nil {
