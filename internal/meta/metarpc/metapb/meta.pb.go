@@ -238,22 +238,25 @@ func (x *Conflict) GetCurrent() []*BlockChange {
 }
 
 type Attr struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ino           uint64                 `protobuf:"varint,1,opt,name=ino,proto3" json:"ino,omitempty"`
-	Gen           uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
-	Mode          uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
-	Uid           uint32                 `protobuf:"varint,4,opt,name=uid,proto3" json:"uid,omitempty"`
-	Gid           uint32                 `protobuf:"varint,5,opt,name=gid,proto3" json:"gid,omitempty"`
-	Nlink         uint32                 `protobuf:"varint,6,opt,name=nlink,proto3" json:"nlink,omitempty"`
-	Size          uint64                 `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
-	Atime         int64                  `protobuf:"varint,8,opt,name=atime,proto3" json:"atime,omitempty"`
-	Mtime         int64                  `protobuf:"varint,9,opt,name=mtime,proto3" json:"mtime,omitempty"`
-	Ctime         int64                  `protobuf:"varint,10,opt,name=ctime,proto3" json:"ctime,omitempty"`
-	Rdev          uint32                 `protobuf:"varint,11,opt,name=rdev,proto3" json:"rdev,omitempty"`
-	Change        uint64                 `protobuf:"varint,12,opt,name=change,proto3" json:"change,omitempty"`
-	BlockSize     uint32                 `protobuf:"varint,13,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
-	Policy        string                 `protobuf:"bytes,14,opt,name=policy,proto3" json:"policy,omitempty"`
-	Replicas      uint32                 `protobuf:"varint,15,opt,name=replicas,proto3" json:"replicas,omitempty"` // 0..255
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Ino       uint64                 `protobuf:"varint,1,opt,name=ino,proto3" json:"ino,omitempty"`
+	Gen       uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
+	Mode      uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	Uid       uint32                 `protobuf:"varint,4,opt,name=uid,proto3" json:"uid,omitempty"`
+	Gid       uint32                 `protobuf:"varint,5,opt,name=gid,proto3" json:"gid,omitempty"`
+	Nlink     uint32                 `protobuf:"varint,6,opt,name=nlink,proto3" json:"nlink,omitempty"`
+	Size      uint64                 `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
+	Atime     int64                  `protobuf:"varint,8,opt,name=atime,proto3" json:"atime,omitempty"`
+	Mtime     int64                  `protobuf:"varint,9,opt,name=mtime,proto3" json:"mtime,omitempty"`
+	Ctime     int64                  `protobuf:"varint,10,opt,name=ctime,proto3" json:"ctime,omitempty"`
+	Rdev      uint32                 `protobuf:"varint,11,opt,name=rdev,proto3" json:"rdev,omitempty"`
+	Change    uint64                 `protobuf:"varint,12,opt,name=change,proto3" json:"change,omitempty"`
+	BlockSize uint32                 `protobuf:"varint,13,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	Policy    string                 `protobuf:"bytes,14,opt,name=policy,proto3" json:"policy,omitempty"`
+	Replicas  uint32                 `protobuf:"varint,15,opt,name=replicas,proto3" json:"replicas,omitempty"` // 0..255
+	// sites: a per-site replication spec ("a:1,b:1,c:1"); replicas is then
+	// its total. Empty: replicas copies anywhere.
+	Sites         string `protobuf:"bytes,16,opt,name=sites,proto3" json:"sites,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -391,6 +394,13 @@ func (x *Attr) GetReplicas() uint32 {
 		return x.Replicas
 	}
 	return 0
+}
+
+func (x *Attr) GetSites() string {
+	if x != nil {
+		return x.Sites
+	}
+	return ""
 }
 
 type Inode struct {
@@ -2797,8 +2807,11 @@ type MoverReport struct {
 	Err             string                 `protobuf:"bytes,9,opt,name=err,proto3" json:"err,omitempty"`
 	Lost            int64                  `protobuf:"varint,10,opt,name=lost,proto3" json:"lost,omitempty"`
 	LostBlocks      []*LostBlock           `protobuf:"bytes,11,rep,name=lost_blocks,json=lostBlocks,proto3" json:"lost_blocks,omitempty"` // at most meta.MaxLostReported
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// under_by_site: per site of a per-site replication spec, the blocks
+	// with fewer copies there than asked (at most meta.MaxSitesReported).
+	UnderBySite   []*SiteCount `protobuf:"bytes,12,rep,name=under_by_site,json=underBySite,proto3" json:"under_by_site,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MoverReport) Reset() {
@@ -2908,6 +2921,65 @@ func (x *MoverReport) GetLostBlocks() []*LostBlock {
 	return nil
 }
 
+func (x *MoverReport) GetUnderBySite() []*SiteCount {
+	if x != nil {
+		return x.UnderBySite
+	}
+	return nil
+}
+
+type SiteCount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Site          string                 `protobuf:"bytes,1,opt,name=site,proto3" json:"site,omitempty"`
+	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SiteCount) Reset() {
+	*x = SiteCount{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SiteCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SiteCount) ProtoMessage() {}
+
+func (x *SiteCount) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SiteCount.ProtoReflect.Descriptor instead.
+func (*SiteCount) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *SiteCount) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+func (x *SiteCount) GetN() int64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
 type DecomposeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Hash          []byte                 `protobuf:"bytes,1,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -2917,7 +2989,7 @@ type DecomposeRequest struct {
 
 func (x *DecomposeRequest) Reset() {
 	*x = DecomposeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2929,7 +3001,7 @@ func (x *DecomposeRequest) String() string {
 func (*DecomposeRequest) ProtoMessage() {}
 
 func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2942,7 +3014,7 @@ func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecomposeRequest.ProtoReflect.Descriptor instead.
 func (*DecomposeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DecomposeRequest) GetHash() []byte {
@@ -2963,7 +3035,7 @@ type ListBlocksRequest struct {
 
 func (x *ListBlocksRequest) Reset() {
 	*x = ListBlocksRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2975,7 +3047,7 @@ func (x *ListBlocksRequest) String() string {
 func (*ListBlocksRequest) ProtoMessage() {}
 
 func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2988,7 +3060,7 @@ func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ListBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListBlocksRequest) GetAfterIno() uint64 {
@@ -3023,7 +3095,7 @@ type BlockRef struct {
 
 func (x *BlockRef) Reset() {
 	*x = BlockRef{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3035,7 +3107,7 @@ func (x *BlockRef) String() string {
 func (*BlockRef) ProtoMessage() {}
 
 func (x *BlockRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3048,7 +3120,7 @@ func (x *BlockRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRef.ProtoReflect.Descriptor instead.
 func (*BlockRef) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *BlockRef) GetIno() uint64 {
@@ -3082,7 +3154,7 @@ type ListBlocksReply struct {
 
 func (x *ListBlocksReply) Reset() {
 	*x = ListBlocksReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3094,7 +3166,7 @@ func (x *ListBlocksReply) String() string {
 func (*ListBlocksReply) ProtoMessage() {}
 
 func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3107,7 +3179,7 @@ func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksReply.ProtoReflect.Descriptor instead.
 func (*ListBlocksReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListBlocksReply) GetRefs() []*BlockRef {
@@ -3134,7 +3206,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3146,7 +3218,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3159,7 +3231,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SessionInfo) GetId() uint64 {
@@ -3186,7 +3258,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3198,7 +3270,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3211,7 +3283,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -3242,7 +3314,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3254,7 +3326,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3267,7 +3339,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Callback) GetSeq() uint64 {
@@ -3321,7 +3393,7 @@ type CallbackBatch struct {
 
 func (x *CallbackBatch) Reset() {
 	*x = CallbackBatch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3333,7 +3405,7 @@ func (x *CallbackBatch) String() string {
 func (*CallbackBatch) ProtoMessage() {}
 
 func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3346,7 +3418,7 @@ func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackBatch.ProtoReflect.Descriptor instead.
 func (*CallbackBatch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CallbackBatch) GetCallbacks() []*Callback {
@@ -3354,6 +3426,221 @@ func (x *CallbackBatch) GetCallbacks() []*Callback {
 		return x.Callbacks
 	}
 	return nil
+}
+
+type HelloReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cluster       string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"` // the cluster's name ("" when the meta process was given none)
+	Site          string                 `protobuf:"bytes,2,opt,name=site,proto3" json:"site,omitempty"`       // the site of the meta process ("" when none)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HelloReply) Reset() {
+	*x = HelloReply{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HelloReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HelloReply) ProtoMessage() {}
+
+func (x *HelloReply) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
+func (*HelloReply) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *HelloReply) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *HelloReply) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+// StoreMember is one server of the replicated metadata store (kv.Member).
+type StoreMember struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	Leader        bool                   `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	Healthy       bool                   `protobuf:"varint,4,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	Err           string                 `protobuf:"bytes,5,opt,name=err,proto3" json:"err,omitempty"`  // why not healthy
+	Rev           int64                  `protobuf:"varint,6,opt,name=rev,proto3" json:"rev,omitempty"` // latest applied revision, when healthy
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreMember) Reset() {
+	*x = StoreMember{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreMember) ProtoMessage() {}
+
+func (x *StoreMember) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreMember.ProtoReflect.Descriptor instead.
+func (*StoreMember) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *StoreMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StoreMember) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *StoreMember) GetLeader() bool {
+	if x != nil {
+		return x.Leader
+	}
+	return false
+}
+
+func (x *StoreMember) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
+func (x *StoreMember) GetErr() string {
+	if x != nil {
+		return x.Err
+	}
+	return ""
+}
+
+func (x *StoreMember) GetRev() int64 {
+	if x != nil {
+		return x.Rev
+	}
+	return 0
+}
+
+type ClusterStatusReply struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Site    string                 `protobuf:"bytes,2,opt,name=site,proto3" json:"site,omitempty"`
+	// replicated: the store lists its members (an etcd cluster); an
+	// embedded store has none and leaves members empty.
+	Replicated    bool           `protobuf:"varint,3,opt,name=replicated,proto3" json:"replicated,omitempty"`
+	Members       []*StoreMember `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	MembersErr    string         `protobuf:"bytes,5,opt,name=members_err,json=membersErr,proto3" json:"members_err,omitempty"` // the members could not be listed: why
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatusReply) Reset() {
+	*x = ClusterStatusReply{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatusReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatusReply) ProtoMessage() {}
+
+func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatusReply.ProtoReflect.Descriptor instead.
+func (*ClusterStatusReply) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *ClusterStatusReply) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *ClusterStatusReply) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+func (x *ClusterStatusReply) GetReplicated() bool {
+	if x != nil {
+		return x.Replicated
+	}
+	return false
+}
+
+func (x *ClusterStatusReply) GetMembers() []*StoreMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *ClusterStatusReply) GetMembersErr() string {
+	if x != nil {
+		return x.MembersErr
+	}
+	return ""
 }
 
 var File_tessera_meta_v1_meta_proto protoreflect.FileDescriptor
@@ -3369,7 +3656,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\bconflict\x18\x04 \x01(\v2\x19.tessera.meta.v1.ConflictR\bconflict\"T\n" +
 	"\bConflict\x12\x10\n" +
 	"\x03ino\x18\x01 \x01(\x04R\x03ino\x126\n" +
-	"\acurrent\x18\x02 \x03(\v2\x1c.tessera.meta.v1.BlockChangeR\acurrent\"\xcd\x02\n" +
+	"\acurrent\x18\x02 \x03(\v2\x1c.tessera.meta.v1.BlockChangeR\acurrent\"\xe3\x02\n" +
 	"\x04Attr\x12\x10\n" +
 	"\x03ino\x18\x01 \x01(\x04R\x03ino\x12\x10\n" +
 	"\x03gen\x18\x02 \x01(\x04R\x03gen\x12\x12\n" +
@@ -3387,7 +3674,8 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
 	"block_size\x18\r \x01(\rR\tblockSize\x12\x16\n" +
 	"\x06policy\x18\x0e \x01(\tR\x06policy\x12\x1a\n" +
-	"\breplicas\x18\x0f \x01(\rR\breplicas\"\xb9\x01\n" +
+	"\breplicas\x18\x0f \x01(\rR\breplicas\x12\x14\n" +
+	"\x05sites\x18\x10 \x01(\tR\x05sites\"\xb9\x01\n" +
 	"\x05Inode\x12)\n" +
 	"\x04attr\x18\x01 \x01(\v2\x15.tessera.meta.v1.AttrR\x04attr\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1d\n" +
@@ -3581,7 +3869,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\breplicas\x18\x01 \x01(\x03R\breplicas\"3\n" +
 	"\tLostBlock\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\x12\x12\n" +
-	"\x04inos\x18\x02 \x03(\x04R\x04inos\"\xd6\x02\n" +
+	"\x04inos\x18\x02 \x03(\x04R\x04inos\"\x96\x03\n" +
 	"\vMoverReport\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x0e\n" +
 	"\x02at\x18\x02 \x01(\x03R\x02at\x12\x18\n" +
@@ -3596,7 +3884,11 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\x04lost\x18\n" +
 	" \x01(\x03R\x04lost\x12;\n" +
 	"\vlost_blocks\x18\v \x03(\v2\x1a.tessera.meta.v1.LostBlockR\n" +
-	"lostBlocks\"&\n" +
+	"lostBlocks\x12>\n" +
+	"\runder_by_site\x18\f \x03(\v2\x1a.tessera.meta.v1.SiteCountR\vunderBySite\"-\n" +
+	"\tSiteCount\x12\x12\n" +
+	"\x04site\x18\x01 \x01(\tR\x04site\x12\f\n" +
+	"\x01n\x18\x02 \x01(\x03R\x01n\"&\n" +
 	"\x10DecomposeRequest\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\"g\n" +
 	"\x11ListBlocksRequest\x12\x1b\n" +
@@ -3625,11 +3917,31 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\achanges\x18\x05 \x03(\v2\x1c.tessera.meta.v1.BlockChangeR\achanges\x12\x19\n" +
 	"\bset_size\x18\x06 \x01(\bR\asetSize\"H\n" +
 	"\rCallbackBatch\x127\n" +
-	"\tcallbacks\x18\x01 \x03(\v2\x19.tessera.meta.v1.CallbackR\tcallbacks*e\n" +
+	"\tcallbacks\x18\x01 \x03(\v2\x19.tessera.meta.v1.CallbackR\tcallbacks\":\n" +
+	"\n" +
+	"HelloReply\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
+	"\x04site\x18\x02 \x01(\tR\x04site\"\x8b\x01\n" +
+	"\vStoreMember\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x16\n" +
+	"\x06leader\x18\x03 \x01(\bR\x06leader\x12\x18\n" +
+	"\ahealthy\x18\x04 \x01(\bR\ahealthy\x12\x10\n" +
+	"\x03err\x18\x05 \x01(\tR\x03err\x12\x10\n" +
+	"\x03rev\x18\x06 \x01(\x03R\x03rev\"\xbb\x01\n" +
+	"\x12ClusterStatusReply\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
+	"\x04site\x18\x02 \x01(\tR\x04site\x12\x1e\n" +
+	"\n" +
+	"replicated\x18\x03 \x01(\bR\n" +
+	"replicated\x126\n" +
+	"\amembers\x18\x04 \x03(\v2\x1c.tessera.meta.v1.StoreMemberR\amembers\x12\x1f\n" +
+	"\vmembers_err\x18\x05 \x01(\tR\n" +
+	"membersErr*e\n" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\xb5\x13\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\xc1\x14\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -3661,7 +3973,9 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"ListBlocks\x12\".tessera.meta.v1.ListBlocksRequest\x1a .tessera.meta.v1.ListBlocksReply\x12C\n" +
 	"\vOpenSession\x12\x16.tessera.meta.v1.Empty\x1a\x1c.tessera.meta.v1.SessionInfo\x12>\n" +
 	"\fCloseSession\x12\x16.tessera.meta.v1.Empty\x1a\x16.tessera.meta.v1.Empty\x12E\n" +
-	"\tCallbacks\x12\x14.tessera.meta.v1.Ack\x1a\x1e.tessera.meta.v1.CallbackBatch(\x010\x01\x12C\n" +
+	"\tCallbacks\x12\x14.tessera.meta.v1.Ack\x1a\x1e.tessera.meta.v1.CallbackBatch(\x010\x01\x12<\n" +
+	"\x05Hello\x12\x16.tessera.meta.v1.Empty\x1a\x1b.tessera.meta.v1.HelloReply\x12L\n" +
+	"\rClusterStatus\x12\x16.tessera.meta.v1.Empty\x1a#.tessera.meta.v1.ClusterStatusReply\x12C\n" +
 	"\rCreateFileset\x12\x18.tessera.meta.v1.Fileset\x1a\x18.tessera.meta.v1.Fileset\x12C\n" +
 	"\n" +
 	"GetFileset\x12\x1b.tessera.meta.v1.InoRequest\x1a\x18.tessera.meta.v1.Fileset\x12@\n" +
@@ -3684,7 +3998,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),             // 0: tessera.meta.v1.CallbackKind
 	(*Empty)(nil),                 // 1: tessera.meta.v1.Empty
@@ -3727,14 +4041,18 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*SetReplicasRequest)(nil),    // 38: tessera.meta.v1.SetReplicasRequest
 	(*LostBlock)(nil),             // 39: tessera.meta.v1.LostBlock
 	(*MoverReport)(nil),           // 40: tessera.meta.v1.MoverReport
-	(*DecomposeRequest)(nil),      // 41: tessera.meta.v1.DecomposeRequest
-	(*ListBlocksRequest)(nil),     // 42: tessera.meta.v1.ListBlocksRequest
-	(*BlockRef)(nil),              // 43: tessera.meta.v1.BlockRef
-	(*ListBlocksReply)(nil),       // 44: tessera.meta.v1.ListBlocksReply
-	(*SessionInfo)(nil),           // 45: tessera.meta.v1.SessionInfo
-	(*Ack)(nil),                   // 46: tessera.meta.v1.Ack
-	(*Callback)(nil),              // 47: tessera.meta.v1.Callback
-	(*CallbackBatch)(nil),         // 48: tessera.meta.v1.CallbackBatch
+	(*SiteCount)(nil),             // 41: tessera.meta.v1.SiteCount
+	(*DecomposeRequest)(nil),      // 42: tessera.meta.v1.DecomposeRequest
+	(*ListBlocksRequest)(nil),     // 43: tessera.meta.v1.ListBlocksRequest
+	(*BlockRef)(nil),              // 44: tessera.meta.v1.BlockRef
+	(*ListBlocksReply)(nil),       // 45: tessera.meta.v1.ListBlocksReply
+	(*SessionInfo)(nil),           // 46: tessera.meta.v1.SessionInfo
+	(*Ack)(nil),                   // 47: tessera.meta.v1.Ack
+	(*Callback)(nil),              // 48: tessera.meta.v1.Callback
+	(*CallbackBatch)(nil),         // 49: tessera.meta.v1.CallbackBatch
+	(*HelloReply)(nil),            // 50: tessera.meta.v1.HelloReply
+	(*StoreMember)(nil),           // 51: tessera.meta.v1.StoreMember
+	(*ClusterStatusReply)(nil),    // 52: tessera.meta.v1.ClusterStatusReply
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	3,  // 0: tessera.meta.v1.Error.conflict:type_name -> tessera.meta.v1.Conflict
@@ -3753,88 +4071,94 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	14, // 13: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
 	35, // 14: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
 	39, // 15: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
-	43, // 16: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
-	0,  // 17: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
-	5,  // 18: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
-	14, // 19: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
-	47, // 20: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
-	16, // 21: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	15, // 22: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	18, // 23: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	19, // 24: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
-	20, // 25: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
-	21, // 26: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	17, // 27: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	22, // 28: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
-	23, // 29: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	26, // 30: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	29, // 31: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
-	15, // 32: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	15, // 33: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	15, // 34: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
-	30, // 35: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	31, // 36: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	15, // 37: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	30, // 38: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
-	1,  // 39: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
-	1,  // 40: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
-	1,  // 41: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
-	35, // 42: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
-	37, // 43: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	38, // 44: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
-	1,  // 45: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
-	41, // 46: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	42, // 47: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
-	1,  // 48: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
-	1,  // 49: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
-	46, // 50: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
-	7,  // 51: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
-	15, // 52: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
-	1,  // 53: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
-	15, // 54: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
-	10, // 55: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
-	11, // 56: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
-	5,  // 57: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	5,  // 58: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	5,  // 59: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	5,  // 60: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	5,  // 61: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	5,  // 62: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	1,  // 63: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	5,  // 64: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	25, // 65: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	28, // 66: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	5,  // 67: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	5,  // 68: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	1,  // 69: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	1,  // 70: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	32, // 71: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	1,  // 72: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	33, // 73: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	1,  // 74: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	1,  // 75: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	34, // 76: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	36, // 77: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	36, // 78: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	36, // 79: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	36, // 80: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	40, // 81: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	1,  // 82: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	44, // 83: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	45, // 84: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	1,  // 85: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	48, // 86: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	7,  // 87: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	7,  // 88: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	8,  // 89: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	1,  // 90: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	5,  // 91: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	5,  // 92: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	57, // [57:93] is the sub-list for method output_type
-	21, // [21:57] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	41, // 16: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
+	44, // 17: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
+	0,  // 18: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
+	5,  // 19: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
+	14, // 20: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
+	48, // 21: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
+	51, // 22: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
+	16, // 23: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	15, // 24: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	18, // 25: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	19, // 26: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
+	20, // 27: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
+	21, // 28: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	17, // 29: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	22, // 30: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
+	23, // 31: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	26, // 32: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	29, // 33: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
+	15, // 34: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	15, // 35: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	15, // 36: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
+	30, // 37: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	31, // 38: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	15, // 39: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	30, // 40: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	1,  // 41: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
+	1,  // 42: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
+	1,  // 43: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
+	35, // 44: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
+	37, // 45: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	38, // 46: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	1,  // 47: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
+	42, // 48: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	43, // 49: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	1,  // 50: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
+	1,  // 51: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
+	47, // 52: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
+	1,  // 53: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
+	1,  // 54: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
+	7,  // 55: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
+	15, // 56: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
+	1,  // 57: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
+	15, // 58: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
+	10, // 59: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
+	11, // 60: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
+	5,  // 61: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	5,  // 62: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	5,  // 63: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	5,  // 64: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	5,  // 65: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	5,  // 66: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	1,  // 67: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	5,  // 68: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	25, // 69: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	28, // 70: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	5,  // 71: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	5,  // 72: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	1,  // 73: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	1,  // 74: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	32, // 75: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	1,  // 76: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	33, // 77: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	1,  // 78: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	1,  // 79: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	34, // 80: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	36, // 81: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	36, // 82: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	36, // 83: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	36, // 84: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	40, // 85: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	1,  // 86: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	45, // 87: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	46, // 88: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	1,  // 89: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	49, // 90: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	50, // 91: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	52, // 92: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	7,  // 93: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	7,  // 94: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	8,  // 95: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	1,  // 96: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	5,  // 97: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	5,  // 98: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	61, // [61:99] is the sub-list for method output_type
+	23, // [23:61] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_tessera_meta_v1_meta_proto_init() }
@@ -3848,7 +4172,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   48,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
