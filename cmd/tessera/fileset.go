@@ -86,14 +86,14 @@ func runFileset(ctx context.Context, args []string) error {
 			return fmt.Errorf("fileset %s: %w", op, err)
 		}
 	}
-	if *cf.data == "" && *cf.meta == "" && want == 1 {
+	if *cf.data == "" && *cf.meta.meta == "" && want == 1 {
 		// A path on a mount of `tessera up`: its data directory says
 		// where the meta service is and holds the admin credentials.
 		if *cf.data, err = dataDirOf(pos[0]); err != nil {
 			return fmt.Errorf("fileset %s: %w", op, err)
 		}
 	}
-	c, done, err := cf.dial("fileset " + op)
+	c, done, err := cf.dial(ctx, "fileset "+op)
 	if err != nil {
 		return err
 	}

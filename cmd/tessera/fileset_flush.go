@@ -39,12 +39,12 @@ func runFilesetFlush(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("fileset flush: %w", err)
 	}
-	if *cf.data == "" && *cf.meta == "" {
+	if *cf.data == "" && *cf.meta.meta == "" {
 		if *cf.data, err = dataDirOf(p); err != nil {
 			return fmt.Errorf("fileset flush: %w", err)
 		}
 	}
-	c, done, err := cf.dial("fileset flush")
+	c, done, err := cf.dial(ctx, "fileset flush")
 	if err != nil {
 		return err
 	}

@@ -13,11 +13,16 @@ import (
 type Gateway interface {
 	ListDir(ctx context.Context, dir meta.Ino) (meta.Inode, error)
 	Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error)
+	// Revalidate compares ino with home once its fileset's validity lag
+	// has passed, invalidating it if home changed (force: at once).
+	Revalidate(ctx context.Context, ino meta.Ino, force bool) (bool, error)
 }
 
-// ready remembers the inodes found needing no gateway (in no fileset, or
-// cached), so that each costs one GetAttr per mount: an inode does not
-// leave the cached state (revalidation, which would, is not built yet).
+// ready remembers the inodes found in no fileset, so that each costs one
+// GetAttr per mount (an inode never joins a fileset: a fileset's root
+// must be empty when it is made, and what is created under it is in it).
+// A fileset inode is looked at every time, since revalidation can take
+// it back from cached to placeholder.
 type ready struct{ m sync.Map }
 
 // needs reports whether in must go to the gateway before it is served.
@@ -39,6 +44,26 @@ func (fs *FS) fill(ctx context.Context, ino meta.Ino) error {
 	if err != nil {
 		return err
 	}
+	if in.Gateway == nil {
+		fs.ready.m.Store(ino, struct{}{})
+		return nil
+	}
+	if !needs(&in) {
+		// Cached: compare with home once the validity lag has passed.
+		// Home unreachable is not an error here: what is cached is
+		// served while home is down (Panache's disconnected mode).
+		changed, err := fs.opts.Gateway.Revalidate(ctx, ino, false)
+		if err != nil {
+			fs.log.Debug("revalidation failed; serving what is cached", "ino", ino, "err", err)
+			return nil
+		}
+		if !changed {
+			return nil
+		}
+		if in, err = fs.api.GetAttr(ctx, ino); err != nil {
+			return err
+		}
+	}
 	if needs(&in) {
 		switch {
 		case in.IsDir():
@@ -49,9 +74,6 @@ func (fs *FS) fill(ctx context.Context, ino meta.Ino) error {
 		if err != nil {
 			return err
 		}
-	}
-	if !needs(&in) {
-		fs.ready.m.Store(ino, struct{}{})
 	}
 	return nil
 }

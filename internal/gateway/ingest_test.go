@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/block/disk"
@@ -29,7 +30,10 @@ type env struct {
 	g    *gateway.Ingester
 }
 
-func newEnv(t *testing.T, mode meta.FilesetMode) *env {
+func newEnv(t *testing.T, mode meta.FilesetMode) *env { return newEnvWith(t, mode, gateway.Options{}) }
+
+// newEnvWith is newEnv with the Ingester's options (Chunk defaults to 100 KiB).
+func newEnvWith(t *testing.T, mode meta.FilesetMode, opts gateway.Options) *env {
 	t.Helper()
 	ctx := context.Background()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: 64 << 10})
@@ -57,11 +61,14 @@ func newEnv(t *testing.T, mode meta.FilesetMode) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.CreateFileset(ctx, meta.Fileset{Root: d.Ino, Home: "file://" + e.home, Mode: mode}); err != nil {
+	if _, err := svc.CreateFileset(ctx, meta.Fileset{Root: d.Ino, Home: "file://" + e.home, Mode: mode, ValidityLag: time.Minute}); err != nil {
 		t.Fatal(err)
 	}
 	e.root = d.Ino
-	e.g = gateway.NewIngester(svc, c, gateway.Options{Chunk: 100 << 10})
+	if opts.Chunk == 0 {
+		opts.Chunk = 100 << 10
+	}
+	e.g = gateway.NewIngester(svc, c, opts)
 	t.Cleanup(func() { e.g.Close() })
 	return e
 }

@@ -70,3 +70,8 @@ func (o owners) ListDir(ctx context.Context, dir meta.Ino) (meta.Inode, error) {
 func (o owners) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error) {
 	return o.owner(ino).Fetch(ctx, ino, off, n)
 }
+
+// Revalidate implements fuse.Gateway.
+func (o owners) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bool, error) {
+	return o.owner(ino).Revalidate(ctx, ino, force)
+}

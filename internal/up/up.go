@@ -59,6 +59,7 @@ import (
 	"tessera/internal/client"
 	"tessera/internal/kv/pebblekv"
 	"tessera/internal/meta"
+	"tessera/internal/meta/metarpc"
 )
 
 // Config is what `tessera up` takes from its flags.
@@ -90,6 +91,9 @@ type Config struct {
 	// BlockLimits bound every block server's connections and in-flight
 	// bytes (blockserver.DefaultLimits for zero fields).
 	BlockLimits blockserver.Limits
+	// MetaLimits bound what one peer address may hold of the meta
+	// service (MetaConfig.Limits).
+	MetaLimits metarpc.PeerLimits
 	// Role configures the sweeper and the mover.
 	Role  MetaRole
 	Debug bool
@@ -113,6 +117,9 @@ type Config struct {
 	// Mux, if set, is the process's HTTP listener: the meta role's status
 	// page goes on it (MetaConfig.Mux).
 	Mux *http.ServeMux
+	// Site, when set, is the site of the whole node: its meta service,
+	// block servers and mount (--site).
+	Site string
 	// Ready, if set, is called once the mount is usable.
 	Ready func(mount, metaAddr string)
 }
@@ -191,9 +198,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		BlockSize:       cfg.BlockSize,
 		DefaultReplicas: defReplicas,
 		Replicas:        cfg.Replicas,
+		Site:            cfg.Site,
 		Role:            cfg.Role,
 		Creds:           lt.Meta,
 		Logger:          log,
+		Limits:          cfg.MetaLimits,
 		Metrics:         cfg.Metrics,
 		Mux:             cfg.Mux,
 	})
@@ -219,6 +228,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			ID:            fmt.Sprintf("b%d", i),
 			Dir:           blockDirs[i],
 			Host:          host,
+			Site:          cfg.Site,
 			Heartbeat:     cfg.Heartbeat,
 			ScrubRate:     cfg.ScrubRate,
 			ScrubInterval: cfg.ScrubInterval,
@@ -262,6 +272,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		DirtyBytes:    cfg.DirtyBytes,
 		MetaTimeout:   cfg.MetaTimeout,
 		Policy:        cfg.Policy,
+		Site:          cfg.Site,
 	}})
 	if err != nil {
 		return err

@@ -40,6 +40,20 @@
 // HandshakeTimeout (10 s), is closed after IdleTimeout (5 min) without
 // calls, and carries at most MaxStreams (256) concurrent calls; keepalive
 // pings from clients more often than every 10 s close the connection.
+// Per peer (one IP address, over all its connections; budget.go): at most
+// MaxStreamsPerPeer (1024) calls are open, more are refused with
+// ResourceExhausted naming the peer and the limit; and its calls hold at
+// most MaxInFlightPerPeer (64 MiB) of requests: each read is charged
+// the largest its message may be (MaxRecvMsg; a callback Ack's 1 KiB,
+// enforced on its length prefix) until the message is in, then the
+// message's size until the call ends, and a read that does not fit waits
+// for one that does (until the call's deadline). A call parks at most one stream window (64 KiB) of
+// data before its read is admitted, so one peer can make the server hold
+// MaxInFlightPerPeer + MaxStreamsPerPeer x 64 KiB. A session's callback
+// stream holds at most an Ack's worth, so sessions do not starve the calls
+// of their address.
+// A connection whose peer sends a request in tiny DATA frames (each costs
+// the server a buffer of its own) is closed (pieces.go).
 //
 // Connections. A Client keeps one gRPC connection (HTTP/2 multiplexes its
 // calls), dialled by Dial, which fails at once with one line naming the
@@ -59,6 +73,15 @@
 // fail with plain meta.ErrIO. The Client does not wait for the server
 // itself: a mount wraps it in metawait, which waits out outages and sends
 // calls again.
+//
+// Several meta processes (many.go). DialMany connects to every address of
+// a cluster's meta processes and returns a Many: a meta.API calling the
+// nearest (the lowest round trip of Hello, measured again every
+// DefaultRefresh), which sends a call that could not reach it
+// (meta.ErrUnreachable) to the next nearest at once and returns a lost
+// reply (meta.ErrReplyLost) as it is. Hello (any caller) and ClusterStatus
+// (admins) say what a process knows of its cluster (cluster.go,
+// ServeOptions.Cluster).
 //
 // Sessions and callbacks (callbacks.go). WithSession returns a Client that
 // shares the connection and sends the session id with every call; the

@@ -773,22 +773,25 @@ func (x *Conflict) GetCurrent() []*BlockChange {
 }
 
 type Attr struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ino           uint64                 `protobuf:"varint,1,opt,name=ino,proto3" json:"ino,omitempty"`
-	Gen           uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
-	Mode          uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
-	Uid           uint32                 `protobuf:"varint,4,opt,name=uid,proto3" json:"uid,omitempty"`
-	Gid           uint32                 `protobuf:"varint,5,opt,name=gid,proto3" json:"gid,omitempty"`
-	Nlink         uint32                 `protobuf:"varint,6,opt,name=nlink,proto3" json:"nlink,omitempty"`
-	Size          uint64                 `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
-	Atime         int64                  `protobuf:"varint,8,opt,name=atime,proto3" json:"atime,omitempty"`
-	Mtime         int64                  `protobuf:"varint,9,opt,name=mtime,proto3" json:"mtime,omitempty"`
-	Ctime         int64                  `protobuf:"varint,10,opt,name=ctime,proto3" json:"ctime,omitempty"`
-	Rdev          uint32                 `protobuf:"varint,11,opt,name=rdev,proto3" json:"rdev,omitempty"`
-	Change        uint64                 `protobuf:"varint,12,opt,name=change,proto3" json:"change,omitempty"`
-	BlockSize     uint32                 `protobuf:"varint,13,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
-	Policy        string                 `protobuf:"bytes,14,opt,name=policy,proto3" json:"policy,omitempty"`
-	Replicas      uint32                 `protobuf:"varint,15,opt,name=replicas,proto3" json:"replicas,omitempty"` // 0..255
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Ino       uint64                 `protobuf:"varint,1,opt,name=ino,proto3" json:"ino,omitempty"`
+	Gen       uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
+	Mode      uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	Uid       uint32                 `protobuf:"varint,4,opt,name=uid,proto3" json:"uid,omitempty"`
+	Gid       uint32                 `protobuf:"varint,5,opt,name=gid,proto3" json:"gid,omitempty"`
+	Nlink     uint32                 `protobuf:"varint,6,opt,name=nlink,proto3" json:"nlink,omitempty"`
+	Size      uint64                 `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
+	Atime     int64                  `protobuf:"varint,8,opt,name=atime,proto3" json:"atime,omitempty"`
+	Mtime     int64                  `protobuf:"varint,9,opt,name=mtime,proto3" json:"mtime,omitempty"`
+	Ctime     int64                  `protobuf:"varint,10,opt,name=ctime,proto3" json:"ctime,omitempty"`
+	Rdev      uint32                 `protobuf:"varint,11,opt,name=rdev,proto3" json:"rdev,omitempty"`
+	Change    uint64                 `protobuf:"varint,12,opt,name=change,proto3" json:"change,omitempty"`
+	BlockSize uint32                 `protobuf:"varint,13,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	Policy    string                 `protobuf:"bytes,14,opt,name=policy,proto3" json:"policy,omitempty"`
+	Replicas  uint32                 `protobuf:"varint,15,opt,name=replicas,proto3" json:"replicas,omitempty"` // 0..255
+	// sites: a per-site replication spec ("a:1,b:1,c:1"); replicas is then
+	// its total. Empty: replicas copies anywhere.
+	Sites         string `protobuf:"bytes,16,opt,name=sites,proto3" json:"sites,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -926,6 +929,13 @@ func (x *Attr) GetReplicas() uint32 {
 		return x.Replicas
 	}
 	return 0
+}
+
+func (x *Attr) GetSites() string {
+	if x != nil {
+		return x.Sites
+	}
+	return ""
 }
 
 type Inode struct {
@@ -3332,8 +3342,11 @@ type MoverReport struct {
 	Err             string                 `protobuf:"bytes,9,opt,name=err,proto3" json:"err,omitempty"`
 	Lost            int64                  `protobuf:"varint,10,opt,name=lost,proto3" json:"lost,omitempty"`
 	LostBlocks      []*LostBlock           `protobuf:"bytes,11,rep,name=lost_blocks,json=lostBlocks,proto3" json:"lost_blocks,omitempty"` // at most meta.MaxLostReported
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// under_by_site: per site of a per-site replication spec, the blocks
+	// with fewer copies there than asked (at most meta.MaxSitesReported).
+	UnderBySite   []*SiteCount `protobuf:"bytes,12,rep,name=under_by_site,json=underBySite,proto3" json:"under_by_site,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MoverReport) Reset() {
@@ -3443,6 +3456,65 @@ func (x *MoverReport) GetLostBlocks() []*LostBlock {
 	return nil
 }
 
+func (x *MoverReport) GetUnderBySite() []*SiteCount {
+	if x != nil {
+		return x.UnderBySite
+	}
+	return nil
+}
+
+type SiteCount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Site          string                 `protobuf:"bytes,1,opt,name=site,proto3" json:"site,omitempty"`
+	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SiteCount) Reset() {
+	*x = SiteCount{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SiteCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SiteCount) ProtoMessage() {}
+
+func (x *SiteCount) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SiteCount.ProtoReflect.Descriptor instead.
+func (*SiteCount) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *SiteCount) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+func (x *SiteCount) GetN() int64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
 type DecomposeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Hash          []byte                 `protobuf:"bytes,1,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -3452,7 +3524,7 @@ type DecomposeRequest struct {
 
 func (x *DecomposeRequest) Reset() {
 	*x = DecomposeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3464,7 +3536,7 @@ func (x *DecomposeRequest) String() string {
 func (*DecomposeRequest) ProtoMessage() {}
 
 func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3477,7 +3549,7 @@ func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecomposeRequest.ProtoReflect.Descriptor instead.
 func (*DecomposeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DecomposeRequest) GetHash() []byte {
@@ -3498,7 +3570,7 @@ type ListBlocksRequest struct {
 
 func (x *ListBlocksRequest) Reset() {
 	*x = ListBlocksRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3510,7 +3582,7 @@ func (x *ListBlocksRequest) String() string {
 func (*ListBlocksRequest) ProtoMessage() {}
 
 func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3523,7 +3595,7 @@ func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ListBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ListBlocksRequest) GetAfterIno() uint64 {
@@ -3558,7 +3630,7 @@ type BlockRef struct {
 
 func (x *BlockRef) Reset() {
 	*x = BlockRef{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3570,7 +3642,7 @@ func (x *BlockRef) String() string {
 func (*BlockRef) ProtoMessage() {}
 
 func (x *BlockRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3583,7 +3655,7 @@ func (x *BlockRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRef.ProtoReflect.Descriptor instead.
 func (*BlockRef) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *BlockRef) GetIno() uint64 {
@@ -3617,7 +3689,7 @@ type ListBlocksReply struct {
 
 func (x *ListBlocksReply) Reset() {
 	*x = ListBlocksReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3629,7 +3701,7 @@ func (x *ListBlocksReply) String() string {
 func (*ListBlocksReply) ProtoMessage() {}
 
 func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3642,7 +3714,7 @@ func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksReply.ProtoReflect.Descriptor instead.
 func (*ListBlocksReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ListBlocksReply) GetRefs() []*BlockRef {
@@ -3669,7 +3741,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3681,7 +3753,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3694,7 +3766,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *SessionInfo) GetId() uint64 {
@@ -3721,7 +3793,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3733,7 +3805,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3746,7 +3818,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{52}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -3777,7 +3849,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3789,7 +3861,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3802,7 +3874,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{53}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Callback) GetSeq() uint64 {
@@ -3856,7 +3928,7 @@ type CallbackBatch struct {
 
 func (x *CallbackBatch) Reset() {
 	*x = CallbackBatch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3868,7 +3940,7 @@ func (x *CallbackBatch) String() string {
 func (*CallbackBatch) ProtoMessage() {}
 
 func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3881,7 +3953,7 @@ func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackBatch.ProtoReflect.Descriptor instead.
 func (*CallbackBatch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{54}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CallbackBatch) GetCallbacks() []*Callback {
@@ -3889,6 +3961,221 @@ func (x *CallbackBatch) GetCallbacks() []*Callback {
 		return x.Callbacks
 	}
 	return nil
+}
+
+type HelloReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cluster       string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"` // the cluster's name ("" when the meta process was given none)
+	Site          string                 `protobuf:"bytes,2,opt,name=site,proto3" json:"site,omitempty"`       // the site of the meta process ("" when none)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HelloReply) Reset() {
+	*x = HelloReply{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HelloReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HelloReply) ProtoMessage() {}
+
+func (x *HelloReply) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
+func (*HelloReply) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *HelloReply) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *HelloReply) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+// StoreMember is one server of the replicated metadata store (kv.Member).
+type StoreMember struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	Leader        bool                   `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	Healthy       bool                   `protobuf:"varint,4,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	Err           string                 `protobuf:"bytes,5,opt,name=err,proto3" json:"err,omitempty"`  // why not healthy
+	Rev           int64                  `protobuf:"varint,6,opt,name=rev,proto3" json:"rev,omitempty"` // latest applied revision, when healthy
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreMember) Reset() {
+	*x = StoreMember{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreMember) ProtoMessage() {}
+
+func (x *StoreMember) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreMember.ProtoReflect.Descriptor instead.
+func (*StoreMember) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *StoreMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StoreMember) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *StoreMember) GetLeader() bool {
+	if x != nil {
+		return x.Leader
+	}
+	return false
+}
+
+func (x *StoreMember) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
+func (x *StoreMember) GetErr() string {
+	if x != nil {
+		return x.Err
+	}
+	return ""
+}
+
+func (x *StoreMember) GetRev() int64 {
+	if x != nil {
+		return x.Rev
+	}
+	return 0
+}
+
+type ClusterStatusReply struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Site    string                 `protobuf:"bytes,2,opt,name=site,proto3" json:"site,omitempty"`
+	// replicated: the store lists its members (an etcd cluster); an
+	// embedded store has none and leaves members empty.
+	Replicated    bool           `protobuf:"varint,3,opt,name=replicated,proto3" json:"replicated,omitempty"`
+	Members       []*StoreMember `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	MembersErr    string         `protobuf:"bytes,5,opt,name=members_err,json=membersErr,proto3" json:"members_err,omitempty"` // the members could not be listed: why
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatusReply) Reset() {
+	*x = ClusterStatusReply{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatusReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatusReply) ProtoMessage() {}
+
+func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatusReply.ProtoReflect.Descriptor instead.
+func (*ClusterStatusReply) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ClusterStatusReply) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *ClusterStatusReply) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+func (x *ClusterStatusReply) GetReplicated() bool {
+	if x != nil {
+		return x.Replicated
+	}
+	return false
+}
+
+func (x *ClusterStatusReply) GetMembers() []*StoreMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *ClusterStatusReply) GetMembersErr() string {
+	if x != nil {
+		return x.MembersErr
+	}
+	return ""
 }
 
 var File_tessera_meta_v1_meta_proto protoreflect.FileDescriptor
@@ -3947,7 +4234,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\bconflict\x18\x04 \x01(\v2\x19.tessera.meta.v1.ConflictR\bconflict\"T\n" +
 	"\bConflict\x12\x10\n" +
 	"\x03ino\x18\x01 \x01(\x04R\x03ino\x126\n" +
-	"\acurrent\x18\x02 \x03(\v2\x1c.tessera.meta.v1.BlockChangeR\acurrent\"\xcd\x02\n" +
+	"\acurrent\x18\x02 \x03(\v2\x1c.tessera.meta.v1.BlockChangeR\acurrent\"\xe3\x02\n" +
 	"\x04Attr\x12\x10\n" +
 	"\x03ino\x18\x01 \x01(\x04R\x03ino\x12\x10\n" +
 	"\x03gen\x18\x02 \x01(\x04R\x03gen\x12\x12\n" +
@@ -3965,7 +4252,8 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
 	"block_size\x18\r \x01(\rR\tblockSize\x12\x16\n" +
 	"\x06policy\x18\x0e \x01(\tR\x06policy\x12\x1a\n" +
-	"\breplicas\x18\x0f \x01(\rR\breplicas\"\xb9\x01\n" +
+	"\breplicas\x18\x0f \x01(\rR\breplicas\x12\x14\n" +
+	"\x05sites\x18\x10 \x01(\tR\x05sites\"\xb9\x01\n" +
 	"\x05Inode\x12)\n" +
 	"\x04attr\x18\x01 \x01(\v2\x15.tessera.meta.v1.AttrR\x04attr\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1d\n" +
@@ -4159,7 +4447,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\breplicas\x18\x01 \x01(\x03R\breplicas\"3\n" +
 	"\tLostBlock\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\x12\x12\n" +
-	"\x04inos\x18\x02 \x03(\x04R\x04inos\"\xd6\x02\n" +
+	"\x04inos\x18\x02 \x03(\x04R\x04inos\"\x96\x03\n" +
 	"\vMoverReport\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x0e\n" +
 	"\x02at\x18\x02 \x01(\x03R\x02at\x12\x18\n" +
@@ -4174,7 +4462,11 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\x04lost\x18\n" +
 	" \x01(\x03R\x04lost\x12;\n" +
 	"\vlost_blocks\x18\v \x03(\v2\x1a.tessera.meta.v1.LostBlockR\n" +
-	"lostBlocks\"&\n" +
+	"lostBlocks\x12>\n" +
+	"\runder_by_site\x18\f \x03(\v2\x1a.tessera.meta.v1.SiteCountR\vunderBySite\"-\n" +
+	"\tSiteCount\x12\x12\n" +
+	"\x04site\x18\x01 \x01(\tR\x04site\x12\f\n" +
+	"\x01n\x18\x02 \x01(\x03R\x01n\"&\n" +
 	"\x10DecomposeRequest\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\"g\n" +
 	"\x11ListBlocksRequest\x12\x1b\n" +
@@ -4203,11 +4495,31 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\achanges\x18\x05 \x03(\v2\x1c.tessera.meta.v1.BlockChangeR\achanges\x12\x19\n" +
 	"\bset_size\x18\x06 \x01(\bR\asetSize\"H\n" +
 	"\rCallbackBatch\x127\n" +
-	"\tcallbacks\x18\x01 \x03(\v2\x19.tessera.meta.v1.CallbackR\tcallbacks*e\n" +
+	"\tcallbacks\x18\x01 \x03(\v2\x19.tessera.meta.v1.CallbackR\tcallbacks\":\n" +
+	"\n" +
+	"HelloReply\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
+	"\x04site\x18\x02 \x01(\tR\x04site\"\x8b\x01\n" +
+	"\vStoreMember\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x16\n" +
+	"\x06leader\x18\x03 \x01(\bR\x06leader\x12\x18\n" +
+	"\ahealthy\x18\x04 \x01(\bR\ahealthy\x12\x10\n" +
+	"\x03err\x18\x05 \x01(\tR\x03err\x12\x10\n" +
+	"\x03rev\x18\x06 \x01(\x03R\x03rev\"\xbb\x01\n" +
+	"\x12ClusterStatusReply\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
+	"\x04site\x18\x02 \x01(\tR\x04site\x12\x1e\n" +
+	"\n" +
+	"replicated\x18\x03 \x01(\bR\n" +
+	"replicated\x126\n" +
+	"\amembers\x18\x04 \x03(\v2\x1c.tessera.meta.v1.StoreMemberR\amembers\x12\x1f\n" +
+	"\vmembers_err\x18\x05 \x01(\tR\n" +
+	"membersErr*e\n" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\x91\x17\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\x9d\x18\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -4239,7 +4551,9 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"ListBlocks\x12\".tessera.meta.v1.ListBlocksRequest\x1a .tessera.meta.v1.ListBlocksReply\x12C\n" +
 	"\vOpenSession\x12\x16.tessera.meta.v1.Empty\x1a\x1c.tessera.meta.v1.SessionInfo\x12>\n" +
 	"\fCloseSession\x12\x16.tessera.meta.v1.Empty\x1a\x16.tessera.meta.v1.Empty\x12E\n" +
-	"\tCallbacks\x12\x14.tessera.meta.v1.Ack\x1a\x1e.tessera.meta.v1.CallbackBatch(\x010\x01\x12C\n" +
+	"\tCallbacks\x12\x14.tessera.meta.v1.Ack\x1a\x1e.tessera.meta.v1.CallbackBatch(\x010\x01\x12<\n" +
+	"\x05Hello\x12\x16.tessera.meta.v1.Empty\x1a\x1b.tessera.meta.v1.HelloReply\x12L\n" +
+	"\rClusterStatus\x12\x16.tessera.meta.v1.Empty\x1a#.tessera.meta.v1.ClusterStatusReply\x12C\n" +
 	"\rCreateFileset\x12\x18.tessera.meta.v1.Fileset\x1a\x18.tessera.meta.v1.Fileset\x12C\n" +
 	"\n" +
 	"GetFileset\x12\x1b.tessera.meta.v1.InoRequest\x1a\x18.tessera.meta.v1.Fileset\x12@\n" +
@@ -4268,7 +4582,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),              // 0: tessera.meta.v1.CallbackKind
 	(*WBOp)(nil),                   // 1: tessera.meta.v1.WBOp
@@ -4318,14 +4632,18 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*SetReplicasRequest)(nil),     // 45: tessera.meta.v1.SetReplicasRequest
 	(*LostBlock)(nil),              // 46: tessera.meta.v1.LostBlock
 	(*MoverReport)(nil),            // 47: tessera.meta.v1.MoverReport
-	(*DecomposeRequest)(nil),       // 48: tessera.meta.v1.DecomposeRequest
-	(*ListBlocksRequest)(nil),      // 49: tessera.meta.v1.ListBlocksRequest
-	(*BlockRef)(nil),               // 50: tessera.meta.v1.BlockRef
-	(*ListBlocksReply)(nil),        // 51: tessera.meta.v1.ListBlocksReply
-	(*SessionInfo)(nil),            // 52: tessera.meta.v1.SessionInfo
-	(*Ack)(nil),                    // 53: tessera.meta.v1.Ack
-	(*Callback)(nil),               // 54: tessera.meta.v1.Callback
-	(*CallbackBatch)(nil),          // 55: tessera.meta.v1.CallbackBatch
+	(*SiteCount)(nil),              // 48: tessera.meta.v1.SiteCount
+	(*DecomposeRequest)(nil),       // 49: tessera.meta.v1.DecomposeRequest
+	(*ListBlocksRequest)(nil),      // 50: tessera.meta.v1.ListBlocksRequest
+	(*BlockRef)(nil),               // 51: tessera.meta.v1.BlockRef
+	(*ListBlocksReply)(nil),        // 52: tessera.meta.v1.ListBlocksReply
+	(*SessionInfo)(nil),            // 53: tessera.meta.v1.SessionInfo
+	(*Ack)(nil),                    // 54: tessera.meta.v1.Ack
+	(*Callback)(nil),               // 55: tessera.meta.v1.Callback
+	(*CallbackBatch)(nil),          // 56: tessera.meta.v1.CallbackBatch
+	(*HelloReply)(nil),             // 57: tessera.meta.v1.HelloReply
+	(*StoreMember)(nil),            // 58: tessera.meta.v1.StoreMember
+	(*ClusterStatusReply)(nil),     // 59: tessera.meta.v1.ClusterStatusReply
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 0: tessera.meta.v1.WBOpList.ops:type_name -> tessera.meta.v1.WBOp
@@ -4348,100 +4666,106 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	21, // 17: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
 	42, // 18: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
 	46, // 19: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
-	50, // 20: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
-	0,  // 21: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
-	12, // 22: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
-	21, // 23: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
-	54, // 24: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
-	23, // 25: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	22, // 26: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	25, // 27: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	26, // 28: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
-	27, // 29: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
-	28, // 30: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	24, // 31: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	29, // 32: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
-	30, // 33: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	33, // 34: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	36, // 35: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
-	22, // 36: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	22, // 37: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	22, // 38: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
-	37, // 39: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	38, // 40: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	22, // 41: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	37, // 42: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
-	8,  // 43: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
-	8,  // 44: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
-	8,  // 45: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
-	42, // 46: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
-	44, // 47: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	45, // 48: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
-	8,  // 49: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
-	48, // 50: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	49, // 51: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
-	8,  // 52: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
-	8,  // 53: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
-	53, // 54: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
-	14, // 55: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
-	22, // 56: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
-	8,  // 57: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
-	22, // 58: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
-	17, // 59: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
-	18, // 60: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
-	3,  // 61: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
-	4,  // 62: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
-	5,  // 63: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
-	22, // 64: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
-	22, // 65: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
-	22, // 66: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
-	12, // 67: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 68: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 69: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 70: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	12, // 71: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	12, // 72: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 73: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 74: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	32, // 75: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	35, // 76: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 77: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 78: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 79: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 80: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	39, // 81: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 82: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	40, // 83: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 84: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 85: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	41, // 86: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	43, // 87: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	43, // 88: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	43, // 89: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	43, // 90: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	47, // 91: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 92: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	51, // 93: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	52, // 94: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 95: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	55, // 96: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	14, // 97: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 98: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	15, // 99: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 100: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 101: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 102: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	2,  // 103: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 104: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 105: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 106: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 107: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	8,  // 108: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
-	67, // [67:109] is the sub-list for method output_type
-	25, // [25:67] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	48, // 20: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
+	51, // 21: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
+	0,  // 22: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
+	12, // 23: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
+	21, // 24: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
+	55, // 25: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
+	58, // 26: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
+	23, // 27: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	22, // 28: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	25, // 29: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	26, // 30: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
+	27, // 31: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
+	28, // 32: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	24, // 33: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	29, // 34: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
+	30, // 35: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	33, // 36: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	36, // 37: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
+	22, // 38: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	22, // 39: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	22, // 40: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
+	37, // 41: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	38, // 42: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	22, // 43: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	37, // 44: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	8,  // 45: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
+	8,  // 46: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
+	8,  // 47: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
+	42, // 48: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
+	44, // 49: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	45, // 50: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	8,  // 51: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
+	49, // 52: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	50, // 53: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	8,  // 54: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
+	8,  // 55: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
+	54, // 56: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
+	8,  // 57: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
+	8,  // 58: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
+	14, // 59: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
+	22, // 60: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
+	8,  // 61: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
+	22, // 62: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
+	17, // 63: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
+	18, // 64: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
+	3,  // 65: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
+	4,  // 66: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
+	5,  // 67: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
+	22, // 68: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
+	22, // 69: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
+	22, // 70: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
+	12, // 71: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 72: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 73: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 74: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	12, // 75: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	12, // 76: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 77: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 78: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	32, // 79: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	35, // 80: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 81: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 82: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 83: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 84: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	39, // 85: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 86: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	40, // 87: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 88: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 89: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	41, // 90: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	43, // 91: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	43, // 92: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	43, // 93: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	43, // 94: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	47, // 95: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 96: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	52, // 97: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	53, // 98: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 99: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	56, // 100: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	57, // 101: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	59, // 102: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	14, // 103: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 104: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	15, // 105: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 106: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 107: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 108: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	2,  // 109: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 110: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 111: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 112: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 113: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 114: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
+	71, // [71:115] is the sub-list for method output_type
+	27, // [27:71] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_tessera_meta_v1_meta_proto_init() }
@@ -4455,7 +4779,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   55,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -59,6 +59,8 @@ const (
 	Meta_OpenSession_FullMethodName     = "/tessera.meta.v1.Meta/OpenSession"
 	Meta_CloseSession_FullMethodName    = "/tessera.meta.v1.Meta/CloseSession"
 	Meta_Callbacks_FullMethodName       = "/tessera.meta.v1.Meta/Callbacks"
+	Meta_Hello_FullMethodName           = "/tessera.meta.v1.Meta/Hello"
+	Meta_ClusterStatus_FullMethodName   = "/tessera.meta.v1.Meta/ClusterStatus"
 	Meta_CreateFileset_FullMethodName   = "/tessera.meta.v1.Meta/CreateFileset"
 	Meta_GetFileset_FullMethodName      = "/tessera.meta.v1.Meta/GetFileset"
 	Meta_Filesets_FullMethodName        = "/tessera.meta.v1.Meta/Filesets"
@@ -116,6 +118,16 @@ type MetaClient interface {
 	// while its connection stays open. An expired session ends the stream
 	// with an Error of errno ESTALE.
 	Callbacks(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Ack, CallbackBatch], error)
+	// Hello names the cluster and the site of the meta process that answers.
+	// Any authenticated caller may ask, whatever its role: clients time it to
+	// find the nearest of several meta processes, and check that an address
+	// belongs to the cluster they were asked to mount. Not a meta.API method:
+	// it says something of the process, not of the file system.
+	Hello(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*HelloReply, error)
+	// ClusterStatus is the answering process's view of the cluster for
+	// `tessera status`: its name and site, and the members of a replicated
+	// metadata store with their health. Admin only.
+	ClusterStatus(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ClusterStatusReply, error)
 	// Filesets (meta.FilesetAPI, issue 14).
 	CreateFileset(ctx context.Context, in *Fileset, opts ...grpc.CallOption) (*Fileset, error)
 	GetFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Fileset, error)
@@ -443,6 +455,26 @@ func (c *metaClient) Callbacks(ctx context.Context, opts ...grpc.CallOption) (gr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Meta_CallbacksClient = grpc.BidiStreamingClient[Ack, CallbackBatch]
 
+func (c *metaClient) Hello(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*HelloReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HelloReply)
+	err := c.cc.Invoke(ctx, Meta_Hello_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) ClusterStatus(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ClusterStatusReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClusterStatusReply)
+	err := c.cc.Invoke(ctx, Meta_ClusterStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *metaClient) CreateFileset(ctx context.Context, in *Fileset, opts ...grpc.CallOption) (*Fileset, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Fileset)
@@ -606,6 +638,16 @@ type MetaServer interface {
 	// while its connection stays open. An expired session ends the stream
 	// with an Error of errno ESTALE.
 	Callbacks(grpc.BidiStreamingServer[Ack, CallbackBatch]) error
+	// Hello names the cluster and the site of the meta process that answers.
+	// Any authenticated caller may ask, whatever its role: clients time it to
+	// find the nearest of several meta processes, and check that an address
+	// belongs to the cluster they were asked to mount. Not a meta.API method:
+	// it says something of the process, not of the file system.
+	Hello(context.Context, *Empty) (*HelloReply, error)
+	// ClusterStatus is the answering process's view of the cluster for
+	// `tessera status`: its name and site, and the members of a replicated
+	// metadata store with their health. Admin only.
+	ClusterStatus(context.Context, *Empty) (*ClusterStatusReply, error)
 	// Filesets (meta.FilesetAPI, issue 14).
 	CreateFileset(context.Context, *Fileset) (*Fileset, error)
 	GetFileset(context.Context, *InoRequest) (*Fileset, error)
@@ -719,6 +761,12 @@ func (UnimplementedMetaServer) CloseSession(context.Context, *Empty) (*Empty, er
 }
 func (UnimplementedMetaServer) Callbacks(grpc.BidiStreamingServer[Ack, CallbackBatch]) error {
 	return status.Errorf(codes.Unimplemented, "method Callbacks not implemented")
+}
+func (UnimplementedMetaServer) Hello(context.Context, *Empty) (*HelloReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Hello not implemented")
+}
+func (UnimplementedMetaServer) ClusterStatus(context.Context, *Empty) (*ClusterStatusReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ClusterStatus not implemented")
 }
 func (UnimplementedMetaServer) CreateFileset(context.Context, *Fileset) (*Fileset, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CreateFileset not implemented")
@@ -1306,6 +1354,42 @@ func _Meta_Callbacks_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Meta_CallbacksServer = grpc.BidiStreamingServer[Ack, CallbackBatch]
 
+func _Meta_Hello_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).Hello(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_Hello_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).Hello(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_ClusterStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).ClusterStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_ClusterStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).ClusterStatus(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Meta_CreateFileset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(Fileset)
 	if err := dec(in); err != nil {
@@ -1644,6 +1728,14 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CloseSession",
 			Handler:    _Meta_CloseSession_Handler,
+		},
+		{
+			MethodName: "Hello",
+			Handler:    _Meta_Hello_Handler,
+		},
+		{
+			MethodName: "ClusterStatus",
+			Handler:    _Meta_ClusterStatus_Handler,
 		},
 		{
 			MethodName: "CreateFileset",
