@@ -280,6 +280,18 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
 		return
 	}
+	if verify && r.TLS != nil {
+		// No sendfile through TLS: read the block once, hash it and send
+		// it from memory.
+		h.getVerified(w, r, hash)
+		return
+	}
+	h.getStream(w, r, hash, verify)
+}
+
+// getStream serves a GET from the block's file, with sendfile on plain
+// HTTP; with verify the file is hashed first.
+func (h *Handler) getStream(w http.ResponseWriter, r *http.Request, hash block.Hash, verify bool) {
 	f, info, err := h.files.OpenBlock(r.Context(), hash, verify)
 	if err != nil {
 		h.failErr(w, r, err)
