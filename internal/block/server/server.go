@@ -16,6 +16,7 @@ import (
 	"tessera/internal/auth"
 	"tessera/internal/block"
 	"tessera/internal/block/scrub"
+	"tessera/internal/block/tlsconn"
 	"tessera/internal/clock"
 	"tessera/internal/ratelog"
 )
@@ -300,7 +301,10 @@ func (h *Handler) getStream(w http.ResponseWriter, r *http.Request, hash block.H
 	defer f.Close()
 	_ = http.NewResponseController(w).SetWriteDeadline(h.lim.bodyDeadline(time.Now(), info.Size))
 	setBlockHeaders(w, hash)
-	// ServeContent copies an *os.File with sendfile.
+	// On TLS, ServeContent's 32 KiB pieces are gathered (tlsconn.Cork).
+	uncork := tlsconn.Cork(connOf(r))
+	defer uncork()
+	// ServeContent copies an *os.File with sendfile (plain HTTP).
 	http.ServeContent(w, r, "", time.Unix(0, info.ModTime), f)
 }
 
