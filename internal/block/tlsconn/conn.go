@@ -13,20 +13,28 @@ import (
 // section 5.2).
 const MaxRecord = 5 + 1<<14 + 256
 
+// ReadAhead is the most a Conn reads from the socket at once: while bytes
+// stream in (a read filled the record-sized piece asked for) it reads
+// ahead into a buffer of this size, so that a low-water mark of up to
+// lowat.Chunk is taken in one read(2), not one per record.
+const ReadAhead = 256 << 10
+
 // Held bounds the plaintext a *tls.Conn over a Conn holds that its reader
-// has not taken: the rest of the record it decrypted last (at most 2^14
-// bytes) and the ciphertext it read ahead. crypto/tls reads until it has a
-// whole record (at most MaxRecord bytes), and a Conn gives it at most
-// MaxRecord bytes per read, so fewer than 2*MaxRecord bytes are read
-// ahead; ciphertext is never shorter than its plaintext.
-const Held = 1<<14 + 2*MaxRecord
+// has not taken, the Conn's read-ahead included: the rest of the record
+// crypto/tls decrypted last (at most 2^14 bytes), the ciphertext it read
+// ahead, and the Conn's buffer. crypto/tls reads until it has a whole
+// record (at most MaxRecord bytes), and a Conn gives it at most MaxRecord
+// bytes per read, so it reads fewer than 2*MaxRecord bytes ahead;
+// ciphertext is never shorter than its plaintext.
+const Held = 1<<14 + 2*MaxRecord + ReadAhead
 
 // FlushSize is the most a corked Conn gathers before writing.
 const FlushSize = 256 << 10
 
-// bufs recycles the gather buffers: a connection holds one only while
-// corked, so thousands of idle connections hold none.
-var bufs = sync.Pool{New: func() any { b := make([]byte, 0, FlushSize); return &b }}
+// bufs recycles the gather and read-ahead buffers: a connection holds one
+// only while corked or while bytes it read ahead wait, so thousands of idle
+// connections hold none.
+var bufs = sync.Pool{New: func() any { b := make([]byte, 0, max(FlushSize, ReadAhead)); return &b }}
 
 // Conn is the TCP connection beneath a *tls.Conn; see the package comment.
 type Conn struct {
@@ -36,17 +44,48 @@ type Conn struct {
 	corks int
 	buf   *[]byte // gathered bytes while corked; nil otherwise
 	err   error   // a failed gathered write: every later Write fails
+
+	rmu       sync.Mutex
+	ahead     *[]byte // bytes read ahead, from rpos on; nil when none
+	rpos      int
+	streaming bool // the last read from the socket filled what it asked for
 }
 
 // New returns c as a Conn.
 func New(c net.Conn) *Conn { return &Conn{Conn: c} }
 
-// Read reads at most MaxRecord bytes (see Held).
+// Read returns at most MaxRecord bytes (see Held). While bytes stream in
+// it reads ahead up to ReadAhead bytes; otherwise (a connection waiting
+// for its next request) it reads into p, holding no buffer.
 func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) > MaxRecord {
 		p = p[:MaxRecord]
 	}
-	return c.Conn.Read(p)
+	c.rmu.Lock()
+	defer c.rmu.Unlock()
+	if c.ahead == nil {
+		if !c.streaming {
+			n, err := c.Conn.Read(p)
+			c.streaming = n == len(p) && n > 0
+			return n, err
+		}
+		b := bufs.Get().(*[]byte)
+		n, err := c.Conn.Read((*b)[:cap(*b)][:ReadAhead])
+		c.streaming = n == ReadAhead || n >= MaxRecord
+		if n == 0 {
+			bufs.Put(b)
+			return 0, err
+		}
+		// An error with bytes comes again at the next read of the socket.
+		*b, c.ahead, c.rpos = (*b)[:n], b, 0
+	}
+	n := copy(p, (*c.ahead)[c.rpos:])
+	if c.rpos += n; c.rpos == len(*c.ahead) {
+		*c.ahead = (*c.ahead)[:0]
+		bufs.Put(c.ahead)
+		c.ahead = nil
+	}
+	return n, nil
 }
 
 // Write writes p, or gathers it while the Conn is corked.

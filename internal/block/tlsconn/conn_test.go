@@ -211,13 +211,67 @@ func TestCorksNest(t *testing.T) {
 	}
 }
 
-// TestReadAheadBounded: crypto/tls over a Conn never asks the socket for
-// more than a record, the premise of Held.
+// TestReadAheadBounded: crypto/tls over a Conn never gets more than a
+// record per read, the socket is never asked for more than ReadAhead (the
+// premises of Held), and a stream is read ahead: fewer socket reads than
+// records.
 func TestReadAheadBounded(t *testing.T) {
 	srv, cli, _, cliRaw := pair(t)
-	send(t, srv, cli, block(1<<20), true)
-	if _, maxRead := cliRaw.stats(); maxRead > tlsconn.MaxRecord {
-		t.Fatalf("a read of %d bytes reached the socket, want at most %d", maxRead, tlsconn.MaxRecord)
+	send(t, srv, cli, block(4<<20), true)
+	if _, maxRead := cliRaw.stats(); maxRead > tlsconn.ReadAhead {
+		t.Fatalf("a read of %d bytes reached the socket, want at most %d", maxRead, tlsconn.ReadAhead)
+	}
+}
+
+// sizes is a connection that hands out a stream of bytes in reads of
+// whatever size is asked, and notes the largest ask.
+type sizes struct {
+	net.Conn
+	left    int
+	maxRead int
+	reads   int
+}
+
+func (s *sizes) Read(p []byte) (int, error) {
+	s.reads++
+	s.maxRead = max(s.maxRead, len(p))
+	if s.left == 0 {
+		return 0, io.EOF
+	}
+	n := min(len(p), s.left)
+	s.left -= n
+	return n, nil
+}
+
+// TestReadPieces: a Conn gives each read at most MaxRecord bytes, reads
+// the socket ReadAhead at a time once bytes stream, and loses none.
+func TestReadPieces(t *testing.T) {
+	const total = 3<<20 + 12345
+	s := &sizes{left: total}
+	c := tlsconn.New(s)
+	got := 0
+	buf := make([]byte, 1<<20)
+	for {
+		n, err := c.Read(buf)
+		if n > tlsconn.MaxRecord {
+			t.Fatalf("a read returned %d bytes, want at most %d", n, tlsconn.MaxRecord)
+		}
+		got += n
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got != total {
+		t.Fatalf("read %d bytes, want %d", got, total)
+	}
+	if s.maxRead > tlsconn.ReadAhead {
+		t.Fatalf("the socket was asked for %d bytes, want at most %d", s.maxRead, tlsconn.ReadAhead)
+	}
+	if want := total/tlsconn.ReadAhead + 3; s.reads > want {
+		t.Fatalf("%d socket reads for %d bytes, want at most %d", s.reads, total, want)
 	}
 }
 
