@@ -34,16 +34,43 @@ func (p *probed) Write(b []byte) (int, error) {
 }
 
 func (p *probed) Read(b []byte) (int, error) {
-	if raw, err := p.SyscallConn(); err == nil {
-		_ = raw.Control(func(fd uintptr) {
-			if v, err := syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT); err == nil {
-				p.mu.Lock()
-				p.maxMark = max(p.maxMark, v)
-				p.mu.Unlock()
-			}
-		})
-	}
+	p.note()
 	return p.TCPConn.Read(b)
+}
+
+// SyscallConn is the socket's, noting the mark at every read through it
+// (tlsconn reads ahead through it).
+func (p *probed) SyscallConn() (syscall.RawConn, error) {
+	raw, err := p.TCPConn.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	return probedRaw{raw, p}, nil
+}
+
+type probedRaw struct {
+	syscall.RawConn
+	p *probed
+}
+
+func (r probedRaw) Read(f func(fd uintptr) bool) error {
+	r.p.note()
+	return r.RawConn.Read(f)
+}
+
+// note notes the socket's receive low-water mark.
+func (p *probed) note() {
+	raw, err := p.TCPConn.SyscallConn()
+	if err != nil {
+		return
+	}
+	_ = raw.Control(func(fd uintptr) {
+		if v, err := syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVLOWAT); err == nil {
+			p.mu.Lock()
+			p.maxMark = max(p.maxMark, v)
+			p.mu.Unlock()
+		}
+	})
 }
 
 func (p *probed) stats() (writes, maxMark int) {

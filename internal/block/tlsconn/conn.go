@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 )
 
 // MaxRecord is the most bytes one TLS 1.3 record takes on the wire: a
@@ -13,10 +14,10 @@ import (
 // section 5.2).
 const MaxRecord = 5 + 1<<14 + 256
 
-// ReadAhead is the most a Conn reads from the socket at once: while bytes
-// stream in (a read filled the record-sized piece asked for) it reads
-// ahead into a buffer of this size, so that a low-water mark of up to
-// lowat.Chunk is taken in one read(2), not one per record.
+// ReadAhead is the most a Conn reads from the socket at once: it takes
+// what is queued, up to this much, in one read(2) into a buffer, so that a
+// low-water mark of up to lowat.Chunk is taken in one read, not one per
+// record.
 const ReadAhead = 256 << 10
 
 // Held bounds the plaintext a *tls.Conn over a Conn holds that its reader
@@ -45,39 +46,49 @@ type Conn struct {
 	buf   *[]byte // gathered bytes while corked; nil otherwise
 	err   error   // a failed gathered write: every later Write fails
 
-	rmu       sync.Mutex
-	ahead     *[]byte // bytes read ahead, from rpos on; nil when none
-	rpos      int
-	streaming bool // the last read from the socket filled what it asked for
+	rmu   sync.Mutex
+	raw   syscall.RawConn // nil if the socket has none: no read-ahead
+	ahead *[]byte         // bytes read ahead, from rpos on; nil when none
+	rpos  int
 }
 
 // New returns c as a Conn.
-func New(c net.Conn) *Conn { return &Conn{Conn: c} }
+func New(c net.Conn) *Conn {
+	cc := &Conn{Conn: c}
+	if sc, ok := c.(syscall.Conn); ok {
+		cc.raw, _ = sc.SyscallConn()
+	}
+	return cc
+}
 
-// Read returns at most MaxRecord bytes (see Held). While bytes stream in
-// it reads ahead up to ReadAhead bytes; otherwise (a connection waiting
-// for its next request) it reads into p, holding no buffer.
+// Read returns at most MaxRecord bytes (see Held). It first takes what the
+// socket has queued, up to ReadAhead bytes, without waiting; only when
+// nothing is queued does it wait, reading into p: a buffer is held only
+// while bytes read ahead are handed out, never by a connection waiting
+// (thousands of idle connections hold none).
 func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) > MaxRecord {
 		p = p[:MaxRecord]
 	}
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
-	if c.ahead == nil {
-		if !c.streaming {
-			n, err := c.Conn.Read(p)
-			c.streaming = n == len(p) && n > 0
-			return n, err
-		}
+	if c.ahead == nil && c.raw != nil && len(p) > 0 {
 		b := bufs.Get().(*[]byte)
-		n, err := c.Conn.Read((*b)[:cap(*b)][:ReadAhead])
-		c.streaming = n == ReadAhead || n >= MaxRecord
-		if n == 0 {
-			bufs.Put(b)
-			return 0, err
+		buf := (*b)[:cap(*b)][:ReadAhead]
+		n, rerr := 0, error(nil)
+		// Not waiting: the read-ahead never holds a buffer across a wait.
+		cerr := c.raw.Read(func(fd uintptr) bool {
+			n, rerr = syscall.Read(int(fd), buf)
+			return true
+		})
+		if cerr == nil && rerr == nil && n > 0 {
+			*b, c.ahead, c.rpos = buf[:n], b, 0
+		} else {
+			bufs.Put(b) // nothing queued, end of stream or an error: the read below says
 		}
-		// An error with bytes comes again at the next read of the socket.
-		*b, c.ahead, c.rpos = (*b)[:n], b, 0
+	}
+	if c.ahead == nil {
+		return c.Conn.Read(p)
 	}
 	n := copy(p, (*c.ahead)[c.rpos:])
 	if c.rpos += n; c.rpos == len(*c.ahead) {

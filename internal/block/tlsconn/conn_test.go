@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"tessera/internal/auth"
 	"tessera/internal/block/tlsconn"
@@ -211,68 +214,93 @@ func TestCorksNest(t *testing.T) {
 	}
 }
 
-// TestReadAheadBounded: crypto/tls over a Conn never gets more than a
-// record per read, the socket is never asked for more than ReadAhead (the
-// premises of Held), and a stream is read ahead: fewer socket reads than
-// records.
-func TestReadAheadBounded(t *testing.T) {
-	srv, cli, _, cliRaw := pair(t)
-	send(t, srv, cli, block(4<<20), true)
-	if _, maxRead := cliRaw.stats(); maxRead > tlsconn.ReadAhead {
-		t.Fatalf("a read of %d bytes reached the socket, want at most %d", maxRead, tlsconn.ReadAhead)
+// TestReadAhead: a read takes what the socket has queued (up to
+// ReadAhead) in one go and hands it out at most MaxRecord bytes at a time,
+// losing none; with nothing queued it waits as a plain read does.
+func TestReadAhead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
-}
-
-// sizes is a connection that hands out a stream of bytes in reads of
-// whatever size is asked, and notes the largest ask.
-type sizes struct {
-	net.Conn
-	left    int
-	maxRead int
-	reads   int
-}
-
-func (s *sizes) Read(p []byte) (int, error) {
-	s.reads++
-	s.maxRead = max(s.maxRead, len(p))
-	if s.left == 0 {
-		return 0, io.EOF
+	defer ln.Close()
+	w, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
 	}
-	n := min(len(p), s.left)
-	s.left -= n
-	return n, nil
-}
+	defer w.Close()
+	r, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := tlsconn.New(r)
+	_ = c.SetReadDeadline(time.Now().Add(time.Minute))
 
-// TestReadPieces: a Conn gives each read at most MaxRecord bytes, reads
-// the socket ReadAhead at a time once bytes stream, and loses none.
-func TestReadPieces(t *testing.T) {
-	const total = 3<<20 + 12345
-	s := &sizes{left: total}
-	c := tlsconn.New(s)
-	got := 0
+	const total = 96 << 10 // fits in a new loopback socket's receive buffer
+	data := block(total)
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	// Wait (bounded) until all of it is queued at the reader.
+	for i := 0; queued(t, r) < total; i++ {
+		if i == 1000 {
+			t.Fatalf("only %d of %d bytes queued after 10 s", queued(t, r), total)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	buf := make([]byte, 1<<20)
-	for {
+	var got []byte
+	n, err := c.Read(buf)
+	if err != nil || n == 0 || n > tlsconn.MaxRecord {
+		t.Fatalf("first read: %d bytes, %v; want 1..%d", n, err, tlsconn.MaxRecord)
+	}
+	got = append(got, buf[:n]...)
+	if q := queued(t, r); q != 0 {
+		t.Fatalf("%d bytes still queued at the socket after the first read, want 0 (all read ahead)", q)
+	}
+	for len(got) < total {
 		n, err := c.Read(buf)
 		if n > tlsconn.MaxRecord {
 			t.Fatalf("a read returned %d bytes, want at most %d", n, tlsconn.MaxRecord)
 		}
-		got += n
-		if err == io.EOF {
-			break
-		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		got = append(got, buf[:n]...)
 	}
-	if got != total {
-		t.Fatalf("read %d bytes, want %d", got, total)
+	if !bytes.Equal(got, data) {
+		t.Fatal("the bytes read differ from the bytes written")
 	}
-	if s.maxRead > tlsconn.ReadAhead {
-		t.Fatalf("the socket was asked for %d bytes, want at most %d", s.maxRead, tlsconn.ReadAhead)
+	// Nothing queued: a read waits for the next bytes.
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		w.Write([]byte("next"))
+	}()
+	n, err = c.Read(buf)
+	if err != nil || string(buf[:n]) != "next" {
+		t.Fatalf("read after a wait: %q, %v; want next", buf[:n], err)
 	}
-	if want := total/tlsconn.ReadAhead + 3; s.reads > want {
-		t.Fatalf("%d socket reads for %d bytes, want at most %d", s.reads, total, want)
+	w.Close()
+	if n, err := c.Read(buf); n != 0 || err != io.EOF {
+		t.Fatalf("read at the end: %d, %v; want 0, EOF", n, err)
 	}
+}
+
+// queued is how many bytes wait in c's socket (SIOCINQ).
+func queued(t *testing.T, c net.Conn) int {
+	t.Helper()
+	raw, err := c.(syscall.Conn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	_ = raw.Control(func(fd uintptr) {
+		n, err = unix.IoctlGetInt(int(fd), unix.SIOCINQ)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // TestFailedGatherFailsLaterWrites: a gathered write that fails is
