@@ -20,14 +20,14 @@
 //     to the socket, so the handshake and small replies are not delayed.
 //     A gathered write that fails fails every later Write and closes the
 //     connection: the peer sees a cut stream, never a hole in it.
-//   - Reads: crypto/tls gets at most MaxRecord bytes per read; while bytes
-//     stream in, the Conn reads the socket ReadAhead bytes at a time into a
-//     buffer (not one read(2) per record). So crypto/tls and the Conn never
-//     hold more than Held bytes of plaintext that the reader has not
+//   - Reads: crypto/tls gets at most MaxRecord bytes per read; the Conn
+//     first takes what the socket has queued, up to ReadAhead bytes,
+//     without waiting (not one read(2) per record), and only a read that
+//     must wait reads into the caller's bytes: no buffer is held across a
+//     wait, so idle connections hold none. crypto/tls and the Conn thus
+//     never hold more than Held bytes of plaintext that the reader has not
 //     taken; Raw returns the socket and that bound, for lowat.ReadFull to
-//     set its low-water mark below what is still to come. A connection
-//     waiting for its next request reads into the caller's bytes and
-//     holds no buffer.
+//     set its low-water mark below what is still to come.
 //
 // Config turns off crypto/tls's dynamic record sizing (small records for
 // the first 128 KiB of a connection, for web pages' latency), which only
