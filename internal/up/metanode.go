@@ -38,6 +38,9 @@ type MetaConfig struct {
 	// DefaultReplicas is the replication factor of a new cluster (used
 	// until one is stored); Replicas, when > 0, is stored.
 	DefaultReplicas, Replicas int
+	// Site is the site this meta process runs in (--site; "" for none):
+	// meta.Service.Site reports it.
+	Site string
 	// Role configures the background work (StartMetaRole).
 	Role MetaRole
 	// Creds are the process's "meta" credentials: the RPC service's TLS
@@ -46,6 +49,9 @@ type MetaConfig struct {
 	// (--insecure).
 	Creds  *auth.Credentials
 	Logger *slog.Logger
+	// Limits bound what one peer address may hold of the RPC service
+	// (metarpc's defaults for zero fields).
+	Limits metarpc.PeerLimits
 	// Metrics, if set, receives the service's series: its calls
 	// (metrics.MetaAPI over the service it serves) and its state
 	// (sessions, leases, callbacks, servers, the mover's progress).
@@ -102,10 +108,10 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	switch {
 	case cfg.DB.Engine == EngineMem:
 		log.Warn("meta database in memory: every file is lost when this process ends", "db", cfg.DB.String())
-	case !existed:
+	case !existed && cfg.DB.Engine != EngineEtcd:
 		log.Info("new meta database", "db", cfg.DB.String())
 	}
-	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1)})
+	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1), Site: cfg.Site})
 	if err != nil {
 		return nil, fmt.Errorf("meta service on %s: %w", cfg.DB, err)
 	}
@@ -133,7 +139,8 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	n.served.Add(1)
 	go func() {
 		defer n.served.Done()
-		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds})
+		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds,
+			MaxStreamsPerPeer: cfg.Limits.Calls, MaxInFlightPerPeer: cfg.Limits.InFlight})
 	}()
 	if cfg.AddrFile != "" {
 		if err := os.WriteFile(cfg.AddrFile, []byte(n.Addr+"\n"), 0o644); err != nil {
@@ -154,7 +161,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		role.Creds = cfg.Creds
 	}
 	n.stopRole = StartMetaRole(ctx, n.Svc, role)
-	log.Info("meta service", "listen", n.Addr, "db", cfg.DB.String())
+	log.Info("meta service", "listen", n.Addr, "db", cfg.DB.String(), "site", cfg.Site)
 	return n, nil
 }
 
