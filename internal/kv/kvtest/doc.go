@@ -40,6 +40,13 @@
 // some serial order gives; a conflict (kv.ErrConflict) is an allowed end.
 // race_test.go shows each case failing on an engine too weak for it.
 //
+// Stores that are a kv.Watcher or a kv.Elector also pass the cases of
+// cluster.go (others skip them): a watch delivers each commit under its
+// prefix once, in commit order, as one batch of net writes (a delete of an
+// absent key is no change), and replays from a revision it gave out; an
+// election has one leader at a time, a waiting candidate wins when the
+// leader resigns, and one whose context ends gives up.
+//
 // Cases that use randomness log their seed; set TESSERA_KVTEST_SEED to replay
 // one.
 package kvtest

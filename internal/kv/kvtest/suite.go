@@ -49,6 +49,9 @@ var cases = []testCase{
 	{"RandomModel", testRandomModel},
 	{"CancelledContext", testCancelledContext},
 	{"Closed", testClosed},
+	{"WatchCommits", testWatchCommits},
+	{"WatchFrom", testWatchFrom},
+	{"Election", testElection},
 }
 
 var durableCases = []testCase{

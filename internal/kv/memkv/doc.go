@@ -9,6 +9,9 @@
 // by dropping its clone. Updates are therefore serializable and never
 // conflict; kv.ErrConflict is never returned.
 //
+// It is also a kv.Watcher and a kv.Elector within the process (package
+// kvlocal): each Update publishes its net writes to the change feed.
+//
 // Slices handed out by Get and Scan point into the store and must not be
 // modified. A transaction must not be used after its function returns, nor
 // from more than one goroutine.

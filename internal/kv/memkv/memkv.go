@@ -5,14 +5,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"sync/atomic"
 
 	"github.com/google/btree"
 
 	"tessera/internal/kv"
+	"tessera/internal/kv/kvlocal"
 )
 
-var _ kv.Store = (*Store)(nil)
+var (
+	_ kv.Store   = (*Store)(nil)
+	_ kv.Watcher = (*Store)(nil)
+	_ kv.Elector = (*Store)(nil)
+)
 
 // btreeDegree is the B-tree's minimum degree. Every write in an Update copies
 // the nodes on its path, so small nodes keep that copying short.
@@ -26,6 +32,10 @@ type Store struct {
 	// tree is the committed state. A published tree is never modified.
 	tree   atomic.Pointer[btree.BTreeG[item]]
 	closed atomic.Bool
+
+	// feed and elector are the in-process kv.Watcher and kv.Elector.
+	feed    kvlocal.Feed
+	elector kvlocal.Elector
 }
 
 // item is one key and its value. Neither slice is modified once stored.
@@ -67,7 +77,8 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 
 	// Clone writes only the base tree's copy-on-write context, which readers
 	// of the base never touch, so Views may go on reading it meanwhile.
-	t := &txn{tree: s.tree.Load().Clone(), writable: true}
+	base := s.tree.Load()
+	t := &txn{tree: base.Clone(), writable: true, touched: make(map[string]bool)}
 	err := fn(t)
 	t.finish()
 	if err != nil {
@@ -77,13 +88,26 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 		return fmt.Errorf("memkv: update: %w", kv.ErrClosed)
 	}
 	s.tree.Store(t.tree)
+	s.feed.Publish(t.changes(base))
 	return nil
 }
 
+// Watch implements kv.Watcher with an in-process feed (package kvlocal).
+func (s *Store) Watch(ctx context.Context, prefix []byte, from int64) (<-chan []kv.Change, error) {
+	return s.feed.Watch(ctx, prefix, from)
+}
+
+// Campaign implements kv.Elector within this process (package kvlocal).
+func (s *Store) Campaign(ctx context.Context, name, id string) (kv.Leadership, error) {
+	return s.elector.Campaign(ctx, name, id)
+}
+
 // Close implements kv.Store. Updates still running when it is called fail
-// with kv.ErrClosed.
+// with kv.ErrClosed; watches end and leaderships are lost.
 func (s *Store) Close() error {
 	s.closed.Store(true)
+	s.feed.Close()
+	s.elector.Close()
 	return nil
 }
 
@@ -109,6 +133,27 @@ type txn struct {
 	done     bool
 	// gen counts writes, so that Scan notices its callback wrote.
 	gen uint64
+	// touched holds the keys an Update wrote, for its change feed.
+	touched map[string]bool
+}
+
+// changes returns the net effect of an Update on base, by key: a Put of
+// each key present at the end, a delete of each key it removed from base.
+func (t *txn) changes(base *btree.BTreeG[item]) []kv.Change {
+	keys := make([]string, 0, len(t.touched))
+	for k := range t.touched {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out []kv.Change
+	for _, k := range keys {
+		if it, ok := t.tree.Get(item{key: []byte(k)}); ok {
+			out = append(out, kv.Change{Key: it.key, Value: it.value})
+		} else if _, had := base.Get(item{key: []byte(k)}); had {
+			out = append(out, kv.Change{Key: []byte(k), Deleted: true})
+		}
+	}
+	return out
 }
 
 var _ kv.Txn = (*txn)(nil)
@@ -143,6 +188,7 @@ func (t *txn) Put(key, value []byte) error {
 		return errors.New("memkv: put: empty key")
 	}
 	t.tree.ReplaceOrInsert(item{key: bytes.Clone(key), value: bytes.Clone(value)})
+	t.touched[string(key)] = true
 	t.gen++
 	return nil
 }
@@ -153,6 +199,7 @@ func (t *txn) Delete(key []byte) error {
 		return err
 	}
 	t.tree.Delete(item{key: key})
+	t.touched[string(key)] = true
 	t.gen++
 	return nil
 }

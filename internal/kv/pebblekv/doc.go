@@ -30,6 +30,10 @@
 // across time rather than across concurrent callers: a lone writer doing
 // small updates one after the other pays no fsync each.
 //
+// The store is a kv.Watcher and a kv.Elector within its process (package
+// kvlocal, feed.go): each committed Update publishes its net writes, in
+// commit order, once they are visible; revisions restart at each Open.
+//
 // Get and Scan hand out copies, valid until fn returns. A transaction must not
 // be used after its function returns, nor from more than one goroutine, and fn
 // must not start another transaction on the same store.

@@ -12,6 +12,7 @@ import (
 	"github.com/cockroachdb/pebble/vfs"
 
 	"tessera/internal/kv"
+	"tessera/internal/kv/kvlocal"
 )
 
 var (
@@ -51,6 +52,11 @@ type Store struct {
 	stop     chan struct{}
 	stopOnce sync.Once
 	stopped  chan struct{}
+
+	// feed and elector are the in-process kv.Watcher and kv.Elector
+	// (feed.go).
+	feed    kvlocal.Feed
+	elector kvlocal.Elector
 
 	// writer is a one-slot semaphore held by the running Update. It is a
 	// channel rather than a mutex so that waiting for it honours the context.
@@ -192,12 +198,22 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 		b.Close()
 		return err
 	}
+	changes, err := s.changes(b)
+	if err != nil {
+		b.Close()
+		return err
+	}
 	if !s.pipelined {
 		err = b.Commit(pebble.Sync)
+		if err == nil {
+			s.feed.Publish(changes)
+		}
 		release()
 	} else if err = s.db.ApplyNoSyncWait(b, pebble.Sync); err == nil {
 		// The batch is visible: the next Update may read it and commit
-		// behind it in the log while this one waits for the fsync.
+		// behind it in the log while this one waits for the fsync. It is
+		// published in commit order, like the visible state.
+		s.feed.Publish(changes)
 		release()
 		err = b.SyncWait()
 	}
@@ -225,6 +241,8 @@ func (s *Store) enter(ctx context.Context) error {
 
 // Close implements kv.Store. It waits for transactions in flight.
 func (s *Store) Close() error {
+	s.feed.Close()
+	s.elector.Close()
 	if s.stop != nil {
 		s.stopOnce.Do(func() { close(s.stop) })
 		<-s.stopped

@@ -1,0 +1,55 @@
+// Package etcdkv is a kv.Store over a real etcd v3 cluster, shared by any
+// number of meta processes (issue 13). It is also a kv.Watcher, a
+// kv.Elector and a kv.Members, and honours kv.WithConsistency.
+//
+// Keys. The store owns the etcd keys under one prefix P (the path of the
+// etcd:// URL, with a trailing slash; "/tessera/" when the URL has none): a
+// key K of the store is the etcd key P+"k/"+K, and election E lives under
+// P+"e/"+E. Two stores with different prefixes share a cluster without
+// seeing each other.
+//
+// Views. A View reads one snapshot: its first read fixes the etcd revision
+// it returned, every later read asks for that revision. A View reads
+// linearizably (a quorum read) unless its context asks for
+// kv.Serializable: then the member the client talks to answers alone and
+// may lag. Scan pages through a range (ScanPage keys per request) at the
+// snapshot's revision instead of asking for it in one reply.
+//
+// Updates are optimistic. Reads go to etcd as in a View (linearizable,
+// always) and are recorded: each key read with the ModRevision it had (0
+// when absent), each scanned range with the extent actually scanned.
+// Writes are buffered, and Get and Scan merge the buffer over the
+// snapshot, so a transaction reads its own writes. At commit the buffer is
+// sent as one etcd Txn whose If holds one compare per key read (ModRevision
+// unchanged) and one range compare per scanned range (every key in it has
+// ModRevision <= the snapshot revision, which catches keys created in a
+// scanned range; keys deleted from it are caught by their own compare).
+// When the If fails, fn runs again from a fresh snapshot, after a short
+// randomized backoff, up to MaxAttempts times; then Update returns
+// kv.ErrConflict. An Update that only read commits nothing.
+//
+// Limits. etcd refuses a Txn with more than --max-txn-ops compares or
+// operations, or bigger than --max-request-bytes. Update checks both
+// before it sends (Options.MaxTxnOps, Options.MaxRequestBytes, which must
+// not exceed the server's flags) and fails with ErrTooLarge, naming the
+// limit and the transaction's size; nothing of it is written. The scripts
+// start etcd with ServerFlags (16384 operations, 32 MiB), and
+// Options' defaults match them.
+//
+// An Update whose commit fails with a transport error (etcd lost its
+// leader, the context ended while the Txn was in flight) returns that
+// error; the Txn may still have been applied. Callers treat such errors as
+// "unknown outcome", as with any remote store.
+//
+// Watch follows etcd's watch of the prefix, split into one batch per
+// revision (one Update is one revision). It starts after the revision
+// current when Watch is called (or after from), requires a leader (a
+// member cut off from the majority ends the watch rather than falling
+// silent), and closes its channel when the watch is cancelled, the
+// revision asked for is compacted, or the client closes: the caller then
+// resyncs.
+//
+// Campaign uses an etcd election (package concurrency) on its own session:
+// a lease with Options.SessionTTL that the client keeps alive; Done closes
+// when the lease lapses, the session ends or the leader resigns.
+package etcdkv

@@ -1,0 +1,186 @@
+package etcdkv
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"tessera/internal/kv"
+)
+
+var (
+	_ kv.Store   = (*Store)(nil)
+	_ kv.Watcher = (*Store)(nil)
+	_ kv.Elector = (*Store)(nil)
+	_ kv.Members = (*Store)(nil)
+)
+
+// Limits our scripts start etcd with (ServerFlags) and the defaults of
+// Options, so that one meta transaction may write the reference counts of
+// every block of a large commit.
+const (
+	DefaultMaxTxnOps       = 16384
+	DefaultMaxRequestBytes = 32 << 20
+)
+
+// ServerFlags are the etcd server flags the project's scripts and tests
+// start etcd with: the transaction limits above, and compaction of
+// revisions older than ten minutes (watches from older revisions fail and
+// resync) so that the history does not fill etcd's backend.
+var ServerFlags = []string{
+	fmt.Sprintf("--max-txn-ops=%d", DefaultMaxTxnOps),
+	fmt.Sprintf("--max-request-bytes=%d", DefaultMaxRequestBytes),
+	"--auto-compaction-mode=periodic",
+	"--auto-compaction-retention=10m",
+	"--quota-backend-bytes=8589934592",
+}
+
+// ErrTooLarge reports an Update whose transaction exceeds etcd's limits;
+// nothing of it was written.
+var ErrTooLarge = errors.New("etcdkv: transaction exceeds etcd's limits")
+
+// Options configures a Store. Endpoints is required; zero values of the
+// others take the defaults.
+type Options struct {
+	Endpoints []string // client URLs or host:port of the members
+	Prefix    string   // etcd key prefix; "" is "/tessera/"
+	TLS       *tls.Config
+	// DialTimeout bounds Open's first connection (default 10s).
+	DialTimeout time.Duration
+	// MaxTxnOps and MaxRequestBytes are the server's --max-txn-ops and
+	// --max-request-bytes; Update checks transactions against them.
+	MaxTxnOps       int
+	MaxRequestBytes int
+	// MaxAttempts bounds how often Update runs fn on conflicts (default 32).
+	MaxAttempts int
+	// SessionTTL is the lease of an election's session (default 10s): how
+	// long a dead leader keeps its leadership.
+	SessionTTL time.Duration
+	// ScanPage is how many keys one Scan request asks for (default 256).
+	ScanPage int
+}
+
+func (o *Options) defaults() {
+	if o.Prefix == "" {
+		o.Prefix = "/tessera/"
+	}
+	if !strings.HasSuffix(o.Prefix, "/") {
+		o.Prefix += "/"
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 10 * time.Second
+	}
+	if o.MaxTxnOps <= 0 {
+		o.MaxTxnOps = DefaultMaxTxnOps
+	}
+	if o.MaxRequestBytes <= 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = 32
+	}
+	if o.SessionTTL <= 0 {
+		o.SessionTTL = 10 * time.Second
+	}
+	if o.ScanPage <= 0 {
+		o.ScanPage = 256
+	}
+}
+
+// Store is a kv.Store over etcd; see the package comment.
+type Store struct {
+	cli    *clientv3.Client
+	opts   Options
+	data   string // etcd prefix of the store's keys: Prefix+"k/"
+	closed atomic.Bool
+
+	// sessions are the election sessions alive, closed by Close so that
+	// other candidates win at once.
+	mu       sync.Mutex
+	sessions map[*leadership]struct{}
+}
+
+// Open connects to the cluster and checks that it answers a linearizable
+// read (a majority is up) before ctx ends.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	opts.defaults()
+	if len(opts.Endpoints) == 0 {
+		return nil, errors.New("etcdkv: no endpoints")
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:          opts.Endpoints,
+		DialTimeout:        opts.DialTimeout,
+		TLS:                opts.TLS,
+		Logger:             zap.NewNop(),
+		Context:            context.Background(),
+		MaxCallSendMsgSize: opts.MaxRequestBytes + 1<<20,
+		// A Scan page of large values may be big; etcd sends what it has.
+		MaxCallRecvMsgSize: 1<<31 - 1,
+		// Fail over to another endpoint when one stops answering.
+		DialKeepAliveTime:    5 * time.Second,
+		DialKeepAliveTimeout: 5 * time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcdkv: connect %v: %w", opts.Endpoints, err)
+	}
+	s := &Store{cli: cli, opts: opts, data: opts.Prefix + "k/", sessions: make(map[*leadership]struct{})}
+	if _, err := cli.Get(ctx, s.data, clientv3.WithCountOnly(), clientv3.WithLimit(1)); err != nil {
+		cli.Close()
+		return nil, fmt.Errorf("etcdkv: connect %v: %w", opts.Endpoints, err)
+	}
+	return s, nil
+}
+
+// Client is the etcd client the store uses, for code that needs etcd
+// itself (leases of other processes, status).
+func (s *Store) Client() *clientv3.Client { return s.cli }
+
+// Prefix is the etcd prefix of the store's keys.
+func (s *Store) Prefix() string { return s.opts.Prefix }
+
+func (s *Store) check(ctx context.Context) error {
+	if s.closed.Load() {
+		return kv.ErrClosed
+	}
+	return ctx.Err()
+}
+
+// View implements kv.Store.
+func (s *Store) View(ctx context.Context, fn func(tx kv.Txn) error) error {
+	if err := s.check(ctx); err != nil {
+		return fmt.Errorf("etcdkv: view: %w", err)
+	}
+	t := &txn{s: s, ctx: ctx, serializable: kv.ConsistencyOf(ctx) == kv.Serializable}
+	defer t.finish()
+	return fn(t)
+}
+
+// Close implements kv.Store: leaderships end, watches close.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	s.mu.Lock()
+	ls := make([]*leadership, 0, len(s.sessions))
+	for l := range s.sessions {
+		ls = append(ls, l)
+	}
+	s.mu.Unlock()
+	for _, l := range ls {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = l.Resign(ctx)
+		cancel()
+	}
+	if err := s.cli.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		return fmt.Errorf("etcdkv: close: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,269 @@
+// Package etcdtest starts clusters of the real etcd server binary for tests:
+// one or three members on 127.0.0.1, on free ports, in temporary
+// directories, with the limit flags of etcdkv.ServerFlags. Members are
+// stopped by their process id when the test ends, and a test can kill one
+// with SIGKILL and restart it on the same data directory.
+//
+// The binary is `etcd` on PATH (or $TESSERA_ETCD). scripts/test.sh
+// installs it (Debian's etcd-server) when missing; a test without it fails
+// when CI=true and is skipped otherwise.
+package etcdtest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"tessera/internal/kv/etcdkv"
+)
+
+// Binary returns the path of the etcd server, or ends the test: Fatal
+// under CI=true, Skip otherwise.
+func Binary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("TESSERA_ETCD"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("etcd")
+	if err == nil {
+		return p
+	}
+	msg := "the etcd server binary is not installed (scripts/test.sh installs it: apt-get install -y etcd-server)"
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg)
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// Member is one etcd server process.
+type Member struct {
+	Name      string
+	Dir       string
+	ClientURL string
+	PeerURL   string
+	cmd       *exec.Cmd
+	exited    chan struct{}
+}
+
+// Cluster is a running etcd cluster.
+type Cluster struct {
+	t       testing.TB
+	bin     string
+	initial string // --initial-cluster
+	Members []*Member
+}
+
+// Start starts an n-member cluster and waits until it answers a
+// linearizable read. Its members stop when the test ends.
+func Start(t testing.TB, n int) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, bin: Binary(t)}
+	root := t.TempDir()
+	var initial []string
+	for i := range n {
+		m := &Member{
+			Name:      fmt.Sprintf("m%d", i),
+			Dir:       filepath.Join(root, fmt.Sprintf("m%d", i)),
+			ClientURL: "http://" + freeAddr(t),
+			PeerURL:   "http://" + freeAddr(t),
+		}
+		c.Members = append(c.Members, m)
+		initial = append(initial, m.Name+"="+m.PeerURL)
+	}
+	c.initial = strings.Join(initial, ",")
+	t.Cleanup(c.stopAll)
+	for i := range c.Members {
+		c.start(i)
+	}
+	c.WaitReady()
+	return c
+}
+
+// freeAddr returns a 127.0.0.1 address with a port nobody listens on now.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("etcdtest: free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func (c *Cluster) start(i int) {
+	c.t.Helper()
+	m := c.Members[i]
+	if err := os.MkdirAll(m.Dir, 0o700); err != nil {
+		c.t.Fatalf("etcdtest: %v", err)
+	}
+	log, err := os.OpenFile(m.Dir+".log", os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		c.t.Fatalf("etcdtest: %v", err)
+	}
+	args := []string{
+		"--name=" + m.Name,
+		"--data-dir=" + m.Dir,
+		"--listen-client-urls=" + m.ClientURL,
+		"--advertise-client-urls=" + m.ClientURL,
+		"--listen-peer-urls=" + m.PeerURL,
+		"--initial-advertise-peer-urls=" + m.PeerURL,
+		"--initial-cluster=" + c.initial,
+		"--initial-cluster-state=new",
+		"--initial-cluster-token=tessera-test",
+		// A busy test machine must not make members lose their leader.
+		"--heartbeat-interval=200",
+		"--election-timeout=2000",
+	}
+	args = append(args, etcdkv.ServerFlags...)
+	cmd := exec.Command(c.bin, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		c.t.Fatalf("etcdtest: start %s: %v", m.Name, err)
+	}
+	log.Close()
+	m.cmd = cmd
+	m.exited = make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(m.exited)
+	}()
+}
+
+// Endpoints are the client URLs of all members.
+func (c *Cluster) Endpoints() []string {
+	var out []string
+	for _, m := range c.Members {
+		out = append(out, m.ClientURL)
+	}
+	return out
+}
+
+// URL is the etcd:// URL of the cluster with the given key prefix, as
+// --meta-db takes it.
+func (c *Cluster) URL(prefix string) string {
+	var hosts []string
+	for _, m := range c.Members {
+		hosts = append(hosts, strings.TrimPrefix(m.ClientURL, "http://"))
+	}
+	return "etcd://" + strings.Join(hosts, ",") + "/" + strings.TrimPrefix(prefix, "/")
+}
+
+// WaitReady waits until a majority answers a linearizable read through the
+// live members (bounded: a cluster that never forms fails the test with
+// its members' logs).
+func (c *Cluster) WaitReady() {
+	c.t.Helper()
+	var live []string
+	for _, m := range c.Members {
+		if m.cmd != nil {
+			live = append(live, m.ClientURL)
+		}
+	}
+	cli, err := clientv3.New(clientv3.Config{Endpoints: live, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		c.t.Fatalf("etcdtest: client: %v", err)
+	}
+	defer cli.Close()
+	var last error
+	for range 240 {
+		for _, m := range c.Members {
+			if m.cmd == nil {
+				continue
+			}
+			select {
+			case <-m.exited:
+				c.t.Fatalf("etcdtest: member %s exited: %s", m.Name, c.logTail(m))
+			default:
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, last = cli.Get(ctx, "etcdtest-ready")
+		cancel()
+		if last == nil {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	c.t.Fatalf("etcdtest: cluster not ready: %v\n%s", last, c.logTail(c.Members[0]))
+}
+
+func (c *Cluster) logTail(m *Member) string {
+	b, _ := os.ReadFile(m.Dir + ".log")
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}
+
+// Kill stops member i with SIGKILL and waits for it to exit.
+func (c *Cluster) Kill(i int) {
+	c.t.Helper()
+	m := c.Members[i]
+	if m.cmd == nil {
+		return
+	}
+	_ = m.cmd.Process.Signal(syscall.SIGKILL)
+	<-m.exited
+	m.cmd = nil
+}
+
+// Restart starts a killed member again on its data directory and waits
+// until the cluster answers.
+func (c *Cluster) Restart(i int) {
+	c.t.Helper()
+	c.Kill(i)
+	c.start(i)
+	c.WaitReady()
+}
+
+// stopAll ends every member still running, by its process id.
+func (c *Cluster) stopAll() {
+	for _, m := range c.Members {
+		if m.cmd == nil {
+			continue
+		}
+		_ = m.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-m.exited:
+		case <-time.After(10 * time.Second):
+			_ = m.cmd.Process.Signal(syscall.SIGKILL)
+			<-m.exited
+		}
+		m.cmd = nil
+	}
+}
+
+// Leader returns the index of the member that leads now (-1: none found).
+func (c *Cluster) Leader() int {
+	c.t.Helper()
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		c.t.Fatalf("etcdtest: client: %v", err)
+	}
+	defer cli.Close()
+	for i, m := range c.Members {
+		if m.cmd == nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := cli.Status(ctx, m.ClientURL)
+		cancel()
+		if err == nil && st.Leader == st.Header.MemberId {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,272 @@
+package etcdkv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/btree"
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// txn is a kv.Txn over one etcd revision, plus (in an Update) a buffer of
+// writes and the record of what it read.
+type txn struct {
+	s            *Store
+	ctx          context.Context
+	serializable bool
+	rev          int64 // the snapshot's revision; 0 until the first read
+	done         bool
+
+	writable bool
+	buf      *btree.BTreeG[write] // nil in a View
+	gen      uint64               // counts writes, so Scan notices its callback wrote
+	// reads maps each key read from the snapshot to its ModRevision (0:
+	// absent) and value; ranges are the extents scanned.
+	reads  map[string]read
+	ranges []span
+}
+
+// write is a buffered Put or Delete.
+type write struct {
+	key, value []byte
+	deleted    bool
+}
+
+// read is a key as the snapshot held it.
+type read struct {
+	value   []byte
+	present bool
+	modRev  int64
+}
+
+// span is a scanned key range [start, end) of store keys; a nil end is
+// unbounded.
+type span struct{ start, end []byte }
+
+func writeLess(a, b write) bool { return bytes.Compare(a.key, b.key) < 0 }
+
+var errDone = errors.New("etcdkv: transaction used after its function returned")
+
+func (t *txn) finish() { t.done = true }
+
+func (t *txn) check(write bool) error {
+	if t.done {
+		return errDone
+	}
+	if write && !t.writable {
+		return errors.New("etcdkv: write in a read-only transaction")
+	}
+	return nil
+}
+
+// readOpts are the options of a read at the snapshot, fixing it at the
+// first read.
+func (t *txn) readOpts(extra ...clientv3.OpOption) []clientv3.OpOption {
+	opts := extra
+	if t.rev > 0 {
+		opts = append(opts, clientv3.WithRev(t.rev))
+	}
+	if t.serializable {
+		opts = append(opts, clientv3.WithSerializable())
+	}
+	return opts
+}
+
+func (t *txn) fix(resp *clientv3.GetResponse) {
+	if t.rev == 0 {
+		t.rev = resp.Header.Revision
+	}
+}
+
+// Get implements kv.Txn.
+func (t *txn) Get(key []byte) ([]byte, bool, error) {
+	if err := t.check(false); err != nil {
+		return nil, false, err
+	}
+	if t.buf != nil {
+		if w, ok := t.buf.Get(write{key: key}); ok {
+			if w.deleted {
+				return nil, false, nil
+			}
+			return w.value, true, nil
+		}
+	}
+	if r, ok := t.reads[string(key)]; ok {
+		return r.value, r.present, nil
+	}
+	resp, err := t.s.cli.Get(t.ctx, t.s.data+string(key), t.readOpts()...)
+	if err != nil {
+		return nil, false, fmt.Errorf("etcdkv: get %q: %w", key, err)
+	}
+	t.fix(resp)
+	var r read
+	if len(resp.Kvs) > 0 {
+		kv := resp.Kvs[0]
+		r = read{value: nonNil(kv.Value), present: true, modRev: kv.ModRevision}
+	}
+	if t.reads != nil {
+		t.reads[string(key)] = r
+	}
+	return r.value, r.present, nil
+}
+
+// nonNil keeps a present empty value from reading as absent.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// Put implements kv.Txn.
+func (t *txn) Put(key, value []byte) error {
+	if err := t.check(true); err != nil {
+		return err
+	}
+	if len(key) == 0 {
+		return errors.New("etcdkv: put: empty key")
+	}
+	t.buf.ReplaceOrInsert(write{key: bytes.Clone(key), value: append([]byte{}, value...)})
+	t.gen++
+	return nil
+}
+
+// Delete implements kv.Txn.
+func (t *txn) Delete(key []byte) error {
+	if err := t.check(true); err != nil {
+		return err
+	}
+	t.buf.ReplaceOrInsert(write{key: bytes.Clone(key), deleted: true})
+	t.gen++
+	return nil
+}
+
+// Scan implements kv.Txn: the snapshot, page by page, merged with the
+// buffer. The buffer is consulted afresh for every key, so writes made by
+// fn ahead of the scan are seen and none is visited twice.
+func (t *txn) Scan(start, end []byte, fn func(key, value []byte) (bool, error)) error {
+	if err := t.check(false); err != nil {
+		return err
+	}
+	it := snapIter{t: t, end: end}
+	cur := bytes.Clone(start)
+	scannedTo := end // how far the snapshot was read; nil: unbounded
+	defer func() {
+		if t.reads != nil {
+			t.ranges = append(t.ranges, span{start: bytes.Clone(start), end: scannedTo})
+		}
+	}()
+	for {
+		sk, sv, sok, err := it.peek(cur)
+		if err != nil {
+			return err
+		}
+		var w write
+		wok := false
+		if t.buf != nil {
+			t.buf.AscendGreaterOrEqual(write{key: cur}, func(x write) bool {
+				if end == nil || bytes.Compare(x.key, end) < 0 {
+					w, wok = x, true
+				}
+				return false
+			})
+		}
+		var key, value []byte
+		switch {
+		case !sok && !wok:
+			return nil
+		case wok && (!sok || bytes.Compare(w.key, sk) <= 0):
+			key = w.key
+			if w.deleted {
+				cur = after(key)
+				continue
+			}
+			value = w.value
+		default:
+			key, value = sk, sv
+		}
+		cur = after(key)
+		more, err := fn(key, value)
+		if err != nil {
+			return err
+		}
+		if !more {
+			scannedTo = cur
+			return nil
+		}
+	}
+}
+
+// after is the smallest key greater than k.
+func after(k []byte) []byte { return append(bytes.Clone(k), 0) }
+
+// snapIter walks the snapshot's keys in [.., end) a page at a time.
+type snapIter struct {
+	t       *txn
+	end     []byte
+	page    []*snapKV
+	i       int
+	next    []byte // where the next page starts
+	fetched bool   // a page was fetched
+	more    bool   // etcd holds keys after page
+}
+
+type snapKV struct {
+	key, value []byte
+	modRev     int64
+}
+
+// peek returns the first snapshot key >= cur; cur never decreases.
+func (it *snapIter) peek(cur []byte) ([]byte, []byte, bool, error) {
+	for {
+		for it.i < len(it.page) && bytes.Compare(it.page[it.i].key, cur) < 0 {
+			it.i++
+		}
+		if it.i < len(it.page) {
+			p := it.page[it.i]
+			return p.key, p.value, true, nil
+		}
+		if it.fetched && !it.more {
+			return nil, nil, false, nil
+		}
+		from := cur
+		if it.fetched && bytes.Compare(it.next, cur) > 0 {
+			from = it.next
+		}
+		if err := it.fetch(from); err != nil {
+			return nil, nil, false, err
+		}
+	}
+}
+
+func (it *snapIter) fetch(from []byte) error {
+	t := it.t
+	rangeEnd := clientv3.GetPrefixRangeEnd(t.s.data)
+	if it.end != nil {
+		rangeEnd = t.s.data + string(it.end)
+	}
+	resp, err := t.s.cli.Get(t.ctx, t.s.data+string(from),
+		t.readOpts(clientv3.WithRange(rangeEnd), clientv3.WithLimit(int64(t.s.opts.ScanPage)))...)
+	if err != nil {
+		return fmt.Errorf("etcdkv: scan from %q: %w", from, err)
+	}
+	t.fix(resp)
+	it.page, it.i, it.more, it.fetched = it.page[:0], 0, resp.More, true
+	for _, kv := range resp.Kvs {
+		k := kv.Key[len(t.s.data):]
+		p := &snapKV{key: k, value: nonNil(kv.Value), modRev: kv.ModRevision}
+		it.page = append(it.page, p)
+		if t.reads != nil {
+			t.reads[string(k)] = read{value: p.value, present: true, modRev: p.modRev}
+		}
+	}
+	if n := len(it.page); n > 0 {
+		it.next = after(it.page[n-1].key)
+	} else {
+		it.next = from
+		it.more = false
+	}
+	return nil
+}

@@ -1,0 +1,175 @@
+package wan
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/Shopify/toxiproxy/v2/stream"
+	"github.com/Shopify/toxiproxy/v2/toxics"
+)
+
+// shapeType is the name under which the shaping toxic is registered in
+// toxiproxy's registry of toxic types.
+const shapeType = "tessera_wan_shape"
+
+func init() {
+	toxics.Register(shapeType, new(shapeToxic))
+}
+
+// gate is a Link's outage switch, shared by both directions: while shut,
+// chunks wait at it (Blackhole). closed ends every wait for good (Close).
+type gate struct {
+	closed chan struct{}
+
+	mu     sync.Mutex
+	healed chan struct{} // nil while open; closed by open()
+}
+
+func newGate() *gate { return &gate{closed: make(chan struct{})} }
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.healed == nil {
+		g.healed = make(chan struct{})
+	}
+}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.healed != nil {
+		close(g.healed)
+		g.healed = nil
+	}
+}
+
+func (g *gate) isShut() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.healed != nil
+}
+
+// wait blocks while the gate is shut. It reports false when the Link was
+// closed or the toxic interrupted meanwhile (interrupted says which).
+func (g *gate) wait(interrupt <-chan struct{}) (ok, interrupted bool) {
+	for {
+		g.mu.Lock()
+		ch := g.healed
+		g.mu.Unlock()
+		if ch == nil {
+			return true, false
+		}
+		select {
+		case <-ch:
+		case <-interrupt:
+			return false, true
+		case <-g.closed:
+			return false, false
+		}
+	}
+}
+
+// direction is the state one direction of a Link shares among all its
+// connections: the cap's schedule and the byte counter.
+type direction struct {
+	gate  *gate
+	rate  atomic.Int64 // bytes per second; <= 0: no cap
+	bytes atomic.Int64
+
+	mu   sync.Mutex
+	next time.Time // when the cap has sent everything reserved so far
+}
+
+// reserve books n bytes on the direction's schedule and returns how long
+// the caller must wait before they may pass. Reservations follow each other
+// back to back, so bytes never pass faster than the rate on average, across
+// every connection together.
+func (d *direction) reserve(n int, now time.Time) time.Duration {
+	r := d.rate.Load()
+	if r <= 0 || n == 0 {
+		return 0
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.next.Before(now) {
+		d.next = now
+	}
+	d.next = d.next.Add(time.Duration(int64(n) * int64(time.Second) / r))
+	return d.next.Sub(now)
+}
+
+// shapeToxic is the first toxic of each direction's chain: it holds chunks
+// while the gate is shut, paces them to the cap and counts them. It then
+// restamps each chunk, so that the latency toxic after it adds the full
+// latency to the time spent queued (serialization plus propagation).
+//
+// toxiproxy creates the toxic from JSON; Link sets dir before the proxy
+// starts, and the toxic chain never changes after that, so an interrupt
+// (which toxiproxy sends only when the chain changes) does not happen in
+// practice; if it does, the held chunk is passed on rather than dropped.
+type shapeToxic struct {
+	dir *direction
+}
+
+// Pipe moves chunks from stub.Input to stub.Output until the input ends.
+func (t *shapeToxic) Pipe(stub *toxics.ToxicStub) {
+	for {
+		select {
+		case <-stub.Interrupt:
+			return
+		case c := <-stub.Input:
+			if c == nil {
+				stub.Close()
+				return
+			}
+			if !t.pass(stub, c) {
+				return
+			}
+		}
+	}
+}
+
+// pass waits for the gate and the cap, then sends c on. It reports false
+// when Pipe must return.
+func (t *shapeToxic) pass(stub *toxics.ToxicStub, c *stream.StreamChunk) bool {
+	ok, interrupted := t.dir.gate.wait(stub.Interrupt)
+	if interrupted {
+		stub.Output <- c
+		return false
+	}
+	if !ok {
+		t.drain(stub)
+		return false
+	}
+	if d := t.dir.reserve(len(c.Data), time.Now()); d > 0 {
+		timer := time.NewTimer(d)
+		select {
+		case <-timer.C:
+		case <-stub.Interrupt:
+			timer.Stop()
+			stub.Output <- c
+			return false
+		case <-t.dir.gate.closed:
+			timer.Stop()
+			t.drain(stub)
+			return false
+		}
+	}
+	t.dir.bytes.Add(int64(len(c.Data)))
+	c.Timestamp = time.Now()
+	stub.Output <- c
+	return true
+}
+
+// drain discards what is left of a closed Link's connection, so that the
+// goroutines before this toxic are not left blocked, and ends the chain.
+func (t *shapeToxic) drain(stub *toxics.ToxicStub) {
+	for c := range stub.Input {
+		if c == nil {
+			break
+		}
+	}
+	stub.Close()
+}
