@@ -12,14 +12,16 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/kv"
+	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metatest"
 )
 
-// sharedServices returns n Services over one shared store, each with its
+// sharedServices returns n Services over one store (memkv: its in-process
+// change feed is what etcd's watches are to meta processes), each with its
 // background work (ServeShared) running until the test ends, unless
 // serve is false.
-func sharedServices(t *testing.T, store *feedStore, opts meta.Options, n int, serve bool) []*meta.Service {
+func sharedServices(t *testing.T, store kv.Store, opts meta.Options, n int, serve bool) []*meta.Service {
 	t.Helper()
 	opts.Shared = true
 	var out []*meta.Service
@@ -79,7 +81,7 @@ func awaitCallback(t *testing.T, s *meta.Service, id meta.SessionID, ino meta.In
 // invalidation (issue 13, "a lease callback crosses metas").
 func TestCallbackCrossesServices(t *testing.T) {
 	ctx := context.Background()
-	svcs := sharedServices(t, newFeedStore(), meta.Options{}, 2, true)
+	svcs := sharedServices(t, memkv.New(), meta.Options{}, 2, true)
 	a, b := svcs[0], svcs[1]
 	f := mkfile(t, a, "f")
 	sb, err := b.OpenSession(ctx)
@@ -121,7 +123,7 @@ func TestCallbackCrossesServices(t *testing.T) {
 // Sync (posix, O_SYNC) keeps its meaning across Services.
 func TestSyncCrossesServices(t *testing.T) {
 	ctx := context.Background()
-	svcs := sharedServices(t, newFeedStore(), meta.Options{}, 3, true)
+	svcs := sharedServices(t, memkv.New(), meta.Options{}, 3, true)
 	a, b, c := svcs[0], svcs[1], svcs[2]
 	f := mkfile(t, a, "f")
 	sb, err := b.OpenSession(ctx)
@@ -187,7 +189,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestSyncReleasedWhenHolderLapses(t *testing.T) {
 	ctx := context.Background()
 	clock := metatest.NewClock()
-	svcs := sharedServices(t, newFeedStore(), meta.Options{Now: clock.Now, After: clock.After}, 2, false)
+	svcs := sharedServices(t, memkv.New(), meta.Options{Now: clock.Now, After: clock.After}, 2, false)
 	a, b := svcs[0], svcs[1] // b "dies" after the grant: it never delivers
 	f := mkfile(t, a, "f")
 	sb, err := b.OpenSession(ctx)
@@ -228,7 +230,7 @@ func TestSyncReleasedWhenHolderLapses(t *testing.T) {
 // Service is not deleted through another, and goes at its last release.
 func TestOpenHeldThroughOtherService(t *testing.T) {
 	ctx := context.Background()
-	svcs := sharedServices(t, newFeedStore(), meta.Options{}, 2, true)
+	svcs := sharedServices(t, memkv.New(), meta.Options{}, 2, true)
 	a, b := svcs[0], svcs[1]
 	f := mkfile(t, a, "f")
 	sb, err := b.OpenSession(ctx)
@@ -289,7 +291,7 @@ func hasKeyOf(t *testing.T, store kv.Store, pfx byte, mid meta.MetaID) bool {
 func TestLapsedServiceOpensHoldForGrace(t *testing.T) {
 	ctx := context.Background()
 	clock := metatest.NewClock()
-	store := newFeedStore()
+	store := memkv.New()
 	opts := meta.Options{Now: clock.Now, After: clock.After, OrphanGrace: -1}
 	svcs := sharedServices(t, store, opts, 2, false)
 	a, b := svcs[0], svcs[1]
