@@ -75,7 +75,7 @@ func (s *Service) Create(ctx context.Context, req CreateReq) (Inode, error) {
 		if again {
 			continue // the file it found went before it was held open
 		}
-		s.granted(ctx, out.Ino, mark)
+		s.granted(ctx, out.Ino, s.recordNew(ctx, out, mark))
 		return out, nil
 	}
 }

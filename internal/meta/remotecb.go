@@ -45,6 +45,32 @@ func (s *Service) ensureLease(ctx context.Context, ino Ino) error {
 	return nil
 }
 
+// recordNew writes the lease record of in, which the calling session
+// created (or found) and is to gain a lease on, and returns the mark to
+// grant it with: a fresh one when the inode did not change before the
+// record was written (its change counter is still in's), else mark (the
+// grant then fails with an invalidation, as for any read that met a
+// change).
+func (s *Service) recordNew(ctx context.Context, in Inode, mark uint64) uint64 {
+	if s.sh == nil || sessionOf(ctx) == 0 || s.leases.isRecorded(in.Ino) {
+		return mark
+	}
+	if err := s.ensureLease(ctx, in.Ino); err != nil {
+		return mark
+	}
+	fresh := s.readMark()
+	same := false
+	err := s.view(ctx, func(t txn) error {
+		rec, err := t.getInode(in.Ino)
+		same = err == nil && rec.Change == in.Change
+		return err
+	})
+	if err != nil || !same {
+		return mark
+	}
+	return fresh
+}
+
 // callRemote writes a callback request of ino to every other live Service
 // that recorded a lease on it, and drops the lease records of lapsed ones.
 // It returns the requests written.

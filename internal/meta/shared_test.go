@@ -388,3 +388,14 @@ func TestElectedOneAtATime(t *testing.T) {
 	cancel()
 	wg.Wait()
 }
+
+// TestSharedConformance runs the conformance suite on a Service of a
+// shared store, with a second Service over the same store running: what a
+// client sees through one Service is what it saw alone.
+func TestSharedConformance(t *testing.T) {
+	factory := func(t *testing.T, opts meta.Options) meta.API {
+		return sharedServices(t, memkv.New(), opts, 2, true)[0]
+	}
+	metatest.Run(t, factory)
+	t.Run("Model", func(t *testing.T) { metatest.RunModel(t, factory, 1, 300) })
+}
