@@ -398,3 +398,75 @@ func TestSharedConformance(t *testing.T) {
 	metatest.Run(t, factory)
 	t.Run("Model", func(t *testing.T) { metatest.RunModel(t, factory, 1, 300) })
 }
+
+// lonelyCalls is a memkv store that refuses every transaction writing
+// only callback requests ("C" keys): a changer that dies right after its
+// change committed never writes those.
+type lonelyCalls struct{ *memkv.Store }
+
+var errRefused = errors.New("test: a transaction of callback requests alone")
+
+func (s lonelyCalls) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
+	return s.Store.Update(ctx, func(tx kv.Txn) error {
+		rt := &watchTxn{Txn: tx}
+		if err := fn(rt); err != nil {
+			return err
+		}
+		if rt.writes > 0 && rt.writes == rt.calls {
+			return errRefused
+		}
+		return nil
+	})
+}
+
+// watchTxn counts a transaction's writes, and those of callback requests.
+type watchTxn struct {
+	kv.Txn
+	writes, calls int
+}
+
+func (t *watchTxn) Put(k, v []byte) error {
+	t.writes++
+	if k[0] == 'C' {
+		t.calls++
+	}
+	return t.Txn.Put(k, v)
+}
+
+// TestCallbackCommitsWithChange: a change writes its callback requests in
+// its own transaction, so that a Service dying right after the commit has
+// called the change back all the same.
+func TestCallbackCommitsWithChange(t *testing.T) {
+	ctx := context.Background()
+	svcs := sharedServices(t, lonelyCalls{memkv.New()}, meta.Options{}, 2, true)
+	a, b := svcs[0], svcs[1]
+	f := mkfile(t, a, "f")
+	sb, err := b.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb := b.WithSession(sb.ID)
+	for _, change := range []func() error{
+		func() error {
+			_, err := a.Commit(ctx, meta.CommitReq{Ino: f.Ino, Size: 10, Changes: []meta.BlockChange{{Index: 0, New: block.Sum([]byte("one"))}}})
+			return err
+		},
+		func() error {
+			_, err := a.SetAttr(ctx, f.Ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o600})
+			return err
+		},
+		func() error { return a.SetXattr(ctx, f.Ino, "user.k", []byte("v"), 0) },
+		func() error { _, err := a.Link(ctx, f.Ino, meta.RootIno, "g"); return err },
+	} {
+		if _, err := bb.GetAttr(ctx, f.Ino); err != nil {
+			t.Fatal(err)
+		}
+		if err := change(); err != nil {
+			t.Fatal(err)
+		}
+		cb := awaitCallback(t, b, sb.ID, f.Ino)
+		if _, err := b.Callbacks(ctx, sb.ID, cb.Seq, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
