@@ -80,9 +80,12 @@ func awaitCallback(t *testing.T, s *meta.Service, id meta.SessionID, ino meta.In
 // reaches a lease holder whose session lives in another, as an
 // invalidation (issue 13, "a lease callback crosses metas").
 func TestCallbackCrossesServices(t *testing.T) {
-	ctx := context.Background()
 	svcs := sharedServices(t, memkv.New(), meta.Options{}, 2, true)
-	a, b := svcs[0], svcs[1]
+	callbackCrosses(t, svcs[0], svcs[1])
+}
+
+func callbackCrosses(t *testing.T, a, b *meta.Service) {
+	ctx := context.Background()
 	f := mkfile(t, a, "f")
 	sb, err := b.OpenSession(ctx)
 	if err != nil {
@@ -122,9 +125,12 @@ func TestCallbackCrossesServices(t *testing.T) {
 // once the lease holders of another acknowledged their invalidation, so
 // Sync (posix, O_SYNC) keeps its meaning across Services.
 func TestSyncCrossesServices(t *testing.T) {
-	ctx := context.Background()
 	svcs := sharedServices(t, memkv.New(), meta.Options{}, 3, true)
-	a, b, c := svcs[0], svcs[1], svcs[2]
+	syncCrosses(t, svcs[0], svcs[1], svcs[2])
+}
+
+func syncCrosses(t *testing.T, a, b, c *meta.Service) {
+	ctx := context.Background()
 	f := mkfile(t, a, "f")
 	sb, err := b.OpenSession(ctx)
 	if err != nil {
