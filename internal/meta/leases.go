@@ -152,6 +152,24 @@ func (l *leaseTable) endAll() {
 	clear(l.mu.recorded)
 }
 
+// invalidateEverything ends every lease with an invalidation and forgets
+// every lease record (shared.go: the Service's liveness had expired, so
+// changes may have skipped it and its records may be gone).
+func (l *leaseTable) invalidateEverything() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.mu.sessions {
+		for ino := range s.leases {
+			l.queueLocked(s, Callback{Ino: ino, Kind: CallbackInvalidate})
+			l.dropLeaseLocked(s, ino)
+		}
+	}
+	for ino := range l.mu.recorded {
+		l.changedLocked(ino)
+	}
+	clear(l.mu.recorded)
+}
+
 // endLocked drops s, its leases and its queue, and wakes its waiters.
 func (l *leaseTable) endLocked(s *session) {
 	if s.ended {
