@@ -374,6 +374,23 @@ func (l *leaseTable) unrecordIfUnheld(ino Ino) bool {
 	return true
 }
 
+// unheldRecorded returns up to n recorded inodes on which no session
+// holds a lease.
+func (l *leaseTable) unheldRecorded(n int) []Ino {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Ino
+	for ino := range l.mu.recorded {
+		if len(out) == n {
+			break
+		}
+		if len(l.mu.holders[ino]) == 0 {
+			out = append(out, ino)
+		}
+	}
+	return out
+}
+
 // invalidateAll calls a change of ino made through another Service back to
 // every session holding a lease on it, as an invalidation, and returns
 // what to wait for.

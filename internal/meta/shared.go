@@ -218,8 +218,8 @@ func (t txn) liveUntil(mid MetaID) (until time.Time, ok bool, err error) {
 
 // ServeShared runs what a Service of a shared store does in the background
 // until ctx ends: it renews its liveness, delivers the callback requests
-// other Services address to it, and drops the open records its sessions
-// no longer need. The meta role runs it; it returns nil for a Service that
+// other Services address to it, and drops the open and lease records its
+// sessions no longer need. The meta role runs it; it returns nil for a Service that
 // is alone.
 func (s *Service) ServeShared(ctx context.Context) error {
 	if s.sh == nil {
@@ -258,6 +258,7 @@ func (s *Service) ServeShared(ctx context.Context) error {
 			}
 		}
 		s.tidyOpens(ctx)
+		s.tidyLeases(ctx)
 		select {
 		case <-ctx.Done():
 			return nil
