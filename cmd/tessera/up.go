@@ -20,6 +20,7 @@ func runUp(ctx context.Context, args []string) error {
 	dbURL := addMetaDBFlag(fs)
 	sf := addScrubFlags(fs)
 	lf := addLimitFlags(fs)
+	mlf := addMetaLimitFlags(fs)
 	role := addMetaRoleFlags(fs)
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "how often the block servers re-register")
 	debug := fs.Bool("debug", false, "log every FUSE request")
@@ -27,6 +28,7 @@ func runUp(ctx context.Context, args []string) error {
 	mem := addMemFlags(fs)
 	pprofAddr := addPprofFlag(fs)
 	metaTimeout := addMetaTimeoutFlag(fs)
+	siteF := addSiteFlag(fs, "the site of this node: its meta service, block servers and mount")
 	insecure := fs.Bool("insecure", false, "plain TCP without authentication (every caller trusted as an admin); --meta-listen must then be a loopback address. "+
 		"Without it up makes a CA and certificates in DIR/tls/ on first start and uses them")
 	metricsAddr := addMetricsFlag(fs)
@@ -39,6 +41,10 @@ func runUp(ctx context.Context, args []string) error {
 		}
 	}
 	waitMeta, err := metaTimeout.value()
+	if err != nil {
+		return err
+	}
+	site, err := siteF.value()
 	if err != nil {
 		return err
 	}
@@ -64,6 +70,10 @@ func runUp(ctx context.Context, args []string) error {
 		return err
 	}
 	limits, err := lf.limits()
+	if err != nil {
+		return err
+	}
+	metaLimits, err := mlf.limits()
 	if err != nil {
 		return err
 	}
@@ -93,6 +103,7 @@ func runUp(ctx context.Context, args []string) error {
 		ScrubRate:     *sf.rate,
 		ScrubInterval: *sf.interval,
 		BlockLimits:   limits,
+		MetaLimits:    metaLimits,
 		Replicas:      *replicas,
 		Heartbeat:     *heartbeat,
 		Role:          rc,
@@ -106,6 +117,7 @@ func runUp(ctx context.Context, args []string) error {
 		MemCache:      *mem.cache,
 		DirtyBytes:    *mem.dirty,
 		MetaTimeout:   waitMeta,
+		Site:          site,
 		Insecure:      *insecure,
 		Logger:        log,
 		Ready: func(mount, metaAddr string) {

@@ -30,7 +30,9 @@ type Dialer func(s meta.Server) (block.Store, error)
 //     replaced by the next in rank, so the block still gets R copies when
 //     enough servers are up. The write counts as done once a majority of R
 //     copies are durable; the others go on in the background and fsync
-//     waits for them (replication.wait).
+//     waits for them (replication.wait). A per-site spec places each
+//     site's copies among that site's servers and counts sites: a
+//     majority of them, each with a majority of its copies (put.go).
 //   - a Get asks copies on this host first (a co-located block file), then
 //     the block's candidates under the default R (least busy first), then
 //     the other servers in rank order, and falls back to the next on a
@@ -42,6 +44,7 @@ type router struct {
 	api  meta.API
 	dial Dialer
 	log  *slog.Logger
+	site string // this client's site (Config.Site); set before use
 	// sent and received count block bytes stored on and fetched from
 	// the block servers (Client.Stats).
 	sent, received atomic.Uint64
@@ -66,6 +69,9 @@ type lane struct {
 	// this client sent there (it grows with the data written, evenly over
 	// the servers, so it stays far from overflow).
 	busy, placed atomic.Int64
+	// rtt is a moving average of the time the server took to answer
+	// (nanoseconds; 0 = not measured yet): nearest-site reads (sites.go).
+	rtt atomic.Int64
 }
 
 // load is the cost placement.Choose compares: copies placed, so that one
@@ -176,6 +182,9 @@ func isLocal(st block.Store) bool {
 func (r *router) ranked(h block.Hash) []rankedStore {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	if r.site != "" {
+		return r.rankedBySiteLocked(h)
+	}
 	ids := placement.Pick(h, r.mu.ids, len(r.mu.ids))
 	cands := placement.Candidates(placement.Pick(h, r.mu.up, len(r.mu.up)), r.domainLocked, r.mu.replicas)
 	out := make([]rankedStore, 0, len(ids))
@@ -215,179 +224,6 @@ func (r *router) domainLocked(id string) placement.Domain {
 		host = id
 	}
 	return placement.Domain{Site: s.Site, Rack: s.Rack, Host: host}
-}
-
-// targets returns the up servers for a new block with n copies: n of its
-// n+1 candidates, spread over failure domains, leaving out the one this
-// client loaded most (lane.load, placement.Choose) —
-// but never one that holds the block already (held), so that writing a
-// block again stores no new copy (dedup); then the rest in rank order as
-// substitutes.
-func (r *router) targets(h block.Hash, n int, held map[string]bool) (first, spare []rankedStore) {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	ranked := placement.Pick(h, r.mu.up, len(r.mu.up))
-	cands := placement.Candidates(ranked, r.domainLocked, n)
-	cost := func(id string) int64 {
-		if held[id] {
-			return -1
-		}
-		return r.mu.lanes[id].load()
-	}
-	picked := placement.Choose(cands, r.domainLocked, n, cost, placement.TieKey(h))
-	store := func(id string) rankedStore {
-		return rankedStore{id: id, st: r.mu.stores[id], lane: r.mu.lanes[id]}
-	}
-	for _, id := range picked {
-		first = append(first, store(id))
-	}
-	for _, id := range ranked {
-		if !slices.Contains(picked, id) {
-			spare = append(spare, store(id))
-		}
-	}
-	// Claim the picks now, so that the next block's choice sees them.
-	for _, s := range first {
-		s.lane.busy.Add(1)
-		s.lane.placed.Add(1)
-	}
-	return first, spare
-}
-
-// holdersTimeout bounds the look for existing copies before an upload: a
-// slow answer only costs dedup, never the write.
-const holdersTimeout = time.Second
-
-// holders returns which of the block's candidates already hold it, when the
-// writer has a choice among them (more candidates than copies): the same
-// content written again then goes where it is, and no server gains a copy
-// it does not need. One batch "has" per candidate, in parallel; errors count
-// as "not held". The block is still put to the holders (a Put of a block
-// already held sends it but only refreshes the copy's time): a copy found
-// here may be one the reclaimer is about to remove (its last recipe entry
-// went), and it spares only copies written after the release, so skipping
-// the upload would commit a block that may be gone
-// (TestRewriteAfterReleaseSurvivesReclaim).
-func (r *router) holders(ctx context.Context, h block.Hash, n int) map[string]bool {
-	r.mu.RLock()
-	ranked := placement.Pick(h, r.mu.up, len(r.mu.up))
-	cands := placement.Candidates(ranked, r.domainLocked, n)
-	stores := make([]block.Store, len(cands))
-	for i, id := range cands {
-		stores[i] = r.mu.stores[id]
-	}
-	r.mu.RUnlock()
-	if len(cands) <= n {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, holdersTimeout)
-	defer cancel()
-	has := make([]bool, len(cands))
-	var wg sync.WaitGroup
-	for i, st := range stores {
-		wg.Go(func() {
-			if ok, err := st.Has(ctx, []block.Hash{h}); err == nil && len(ok) == 1 {
-				has[i] = ok[0]
-			}
-		})
-	}
-	wg.Wait()
-	held := make(map[string]bool)
-	for i, id := range cands {
-		if has[i] {
-			held[id] = true
-		}
-	}
-	return held
-}
-
-// replication is the fate of one block's copies: wait returns once every
-// copy was tried (fsync's "all live replicas").
-type replication struct {
-	done chan struct{}
-	err  error // set before done is closed when fewer than all copies landed
-}
-
-func (p *replication) wait(ctx context.Context) error {
-	select {
-	case <-p.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// put stores n copies of data; it returns once a majority of them are
-// durable (or fails when that became impossible). The returned replication
-// completes when every copy has been tried.
-func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*replication, error) {
-	first, spare := r.targets(h, n, r.holders(ctx, h, n))
-	if len(first) == 0 {
-		return nil, fmt.Errorf("put block %s: no block server is up: %w", h.Short(), block.ErrUnavailable)
-	}
-	n = len(first)
-	need := n/2 + 1
-	type result struct {
-		id  string
-		err error
-	}
-	results := make(chan result, n)
-	var mu sync.Mutex // guards spare
-	// Each copy tries its server, then the spares in rank order, and
-	// reports once.
-	copyTo := func(s rankedStore) {
-		for {
-			s.lane.puts <- struct{}{}
-			err := s.st.Put(context.WithoutCancel(ctx), h, data)
-			<-s.lane.puts
-			s.lane.busy.Add(-1)
-			if err == nil {
-				r.sent.Add(uint64(len(data)))
-				results <- result{s.id, nil}
-				return
-			}
-			mu.Lock()
-			if len(spare) == 0 {
-				mu.Unlock()
-				results <- result{s.id, err}
-				return
-			}
-			r.log.Warn("block copy failed; trying another server", "block", h.Short(), "server", s.id, "next", spare[0].id, "err", err)
-			s, spare = spare[0], spare[1:]
-			mu.Unlock()
-			s.lane.busy.Add(1)
-			s.lane.placed.Add(1)
-		}
-	}
-	for _, s := range first {
-		go copyTo(s)
-	}
-	rep := &replication{done: make(chan struct{})}
-	answer := make(chan error, 1)
-	go func() {
-		ok, answered := 0, false
-		var errs []error
-		for range n {
-			res := <-results
-			if res.err != nil {
-				errs = append(errs, fmt.Errorf("server %s: %w", res.id, res.err))
-			} else {
-				ok++
-			}
-			if !answered && ok >= need {
-				answered = true
-				answer <- nil
-			}
-		}
-		if ok < n {
-			rep.err = fmt.Errorf("put block %s: %d of %d copies: %w", h.Short(), ok, n, errors.Join(errs...))
-		}
-		if !answered {
-			answer <- rep.err
-		}
-		close(rep.done)
-	}()
-	return rep, <-answer
 }
 
 // localStore is implemented by stores that read block files of this host
@@ -486,7 +322,12 @@ func (l *lane) get(ctx context.Context, st block.Store, h block.Hash) ([]byte, e
 		}
 		defer l.gets.release()
 	}
-	return st.Get(ctx, h)
+	start := time.Now()
+	data, err := st.Get(ctx, h)
+	if err == nil {
+		l.measured(time.Since(start))
+	}
+	return data, err
 }
 
 // repair replaces a corrupt copy on s with good data. The server moves a

@@ -38,6 +38,9 @@ type MetaConfig struct {
 	// DefaultReplicas is the replication factor of a new cluster (used
 	// until one is stored); Replicas, when > 0, is stored.
 	DefaultReplicas, Replicas int
+	// Site is the site this meta process runs in (--site; "" for none):
+	// meta.Service.Site and the RPC service's Hello report it.
+	Site string
 	// Role configures the background work (StartMetaRole).
 	Role MetaRole
 	// Creds are the process's "meta" credentials: the RPC service's TLS
@@ -46,16 +49,18 @@ type MetaConfig struct {
 	// (--insecure).
 	Creds  *auth.Credentials
 	Logger *slog.Logger
+	// Limits bound what one peer address may hold of the RPC service
+	// (metarpc's defaults for zero fields).
+	Limits metarpc.PeerLimits
 	// Metrics, if set, receives the service's series: its calls
 	// (metrics.MetaAPI over the service it serves) and its state
 	// (sessions, leases, callbacks, servers, the mover's progress).
 	Metrics *prometheus.Registry
-	// Cluster and Site name the cluster and this process's site: the RPC
-	// service's Hello answers them (clients check the name and time the
-	// call to find the nearest meta), ClusterStatus adds the store's
-	// members when it has them (kv.Members), and the status page shows
-	// them.
-	Cluster, Site string
+	// Cluster names the cluster (--cluster): with Site, the RPC service's
+	// Hello answers it (clients check the name and time the call to find
+	// the nearest meta), ClusterStatus adds the store's members when it
+	// has them (kv.Members), and the status page shows them.
+	Cluster string
 	// Mux, if set, is the process's HTTP listener (--metrics): the status
 	// page is served at / and /status.json on it.
 	Mux *http.ServeMux
@@ -112,7 +117,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		log.Info("new meta database", "db", cfg.DB.String())
 	}
 	shared := sharedEngine(cfg.DB)
-	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1),
+	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1), Site: cfg.Site,
 		Shared: shared, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("meta service on %s: %w", cfg.DB, err)
@@ -144,7 +149,8 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	n.served.Add(1)
 	go func() {
 		defer n.served.Done()
-		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds, Cluster: n.clusterInfo(cfg)})
+		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds, Cluster: n.clusterInfo(cfg),
+			MaxStreamsPerPeer: cfg.Limits.Calls, MaxInFlightPerPeer: cfg.Limits.InFlight})
 	}()
 	if cfg.AddrFile != "" {
 		if err := os.WriteFile(cfg.AddrFile, []byte(n.Addr+"\n"), 0o644); err != nil {
@@ -165,7 +171,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		role.Creds = cfg.Creds
 	}
 	n.stopRole = StartMetaRole(ctx, n.Svc, role)
-	log.Info("meta service", "listen", n.Addr, "db", cfg.DB.String())
+	log.Info("meta service", "listen", n.Addr, "db", cfg.DB.String(), "site", cfg.Site)
 	return n, nil
 }
 

@@ -59,6 +59,7 @@ import (
 	"tessera/internal/client"
 	"tessera/internal/kv/pebblekv"
 	"tessera/internal/meta"
+	"tessera/internal/meta/metarpc"
 )
 
 // Config is what `tessera up` takes from its flags.
@@ -84,6 +85,9 @@ type Config struct {
 	// BlockLimits bound every block server's connections and in-flight
 	// bytes (blockserver.DefaultLimits for zero fields).
 	BlockLimits blockserver.Limits
+	// MetaLimits bound what one peer address may hold of the meta
+	// service (MetaConfig.Limits).
+	MetaLimits metarpc.PeerLimits
 	// Role configures the sweeper and the mover.
 	Role  MetaRole
 	Debug bool
@@ -107,6 +111,9 @@ type Config struct {
 	// Mux, if set, is the process's HTTP listener: the meta role's status
 	// page goes on it (MetaConfig.Mux).
 	Mux *http.ServeMux
+	// Site, when set, is the site of the whole node: its meta service,
+	// block servers and mount (--site).
+	Site string
 	// Ready, if set, is called once the mount is usable.
 	Ready func(mount, metaAddr string)
 }
@@ -185,9 +192,11 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		BlockSize:       cfg.BlockSize,
 		DefaultReplicas: defReplicas,
 		Replicas:        cfg.Replicas,
+		Site:            cfg.Site,
 		Role:            cfg.Role,
 		Creds:           lt.Meta,
 		Logger:          log,
+		Limits:          cfg.MetaLimits,
 		Metrics:         cfg.Metrics,
 		Mux:             cfg.Mux,
 	})
@@ -213,6 +222,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			ID:            fmt.Sprintf("b%d", i),
 			Dir:           blockDirs[i],
 			Host:          host,
+			Site:          cfg.Site,
 			Heartbeat:     cfg.Heartbeat,
 			ScrubRate:     cfg.ScrubRate,
 			ScrubInterval: cfg.ScrubInterval,
@@ -251,6 +261,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		DirtyBytes:    cfg.DirtyBytes,
 		MetaTimeout:   cfg.MetaTimeout,
 		Policy:        cfg.Policy,
+		Site:          cfg.Site,
 	}})
 	if err != nil {
 		return err
