@@ -39,7 +39,7 @@ type MetaConfig struct {
 	// until one is stored); Replicas, when > 0, is stored.
 	DefaultReplicas, Replicas int
 	// Site is the site this meta process runs in (--site; "" for none):
-	// meta.Service.Site reports it.
+	// meta.Service.Site and the RPC service's Hello report it.
 	Site string
 	// Role configures the background work (StartMetaRole).
 	Role MetaRole
@@ -56,6 +56,11 @@ type MetaConfig struct {
 	// (metrics.MetaAPI over the service it serves) and its state
 	// (sessions, leases, callbacks, servers, the mover's progress).
 	Metrics *prometheus.Registry
+	// Cluster names the cluster (--cluster): with Site, the RPC service's
+	// Hello answers it (clients check the name and time the call to find
+	// the nearest meta), ClusterStatus adds the store's members when it
+	// has them (kv.Members), and the status page shows them.
+	Cluster string
 	// Mux, if set, is the process's HTTP listener (--metrics): the status
 	// page is served at / and /status.json on it.
 	Mux *http.ServeMux
@@ -111,7 +116,9 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	case !existed && cfg.DB.Engine != EngineEtcd:
 		log.Info("new meta database", "db", cfg.DB.String())
 	}
-	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1), Site: cfg.Site})
+	shared := sharedEngine(cfg.DB)
+	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1), Site: cfg.Site,
+		Shared: shared, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("meta service on %s: %w", cfg.DB, err)
 	}
@@ -131,7 +138,10 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		served = metrics.MetaAPI(served, calls)
 		metrics.Meta(cfg.Metrics, n.Svc)
 	}
-	startOrphanReaper(ctx, n.Svc, log)
+	if !shared {
+		// Over a shared store the reaper's elected leader sweeps.
+		startOrphanReaper(ctx, n.Svc, log)
+	}
 	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("meta service listen on %s: %w", cfg.Listen, err)
 	}
@@ -139,7 +149,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	n.served.Add(1)
 	go func() {
 		defer n.served.Done()
-		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds,
+		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds, Cluster: n.clusterInfo(cfg),
 			MaxStreamsPerPeer: cfg.Limits.Calls, MaxInFlightPerPeer: cfg.Limits.InFlight})
 	}()
 	if cfg.AddrFile != "" {
@@ -148,7 +158,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		}
 	}
 	n.Status = statuspage.New(statuspage.Config{
-		Cluster: &admin.Cluster{Meta: n.Svc, Dial: NewDialer(cfg.Creds).Admin},
+		Cluster: &admin.Cluster{Meta: n.Svc, Dial: NewDialer(cfg.Creds).Admin, Describe: n.describe(cfg)},
 		Errors:  n.Errors,
 		Logger:  log,
 	})
@@ -178,6 +188,17 @@ func (n *MetaNode) Close() error {
 		return n.store.Close()
 	}
 	return nil
+}
+
+// sharedEngine reports whether other meta processes may share the store
+// of db: every engine but the embedded ones, which one process opens at a
+// time.
+func sharedEngine(db MetaDB) bool {
+	switch db.Engine {
+	case EnginePebble, EngineBolt, EngineMem:
+		return false
+	}
+	return true
 }
 
 // startOrphanReaper reaps the inodes that lost their last name while open

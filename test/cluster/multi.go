@@ -68,6 +68,7 @@ type Multi struct {
 		sync.Mutex
 		servers []*Daemon
 		mounts  []*Daemon
+		metas   []*Daemon // more meta processes (AddMeta)
 	}
 }
 
@@ -182,12 +183,22 @@ func (m *Multi) AddServer(args ...string) (*Daemon, error) {
 // AddMount starts `tessera mount --meta ADDR ARGS Dir/m<i>` and waits until
 // it is mounted. Each mount is a fresh process: its caches are cold.
 func (m *Multi) AddMount(args ...string) (*Daemon, error) {
+	return m.AddMountOf("", args...)
+}
+
+// AddMountOf is AddMount of a source: `tessera mount --meta ADDR [flags]
+// SOURCE MNT` (SOURCE NAME:/dir: a cluster's name and a directory of it;
+// "" mounts the root as AddMount does).
+func (m *Multi) AddMountOf(source string, args ...string) (*Daemon, error) {
 	m.mu.Lock()
 	i := len(m.mu.mounts)
 	m.mu.Unlock()
 	name := "m" + strconv.Itoa(i)
 	mnt := filepath.Join(m.opts.Dir, name)
 	a := slices.Concat([]string{"mount", "--meta", m.MetaAddr()}, m.TLSArgs("mount"), args)
+	if source != "" {
+		a = append(a, source)
+	}
 	d := m.daemon("mount "+name, MountReadyPrefix, append(a, mnt))
 	d.mountDir = mnt
 	d.want = func(f map[string]string) error {
@@ -295,6 +306,9 @@ func (m *Multi) Close() error {
 	}
 	stopAll(m.Mounts())
 	stopAll(m.Servers())
-	stopAll([]*Daemon{m.meta})
+	m.mu.Lock()
+	metas := append([]*Daemon{m.meta}, m.mu.metas...)
+	m.mu.Unlock()
+	stopAll(metas)
 	return errors.Join(errs...)
 }
