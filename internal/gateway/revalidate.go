@@ -24,6 +24,9 @@ import (
 // single-writer filesets (home changes only through the cache) are never
 // invalidated.
 func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bool, error) {
+	// Its changes bring home's state in: not local updates to write
+	// back, and allowed in a read-only fileset.
+	ctx = meta.WithoutWriteback(ctx)
 	in, err := g.meta.GetAttr(ctx, ino)
 	if err != nil {
 		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)

@@ -80,10 +80,12 @@ func sameTree(t *testing.T, cache, home string) {
 
 // TestWritebackSurvivesKill9: an sw fileset over a file:// home, two
 // gateways in `tessera up`. Creates, writes (inline and block-sized),
-// renames, removes through the mount; the process (meta, gateways, mount)
-// is killed with SIGKILL before the queue is drained, started again, and
-// `tessera fileset flush` returns once the queue is drained: home then
-// equals the cache byte for byte.
+// renames, removes through the mount, queued behind an hour's sync lag;
+// `tessera fileset flush` starts the drain and the process (meta,
+// gateways, mount) is killed with SIGKILL once home has its first
+// entries; started again, `tessera fileset flush` returns once the queue
+// is drained (the dead gateways' claims come back after their lease):
+// home then equals the cache byte for byte.
 func TestWritebackSurvivesKill9(t *testing.T) {
 	c := startCluster(t, func(o *cluster.Options) { o.Args = append(o.Args, "--gateways", "2") })
 	home := t.TempDir()
@@ -143,7 +145,21 @@ func TestWritebackSurvivesKill9(t *testing.T) {
 	if got := treeOf(t, home); len(got) != 0 {
 		t.Fatalf("home has %d entries before the lag", len(got))
 	}
+	// Flush in the background, and kill -9 the process (meta, both
+	// gateways, mount) as soon as the drain has begun at home.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bg := make(chan struct{})
+	go func() {
+		defer close(bg)
+		cluster.RunBin(ctx, c.Opts().Bin, "fileset", "flush", fsDir, "--data", c.DataDir())
+	}()
+	for i := 0; i < 3000 && len(treeOf(t, home)) == 0; i++ {
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Logf("home has %d of %d entries when the process is killed", len(treeOf(t, home)), len(before))
 	must(t, c.Kill9())
+	<-bg
 	if err := c.Restart(); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
