@@ -5,6 +5,9 @@
 #                              status page rendered in a headless browser;
 #                              if it cannot be installed, that test skips
 #                              saying so)
+#                              and the etcd server (Debian's etcd-server: the
+#                              tests of internal/kv/etcdkv and of meta over
+#                              etcd start their own members on loopback)
 #   scripts/deps.sh --test --stress   and the CPU hog of scripts/test.sh --stress
 set -euo pipefail
 
@@ -20,6 +23,9 @@ done
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 command -v memcached >/dev/null 2>&1 || need+=(memcached)
 command -v go >/dev/null 2>&1 || need+=(golang-go)
+if [ -n "$tests" ] && ! command -v etcd >/dev/null 2>&1; then
+	need+=(etcd-server)
+fi
 if [ "${#need[@]}" -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "deps: missing ${need[*]}; run as root or install them: apt-get install -y ${need[*]}" >&2

@@ -11,12 +11,15 @@ import (
 
 // metaDBUsage is the help text of --meta-db, shared by every role that
 // runs a meta service.
-const metaDBUsage = "the meta service's KV engine and its place: pebble:DIR, bolt:FILE or mem: (in memory, lost at exit); " +
-	"default pebble:DATA/meta"
+const metaDBUsage = "the meta service's KV engine and its place: pebble:DIR, bolt:FILE, mem: (in memory, lost at exit) or " +
+	"etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE] (a shared etcd cluster); default pebble:DATA/meta"
 
-// addMetaDBFlag adds --meta-db to fs.
+// addMetaDBFlag adds --meta-db to fs, and --kv, the same flag under the
+// name issue 13 gives it.
 func addMetaDBFlag(fs *flag.FlagSet) *string {
-	return fs.String("meta-db", "", metaDBUsage)
+	db := fs.String("meta-db", "", metaDBUsage)
+	fs.StringVar(db, "kv", "", "same as --meta-db")
+	return db
 }
 
 // metaDB returns the database named by --meta-db, or the one of the data

@@ -1,13 +1,16 @@
 package up
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"tessera/internal/kv"
 	"tessera/internal/kv/boltkv"
+	"tessera/internal/kv/etcdkv"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/kv/pebblekv"
 )
@@ -18,12 +21,15 @@ import (
 //	pebble:DIR     Pebble (the default) in directory DIR
 //	bolt:FILE      bbolt in the single file FILE
 //	mem:           in memory: everything is lost when the process ends (tests)
+//	etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE]
+//	               a shared etcd cluster, keys under PREFIX (package etcdkv;
+//	               TLS to etcd when ca is given)
 //
 // "ENGINE://PATH" is accepted as well, so pebble:///var/tmp/t/meta and
 // pebble:/var/tmp/t/meta are the same.
 type MetaDB struct {
-	Engine string // "pebble", "bolt" or "mem"
-	Path   string // "" for mem
+	Engine string // "pebble", "bolt", "mem" or "etcd"
+	Path   string // "" for mem; for etcd what follows etcd://
 }
 
 // Engines of MetaDB.
@@ -31,15 +37,25 @@ const (
 	EnginePebble = "pebble"
 	EngineBolt   = "bolt"
 	EngineMem    = "mem"
+	EngineEtcd   = "etcd"
 )
 
 // String returns db in the form ParseMetaDB reads.
-func (db MetaDB) String() string { return db.Engine + ":" + db.Path }
+func (db MetaDB) String() string {
+	if db.Engine == EngineEtcd {
+		return "etcd://" + db.Path
+	}
+	return db.Engine + ":" + db.Path
+}
+
+// etcdConnectTimeout bounds how long Open waits for a majority of an etcd
+// cluster to answer.
+const etcdConnectTimeout = 30 * time.Second
 
 // ParseMetaDB parses a --meta-db value; the error says what was wrong and
 // what is expected.
 func ParseMetaDB(s string) (MetaDB, error) {
-	const want = "want pebble:DIR, bolt:FILE or mem:"
+	const want = "want pebble:DIR, bolt:FILE, mem: or etcd://HOST:PORT[,HOST:PORT...]/PREFIX"
 	engine, path, ok := strings.Cut(s, ":")
 	if !ok {
 		return MetaDB{}, fmt.Errorf("--meta-db %q: no engine (%s)", s, want)
@@ -58,6 +74,10 @@ func ParseMetaDB(s string) (MetaDB, error) {
 		if path != "" {
 			return MetaDB{}, fmt.Errorf("--meta-db %q: mem takes no path (%s)", s, want)
 		}
+	case EngineEtcd:
+		if _, err := etcdkv.ParseURL("etcd://" + db.Path); err != nil {
+			return MetaDB{}, fmt.Errorf("--meta-db: %w", err)
+		}
 	default:
 		return MetaDB{}, fmt.Errorf("--meta-db %q: unknown engine %q (%s)", s, engine, want)
 	}
@@ -65,9 +85,9 @@ func ParseMetaDB(s string) (MetaDB, error) {
 }
 
 // DataDir is the directory whose lock guards db: the parent of its path
-// ("" for mem).
+// ("" for mem and etcd, which no local lock guards).
 func (db MetaDB) DataDir() string {
-	if db.Path == "" {
+	if db.Path == "" || db.Engine == EngineEtcd {
 		return ""
 	}
 	return filepath.Dir(db.Path)
@@ -93,11 +113,28 @@ func (db MetaDB) Open() (kv.Store, error) {
 		return s, nil
 	case EngineMem:
 		return memkv.New(), nil
+	case EngineEtcd:
+		target, err := etcdkv.ParseURL(db.String())
+		if err != nil {
+			return nil, fmt.Errorf("meta database: %w", err)
+		}
+		opts, err := target.Options()
+		if err != nil {
+			return nil, fmt.Errorf("meta database %s: %w", db, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), etcdConnectTimeout)
+		defer cancel()
+		s, err := etcdkv.Open(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("meta database %s: %w", db, err)
+		}
+		return s, nil
 	}
 	return nil, fmt.Errorf("meta database %s: unknown engine", db)
 }
 
-// Exists reports whether db holds a database already (mem never does).
+// Exists reports whether db holds a database already (mem never does;
+// etcd is not asked and reports false).
 func (db MetaDB) Exists() bool {
 	switch db.Engine {
 	case EnginePebble:

@@ -18,6 +18,7 @@ func TestParseMetaDB(t *testing.T) {
 		{"bolt:///x/meta.db", MetaDB{EngineBolt, "/x/meta.db"}},
 		{"mem:", MetaDB{EngineMem, ""}},
 		{"mem://", MetaDB{EngineMem, ""}},
+		{"etcd://h1:2379,h2:2379/tessera", MetaDB{EngineEtcd, "h1:2379,h2:2379/tessera"}},
 	} {
 		got, err := ParseMetaDB(c.in)
 		if err != nil || got != c.want {
@@ -30,9 +31,10 @@ func TestParseMetaDB(t *testing.T) {
 		{"pebble:", "needs a path"},
 		{"bolt://", "needs a path"},
 		{"mem:/x", "takes no path"},
+		{"etcd://h1/p", `member "h1" is no HOST:PORT`},
 	} {
 		_, err := ParseMetaDB(c.in)
-		if err == nil || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), "pebble:DIR, bolt:FILE or mem:") {
+		if err == nil || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), "etcd://HOST:PORT") {
 			t.Errorf("ParseMetaDB(%q) error = %v; want one saying %q and what is expected", c.in, err, c.says)
 		}
 	}

@@ -102,7 +102,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	switch {
 	case cfg.DB.Engine == EngineMem:
 		log.Warn("meta database in memory: every file is lost when this process ends", "db", cfg.DB.String())
-	case !existed:
+	case !existed && cfg.DB.Engine != EngineEtcd:
 		log.Info("new meta database", "db", cfg.DB.String())
 	}
 	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1)})

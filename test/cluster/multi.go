@@ -34,6 +34,9 @@ type MultiOptions struct {
 	Dir          string   // base directory: meta/, b0/, b1/…, m0/… are made in it
 	BlockServers int      // started by StartMulti (more with AddServer)
 	MetaArgs     []string // more flags for `meta` (--replicas, --block-size…)
+	// MetaDB, when set, is meta's --meta-db (e.g. an etcd:// URL) instead
+	// of --data Dir/meta.
+	MetaDB string
 	// ServerArgs returns more flags for block server i (nil: none). Each
 	// server gets --id b<i> --host h<i> first, so a flag here overrides them.
 	ServerArgs func(i int) []string
@@ -92,8 +95,12 @@ func StartMulti(opts MultiOptions) (*Multi, error) {
 		}
 	}
 	dir := filepath.Join(opts.Dir, "meta")
+	db := []string{"--data", dir}
+	if opts.MetaDB != "" {
+		db = []string{"--meta-db", opts.MetaDB}
+	}
 	m.meta = m.daemon("meta", MetaReadyPrefix,
-		slices.Concat([]string{"meta", "--data", dir, "--listen", "127.0.0.1:0"}, m.TLSArgs("meta"), opts.MetaArgs))
+		slices.Concat([]string{"meta", "--listen", "127.0.0.1:0"}, db, m.TLSArgs("meta"), opts.MetaArgs))
 	m.meta.dataDir = dir
 	m.meta.want = func(f map[string]string) error {
 		if f["listen"] == "" {

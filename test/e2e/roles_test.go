@@ -127,7 +127,7 @@ func TestUpMetaDBFlag(t *testing.T) {
 	defer cancel()
 	res, err := cluster.RunBin(ctx, suite.bin, "meta", "--meta-db", "rocks:/x")
 	must(t, err)
-	if res.ExitCode != 2 || !strings.Contains(res.Stderr, "pebble:DIR, bolt:FILE or mem:") {
+	if res.ExitCode != 2 || !strings.Contains(res.Stderr, "pebble:DIR, bolt:FILE, mem: or etcd://") {
 		t.Fatalf("meta --meta-db rocks:/x: exit %d, %q; want exit 2 saying what is expected", res.ExitCode, res.Stderr)
 	}
 }

@@ -1,0 +1,95 @@
+package etcdkv
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+)
+
+// Target is where a Store lives, as an etcd:// URL names it:
+//
+//	etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE]
+//
+// Without ca, cert and key the members are spoken to in plain HTTP; with
+// them over TLS (ca: the CA that signed the members' certificates; cert
+// and key: this client's certificate, for members that require one).
+type Target struct {
+	Endpoints []string
+	Prefix    string
+	CA        string
+	Cert, Key string
+}
+
+// ParseURL parses an etcd:// URL; the error says what was wrong.
+func ParseURL(s string) (Target, error) {
+	const want = "want etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE]"
+	rest, ok := strings.CutPrefix(s, "etcd://")
+	if !ok {
+		return Target{}, fmt.Errorf("etcd URL %q: not etcd:// (%s)", s, want)
+	}
+	hosts, path, _ := strings.Cut(rest, "/")
+	path, query, _ := strings.Cut(path, "?")
+	var t Target
+	for _, h := range strings.Split(hosts, ",") {
+		if _, port, err := net.SplitHostPort(h); err != nil || port == "" {
+			return Target{}, fmt.Errorf("etcd URL %q: member %q is no HOST:PORT (%s)", s, h, want)
+		}
+		t.Endpoints = append(t.Endpoints, h)
+	}
+	if path != "" {
+		t.Prefix = "/" + path
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		return Target{}, fmt.Errorf("etcd URL %q: %v (%s)", s, err, want)
+	}
+	for k := range q {
+		switch k {
+		case "ca", "cert", "key":
+		default:
+			return Target{}, fmt.Errorf("etcd URL %q: unknown parameter %q (%s)", s, k, want)
+		}
+	}
+	t.CA, t.Cert, t.Key = q.Get("ca"), q.Get("cert"), q.Get("key")
+	if (t.Cert == "") != (t.Key == "") {
+		return Target{}, fmt.Errorf("etcd URL %q: cert and key go together (%s)", s, want)
+	}
+	if t.Cert != "" && t.CA == "" {
+		return Target{}, fmt.Errorf("etcd URL %q: a client certificate needs ca too (%s)", s, want)
+	}
+	return t, nil
+}
+
+// Options returns the Options of t: endpoints with their scheme, the
+// prefix, and the TLS configuration read from t's files.
+func (t Target) Options() (Options, error) {
+	o := Options{Prefix: t.Prefix}
+	scheme := "http://"
+	if t.CA != "" {
+		scheme = "https://"
+		pem, err := os.ReadFile(t.CA)
+		if err != nil {
+			return Options{}, fmt.Errorf("etcd CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return Options{}, fmt.Errorf("etcd CA %s: no PEM certificate in it", t.CA)
+		}
+		o.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+		if t.Cert != "" {
+			cert, err := tls.LoadX509KeyPair(t.Cert, t.Key)
+			if err != nil {
+				return Options{}, fmt.Errorf("etcd client certificate: %w", err)
+			}
+			o.TLS.Certificates = []tls.Certificate{cert}
+		}
+	}
+	for _, e := range t.Endpoints {
+		o.Endpoints = append(o.Endpoints, scheme+e)
+	}
+	return o, nil
+}

@@ -1,0 +1,31 @@
+package etcdkv
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseURL(t *testing.T) {
+	got, err := ParseURL("etcd://h1:2379,127.0.0.1:2380/tessera/a?ca=/c.pem&cert=/x.pem&key=/x.key")
+	want := Target{Endpoints: []string{"h1:2379", "127.0.0.1:2380"}, Prefix: "/tessera/a", CA: "/c.pem", Cert: "/x.pem", Key: "/x.key"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("ParseURL = %+v, %v; want %+v", got, err, want)
+	}
+	if got, err := ParseURL("etcd://h:1"); err != nil || got.Prefix != "" {
+		t.Fatalf("no prefix: %+v, %v", got, err)
+	}
+	for _, c := range []struct{ in, says string }{
+		{"http://h:1/p", "not etcd://"},
+		{"etcd://h/p", `member "h" is no HOST:PORT`},
+		{"etcd://h:1,/p", `member "" is no HOST:PORT`},
+		{"etcd://h:1/p?tls=1", `unknown parameter "tls"`},
+		{"etcd://h:1/p?cert=a", "cert and key go together"},
+		{"etcd://h:1/p?cert=a&key=b", "needs ca"},
+	} {
+		_, err := ParseURL(c.in)
+		if err == nil || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), "want etcd://") {
+			t.Errorf("ParseURL(%q) = %v; want an error saying %q and what is expected", c.in, err, c.says)
+		}
+	}
+}
