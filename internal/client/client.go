@@ -14,6 +14,7 @@ import (
 	"tessera/internal/clock"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metawait"
+	"tessera/internal/placement"
 	"tessera/internal/policy"
 	"tessera/internal/ratelog"
 )
@@ -52,6 +53,12 @@ type Config struct {
 	// "" for none. Blocks are looked up there after the local caches and
 	// before the block servers, and stored there after a miss.
 	CacheTier string
+	// Site is the site this client runs in (the --site of its mount): it
+	// reads blocks from its own site's servers first, then from the
+	// nearest other site by measured request time, so that an ordinary
+	// read of replicated data crosses no WAN link (sites.go). "" reads in
+	// rank order over every site.
+	Site string
 	// Policy is the mount's default consistency policy, a name
 	// policy.Lookup knows, for files whose inode names none; "" means
 	// policy.Default.
@@ -205,6 +212,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	c.mu.seen = make(map[meta.Ino]uint64)
 	c.mu.flights = make(map[block.Hash]*flight)
 	c.router = newRouter(c.api, cfg.Dial, cfg.Logger)
+	c.router.site = cfg.Site
 	if err := c.router.refresh(ctx); err != nil {
 		return nil, err
 	}
@@ -575,19 +583,18 @@ func (c *Client) prefetch(h block.Hash) {
 	}()
 }
 
-// upload hashes data and stores n copies (0: the cluster's default); an
-// all-zero block becomes a hole. It returns once a majority of the copies
-// are durable; rep completes when all were tried.
-func (c *Client) upload(ctx context.Context, data []byte, n int) (h block.Hash, rep *replication, err error) {
+// upload hashes data and stores the copies spec asks for (the zero Spec:
+// the cluster's default); an all-zero block becomes a hole. It returns once
+// a majority of the copies (of a site spec: of the sites) are durable; rep
+// completes when all were tried, and is returned with a failure too, while
+// copies may still use data.
+func (c *Client) upload(ctx context.Context, data []byte, spec placement.Spec) (h block.Hash, rep *replication, err error) {
 	if block.AllZero(data) {
 		return block.Hash{}, nil, nil
 	}
 	h = block.Sum(data)
-	if n <= 0 {
-		n = c.router.defaultReplicas()
-	}
 	c.uploads <- struct{}{}
-	rep, err = c.router.put(ctx, h, data, n)
+	rep, err = c.router.put(ctx, h, data, spec)
 	<-c.uploads
 	if err != nil {
 		return h, rep, fmt.Errorf("upload: %w", err)

@@ -10,6 +10,7 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
+	"tessera/internal/placement"
 )
 
 // Small writes upload what they wrote (meta's compose.go has the model).
@@ -192,7 +193,7 @@ func (f *file) planComposeLocked(d *dblock) *composePlan {
 // uploadComposed uploads the changed ranges of data as patch blocks and
 // returns data's hash, its composition and the patches' replications
 // merged into one.
-func (c *Client) uploadComposed(ctx context.Context, data []byte, plan *composePlan, n int) (block.Hash, *meta.Composition, *replication, error) {
+func (c *Client) uploadComposed(ctx context.Context, data []byte, plan *composePlan, n placement.Spec) (block.Hash, *meta.Composition, *replication, error) {
 	h := block.Sum(data)
 	if h == plan.base {
 		// Written back as it was: the block is its committed self.
@@ -203,6 +204,9 @@ func (c *Client) uploadComposed(ctx context.Context, data []byte, plan *composeP
 	for _, r := range plan.runs {
 		ph, rep, err := c.upload(ctx, data[r[0]:r[1]], n)
 		if err != nil {
+			if rep != nil { // copies still under way use data
+				reps = append(reps, rep)
+			}
 			return h, nil, mergeReplications(reps), err
 		}
 		if rep != nil {
@@ -262,7 +266,7 @@ const DefaultCompactAfter = 5 * time.Second
 // compactJob is a composed block this client committed.
 type compactJob struct {
 	h        block.Hash
-	replicas int
+	replicas placement.Spec
 	at       time.Time
 }
 

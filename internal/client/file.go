@@ -11,6 +11,7 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
+	"tessera/internal/placement"
 )
 
 // recipeWindow is how many block hashes the client fetches from the meta
@@ -64,7 +65,7 @@ type file struct {
 	// everywhere in this client, so no commit records the writes around
 	// the loss with holes where the lost data was.
 	lost     error
-	replicas int // copies per block; 0 = the cluster's default
+	replicas placement.Spec // copies per block; the zero Spec = the cluster's default
 	// policyName is the inode's own consistency policy ("" = the mount's).
 	policyName string
 	xattrs     xattrCache // guarded by Client.mu
@@ -153,7 +154,7 @@ func (f *file) loadLocked(in meta.Inode) {
 	f.change = in.Change
 	f.hasInline = in.HasInline
 	f.inline = in.Inline
-	f.replicas = int(in.Replicas)
+	f.replicas = specOf(in.Attr)
 	f.policyName = in.Policy
 	f.committedSize = int64(in.Size)
 	f.windows = make(map[uint64][]block.Hash)
@@ -169,7 +170,7 @@ func (f *file) loadLocked(in meta.Inode) {
 func (f *file) refreshLocked(in meta.Inode) {
 	f.attr = in
 	f.policyName = in.Policy
-	f.replicas = int(in.Replicas)
+	f.replicas = specOf(in.Attr)
 	if in.Change == f.change || len(f.dirty) > 0 || f.nInflight > 0 || len(f.pending) > 0 || f.metaDirty {
 		return
 	}

@@ -42,6 +42,7 @@ type router struct {
 	api  meta.API
 	dial Dialer
 	log  *slog.Logger
+	site string // this client's site (Config.Site); set before use
 	// sent and received count block bytes stored on and fetched from
 	// the block servers (Client.Stats).
 	sent, received atomic.Uint64
@@ -66,6 +67,9 @@ type lane struct {
 	// this client sent there (it grows with the data written, evenly over
 	// the servers, so it stays far from overflow).
 	busy, placed atomic.Int64
+	// rtt is a moving average of the time the server took to answer
+	// (nanoseconds; 0 = not measured yet): nearest-site reads (sites.go).
+	rtt atomic.Int64
 }
 
 // load is the cost placement.Choose compares: copies placed, so that one
@@ -176,6 +180,9 @@ func isLocal(st block.Store) bool {
 func (r *router) ranked(h block.Hash) []rankedStore {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	if r.site != "" {
+		return r.rankedBySiteLocked(h)
+	}
 	ids := placement.Pick(h, r.mu.ids, len(r.mu.ids))
 	cands := placement.Candidates(placement.Pick(h, r.mu.up, len(r.mu.up)), r.domainLocked, r.mu.replicas)
 	out := make([]rankedStore, 0, len(ids))
@@ -217,41 +224,61 @@ func (r *router) domainLocked(id string) placement.Domain {
 	return placement.Domain{Site: s.Site, Rack: s.Rack, Host: host}
 }
 
-// targets returns the up servers for a new block with n copies: n of its
-// n+1 candidates, spread over failure domains, leaving out the one this
-// client loaded most (lane.load, placement.Choose) —
-// but never one that holds the block already (held), so that writing a
-// block again stores no new copy (dedup); then the rest in rank order as
-// substitutes.
-func (r *router) targets(h block.Hash, n int, held map[string]bool) (first, spare []rankedStore) {
+// target is the copies of one group of a block's spec (a site's, or all
+// of them for a number): the servers picked first, the substitutes for a
+// copy that fails (the rest of the group's servers in rank order), and how
+// many copies must be durable for the group to count (a majority of them).
+type target struct {
+	g           placement.Group
+	first       []rankedStore
+	spare       []rankedStore
+	need        int
+	spareMu     sync.Mutex // guards spare once the copies run
+	ok, pending int        // the put's tally (its answering goroutine only)
+}
+
+// targets returns, per group of spec, the up servers for a new block: of
+// the group's servers (rendezvous within its site), k of its k+1
+// candidates, spread over failure domains, leaving out the one this client
+// loaded most (lane.load, placement.Choose) — but never one that holds the
+// block already (held), so that writing a block again stores no new copy
+// (dedup); then the rest of the group in rank order as substitutes.
+func (r *router) targets(h block.Hash, spec placement.Spec, held map[string]bool) []*target {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	ranked := placement.Pick(h, r.mu.up, len(r.mu.up))
-	cands := placement.Candidates(ranked, r.domainLocked, n)
+	all := placement.Pick(h, r.mu.up, len(r.mu.up))
 	cost := func(id string) int64 {
 		if held[id] {
 			return -1
 		}
 		return r.mu.lanes[id].load()
 	}
-	picked := placement.Choose(cands, r.domainLocked, n, cost, placement.TieKey(h))
 	store := func(id string) rankedStore {
 		return rankedStore{id: id, st: r.mu.stores[id], lane: r.mu.lanes[id]}
 	}
-	for _, id := range picked {
-		first = append(first, store(id))
-	}
-	for _, id := range ranked {
-		if !slices.Contains(picked, id) {
-			spare = append(spare, store(id))
+	var out []*target
+	for _, g := range spec.Groups() {
+		ranked := placement.InGroup(all, r.domainLocked, g)
+		cands := placement.Candidates(ranked, r.domainLocked, g.K)
+		picked := placement.Choose(cands, r.domainLocked, g.K, cost, placement.TieKey(h))
+		t := &target{g: g}
+		for _, id := range picked {
+			t.first = append(t.first, store(id))
 		}
+		for _, id := range ranked {
+			if !slices.Contains(picked, id) {
+				t.spare = append(t.spare, store(id))
+			}
+		}
+		t.need = len(t.first)/2 + 1
+		// Claim the picks now, so that the next block's choice sees them.
+		for _, s := range t.first {
+			s.lane.busy.Add(1)
+			s.lane.placed.Add(1)
+		}
+		out = append(out, t)
 	}
-	// Claim the picks now, so that the next block's choice sees them.
-	for _, s := range first {
-		s.lane.busy.Add(1)
-		s.lane.placed.Add(1)
-	}
-	return first, spare
+	return out
 }
 
 // holdersTimeout bounds the look for existing copies before an upload: a
@@ -259,25 +286,32 @@ func (r *router) targets(h block.Hash, n int, held map[string]bool) (first, spar
 const holdersTimeout = time.Second
 
 // holders returns which of the block's candidates already hold it, when the
-// writer has a choice among them (more candidates than copies): the same
-// content written again then goes where it is, and no server gains a copy
-// it does not need. One batch "has" per candidate, in parallel; errors count
-// as "not held". The block is still put to the holders (a Put of a block
-// already held sends it but only refreshes the copy's time): a copy found
-// here may be one the reclaimer is about to remove (its last recipe entry
-// went), and it spares only copies written after the release, so skipping
-// the upload would commit a block that may be gone
-// (TestRewriteAfterReleaseSurvivesReclaim).
-func (r *router) holders(ctx context.Context, h block.Hash, n int) map[string]bool {
+// writer has a choice among them (more candidates than copies, in some
+// group of spec): the same content written again then goes where it is, and
+// no server gains a copy it does not need. One batch "has" per candidate,
+// in parallel; errors count as "not held". The block is still put to the
+// holders (a Put of a block already held sends it but only refreshes the
+// copy's time): a copy found here may be one the reclaimer is about to
+// remove (its last recipe entry went), and it spares only copies written
+// after the release, so skipping the upload would commit a block that may
+// be gone (TestRewriteAfterReleaseSurvivesReclaim).
+func (r *router) holders(ctx context.Context, h block.Hash, spec placement.Spec) map[string]bool {
 	r.mu.RLock()
-	ranked := placement.Pick(h, r.mu.up, len(r.mu.up))
-	cands := placement.Candidates(ranked, r.domainLocked, n)
+	all := placement.Pick(h, r.mu.up, len(r.mu.up))
+	var cands []string
+	choice := false
+	for _, g := range spec.Groups() {
+		c := placement.Candidates(placement.InGroup(all, r.domainLocked, g), r.domainLocked, g.K)
+		choice = choice || len(c) > g.K
+		cands = append(cands, c...)
+	}
 	stores := make([]block.Store, len(cands))
+	lanes := make([]*lane, len(cands))
 	for i, id := range cands {
-		stores[i] = r.mu.stores[id]
+		stores[i], lanes[i] = r.mu.stores[id], r.mu.lanes[id]
 	}
 	r.mu.RUnlock()
-	if len(cands) <= n {
+	if !choice {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, holdersTimeout)
@@ -286,8 +320,10 @@ func (r *router) holders(ctx context.Context, h block.Hash, n int) map[string]bo
 	var wg sync.WaitGroup
 	for i, st := range stores {
 		wg.Go(func() {
+			start := time.Now()
 			if ok, err := st.Has(ctx, []block.Hash{h}); err == nil && len(ok) == 1 {
 				has[i] = ok[0]
+				lanes[i].measured(time.Since(start))
 			}
 		})
 	}
@@ -317,25 +353,37 @@ func (p *replication) wait(ctx context.Context) error {
 	}
 }
 
-// put stores n copies of data; it returns once a majority of them are
-// durable (or fails when that became impossible). The returned replication
-// completes when every copy has been tried.
-func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*replication, error) {
-	first, spare := r.targets(h, n, r.holders(ctx, h, n))
-	if len(first) == 0 {
-		return nil, fmt.Errorf("put block %s: no block server is up: %w", h.Short(), block.ErrUnavailable)
+// put stores the copies spec asks for (a zero spec: the cluster's default
+// number), uploading to every group (site) in parallel. It returns once a
+// majority of the groups count, each with a majority of its copies durable
+// (for a number, the one group: a majority of the copies; for
+// "a:1,b:1,c:1", two of the three sites), or fails when that became
+// impossible: a site that cannot be reached never counts. The returned
+// replication completes when every copy has been tried; the copies left go
+// on in the background meanwhile.
+func (r *router) put(ctx context.Context, h block.Hash, data []byte, spec placement.Spec) (*replication, error) {
+	if spec.IsZero() {
+		spec = placement.Copies(r.defaultReplicas())
 	}
-	n = len(first)
-	need := n/2 + 1
+	groups := r.targets(h, spec, r.holders(ctx, h, spec))
+	n := 0
+	for _, t := range groups {
+		n += len(t.first)
+		t.pending = len(t.first)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("put block %s: no block server is up for replicas %s: %w", h.Short(), spec, block.ErrUnavailable)
+	}
+	needGroups := len(groups)/2 + 1
 	type result struct {
+		t   *target
 		id  string
 		err error
 	}
 	results := make(chan result, n)
-	var mu sync.Mutex // guards spare
-	// Each copy tries its server, then the spares in rank order, and
-	// reports once.
-	copyTo := func(s rankedStore) {
+	// Each copy tries its server, then its group's spares in rank order,
+	// and reports once.
+	copyTo := func(t *target, s rankedStore) {
 		for {
 			s.lane.puts <- struct{}{}
 			err := s.st.Put(context.WithoutCancel(ctx), h, data)
@@ -343,40 +391,66 @@ func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*re
 			s.lane.busy.Add(-1)
 			if err == nil {
 				r.sent.Add(uint64(len(data)))
-				results <- result{s.id, nil}
+				results <- result{t, s.id, nil}
 				return
 			}
-			mu.Lock()
-			if len(spare) == 0 {
-				mu.Unlock()
-				results <- result{s.id, err}
+			t.spareMu.Lock()
+			if len(t.spare) == 0 {
+				t.spareMu.Unlock()
+				results <- result{t, s.id, err}
 				return
 			}
-			r.log.Warn("block copy failed; trying another server", "block", h.Short(), "server", s.id, "next", spare[0].id, "err", err)
-			s, spare = spare[0], spare[1:]
-			mu.Unlock()
+			r.log.Warn("block copy failed; trying another server", "block", h.Short(), "server", s.id, "next", t.spare[0].id, "err", err)
+			s, t.spare = t.spare[0], t.spare[1:]
+			t.spareMu.Unlock()
 			s.lane.busy.Add(1)
 			s.lane.placed.Add(1)
 		}
 	}
-	for _, s := range first {
-		go copyTo(s)
+	for _, t := range groups {
+		for _, s := range t.first {
+			go copyTo(t, s)
+		}
 	}
 	rep := &replication{done: make(chan struct{})}
 	answer := make(chan error, 1)
 	go func() {
 		ok, answered := 0, false
 		var errs []error
+		// tally counts the groups holding a majority of their copies
+		// and those that still may.
+		tally := func() (c, p int) {
+			for _, t := range groups {
+				switch {
+				case t.ok >= t.need:
+					c++
+					p++
+				case len(t.first) > 0 && t.ok+t.pending >= t.need:
+					p++
+				}
+			}
+			return c, p
+		}
 		for range n {
 			res := <-results
+			res.t.pending--
 			if res.err != nil {
 				errs = append(errs, fmt.Errorf("server %s: %w", res.id, res.err))
 			} else {
 				ok++
+				res.t.ok++
 			}
-			if !answered && ok >= need {
+			if answered {
+				continue
+			}
+			switch c, p := tally(); {
+			case c >= needGroups:
 				answered = true
 				answer <- nil
+			case p < needGroups:
+				answered = true
+				answer <- fmt.Errorf("put block %s: a majority of %s is out of reach (%d of %d copies failed): %w",
+					h.Short(), spread(spec), len(errs), n, errors.Join(errs...))
 			}
 		}
 		if ok < n {
@@ -388,6 +462,14 @@ func (r *router) put(ctx context.Context, h block.Hash, data []byte, n int) (*re
 		close(rep.done)
 	}()
 	return rep, <-answer
+}
+
+// spread names what a put needs a majority of, for errors.
+func spread(spec placement.Spec) string {
+	if len(spec.Sites) == 0 {
+		return fmt.Sprintf("%d copies", spec.N)
+	}
+	return fmt.Sprintf("the sites of replicas %s", spec)
 }
 
 // localStore is implemented by stores that read block files of this host
@@ -486,7 +568,12 @@ func (l *lane) get(ctx context.Context, st block.Store, h block.Hash) ([]byte, e
 		}
 		defer l.gets.release()
 	}
-	return st.Get(ctx, h)
+	start := time.Now()
+	data, err := st.Get(ctx, h)
+	if err == nil {
+		l.measured(time.Since(start))
+	}
+	return data, err
 }
 
 // repair replaces a corrupt copy on s with good data. The server moves a

@@ -54,7 +54,7 @@ func TestPutAvoidsBusyServer(t *testing.T) {
 		}
 		b := &c.router.mu.lanes[cands[busy]].busy
 		b.Add(5)
-		rep, err := c.router.put(ctx, h, data, 1)
+		rep, err := c.router.put(ctx, h, data, placement.Copies(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -90,7 +90,7 @@ func TestPutPrefersExistingCopy(t *testing.T) {
 	}
 	put := func() {
 		t.Helper()
-		rep, err := c.router.put(ctx, h, data, 1)
+		rep, err := c.router.put(ctx, h, data, placement.Copies(1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestTargetsSpreadQueuedBlocks(t *testing.T) {
 	n := map[string]int{}
 	var claimed []rankedStore
 	for _, h := range testHashes(256) {
-		first, _ := c.router.targets(h, 1, nil)
+		first := c.router.targets(h, placement.Copies(1), nil)[0].first
 		cands := candidatesOf(c, h, 1)
 		if len(first) != 1 || !slices.Contains(cands, first[0].id) {
 			t.Fatalf("target %v not among the candidates %v", first, cands)
@@ -159,7 +159,7 @@ func TestTargetsEvenUnderTransferNoise(t *testing.T) {
 		for l, k := range offset {
 			l.busy.Store(k)
 		}
-		first, _ := c.router.targets(h, 1, nil)
+		first := c.router.targets(h, placement.Copies(1), nil)[0].first
 		n[first[0].id]++
 	}
 	for id, k := range n {

@@ -84,6 +84,9 @@ type Attr struct {
 	BlockSize uint32
 	Policy    string // consistency policy name; "" inherits the mount's
 	Replicas  uint8  // replication factor; 0 = the cluster's (ReplicasXattr)
+	// Sites, when set, is a per-site replication spec in canonical form
+	// ("a:1,b:1,c:1", placement.ParseSpec); Replicas is then its total.
+	Sites string
 }
 
 // IsDir reports whether the inode is a directory.
@@ -297,7 +300,20 @@ type MoverProgress struct {
 	// names the first MaxLostReported of them with their files.
 	Lost       int64
 	LostBlocks []LostBlock
+	// UnderBySite counts, per site named by a per-site replication spec,
+	// the blocks with fewer copies there than the spec asks for (sites
+	// with none are left out; by site name; at most MaxSitesReported).
+	UnderBySite []SiteCount
 }
+
+// SiteCount is a count for one site.
+type SiteCount struct {
+	Site string
+	N    int64
+}
+
+// MaxSitesReported bounds MoverProgress.UnderBySite.
+const MaxSitesReported = 64
 
 // MaxLostReported bounds MoverProgress.LostBlocks, and MaxLostInodes the
 // inodes named per lost block.

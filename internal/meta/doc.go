@@ -64,11 +64,15 @@
 // are a uvarint length then the bytes. Version 1 layouts:
 //
 //	inode:   1 | flags(1: bit0 HasInline, bit1 a replicas byte follows the
-//	         inline data, bit2 some block was committed composed) |
+//	         inline data, bit2 some block was committed composed, bit3 a
+//	         site spec follows the replicas byte) |
 //	         gen 8 | mode 4 | uid 4 | gid 4 | nlink 4 | size 8 | atime 8 |
 //	         mtime 8 | ctime 8 | rdev 4 | change 8 | blocksize 4 |
 //	         parent 8 | policy str | target str | inline bytes (empty
-//	         unless HasInline) | replicas 1 (with bit1)
+//	         unless HasInline) | replicas 1 (with bit1) | sites str (with
+//	         bit3, which needs bit1: a canonical per-site spec such as
+//	         "a:1,b:1,c:1", at most MaxSitesLen bytes, whose copies sum to
+//	         replicas)
 //	dentry:  1 | ino 8 | type 1 (mode>>12: one of the S_IF* types)
 //	segment: 1 | n * 32-byte hash, 1 <= n <= SegmentBlocks, entry i is block
 //	         seg*SegmentBlocks+i, zero hash = hole, the last entry is never a
@@ -84,9 +88,12 @@
 //	release: 1
 //	server:  1 | addr str | dir str | host str | rack str | site str |
 //	         state str | seen 8
-//	progress: 1 | flags(1: bit0 Running) | round 8 | at 8 | blocks 8 |
+//	progress: 1 | flags(1: bit0 Running, bit1 a per-site section follows
+//	         the error) | round 8 | at 8 | blocks 8 |
 //	         under-replicated 8 | misplaced 8 | bytes to move 8 |
 //	         bytes moved 8 | err str (at most 4096 bytes) |
+//	         [n 1 (1..64) | n × (site str (1..255 bytes) | under-replicated 8 (> 0))]
+//	         (with bit1) |
 //	         [lost 8 (> 0) | n 1 (<= 16) | n × (hash 32 | k 1 (<= 8) | k × ino 8)]
 //	         (the lost section is absent when nothing is lost)
 //

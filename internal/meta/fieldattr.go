@@ -4,12 +4,15 @@ import (
 	"fmt"
 	"strconv"
 
+	"tessera/internal/placement"
 	"tessera/internal/policy"
 )
 
 // ReplicasXattr is the extended attribute through which a file's or a
-// directory's replication factor is read and set ("1".."9"; absent = the
-// cluster default). New files and directories inherit their parent's.
+// directory's replication spec is read and set: a number of copies
+// ("1".."9") or copies per named site ("a:1,b:1,c:1", at most 9 in all;
+// placement.ParseSpec); absent = the cluster default. New files and
+// directories inherit their parent's.
 const ReplicasXattr = "user.tessera.replicas"
 
 // PolicyXattr is the extended attribute through which a file's or a
@@ -18,8 +21,8 @@ const ReplicasXattr = "user.tessera.replicas"
 // their parent's.
 const PolicyXattr = "user.tessera.policy"
 
-// MaxReplicas bounds the replication factor.
-const MaxReplicas = 9
+// MaxReplicas bounds the replication factor (the copies of a spec in all).
+const MaxReplicas = placement.MaxCopies
 
 // fieldAttr exposes an inode field as an extended attribute: it is stored in
 // the inode record, not as an xattr key, so lookups carry it for free.
@@ -40,17 +43,23 @@ func IsFieldXattr(name string) bool {
 var fieldAttrs = map[string]fieldAttr{
 	ReplicasXattr: {
 		get: func(rec *inodeRec) (string, bool) {
+			if rec.Sites != "" {
+				return rec.Sites, true
+			}
 			return strconv.Itoa(int(rec.Replicas)), rec.Replicas != 0
 		},
 		set: func(rec *inodeRec, v string) error {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > MaxReplicas {
-				return fmt.Errorf("%s %q: want a number from 1 to %d: %w", ReplicasXattr, v, MaxReplicas, ErrInvalid)
+			sp, err := placement.ParseSpec(v)
+			if err != nil {
+				return fmt.Errorf("%s: %w (%w)", ReplicasXattr, err, ErrInvalid)
 			}
-			rec.Replicas = uint8(n)
+			rec.Replicas, rec.Sites = uint8(sp.N), ""
+			if len(sp.Sites) > 0 {
+				rec.Sites = sp.String()
+			}
 			return nil
 		},
-		clear: func(rec *inodeRec) { rec.Replicas = 0 },
+		clear: func(rec *inodeRec) { rec.Replicas, rec.Sites = 0, "" },
 	},
 	PolicyXattr: {
 		get: func(rec *inodeRec) (string, bool) { return rec.Policy, rec.Policy != "" },

@@ -178,7 +178,7 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 		rec := &inodeRec{}
 		rec.Attr = Attr{Ino: ino, Gen: 1, Mode: typ | req.Mode&07777, Uid: req.Uid, Gid: req.Gid, Nlink: 1,
 			Atime: now, Mtime: now, Ctime: now, Change: 1, BlockSize: parent.BlockSize, Policy: parent.Policy,
-			Replicas: parent.Replicas}
+			Replicas: parent.Replicas, Sites: parent.Sites}
 		if rec.BlockSize == 0 {
 			rec.BlockSize = s.blockSize
 		}

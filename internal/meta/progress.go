@@ -14,13 +14,21 @@ const maxProgressErr = 4096
 // keyProgress holds the mover's latest MoverProgress (see doc.go).
 var keyProgress = []byte("mprogress")
 
-const progressRunning = 1 // flag bit of the progress record
+// Flag bits of the progress record.
+const (
+	progressRunning = 1
+	progressSites   = 2 // a per-site section follows the error text
+)
 
 // encodeProgress encodes a mover progress record; an over-long Err is cut.
 func encodeProgress(p *MoverProgress) []byte {
 	var flags byte
 	if p.Running {
 		flags |= progressRunning
+	}
+	sites := p.UnderBySite[:min(len(p.UnderBySite), MaxSitesReported)]
+	if len(sites) > 0 {
+		flags |= progressSites
 	}
 	b := make([]byte, 0, 2+8*8+2+len(p.Err))
 	b = append(b, recordV1, flags)
@@ -34,6 +42,13 @@ func encodeProgress(p *MoverProgress) []byte {
 		e = e[:maxProgressErr]
 	}
 	b = appendString(b, e)
+	if len(sites) > 0 {
+		b = append(b, byte(len(sites)))
+		for _, c := range sites {
+			b = appendString(b, c.Site)
+			b = be.AppendUint64(b, uint64(c.N))
+		}
+	}
 	if p.Lost == 0 && len(p.LostBlocks) == 0 {
 		return b // the section is absent, as in records written before it
 	}
@@ -57,7 +72,7 @@ func decodeProgress(b []byte) (MoverProgress, error) {
 	r.version()
 	var p MoverProgress
 	flags := r.fixed(1)
-	if r.err == nil && flags[0]&^progressRunning != 0 {
+	if r.err == nil && flags[0]&^(progressRunning|progressSites) != 0 {
 		r.fail("unknown flags %#x", flags[0])
 	}
 	if r.err == nil {
@@ -68,6 +83,9 @@ func decodeProgress(b []byte) (MoverProgress, error) {
 		*f = int64(r.u64())
 	}
 	p.Err = r.str(maxProgressErr, "error")
+	if r.err == nil && flags[0]&progressSites != 0 {
+		decodeSites(&r, &p)
+	}
 	if r.err == nil && len(r.b) > 0 {
 		decodeLost(&r, &p)
 	}
@@ -75,6 +93,29 @@ func decodeProgress(b []byte) (MoverProgress, error) {
 		return MoverProgress{}, err
 	}
 	return p, nil
+}
+
+// decodeSites reads the per-site section of a progress record.
+func decodeSites(r *reader, p *MoverProgress) {
+	n := r.fixed(1)
+	if r.err != nil {
+		return
+	}
+	if n[0] == 0 || int(n[0]) > MaxSitesReported {
+		r.fail("per-site section of %d sites", n[0])
+		return
+	}
+	for range n[0] {
+		c := SiteCount{Site: r.str(MaxServerID, "site")}
+		c.N = int64(r.u64())
+		if r.err == nil && (c.Site == "" || c.N <= 0) {
+			r.fail("per-site count %q: %d", c.Site, c.N)
+		}
+		if r.err != nil {
+			return
+		}
+		p.UnderBySite = append(p.UnderBySite, c)
+	}
 }
 
 // decodeLost reads the lost section of a progress record.

@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"tessera/internal/block"
+	"tessera/internal/placement"
 )
 
 // ErrCorrupt marks a record or key in the store that does not decode. Errors
@@ -53,7 +54,11 @@ const (
 	flagHasInline   = 1
 	flagHasReplicas = 2 // a replication-factor byte follows the inline data
 	flagComposed    = 4 // some block of the file was committed composed (compose.go)
+	flagHasSites    = 8 // a per-site replication spec follows the replicas byte
 )
+
+// MaxSitesLen is the longest per-site replication spec an inode keeps.
+const MaxSitesLen = 1024
 
 func appendBytes(b, s []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(s)))
@@ -77,6 +82,9 @@ func encodeInode(rec *inodeRec) []byte {
 	}
 	if rec.composed {
 		flags |= flagComposed
+	}
+	if rec.Sites != "" {
+		flags |= flagHasSites
 	}
 	b = append(b, recordV1, flags)
 	be := binary.BigEndian
@@ -102,6 +110,9 @@ func encodeInode(rec *inodeRec) []byte {
 	}
 	if rec.Replicas != 0 {
 		b = append(b, rec.Replicas)
+	}
+	if rec.Sites != "" {
+		b = appendString(b, rec.Sites)
 	}
 	return b
 }
@@ -184,7 +195,7 @@ func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 	r := reader{b: b, what: fmt.Sprintf("inode %d", ino)}
 	r.version()
 	flags := r.fixed(1)
-	if r.err == nil && flags[0]&^(flagHasInline|flagHasReplicas|flagComposed) != 0 {
+	if r.err == nil && flags[0]&^(flagHasInline|flagHasReplicas|flagComposed|flagHasSites) != 0 {
 		r.fail("unknown flags %#x", flags[0])
 	}
 	rec := &inodeRec{}
@@ -211,6 +222,17 @@ func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 		}
 		if r.err == nil && (rec.Replicas == 0 || rec.Replicas > MaxReplicas) {
 			r.fail("replication factor %d", rec.Replicas)
+		}
+	}
+	if r.err == nil && flags[0]&flagHasSites != 0 {
+		if flags[0]&flagHasReplicas == 0 {
+			r.fail("site spec without a replication factor")
+		}
+		rec.Sites = r.str(MaxSitesLen, "site spec")
+		if r.err == nil {
+			if sp, err := placement.ParseSpec(rec.Sites); err != nil || len(sp.Sites) == 0 || sp.String() != rec.Sites || sp.N != int(rec.Replicas) {
+				r.fail("site spec %q for %d copies", rec.Sites, rec.Replicas)
+			}
 		}
 	}
 	if err := r.end(); err != nil {

@@ -38,6 +38,9 @@ func FuzzDecodeInode(f *testing.F) {
 	lnk.Attr = Attr{Mode: syscall.S_IFLNK | 0777, BlockSize: 1}
 	lnk.Target = "a/b"
 	f.Add(encodeInode(lnk))
+	sited := sampleInode()
+	sited.Replicas, sited.Sites = 3, "a:1,b:1,c:1"
+	f.Add(encodeInode(sited))
 	f.Add([]byte{})
 	f.Add([]byte{2})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -50,6 +53,41 @@ func FuzzDecodeInode(f *testing.F) {
 			t.Fatalf("re-encoding %x differs", b)
 		}
 	})
+}
+
+// A site spec round-trips; a record without one (written before the field
+// existed) still decodes; a spec that disagrees with the replicas byte or is
+// not canonical is corrupt.
+func TestInodeSitesRecord(t *testing.T) {
+	rec := sampleInode()
+	rec.Replicas, rec.Sites = 3, "a:1,b:2"
+	if got, err := decodeInode(rec.Ino, encodeInode(rec)); err != nil || !reflect.DeepEqual(got, rec) {
+		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	old := sampleInode()
+	old.Replicas = 2
+	b := encodeInode(old)
+	if b[1]&flagHasSites != 0 {
+		t.Fatal("a record without sites has the sites flag")
+	}
+	if got, err := decodeInode(old.Ino, b); err != nil || got.Sites != "" || got.Replicas != 2 {
+		t.Fatalf("old record: %+v, %v", got, err)
+	}
+	for _, bad := range []struct {
+		replicas uint8
+		sites    string
+	}{{4, "a:1,b:2"}, {3, "b:2,a:1"}, {3, "3"}, {3, "a:1,b:2,"}} {
+		r := sampleInode()
+		r.Replicas, r.Sites = bad.replicas, bad.sites
+		if _, err := decodeInode(r.Ino, encodeInode(r)); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("replicas %d sites %q: %v, want ErrCorrupt", bad.replicas, bad.sites, err)
+		}
+	}
+	noRepl := sampleInode()
+	noRepl.Sites = "a:1"
+	if _, err := decodeInode(noRepl.Ino, encodeInode(noRepl)); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("sites without replicas: %v, want ErrCorrupt", err)
+	}
 }
 
 func TestInodeRoundTrip(t *testing.T) {
@@ -225,6 +263,7 @@ func FuzzDecodeProgress(f *testing.F) {
 		Misplaced: 5, BytesToMove: 6, BytesMoved: 7, Err: "e"}))
 	f.Add(encodeProgress(&MoverProgress{}))
 	f.Add(encodeProgress(&MoverProgress{Round: 2, Lost: 3, LostBlocks: []LostBlock{{Hash: block.Sum([]byte("x")), Inos: []Ino{7, 9}}, {}}}))
+	f.Add(encodeProgress(&MoverProgress{Round: 3, UnderBySite: []SiteCount{{"a", 2}, {"c", 9}}, Lost: 1, LostBlocks: []LostBlock{{}}}))
 	f.Add([]byte{1, 2})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := decodeProgress(b)
@@ -248,6 +287,25 @@ func TestProgressLostRoundTrip(t *testing.T) {
 	old := encodeProgress(&MoverProgress{Round: 4, Err: "x"})
 	if got, err := decodeProgress(old); err != nil || got.Round != 4 || got.Lost != 0 {
 		t.Fatalf("record without the lost section = %+v, %v", got, err)
+	}
+}
+
+// TestProgressSitesRoundTrip: the per-site counts survive the record, next
+// to a lost section; records without them decode as before.
+func TestProgressSitesRoundTrip(t *testing.T) {
+	want := MoverProgress{Round: 5, UnderReplicated: 3, UnderBySite: []SiteCount{{"siteA", 1}, {"siteC", 3}},
+		Lost: 1, LostBlocks: []LostBlock{{Hash: block.Sum([]byte("a"))}}}
+	got, err := decodeProgress(encodeProgress(&want))
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("round trip = %+v, %v; want %+v", got, err, want)
+	}
+	b := encodeProgress(&MoverProgress{Round: 5})
+	if b[1]&progressSites != 0 {
+		t.Fatal("a record without sites has the sites flag")
+	}
+	bad := encodeProgress(&MoverProgress{UnderBySite: []SiteCount{{"", 1}}})
+	if _, err := decodeProgress(bad); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("empty site name: %v, want ErrCorrupt", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -23,10 +24,11 @@ type execution struct {
 
 	under, misplaced, toMove, moved atomic.Int64
 
-	// mu guards errs and dropped.
-	mu      sync.Mutex
-	errs    []error
-	dropped int
+	// mu guards errs, dropped and underSite.
+	mu        sync.Mutex
+	errs      []error
+	dropped   int
+	underSite map[string]int64
 }
 
 // progress is the report as of now (Running as in base).
@@ -34,6 +36,9 @@ func (ex *execution) progress() meta.MoverProgress {
 	p := ex.base
 	p.UnderReplicated, p.Misplaced = ex.under.Load(), ex.misplaced.Load()
 	p.BytesToMove, p.BytesMoved = max(ex.toMove.Load(), 0), ex.moved.Load()
+	ex.mu.Lock()
+	p.UnderBySite = siteCounts(ex.underSite)
+	ex.mu.Unlock()
 	return p
 }
 
@@ -60,7 +65,7 @@ func (ex *execution) err() error {
 // execute runs the tasks on Concurrency workers, reporting progress every
 // ReportEvery, and returns once all are done or ctx is.
 func (m *Mover) execute(ctx context.Context, tasks []Task, st Stats, servers *serverSet, base meta.MoverProgress) (*execution, error) {
-	ex := &execution{m: m, servers: servers, base: base}
+	ex := &execution{m: m, servers: servers, base: base, underSite: maps.Clone(st.UnderBySite)}
 	ex.under.Store(st.UnderReplicated)
 	ex.misplaced.Store(st.Misplaced)
 	ex.toMove.Store(st.BytesToMove)
@@ -118,7 +123,9 @@ func (ex *execution) run(ctx context.Context, t *Task) {
 	for _, id := range t.Holders {
 		have[id] = true
 	}
-	wasUnder := len(have) < t.R
+	site := func(id string) string { return ex.servers.byID[id].Site }
+	wasUnder := t.under(have, site)
+	wasShort := t.shortSites(have, site)
 	if len(t.Copy) > 0 {
 		data, err := ex.fetch(ctx, t)
 		if err != nil {
@@ -151,8 +158,18 @@ func (ex *execution) run(ctx context.Context, t *Task) {
 			}
 		}
 	}
-	if wasUnder && len(have) >= t.R {
+	if wasUnder && !t.under(have, site) {
 		ex.under.Add(-1)
+	}
+	if len(wasShort) > 0 {
+		short := t.shortSites(have, site)
+		ex.mu.Lock()
+		for _, s := range wasShort {
+			if !slices.Contains(short, s) {
+				ex.underSite[s]--
+			}
+		}
+		ex.mu.Unlock()
 	}
 	if len(t.Remove) > 0 && !slices.ContainsFunc(t.Remove, func(id string) bool { return have[id] }) {
 		ex.misplaced.Add(-1)

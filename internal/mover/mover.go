@@ -10,6 +10,7 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
+	"tessera/internal/placement"
 )
 
 // Defaults of Config.
@@ -149,7 +150,7 @@ func (m *Mover) Round(ctx context.Context) (meta.MoverProgress, error) {
 	tasks, st, servers, err := m.plan(ctx)
 	p := meta.MoverProgress{Round: m.rounds, At: m.cfg.Now().UnixNano(), Running: err == nil,
 		Blocks: st.Blocks, UnderReplicated: st.UnderReplicated, Misplaced: st.Misplaced, BytesToMove: st.BytesToMove,
-		Lost: st.Lost}
+		Lost: st.Lost, UnderBySite: siteCounts(st.UnderBySite)}
 	if err == nil && st.Lost > 0 {
 		p.LostBlocks, err = m.lostFiles(ctx, st.LostHashes)
 	}
@@ -214,29 +215,36 @@ func (m *Mover) plan(ctx context.Context) ([]Task, Stats, *serverSet, error) {
 		servers.stores[s.ID] = bs
 		held[s.ID] = have
 	}
-	tasks, st := Plan(sm, held, live)
+	tasks, st := PlanSpecs(sm, held, live)
 	return tasks, st, servers, nil
 }
 
-// liveBlocks returns every block a recipe refers to with its R: the
-// largest of its inodes' factors, def for inodes that name none.
-func (m *Mover) liveBlocks(ctx context.Context, def int) (map[block.Hash]int, error) {
-	rOf := map[meta.Ino]int{} // this round's cache
-	live := map[block.Hash]int{}
+// liveBlocks returns every block a recipe refers to with its replication
+// spec: its inodes' specs merged (placement.Merge: the most copies per
+// site, the largest number), def copies for inodes that name none.
+func (m *Mover) liveBlocks(ctx context.Context, def int) (map[block.Hash]placement.Spec, error) {
+	rOf := map[meta.Ino]placement.Spec{} // this round's cache
+	live := map[block.Hash]placement.Spec{}
 	err := m.cfg.Meta.WalkBlocks(ctx, func(ino meta.Ino, _ uint64, h block.Hash) error {
 		r, ok := rOf[ino]
 		if !ok {
-			r = def
+			r = placement.Copies(max(def, 1))
 			in, err := m.cfg.Meta.GetAttr(ctx, ino)
 			switch {
+			case err == nil && in.Sites != "":
+				sp, perr := placement.ParseSpec(in.Sites)
+				if perr != nil {
+					return fmt.Errorf("inode %d: replicas %q: %w", ino, in.Sites, perr)
+				}
+				r = sp
 			case err == nil && in.Replicas != 0:
-				r = int(in.Replicas)
+				r = placement.Copies(int(in.Replicas))
 			case err != nil && !errors.Is(err, meta.ErrNotFound):
 				return fmt.Errorf("getattr %d: %w", ino, err)
 			}
 			rOf[ino] = r
 		}
-		live[h] = max(live[h], r, 1)
+		live[h] = placement.Merge(live[h], r)
 		return nil
 	})
 	if err != nil {

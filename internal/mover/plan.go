@@ -2,6 +2,7 @@ package mover
 
 import (
 	"slices"
+	"strings"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -16,11 +17,12 @@ type Holdings map[string]map[block.Hash]int64
 type Task struct {
 	Hash      block.Hash
 	Size      int64
-	R         int
-	Placement []string // the servers the block belongs on (see Plan)
-	Holders   []string // listed servers holding it, in ID order
-	Copy      []string // placement members that lack it
-	Remove    []string // holders outside the placement
+	R         int            // copies in all
+	Spec      placement.Spec // where they go (a number: anywhere)
+	Placement []string       // the servers the block belongs on (see Plan)
+	Holders   []string       // listed servers holding it, in ID order
+	Copy      []string       // placement members that lack it
+	Remove    []string       // holders outside the placement
 }
 
 // Stats summarise a plan, as MoverProgress reports them.
@@ -33,6 +35,9 @@ type Stats struct {
 	// LostHashes are the first meta.MaxLostReported lost blocks, in hash
 	// order.
 	LostHashes []block.Hash
+	// UnderBySite counts, per site named by a block's site spec, the
+	// blocks with fewer copies there than the spec asks for.
+	UnderBySite map[string]int64
 }
 
 // Plan computes the tasks that bring every live block (hash -> R) to its
@@ -48,6 +53,21 @@ type Stats struct {
 // candidates, and extra copies within them (two writers of the same block
 // that chose differently).
 func Plan(m meta.ServerMap, held Holdings, live map[block.Hash]int) ([]Task, Stats) {
+	specs := make(map[block.Hash]placement.Spec, len(live))
+	for h, r := range live {
+		specs[h] = placement.Copies(r)
+	}
+	return PlanSpecs(m, held, specs)
+}
+
+// PlanSpecs is Plan for blocks with replication specs: a number of copies
+// is placed as Plan places it; a per-site spec is placed group by group,
+// each site's copies on an option over the site's own candidates
+// (rendezvous within the site, placement.InGroup), which is where writers
+// put them. A block is under-replicated when it has fewer copies than the
+// spec asks for in all, or fewer in one of its sites (counted per site in
+// Stats.UnderBySite).
+func PlanSpecs(m meta.ServerMap, held Holdings, live map[block.Hash]placement.Spec) ([]Task, Stats) {
 	var ups []string
 	state := make(map[string]string, len(m.Servers))
 	dom := make(map[string]placement.Domain, len(m.Servers))
@@ -86,23 +106,44 @@ func Plan(m meta.ServerMap, held Holdings, live map[block.Hash]int) ([]Task, Sta
 	var tasks []Task
 	var st Stats
 	for _, h := range hashes {
-		r := live[h]
+		spec := live[h]
+		r := spec.N
 		st.Blocks++
-		t := Task{Hash: h, R: r}
+		t := Task{Hash: h, R: r, Spec: spec}
 		for _, id := range listed {
 			if size, ok := held[id][h]; ok {
 				t.Holders = append(t.Holders, id)
 				t.Size = size
 			}
 		}
-		cands := placement.Candidates(set.Pick(h, set.Len()), domainOf, r)
-		t.Placement = bestOption(cands, placement.Options(cands, domainOf, r), t.Holders, usage)
+		ranked := set.Pick(h, set.Len())
+		under := len(t.Holders) < r
+		for _, g := range spec.Groups() {
+			cands := placement.Candidates(placement.InGroup(ranked, domainOf, g), domainOf, g.K)
+			t.Placement = append(t.Placement, bestOption(cands, placement.Options(cands, domainOf, g.K), t.Holders, usage)...)
+			if g.Any {
+				continue
+			}
+			n := 0
+			for _, id := range t.Holders {
+				if dom[id].Site == g.Site {
+					n++
+				}
+			}
+			if n < g.K {
+				under = true
+				if st.UnderBySite == nil {
+					st.UnderBySite = map[string]int64{}
+				}
+				st.UnderBySite[g.Site]++
+			}
+		}
 		for _, id := range t.Holders {
 			if !slices.Contains(t.Placement, id) {
 				t.Remove = append(t.Remove, id)
 			}
 		}
-		if len(t.Holders) < r {
+		if under {
 			st.UnderReplicated++
 		}
 		if len(t.Remove) > 0 {
@@ -165,4 +206,47 @@ func (t *Task) Removable(id string, have map[string]bool, up func(id string) boo
 		}
 	}
 	return n >= t.R
+}
+
+// under reports whether the servers in have hold fewer copies of t's block
+// than its spec asks for, in all or in one of its sites.
+func (t *Task) under(have map[string]bool, site func(id string) string) bool {
+	n := 0
+	for _, ok := range have {
+		if ok {
+			n++
+		}
+	}
+	return n < t.R || len(t.shortSites(have, site)) > 0
+}
+
+// shortSites returns the sites of t's spec where have holds fewer copies
+// than it asks for there.
+func (t *Task) shortSites(have map[string]bool, site func(id string) string) []string {
+	var out []string
+	for _, c := range t.Spec.Sites {
+		n := 0
+		for id, ok := range have {
+			if ok && site(id) == c.Site {
+				n++
+			}
+		}
+		if n < c.N {
+			out = append(out, c.Site)
+		}
+	}
+	return out
+}
+
+// siteCounts turns per-site counts into the report's list (sites with a
+// count above zero, by name).
+func siteCounts(m map[string]int64) []meta.SiteCount {
+	var out []meta.SiteCount
+	for site, n := range m {
+		if n > 0 {
+			out = append(out, meta.SiteCount{Site: site, N: n})
+		}
+	}
+	slices.SortFunc(out, func(a, b meta.SiteCount) int { return strings.Compare(a.Site, b.Site) })
+	return out
 }

@@ -84,7 +84,7 @@ func intIn(field string, v int64) (int, error) {
 func attrOut(a meta.Attr) *pb.Attr {
 	return &pb.Attr{Ino: uint64(a.Ino), Gen: a.Gen, Mode: a.Mode, Uid: a.Uid, Gid: a.Gid, Nlink: a.Nlink,
 		Size: a.Size, Atime: a.Atime, Mtime: a.Mtime, Ctime: a.Ctime, Rdev: a.Rdev, Change: a.Change,
-		BlockSize: a.BlockSize, Policy: a.Policy, Replicas: uint32(a.Replicas)}
+		BlockSize: a.BlockSize, Policy: a.Policy, Replicas: uint32(a.Replicas), Sites: a.Sites}
 }
 
 func attrIn(p *pb.Attr) (meta.Attr, error) {
@@ -96,7 +96,7 @@ func attrIn(p *pb.Attr) (meta.Attr, error) {
 	}
 	return meta.Attr{Ino: meta.Ino(p.Ino), Gen: p.Gen, Mode: p.Mode, Uid: p.Uid, Gid: p.Gid, Nlink: p.Nlink,
 		Size: p.Size, Atime: p.Atime, Mtime: p.Mtime, Ctime: p.Ctime, Rdev: p.Rdev, Change: p.Change,
-		BlockSize: p.BlockSize, Policy: p.Policy, Replicas: uint8(p.Replicas)}, nil
+		BlockSize: p.BlockSize, Policy: p.Policy, Replicas: uint8(p.Replicas), Sites: p.Sites}, nil
 }
 
 func inodeOut(in meta.Inode) *pb.Inode {
@@ -352,6 +352,9 @@ func progressOut(m meta.MoverProgress) *pb.MoverReport {
 		}
 		p.LostBlocks = append(p.LostBlocks, q)
 	}
+	for _, c := range m.UnderBySite {
+		p.UnderBySite = append(p.UnderBySite, &pb.SiteCount{Site: c.Site, N: c.N})
+	}
 	return p
 }
 
@@ -375,6 +378,12 @@ func progressIn(p *pb.MoverReport) (meta.MoverProgress, error) {
 			l.Inos = append(l.Inos, meta.Ino(ino))
 		}
 		m.LostBlocks = append(m.LostBlocks, l)
+	}
+	if len(p.GetUnderBySite()) > meta.MaxSitesReported {
+		return meta.MoverProgress{}, badf("mover report: %d sites, max %d", len(p.GetUnderBySite()), meta.MaxSitesReported)
+	}
+	for _, c := range p.GetUnderBySite() {
+		m.UnderBySite = append(m.UnderBySite, meta.SiteCount{Site: c.GetSite(), N: c.GetN()})
 	}
 	return m, nil
 }

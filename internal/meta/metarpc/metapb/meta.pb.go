@@ -238,22 +238,25 @@ func (x *Conflict) GetCurrent() []*BlockChange {
 }
 
 type Attr struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Ino           uint64                 `protobuf:"varint,1,opt,name=ino,proto3" json:"ino,omitempty"`
-	Gen           uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
-	Mode          uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
-	Uid           uint32                 `protobuf:"varint,4,opt,name=uid,proto3" json:"uid,omitempty"`
-	Gid           uint32                 `protobuf:"varint,5,opt,name=gid,proto3" json:"gid,omitempty"`
-	Nlink         uint32                 `protobuf:"varint,6,opt,name=nlink,proto3" json:"nlink,omitempty"`
-	Size          uint64                 `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
-	Atime         int64                  `protobuf:"varint,8,opt,name=atime,proto3" json:"atime,omitempty"`
-	Mtime         int64                  `protobuf:"varint,9,opt,name=mtime,proto3" json:"mtime,omitempty"`
-	Ctime         int64                  `protobuf:"varint,10,opt,name=ctime,proto3" json:"ctime,omitempty"`
-	Rdev          uint32                 `protobuf:"varint,11,opt,name=rdev,proto3" json:"rdev,omitempty"`
-	Change        uint64                 `protobuf:"varint,12,opt,name=change,proto3" json:"change,omitempty"`
-	BlockSize     uint32                 `protobuf:"varint,13,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
-	Policy        string                 `protobuf:"bytes,14,opt,name=policy,proto3" json:"policy,omitempty"`
-	Replicas      uint32                 `protobuf:"varint,15,opt,name=replicas,proto3" json:"replicas,omitempty"` // 0..255
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Ino       uint64                 `protobuf:"varint,1,opt,name=ino,proto3" json:"ino,omitempty"`
+	Gen       uint64                 `protobuf:"varint,2,opt,name=gen,proto3" json:"gen,omitempty"`
+	Mode      uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	Uid       uint32                 `protobuf:"varint,4,opt,name=uid,proto3" json:"uid,omitempty"`
+	Gid       uint32                 `protobuf:"varint,5,opt,name=gid,proto3" json:"gid,omitempty"`
+	Nlink     uint32                 `protobuf:"varint,6,opt,name=nlink,proto3" json:"nlink,omitempty"`
+	Size      uint64                 `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
+	Atime     int64                  `protobuf:"varint,8,opt,name=atime,proto3" json:"atime,omitempty"`
+	Mtime     int64                  `protobuf:"varint,9,opt,name=mtime,proto3" json:"mtime,omitempty"`
+	Ctime     int64                  `protobuf:"varint,10,opt,name=ctime,proto3" json:"ctime,omitempty"`
+	Rdev      uint32                 `protobuf:"varint,11,opt,name=rdev,proto3" json:"rdev,omitempty"`
+	Change    uint64                 `protobuf:"varint,12,opt,name=change,proto3" json:"change,omitempty"`
+	BlockSize uint32                 `protobuf:"varint,13,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	Policy    string                 `protobuf:"bytes,14,opt,name=policy,proto3" json:"policy,omitempty"`
+	Replicas  uint32                 `protobuf:"varint,15,opt,name=replicas,proto3" json:"replicas,omitempty"` // 0..255
+	// sites: a per-site replication spec ("a:1,b:1,c:1"); replicas is then
+	// its total. Empty: replicas copies anywhere.
+	Sites         string `protobuf:"bytes,16,opt,name=sites,proto3" json:"sites,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -391,6 +394,13 @@ func (x *Attr) GetReplicas() uint32 {
 		return x.Replicas
 	}
 	return 0
+}
+
+func (x *Attr) GetSites() string {
+	if x != nil {
+		return x.Sites
+	}
+	return ""
 }
 
 type Inode struct {
@@ -2314,8 +2324,11 @@ type MoverReport struct {
 	Err             string                 `protobuf:"bytes,9,opt,name=err,proto3" json:"err,omitempty"`
 	Lost            int64                  `protobuf:"varint,10,opt,name=lost,proto3" json:"lost,omitempty"`
 	LostBlocks      []*LostBlock           `protobuf:"bytes,11,rep,name=lost_blocks,json=lostBlocks,proto3" json:"lost_blocks,omitempty"` // at most meta.MaxLostReported
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// under_by_site: per site of a per-site replication spec, the blocks
+	// with fewer copies there than asked (at most meta.MaxSitesReported).
+	UnderBySite   []*SiteCount `protobuf:"bytes,12,rep,name=under_by_site,json=underBySite,proto3" json:"under_by_site,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MoverReport) Reset() {
@@ -2425,6 +2438,65 @@ func (x *MoverReport) GetLostBlocks() []*LostBlock {
 	return nil
 }
 
+func (x *MoverReport) GetUnderBySite() []*SiteCount {
+	if x != nil {
+		return x.UnderBySite
+	}
+	return nil
+}
+
+type SiteCount struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Site          string                 `protobuf:"bytes,1,opt,name=site,proto3" json:"site,omitempty"`
+	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SiteCount) Reset() {
+	*x = SiteCount{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SiteCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SiteCount) ProtoMessage() {}
+
+func (x *SiteCount) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SiteCount.ProtoReflect.Descriptor instead.
+func (*SiteCount) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *SiteCount) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+func (x *SiteCount) GetN() int64 {
+	if x != nil {
+		return x.N
+	}
+	return 0
+}
+
 type DecomposeRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Hash          []byte                 `protobuf:"bytes,1,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -2434,7 +2506,7 @@ type DecomposeRequest struct {
 
 func (x *DecomposeRequest) Reset() {
 	*x = DecomposeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2446,7 +2518,7 @@ func (x *DecomposeRequest) String() string {
 func (*DecomposeRequest) ProtoMessage() {}
 
 func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2459,7 +2531,7 @@ func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecomposeRequest.ProtoReflect.Descriptor instead.
 func (*DecomposeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *DecomposeRequest) GetHash() []byte {
@@ -2480,7 +2552,7 @@ type ListBlocksRequest struct {
 
 func (x *ListBlocksRequest) Reset() {
 	*x = ListBlocksRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2492,7 +2564,7 @@ func (x *ListBlocksRequest) String() string {
 func (*ListBlocksRequest) ProtoMessage() {}
 
 func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2505,7 +2577,7 @@ func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ListBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListBlocksRequest) GetAfterIno() uint64 {
@@ -2540,7 +2612,7 @@ type BlockRef struct {
 
 func (x *BlockRef) Reset() {
 	*x = BlockRef{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2552,7 +2624,7 @@ func (x *BlockRef) String() string {
 func (*BlockRef) ProtoMessage() {}
 
 func (x *BlockRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2565,7 +2637,7 @@ func (x *BlockRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRef.ProtoReflect.Descriptor instead.
 func (*BlockRef) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BlockRef) GetIno() uint64 {
@@ -2599,7 +2671,7 @@ type ListBlocksReply struct {
 
 func (x *ListBlocksReply) Reset() {
 	*x = ListBlocksReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2611,7 +2683,7 @@ func (x *ListBlocksReply) String() string {
 func (*ListBlocksReply) ProtoMessage() {}
 
 func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2624,7 +2696,7 @@ func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksReply.ProtoReflect.Descriptor instead.
 func (*ListBlocksReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListBlocksReply) GetRefs() []*BlockRef {
@@ -2651,7 +2723,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2663,7 +2735,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2676,7 +2748,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *SessionInfo) GetId() uint64 {
@@ -2703,7 +2775,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2715,7 +2787,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2728,7 +2800,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -2759,7 +2831,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2771,7 +2843,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2784,7 +2856,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *Callback) GetSeq() uint64 {
@@ -2838,7 +2910,7 @@ type CallbackBatch struct {
 
 func (x *CallbackBatch) Reset() {
 	*x = CallbackBatch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2850,7 +2922,7 @@ func (x *CallbackBatch) String() string {
 func (*CallbackBatch) ProtoMessage() {}
 
 func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2863,7 +2935,7 @@ func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackBatch.ProtoReflect.Descriptor instead.
 func (*CallbackBatch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CallbackBatch) GetCallbacks() []*Callback {
@@ -2886,7 +2958,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\bconflict\x18\x04 \x01(\v2\x19.tessera.meta.v1.ConflictR\bconflict\"T\n" +
 	"\bConflict\x12\x10\n" +
 	"\x03ino\x18\x01 \x01(\x04R\x03ino\x126\n" +
-	"\acurrent\x18\x02 \x03(\v2\x1c.tessera.meta.v1.BlockChangeR\acurrent\"\xcd\x02\n" +
+	"\acurrent\x18\x02 \x03(\v2\x1c.tessera.meta.v1.BlockChangeR\acurrent\"\xe3\x02\n" +
 	"\x04Attr\x12\x10\n" +
 	"\x03ino\x18\x01 \x01(\x04R\x03ino\x12\x10\n" +
 	"\x03gen\x18\x02 \x01(\x04R\x03gen\x12\x12\n" +
@@ -2904,7 +2976,8 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
 	"block_size\x18\r \x01(\rR\tblockSize\x12\x16\n" +
 	"\x06policy\x18\x0e \x01(\tR\x06policy\x12\x1a\n" +
-	"\breplicas\x18\x0f \x01(\rR\breplicas\"\x81\x01\n" +
+	"\breplicas\x18\x0f \x01(\rR\breplicas\x12\x14\n" +
+	"\x05sites\x18\x10 \x01(\tR\x05sites\"\x81\x01\n" +
 	"\x05Inode\x12)\n" +
 	"\x04attr\x18\x01 \x01(\v2\x15.tessera.meta.v1.AttrR\x04attr\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1d\n" +
@@ -3055,7 +3128,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\breplicas\x18\x01 \x01(\x03R\breplicas\"3\n" +
 	"\tLostBlock\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\x12\x12\n" +
-	"\x04inos\x18\x02 \x03(\x04R\x04inos\"\xd6\x02\n" +
+	"\x04inos\x18\x02 \x03(\x04R\x04inos\"\x96\x03\n" +
 	"\vMoverReport\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\x04R\x05round\x12\x0e\n" +
 	"\x02at\x18\x02 \x01(\x03R\x02at\x12\x18\n" +
@@ -3070,7 +3143,11 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\x04lost\x18\n" +
 	" \x01(\x03R\x04lost\x12;\n" +
 	"\vlost_blocks\x18\v \x03(\v2\x1a.tessera.meta.v1.LostBlockR\n" +
-	"lostBlocks\"&\n" +
+	"lostBlocks\x12>\n" +
+	"\runder_by_site\x18\f \x03(\v2\x1a.tessera.meta.v1.SiteCountR\vunderBySite\"-\n" +
+	"\tSiteCount\x12\x12\n" +
+	"\x04site\x18\x01 \x01(\tR\x04site\x12\f\n" +
+	"\x01n\x18\x02 \x01(\x03R\x01n\"&\n" +
 	"\x10DecomposeRequest\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\"g\n" +
 	"\x11ListBlocksRequest\x12\x1b\n" +
@@ -3150,7 +3227,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),             // 0: tessera.meta.v1.CallbackKind
 	(*Empty)(nil),                 // 1: tessera.meta.v1.Empty
@@ -3187,14 +3264,15 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*SetReplicasRequest)(nil),    // 32: tessera.meta.v1.SetReplicasRequest
 	(*LostBlock)(nil),             // 33: tessera.meta.v1.LostBlock
 	(*MoverReport)(nil),           // 34: tessera.meta.v1.MoverReport
-	(*DecomposeRequest)(nil),      // 35: tessera.meta.v1.DecomposeRequest
-	(*ListBlocksRequest)(nil),     // 36: tessera.meta.v1.ListBlocksRequest
-	(*BlockRef)(nil),              // 37: tessera.meta.v1.BlockRef
-	(*ListBlocksReply)(nil),       // 38: tessera.meta.v1.ListBlocksReply
-	(*SessionInfo)(nil),           // 39: tessera.meta.v1.SessionInfo
-	(*Ack)(nil),                   // 40: tessera.meta.v1.Ack
-	(*Callback)(nil),              // 41: tessera.meta.v1.Callback
-	(*CallbackBatch)(nil),         // 42: tessera.meta.v1.CallbackBatch
+	(*SiteCount)(nil),             // 35: tessera.meta.v1.SiteCount
+	(*DecomposeRequest)(nil),      // 36: tessera.meta.v1.DecomposeRequest
+	(*ListBlocksRequest)(nil),     // 37: tessera.meta.v1.ListBlocksRequest
+	(*BlockRef)(nil),              // 38: tessera.meta.v1.BlockRef
+	(*ListBlocksReply)(nil),       // 39: tessera.meta.v1.ListBlocksReply
+	(*SessionInfo)(nil),           // 40: tessera.meta.v1.SessionInfo
+	(*Ack)(nil),                   // 41: tessera.meta.v1.Ack
+	(*Callback)(nil),              // 42: tessera.meta.v1.Callback
+	(*CallbackBatch)(nil),         // 43: tessera.meta.v1.CallbackBatch
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	3,  // 0: tessera.meta.v1.Error.conflict:type_name -> tessera.meta.v1.Conflict
@@ -3209,76 +3287,77 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	8,  // 9: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
 	29, // 10: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
 	33, // 11: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
-	37, // 12: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
-	0,  // 13: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
-	5,  // 14: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
-	8,  // 15: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
-	41, // 16: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
-	10, // 17: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	9,  // 18: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	12, // 19: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	13, // 20: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
-	14, // 21: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
-	15, // 22: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	11, // 23: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	16, // 24: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
-	17, // 25: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	20, // 26: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	23, // 27: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
-	9,  // 28: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	9,  // 29: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	9,  // 30: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
-	24, // 31: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	25, // 32: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	9,  // 33: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	24, // 34: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
-	1,  // 35: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
-	1,  // 36: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
-	1,  // 37: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
-	29, // 38: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
-	31, // 39: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	32, // 40: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
-	1,  // 41: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
-	35, // 42: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	36, // 43: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
-	1,  // 44: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
-	1,  // 45: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
-	40, // 46: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
-	5,  // 47: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	5,  // 48: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	5,  // 49: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	5,  // 50: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	5,  // 51: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	5,  // 52: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	1,  // 53: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	5,  // 54: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	19, // 55: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	22, // 56: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	5,  // 57: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	5,  // 58: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	1,  // 59: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	1,  // 60: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	26, // 61: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	1,  // 62: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	27, // 63: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	1,  // 64: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	1,  // 65: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	28, // 66: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	30, // 67: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	30, // 68: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	30, // 69: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	30, // 70: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	34, // 71: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	1,  // 72: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	38, // 73: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	39, // 74: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	1,  // 75: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	42, // 76: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	47, // [47:77] is the sub-list for method output_type
-	17, // [17:47] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	35, // 12: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
+	38, // 13: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
+	0,  // 14: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
+	5,  // 15: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
+	8,  // 16: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
+	42, // 17: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
+	10, // 18: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	9,  // 19: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	12, // 20: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	13, // 21: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
+	14, // 22: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
+	15, // 23: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	11, // 24: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	16, // 25: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
+	17, // 26: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	20, // 27: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	23, // 28: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
+	9,  // 29: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	9,  // 30: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	9,  // 31: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
+	24, // 32: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	25, // 33: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	9,  // 34: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	24, // 35: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	1,  // 36: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
+	1,  // 37: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
+	1,  // 38: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
+	29, // 39: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
+	31, // 40: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	32, // 41: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	1,  // 42: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
+	36, // 43: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	37, // 44: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	1,  // 45: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
+	1,  // 46: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
+	41, // 47: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
+	5,  // 48: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	5,  // 49: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	5,  // 50: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	5,  // 51: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	5,  // 52: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	5,  // 53: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	1,  // 54: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	5,  // 55: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	19, // 56: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	22, // 57: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	5,  // 58: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	5,  // 59: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	1,  // 60: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	1,  // 61: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	26, // 62: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	1,  // 63: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	27, // 64: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	1,  // 65: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	1,  // 66: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	28, // 67: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	30, // 68: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	30, // 69: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	30, // 70: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	30, // 71: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	34, // 72: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	1,  // 73: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	39, // 74: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	40, // 75: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	1,  // 76: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	43, // 77: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	48, // [48:78] is the sub-list for method output_type
+	18, // [18:48] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_tessera_meta_v1_meta_proto_init() }
@@ -3292,7 +3371,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   42,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
