@@ -9,7 +9,7 @@ import (
 // or extends the file (extension leaves a hole); ctime becomes req.Ctime, or
 // now when that is 0, whenever anything changes.
 func (s *Service) SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, error) {
-	mark := s.readMark()
+	mark := s.leaseMark(ctx, ino)
 	var out Inode
 	// Holders are called back inside the Sync change (see Commit).
 	err := s.syncChange(ctx, ino, req.Sync && req.Valid != 0, func() error {

@@ -93,7 +93,7 @@ func (s *Service) create(ctx context.Context, req CreateReq) (out Inode, again b
 	if err != nil {
 		return Inode{}, false, err
 	}
-	held, err := s.leases.hold(ctx, id, ino) // a fresh inode: no reap to wait for
+	held, err := s.hold(ctx, id, ino) // a fresh inode: no reap to wait for
 	if err != nil {
 		s.releaseIno(ino)
 		return Inode{}, false, err
@@ -105,7 +105,7 @@ func (s *Service) create(ctx context.Context, req CreateReq) (out Inode, again b
 	if err != nil || out.Ino == ino || id == 0 {
 		return out, false, err
 	}
-	if held, err = s.leases.hold(ctx, id, out.Ino); err != nil || !held {
+	if held, err = s.hold(ctx, id, out.Ino); err != nil || !held {
 		return out, false, err
 	}
 	err = s.view(ctx, func(t txn) error {
@@ -322,7 +322,7 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			}
 			now := s.nowNs()
 			deleted = false
-			if rec.Nlink <= 1 && reap != 0 && reap == ino && cl.claim(ino) {
+			if rec.Nlink <= 1 && reap != 0 && reap == ino && cl.claim(t, ino) {
 				rec.Nlink = 0
 				if err := t.deleteInode(rec, now); err != nil {
 					return err
@@ -418,7 +418,7 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 			if typ != syscall.S_IFDIR {
 				return ErrNotDir
 			}
-			if err := t.removeDir(ino, s.keepDir(cl, ino), s.nowNs()); err != nil {
+			if err := t.removeDir(ino, s.keepDir(t, cl, ino), s.nowNs()); err != nil {
 				return err
 			}
 			if err := t.Delete(dentryKey(parent, name)); err != nil {
@@ -478,8 +478,8 @@ func (t txn) removeDir(ino Ino, keep bool, now int64) error {
 // keepDir reports whether a directory being removed must stay as an orphan
 // (a session has it open, or the service is in its restart grace) and
 // records it as one.
-func (s *Service) keepDir(cl *claims, ino Ino) bool {
-	if cl.claim(ino) {
+func (s *Service) keepDir(t txn, cl *claims, ino Ino) bool {
+	if cl.claim(t, ino) {
 		return false
 	}
 	s.leases.orphaned(ino)

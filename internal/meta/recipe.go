@@ -236,7 +236,7 @@ func (t txn) dropSegmentsFrom(ino Ino, nb uint64, refs refDeltas) error {
 // past the resulting end are dropped, changes there included. A conflict's
 // Current lists the named indices in ascending order.
 func (s *Service) Commit(ctx context.Context, req CommitReq) (Inode, error) {
-	mark := s.readMark()
+	mark := s.leaseMark(ctx, req.Ino)
 	var out Inode
 	// The holders are called back inside the Sync change: once it ends,
 	// readers waiting for it get leases on the new state, and a callback
