@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -11,28 +12,32 @@ import (
 	"time"
 
 	"tessera/internal/admin"
-	"tessera/internal/meta/metarpc"
+	"tessera/internal/statuspage"
 	"tessera/internal/up"
 )
 
 // clusterFlags are the flags every admin command takes to find the cluster.
 type clusterFlags struct {
-	data, meta *string
-	tls        *tlsFlags
+	data *string
+	meta metaAddrFlags
+	tls  *tlsFlags
 }
 
 func addClusterFlags(fs *flag.FlagSet) clusterFlags {
 	return clusterFlags{
 		data: fs.String("data", "", "data directory of a `tessera up` (reads DIR/meta.addr, and uses DIR/tls/admin.* without TLS flags)"),
-		meta: fs.String("meta", "", "address of the meta service (host:port)"),
+		meta: addMetaAddrFlags(fs, metaFlagUsage),
 		tls:  addAdminTLSFlags(fs),
 	}
 }
 
 // dial connects to the meta service named by the flags.
-func (f clusterFlags) dial(name string) (*admin.Cluster, func(), error) {
-	addr := *f.meta
-	if addr == "" {
+func (f clusterFlags) dial(ctx context.Context, name string) (*admin.Cluster, func(), error) {
+	t, err := f.meta.resolve(ctx, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(t.addrs) == 0 {
 		if *f.data == "" {
 			return nil, nil, fmt.Errorf("%w: give --data DIR or --meta ADDR (see tessera %s -h)", errUsage, name)
 		}
@@ -41,26 +46,27 @@ func (f clusterFlags) dial(name string) (*admin.Cluster, func(), error) {
 		if err != nil {
 			return nil, nil, fmt.Errorf("cannot find the meta service of %s: %v (is `tessera up --data %s` running?)", *f.data, err, *f.data)
 		}
-		addr = strings.TrimSpace(string(b))
+		t.addrs = []string{strings.TrimSpace(string(b))}
 	}
 	creds, err := f.tls.admin(name, *f.data)
 	if err != nil {
 		return nil, nil, err
 	}
-	c, err := metarpc.Dial(addr, metaDialOptions(creds))
+	m, err := t.dial(ctx, creds, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	return &admin.Cluster{Meta: c, Dial: up.NewDialer(creds).Admin}, func() { c.Close() }, nil
+	return &admin.Cluster{Meta: m, Dial: up.NewDialer(creds).Admin, Describe: describe(m)}, func() { m.Close() }, nil
 }
 
 func runStatus(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("status", flag.ContinueOnError)
 	cf := addClusterFlags(fs)
+	jsonOut := fs.Bool("json", false, "print the status as one JSON object (the status page's /status.json)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	c, done, err := cf.dial("status")
+	c, done, err := cf.dial(ctx, "status")
 	if err != nil {
 		return err
 	}
@@ -68,6 +74,11 @@ func runStatus(ctx context.Context, args []string) error {
 	r, err := admin.Status(ctx, c)
 	if err != nil {
 		return err
+	}
+	if *jsonOut {
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(statuspage.FromReport(r, time.Now()))
 	}
 	r.Print(os.Stdout)
 	return nil
@@ -84,7 +95,7 @@ func runGC(ctx context.Context, args []string) error {
 	if *grace < 0 {
 		return fmt.Errorf("%w: --grace %v must not be negative", errUsage, *grace)
 	}
-	c, done, err := cf.dial("gc")
+	c, done, err := cf.dial(ctx, "gc")
 	if err != nil {
 		return err
 	}
@@ -110,7 +121,7 @@ func runFsck(ctx context.Context, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	c, done, err := cf.dial("fsck")
+	c, done, err := cf.dial(ctx, "fsck")
 	if err != nil {
 		return err
 	}

@@ -11,8 +11,8 @@ import (
 
 	"tessera/internal/auth"
 	"tessera/internal/client"
+	"tessera/internal/clusters"
 	"tessera/internal/meta"
-	"tessera/internal/meta/metarpc"
 	"tessera/internal/up"
 )
 
@@ -23,6 +23,8 @@ func runMeta(ctx context.Context, args []string) error {
 	listen := fs.String("listen", "127.0.0.1:7400", "address to listen on")
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	replicas := fs.Int("replicas", 2, "the cluster's default replication factor (stored when given)")
+	cluster := fs.String("cluster", "", "the cluster's name: shown by tessera status, checked by mounts of NAME:/dir and by clients given it")
+	site := fs.String("site", "", "this meta process's site, told to clients (tessera status shows it)")
 	role := addMetaRoleFlags(fs)
 	tf := addTLSFlags(fs)
 	metricsAddr := addMetricsFlag(fs)
@@ -37,6 +39,11 @@ func runMeta(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: --data DIR or --meta-db URL is required (see tessera meta -h)", errUsage)
 	case *data != "" && *dbURL != "":
 		return fmt.Errorf("%w: give --data DIR or --meta-db URL, not both (--data DIR means --meta-db pebble:DIR/meta)", errUsage)
+	}
+	if *cluster != "" {
+		if err := clusters.CheckName(*cluster); err != nil {
+			return fmt.Errorf("%w: --cluster: %v", errUsage, err)
+		}
 	}
 	if *replicas < 1 || *replicas > meta.MaxReplicas {
 		return fmt.Errorf("%w: --replicas %d: want 1 to %d", errUsage, *replicas, meta.MaxReplicas)
@@ -61,7 +68,7 @@ func runMeta(ctx context.Context, args []string) error {
 	}
 	p := up.MetaProcess{
 		MetaConfig: up.MetaConfig{DB: db, Listen: *listen, BlockSize: uint32(*bs), DefaultReplicas: *replicas,
-			Role: rc, Creds: creds, Logger: log, Metrics: mf.reg, Mux: mf.mux()},
+			Role: rc, Creds: creds, Logger: log, Metrics: mf.reg, Mux: mf.mux(), Cluster: *cluster, Site: *site},
 		DataDir: db.DataDir(),
 		Ready:   func(addr string) { fmt.Printf("tessera meta: ready listen=%s%s\n", addr, mf.ready()) },
 	}
@@ -75,7 +82,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("blockd", flag.ContinueOnError)
 	data := fs.String("data", "", "block directory; required")
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
-	metaAddr := fs.String("meta", "", "meta service to register with (host:port); required")
+	ma := addMetaAddrFlags(fs, "meta service to register with; required. "+metaFlagUsage)
 	id := fs.String("id", "", "stable server id (default: derived from the listen address)")
 	host := fs.String("host", "", "failure domain: host (default: this host name)")
 	rack := fs.String("rack", "", "failure domain: rack")
@@ -93,7 +100,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *data == "" || *metaAddr == "" {
+	if *data == "" || *ma.meta == "" {
 		return fmt.Errorf("%w: --data and --meta are required (see tessera blockd -h)", errUsage)
 	}
 	creds, err := tf.role("blockd", *id, []auth.Role{auth.RoleBlockd}, *listen)
@@ -118,7 +125,11 @@ func runBlockd(ctx context.Context, args []string) error {
 		return err
 	}
 	defer mf.Close()
-	mc, err := metarpc.Dial(*metaAddr, metaDialOptions(creds))
+	t, err := ma.resolve(ctx, "")
+	if err != nil {
+		return err
+	}
+	mc, err := t.dial(ctx, creds, log)
 	if err != nil {
 		return err
 	}
@@ -128,7 +139,7 @@ func runBlockd(ctx context.Context, args []string) error {
 		Heartbeat: *heartbeat, ScrubRate: *sf.rate, ScrubInterval: *sf.interval, Limits: limits, Creds: creds, Logger: log, Metrics: mf.reg,
 	})
 	if err != nil {
-		return fmt.Errorf("block server with meta service %s: %w", *metaAddr, err)
+		return fmt.Errorf("block server with meta service %s: %w", *ma.meta, err)
 	}
 	defer bn.Close()
 	fmt.Printf("tessera blockd: ready id=%s listen=%s%s\n", bn.Server.ID, bn.Server.Addr, mf.ready())
@@ -145,7 +156,7 @@ func runBlockd(ctx context.Context, args []string) error {
 
 func runMount(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mount", flag.ContinueOnError)
-	metaAddr := fs.String("meta", "", "meta service (host:port); required")
+	ma := addMetaAddrFlags(fs, metaFlagUsage+"; required unless the source NAME:/dir names the cluster")
 	cacheDir := fs.String("cache-dir", "", "local disk block cache directory (default: none)")
 	cacheSize := fs.Int64("cache-size", 1<<30, "local disk block cache size in bytes")
 	mem := addMemFlags(fs)
@@ -169,10 +180,18 @@ func runMount(ctx context.Context, args []string) error {
 	if err := servePprof(*pprofAddr); err != nil {
 		return err
 	}
-	if *metaAddr == "" || fs.NArg() != 1 {
-		return fmt.Errorf("%w: want --meta ADDR and one mount point (see tessera mount -h)", errUsage)
+	src, err := mountSource(fs.Args())
+	if err != nil {
+		return err
 	}
-	mnt := fs.Arg(0)
+	t, err := ma.resolve(ctx, src.cluster)
+	if err != nil {
+		return err
+	}
+	if len(t.addrs) == 0 {
+		return fmt.Errorf("%w: want --meta ADDR[,ADDR...] or a source NAME:/dir, and a mount point (see tessera mount -h)", errUsage)
+	}
+	mnt := src.mnt
 	creds, err := tf.role("mount", up.MountCertName, []auth.Role{auth.RoleClientRW, auth.RoleClientRO, auth.RoleAdmin})
 	if err != nil {
 		return err
@@ -183,19 +202,23 @@ func runMount(ctx context.Context, args []string) error {
 		return err
 	}
 	defer mf.Close()
-	mc, err := metarpc.Dial(*metaAddr, metaDialOptions(creds))
+	mc, err := t.dial(ctx, creds, log)
 	if err != nil {
 		return err
 	}
 	defer mc.Close()
+	api, err := mountRoot(ctx, mc, src.dir)
+	if err != nil {
+		return err
+	}
 	node, err := up.StartMountWith(ctx, up.MountConfig{Dir: mnt, Debug: *debug, Metrics: mf.reg, Client: client.Config{
-		Meta: mc, Dial: up.NewDialer(creds).Block, Logger: log,
+		Meta: api, Dial: up.NewDialer(creds).Block, Logger: log,
 		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String(),
 		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta}})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("tessera mount: ready mount=%s meta=%s%s\n", mnt, *metaAddr, mf.ready())
+	fmt.Printf("tessera mount: ready mount=%s meta=%s%s%s\n", mnt, mc.Addr(), src.ready(), mf.ready())
 	err = node.Serve(ctx)
 	cl := node.Client
 	st := cl.Stats()

@@ -37,7 +37,7 @@ func runServer(ctx context.Context, args []string) error {
 	if *jsonOut && !*wait {
 		return fmt.Errorf("%w: server drain --json needs --wait (without it drain only marks the server)", errUsage)
 	}
-	c, done, err := cf.dial("server")
+	c, done, err := cf.dial(ctx, "server")
 	if err != nil {
 		return err
 	}

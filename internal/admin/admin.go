@@ -43,6 +43,9 @@ type Cluster struct {
 	// Progress, if set, receives reports of GC, Fsck and Drain as they
 	// go, for a progress bar.
 	Progress ProgressFunc
+	// Describe, if set, tells Status the cluster's name, its meta
+	// processes and its store's members (cluster.go).
+	Describe func(ctx context.Context) (ClusterView, error)
 }
 
 func (c *Cluster) servers(ctx context.Context) ([]meta.Server, map[string]BlockServer, error) {
@@ -77,6 +80,10 @@ type StatusReport struct {
 	Replicas     int    // the cluster's default replication factor
 	Epoch        uint64 // of the block-server map
 	Mover        meta.MoverProgress
+	// View is the cluster as its meta processes describe it (nil without
+	// Cluster.Describe); Sites groups servers and metas by site.
+	View  *ClusterView
+	Sites []SiteStatus
 }
 
 // ServerStatus is one block server's line.
@@ -142,6 +149,7 @@ func Status(ctx context.Context, c *Cluster) (StatusReport, error) {
 		}
 		r.Servers = append(r.Servers, ss)
 	}
+	c.describe(ctx, &r)
 	return r, nil
 }
 
@@ -168,6 +176,7 @@ func (r StatusReport) Print(w io.Writer) {
 			corrupt += p.Corrupt
 		}
 	}
+	r.printCluster(w)
 	fmt.Fprintf(w, "files: %d\n", r.Files)
 	fmt.Fprintf(w, "logical bytes: %d\n", r.LogicalBytes)
 	fmt.Fprintf(w, "stored block bytes: %d\n", r.StoredBytes)
@@ -208,6 +217,9 @@ func (r StatusReport) Print(w io.Writer) {
 			state = "unreachable: " + s.Err.Error()
 		}
 		fmt.Fprintf(w, "server %s: addr=%s state=%s blocks=%d bytes=%d", s.ID, s.Addr, state, s.Blocks, s.Bytes)
+		if s.Site != "" {
+			fmt.Fprintf(w, " site=%s", s.Site)
+		}
 		if p := s.Scrub; p != nil {
 			fmt.Fprintf(w, " scrub_rounds=%d scrub_blocks=%d scrub_bytes=%d scrub_corrupt=%d scrub_running=%t",
 				p.Rounds, p.Blocks, p.Bytes, p.Corrupt, p.Running)

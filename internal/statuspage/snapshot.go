@@ -15,6 +15,11 @@ type Snapshot struct {
 	Time  time.Time `json:"time"`
 	Error string    `json:"error,omitempty"` // the cluster could not be read (the rest is empty)
 
+	// Cluster is the cluster's name, its meta processes and its store's
+	// members; Sites groups block servers and metas by site.
+	Cluster *admin.ClusterView `json:"cluster,omitempty"`
+	Sites   []admin.SiteStatus `json:"sites,omitempty"`
+
 	Files        uint64 `json:"files"`
 	LogicalBytes uint64 `json:"logical_bytes"`
 	Replicas     int    `json:"replicas"` // the cluster's default replication factor
@@ -109,14 +114,26 @@ type Mover struct {
 
 // gather reads the cluster through admin.Status.
 func gather(ctx context.Context, c *admin.Cluster, now time.Time) (Snapshot, sample) {
-	s := Snapshot{Time: now}
 	r, err := admin.Status(ctx, c)
 	if err != nil {
-		s.Error = err.Error()
-		return s, sample{}
+		return Snapshot{Time: now, Error: err.Error()}, sample{}
 	}
+	s := FromReport(r, now)
+	smp := sample{at: now, logical: int64(r.LogicalBytes), stored: s.Capacity.StoredBytes, storedOK: true}
+	for _, ss := range r.Servers {
+		if ss.Err != nil || ss.State == meta.StateDown {
+			smp.storedOK = false
+		}
+	}
+	return s, smp
+}
+
+// FromReport is the Snapshot of a status report taken at now: what the
+// page shows, /status.json returns and `tessera status --json` prints
+// (Throughput and Errors are the page's own and stay empty).
+func FromReport(r admin.StatusReport, now time.Time) Snapshot {
+	s := Snapshot{Time: now, Cluster: r.View, Sites: r.Sites}
 	s.Files, s.LogicalBytes, s.Replicas, s.Epoch = r.Files, r.LogicalBytes, r.Replicas, r.Epoch
-	smp := sample{at: now, logical: int64(r.LogicalBytes), storedOK: true}
 	serving := 0
 	for _, ss := range r.Servers {
 		row := Server{ID: ss.ID, Addr: ss.Addr, Host: ss.Host, Rack: ss.Rack, Site: ss.Site, State: ss.State,
@@ -127,9 +144,7 @@ func gather(ctx context.Context, c *admin.Cluster, now time.Time) (Snapshot, sam
 		switch {
 		case ss.Err != nil:
 			row.Err = ss.Err.Error()
-			smp.storedOK = false
 		case ss.State == meta.StateDown:
-			smp.storedOK = false
 		default:
 			s.Capacity.Reporting++
 			s.Capacity.StoredBytes += ss.Bytes
@@ -147,7 +162,6 @@ func gather(ctx context.Context, c *admin.Cluster, now time.Time) (Snapshot, sam
 		}
 		s.Servers = append(s.Servers, row)
 	}
-	smp.stored = s.Capacity.StoredBytes
 	m := r.Mover
 	s.Health = Health{UnderReplicated: m.UnderReplicated, Misplaced: m.Misplaced, Lost: m.Lost}
 	for _, l := range m.LostBlocks {
@@ -162,5 +176,5 @@ func gather(ctx context.Context, c *admin.Cluster, now time.Time) (Snapshot, sam
 	if m.At != 0 {
 		s.Mover.At = time.Unix(0, m.At)
 	}
-	return s, smp
+	return s
 }

@@ -50,6 +50,12 @@ type MetaConfig struct {
 	// (metrics.MetaAPI over the service it serves) and its state
 	// (sessions, leases, callbacks, servers, the mover's progress).
 	Metrics *prometheus.Registry
+	// Cluster and Site name the cluster and this process's site: the RPC
+	// service's Hello answers them (clients check the name and time the
+	// call to find the nearest meta), ClusterStatus adds the store's
+	// members when it has them (kv.Members), and the status page shows
+	// them.
+	Cluster, Site string
 	// Mux, if set, is the process's HTTP listener (--metrics): the status
 	// page is served at / and /status.json on it.
 	Mux *http.ServeMux
@@ -133,7 +139,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	n.served.Add(1)
 	go func() {
 		defer n.served.Done()
-		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds})
+		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds, Cluster: n.clusterInfo(cfg)})
 	}()
 	if cfg.AddrFile != "" {
 		if err := os.WriteFile(cfg.AddrFile, []byte(n.Addr+"\n"), 0o644); err != nil {
@@ -141,7 +147,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		}
 	}
 	n.Status = statuspage.New(statuspage.Config{
-		Cluster: &admin.Cluster{Meta: n.Svc, Dial: NewDialer(cfg.Creds).Admin},
+		Cluster: &admin.Cluster{Meta: n.Svc, Dial: NewDialer(cfg.Creds).Admin, Describe: n.describe(cfg)},
 		Errors:  n.Errors,
 		Logger:  log,
 	})

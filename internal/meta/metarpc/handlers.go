@@ -17,7 +17,8 @@ import (
 // (statusOf).
 type server struct {
 	pb.UnimplementedMetaServer
-	api meta.API
+	api     meta.API
+	cluster ClusterInfo // Hello, ClusterStatus (cluster.go)
 }
 
 // maxCallbackWait bounds the wait of one Ack; the Service caps it further

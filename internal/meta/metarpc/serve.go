@@ -62,6 +62,8 @@ type ServeOptions struct {
 	// without a certificate; nil takes Creds.Tokens() (tokens signed by
 	// the cluster CA), as the block server does.
 	Tokens auth.TokenVerifier
+	// Cluster is what Hello and ClusterStatus answer (cluster.go).
+	Cluster ClusterInfo
 	// Bounds; zero takes the default of the same name.
 	MaxRecvMsg       int
 	MaxConns         int
@@ -130,7 +132,7 @@ func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
 		sopts = append(sopts, grpc.Creds(&handshakes{TransportCredentials: credentials.NewTLS(opts.Creds.ServerConfig()), log: opts.Logger}))
 	}
 	gs := grpc.NewServer(sopts...)
-	pb.RegisterMetaServer(gs, &server{api: api})
+	pb.RegisterMetaServer(gs, &server{api: api, cluster: opts.Cluster})
 	lim := &limitListener{Listener: ln, max: opts.MaxConns, perPeer: opts.MaxConnsPerPeer, log: opts.Logger}
 	opts.Logger.Info("meta rpc listening", "addr", ln.Addr().String(), "tls", opts.Creds != nil, "protocol", opts.protocol)
 	err := gs.Serve(lim)

@@ -2945,6 +2945,221 @@ func (x *CallbackBatch) GetCallbacks() []*Callback {
 	return nil
 }
 
+type HelloReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Cluster       string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"` // the cluster's name ("" when the meta process was given none)
+	Site          string                 `protobuf:"bytes,2,opt,name=site,proto3" json:"site,omitempty"`       // the site of the meta process ("" when none)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HelloReply) Reset() {
+	*x = HelloReply{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HelloReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HelloReply) ProtoMessage() {}
+
+func (x *HelloReply) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
+func (*HelloReply) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *HelloReply) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *HelloReply) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+// StoreMember is one server of the replicated metadata store (kv.Member).
+type StoreMember struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	Leader        bool                   `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	Healthy       bool                   `protobuf:"varint,4,opt,name=healthy,proto3" json:"healthy,omitempty"`
+	Err           string                 `protobuf:"bytes,5,opt,name=err,proto3" json:"err,omitempty"`  // why not healthy
+	Rev           int64                  `protobuf:"varint,6,opt,name=rev,proto3" json:"rev,omitempty"` // latest applied revision, when healthy
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreMember) Reset() {
+	*x = StoreMember{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreMember) ProtoMessage() {}
+
+func (x *StoreMember) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreMember.ProtoReflect.Descriptor instead.
+func (*StoreMember) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *StoreMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *StoreMember) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *StoreMember) GetLeader() bool {
+	if x != nil {
+		return x.Leader
+	}
+	return false
+}
+
+func (x *StoreMember) GetHealthy() bool {
+	if x != nil {
+		return x.Healthy
+	}
+	return false
+}
+
+func (x *StoreMember) GetErr() string {
+	if x != nil {
+		return x.Err
+	}
+	return ""
+}
+
+func (x *StoreMember) GetRev() int64 {
+	if x != nil {
+		return x.Rev
+	}
+	return 0
+}
+
+type ClusterStatusReply struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Site    string                 `protobuf:"bytes,2,opt,name=site,proto3" json:"site,omitempty"`
+	// replicated: the store lists its members (an etcd cluster); an
+	// embedded store has none and leaves members empty.
+	Replicated    bool           `protobuf:"varint,3,opt,name=replicated,proto3" json:"replicated,omitempty"`
+	Members       []*StoreMember `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	MembersErr    string         `protobuf:"bytes,5,opt,name=members_err,json=membersErr,proto3" json:"members_err,omitempty"` // the members could not be listed: why
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClusterStatusReply) Reset() {
+	*x = ClusterStatusReply{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClusterStatusReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClusterStatusReply) ProtoMessage() {}
+
+func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClusterStatusReply.ProtoReflect.Descriptor instead.
+func (*ClusterStatusReply) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ClusterStatusReply) GetCluster() string {
+	if x != nil {
+		return x.Cluster
+	}
+	return ""
+}
+
+func (x *ClusterStatusReply) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+func (x *ClusterStatusReply) GetReplicated() bool {
+	if x != nil {
+		return x.Replicated
+	}
+	return false
+}
+
+func (x *ClusterStatusReply) GetMembers() []*StoreMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *ClusterStatusReply) GetMembersErr() string {
+	if x != nil {
+		return x.MembersErr
+	}
+	return ""
+}
+
 var File_tessera_meta_v1_meta_proto protoreflect.FileDescriptor
 
 const file_tessera_meta_v1_meta_proto_rawDesc = "" +
@@ -3176,11 +3391,31 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\achanges\x18\x05 \x03(\v2\x1c.tessera.meta.v1.BlockChangeR\achanges\x12\x19\n" +
 	"\bset_size\x18\x06 \x01(\bR\asetSize\"H\n" +
 	"\rCallbackBatch\x127\n" +
-	"\tcallbacks\x18\x01 \x03(\v2\x19.tessera.meta.v1.CallbackR\tcallbacks*e\n" +
+	"\tcallbacks\x18\x01 \x03(\v2\x19.tessera.meta.v1.CallbackR\tcallbacks\":\n" +
+	"\n" +
+	"HelloReply\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
+	"\x04site\x18\x02 \x01(\tR\x04site\"\x8b\x01\n" +
+	"\vStoreMember\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x16\n" +
+	"\x06leader\x18\x03 \x01(\bR\x06leader\x12\x18\n" +
+	"\ahealthy\x18\x04 \x01(\bR\ahealthy\x12\x10\n" +
+	"\x03err\x18\x05 \x01(\tR\x03err\x12\x10\n" +
+	"\x03rev\x18\x06 \x01(\x03R\x03rev\"\xbb\x01\n" +
+	"\x12ClusterStatusReply\x12\x18\n" +
+	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
+	"\x04site\x18\x02 \x01(\tR\x04site\x12\x1e\n" +
+	"\n" +
+	"replicated\x18\x03 \x01(\bR\n" +
+	"replicated\x126\n" +
+	"\amembers\x18\x04 \x03(\v2\x1c.tessera.meta.v1.StoreMemberR\amembers\x12\x1f\n" +
+	"\vmembers_err\x18\x05 \x01(\tR\n" +
+	"membersErr*e\n" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\x91\x10\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\x9d\x11\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -3212,7 +3447,9 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"ListBlocks\x12\".tessera.meta.v1.ListBlocksRequest\x1a .tessera.meta.v1.ListBlocksReply\x12C\n" +
 	"\vOpenSession\x12\x16.tessera.meta.v1.Empty\x1a\x1c.tessera.meta.v1.SessionInfo\x12>\n" +
 	"\fCloseSession\x12\x16.tessera.meta.v1.Empty\x1a\x16.tessera.meta.v1.Empty\x12E\n" +
-	"\tCallbacks\x12\x14.tessera.meta.v1.Ack\x1a\x1e.tessera.meta.v1.CallbackBatch(\x010\x01B-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
+	"\tCallbacks\x12\x14.tessera.meta.v1.Ack\x1a\x1e.tessera.meta.v1.CallbackBatch(\x010\x01\x12<\n" +
+	"\x05Hello\x12\x16.tessera.meta.v1.Empty\x1a\x1b.tessera.meta.v1.HelloReply\x12L\n" +
+	"\rClusterStatus\x12\x16.tessera.meta.v1.Empty\x1a#.tessera.meta.v1.ClusterStatusReplyB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
 
 var (
 	file_tessera_meta_v1_meta_proto_rawDescOnce sync.Once
@@ -3227,7 +3464,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),             // 0: tessera.meta.v1.CallbackKind
 	(*Empty)(nil),                 // 1: tessera.meta.v1.Empty
@@ -3273,6 +3510,9 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*Ack)(nil),                   // 41: tessera.meta.v1.Ack
 	(*Callback)(nil),              // 42: tessera.meta.v1.Callback
 	(*CallbackBatch)(nil),         // 43: tessera.meta.v1.CallbackBatch
+	(*HelloReply)(nil),            // 44: tessera.meta.v1.HelloReply
+	(*StoreMember)(nil),           // 45: tessera.meta.v1.StoreMember
+	(*ClusterStatusReply)(nil),    // 46: tessera.meta.v1.ClusterStatusReply
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	3,  // 0: tessera.meta.v1.Error.conflict:type_name -> tessera.meta.v1.Conflict
@@ -3293,71 +3533,76 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	5,  // 15: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
 	8,  // 16: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
 	42, // 17: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
-	10, // 18: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	9,  // 19: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	12, // 20: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	13, // 21: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
-	14, // 22: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
-	15, // 23: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	11, // 24: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	16, // 25: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
-	17, // 26: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	20, // 27: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	23, // 28: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
-	9,  // 29: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	9,  // 30: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	9,  // 31: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
-	24, // 32: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	25, // 33: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	9,  // 34: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	24, // 35: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
-	1,  // 36: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
-	1,  // 37: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
-	1,  // 38: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
-	29, // 39: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
-	31, // 40: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	32, // 41: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
-	1,  // 42: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
-	36, // 43: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	37, // 44: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
-	1,  // 45: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
-	1,  // 46: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
-	41, // 47: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
-	5,  // 48: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	5,  // 49: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	5,  // 50: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	5,  // 51: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	5,  // 52: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	5,  // 53: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	1,  // 54: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	5,  // 55: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	19, // 56: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	22, // 57: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	5,  // 58: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	5,  // 59: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	1,  // 60: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	1,  // 61: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	26, // 62: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	1,  // 63: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	27, // 64: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	1,  // 65: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	1,  // 66: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	28, // 67: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	30, // 68: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	30, // 69: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	30, // 70: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	30, // 71: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	34, // 72: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	1,  // 73: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	39, // 74: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	40, // 75: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	1,  // 76: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	43, // 77: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	48, // [48:78] is the sub-list for method output_type
-	18, // [18:48] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	45, // 18: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
+	10, // 19: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	9,  // 20: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	12, // 21: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	13, // 22: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
+	14, // 23: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
+	15, // 24: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	11, // 25: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	16, // 26: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
+	17, // 27: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	20, // 28: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	23, // 29: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
+	9,  // 30: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	9,  // 31: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	9,  // 32: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
+	24, // 33: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	25, // 34: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	9,  // 35: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	24, // 36: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	1,  // 37: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
+	1,  // 38: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
+	1,  // 39: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
+	29, // 40: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
+	31, // 41: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	32, // 42: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	1,  // 43: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
+	36, // 44: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	37, // 45: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	1,  // 46: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
+	1,  // 47: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
+	41, // 48: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
+	1,  // 49: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
+	1,  // 50: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
+	5,  // 51: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	5,  // 52: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	5,  // 53: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	5,  // 54: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	5,  // 55: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	5,  // 56: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	1,  // 57: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	5,  // 58: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	19, // 59: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	22, // 60: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	5,  // 61: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	5,  // 62: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	1,  // 63: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	1,  // 64: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	26, // 65: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	1,  // 66: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	27, // 67: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	1,  // 68: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	1,  // 69: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	28, // 70: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	30, // 71: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	30, // 72: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	30, // 73: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	30, // 74: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	34, // 75: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	1,  // 76: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	39, // 77: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	40, // 78: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	1,  // 79: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	43, // 80: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	44, // 81: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	46, // 82: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	51, // [51:83] is the sub-list for method output_type
+	19, // [19:51] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_tessera_meta_v1_meta_proto_init() }
@@ -3371,7 +3616,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   43,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -59,6 +59,8 @@ const (
 	Meta_OpenSession_FullMethodName    = "/tessera.meta.v1.Meta/OpenSession"
 	Meta_CloseSession_FullMethodName   = "/tessera.meta.v1.Meta/CloseSession"
 	Meta_Callbacks_FullMethodName      = "/tessera.meta.v1.Meta/Callbacks"
+	Meta_Hello_FullMethodName          = "/tessera.meta.v1.Meta/Hello"
+	Meta_ClusterStatus_FullMethodName  = "/tessera.meta.v1.Meta/ClusterStatus"
 )
 
 // MetaClient is the client API for Meta service.
@@ -104,6 +106,16 @@ type MetaClient interface {
 	// while its connection stays open. An expired session ends the stream
 	// with an Error of errno ESTALE.
 	Callbacks(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Ack, CallbackBatch], error)
+	// Hello names the cluster and the site of the meta process that answers.
+	// Any authenticated caller may ask, whatever its role: clients time it to
+	// find the nearest of several meta processes, and check that an address
+	// belongs to the cluster they were asked to mount. Not a meta.API method:
+	// it says something of the process, not of the file system.
+	Hello(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*HelloReply, error)
+	// ClusterStatus is the answering process's view of the cluster for
+	// `tessera status`: its name and site, and the members of a replicated
+	// metadata store with their health. Admin only.
+	ClusterStatus(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ClusterStatusReply, error)
 }
 
 type metaClient struct {
@@ -417,6 +429,26 @@ func (c *metaClient) Callbacks(ctx context.Context, opts ...grpc.CallOption) (gr
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Meta_CallbacksClient = grpc.BidiStreamingClient[Ack, CallbackBatch]
 
+func (c *metaClient) Hello(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*HelloReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HelloReply)
+	err := c.cc.Invoke(ctx, Meta_Hello_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) ClusterStatus(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ClusterStatusReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClusterStatusReply)
+	err := c.cc.Invoke(ctx, Meta_ClusterStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetaServer is the server API for Meta service.
 // All implementations must embed UnimplementedMetaServer
 // for forward compatibility.
@@ -460,6 +492,16 @@ type MetaServer interface {
 	// while its connection stays open. An expired session ends the stream
 	// with an Error of errno ESTALE.
 	Callbacks(grpc.BidiStreamingServer[Ack, CallbackBatch]) error
+	// Hello names the cluster and the site of the meta process that answers.
+	// Any authenticated caller may ask, whatever its role: clients time it to
+	// find the nearest of several meta processes, and check that an address
+	// belongs to the cluster they were asked to mount. Not a meta.API method:
+	// it says something of the process, not of the file system.
+	Hello(context.Context, *Empty) (*HelloReply, error)
+	// ClusterStatus is the answering process's view of the cluster for
+	// `tessera status`: its name and site, and the members of a replicated
+	// metadata store with their health. Admin only.
+	ClusterStatus(context.Context, *Empty) (*ClusterStatusReply, error)
 	mustEmbedUnimplementedMetaServer()
 }
 
@@ -559,6 +601,12 @@ func (UnimplementedMetaServer) CloseSession(context.Context, *Empty) (*Empty, er
 }
 func (UnimplementedMetaServer) Callbacks(grpc.BidiStreamingServer[Ack, CallbackBatch]) error {
 	return status.Errorf(codes.Unimplemented, "method Callbacks not implemented")
+}
+func (UnimplementedMetaServer) Hello(context.Context, *Empty) (*HelloReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Hello not implemented")
+}
+func (UnimplementedMetaServer) ClusterStatus(context.Context, *Empty) (*ClusterStatusReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ClusterStatus not implemented")
 }
 func (UnimplementedMetaServer) mustEmbedUnimplementedMetaServer() {}
 func (UnimplementedMetaServer) testEmbeddedByValue()              {}
@@ -1110,6 +1158,42 @@ func _Meta_Callbacks_Handler(srv interface{}, stream grpc.ServerStream) error {
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Meta_CallbacksServer = grpc.BidiStreamingServer[Ack, CallbackBatch]
 
+func _Meta_Hello_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).Hello(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_Hello_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).Hello(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_ClusterStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).ClusterStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_ClusterStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).ClusterStatus(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Meta_ServiceDesc is the grpc.ServiceDesc for Meta service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1232,6 +1316,14 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CloseSession",
 			Handler:    _Meta_CloseSession_Handler,
+		},
+		{
+			MethodName: "Hello",
+			Handler:    _Meta_Hello_Handler,
+		},
+		{
+			MethodName: "ClusterStatus",
+			Handler:    _Meta_ClusterStatus_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

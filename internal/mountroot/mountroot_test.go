@@ -1,0 +1,74 @@
+package mountroot
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"testing"
+
+	"tessera/internal/kv/memkv"
+	"tessera/internal/meta"
+)
+
+func mkdir(t *testing.T, api meta.API, parent meta.Ino, name string, mode uint32) meta.Inode {
+	t.Helper()
+	in, err := api.Create(context.Background(), meta.CreateReq{Parent: parent, Name: name, Mode: mode, Excl: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// TestSubtreeIsTheRoot: seen from /a/b, inode 1 is /a/b (its entries, its
+// attributes, new entries land in it), names outside are not found from
+// it, and the real root's number never stands for two inodes.
+func TestSubtreeIsTheRoot(t *testing.T) {
+	ctx := context.Background()
+	svc, err := meta.New(memkv.New(), meta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := mkdir(t, svc, meta.RootIno, "a", syscall.S_IFDIR|0o755)
+	b := mkdir(t, svc, a.Ino, "b", syscall.S_IFDIR|0o750)
+	f := mkdir(t, svc, b.Ino, "f", syscall.S_IFREG|0o644)
+	mkdir(t, svc, meta.RootIno, "top", syscall.S_IFREG|0o644)
+
+	root, err := Walk(ctx, svc, "/a/b/")
+	if err != nil || root != b.Ino {
+		t.Fatalf("walk /a/b: %d, %v; want %d", root, err, b.Ino)
+	}
+	if _, err := Walk(ctx, svc, "/a/b/f"); !errors.Is(err, meta.ErrNotDir) {
+		t.Fatalf("walk to a file: %v", err)
+	}
+	if _, err := Walk(ctx, svc, "/a/nope"); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("walk to nothing: %v", err)
+	}
+	api := New(svc, root)
+	in, err := api.GetAttr(ctx, meta.RootIno)
+	if err != nil || in.Ino != meta.RootIno || in.Mode != syscall.S_IFDIR|0o750 {
+		t.Fatalf("root's attributes: %+v, %v; want /a/b's as inode 1", in, err)
+	}
+	if got, err := api.Lookup(ctx, meta.RootIno, "f"); err != nil || got.Ino != f.Ino {
+		t.Fatalf("lookup f: %+v, %v", got, err)
+	}
+	if _, err := api.Lookup(ctx, meta.RootIno, "top"); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("lookup of a name outside the subtree: %v", err)
+	}
+	if _, err := api.Lookup(ctx, meta.RootIno, "a"); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("lookup of a name outside the subtree: %v", err)
+	}
+	made := mkdir(t, api, meta.RootIno, "new", syscall.S_IFDIR|0o755)
+	if got, err := svc.Lookup(ctx, b.Ino, "new"); err != nil || got.Ino != made.Ino {
+		t.Fatalf("a directory made in the mount's root is not in /a/b: %+v, %v", got, err)
+	}
+	ents, _, err := api.ReadDir(ctx, meta.RootIno, "", 0, true)
+	if err != nil || len(ents) != 2 || ents[0].Name != "f" || ents[1].Name != "new" {
+		t.Fatalf("readdir of the root: %+v, %v", ents, err)
+	}
+	// A number that is the real root's inside the service reads as /a/b's
+	// from the mount: asking for b's number reaches the service's root,
+	// never /a/b under two numbers.
+	if got, err := api.GetAttr(ctx, b.Ino); err != nil || got.Ino != b.Ino || !got.IsDir() || got.Mode == b.Mode {
+		t.Fatalf("getattr of /a/b's own number: %+v, %v; want the service's root under it", got, err)
+	}
+}

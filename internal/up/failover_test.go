@@ -1,0 +1,183 @@
+package up
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"tessera/internal/client"
+	"tessera/internal/kv/memkv"
+	"tessera/internal/meta"
+	"tessera/internal/meta/metarpc"
+)
+
+// serveMeta serves a meta Service over store on a loopback port; stop
+// closes its listener (the process's port goes away: every connection is
+// cut) and waits for Serve to return.
+func serveMeta(t *testing.T, svc meta.API, cluster, site string) (addr string, stop func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- metarpc.Serve(ln, svc, metarpc.ServeOptions{Cluster: metarpc.ClusterInfo{Name: cluster, Site: site}})
+	}()
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		ln.Close()
+		if err := <-done; err != nil {
+			t.Errorf("serve %s: %v", addr, err)
+		}
+	}
+	t.Cleanup(stop)
+	return ln.Addr().String(), stop
+}
+
+// TestMountFailsOverBetweenMetas: two meta Services over one shared store
+// on two ports, a real block server and a client (as a mount makes it)
+// given both addresses. Mid-workload the port of the meta in use goes
+// away, with a file open and half written: the client goes on through the
+// other meta (new session, opens announced again), and every file whose
+// close returned holds what was written, read back through the survivor.
+func TestMountFailsOverBetweenMetas(t *testing.T) {
+	ctx := context.Background()
+	store := memkv.New()
+	t.Cleanup(func() { store.Close() })
+	var addrs []string
+	stops := map[string]func(){}
+	for i := range 2 {
+		svc, err := meta.New(store, meta.Options{BlockSize: 64 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr, stop := serveMeta(t, svc, "c1", fmt.Sprintf("s%d", i))
+		addrs = append(addrs, addr)
+		stops[addr] = stop
+	}
+	log := slog.New(slog.DiscardHandler)
+	dialMany := func() *metarpc.Many {
+		t.Helper()
+		m, err := metarpc.DialMany(ctx, addrs, metarpc.ManyOptions{Cluster: "c1", Refresh: -1, Logger: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	bm := dialMany()
+	bn, err := StartBlockServer(ctx, bm, BlockServerConfig{ID: "b0", Dir: t.TempDir(), Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bn.Close() })
+
+	mm := dialMany()
+	first := mm.Addr()
+	cl, err := client.New(ctx, client.Config{Meta: mm, Dial: NewDialer(nil).Block, Logger: log, Sessions: true, MetaTimeout: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close(context.Background()) })
+	api := cl.Meta()
+
+	content := func(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("file %03d ", i)), 10000) }
+	write := func(name string, data []byte) error {
+		in, err := api.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: name, Mode: syscall.S_IFREG | 0o644, Excl: true})
+		if err != nil {
+			return fmt.Errorf("create %s: %w", name, err)
+		}
+		h, _, err := cl.Open(ctx, in, syscall.O_RDWR)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", name, err)
+		}
+		if _, err := h.Write(ctx, 0, data); err != nil {
+			h.Release(ctx)
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		if err := h.Flush(ctx); err != nil {
+			h.Release(ctx)
+			return fmt.Errorf("close %s: %w", name, err)
+		}
+		return h.Release(ctx)
+	}
+
+	acked := map[string][]byte{}
+	for i := range 10 {
+		name := fmt.Sprintf("f%03d", i)
+		if err := write(name, content(i)); err != nil {
+			t.Fatal(err)
+		}
+		acked[name] = content(i)
+	}
+	// A file open across the switch: half written before, half after.
+	in, err := api.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "across", Mode: syscall.S_IFREG | 0o644, Excl: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, _, err := cl.Open(ctx, in, syscall.O_RDWR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	half := bytes.Repeat([]byte("across "), 20000)
+	if _, err := h.Write(ctx, 0, half); err != nil {
+		t.Fatal(err)
+	}
+
+	stops[first]()
+
+	if _, err := h.Write(ctx, int64(len(half)), half); err != nil {
+		t.Fatalf("write after the meta went away: %v", err)
+	}
+	if err := h.Flush(ctx); err != nil {
+		t.Fatalf("close after the meta went away: %v", err)
+	}
+	if err := h.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acked["across"] = append(append([]byte{}, half...), half...)
+	for i := 10; i < 20; i++ {
+		name := fmt.Sprintf("f%03d", i)
+		if err := write(name, content(i)); err != nil {
+			t.Fatalf("after the meta went away: %v", err)
+		}
+		acked[name] = content(i)
+	}
+	if now := mm.Addr(); now == first {
+		t.Fatalf("calls still go to %s, whose port is gone", now)
+	}
+
+	// Everything acknowledged, read back by a new client of the survivor.
+	rm := dialMany()
+	rc, err := client.New(ctx, client.Config{Meta: rm, Dial: NewDialer(nil).Block, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rc.Close(context.Background()) })
+	for name, want := range acked {
+		in, err := rm.Lookup(ctx, meta.RootIno, name)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		h, _, err := rc.Open(ctx, in, syscall.O_RDONLY)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(want)+1)
+		n, err := h.Read(ctx, 0, got)
+		h.Release(ctx)
+		if err != nil || !bytes.Equal(got[:n], want) {
+			t.Errorf("%s: read %d bytes (%v), want the %d written", name, n, err, len(want))
+		}
+	}
+}
