@@ -36,6 +36,14 @@
 // start etcd with ServerFlags (16384 operations, 32 MiB), and
 // Options' defaults match them.
 //
+// Every linearizable read and every commit asks for a leader
+// (WithRequireLeader): a member cut off from the majority refuses at once,
+// before proposing anything, instead of letting the request hang. Update
+// then waits for a leader, retrying, up to Options.MajorityWait (30s),
+// and fails with ErrNoMajority: nothing of it was written. A linearizable
+// View fails at once with etcd's "no leader"; a serializable View is still
+// answered by the member alone.
+//
 // An Update whose commit fails with a transport error (etcd lost its
 // leader, the context ended while the Txn was in flight) returns that
 // error; the Txn may still have been applied. Callers treat such errors as

@@ -47,6 +47,11 @@ var ServerFlags = []string{
 // nothing of it was written.
 var ErrTooLarge = errors.New("etcdkv: transaction exceeds etcd's limits")
 
+// ErrNoMajority reports an Update that found no etcd leader (the members it
+// reaches are cut off from the majority) for Options.MajorityWait; nothing
+// of it was written.
+var ErrNoMajority = errors.New("etcdkv: no etcd leader reachable (cut off from the majority?)")
+
 // Options configures a Store. Endpoints is required; zero values of the
 // others take the defaults.
 type Options struct {
@@ -61,6 +66,10 @@ type Options struct {
 	MaxRequestBytes int
 	// MaxAttempts bounds how often Update runs fn on conflicts (default 32).
 	MaxAttempts int
+	// MajorityWait is how long an Update waits for the cluster to have a
+	// leader it can reach before it fails with ErrNoMajority (default
+	// 30s).
+	MajorityWait time.Duration
 	// SessionTTL is the lease of an election's session (default 10s): how
 	// long a dead leader keeps its leadership.
 	SessionTTL time.Duration
@@ -86,6 +95,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = 32
+	}
+	if o.MajorityWait <= 0 {
+		o.MajorityWait = 30 * time.Second
 	}
 	if o.SessionTTL <= 0 {
 		o.SessionTTL = 10 * time.Second
@@ -159,6 +171,11 @@ func (s *Store) View(ctx context.Context, fn func(tx kv.Txn) error) error {
 		return fmt.Errorf("etcdkv: view: %w", err)
 	}
 	t := &txn{s: s, ctx: ctx, serializable: kv.ConsistencyOf(ctx) == kv.Serializable}
+	if !t.serializable {
+		// A member without a leader says so at once instead of letting a
+		// linearizable read wait.
+		t.ctx = clientv3.WithRequireLeader(ctx)
+	}
 	defer t.finish()
 	return fn(t)
 }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/google/btree"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"tessera/internal/kv"
@@ -16,21 +18,37 @@ import (
 // Update implements kv.Store; see the package comment.
 func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 	backoff := time.Millisecond
+	var leaderless time.Time // when answers of "no leader" began
 	for attempt := 1; ; attempt++ {
 		if err := s.check(ctx); err != nil {
 			return fmt.Errorf("etcdkv: update: %w", err)
 		}
 		t := &txn{
-			s: s, ctx: ctx, writable: true,
+			s: s, ctx: clientv3.WithRequireLeader(ctx), writable: true,
 			buf:   btree.NewG(8, writeLess),
 			reads: make(map[string]read),
 		}
 		err := fn(t)
 		t.finish()
-		if err != nil {
-			return err
+		ok := false
+		if err == nil {
+			ok, err = s.commit(t.ctx, t)
 		}
-		ok, err := s.commit(ctx, t)
+		if isNoLeader(err) {
+			// The member refused before doing anything: wait for a
+			// leader, up to MajorityWait, then say so.
+			if leaderless.IsZero() {
+				leaderless = time.Now()
+			} else if time.Since(leaderless) >= s.opts.MajorityWait {
+				return fmt.Errorf("etcdkv: update: no leader for %v: %w (%v)", s.opts.MajorityWait, ErrNoMajority, err)
+			}
+			attempt-- // not a conflict
+			if err := sleep(ctx, 100*time.Millisecond+rand.N(400*time.Millisecond)); err != nil {
+				return fmt.Errorf("etcdkv: update: waiting for an etcd leader: %w", err)
+			}
+			continue
+		}
+		leaderless = time.Time{}
 		if err != nil || ok {
 			return err
 		}
@@ -39,14 +57,29 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 		}
 		// Randomized so that transactions that collided do not collide
 		// again in lock step.
-		wait := backoff/2 + rand.N(backoff)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return fmt.Errorf("etcdkv: update: %w", ctx.Err())
+		if err := sleep(ctx, backoff/2+rand.N(backoff)); err != nil {
+			return fmt.Errorf("etcdkv: update: %w", err)
 		}
 		backoff = min(2*backoff, 100*time.Millisecond)
 	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// isNoLeader reports whether etcd refused a request because the member has
+// no leader: a request with WithRequireLeader is refused before it is
+// proposed, so it was not applied.
+func isNoLeader(err error) bool {
+	return err != nil && (errors.Is(err, rpctypes.ErrNoLeader) || strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrNoLeader)))
 }
 
 // commit sends t as one etcd Txn. It returns false when a compare failed

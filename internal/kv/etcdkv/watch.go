@@ -26,7 +26,10 @@ func (s *Store) Watch(ctx context.Context, prefix []byte, from int64) (<-chan []
 		from = resp.Header.Revision
 	}
 	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(ctx))
-	wch := s.cli.Watch(wctx, key, clientv3.WithPrefix(), clientv3.WithRev(from+1))
+	wch := s.cli.Watch(wctx, key, clientv3.WithPrefix(), clientv3.WithRev(from+1),
+		// Progress notifications (empty responses) keep an idle watch's
+		// stream known alive; they deliver nothing.
+		clientv3.WithProgressNotify())
 	out := make(chan []kv.Change)
 	go func() {
 		defer close(out)
