@@ -24,7 +24,7 @@ func runMeta(ctx context.Context, args []string) error {
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	replicas := fs.Int("replicas", 2, "the cluster's default replication factor (stored when given)")
 	cluster := fs.String("cluster", "", "the cluster's name: shown by tessera status, checked by mounts of NAME:/dir and by clients given it")
-	site := fs.String("site", "", "this meta process's site, told to clients (tessera status shows it)")
+	siteF := addSiteFlag(fs, "the site this meta service runs in, told to clients (mounts of the site use it; tessera status shows it; see docs/replication.md)")
 	role := addMetaRoleFlags(fs)
 	tf := addTLSFlags(fs)
 	metricsAddr := addMetricsFlag(fs)
@@ -48,6 +48,10 @@ func runMeta(ctx context.Context, args []string) error {
 	if *replicas < 1 || *replicas > meta.MaxReplicas {
 		return fmt.Errorf("%w: --replicas %d: want 1 to %d", errUsage, *replicas, meta.MaxReplicas)
 	}
+	site, err := siteF.value()
+	if err != nil {
+		return err
+	}
 	rc, err := role.config()
 	if err != nil {
 		return err
@@ -68,7 +72,7 @@ func runMeta(ctx context.Context, args []string) error {
 	}
 	p := up.MetaProcess{
 		MetaConfig: up.MetaConfig{DB: db, Listen: *listen, BlockSize: uint32(*bs), DefaultReplicas: *replicas,
-			Role: rc, Creds: creds, Logger: log, Metrics: mf.reg, Mux: mf.mux(), Cluster: *cluster, Site: *site},
+			Site: site, Role: rc, Creds: creds, Logger: log, Metrics: mf.reg, Mux: mf.mux(), Cluster: *cluster},
 		DataDir: db.DataDir(),
 		Ready:   func(addr string) { fmt.Printf("tessera meta: ready listen=%s%s\n", addr, mf.ready()) },
 	}
@@ -86,7 +90,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	id := fs.String("id", "", "stable server id (default: derived from the listen address)")
 	host := fs.String("host", "", "failure domain: host (default: this host name)")
 	rack := fs.String("rack", "", "failure domain: rack")
-	site := fs.String("site", "", "failure domain: site")
+	siteF := addSiteFlag(fs, "failure domain: site (replicas per site: see docs/replication.md)")
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "re-register with the meta service this often")
 	sf := addScrubFlags(fs)
 	lf := addLimitFlags(fs)
@@ -94,6 +98,10 @@ func runBlockd(ctx context.Context, args []string) error {
 	tf := addTLSFlags(fs)
 	metricsAddr := addMetricsFlag(fs)
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	site, err := siteF.value()
+	if err != nil {
 		return err
 	}
 	limits, err := lf.limits()
@@ -135,7 +143,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	}
 	defer mc.Close()
 	bn, err := up.StartBlockServer(ctx, mc, up.BlockServerConfig{
-		ID: *id, Dir: *data, Listen: *listen, Host: *host, Rack: *rack, Site: *site,
+		ID: *id, Dir: *data, Listen: *listen, Host: *host, Rack: *rack, Site: site,
 		Heartbeat: *heartbeat, ScrubRate: *sf.rate, ScrubInterval: *sf.interval, Limits: limits, Creds: creds, Logger: log, Metrics: mf.reg,
 	})
 	if err != nil {
@@ -165,12 +173,17 @@ func runMount(ctx context.Context, args []string) error {
 	pprofAddr := addPprofFlag(fs)
 	pol := addPolicyFlag(fs)
 	metaTimeout := addMetaTimeoutFlag(fs)
+	siteF := addSiteFlag(fs, "the site this mount runs in: blocks are read from its servers first, then from the nearest site")
 	tf := addTLSFlags(fs)
 	metricsAddr := addMetricsFlag(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := mem.check(); err != nil {
+		return err
+	}
+	site, err := siteF.value()
+	if err != nil {
 		return err
 	}
 	waitMeta, err := metaTimeout.value()
@@ -214,7 +227,7 @@ func runMount(ctx context.Context, args []string) error {
 	node, err := up.StartMountWith(ctx, up.MountConfig{Dir: mnt, Debug: *debug, Metrics: mf.reg, Client: client.Config{
 		Meta: api, Dial: up.NewDialer(creds).Block, Logger: log,
 		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String(),
-		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta}})
+		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta, Site: site}})
 	if err != nil {
 		return err
 	}

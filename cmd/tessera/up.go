@@ -27,6 +27,7 @@ func runUp(ctx context.Context, args []string) error {
 	mem := addMemFlags(fs)
 	pprofAddr := addPprofFlag(fs)
 	metaTimeout := addMetaTimeoutFlag(fs)
+	siteF := addSiteFlag(fs, "the site of this node: its meta service, block servers and mount")
 	insecure := fs.Bool("insecure", false, "plain TCP without authentication (every caller trusted as an admin); --meta-listen must then be a loopback address. "+
 		"Without it up makes a CA and certificates in DIR/tls/ on first start and uses them")
 	metricsAddr := addMetricsFlag(fs)
@@ -39,6 +40,10 @@ func runUp(ctx context.Context, args []string) error {
 		}
 	}
 	waitMeta, err := metaTimeout.value()
+	if err != nil {
+		return err
+	}
+	site, err := siteF.value()
 	if err != nil {
 		return err
 	}
@@ -106,6 +111,7 @@ func runUp(ctx context.Context, args []string) error {
 		MemCache:      *mem.cache,
 		DirtyBytes:    *mem.dirty,
 		MetaTimeout:   waitMeta,
+		Site:          site,
 		Insecure:      *insecure,
 		Logger:        log,
 		Ready: func(mount, metaAddr string) {

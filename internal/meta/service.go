@@ -44,6 +44,9 @@ type Options struct {
 	// Replicas is the default replication factor until SetReplicas stores
 	// one; 0 means 1.
 	Replicas int
+	// Site is the site this meta process runs in (its --site; "" for
+	// none), which Site reports.
+	Site string
 	// After is the timer for session expiry and long polls, read against
 	// Now; nil means time.After. Tests pass a fake clock's.
 	After func(time.Duration) <-chan time.Time
@@ -72,7 +75,8 @@ type Service struct {
 	store     kv.Store
 	now       func() time.Time
 	blockSize uint32
-	replicas  int // default replication factor (Options.Replicas)
+	replicas  int    // default replication factor (Options.Replicas)
+	site      string // Options.Site
 	leases    *leaseTable
 	// sh is the state of a Service of a shared store (nil: alone).
 	sh *sharedState
@@ -96,7 +100,7 @@ var (
 // New returns a Service over store, creating the root directory and the
 // format marker if the store is empty, and upgrading an older format.
 func New(store kv.Store, opts Options) (*Service, error) {
-	s := &Service{store: store, now: opts.Now, blockSize: opts.BlockSize, replicas: max(opts.Replicas, 1)}
+	s := &Service{store: store, now: opts.Now, blockSize: opts.BlockSize, replicas: max(opts.Replicas, 1), site: opts.Site}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -249,3 +253,7 @@ func (s *Service) releaseIno(ino Ino) {
 		s.mu.spare = append(s.mu.spare, ino)
 	}
 }
+
+// Site returns the site this meta process runs in (Options.Site; "" for
+// none).
+func (s *Service) Site() string { return s.site }

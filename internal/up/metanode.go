@@ -50,7 +50,8 @@ type MetaConfig struct {
 	// (metrics.MetaAPI over the service it serves) and its state
 	// (sessions, leases, callbacks, servers, the mover's progress).
 	Metrics *prometheus.Registry
-	// Cluster and Site name the cluster and this process's site: the RPC
+	// Cluster and Site name the cluster and this process's site (--site;
+	// "" for none; meta.Service.Site reports it too): the RPC
 	// service's Hello answers them (clients check the name and time the
 	// call to find the nearest meta), ClusterStatus adds the store's
 	// members when it has them (kv.Members), and the status page shows
@@ -111,7 +112,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	case !existed && cfg.DB.Engine != EngineEtcd:
 		log.Info("new meta database", "db", cfg.DB.String())
 	}
-	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1)})
+	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1), Site: cfg.Site})
 	if err != nil {
 		return nil, fmt.Errorf("meta service on %s: %w", cfg.DB, err)
 	}
@@ -160,7 +161,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		role.Creds = cfg.Creds
 	}
 	n.stopRole = StartMetaRole(ctx, n.Svc, role)
-	log.Info("meta service", "listen", n.Addr, "db", cfg.DB.String())
+	log.Info("meta service", "listen", n.Addr, "db", cfg.DB.String(), "site", cfg.Site)
 	return n, nil
 }
 

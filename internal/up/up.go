@@ -107,6 +107,9 @@ type Config struct {
 	// Mux, if set, is the process's HTTP listener: the meta role's status
 	// page goes on it (MetaConfig.Mux).
 	Mux *http.ServeMux
+	// Site, when set, is the site of the whole node: its meta service,
+	// block servers and mount (--site).
+	Site string
 	// Ready, if set, is called once the mount is usable.
 	Ready func(mount, metaAddr string)
 }
@@ -185,6 +188,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		BlockSize:       cfg.BlockSize,
 		DefaultReplicas: defReplicas,
 		Replicas:        cfg.Replicas,
+		Site:            cfg.Site,
 		Role:            cfg.Role,
 		Creds:           lt.Meta,
 		Logger:          log,
@@ -213,6 +217,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			ID:            fmt.Sprintf("b%d", i),
 			Dir:           blockDirs[i],
 			Host:          host,
+			Site:          cfg.Site,
 			Heartbeat:     cfg.Heartbeat,
 			ScrubRate:     cfg.ScrubRate,
 			ScrubInterval: cfg.ScrubInterval,
@@ -251,6 +256,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		DirtyBytes:    cfg.DirtyBytes,
 		MetaTimeout:   cfg.MetaTimeout,
 		Policy:        cfg.Policy,
+		Site:          cfg.Site,
 	}})
 	if err != nil {
 		return err
