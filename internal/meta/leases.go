@@ -141,6 +141,17 @@ func (l *leaseTable) liveLocked(id SessionID) *session {
 	return s
 }
 
+// endAll ends every session and forgets every lease record (shared.go:
+// the Service's liveness lapsed).
+func (l *leaseTable) endAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.mu.sessions {
+		l.endLocked(s)
+	}
+	clear(l.mu.recorded)
+}
+
 // endLocked drops s, its leases and its queue, and wakes its waiters.
 func (l *leaseTable) endLocked(s *session) {
 	if s.ended {

@@ -204,9 +204,19 @@ func (s *Service) ServeShared(ctx context.Context) error {
 		s.deliverLoop(ctx)
 	}()
 	every := s.sh.ttl / 3
+	until := s.now().Add(s.sh.ttl) // New wrote the first record
 	for {
-		if err := s.beat(ctx); err != nil && ctx.Err() == nil {
+		if err := s.beat(ctx); err == nil {
+			until = s.now().Add(s.sh.ttl)
+		} else if ctx.Err() == nil {
 			s.sh.log.Warn("meta liveness", "err", err)
+			if s.now().Add(every).After(until) {
+				// Others will stop calling back to this Service
+				// and may drop its records: its sessions can no
+				// longer be kept coherent.
+				s.sh.log.Error("meta liveness lapses: ending every session", "meta", s.sh.id)
+				s.lapse()
+			}
 		}
 		s.tidyOpens(ctx)
 		select {
@@ -215,6 +225,16 @@ func (s *Service) ServeShared(ctx context.Context) error {
 		case <-s.leases.after(every):
 		}
 	}
+}
+
+// lapse ends every session of s and forgets its lease and open records,
+// which the others may delete from now on: its clients open new sessions
+// and announce their opens again.
+func (s *Service) lapse() {
+	s.leases.endAll()
+	s.sh.mu.Lock()
+	clear(s.sh.mu.opened)
+	s.sh.mu.Unlock()
 }
 
 // CleanupDead deletes the records of every Service whose liveness lapsed
