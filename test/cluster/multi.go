@@ -182,12 +182,22 @@ func (m *Multi) AddServer(args ...string) (*Daemon, error) {
 // AddMount starts `tessera mount --meta ADDR ARGS Dir/m<i>` and waits until
 // it is mounted. Each mount is a fresh process: its caches are cold.
 func (m *Multi) AddMount(args ...string) (*Daemon, error) {
+	return m.AddMountOf("", args...)
+}
+
+// AddMountOf is AddMount of a source: `tessera mount --meta ADDR [flags]
+// SOURCE MNT` (SOURCE NAME:/dir: a cluster's name and a directory of it;
+// "" mounts the root as AddMount does).
+func (m *Multi) AddMountOf(source string, args ...string) (*Daemon, error) {
 	m.mu.Lock()
 	i := len(m.mu.mounts)
 	m.mu.Unlock()
 	name := "m" + strconv.Itoa(i)
 	mnt := filepath.Join(m.opts.Dir, name)
 	a := slices.Concat([]string{"mount", "--meta", m.MetaAddr()}, m.TLSArgs("mount"), args)
+	if source != "" {
+		a = append(a, source)
+	}
 	d := m.daemon("mount "+name, MountReadyPrefix, append(a, mnt))
 	d.mountDir = mnt
 	d.want = func(f map[string]string) error {

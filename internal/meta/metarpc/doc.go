@@ -60,6 +60,15 @@
 // itself: a mount wraps it in metawait, which waits out outages and sends
 // calls again.
 //
+// Several meta processes (many.go). DialMany connects to every address of
+// a cluster's meta processes and returns a Many: a meta.API calling the
+// nearest (the lowest round trip of Hello, measured again every
+// DefaultRefresh), which sends a call that could not reach it
+// (meta.ErrUnreachable) to the next nearest at once and returns a lost
+// reply (meta.ErrReplyLost) as it is. Hello (any caller) and ClusterStatus
+// (admins) say what a process knows of its cluster (cluster.go,
+// ServeOptions.Cluster).
+//
 // Sessions and callbacks (callbacks.go). WithSession returns a Client that
 // shares the connection and sends the session id with every call; the
 // server binds its API to that session (meta.SessionBinder) for the call.
