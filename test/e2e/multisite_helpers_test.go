@@ -32,7 +32,9 @@ func startSites(t *testing.T, mountArgs ...string) *cluster.Sites {
 	needBinary(t)
 	s := cluster.StartSites(t, cluster.SitesOptions{
 		Bin: suite.bin, EtcdBin: etcdtest.Binary(t), Dir: t.TempDir(), RTT: sitesRTT,
-		MetaArgs: []string{"--block-size", itoa(consistencyBlockSize), "--replicas", "2"}, MountArgs: mountArgs,
+		MetaArgs: []string{"--block-size", itoa(consistencyBlockSize), "--replicas", "2"},
+		// A partitioned site answers with EIO after this wait (issue 13 item 5).
+		MountArgs: append([]string{"--meta-timeout", "20s"}, mountArgs...),
 	})
 	// Registered after StartSites's Close: runs first, while the log is whole.
 	t.Cleanup(func() {
