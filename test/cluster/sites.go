@@ -39,6 +39,10 @@ type SitesOptions struct {
 	MountArgs      []string // more flags for every mount
 	// NoMounts starts no mounts (AddMount adds them).
 	NoMounts bool
+	// EtcdNoWAN connects the etcd members without delay (the metadata
+	// store as if its members were close together); the default makes
+	// their peer traffic pay the WAN (etcdPeerLatency).
+	EtcdNoWAN bool
 }
 
 // Figure6RTT is the rNFS Figure 6 matrix of three sites.
@@ -107,6 +111,10 @@ func StartSites(t testing.TB, opts SitesOptions) *Sites {
 	}
 	return s
 }
+
+// NewSites is StartSites for programs (bench/cmd/multisite): the caller
+// must Close the result, also when an error is returned with it.
+func NewSites(opts SitesOptions) (*Sites, error) { return startSites(opts) }
 
 func startSites(opts SitesOptions) (*Sites, error) {
 	if opts.Bin == "" || opts.Dir == "" || opts.EtcdBin == "" {

@@ -66,6 +66,10 @@ func freeAddr() (string, error) {
 // until the cluster answers a linearizable read.
 func (s *Sites) startEtcd() error {
 	var initial []string
+	oneWay := etcdPeerLatency(s.opts.RTT)
+	if s.opts.EtcdNoWAN {
+		oneWay = 0
+	}
 	for i, name := range s.opts.Sites {
 		m := &etcdMember{name: name, dir: filepath.Join(s.opts.Dir, "etcd-"+name)}
 		var err error
@@ -76,7 +80,7 @@ func (s *Sites) startEtcd() error {
 			return err
 		}
 		if m.peer, err = wan.NewLink(m.peerAddr, wan.LinkOptions{
-			Listen: fmt.Sprintf("127.0.0.%d:0", 10+i), Latency: etcdPeerLatency(s.opts.RTT), Name: "etcd peer " + name,
+			Listen: fmt.Sprintf("127.0.0.%d:0", 10+i), Latency: oneWay, Name: "etcd peer " + name,
 		}); err != nil {
 			return err
 		}

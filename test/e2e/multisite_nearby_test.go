@@ -41,34 +41,13 @@ func testNearbyRead(t *testing.T, s *cluster.Sites) {
 
 	m, err := s.AddMount(siteC)
 	must(t, err)
-	before := blockBytesInto(s, siteC)
+	before := s.BlockBytesFrom(siteC)
 	got, err := os.ReadFile(filepath.Join(m.Mount(), "nearby", "f"))
 	must(t, err)
 	if !bytes.Equal(got, want) {
 		t.Fatalf("a fresh mount at C read %d bytes, not the %d written at A", len(got), len(want))
 	}
-	if moved := blockBytesInto(s, siteC) - before; moved >= consistencyBlockSize {
+	if moved := s.BlockBytesFrom(siteC) - before; moved >= consistencyBlockSize {
 		t.Errorf("reading 1 MiB at C fetched %d bytes from other sites' block servers; want every block from C's own", moved)
 	}
-}
-
-// blockBytesInto sums the bytes that came down the links from site from
-// into every other site's block servers.
-func blockBytesInto(s *cluster.Sites, from int) int64 {
-	var n int64
-	for to := range s.Names() {
-		if to == from {
-			continue
-		}
-		addrs := map[string]bool{}
-		for _, d := range s.Servers(to) {
-			addrs[d.Addr()] = true
-		}
-		for _, l := range s.Mesh().Links(from, to) {
-			if addrs[l.Upstream()] {
-				n += l.BytesDown()
-			}
-		}
-	}
-	return n
 }
