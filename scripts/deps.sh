@@ -5,9 +5,11 @@
 #                              status page rendered in a headless browser;
 #                              if it cannot be installed, that test skips
 #                              saying so)
-#                              and the etcd server (Debian's etcd-server: the
+#                              the etcd server (Debian's etcd-server: the
 #                              tests of internal/kv/etcdkv and of meta over
-#                              etcd start their own members on loopback)
+#                              etcd start their own members on loopback);
+#                              and versitygw (Versity S3 Gateway, the S3 server
+#                              the s3:// home tests start), built with go install
 #   scripts/deps.sh --test --stress   and the CPU hog of scripts/test.sh --stress
 set -euo pipefail
 
@@ -42,6 +44,17 @@ if [ -n "$tests" ] && ! command -v chromium >/dev/null 2>&1; then
 		echo "deps: installed chromium" >&2
 	else
 		echo "deps: chromium could not be installed: the status page's browser test will skip" >&2
+	fi
+fi
+# The S3-compatible server of the s3:// home tests (internal/gateway/home),
+# pinned; they skip without it, and fail under CI=true.
+versitygw_version=v1.8.0
+if [ -n "$tests" ] && ! command -v versitygw >/dev/null 2>&1 &&
+	[ ! -x "$(go env GOPATH)/bin/versitygw" ]; then
+	if go install "github.com/versity/versitygw/cmd/versitygw@$versitygw_version"; then
+		echo "deps: installed versitygw $versitygw_version in $(go env GOPATH)/bin" >&2
+	else
+		echo "deps: versitygw could not be installed: the s3:// home tests will skip (fail under CI=true)" >&2
 	fi
 fi
 if [ ! -e /dev/fuse ]; then

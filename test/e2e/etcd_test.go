@@ -15,13 +15,14 @@ import (
 )
 
 // TestMetaOverEtcd: `tessera meta --meta-db etcd://…` keeps the namespace
-// in a real etcd cluster: a file written through a mount is read back, its
+// in a real etcd cluster (spoken to over TLS with a client certificate): a
+// file written through a mount is read back, its
 // metadata is in etcd under the URL's prefix, and a meta process killed
 // with SIGKILL and started again serves it to a fresh mount (the meta
 // process holds no state of its own).
 func TestMetaOverEtcd(t *testing.T) {
 	needBinary(t)
-	etcd := etcdtest.Start(t, 1)
+	etcd := etcdtest.StartTLS(t, 1)
 	m := startMultiOpts(t, cluster.MultiOptions{BlockServers: 2, MetaDB: etcd.URL("/e2e")})
 	mnt := addMount(t, m).Mount()
 
@@ -40,7 +41,7 @@ func TestMetaOverEtcd(t *testing.T) {
 	}
 
 	// The namespace is in etcd, under the prefix.
-	s, err := etcdkv.Open(context.Background(), etcdkv.Options{Endpoints: etcd.Endpoints(), Prefix: "/e2e"})
+	s, err := etcdkv.Open(context.Background(), etcdkv.Options{Endpoints: etcd.Endpoints(), Prefix: "/e2e", TLS: etcd.TLS()})
 	must(t, err)
 	defer s.Close()
 	keys := 0

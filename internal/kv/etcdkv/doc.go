@@ -9,10 +9,12 @@
 // seeing each other.
 //
 // Views. A View reads one snapshot: its first read fixes the etcd revision
-// it returned, every later read asks for that revision. A View reads
-// linearizably (a quorum read) unless its context asks for
+// it returned, every later read asks for that revision. The first read is
+// linearizable (a quorum read) unless the context asks for
 // kv.Serializable: then the member the client talks to answers alone and
-// may lag. Scan pages through a range (ScanPage keys per request) at the
+// may lag. Later reads, naming a revision the cluster has committed, are
+// answered by the member alone either way; one that has not applied it
+// yet refuses ("future revision") and the read goes through the leader. Scan pages through a range (ScanPage keys per request) at the
 // snapshot's revision instead of asking for it in one reply.
 //
 // Updates are optimistic. Reads go to etcd as in a View (linearizable,
@@ -40,7 +42,10 @@
 // (WithRequireLeader): a member cut off from the majority refuses at once,
 // before proposing anything, instead of letting the request hang. Update
 // then waits for a leader, retrying, up to Options.MajorityWait (30s),
-// and fails with ErrNoMajority: nothing of it was written. A linearizable
+// and fails with ErrNoMajority: nothing of it was written. It does the
+// same when fn failed on a read that etcd refused for a passing reason (a
+// leader election, a timeout, an unreachable member): nothing was
+// written yet, so fn may run again. A linearizable
 // View fails at once with etcd's "no leader"; a serializable View is still
 // answered by the member alone.
 //

@@ -76,7 +76,14 @@ func TestMajorityLost(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() {
-		done <- patient.Update(ctx, func(tx kv.Txn) error { return tx.Put([]byte("waited"), []byte("y")) })
+		// It reads first: the read, not only the commit, meets the
+		// missing leader.
+		done <- patient.Update(ctx, func(tx kv.Txn) error {
+			if _, _, err := tx.Get([]byte("before")); err != nil {
+				return err
+			}
+			return tx.Put([]byte("waited"), []byte("y"))
+		})
 	}()
 	c.Restart(1)
 	c.Restart(2)

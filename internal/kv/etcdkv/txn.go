@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/btree"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -26,6 +28,9 @@ type txn struct {
 	// absent) and value; ranges are the extents scanned.
 	reads  map[string]read
 	ranges []span
+	// readErr is the last error a read got from etcd: when fn fails with
+	// it, nothing was written, so Update may run fn again.
+	readErr error
 }
 
 // write is a buffered Put or Delete.
@@ -61,23 +66,39 @@ func (t *txn) check(write bool) error {
 	return nil
 }
 
-// readOpts are the options of a read at the snapshot, fixing it at the
-// first read.
-func (t *txn) readOpts(extra ...clientv3.OpOption) []clientv3.OpOption {
-	opts := extra
-	if t.rev > 0 {
-		opts = append(opts, clientv3.WithRev(t.rev))
+// get reads at the snapshot. The first read fixes its revision: it is
+// linearizable unless the View asked for Serializable. Later reads name
+// that revision, which the member that answered has applied, so they are
+// served by the member alone (serializable: no round trip to the leader);
+// a member that has not applied it yet (the client moved to another one)
+// says so, and the read goes to the leader.
+func (t *txn) get(key string, extra ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	if t.rev == 0 {
+		opts := extra
+		if t.serializable {
+			opts = append(opts, clientv3.WithSerializable())
+		}
+		resp, err := t.s.cli.Get(t.ctx, key, opts...)
+		if err == nil {
+			t.rev = resp.Header.Revision
+		} else {
+			t.readErr = err
+		}
+		return resp, err
 	}
-	if t.serializable {
-		opts = append(opts, clientv3.WithSerializable())
+	opts := append(extra, clientv3.WithRev(t.rev))
+	resp, err := t.s.cli.Get(t.ctx, key, append(opts, clientv3.WithSerializable())...)
+	if err != nil && !t.serializable && isFutureRev(err) {
+		resp, err = t.s.cli.Get(t.ctx, key, opts...)
 	}
-	return opts
+	if err != nil {
+		t.readErr = err
+	}
+	return resp, err
 }
 
-func (t *txn) fix(resp *clientv3.GetResponse) {
-	if t.rev == 0 {
-		t.rev = resp.Header.Revision
-	}
+func isFutureRev(err error) bool {
+	return errors.Is(err, rpctypes.ErrFutureRev) || strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrFutureRev))
 }
 
 // Get implements kv.Txn.
@@ -96,11 +117,10 @@ func (t *txn) Get(key []byte) ([]byte, bool, error) {
 	if r, ok := t.reads[string(key)]; ok {
 		return r.value, r.present, nil
 	}
-	resp, err := t.s.cli.Get(t.ctx, t.s.data+string(key), t.readOpts()...)
+	resp, err := t.get(t.s.data + string(key))
 	if err != nil {
 		return nil, false, fmt.Errorf("etcdkv: get %q: %w", key, err)
 	}
-	t.fix(resp)
 	var r read
 	if len(resp.Kvs) > 0 {
 		kv := resp.Kvs[0]
@@ -247,12 +267,10 @@ func (it *snapIter) fetch(from []byte) error {
 	if it.end != nil {
 		rangeEnd = t.s.data + string(it.end)
 	}
-	resp, err := t.s.cli.Get(t.ctx, t.s.data+string(from),
-		t.readOpts(clientv3.WithRange(rangeEnd), clientv3.WithLimit(int64(t.s.opts.ScanPage)))...)
+	resp, err := t.get(t.s.data+string(from), clientv3.WithRange(rangeEnd), clientv3.WithLimit(int64(t.s.opts.ScanPage)))
 	if err != nil {
 		return fmt.Errorf("etcdkv: scan from %q: %w", from, err)
 	}
-	t.fix(resp)
 	it.page, it.i, it.more, it.fetched = it.page[:0], 0, resp.More, true
 	for _, kv := range resp.Kvs {
 		k := kv.Key[len(t.s.data):]

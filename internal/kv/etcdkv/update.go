@@ -11,6 +11,8 @@ import (
 	"github.com/google/btree"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"tessera/internal/kv"
 )
@@ -34,9 +36,11 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 		if err == nil {
 			ok, err = s.commit(t.ctx, t)
 		}
-		if isNoLeader(err) {
-			// The member refused before doing anything: wait for a
-			// leader, up to MajorityWait, then say so.
+		// A commit refused for want of a leader was not proposed, and a
+		// transaction that failed on a read wrote nothing: either may run
+		// again once the cluster has a leader (elections under load).
+		if isNoLeader(err) || (err != nil && t.readErr != nil && ctx.Err() == nil && isTransient(t.readErr)) {
+			// Wait for a leader, up to MajorityWait, then say so.
 			if leaderless.IsZero() {
 				leaderless = time.Now()
 			} else if time.Since(leaderless) >= s.opts.MajorityWait {
@@ -73,6 +77,18 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// isTransient reports whether a read failed for a reason that passes once
+// the cluster has (re-)elected a leader and the client reaches it.
+func isTransient(err error) bool {
+	for _, e := range []error{rpctypes.ErrNoLeader, rpctypes.ErrLeaderChanged, rpctypes.ErrTimeout,
+		rpctypes.ErrTimeoutDueToLeaderFail, rpctypes.ErrTimeoutDueToConnectionLost, rpctypes.ErrTimeoutWaitAppliedIndex} {
+		if errors.Is(err, e) || strings.Contains(err.Error(), rpctypes.ErrorDesc(e)) {
+			return true
+		}
+	}
+	return status.Code(errors.Unwrap(err)) == codes.Unavailable || status.Code(err) == codes.Unavailable
 }
 
 // isNoLeader reports whether etcd refused a request because the member has

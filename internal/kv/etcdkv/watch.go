@@ -19,7 +19,8 @@ func (s *Store) Watch(ctx context.Context, prefix []byte, from int64) (<-chan []
 		// etcd registers a watch without a revision some time after the
 		// call; start at the revision current now instead, so that no
 		// commit after Watch returns is missed.
-		resp, err := s.cli.Get(ctx, key, clientv3.WithCountOnly(), clientv3.WithPrefix())
+		// (A read of one key: counting the prefix would walk it.)
+		resp, err := s.cli.Get(clientv3.WithRequireLeader(ctx), key, clientv3.WithKeysOnly())
 		if err != nil {
 			return nil, fmt.Errorf("etcdkv: watch %q: %w", prefix, err)
 		}

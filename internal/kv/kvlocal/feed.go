@@ -35,6 +35,7 @@ type Feed struct {
 // sub is one watcher: its queue and the goroutine that drains it into ch.
 type sub struct {
 	prefix []byte
+	from   int64 // deliver only revisions after it
 	ch     chan []kv.Change
 	queue  [][]kv.Change // guarded by Feed.mu
 	wake   chan struct{} // one slot: the queue grew or the sub was dropped
@@ -77,7 +78,7 @@ func (f *Feed) Publish(changes []kv.Change) int64 {
 func (f *Feed) deliver(s *sub, changes []kv.Change) {
 	var mine []kv.Change
 	for _, c := range changes {
-		if bytes.HasPrefix(c.Key, s.prefix) {
+		if c.Rev > s.from && bytes.HasPrefix(c.Key, s.prefix) {
 			mine = append(mine, c)
 		}
 	}
@@ -117,6 +118,7 @@ func (f *Feed) Watch(ctx context.Context, prefix []byte, from int64) (<-chan []k
 	}
 	s := &sub{
 		prefix: bytes.Clone(prefix),
+		from:   from,
 		ch:     make(chan []kv.Change),
 		wake:   make(chan struct{}, 1),
 	}

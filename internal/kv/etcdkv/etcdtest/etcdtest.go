@@ -1,6 +1,8 @@
 // Package etcdtest starts clusters of the real etcd server binary for tests:
 // one or three members on 127.0.0.1, on free ports, in temporary
-// directories, with the limit flags of etcdkv.ServerFlags. Members are
+// directories, with the limit flags of etcdkv.ServerFlags; StartTLS makes
+// them speak TLS only, to clients and to each other, and require client
+// certificates of its own CA (made with package auth). Members are
 // stopped by their process id when the test ends, and a test can kill one
 // with SIGKILL and restart it on the same data directory.
 //
@@ -11,6 +13,7 @@ package etcdtest
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -62,21 +65,42 @@ type Cluster struct {
 	bin     string
 	initial string // --initial-cluster
 	Members []*Member
+	PKI     *PKI // nil: plain HTTP
+	// member certificate files (TLS only)
+	certFile, keyFile string
 }
 
 // Start starts an n-member cluster and waits until it answers a
 // linearizable read. Its members stop when the test ends.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
+	return start(t, n, false)
+}
+
+// StartTLS is Start with TLS between everyone and client certificates
+// required (c.PKI).
+func StartTLS(t testing.TB, n int) *Cluster {
+	t.Helper()
+	return start(t, n, true)
+}
+
+func start(t testing.TB, n int, withTLS bool) *Cluster {
+	t.Helper()
 	c := &Cluster{t: t, bin: Binary(t)}
 	root := t.TempDir()
+	scheme := "http://"
+	if withTLS {
+		scheme = "https://"
+		c.PKI = newPKI(t, filepath.Join(root, "pki"))
+		c.certFile, c.keyFile = c.PKI.issue(t, "etcd-member")
+	}
 	var initial []string
 	for i := range n {
 		m := &Member{
 			Name:      fmt.Sprintf("m%d", i),
 			Dir:       filepath.Join(root, fmt.Sprintf("m%d", i)),
-			ClientURL: "http://" + freeAddr(t),
-			PeerURL:   "http://" + freeAddr(t),
+			ClientURL: scheme + freeAddr(t),
+			PeerURL:   scheme + freeAddr(t),
 		}
 		c.Members = append(c.Members, m)
 		initial = append(initial, m.Name+"="+m.PeerURL)
@@ -125,6 +149,13 @@ func (c *Cluster) start(i int) {
 		"--heartbeat-interval=200",
 		"--election-timeout=2000",
 	}
+	if c.PKI != nil {
+		args = append(args,
+			"--cert-file="+c.certFile, "--key-file="+c.keyFile,
+			"--trusted-ca-file="+c.PKI.CAFile, "--client-cert-auth",
+			"--peer-cert-file="+c.certFile, "--peer-key-file="+c.keyFile,
+			"--peer-trusted-ca-file="+c.PKI.CAFile, "--peer-client-cert-auth")
+	}
 	args = append(args, etcdkv.ServerFlags...)
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
@@ -152,13 +183,26 @@ func (c *Cluster) Endpoints() []string {
 }
 
 // URL is the etcd:// URL of the cluster with the given key prefix, as
-// --meta-db takes it.
+// --meta-db takes it (with the client certificate's files for TLS).
 func (c *Cluster) URL(prefix string) string {
 	var hosts []string
 	for _, m := range c.Members {
-		hosts = append(hosts, strings.TrimPrefix(m.ClientURL, "http://"))
+		_, host, _ := strings.Cut(m.ClientURL, "://")
+		hosts = append(hosts, host)
 	}
-	return "etcd://" + strings.Join(hosts, ",") + "/" + strings.TrimPrefix(prefix, "/")
+	u := "etcd://" + strings.Join(hosts, ",") + "/" + strings.TrimPrefix(prefix, "/")
+	if c.PKI != nil {
+		u += "?ca=" + c.PKI.CAFile + "&cert=" + c.PKI.CertFile + "&key=" + c.PKI.KeyFile
+	}
+	return u
+}
+
+// TLS is the client TLS configuration (nil for plain HTTP).
+func (c *Cluster) TLS() *tls.Config {
+	if c.PKI == nil {
+		return nil
+	}
+	return c.PKI.ClientTLS(c.t)
 }
 
 // WaitReady waits until a majority answers a linearizable read through the
@@ -172,7 +216,7 @@ func (c *Cluster) WaitReady() {
 			live = append(live, m.ClientURL)
 		}
 	}
-	cli, err := clientv3.New(clientv3.Config{Endpoints: live, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: live, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: c.TLS()})
 	if err != nil {
 		c.t.Fatalf("etcdtest: client: %v", err)
 	}
@@ -249,7 +293,7 @@ func (c *Cluster) stopAll() {
 // Leader returns the index of the member that leads now (-1: none found).
 func (c *Cluster) Leader() int {
 	c.t.Helper()
-	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	cli, err := clientv3.New(clientv3.Config{Endpoints: c.Endpoints(), DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: c.TLS()})
 	if err != nil {
 		c.t.Fatalf("etcdtest: client: %v", err)
 	}

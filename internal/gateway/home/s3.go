@@ -1,0 +1,629 @@
+package home
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// s3PartSize is the part size of multipart uploads; objects up to it go in
+// one PUT.
+const s3PartSize = 16 << 20
+
+// S3Store is a home in an S3 bucket under a prefix (s3://). The mapping:
+//
+//   - a file is the object PREFIX/PATH; its Token is the ETag, its Mtime the
+//     object's Last-Modified; there is no Ctime and no mode;
+//   - a directory is the prefix PREFIX/PATH/ with a marker object of that
+//     name (empty); a prefix with objects under it and no marker (written by
+//     another tool) is also a directory; the root always exists;
+//   - Create, Mkdir and WriteFile check that the parent directory exists
+//     and that the name is not taken by the other kind (one HEAD each):
+//     S3 itself would accept both a file "a" and a directory "a/";
+//   - Rename copies every object (server side) then deletes the sources:
+//     not atomic; a failure leaves both names and the retry finishes.
+type S3Store struct {
+	c      *minio.Client
+	tr     *http.Transport
+	bucket string
+	prefix string // "" or ending in "/"
+}
+
+var _ Store = (*S3Store)(nil)
+
+// OpenS3 opens the home s3://BUCKET/PREFIX with u's query: endpoint (the
+// server's URL; http:// is plain HTTP), region, access_key_file (a file
+// holding "ACCESS_KEY SECRET_KEY"), retries (the client's attempts per
+// request, default 3). Without access_key_file the credentials come from
+// AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, MINIO_ROOT_USER/
+// MINIO_ROOT_PASSWORD, or ~/.aws/credentials, in that order.
+func OpenS3(ctx context.Context, u *url.URL) (*S3Store, error) {
+	q := u.Query()
+	bucket := u.Host
+	if bucket == "" {
+		return nil, permanent("open", u.Redacted(), ErrInvalidPath, "no bucket in the URL (s3://BUCKET/prefix)")
+	}
+	ep := q.Get("endpoint")
+	if ep == "" {
+		return nil, permanent("open", u.Redacted(), ErrInvalidPath, "no endpoint= in the URL (e.g. endpoint=http://127.0.0.1:7070)")
+	}
+	epu, err := url.Parse(ep)
+	if err != nil || (epu.Scheme != "http" && epu.Scheme != "https") || epu.Host == "" {
+		return nil, permanent("open", u.Redacted(), ErrInvalidPath, "endpoint %q: want http://HOST:PORT or https://HOST:PORT", ep)
+	}
+	var creds *credentials.Credentials
+	if f := q.Get("access_key_file"); f != "" {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, wrap("open", u.Redacted(), fmt.Errorf("access_key_file: %w", err), false)
+		}
+		fields := strings.Fields(string(b))
+		if len(fields) != 2 {
+			return nil, permanent("open", u.Redacted(), ErrInvalidPath, "access_key_file %s: want two words, ACCESS_KEY SECRET_KEY", f)
+		}
+		creds = credentials.NewStaticV4(fields[0], fields[1], "")
+	} else {
+		creds = credentials.NewChainCredentials([]credentials.Provider{
+			&credentials.EnvAWS{}, &credentials.EnvMinio{}, &credentials.FileAWSCredentials{},
+		})
+	}
+	retries := 3
+	if r := q.Get("retries"); r != "" {
+		if retries, err = strconv.Atoi(r); err != nil || retries < 1 {
+			return nil, permanent("open", u.Redacted(), ErrInvalidPath, "retries=%q: want a number >= 1", r)
+		}
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	c, err := minio.New(epu.Host, &minio.Options{
+		Creds: creds, Secure: epu.Scheme == "https", Region: q.Get("region"),
+		BucketLookup: minio.BucketLookupPath, MaxRetries: retries, Transport: tr,
+	})
+	if err != nil {
+		return nil, permanent("open", u.Redacted(), ErrInvalidPath, "%v", err)
+	}
+	s := &S3Store{c: c, tr: tr, bucket: bucket}
+	if p := strings.Trim(u.Path, "/"); p != "" {
+		if _, err := clean("open", p); err != nil {
+			return nil, err
+		}
+		s.prefix = p + "/"
+	}
+	ok, err := c.BucketExists(ctx, bucket)
+	if err != nil {
+		return nil, s.err("open", "", err)
+	}
+	if !ok {
+		return nil, permanent("open", u.Redacted(), ErrNotFound, "no bucket %q at %s", bucket, ep)
+	}
+	return s, nil
+}
+
+// err classifies an S3 error: 404 and the S3 codes for a missing object or
+// bucket are ErrNotFound, 403 ErrPermission, other 4xx permanent; 5xx, 429
+// and errors without a response (the network) are retryable.
+func (s *S3Store) err(op, p string, err error) error {
+	if err == nil {
+		return nil
+	}
+	r := minio.ToErrorResponse(err)
+	switch {
+	case r.Code == "NoSuchKey" || r.Code == "NoSuchBucket" || r.StatusCode == http.StatusNotFound:
+		return &Error{Op: op, Path: p, Err: fmt.Errorf("%v: %w", err, ErrNotFound)}
+	case r.StatusCode == http.StatusForbidden || r.StatusCode == http.StatusUnauthorized:
+		return &Error{Op: op, Path: p, Err: fmt.Errorf("%v: %w", err, ErrPermission)}
+	case r.StatusCode == http.StatusPreconditionFailed:
+		return &Error{Op: op, Path: p, Err: fmt.Errorf("%v: %w", err, ErrExist)}
+	case r.StatusCode == http.StatusTooManyRequests || r.StatusCode >= 500:
+		return &Error{Op: op, Path: p, Err: fmt.Errorf("%v: %w", err, ErrUnavailable), Retry: true}
+	case r.StatusCode >= 400:
+		return &Error{Op: op, Path: p, Err: err}
+	case r.StatusCode == 0 && r.Code != "":
+		// minio-go's own checks of its arguments (a bucket name too short)
+		return &Error{Op: op, Path: p, Err: fmt.Errorf("%v: %w", err, ErrInvalidPath)}
+	}
+	return wrap(op, p, err, true)
+}
+
+func (s *S3Store) key(p string) string { return s.prefix + p }
+
+func (s *S3Store) dirKey(p string) string {
+	if p == "" {
+		return s.prefix
+	}
+	return s.prefix + p + "/"
+}
+
+func objAttr(name string, o minio.ObjectInfo) Attr {
+	return Attr{Name: name, Kind: KindFile, Size: o.Size, Mtime: o.LastModified, Token: strings.Trim(o.ETag, `"`)}
+}
+
+// kind reports what p is: KindFile, KindDir (a marker or objects under
+// it) or 0 when nothing is there. For a file it returns its info.
+func (s *S3Store) kind(ctx context.Context, op, p string) (Kind, minio.ObjectInfo, error) {
+	if p == "" {
+		return KindDir, minio.ObjectInfo{}, nil
+	}
+	o, err := s.c.StatObject(ctx, s.bucket, s.key(p), minio.StatObjectOptions{})
+	if err == nil {
+		return KindFile, o, nil
+	}
+	if e := s.err(op, p, err); !errors.Is(e, ErrNotFound) {
+		return 0, o, e
+	}
+	m, err := s.c.StatObject(ctx, s.bucket, s.dirKey(p), minio.StatObjectOptions{})
+	if err == nil {
+		return KindDir, m, nil
+	}
+	if e := s.err(op, p, err); !errors.Is(e, ErrNotFound) {
+		return 0, o, e
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for o := range s.c.ListObjects(lctx, s.bucket, minio.ListObjectsOptions{Prefix: s.dirKey(p), MaxKeys: 1}) {
+		if o.Err != nil {
+			return 0, o, s.err(op, p, o.Err)
+		}
+		return KindDir, minio.ObjectInfo{}, nil
+	}
+	return 0, o, nil
+}
+
+// Stat returns path's attributes.
+func (s *S3Store) Stat(ctx context.Context, path string) (Attr, error) {
+	p, err := clean("stat", path)
+	if err != nil {
+		return Attr{}, err
+	}
+	k, o, err := s.kind(ctx, "stat", p)
+	if err != nil {
+		return Attr{}, err
+	}
+	_, name := split(p)
+	switch k {
+	case KindFile:
+		return objAttr(name, o), nil
+	case KindDir:
+		// A directory's token is its marker's ETag: S3 has nothing that
+		// changes with its entries, so revalidation lists it.
+		return Attr{Name: name, Kind: KindDir, Mtime: o.LastModified, Token: strings.Trim(o.ETag, `"`)}, nil
+	}
+	return Attr{}, permanent("stat", p, ErrNotFound, "")
+}
+
+// ReadDir lists the objects and prefixes directly under path.
+func (s *S3Store) ReadDir(ctx context.Context, path string) ([]Attr, error) {
+	p, err := clean("readdir", path)
+	if err != nil {
+		return nil, err
+	}
+	k, _, err := s.kind(ctx, "readdir", p)
+	if err != nil {
+		return nil, err
+	}
+	switch k {
+	case 0:
+		return nil, permanent("readdir", p, ErrNotFound, "")
+	case KindFile:
+		return nil, permanent("readdir", p, ErrNotDir, "")
+	}
+	dk := s.dirKey(p)
+	var out []Attr
+	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: dk}) {
+		if o.Err != nil {
+			return nil, s.err("readdir", p, o.Err)
+		}
+		name := strings.TrimPrefix(o.Key, dk)
+		switch {
+		case name == "":
+			continue // the directory's own marker
+		case strings.HasSuffix(name, "/"):
+			out = append(out, Attr{Name: strings.TrimSuffix(name, "/"), Kind: KindDir})
+		default:
+			out = append(out, objAttr(name, o))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// ReadAt is a ranged GET.
+func (s *S3Store) ReadAt(ctx context.Context, path string, b []byte, off int64) (int, error) {
+	p, err := clean("read", path)
+	if err != nil {
+		return 0, err
+	}
+	if p == "" {
+		return 0, permanent("read", p, ErrIsDir, "")
+	}
+	if off < 0 {
+		return 0, permanent("read", p, ErrInvalidPath, "negative offset %d", off)
+	}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	var opts minio.GetObjectOptions
+	if err := opts.SetRange(off, off+int64(len(b))-1); err != nil {
+		return 0, permanent("read", p, ErrInvalidPath, "%v", err)
+	}
+	obj, err := s.c.GetObject(ctx, s.bucket, s.key(p), opts)
+	if err != nil {
+		return 0, s.readErr(ctx, p, err)
+	}
+	defer obj.Close()
+	n, err := io.ReadFull(obj, b)
+	switch {
+	case err == nil:
+		return n, nil
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return n, io.EOF
+	}
+	return n, s.readErr(ctx, p, err)
+}
+
+// readErr turns a GET's error into the contract's: past the end is io.EOF,
+// a missing object that is a directory ErrIsDir.
+func (s *S3Store) readErr(ctx context.Context, p string, err error) error {
+	if minio.ToErrorResponse(err).Code == "InvalidRange" || minio.ToErrorResponse(err).StatusCode == http.StatusRequestedRangeNotSatisfiable {
+		return io.EOF
+	}
+	e := s.err("read", p, err)
+	if errors.Is(e, ErrNotFound) {
+		if k, _, kerr := s.kind(ctx, "read", p); kerr == nil && k == KindDir {
+			return permanent("read", p, ErrIsDir, "")
+		}
+	}
+	return e
+}
+
+// checkParent makes sure p's parent is a directory and p is not one.
+func (s *S3Store) checkParent(ctx context.Context, op, p string) error {
+	dir, _ := split(p)
+	k, _, err := s.kind(ctx, op, dir)
+	if err != nil {
+		return err
+	}
+	switch k {
+	case 0:
+		return permanent(op, p, ErrNotFound, "no directory %q", dir)
+	case KindFile:
+		return permanent(op, p, ErrNotDir, "%q is a file", dir)
+	}
+	return nil
+}
+
+func (s *S3Store) put(ctx context.Context, op, p string, r io.Reader, size int64) (minio.UploadInfo, error) {
+	info, err := s.c.PutObject(ctx, s.bucket, s.key(p), r, size, minio.PutObjectOptions{
+		PartSize: s3PartSize, ContentType: "application/octet-stream",
+	})
+	return info, s.err(op, p, err)
+}
+
+// WriteFile PUTs the object (multipart past s3PartSize): atomic.
+func (s *S3Store) WriteFile(ctx context.Context, path string, r io.Reader, size int64, mode uint32) (Attr, error) {
+	p, err := clean("write", path)
+	if err != nil {
+		return Attr{}, err
+	}
+	if p == "" {
+		return Attr{}, permanent("write", p, ErrIsDir, "")
+	}
+	if err := s.checkParent(ctx, "write", p); err != nil {
+		return Attr{}, err
+	}
+	if k, _, err := s.kind(ctx, "write", p); err != nil {
+		return Attr{}, err
+	} else if k == KindDir {
+		return Attr{}, permanent("write", p, ErrIsDir, "")
+	}
+	if _, err := s.put(ctx, "write", p, r, size); err != nil {
+		return Attr{}, err
+	}
+	return s.Stat(ctx, p)
+}
+
+// rewrite reads a whole object, lets change edit it, and PUTs it back.
+func (s *S3Store) rewrite(ctx context.Context, op, p string, change func([]byte) []byte) error {
+	if p == "" {
+		return permanent(op, p, ErrIsDir, "")
+	}
+	k, o, err := s.kind(ctx, op, p)
+	if err != nil {
+		return err
+	}
+	switch k {
+	case 0:
+		return permanent(op, p, ErrNotFound, "")
+	case KindDir:
+		return permanent(op, p, ErrIsDir, "")
+	}
+	obj, err := s.c.GetObject(ctx, s.bucket, s.key(p), minio.GetObjectOptions{})
+	if err != nil {
+		return s.err(op, p, err)
+	}
+	defer obj.Close()
+	data := make([]byte, 0, o.Size)
+	buf := bytes.NewBuffer(data)
+	if _, err := io.Copy(buf, obj); err != nil {
+		return s.err(op, p, err)
+	}
+	out := change(buf.Bytes())
+	_, err = s.put(ctx, op, p, bytes.NewReader(out), int64(len(out)))
+	return err
+}
+
+// WriteAt rewrites the object with p at off.
+func (s *S3Store) WriteAt(ctx context.Context, path string, b []byte, off int64) error {
+	p, err := clean("write", path)
+	if err != nil {
+		return err
+	}
+	if off < 0 {
+		return permanent("write", p, ErrInvalidPath, "negative offset %d", off)
+	}
+	return s.rewrite(ctx, "write", p, func(d []byte) []byte {
+		if end := off + int64(len(b)); end > int64(len(d)) {
+			d = append(d, make([]byte, end-int64(len(d)))...)
+		}
+		copy(d[off:], b)
+		return d
+	})
+}
+
+// Truncate rewrites the object at the new size.
+func (s *S3Store) Truncate(ctx context.Context, path string, size int64) error {
+	p, err := clean("truncate", path)
+	if err != nil {
+		return err
+	}
+	if size < 0 {
+		return permanent("truncate", p, ErrInvalidPath, "negative size %d", size)
+	}
+	return s.rewrite(ctx, "truncate", p, func(d []byte) []byte {
+		if size <= int64(len(d)) {
+			return d[:size]
+		}
+		return append(d, make([]byte, size-int64(len(d)))...)
+	})
+}
+
+// create makes an empty object (a file, or a directory's marker) after
+// checking that neither kind is there.
+func (s *S3Store) create(ctx context.Context, op, p, key string) error {
+	if p == "" {
+		return permanent(op, p, ErrExist, "")
+	}
+	if err := s.checkParent(ctx, op, p); err != nil {
+		return err
+	}
+	k, _, err := s.kind(ctx, op, p)
+	if err != nil {
+		return err
+	}
+	if k != 0 {
+		return permanent(op, p, ErrExist, "")
+	}
+	_, err = s.c.PutObject(ctx, s.bucket, key, bytes.NewReader(nil), 0, minio.PutObjectOptions{})
+	return s.err(op, p, err)
+}
+
+// Create makes an empty object.
+func (s *S3Store) Create(ctx context.Context, path string, mode uint32) error {
+	p, err := clean("create", path)
+	if err != nil {
+		return err
+	}
+	return s.create(ctx, "create", p, s.key(p))
+}
+
+// Mkdir makes the directory's marker object.
+func (s *S3Store) Mkdir(ctx context.Context, path string, mode uint32) error {
+	p, err := clean("mkdir", path)
+	if err != nil {
+		return err
+	}
+	return s.create(ctx, "mkdir", p, s.dirKey(p))
+}
+
+// Remove deletes a file's object.
+func (s *S3Store) Remove(ctx context.Context, path string) error {
+	p, err := clean("remove", path)
+	if err != nil {
+		return err
+	}
+	k, _, err := s.kind(ctx, "remove", p)
+	if err != nil {
+		return err
+	}
+	switch k {
+	case 0:
+		return permanent("remove", p, ErrNotFound, "")
+	case KindDir:
+		return permanent("remove", p, ErrIsDir, "")
+	}
+	return s.err("remove", p, s.c.RemoveObject(ctx, s.bucket, s.key(p), minio.RemoveObjectOptions{}))
+}
+
+// Rmdir deletes an empty directory's marker.
+func (s *S3Store) Rmdir(ctx context.Context, path string) error {
+	p, err := clean("rmdir", path)
+	if err != nil {
+		return err
+	}
+	if p == "" {
+		return permanent("rmdir", p, ErrInvalidPath, "the home's root")
+	}
+	k, _, err := s.kind(ctx, "rmdir", p)
+	if err != nil {
+		return err
+	}
+	switch k {
+	case 0:
+		return permanent("rmdir", p, ErrNotFound, "")
+	case KindFile:
+		return permanent("rmdir", p, ErrNotDir, "")
+	}
+	if empty, err := s.emptyDir(ctx, "rmdir", p); err != nil {
+		return err
+	} else if !empty {
+		return permanent("rmdir", p, ErrNotEmpty, "")
+	}
+	return s.err("rmdir", p, s.c.RemoveObject(ctx, s.bucket, s.dirKey(p), minio.RemoveObjectOptions{}))
+}
+
+// emptyDir reports whether nothing but the marker is under p.
+func (s *S3Store) emptyDir(ctx context.Context, op, p string) (bool, error) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	dk := s.dirKey(p)
+	for o := range s.c.ListObjects(lctx, s.bucket, minio.ListObjectsOptions{Prefix: dk, Recursive: true, MaxKeys: 2}) {
+		if o.Err != nil {
+			return false, s.err(op, p, o.Err)
+		}
+		if o.Key != dk {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// Rename copies then deletes: a file's object, or every object under a
+// directory's prefix (marker last, so that an interrupted rename leaves the
+// source directory whole-looking until its last object went).
+func (s *S3Store) Rename(ctx context.Context, from, to string) error {
+	f, err := clean("rename", from)
+	if err != nil {
+		return err
+	}
+	t, err := clean("rename", to)
+	if err != nil {
+		return err
+	}
+	if f == "" || t == "" {
+		return permanent("rename", from, ErrInvalidPath, "the home's root")
+	}
+	if f == t {
+		return nil
+	}
+	if strings.HasPrefix(t+"/", f+"/") {
+		return permanent("rename", from, ErrInvalidPath, "into itself (%q)", to)
+	}
+	fk, _, err := s.kind(ctx, "rename", f)
+	if err != nil {
+		return err
+	}
+	if fk == 0 {
+		return permanent("rename", f, ErrNotFound, "")
+	}
+	if err := s.checkParent(ctx, "rename", t); err != nil {
+		return err
+	}
+	tk, _, err := s.kind(ctx, "rename", t)
+	if err != nil {
+		return err
+	}
+	switch {
+	case fk == KindFile && tk == KindDir:
+		return permanent("rename", t, ErrIsDir, "")
+	case fk == KindDir && tk == KindFile:
+		return permanent("rename", t, ErrNotDir, "")
+	case fk == KindDir && tk == KindDir:
+		if empty, err := s.emptyDir(ctx, "rename", t); err != nil {
+			return err
+		} else if !empty {
+			if partial, err := s.partialCopy(ctx, f, t); err != nil {
+				return err
+			} else if !partial {
+				return permanent("rename", t, ErrNotEmpty, "")
+			}
+		}
+	}
+	if fk == KindFile {
+		if err := s.copy(ctx, f, s.key(f), s.key(t)); err != nil {
+			return err
+		}
+		return s.err("rename", f, s.c.RemoveObject(ctx, s.bucket, s.key(f), minio.RemoveObjectOptions{}))
+	}
+	fd, td := s.dirKey(f), s.dirKey(t)
+	var keys []string
+	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: fd, Recursive: true}) {
+		if o.Err != nil {
+			return s.err("rename", f, o.Err)
+		}
+		if o.Key != fd {
+			keys = append(keys, o.Key)
+		}
+	}
+	keys = append(keys, fd) // the marker last (it may be absent: a prefix without one)
+	for _, k := range keys {
+		dst := td + strings.TrimPrefix(k, fd)
+		if strings.HasSuffix(k, "/") {
+			// A marker is made anew rather than copied (some stores keep
+			// markers as directories and refuse to copy them); the
+			// target gets one even where the source had none.
+			if _, err := s.c.PutObject(ctx, s.bucket, dst, bytes.NewReader(nil), 0, minio.PutObjectOptions{}); err != nil {
+				return s.err("rename", t, err)
+			}
+			continue
+		}
+		if err := s.copy(ctx, f, k, dst); err != nil {
+			return err
+		}
+	}
+	for _, k := range keys {
+		if err := s.c.RemoveObject(ctx, s.bucket, k, minio.RemoveObjectOptions{}); err != nil {
+			return s.err("rename", f, err)
+		}
+	}
+	return nil
+}
+
+// partialCopy reports whether everything under directory t is a copy of
+// an object under f of the same relative name and size: what a rename of
+// f to t cut short leaves, which its retry may overwrite.
+func (s *S3Store) partialCopy(ctx context.Context, f, t string) (bool, error) {
+	fd, td := s.dirKey(f), s.dirKey(t)
+	src := map[string]int64{}
+	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: fd, Recursive: true}) {
+		if o.Err != nil {
+			return false, s.err("rename", f, o.Err)
+		}
+		src[strings.TrimPrefix(o.Key, fd)] = o.Size
+	}
+	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: td, Recursive: true}) {
+		if o.Err != nil {
+			return false, s.err("rename", t, o.Err)
+		}
+		rel := strings.TrimPrefix(o.Key, td)
+		if rel == "" || strings.HasSuffix(rel, "/") {
+			continue // markers: made anew by the rename
+		}
+		if size, ok := src[rel]; !ok || size != o.Size {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+func (s *S3Store) copy(ctx context.Context, p, src, dst string) error {
+	_, err := s.c.CopyObject(ctx,
+		minio.CopyDestOptions{Bucket: s.bucket, Object: dst},
+		minio.CopySrcOptions{Bucket: s.bucket, Object: src})
+	return s.err("rename", p, err)
+}
+
+// Close releases idle connections.
+func (s *S3Store) Close() error {
+	s.tr.CloseIdleConnections()
+	return nil
+}
