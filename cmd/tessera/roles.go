@@ -90,7 +90,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	id := fs.String("id", "", "stable server id (default: derived from the listen address)")
 	host := fs.String("host", "", "failure domain: host (default: this host name)")
 	rack := fs.String("rack", "", "failure domain: rack")
-	siteF := addSiteFlag(fs, "failure domain: site (replicas per site: see docs/replication.md)")
+	siteF := addSiteFlag(fs, "failure domain: site (replicas per site: docs/replication.md)")
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "re-register with the meta service this often")
 	sf := addScrubFlags(fs)
 	lf := addLimitFlags(fs)

@@ -278,8 +278,20 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Meta returns the metadata service the client uses.
-func (c *Client) Meta() meta.API { return c.api }
+// Meta returns the metadata service the client uses, for the FUSE layer's
+// namespace calls: under a mount policy that allows it (session, nfs,
+// relaxed), its read-only calls may be served by serializable reads
+// (nearbyMeta, sites.go).
+func (c *Client) Meta() meta.API {
+	switch {
+	case !c.PolicyFor("").Knobs().SerializableFor(0):
+		return c.api
+	case c.attrs != nil:
+		return nearbyTierMeta{nearbyMeta{c.api}, c.attrs}
+	default:
+		return nearbyMeta{c.api}
+	}
+}
 
 // RefreshServers reloads the block-server map.
 func (c *Client) RefreshServers(ctx context.Context) error { return c.router.refresh(ctx) }

@@ -8,6 +8,12 @@
 // the block servers placement allows for its hash (R of its R+1 candidates:
 // those that hold it already, so that identical content is stored once, then
 // the least loaded by this client), while the application keeps writing.
+// A file with a per-site replication spec (Attr.Sites, "a:1,b:1,c:1") is
+// uploaded to every named site at once, each site's copies on its own
+// servers; an upload is done once a majority of the sites hold a majority
+// of their copies (for a number: a majority of the copies), and fails at
+// once when that is out of reach; the other copies go on in the background
+// and fsync waits for them (router.go, docs/replication.md).
 // Commit (on fsync, flush/close and truncate, and in the background for data
 // left uncommitted longer than Config.MaxUncommitted) waits for the uploads
 // and sends the meta service one commit naming, for every changed block, the
@@ -45,7 +51,12 @@
 // Read path. A read is served from the file's own dirty buffers, then by
 // block hash from the memory cache, the local disk cache and the block
 // servers (copies on this host first, then the block's R+1 placement
-// candidates, then the others). Every block fetched from outside the process
+// candidates, then the others; a client with Config.Site asks its own
+// site's servers first, then the other sites nearest first by measured
+// answer time: sites.go). The meta reads of a read under a policy that
+// allows it (session, nfs, relaxed; not O_RSYNC) are marked
+// meta.AllowSerializable, and so are the FUSE layer's namespace reads
+// (Client.Meta) under such a mount policy. Every block fetched from outside the process
 // is verified against its hash; a corrupt copy is an error (EIO to the
 // application) and a log line naming the block and the server, never wrong
 // bytes. A block with a copy on this host (a co-located server's file, the

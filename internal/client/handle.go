@@ -372,6 +372,7 @@ type fetchJob struct {
 func (h *Handle) Read(ctx context.Context, off int64, dest []byte) (int, error) {
 	h.f.c.active.touch(time.Now())
 	p, hf, op := h.policy(), handleFile{h}, h.op(off, int64(len(dest)))
+	ctx = readContext(ctx, p, op.Flags)
 	if k := p.Knobs(); k.Commit == policy.CommitEachWrite || k.Reads == policy.ReadSynchronized || op.Flags&syscall.O_RSYNC == syscall.O_RSYNC {
 		h.f.visible.RLock()
 		defer h.f.visible.RUnlock()

@@ -2,6 +2,7 @@ package client
 
 import (
 	"cmp"
+	"context"
 	"slices"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"tessera/internal/block"
 	"tessera/internal/meta"
 	"tessera/internal/placement"
+	"tessera/internal/policy"
 )
 
 // specOf returns the replication spec of a file: its per-site spec, else
@@ -122,4 +124,58 @@ func (l *lane) measured(d time.Duration) {
 			return
 		}
 	}
+}
+
+// readContext marks ctx so that the read-only meta calls of a read (recipe
+// windows, revalidations) may be served by a serializable read of the meta
+// service's nearest store replica, when the file's policy allows it and
+// the handle does not read synchronized (policy.Knobs.SerializableFor:
+// session, nfs and relaxed yes; posix and O_RSYNC no).
+func readContext(ctx context.Context, p policy.Policy, flags int) context.Context {
+	if p.Knobs().SerializableFor(flags) {
+		return meta.AllowSerializable(ctx)
+	}
+	return ctx
+}
+
+// nearbyMeta is the meta API the FUSE layer gets (Client.Meta) when the
+// mount's default policy allows serializable meta reads: its read-only
+// namespace calls (lookups, stats, directory listings, xattrs) carry the
+// mark. A file with a stricter policy of its own is still read linearizable
+// through its handles (readContext).
+type nearbyMeta struct{ meta.API }
+
+func (m nearbyMeta) Lookup(ctx context.Context, parent meta.Ino, name string) (meta.Inode, error) {
+	return m.API.Lookup(meta.AllowSerializable(ctx), parent, name)
+}
+
+func (m nearbyMeta) GetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
+	return m.API.GetAttr(meta.AllowSerializable(ctx), ino)
+}
+
+func (m nearbyMeta) ReadDir(ctx context.Context, dir meta.Ino, after string, limit int, plus bool) ([]meta.DirEntry, bool, error) {
+	return m.API.ReadDir(meta.AllowSerializable(ctx), dir, after, limit, plus)
+}
+
+func (m nearbyMeta) GetXattr(ctx context.Context, ino meta.Ino, name string) ([]byte, error) {
+	return m.API.GetXattr(meta.AllowSerializable(ctx), ino, name)
+}
+
+func (m nearbyMeta) ListXattr(ctx context.Context, ino meta.Ino) ([]string, error) {
+	return m.API.ListXattr(meta.AllowSerializable(ctx), ino)
+}
+
+// nearbyTierMeta is nearbyMeta over a client with a cache tier: the FUSE
+// layer's cached stats (CachedLookup, CachedGetAttr) carry the mark too.
+type nearbyTierMeta struct {
+	nearbyMeta
+	t *tierAPI
+}
+
+func (m nearbyTierMeta) CachedLookup(ctx context.Context, parent meta.Ino, name string) (meta.Inode, error) {
+	return m.t.CachedLookup(meta.AllowSerializable(ctx), parent, name)
+}
+
+func (m nearbyTierMeta) CachedGetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
+	return m.t.CachedGetAttr(meta.AllowSerializable(ctx), ino)
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"tessera/internal/block"
 	blockclient "tessera/internal/block/client"
@@ -22,6 +23,7 @@ import (
 	"tessera/internal/meta"
 	"tessera/internal/mover"
 	"tessera/internal/placement"
+	"tessera/internal/wan"
 )
 
 // siteServer is a real block server (disk store, HTTP on loopback) that
@@ -215,7 +217,9 @@ func TestSiteMajorityCommit(t *testing.T) {
 			t.Fatalf("block %d: copies by site %v, want b:1 c:1", i, n)
 		}
 	}
-	// Site a is back; the mover restores its copies.
+	// Site a is back (after the writer's copies to it all failed: Close
+	// waits for them); the mover restores its copies.
+	c.Close(e.ctx)
 	e.site("a", func(s *siteServer) { s.start(t) })
 	mv := mover.New(mover.Config{Meta: e.svc, Rate: -1, Logger: slog.New(slog.DiscardHandler),
 		Dial: func(s meta.Server) (mover.BlockServer, error) {
@@ -342,5 +346,123 @@ func TestReadsStayInSite(t *testing.T) {
 	}
 	if inC < 16 {
 		t.Fatalf("site c's servers served %d reads, want at least the 16 blocks", inC)
+	}
+}
+
+// wanSites is sitesEnv's servers behind an emulated WAN (internal/wan): a
+// client of site i reaches a server of site j through the Link of their
+// pair, a server of its own site directly.
+type wanSites struct {
+	*sitesEnv
+	mesh  *wan.Mesh
+	addrs map[string][]string // server id -> the address each site dials
+}
+
+var siteIndex = map[string]int{"a": 0, "b": 1, "c": 2}
+
+func newWANSites(t *testing.T, rtt time.Duration) *wanSites {
+	t.Helper()
+	e := newSitesEnv(t)
+	mesh, err := wan.NewMesh(wan.MeshOptions{RTT: [][]time.Duration{{0, rtt, rtt}, {rtt, 0, 2 * rtt}, {rtt, 2 * rtt, 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mesh.Close() })
+	w := &wanSites{sitesEnv: e, mesh: mesh, addrs: map[string][]string{}}
+	for id, s := range e.servers {
+		if w.addrs[id], err = mesh.Expose(siteIndex[s.site], s.addr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return w
+}
+
+// client returns a client at site whose block traffic crosses the WAN.
+func (w *wanSites) client(site string) *Client {
+	w.t.Helper()
+	i := siteIndex[site]
+	dial := func(s meta.Server) (block.Store, error) {
+		return siteCountingStore{blockclient.New(w.addrs[s.ID][i], blockclient.Options{Tries: 2}), w.servers[s.ID]}, nil
+	}
+	c, err := New(w.ctx, Config{Meta: w.svc, Dial: dial, Site: site, Logger: slog.New(slog.DiscardHandler), MemCacheBytes: 64 << 10})
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+// wanBytes is what crossed the links out of site from into the other
+// sites, both ways.
+func (w *wanSites) wanBytes(from string) int64 {
+	var n int64
+	for _, to := range []string{"a", "b", "c"} {
+		if to == from {
+			continue
+		}
+		for _, l := range w.mesh.Links(siteIndex[from], siteIndex[to]) {
+			n += l.BytesUp() + l.BytesDown()
+		}
+	}
+	return n
+}
+
+// TestSitesOverWAN: three sites behind an emulated WAN; site c is cut off
+// silently (its links hold every byte: a blackhole) while site a writes a
+// file replicated a:1,b:1,c:1. The write and its commit complete on sites
+// a and b without an answer from c. After the heal the mover gives site c
+// its copies, and a client at site c reads the file with no byte crossing a
+// WAN link.
+func TestSitesOverWAN(t *testing.T) {
+	w := newWANSites(t, 20*time.Millisecond)
+	in := w.file("f", "a:1,b:1,c:1")
+	data := make([]byte, 8*64<<10)
+	rand.New(rand.NewSource(17)).Read(data)
+	writer := w.client("a")
+	if err := w.mesh.Partition(siteIndex["c"], wan.Blackhole); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeClose(w.ctx, writer, in, data); err != nil {
+		t.Fatalf("write with site c cut off: %v", err)
+	}
+	hashes := w.blocks(in.Ino)
+	for i, h := range hashes {
+		if n := w.copiesBySite(h); n["a"] != 1 || n["b"] != 1 || n["c"] != 0 {
+			t.Fatalf("block %d committed with copies %v, want a:1 b:1 and none in the cut-off c", i, n)
+		}
+	}
+	if err := w.mesh.Heal(siteIndex["c"]); err != nil {
+		t.Fatal(err)
+	}
+	// The writer's copies to c end (delivered late, or timed out);
+	// whatever they left, the mover completes.
+	writer.Close(w.ctx)
+	mv := mover.New(mover.Config{Meta: w.svc, Rate: -1, Logger: slog.New(slog.DiscardHandler),
+		Dial: func(s meta.Server) (mover.BlockServer, error) {
+			return blockclient.New(w.addrs[s.ID][siteIndex["a"]], blockclient.Options{}), nil
+		}})
+	if p, err := mv.Round(w.ctx); err != nil || p.UnderReplicated != 0 && p.BytesMoved == 0 {
+		t.Fatalf("mover round: %+v, %v", p, err)
+	}
+	for i, h := range hashes {
+		if n := w.copiesBySite(h); n["a"] != 1 || n["b"] != 1 || n["c"] != 1 {
+			t.Fatalf("after the heal and the mover, block %d: copies %v, want one per site", i, n)
+		}
+	}
+
+	before := w.wanBytes("c")
+	reader := w.client("c")
+	in, _ = w.svc.GetAttr(w.ctx, in.Ino)
+	rh, _, err := reader.Open(w.ctx, in, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rh.Release(w.ctx)
+	got := make([]byte, len(data))
+	if n, err := rh.Read(w.ctx, 0, got); err != nil || n != len(data) || !bytes.Equal(got, data) {
+		t.Fatalf("read at site c: %d bytes, %v", n, err)
+	}
+	if crossed := w.wanBytes("c") - before; crossed != 0 {
+		t.Fatalf("a read at site c of data replicated there sent %d bytes over the WAN", crossed)
 	}
 }

@@ -123,7 +123,7 @@ func TestTargetsSpreadQueuedBlocks(t *testing.T) {
 	n := map[string]int{}
 	var claimed []rankedStore
 	for _, h := range testHashes(256) {
-		first := c.router.targets(h, placement.Copies(1), nil)[0].first
+		first, _ := c.router.targets(h, placement.Group{Any: true, K: 1}, nil)
 		cands := candidatesOf(c, h, 1)
 		if len(first) != 1 || !slices.Contains(cands, first[0].id) {
 			t.Fatalf("target %v not among the candidates %v", first, cands)
@@ -159,7 +159,7 @@ func TestTargetsEvenUnderTransferNoise(t *testing.T) {
 		for l, k := range offset {
 			l.busy.Store(k)
 		}
-		first := c.router.targets(h, placement.Copies(1), nil)[0].first
+		first, _ := c.router.targets(h, placement.Group{Any: true, K: 1}, nil)
 		n[first[0].id]++
 	}
 	for id, k := range n {

@@ -192,7 +192,7 @@ func (s *Service) update(ctx context.Context, fn func(t txn) error) error {
 
 // view runs fn in a read-only transaction.
 func (s *Service) view(ctx context.Context, fn func(t txn) error) error {
-	return classify(s.store.View(ctx, func(tx kv.Txn) error { return fn(txn{tx}) }))
+	return classify(s.store.View(readContext(ctx), func(tx kv.Txn) error { return fn(txn{tx}) }))
 }
 
 // classify makes sure every error carries an errno: store failures (closed,

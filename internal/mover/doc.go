@@ -14,10 +14,15 @@
 // data whose writers spread it over the options (blocks written before
 // writers chose, all on the first R ranks, move only on later changes).
 //
-// A round lists the live blocks (meta WalkBlocks) with each block's R (the
-// largest Attr.Replicas of the inodes referring to it, 0 meaning the map's
-// Replicas), lists what every up or draining server holds (block.Lister),
-// and plans (Plan, a pure function) for each block the copies to placement
+// A round lists the live blocks (meta WalkBlocks) with each block's
+// replication spec (the specs of the inodes referring to it merged by
+// placement.Merge: the largest number, the most copies per site; an inode
+// naming none has the map's Replicas); a per-site spec is planned site by
+// site over each site's own candidates (PlanSpecs), and a block short of
+// copies in a site is counted for that site in the progress report
+// (MoverProgress.UnderBySite). The round lists what every up or draining
+// server holds (block.Lister), and plans (Plan, a pure function) for each
+// block the copies to placement
 // members that lack it and the removals of copies outside the placement
 // (copies outside the candidates, or extra copies within them).
 // Copies read the block from any live holder (verified against its hash by

@@ -25,6 +25,17 @@
 // options are equally likely and a map change moves about as much as plain
 // rendezvous hashing does.
 //
+// Specs. A replication spec (Spec, ParseSpec: "3" or "a:1,b:1,c:1") is
+// placed group by group (Spec.Groups): a number is one group over every
+// server; a per-site spec is a group per named site, holding its K copies
+// among that site's servers. InGroup filters the global ranking to a
+// group, which is rendezvous hashing within the site (a site's placement
+// does not depend on the servers of other sites), and Candidates, Options
+// and Choose then apply within the group. A group counts as holding a
+// block once a majority of its K copies do (Group.Need); writers answer
+// once a majority of the groups count. Merge combines the specs of the
+// files sharing a block (the most copies per site).
+//
 // The weight function (score) is part of Tessera's persistent format:
 // changing it relocates every block. Per-server capacity weights are not
 // handled here yet.

@@ -31,6 +31,9 @@
 //     opened O_RSYNC (rNFS §2.2 synchronized reads). On Linux O_RSYNC ==
 //     O_SYNC, so every O_SYNC handle reads synchronized;
 //   - PreWrite refuses a write to a committed WriteOnce file (ErrImmutable);
+//   - Knobs.NearbyMeta (session, nfs, relaxed) lets the client mark the
+//     read-only meta calls of a read as servable by a serializable read
+//     (SerializableFor: never for O_RSYNC or synchronized reads);
 //   - PostWrite commits under CommitEachWrite, on an O_SYNC or O_DSYNC
 //     handle (rNFS synchronized writes), and under CommitPeriodic once
 //     CommitWrites writes are dirty.

@@ -75,6 +75,13 @@ type Knobs struct {
 	Reads       ReadMode
 	Durability  Durability
 	WriteOnce   bool // immutable: content, once committed, cannot change
+	// NearbyMeta lets the meta service answer this policy's read-only
+	// calls with a serializable read of its nearest store replica (its
+	// own site's etcd member), which may lag the latest commit by the
+	// replication delay (issue 13). Only for timed caches, which accept
+	// that much staleness already; never for a synchronized read
+	// (SerializableFor).
+	NearbyMeta bool
 }
 
 // ErrBadKnobs classifies inconsistent Knobs.
@@ -94,6 +101,8 @@ func (k Knobs) Validate() error {
 		return fmt.Errorf("%w: timed cache needs a positive TTL", ErrBadKnobs)
 	case k.Cache == CacheForever && !k.WriteOnce:
 		return fmt.Errorf("%w: a cache without expiry or callbacks is only safe for write-once files", ErrBadKnobs)
+	case k.NearbyMeta && (k.Cache != CacheTimed || k.Reads == ReadSynchronized):
+		return fmt.Errorf("%w: serializable (nearby) meta reads need a timed cache and local reads, not %s", ErrBadKnobs, k)
 	}
 	return nil
 }
@@ -107,6 +116,14 @@ func (k Knobs) DurabilityFor(flags int, fsync bool) Durability {
 		return DurableAll
 	}
 	return k.Durability
+}
+
+// SerializableFor reports whether a read-only meta call made for a handle
+// opened with flags may be served by a serializable read: the policy
+// allows it (NearbyMeta) and the handle does not read synchronized
+// (O_RSYNC). Everything else reads linearizable, the default.
+func (k Knobs) SerializableFor(flags int) bool {
+	return k.NearbyMeta && k.Reads != ReadSynchronized && !syncReads(flags)
 }
 
 // syncWrites reports whether a handle's writes are synchronized (O_SYNC
@@ -205,6 +222,9 @@ func (k Knobs) String() string {
 	b.WriteString(" durability=" + k.Durability.String())
 	if k.WriteOnce {
 		b.WriteString(" write-once")
+	}
+	if k.NearbyMeta {
+		b.WriteString(" meta=nearby")
 	}
 	return b.String()
 }

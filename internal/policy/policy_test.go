@@ -100,9 +100,9 @@ func TestPresetKnobs(t *testing.T) {
 		{"posix", "commit=each-write conflict=retry cache=coherent reads=local durability=majority"},
 		{"seq-nocache", "commit=each-write conflict=retry cache=none reads=synchronized durability=majority"},
 		{"forced", "commit=each-write conflict=force cache=coherent reads=local durability=majority"},
-		{"relaxed", "commit=on-sync conflict=force cache=timed(1m0s) reads=local durability=majority"},
-		{"session", "commit=on-sync conflict=retry cache=timed(1s) open=revalidate reads=local durability=majority"},
-		{"nfs", "commit=on-sync conflict=force cache=timed(3s) reads=local durability=majority"},
+		{"relaxed", "commit=on-sync conflict=force cache=timed(1m0s) reads=local durability=majority meta=nearby"},
+		{"session", "commit=on-sync conflict=retry cache=timed(1s) open=revalidate reads=local durability=majority meta=nearby"},
+		{"nfs", "commit=on-sync conflict=force cache=timed(3s) reads=local durability=majority meta=nearby"},
 		{"immutable", "commit=on-sync conflict=retry cache=forever reads=local durability=majority write-once"},
 	} {
 		if got := policy.Describe(lookup(t, c.name)); got != c.want {
@@ -291,6 +291,30 @@ func TestDurabilityFor(t *testing.T) {
 	} {
 		if got := k.DurabilityFor(c.flags, c.fsync); got != c.want {
 			t.Errorf("DurabilityFor(%#x, %v) = %s, want %s", c.flags, c.fsync, got, c.want)
+		}
+	}
+}
+
+// TestSerializableFor: session, nfs and relaxed let read-only meta calls be
+// serializable; posix and the others do not, and neither does an O_RSYNC
+// handle of any policy. Nearby meta reads with a cache that relies on
+// callbacks or asks every time are refused.
+func TestSerializableFor(t *testing.T) {
+	for _, p := range policy.All() {
+		want := p.Name() == "session" || p.Name() == "nfs" || p.Name() == "relaxed"
+		if got := p.Knobs().SerializableFor(syscall.O_RDONLY); got != want {
+			t.Errorf("%s: SerializableFor(O_RDONLY) = %v, want %v", p.Name(), got, want)
+		}
+		if p.Knobs().SerializableFor(syscall.O_RDONLY | syscall.O_RSYNC) {
+			t.Errorf("%s: an O_RSYNC handle reads serializable", p.Name())
+		}
+	}
+	for _, k := range []policy.Knobs{
+		{Cache: policy.CacheCoherent, NearbyMeta: true},
+		{Cache: policy.CacheTimed, CacheTTL: time.Second, Reads: policy.ReadSynchronized, NearbyMeta: true},
+	} {
+		if err := k.Validate(); !errors.Is(err, policy.ErrBadKnobs) {
+			t.Errorf("Validate(%s) = %v, want ErrBadKnobs", k, err)
 		}
 	}
 }

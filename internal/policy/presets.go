@@ -37,13 +37,13 @@ var presets = []Base{
 	// write-once, and a relaxed reader should still see another client's
 	// change eventually, without a callback.
 	{name: "relaxed", knobs: Knobs{Commit: CommitOnSync, Conflict: ConflictForce, Cache: CacheTimed, CacheTTL: time.Minute,
-		Reads: ReadLocal, Durability: DurableMajority}},
+		Reads: ReadLocal, Durability: DurableMajority, NearbyMeta: true}},
 	// Close-to-open (AFS sessions): commit on close, revalidate on open.
 	{name: "session", knobs: Knobs{Commit: CommitOnSync, Conflict: ConflictRetry, Cache: CacheTimed, CacheTTL: time.Second,
-		CloseToOpen: true, Reads: ReadLocal, Durability: DurableMajority}},
+		CloseToOpen: true, Reads: ReadLocal, Durability: DurableMajority, NearbyMeta: true}},
 	// NFS: attributes trusted for 3 s (actimeo), opens within it included.
 	{name: "nfs", knobs: Knobs{Commit: CommitOnSync, Conflict: ConflictForce, Cache: CacheTimed, CacheTTL: 3 * time.Second,
-		Reads: ReadLocal, Durability: DurableMajority}},
+		Reads: ReadLocal, Durability: DurableMajority, NearbyMeta: true}},
 	// Write once: the content committed first is final, so it is cached
 	// for good.
 	{name: "immutable", knobs: Knobs{Commit: CommitOnSync, Conflict: ConflictRetry, Cache: CacheForever,

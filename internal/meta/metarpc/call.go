@@ -27,6 +27,9 @@ func (c *Client) outgoing(ctx context.Context, session meta.SessionID) context.C
 	if c.token != "" {
 		kv = append(kv, mdAuth, "Bearer "+c.token)
 	}
+	if meta.SerializableAllowed(ctx) {
+		kv = append(kv, mdRead, readSerializable)
+	}
 	return metadata.AppendToOutgoingContext(ctx, kv...)
 }
 

@@ -28,8 +28,14 @@ const ProtocolVersion = 1
 const (
 	mdProtocol = "tessera-protocol"
 	mdSession  = "tessera-session"
-	mdAuth     = "authorization"
+	// mdRead "serializable" marks a call whose reads may be serializable
+	// (meta.AllowSerializable); absent: linearizable.
+	mdRead = "tessera-read"
+	mdAuth = "authorization"
 )
+
+// readSerializable is mdRead's one value.
+const readSerializable = "serializable"
 
 // gate is the server's interceptor: it checks the protocol version,
 // authenticates the caller and puts its identity (auth.NewContext) and
@@ -59,6 +65,13 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, error
 			return nil, g.refuse(ctx, method, status.Errorf(codes.InvalidArgument, "metadata %s: %q is no session id", mdSession, v))
 		}
 		ctx = context.WithValue(ctx, sessionKey{}, meta.SessionID(sid))
+	}
+	switch v := first(md, mdRead); v {
+	case "":
+	case readSerializable:
+		ctx = meta.AllowSerializable(ctx)
+	default:
+		return nil, g.refuse(ctx, method, status.Errorf(codes.InvalidArgument, "metadata %s: %q (want %q or none)", mdRead, v, readSerializable))
 	}
 	return ctx, nil
 }
