@@ -183,7 +183,11 @@ func (s *Service) syncChange(ctx context.Context, ino Ino, sync bool, apply func
 func (s *Service) changed(ctx context.Context, c change, sync bool) error {
 	c.from = sessionOf(ctx)
 	waits := s.leases.notify(c)
-	reqs, err := s.callRemote(ctx, c.ino)
+	reqs, done := calledBack(ctx, c.ino)
+	var err error
+	if !done {
+		reqs, err = s.callRemote(ctx, c.ino)
+	}
 	if err != nil {
 		// The change is committed; holders on other Services learn of
 		// it when their leases are next checked (see the design note's

@@ -177,8 +177,8 @@
 // etcd; docs/design/2026-11-24-multi-meta.md). Each then records in the
 // store, once per inode, that its sessions may lease the inode ("L"), and
 // grants no lease on an inode before that record is written. A change
-// through one Service writes, after its commit, a callback request ("C")
-// for each other live Service with such a record; that Service watches
+// through one Service writes, in its own transaction, a callback request
+// ("C") for each other live Service with such a record; that Service watches
 // its requests (kv.Watcher), calls them back to its sessions as
 // invalidations, and deletes each request once they acknowledged or
 // expired. A Sync change also waits for those deletions, or for the

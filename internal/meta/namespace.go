@@ -75,7 +75,7 @@ func (s *Service) Create(ctx context.Context, req CreateReq) (Inode, error) {
 		if again {
 			continue // the file it found went before it was held open
 		}
-		s.granted(ctx, out.Ino, mark)
+		s.granted(ctx, out.Ino, s.recordNew(ctx, out, mark))
 		return out, nil
 	}
 }
@@ -237,6 +237,7 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 
 // Link adds the name newParent/newName for the non-directory ino.
 func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) (Inode, error) {
+	ctx = s.collectCalls(ctx)
 	var out Inode
 	err := checkName(newName)
 	if err == nil {
@@ -247,6 +248,9 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 			}
 			rec, err := t.getInode(ino)
 			if err != nil {
+				return err
+			}
+			if err := s.callBackIn(ctx, t, ino); err != nil {
 				return err
 			}
 			if _, _, exists, err := t.getDentry(newParent, newName); err != nil {
@@ -296,6 +300,7 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 // session has it open (HoldOpen): then it is deleted in the same
 // transaction.
 func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino) (Inode, error) {
+	ctx = s.collectCalls(ctx)
 	var out Inode
 	cl := s.newClaims()
 	deleted := false
@@ -318,6 +323,9 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			}
 			rec, err := t.getInode(ino)
 			if err != nil {
+				return err
+			}
+			if err := s.callBackIn(ctx, t, ino); err != nil {
 				return err
 			}
 			now := s.nowNs()

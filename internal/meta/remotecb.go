@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 
 	"tessera/internal/kv"
 )
@@ -14,9 +15,11 @@ import (
 // (shared.go). A Service writes its lease record of an inode ("L" ino meta)
 // before it grants any of its sessions a lease on it (grantLocked refuses a
 // lease on an inode not recorded), so a change that commits after a lease's
-// read finds the record. After a change commits, the changing Service
-// reads the inode's lease records and, for each other live Service,
-// writes a callback request ("C" holder req); the holder watches its
+// read finds the record. The change's transaction reads the inode's lease
+// records and, for each other live Service, writes a callback request
+// ("C" holder req) with the change (callBackIn; a change that does not,
+// the replaced inode of a Rename, writes them right after its commit:
+// callRemote); the holder watches its
 // requests, invalidates its sessions' leases on the inode, and deletes the
 // request once each acknowledged or expired. A Sync change waits for those
 // deletions (or the holder's liveness to lapse), so Sync keeps its meaning
@@ -45,53 +48,139 @@ func (s *Service) ensureLease(ctx context.Context, ino Ino) error {
 	return nil
 }
 
-// callRemote writes a callback request of ino to every other live Service
-// that recorded a lease on it, and drops the lease records of lapsed ones.
-// It returns the requests written.
+// recordNew writes the lease record of in, which the calling session
+// created (or found) and is to gain a lease on, and returns the mark to
+// grant it with: a fresh one when the inode did not change before the
+// record was written (its change counter is still in's), else mark (the
+// grant then fails with an invalidation, as for any read that met a
+// change).
+func (s *Service) recordNew(ctx context.Context, in Inode, mark uint64) uint64 {
+	if s.sh == nil || sessionOf(ctx) == 0 || s.leases.isRecorded(in.Ino) {
+		return mark
+	}
+	if err := s.ensureLease(ctx, in.Ino); err != nil {
+		return mark
+	}
+	fresh := s.readMark()
+	same := false
+	err := s.view(ctx, func(t txn) error {
+		rec, err := t.getInode(in.Ino)
+		same = err == nil && rec.Change == in.Change
+		return err
+	})
+	if err != nil || !same {
+		return mark
+	}
+	return fresh
+}
+
+// callRemote writes, in a transaction of its own, the callback requests of
+// a change of ino that its own transaction did not write (callBackIn).
 func (s *Service) callRemote(ctx context.Context, ino Ino) ([][]byte, error) {
 	if s.sh == nil || ino == 0 {
 		return nil, nil
 	}
 	var reqs [][]byte
-	now := s.now()
 	err := s.update(ctx, func(t txn) error {
-		reqs = reqs[:0]
-		var holders []MetaID
-		p := inoKey(pfxLease, ino)
-		err := t.Scan(p, kv.PrefixEnd(p), func(k, _ []byte) (bool, error) {
-			_, mid, err := parseInoMeta(k)
-			if err == nil && mid != s.sh.id {
-				holders = append(holders, mid)
-			}
-			return err == nil, err
-		})
-		if err != nil {
-			return err
-		}
-		for _, mid := range holders {
-			until, ok, err := t.liveUntil(mid)
-			if err != nil {
-				return err
-			}
-			if !ok || now.After(until) {
-				// Its sessions are gone with it: nobody to call back.
-				if err := t.Delete(leaseRecKey(ino, mid)); err != nil {
-					return err
-				}
-				continue
-			}
-			k := binary.BigEndian.AppendUint64(callReqPrefix(mid), rand.Uint64())
-			if err := t.Put(k, encodeCallReq(ino, s.sh.id)); err != nil {
-				return err
-			}
-			reqs = append(reqs, k)
-		}
-		return nil
+		var err error
+		reqs, err = s.writeCalls(t, ino)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("call back inode %d to other meta services: %w", ino, err)
 	}
 	return reqs, nil
+}
+
+// writeCalls writes in t a callback request of ino to every other live
+// Service that recorded a lease on it, and drops the lease records of
+// lapsed ones. It returns the requests written.
+func (s *Service) writeCalls(t txn, ino Ino) ([][]byte, error) {
+	var holders []MetaID
+	p := inoKey(pfxLease, ino)
+	err := t.Scan(p, kv.PrefixEnd(p), func(k, _ []byte) (bool, error) {
+		_, mid, err := parseInoMeta(k)
+		if err == nil && mid != s.sh.id {
+			holders = append(holders, mid)
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	var reqs [][]byte
+	for _, mid := range holders {
+		until, ok, err := t.liveUntil(mid)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || now.After(until) {
+			// Its sessions are gone with it: nobody to call back.
+			if err := t.Delete(leaseRecKey(ino, mid)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		k := binary.BigEndian.AppendUint64(callReqPrefix(mid), rand.Uint64())
+		if err := t.Put(k, encodeCallReq(ino, s.sh.id)); err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, k)
+	}
+	return reqs, nil
+}
+
+// txnCalls collects the callback requests the transaction of one change
+// wrote (callBackIn), by inode; a retried transaction overwrites what its
+// earlier runs wrote (a request of a run that did not commit does not
+// exist, and waiting for it ends at once).
+type txnCalls struct {
+	mu sync.Mutex
+	by map[Ino][][]byte
+}
+
+type callsKey struct{}
+
+// collectCalls returns a context whose change transactions write their
+// callback requests themselves (callBackIn), so that the change and its
+// requests commit together: a Service that dies after the commit has
+// still called the change back.
+func (s *Service) collectCalls(ctx context.Context) context.Context {
+	if s.sh == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, callsKey{}, &txnCalls{by: make(map[Ino][][]byte)})
+}
+
+// callBackIn writes the callback requests of a change of ino in t, the
+// change's transaction, when ctx collects them (collectCalls).
+func (s *Service) callBackIn(ctx context.Context, t txn, ino Ino) error {
+	c, _ := ctx.Value(callsKey{}).(*txnCalls)
+	if s.sh == nil || c == nil || ino == 0 {
+		return nil
+	}
+	reqs, err := s.writeCalls(t, ino)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	c.by[ino] = reqs
+	c.mu.Unlock()
+	return nil
+}
+
+// calledBack returns the requests the change's transaction wrote for ino,
+// and whether it wrote them (else the caller writes them: callRemote).
+func calledBack(ctx context.Context, ino Ino) ([][]byte, bool) {
+	c, _ := ctx.Value(callsKey{}).(*txnCalls)
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	reqs, ok := c.by[ino]
+	return reqs, ok
 }
 
 // waitRemote returns once every request in reqs was deleted by its holder,

@@ -165,12 +165,28 @@ func (s *Service) Store() kv.Store { return s.store }
 
 // beat renews the liveness record of s.
 func (s *Service) beat(ctx context.Context) error {
-	exp := s.now().Add(s.sh.ttl).UnixNano()
-	err := s.update(ctx, func(t txn) error { return t.Put(liveKey(s.sh.id), encodeLive(exp)) })
+	_, err := s.renew(ctx)
+	return err
+}
+
+// renew renews the liveness record of s and reports whether it had lapsed
+// before (expired, or deleted by the cleanup): the others may have stopped
+// calling back to s and dropped its records meanwhile (a process paused,
+// or cut off from the store).
+func (s *Service) renew(ctx context.Context) (lapsed bool, err error) {
+	now := s.now()
+	err = s.update(ctx, func(t txn) error {
+		until, ok, err := t.liveUntil(s.sh.id)
+		if err != nil {
+			return err
+		}
+		lapsed = !ok || now.After(until)
+		return t.Put(liveKey(s.sh.id), encodeLive(now.Add(s.sh.ttl).UnixNano()))
+	})
 	if err != nil {
-		return fmt.Errorf("meta %s: renew liveness: %w", s.sh.id, err)
+		return false, fmt.Errorf("meta %s: renew liveness: %w", s.sh.id, err)
 	}
-	return nil
+	return lapsed, nil
 }
 
 // liveUntil returns when the liveness of mid lapses (ok false: it has no
@@ -206,8 +222,12 @@ func (s *Service) ServeShared(ctx context.Context) error {
 	every := s.sh.ttl / 3
 	until := s.now().Add(s.sh.ttl) // New wrote the first record
 	for {
-		if err := s.beat(ctx); err == nil {
+		if lapsed, err := s.renew(ctx); err == nil {
 			until = s.now().Add(s.sh.ttl)
+			if lapsed {
+				s.sh.log.Error("meta liveness had lapsed: ending every session", "meta", s.sh.id)
+				s.lapse()
+			}
 		} else if ctx.Err() == nil {
 			s.sh.log.Warn("meta liveness", "err", err)
 			if s.now().Add(every).After(until) {

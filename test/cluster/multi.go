@@ -68,6 +68,7 @@ type Multi struct {
 		sync.Mutex
 		servers []*Daemon
 		mounts  []*Daemon
+		metas   []*Daemon // more meta processes over MetaDB (AddMeta)
 	}
 }
 
@@ -305,6 +306,6 @@ func (m *Multi) Close() error {
 	}
 	stopAll(m.Mounts())
 	stopAll(m.Servers())
-	stopAll([]*Daemon{m.meta})
+	stopAll(m.Metas())
 	return errors.Join(errs...)
 }
