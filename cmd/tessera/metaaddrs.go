@@ -63,6 +63,9 @@ func (f metaAddrFlags) resolve(ctx context.Context, cluster string) (target, err
 	}
 	ms, from, err := clusters.Resolve(ctx, cluster, clusters.Options{File: *f.clusters})
 	if err != nil {
+		if *f.meta != "" {
+			return target{}, fmt.Errorf("--meta %s is taken as a cluster's name (an address needs its :port): %w", *f.meta, err)
+		}
 		return target{}, err
 	}
 	t := target{cluster: cluster, from: from}

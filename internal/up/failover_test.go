@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"tessera/internal/client"
+	"tessera/internal/kv"
+	"tessera/internal/kv/etcdkv"
+	"tessera/internal/kv/etcdkv/etcdtest"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
@@ -19,7 +22,7 @@ import (
 // serveMeta serves a meta Service over store on a loopback port; stop
 // closes its listener (the process's port goes away: every connection is
 // cut) and waits for Serve to return.
-func serveMeta(t *testing.T, svc meta.API, cluster, site string) (addr string, stop func()) {
+func serveMeta(t *testing.T, svc meta.API, info metarpc.ClusterInfo) (addr string, stop func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -27,7 +30,7 @@ func serveMeta(t *testing.T, svc meta.API, cluster, site string) (addr string, s
 	}
 	done := make(chan error, 1)
 	go func() {
-		done <- metarpc.Serve(ln, svc, metarpc.ServeOptions{Cluster: metarpc.ClusterInfo{Name: cluster, Site: site}})
+		done <- metarpc.Serve(ln, svc, metarpc.ServeOptions{Cluster: info})
 	}()
 	stopped := false
 	stop = func() {
@@ -50,18 +53,46 @@ func serveMeta(t *testing.T, svc meta.API, cluster, site string) (addr string, s
 // away, with a file open and half written: the client goes on through the
 // other meta (new session, opens announced again), and every file whose
 // close returned holds what was written, read back through the survivor.
+// The store is one in-memory engine shared by both, and a real etcd
+// cluster of one member, to which each meta keeps its own connection as
+// separate processes do; there the survivor's ClusterStatus lists the
+// member, healthy.
 func TestMountFailsOverBetweenMetas(t *testing.T) {
+	t.Run("memkv", func(t *testing.T) {
+		store := memkv.New()
+		t.Cleanup(func() { store.Close() })
+		testFailover(t, func() kv.Store { return store })
+	})
+	t.Run("etcd", func(t *testing.T) {
+		ec := etcdtest.Start(t, 1)
+		testFailover(t, func() kv.Store {
+			s, err := etcdkv.Open(t.Context(), etcdkv.Options{Endpoints: ec.Endpoints(), Prefix: "/failover/"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		})
+	})
+}
+
+// testFailover is TestMountFailsOverBetweenMetas over the store each meta
+// Service gets from open.
+func testFailover(t *testing.T, open func() kv.Store) {
 	ctx := context.Background()
-	store := memkv.New()
-	t.Cleanup(func() { store.Close() })
 	var addrs []string
 	stops := map[string]func(){}
 	for i := range 2 {
+		store := open()
 		svc, err := meta.New(store, meta.Options{BlockSize: 64 << 10})
 		if err != nil {
 			t.Fatal(err)
 		}
-		addr, stop := serveMeta(t, svc, "c1", fmt.Sprintf("s%d", i))
+		info := metarpc.ClusterInfo{Name: "c1", Site: fmt.Sprintf("s%d", i)}
+		if m, ok := store.(kv.Members); ok {
+			info.Members = m
+		}
+		addr, stop := serveMeta(t, svc, info)
 		addrs = append(addrs, addr)
 		stops[addr] = stop
 	}
@@ -159,6 +190,13 @@ func TestMountFailsOverBetweenMetas(t *testing.T) {
 
 	// Everything acknowledged, read back by a new client of the survivor.
 	rm := dialMany()
+	st, err := rm.Current().ClusterStatus(ctx)
+	if err != nil || st.Cluster != "c1" {
+		t.Fatalf("cluster status of the survivor: %+v, %v", st, err)
+	}
+	if st.Replicated && (len(st.Members) != 1 || !st.Members[0].Healthy) {
+		t.Errorf("the store's members as the survivor sees them: %+v (%s)", st.Members, st.MembersErr)
+	}
 	rc, err := client.New(ctx, client.Config{Meta: rm, Dial: NewDialer(nil).Block, Logger: log})
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,9 @@ type MetaConfig struct {
 	// DefaultReplicas is the replication factor of a new cluster (used
 	// until one is stored); Replicas, when > 0, is stored.
 	DefaultReplicas, Replicas int
+	// Site is the site this meta process runs in (--site; "" for none):
+	// the RPC service's Hello reports it.
+	Site string
 	// Role configures the background work (StartMetaRole).
 	Role MetaRole
 	// Creds are the process's "meta" credentials: the RPC service's TLS
@@ -50,13 +53,11 @@ type MetaConfig struct {
 	// (metrics.MetaAPI over the service it serves) and its state
 	// (sessions, leases, callbacks, servers, the mover's progress).
 	Metrics *prometheus.Registry
-	// Cluster and Site name the cluster and this process's site (--site;
-	// "" for none; meta.Service.Site reports it too): the RPC
-	// service's Hello answers them (clients check the name and time the
-	// call to find the nearest meta), ClusterStatus adds the store's
-	// members when it has them (kv.Members), and the status page shows
-	// them.
-	Cluster, Site string
+	// Cluster names the cluster (--cluster): with Site, the RPC service's
+	// Hello answers it (clients check the name and time the call to find
+	// the nearest meta), ClusterStatus adds the store's members when it
+	// has them (kv.Members), and the status page shows them.
+	Cluster string
 	// Mux, if set, is the process's HTTP listener (--metrics): the status
 	// page is served at / and /status.json on it.
 	Mux *http.ServeMux

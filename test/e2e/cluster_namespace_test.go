@@ -18,7 +18,7 @@ import (
 // (meta --cluster lab --site s1, block servers in sites s1 and s2) is
 // mounted as lab:/proj (--meta ADDR, whose process must answer as lab):
 // the mount shows /proj as its root, and what it writes lands in /proj. A
-// mount given the list dead,live uses the live one. tessera status --meta
+// mount and a block server given the list dead,live use the live one. tessera status --meta
 // lab finds the metas in a clusters file whose first address answers
 // nothing, and shows the cluster, both metas with their state and sites,
 // and the servers per site, plain and --json. A source naming another
@@ -27,7 +27,7 @@ import (
 func TestGlobalNamespace(t *testing.T) {
 	m := startMultiOpts(t, cluster.MultiOptions{BlockServers: 2,
 		MetaArgs:   []string{"--cluster", "lab", "--site", "s1", "--replicas", "1"},
-		ServerArgs: func(i int) []string { return []string{"--site", fmt.Sprintf("s%d", i+1)} },
+		ServerArgs: func(i int) []string { return []string{"--site", fmt.Sprintf("s%d", min(i, 1)+1)} }, // b0 in s1, the rest in s2
 	})
 	root := addMount(t, m)
 	must(t, os.MkdirAll(filepath.Join(root.Mount(), "proj", "a"), 0o755))
@@ -61,6 +61,10 @@ func TestGlobalNamespace(t *testing.T) {
 	if got := listed.Field("meta"); got != m.MetaAddr() {
 		t.Errorf("the mount's ready line names meta=%s, want the live %s", got, m.MetaAddr())
 	}
+	// So does a block server (b2, site s2), which registers through it.
+	if _, err := m.AddServer("--meta", dead+","+m.MetaAddr()); err != nil {
+		t.Fatal(err)
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -78,14 +82,14 @@ func TestGlobalNamespace(t *testing.T) {
 		"state=in use\n",
 		"meta " + dead + ": site=- rtt=- state=unreachable: ",
 		"site s1: servers=1 up=1 draining=0 down=0 metas=1\n",
-		"site s2: servers=1 up=1 draining=0 down=0 metas=0\n",
+		"site s2: servers=2 up=2 draining=0 down=0 metas=0\n",
 	} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("status lacks %q:\n%s", want, res.Stdout)
 		}
 	}
 	st, err := m.Status(ctx) // the harness's parser still reads it
-	if err != nil || st.Servers != 2 {
+	if err != nil || st.Servers != 3 || st.ServersUp != 3 {
 		t.Errorf("status parsed: %+v, %v", st, err)
 	}
 
@@ -113,7 +117,7 @@ func TestGlobalNamespace(t *testing.T) {
 		t.Fatalf("status --json: %v\n%s", err, res.Stdout)
 	}
 	if js.Cluster.Name != "lab" || len(js.Cluster.Metas) != 1 || js.Cluster.Metas[0].Site != "s1" || !js.Cluster.Metas[0].InUse ||
-		len(js.Sites) != 2 || js.Sites[0].Name != "s1" || js.Sites[1].Servers != 1 || len(js.Servers) != 2 {
+		len(js.Sites) != 2 || js.Sites[0].Name != "s1" || js.Sites[1].Servers != 2 || len(js.Servers) != 3 {
 		t.Errorf("status --json: %+v\n%s", js, res.Stdout)
 	}
 

@@ -20,18 +20,22 @@ import (
 //
 // Nearest is the lowest round trip of a Hello call (the cheapest call every
 // role may make), measured at DialMany and again every ManyOptions.Refresh.
+//
 // A call that could not reach the current process (meta.ErrUnreachable: it
-// was not applied) is sent to the next nearest that answers, at once; a
+// was not applied) is sent to the next nearest that answers, at once. A
 // call whose reply was lost (meta.ErrReplyLost: it may have been applied)
-// is returned as it is, so that metawait's rules for such calls still hold,
-// and the next attempt fails over if the process stays silent. Sessions are
-// a meta process's own (unless the processes share them through their
-// store): after a failover the new process answers the old session with
-// meta.ErrSessionExpired, and the client opens a new one and announces its
-// opens again, as after a restart. A refresh that finds a process less than
-// half as far as the current one moves there (a mount that failed over to a
-// remote site returns once its own site's meta answers again); that costs
-// the same session re-open.
+// is returned as it is, so that metawait's rules for such calls still
+// hold; before that the process is asked for a Hello, and if it does not
+// answer that either (killed, or cut off with its connection still open)
+// calls move to the next nearest, where the resend goes.
+//
+// Sessions are a meta process's own (unless the processes share them
+// through their store): after a failover the new process answers the old
+// session with meta.ErrSessionExpired, and the client opens a new one and
+// announces its opens again, as after a restart. A refresh that finds a
+// process less than half as far as the current one moves there (a mount
+// that failed over to a remote site returns once its own site's meta
+// answers again); that costs the same session re-open.
 
 // DefaultRefresh is how often a Many measures its processes' round trips
 // again.
@@ -317,6 +321,21 @@ func (p *pool) switchFrom(ctx context.Context, from *endpoint, tried map[*endpoi
 	return false
 }
 
+// checkAfterLost asks ep, whose reply to a call was lost, for a Hello:
+// a process that does not answer it either (killed, or cut off without
+// its connection breaking, which keepalive would only notice after tens
+// of seconds) is left for the nearest other one now, so that the call's
+// resend goes there. A process that answers (it was only slow) keeps the
+// calls.
+func (p *pool) checkAfterLost(ep *endpoint) {
+	ctx, cancel := context.WithTimeout(context.Background(), DialTimeout)
+	err := p.measure(ctx, ep)
+	cancel()
+	if err != nil {
+		p.switchFrom(context.Background(), ep, map[*endpoint]bool{ep: true})
+	}
+}
+
 // refresh measures the round trips every interval until close.
 func (p *pool) refresh(every time.Duration) {
 	defer close(p.done)
@@ -442,6 +461,10 @@ func (m *Many) do(ctx context.Context, call func(c *Client) error) error {
 			return fmt.Errorf("meta: client closed: %w", meta.ErrIO)
 		}
 		err := call(m.api(c))
+		if errors.Is(err, meta.ErrReplyLost) {
+			m.p.checkAfterLost(ep)
+			return err
+		}
 		if !errors.Is(err, meta.ErrUnreachable) {
 			return err
 		}

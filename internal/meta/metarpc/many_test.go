@@ -209,3 +209,145 @@ func TestClusterStatusIsAdminOnly(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestManyReturnsToTheNearest: while the near process is down calls go to
+// the far one; once the near one answers again, the next measurement
+// (Probe, what the refresh runs) moves calls back to it.
+func TestManyReturnsToTheNearest(t *testing.T) {
+	ctx := context.Background()
+	svcs := sharedServices(t, 2)
+	near, stopNear := serveInfo(t, svcs[0], metarpc.ClusterInfo{Name: "c", Site: "near"}, 0)
+	stopNear()
+	far, _ := serveInfo(t, svcs[1], metarpc.ClusterInfo{Name: "c", Site: "far"}, 300*time.Millisecond)
+	m, err := metarpc.DialMany(ctx, []string{near, far}, metarpc.ManyOptions{Refresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Addr() != far {
+		t.Fatalf("calls go to %s with the near one down, want %s", m.Addr(), far)
+	}
+	if eps := m.Endpoints(); eps[0].Err == nil || !errors.Is(eps[0].Err, meta.ErrUnreachable) {
+		t.Fatalf("the near one while down: %+v", eps[0])
+	}
+	ln, err := net.Listen("tcp", near)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- metarpc.Serve(ln, svcs[0], metarpc.ServeOptions{Cluster: metarpc.ClusterInfo{Name: "c", Site: "near"}})
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	m.Probe(ctx)
+	if m.Addr() != near {
+		t.Fatalf("after a probe with the near one back, calls go to %s (endpoints %+v)", m.Addr(), m.Endpoints())
+	}
+	if _, err := m.GetAttr(ctx, meta.RootIno); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// freezer is a TCP proxy to a meta process that can stop passing bytes
+// without closing anything: a process cut off by the network, whose
+// connections stay open.
+type freezer struct {
+	ln     net.Listener
+	target string
+	frozen chan struct{}
+	conns  chan net.Conn // every connection made, closed at cleanup
+}
+
+func newFreezer(t *testing.T, target string) *freezer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &freezer{ln: ln, target: target, frozen: make(chan struct{}), conns: make(chan net.Conn, 64)}
+	go f.serve()
+	t.Cleanup(func() {
+		ln.Close()
+		for {
+			select {
+			case c := <-f.conns:
+				c.Close()
+			default:
+				return
+			}
+		}
+	})
+	return f
+}
+
+func (f *freezer) serve() {
+	for {
+		in, err := f.ln.Accept()
+		if err != nil {
+			return
+		}
+		out, err := net.Dial("tcp", f.target)
+		if err != nil {
+			in.Close()
+			continue
+		}
+		f.conns <- in
+		f.conns <- out
+		go f.pipe(in, out)
+		go f.pipe(out, in)
+	}
+}
+
+// pipe copies until the freezer freezes; then it holds what it read.
+func (f *freezer) pipe(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		select {
+		case <-f.frozen:
+			<-make(chan struct{}) // blocked until the test's end closes src
+		default:
+		}
+		if n > 0 {
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// TestManyLeavesASilentProcess: a process that stops answering without
+// its connection breaking (a network cut) makes a call lose its reply;
+// the Hello asked then gets no answer either, so calls move to the other
+// process at once, without waiting for keepalive to break the connection.
+func TestManyLeavesASilentProcess(t *testing.T) {
+	ctx := context.Background()
+	svcs := sharedServices(t, 2)
+	a, _ := serveInfo(t, svcs[0], metarpc.ClusterInfo{Name: "c"}, 0)
+	b, _ := serveInfo(t, svcs[1], metarpc.ClusterInfo{Name: "c"}, 300*time.Millisecond) // far: calls start on a
+	fa := newFreezer(t, a)
+	m, err := metarpc.DialMany(ctx, []string{fa.ln.Addr().String(), b}, metarpc.ManyOptions{Refresh: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if m.Addr() != fa.ln.Addr().String() {
+		t.Fatalf("calls go to %s, want the near %s", m.Addr(), fa.ln.Addr())
+	}
+	close(fa.frozen)
+	cctx, cancel := context.WithTimeout(ctx, time.Second)
+	_, err = m.GetAttr(cctx, meta.RootIno)
+	cancel()
+	if !errors.Is(err, meta.ErrReplyLost) {
+		t.Fatalf("call to the silent process: %v, want ErrReplyLost", err)
+	}
+	if m.Addr() != b {
+		t.Fatalf("after a lost reply and an unanswered Hello, calls go to %s, want %s", m.Addr(), b)
+	}
+	if _, err := m.GetAttr(ctx, meta.RootIno); err != nil {
+		t.Fatalf("call after the switch: %v", err)
+	}
+}
