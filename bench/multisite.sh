@@ -16,20 +16,21 @@ SIZES=1,4,16,64 RUNS=3 CREATES=400
 usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 # summary IO.TSV: median (min..max) seconds per kind, layout and size, and the issue's three ratios.
 summary() {
-  awk -F'\t' '!/^#/ && NF>=5 && $1!="creates" && $1!="error" { k=$1" "$2" "$3; v[k]=v[k]" "$5; sz[$3]=1; key[k]=1 }
-    function med(s,  a,n,i,j,t,b) { n=split(s,a," "); if (!n) return "nan"
+  local med='function med(s,  a,n,i,j,t) { n=split(s,a," "); if (!n) return "nan"
       for(i=1;i<=n;i++) for(j=i+1;j<=n;j++) if (a[j]+0<a[i]+0) { t=a[i]; a[i]=a[j]; a[j]=t }
-      lo=a[1]; hi=a[n]; return (n%2) ? a[(n+1)/2] : (a[n/2]+a[n/2+1])/2 }
-    END {
-      printf "%-10s %-11s %5s  %s\n", "kind", "layout", "MiB", "median s (min..max)"
-      for (k in key) { split(k, p, " "); m=med(v[k]); line[k]=sprintf("%-10s %-11s %5s  %.3f (%.3f..%.3f)", p[1], p[2], p[3], m, lo, hi) }
-      n=asorti(line, ks); for (i=1;i<=n;i++) print line[ks[i]]
-      print ""
-      printf "%5s  %-28s %-36s %-30s\n", "MiB", "3-replica write / 2-rep-60", "sync read at B / (local read + 60ms)", "plain read: single-site / 3-rep@C"
-      for (s in sz) { w3=med(v["write three "s]); w2=med(v["write two-60 "s]); sr=med(v["syncread three "s]); lr=med(v["localread three "s])
-        pl=med(v["plainread local@A "s]); pc=med(v["plainread three@C "s])
-        printf "%5s  %-28s %-36s %-30s\n", s, (w2>0 ? sprintf("%.2f (target <= 1.2)", w3/w2) : "nan"),
-          (lr!="nan" ? sprintf("%.2f (target <= 1.2)", sr/(lr+0.060)) : "nan"), (pc>0 ? sprintf("%.2f (target >= 0.9)", pl/pc) : "nan") } }' "$1"
+      lo=a[1]; hi=a[n]; return (n%2) ? a[(n+1)/2] : (a[n/2]+a[n/2+1])/2 }'
+  local rows='!/^#/ && NF>=5 && $1!="creates" && $1!="error" { k=$1" "$2" "$3; v[k]=v[k]" "$5; sz[$3]=1; key[k]=1 }'
+  printf "%-10s %-11s %5s  %s\n" kind layout MiB "median s (min..max)"
+  awk -F'\t' "$med $rows"' END { for (k in key) { split(k, p, " "); m=med(v[k])
+      printf "%-10s %-11s %5s  %.3f (%.3f..%.3f)\n", p[1], p[2], p[3], m, lo, hi } }' "$1" | sort -k1,1 -k2,2 -k3,3n
+  echo
+  printf "%5s  %-28s %-38s %s\n" MiB "3-replica write / 2-rep-60" "sync read at B / (local read + 60ms)" "plain read: single-site / 3-rep@C"
+  awk -F'\t' "$med $rows"' END { for (s in sz) { w3=med(v["write three "s]); w2=med(v["write two-60 "s])
+      sr=med(v["syncread three "s]); lr=med(v["localread three "s]); pl=med(v["plainread local@A "s]); pc=med(v["plainread three@C "s])
+      printf "%5s  %-28s %-38s %s\n", s, (w2>0 ? sprintf("%.2f (target <= 1.2)", w3/w2) : "nan"),
+        (lr!="nan" ? sprintf("%.2f (target <= 1.2)", sr/(lr+0.060)) : "nan"), (pc>0 ? sprintf("%.2f (target >= 0.9)", pl/pc) : "nan") } }' "$1" | sort -n
+  echo
+  awk -F'\t' '$1=="creates" { printf "creates/s at %s: %s (%s s)\n", $2, $6, $5 } $1=="error" { print "error: " $2 }' "$1"
 }
 while [ $# -gt 0 ]; do
   case $1 in
