@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	blockserver "tessera/internal/block/server"
+	"tessera/internal/meta/metarpc"
 )
 
 // limitFlags are a block server's resource bounds, on `tessera blockd` and
@@ -46,4 +47,34 @@ func (f limitFlags) limits() (blockserver.Limits, error) {
 	l.MaxConns, l.MaxConnsPerIP = *f.conns, *f.connsPerIP
 	l.MaxInFlight, l.MaxInFlightPerIP = *f.inFlight, *f.inFlightPerIP
 	return l, nil
+}
+
+// metaLimitFlags are the meta service's per-peer bounds, on `tessera meta`
+// and `tessera up`: a host running many mounts behind one address may need
+// more. The other bounds of the meta port keep their defaults
+// (docs/protocol.md).
+type metaLimitFlags struct {
+	calls    *int
+	inFlight *int64
+}
+
+func addMetaLimitFlags(fs *flag.FlagSet) metaLimitFlags {
+	return metaLimitFlags{
+		calls: fs.Int("meta-max-calls-per-ip", metarpc.DefaultMaxStreamsPerPeer,
+			"meta service: most calls open at once from one peer address; more are refused (RESOURCE_EXHAUSTED)"),
+		inFlight: fs.Int64("meta-max-inflight-per-ip", metarpc.DefaultMaxInFlightPerPeer,
+			"meta service: most request bytes held at once for one peer address; a read beyond it waits (at least twice the 16 MiB request limit)"),
+	}
+}
+
+// limits returns the flags as metarpc.PeerLimits, refusing values that
+// cannot work.
+func (f metaLimitFlags) limits() (metarpc.PeerLimits, error) {
+	switch {
+	case *f.calls < 1:
+		return metarpc.PeerLimits{}, fmt.Errorf("%w: --meta-max-calls-per-ip %d: want at least 1", errUsage, *f.calls)
+	case *f.inFlight < 2*metarpc.DefaultMaxRecvMsg:
+		return metarpc.PeerLimits{}, fmt.Errorf("%w: --meta-max-inflight-per-ip %d: want at least twice the largest request, %d", errUsage, *f.inFlight, 2*metarpc.DefaultMaxRecvMsg)
+	}
+	return metarpc.PeerLimits{Calls: *f.calls, InFlight: *f.inFlight}, nil
 }

@@ -24,15 +24,20 @@ func runMeta(ctx context.Context, args []string) error {
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	replicas := fs.Int("replicas", 2, "the cluster's default replication factor (stored when given)")
 	cluster := fs.String("cluster", "", "the cluster's name: shown by tessera status, checked by mounts of NAME:/dir and by clients given it")
-	siteF := addSiteFlag(fs, "the site this meta service runs in, told to clients (mounts of the site use it; tessera status shows it; see docs/replication.md)")
+	siteF := addSiteFlag(fs, "the site this meta service runs in (mounts of the site use it; clients are told it; docs/replication.md)")
 	role := addMetaRoleFlags(fs)
 	tf := addTLSFlags(fs)
 	metricsAddr := addMetricsFlag(fs)
+	mlf := addMetaLimitFlags(fs)
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q (see tessera meta -h)", errUsage, fs.Arg(0))
+	}
+	metaLimits, err := mlf.limits()
+	if err != nil {
+		return err
 	}
 	switch {
 	case *data == "" && *dbURL == "":
@@ -72,7 +77,7 @@ func runMeta(ctx context.Context, args []string) error {
 	}
 	p := up.MetaProcess{
 		MetaConfig: up.MetaConfig{DB: db, Listen: *listen, BlockSize: uint32(*bs), DefaultReplicas: *replicas,
-			Site: site, Role: rc, Creds: creds, Logger: log, Metrics: mf.reg, Mux: mf.mux(), Cluster: *cluster},
+			Site: site, Role: rc, Creds: creds, Logger: log, Limits: metaLimits, Metrics: mf.reg, Mux: mf.mux(), Cluster: *cluster},
 		DataDir: db.DataDir(),
 		Ready:   func(addr string) { fmt.Printf("tessera meta: ready listen=%s%s\n", addr, mf.ready()) },
 	}

@@ -20,6 +20,7 @@ func runUp(ctx context.Context, args []string) error {
 	dbURL := addMetaDBFlag(fs)
 	sf := addScrubFlags(fs)
 	lf := addLimitFlags(fs)
+	mlf := addMetaLimitFlags(fs)
 	role := addMetaRoleFlags(fs)
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "how often the block servers re-register")
 	debug := fs.Bool("debug", false, "log every FUSE request")
@@ -72,6 +73,10 @@ func runUp(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	metaLimits, err := mlf.limits()
+	if err != nil {
+		return err
+	}
 	rc, err := role.config()
 	if err != nil {
 		return err
@@ -98,6 +103,7 @@ func runUp(ctx context.Context, args []string) error {
 		ScrubRate:     *sf.rate,
 		ScrubInterval: *sf.interval,
 		BlockLimits:   limits,
+		MetaLimits:    metaLimits,
 		Replicas:      *replicas,
 		Heartbeat:     *heartbeat,
 		Role:          rc,

@@ -55,8 +55,8 @@ type MetaStatus struct {
 	Current bool          `json:"in_use"`           // the one this command's calls went to
 }
 
-// SiteStatus counts a site's block servers by state, and its meta
-// processes.
+// SiteStatus counts a site's block servers by state, its meta processes,
+// and the blocks under-replicated there.
 type SiteStatus struct {
 	Name     string `json:"name"` // "" for servers and metas given no site
 	Servers  int    `json:"servers"`
@@ -64,6 +64,10 @@ type SiteStatus struct {
 	Draining int    `json:"draining"`
 	Down     int    `json:"down"`
 	Metas    int    `json:"metas"`
+	// UnderReplicated counts the blocks with fewer copies in the site
+	// than their per-site replication spec asks for, from the mover's
+	// latest round (meta.MoverProgress.UnderBySite).
+	UnderReplicated int64 `json:"under_replicated"`
 }
 
 // sites groups r's servers and metas by site, in name order.
@@ -93,6 +97,9 @@ func (r StatusReport) sites() []SiteStatus {
 				get(m.Site).Metas++
 			}
 		}
+	}
+	for _, u := range r.Mover.UnderBySite {
+		get(u.Site).UnderReplicated = u.N
 	}
 	out := make([]SiteStatus, 0, len(by))
 	for _, s := range by {
@@ -153,8 +160,8 @@ func (r StatusReport) printCluster(w io.Writer) {
 	}
 	if len(r.Sites) > 1 || len(r.Sites) == 1 && r.Sites[0].Name != "" {
 		for _, s := range r.Sites {
-			fmt.Fprintf(w, "site %s: servers=%d up=%d draining=%d down=%d metas=%d\n",
-				orNone(s.Name), s.Servers, s.Up, s.Draining, s.Down, s.Metas)
+			fmt.Fprintf(w, "site %s: servers=%d up=%d draining=%d down=%d metas=%d under_replicated=%d\n",
+				orNone(s.Name), s.Servers, s.Up, s.Draining, s.Down, s.Metas, s.UnderReplicated)
 		}
 	}
 }

@@ -317,7 +317,21 @@ func TestReadsStayInSite(t *testing.T) {
 	in := e.file("f", "a:1,b:1,c:1")
 	data := make([]byte, 16*64<<10)
 	rand.New(rand.NewSource(15)).Read(data)
-	if err := writeClose(e.ctx, e.client("a"), in, data); err != nil {
+	// fsync: every site's copy is stored before the read (a close returns
+	// once a majority of sites holds the blocks, and site c's copies may
+	// still be on their way: the reader would rightly go elsewhere).
+	w := e.client("a")
+	wh, _, err := w.Open(e.ctx, in, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wh.Write(e.ctx, 0, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Fsync(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := wh.Release(e.ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range e.servers {

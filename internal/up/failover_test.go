@@ -3,9 +3,11 @@ package up
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -50,7 +52,7 @@ func serveMeta(t *testing.T, svc meta.API, info metarpc.ClusterInfo) (addr strin
 // TestMountFailsOverBetweenMetas: two meta Services over one shared store
 // on two ports, a real block server and a client (as a mount makes it)
 // given both addresses. Mid-workload the port of the meta in use goes
-// away, with a file open and half written: the client goes on through the
+// away, with three writers at work and a file open and half written: the client goes on through the
 // other meta (new session, opens announced again), and every file whose
 // close returned holds what was written, read back through the survivor.
 // The store is one in-memory engine shared by both, and a real etcd
@@ -165,6 +167,47 @@ func testFailover(t *testing.T, open func() kv.Store) {
 		t.Fatal(err)
 	}
 
+	// Writers at work while the port goes away: their calls in flight
+	// lose their replies or find the port gone, and go on elsewhere. A
+	// call whose reply was lost and that the client does not resend
+	// (HoldOpen: not idempotent) fails with EIO, as it does when a single
+	// meta restarts: at most the one call each writer had in flight. Such
+	// a file was never acknowledged.
+	var (
+		mu      sync.Mutex
+		wg      sync.WaitGroup
+		started = make(chan struct{}, 3)
+	)
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			signal := sync.OnceFunc(func() { started <- struct{}{} })
+			defer signal() // also when it stops early: the test does not wait for ever
+			failed := 0
+			for i := range 12 {
+				name, data := fmt.Sprintf("w%d-%02d", w, i), content(100*w+i)
+				if err := write(name, data); err != nil {
+					if failed++; failed > 1 || !errors.Is(err, syscall.EIO) {
+						t.Errorf("writer %d, failure %d: %v", w, failed, err)
+						return
+					}
+					t.Logf("writer %d: %v (in flight when the port went away; not acknowledged)", w, err)
+				} else {
+					mu.Lock()
+					acked[name] = data
+					mu.Unlock()
+				}
+				if i == 1 {
+					signal()
+				}
+			}
+		}()
+	}
+	for range 3 {
+		<-started
+	}
+
 	stops[first]()
 
 	if _, err := h.Write(ctx, int64(len(half)), half); err != nil {
@@ -176,14 +219,19 @@ func testFailover(t *testing.T, open func() kv.Store) {
 	if err := h.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	mu.Lock()
 	acked["across"] = append(append([]byte{}, half...), half...)
+	mu.Unlock()
 	for i := 10; i < 20; i++ {
 		name := fmt.Sprintf("f%03d", i)
 		if err := write(name, content(i)); err != nil {
 			t.Fatalf("after the meta went away: %v", err)
 		}
+		mu.Lock()
 		acked[name] = content(i)
+		mu.Unlock()
 	}
+	wg.Wait()
 	if now := mm.Addr(); now == first {
 		t.Fatalf("calls still go to %s, whose port is gone", now)
 	}

@@ -39,7 +39,7 @@ type MetaConfig struct {
 	// until one is stored); Replicas, when > 0, is stored.
 	DefaultReplicas, Replicas int
 	// Site is the site this meta process runs in (--site; "" for none):
-	// the RPC service's Hello reports it.
+	// meta.Service.Site and the RPC service's Hello report it.
 	Site string
 	// Role configures the background work (StartMetaRole).
 	Role MetaRole
@@ -49,6 +49,9 @@ type MetaConfig struct {
 	// (--insecure).
 	Creds  *auth.Credentials
 	Logger *slog.Logger
+	// Limits bound what one peer address may hold of the RPC service
+	// (metarpc's defaults for zero fields).
+	Limits metarpc.PeerLimits
 	// Metrics, if set, receives the service's series: its calls
 	// (metrics.MetaAPI over the service it serves) and its state
 	// (sessions, leases, callbacks, servers, the mover's progress).
@@ -113,9 +116,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	case !existed && cfg.DB.Engine != EngineEtcd:
 		log.Info("new meta database", "db", cfg.DB.String())
 	}
-	shared := sharedEngine(cfg.DB)
-	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1),
-		Shared: shared, Logger: log, Site: cfg.Site})
+	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1), Site: cfg.Site})
 	if err != nil {
 		return nil, fmt.Errorf("meta service on %s: %w", cfg.DB, err)
 	}
@@ -135,10 +136,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		served = metrics.MetaAPI(served, calls)
 		metrics.Meta(cfg.Metrics, n.Svc)
 	}
-	if !shared {
-		// Over a shared store the reaper's elected leader sweeps.
-		startOrphanReaper(ctx, n.Svc, log)
-	}
+	startOrphanReaper(ctx, n.Svc, log)
 	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("meta service listen on %s: %w", cfg.Listen, err)
 	}
@@ -146,7 +144,8 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	n.served.Add(1)
 	go func() {
 		defer n.served.Done()
-		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds, Cluster: n.clusterInfo(cfg)})
+		metarpc.Serve(n.ln, served, metarpc.ServeOptions{Logger: log, Creds: cfg.Creds, Cluster: n.clusterInfo(cfg),
+			MaxStreamsPerPeer: cfg.Limits.Calls, MaxInFlightPerPeer: cfg.Limits.InFlight})
 	}()
 	if cfg.AddrFile != "" {
 		if err := os.WriteFile(cfg.AddrFile, []byte(n.Addr+"\n"), 0o644); err != nil {
@@ -184,17 +183,6 @@ func (n *MetaNode) Close() error {
 		return n.store.Close()
 	}
 	return nil
-}
-
-// sharedEngine reports whether other meta processes may share the store
-// of db: every engine but the embedded ones, which one process opens at a
-// time.
-func sharedEngine(db MetaDB) bool {
-	switch db.Engine {
-	case EnginePebble, EngineBolt, EngineMem:
-		return false
-	}
-	return true
 }
 
 // startOrphanReaper reaps the inodes that lost their last name while open

@@ -59,6 +59,7 @@ import (
 	"tessera/internal/client"
 	"tessera/internal/kv/pebblekv"
 	"tessera/internal/meta"
+	"tessera/internal/meta/metarpc"
 )
 
 // Config is what `tessera up` takes from its flags.
@@ -84,6 +85,9 @@ type Config struct {
 	// BlockLimits bound every block server's connections and in-flight
 	// bytes (blockserver.DefaultLimits for zero fields).
 	BlockLimits blockserver.Limits
+	// MetaLimits bound what one peer address may hold of the meta
+	// service (MetaConfig.Limits).
+	MetaLimits metarpc.PeerLimits
 	// Role configures the sweeper and the mover.
 	Role  MetaRole
 	Debug bool
@@ -192,6 +196,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		Role:            cfg.Role,
 		Creds:           lt.Meta,
 		Logger:          log,
+		Limits:          cfg.MetaLimits,
 		Metrics:         cfg.Metrics,
 		Mux:             cfg.Mux,
 	})

@@ -68,7 +68,7 @@ type Multi struct {
 		sync.Mutex
 		servers []*Daemon
 		mounts  []*Daemon
-		metas   []*Daemon // more meta processes over MetaDB (AddMeta)
+		metas   []*Daemon // more meta processes (AddMeta)
 	}
 }
 
@@ -306,6 +306,9 @@ func (m *Multi) Close() error {
 	}
 	stopAll(m.Mounts())
 	stopAll(m.Servers())
-	stopAll(m.Metas())
+	m.mu.Lock()
+	metas := append([]*Daemon{m.meta}, m.mu.metas...)
+	m.mu.Unlock()
+	stopAll(metas)
 	return errors.Join(errs...)
 }

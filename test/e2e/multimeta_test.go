@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/rand"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -61,65 +59,4 @@ func TestLeaseCallbackCrossesMetas(t *testing.T) {
 	if got := read(); !bytes.Equal(got, two) {
 		t.Fatalf("after the write through meta A returned, meta B's mount reads %.16q… (%d bytes); want the new content", got, len(got))
 	}
-}
-
-// TestMetaKilledMountFailsOver (issue 13): a mount given two meta
-// processes over one etcd writes files while the one it uses is killed
-// with SIGKILL; it fails over to the other, and every file whose fsync
-// and close returned is there, whole, through a fresh mount.
-func TestMetaKilledMountFailsOver(t *testing.T) {
-	needBinary(t)
-	etcd := etcdtest.Start(t, 1)
-	m := startMultiOpts(t, cluster.MultiOptions{BlockServers: 2, MetaDB: etcd.URL("/fo")})
-	metaB, err := m.AddMeta()
-	must(t, err)
-	// The mount prefers B (first in its list); the block servers
-	// heartbeat to A, which stays.
-	mnt := addMount(t, m, "--meta", metaB.Addr()+","+m.MetaAddr()).Mount()
-	must(t, os.Mkdir(filepath.Join(mnt, "d"), 0o755))
-
-	const files, killAt = 30, 8
-	type acked struct {
-		name string
-		data []byte
-	}
-	var ok []acked
-	killed := make(chan error, 1)
-	afterKill := 0
-	for i := range files {
-		if i == killAt {
-			go func() { killed <- metaB.Kill9() }() // during the next writes
-		}
-		name := fmt.Sprintf("d/f%02d", i)
-		data := make([]byte, 200<<10+i)
-		rand.Read(data)
-		f, err := os.Create(filepath.Join(mnt, name))
-		if err == nil {
-			if _, err = f.Write(data); err == nil {
-				err = f.Sync()
-			}
-			if cerr := f.Close(); err == nil {
-				err = cerr
-			}
-		}
-		if err != nil {
-			t.Logf("%s: %v (not acknowledged)", name, err)
-			continue
-		}
-		ok = append(ok, acked{name, data})
-		if i > killAt {
-			afterKill++
-		}
-	}
-	must(t, <-killed)
-	if afterKill == 0 {
-		t.Fatalf("no write was acknowledged after meta B was killed: the mount did not fail over to A")
-	}
-	check := addMount(t, m).Mount()
-	for _, a := range ok {
-		if got, err := os.ReadFile(filepath.Join(check, a.name)); err != nil || !bytes.Equal(got, a.data) {
-			t.Fatalf("acknowledged %s: read %d bytes, %v; want the %d written", a.name, len(got), err, len(a.data))
-		}
-	}
-	t.Logf("%d of %d writes acknowledged, %d after the kill", len(ok), files, afterKill)
 }

@@ -40,6 +40,20 @@
 // HandshakeTimeout (10 s), is closed after IdleTimeout (5 min) without
 // calls, and carries at most MaxStreams (256) concurrent calls; keepalive
 // pings from clients more often than every 10 s close the connection.
+// Per peer (one IP address, over all its connections; budget.go): at most
+// MaxStreamsPerPeer (1024) calls are open, more are refused with
+// ResourceExhausted naming the peer and the limit; and its calls hold at
+// most MaxInFlightPerPeer (64 MiB) of requests: each read is charged
+// the largest its message may be (MaxRecvMsg; a callback Ack's 1 KiB,
+// enforced on its length prefix) until the message is in, then the
+// message's size until the call ends, and a read that does not fit waits
+// for one that does (until the call's deadline). A call parks at most one stream window (64 KiB) of
+// data before its read is admitted, so one peer can make the server hold
+// MaxInFlightPerPeer + MaxStreamsPerPeer x 64 KiB. A session's callback
+// stream holds at most an Ack's worth, so sessions do not starve the calls
+// of their address.
+// A connection whose peer sends a request in tiny DATA frames (each costs
+// the server a buffer of its own) is closed (pieces.go).
 //
 // Connections. A Client keeps one gRPC connection (HTTP/2 multiplexes its
 // calls), dialled by Dial, which fails at once with one line naming the

@@ -24,6 +24,9 @@ func (h *handshakes) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo
 	if err != nil && h.log != nil {
 		h.log.Warn("meta rpc refused a connection", "peer", c.RemoteAddr().String(), "why", "handshake: "+err.Error())
 	}
+	if err == nil && h.log != nil { // a server's: watch the plaintext for requests in tiny pieces
+		nc = newPiecesConn(nc, h.log)
+	}
 	return nc, ai, err
 }
 

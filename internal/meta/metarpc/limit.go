@@ -17,6 +17,7 @@ type limitListener struct {
 	net.Listener
 	max, perPeer int
 	log          *slog.Logger
+	plain        bool // no TLS: the connection's bytes are HTTP/2, watched by piecesConn
 
 	mu struct {
 		sync.Mutex
@@ -62,7 +63,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			c.Close()
 			continue
 		}
-		return &countedConn{Conn: c, l: l, peer: peer}, nil
+		var cc net.Conn = &countedConn{Conn: c, l: l, peer: peer}
+		if l.plain {
+			cc = newPiecesConn(cc, l.log)
+		}
+		return cc, nil
 	}
 }
 

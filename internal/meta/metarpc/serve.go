@@ -30,13 +30,32 @@ const (
 	DefaultMaxConnsPerPeer = 64
 	// DefaultMaxStreams caps the concurrent calls of one connection.
 	DefaultMaxStreams = 256
+	// DefaultMaxStreamsPerPeer caps the calls open at once from one IP
+	// address, over all its connections; more are refused with
+	// ResourceExhausted. A mount has some dozens of calls open at most
+	// (FUSE's 64 background requests and the applications' waiting ones,
+	// background commits, one callback stream per session); the cap leaves
+	// room for many processes on one host (tests run every role on
+	// 127.0.0.1). Its unread data is at most this many stream windows
+	// (64 MiB).
+	DefaultMaxStreamsPerPeer = 1024
+	// DefaultMaxInFlightPerPeer bounds the request bytes one IP address's
+	// calls hold: every read is charged DefaultMaxRecvMsg until the
+	// message is in, then its size until the call is done; a read that
+	// does not fit waits (budget.go). Four reads of unknown size at once,
+	// or any number of small requests.
+	DefaultMaxInFlightPerPeer = 4 * DefaultMaxRecvMsg
 	// DefaultHandshakeTimeout bounds the TLS and HTTP/2 handshakes of a
 	// new connection: a peer that connects and says nothing is dropped.
 	DefaultHandshakeTimeout = 10 * time.Second
 	// DefaultIdleTimeout closes a connection with no call for that long.
 	DefaultIdleTimeout = 5 * time.Minute
-	// Flow-control windows of a stream and of a connection.
-	streamWindow = 256 << 10
+	// Flow-control windows of a stream and of a connection. The stream
+	// window is what the transport buffers of a call before its request is
+	// read (a read then opens the window to the message's length at once,
+	// so a larger one would not speed large requests up); the connection
+	// window does not bound unread data (grpc-go gives it back on receipt).
+	streamWindow = 64 << 10
 	connWindow   = 1 << 20
 	// maxHeaderList bounds a call's metadata.
 	maxHeaderList = 16 << 10
@@ -47,6 +66,13 @@ const (
 	keepaliveTimeout = 10 * time.Second
 	minPingGap       = 10 * time.Second
 )
+
+// PeerLimits are the per-peer bounds a deployment may tune (`tessera meta`
+// and `tessera up` flags); zero fields take the defaults.
+type PeerLimits struct {
+	Calls    int   // calls open at once from one IP address: ServeOptions.MaxStreamsPerPeer
+	InFlight int64 // request bytes held for one IP address: ServeOptions.MaxInFlightPerPeer
+}
 
 // ServeOptions configure Serve. The zero value serves plain TCP, every
 // caller being auth.Insecure, with the default bounds.
@@ -71,6 +97,13 @@ type ServeOptions struct {
 	MaxStreams       uint32
 	HandshakeTimeout time.Duration
 	IdleTimeout      time.Duration
+	// Per-peer bounds (budget.go): calls open at once, and request bytes
+	// held, by one IP address over all its connections. MaxInFlightPerPeer
+	// must be at least MaxRecvMsg.
+	MaxStreamsPerPeer  int
+	MaxInFlightPerPeer int64
+
+	budgetWatch func(*budgets) // tests: sees the server's budgets
 
 	protocol int // tests: speak another protocol version (0: ProtocolVersion)
 }
@@ -94,6 +127,12 @@ func (o *ServeOptions) defaults() {
 	if o.MaxStreams == 0 {
 		o.MaxStreams = DefaultMaxStreams
 	}
+	if o.MaxStreamsPerPeer <= 0 {
+		o.MaxStreamsPerPeer = DefaultMaxStreamsPerPeer
+	}
+	if o.MaxInFlightPerPeer <= 0 {
+		o.MaxInFlightPerPeer = DefaultMaxInFlightPerPeer
+	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = DefaultHandshakeTimeout
 	}
@@ -107,10 +146,18 @@ func (o *ServeOptions) defaults() {
 
 // Serve answers meta RPCs on ln with api until ln is closed; then it closes
 // the connections it accepted, waits for their calls to finish and returns
-// nil. It returns other Accept errors.
+// nil. It returns other Accept errors, and an error naming the bound when
+// the options' bounds cannot work together.
 func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
 	opts.defaults()
 	gate := &gate{opts: opts}
+	budgets := newBudgets(opts)
+	if err := budgets.validate(); err != nil {
+		return err
+	}
+	if opts.budgetWatch != nil {
+		opts.budgetWatch(budgets)
+	}
 	sopts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(opts.MaxRecvMsg),
 		grpc.MaxConcurrentStreams(opts.MaxStreams),
@@ -120,7 +167,9 @@ func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
 			MaxConnectionIdle: opts.IdleTimeout, Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingGap, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(gate.unary),
-		grpc.ChainStreamInterceptor(gate.stream),
+		grpc.ChainStreamInterceptor(gate.stream, budgets.stream),
+		grpc.InTapHandle(budgets.tap),
+		grpc.StatsHandler(budgetStats{budgets}),
 		grpc.WaitForHandlers(true),
 		// Static flow-control windows: no BDP pings on every burst of data
 		// (they cost a round trip's worth of frames per small call), and
@@ -133,7 +182,7 @@ func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
 	}
 	gs := grpc.NewServer(sopts...)
 	pb.RegisterMetaServer(gs, &server{api: api, cluster: opts.Cluster})
-	lim := &limitListener{Listener: ln, max: opts.MaxConns, perPeer: opts.MaxConnsPerPeer, log: opts.Logger}
+	lim := &limitListener{Listener: ln, max: opts.MaxConns, perPeer: opts.MaxConnsPerPeer, log: opts.Logger, plain: opts.Creds == nil}
 	opts.Logger.Info("meta rpc listening", "addr", ln.Addr().String(), "tls", opts.Creds != nil, "protocol", opts.protocol)
 	err := gs.Serve(lim)
 	gs.Stop() // closes every connection, then waits for their handlers
