@@ -189,9 +189,9 @@ func (s *Service) changed(ctx context.Context, c change, sync bool) error {
 		reqs, err = s.callRemote(ctx, c.ino)
 	}
 	if err != nil {
-		// The change is committed; holders on other Services learn of
-		// it when their leases are next checked (see the design note's
-		// failure table).
+		// The change is committed; its holders on other Services are
+		// not called back (the design note's failure table). Only a
+		// change whose transaction did not write its requests gets here.
 		if s.sh != nil {
 			s.sh.log.Warn("calling a change back to other meta services", "ino", c.ino, "err", err)
 		}

@@ -152,6 +152,24 @@ func (l *leaseTable) endAll() {
 	clear(l.mu.recorded)
 }
 
+// invalidateEverything ends every lease with an invalidation and forgets
+// every lease record (shared.go: the Service's liveness had expired, so
+// changes may have skipped it and its records may be gone).
+func (l *leaseTable) invalidateEverything() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.mu.sessions {
+		for ino := range s.leases {
+			l.queueLocked(s, Callback{Ino: ino, Kind: CallbackInvalidate})
+			l.dropLeaseLocked(s, ino)
+		}
+	}
+	for ino := range l.mu.recorded {
+		l.changedLocked(ino)
+	}
+	clear(l.mu.recorded)
+}
+
 // endLocked drops s, its leases and its queue, and wakes its waiters.
 func (l *leaseTable) endLocked(s *session) {
 	if s.ended {
@@ -354,6 +372,23 @@ func (l *leaseTable) unrecordIfUnheld(ino Ino) bool {
 	}
 	delete(l.mu.recorded, ino)
 	return true
+}
+
+// unheldRecorded returns up to n recorded inodes on which no session
+// holds a lease.
+func (l *leaseTable) unheldRecorded(n int) []Ino {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Ino
+	for ino := range l.mu.recorded {
+		if len(out) == n {
+			break
+		}
+		if len(l.mu.holders[ino]) == 0 {
+			out = append(out, ino)
+		}
+	}
+	return out
 }
 
 // invalidateAll calls a change of ino made through another Service back to

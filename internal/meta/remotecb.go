@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"tessera/internal/kv"
@@ -24,8 +25,9 @@ import (
 // request once each acknowledged or expired. A Sync change waits for those
 // deletions (or the holder's liveness to lapse), so Sync keeps its meaning
 // across Services. Callbacks across Services are always invalidations.
-// A holder drops its lease record lazily: when it delivers a request and
-// none of its sessions holds a lease on the inode any more.
+// A holder drops its lease record lazily: when it delivers a request, or
+// tidies (ServeShared), and none of its sessions holds a lease on the inode
+// any more.
 
 // ensureLease writes this Service's lease record of ino unless it is
 // recorded already. Recording counts as a change of ino in the lease table,
@@ -129,6 +131,56 @@ func (s *Service) writeCalls(t txn, ino Ino) ([][]byte, error) {
 		reqs = append(reqs, k)
 	}
 	return reqs, nil
+}
+
+// tidyBatch is how many unheld lease records one tidyLeases round drops.
+const tidyBatch = 256
+
+// tidyLeases drops lease records of inodes on which no session of s holds
+// a lease any more (their sessions ended, or their leases were dropped), a
+// batch per call, so that neither the store nor the in-memory set grows
+// with every inode ever read through s.
+func (s *Service) tidyLeases(ctx context.Context) {
+	inos := s.leases.unheldRecorded(tidyBatch)
+	if len(inos) == 0 {
+		return
+	}
+	// Lock the stripes in order (ensureLease and finishRequest hold one
+	// at a time), so no record is written between the check and the
+	// delete.
+	var stripes []int
+	for _, ino := range inos {
+		stripes = append(stripes, int(uint64(ino)%lockStripes))
+	}
+	slices.Sort(stripes)
+	stripes = slices.Compact(stripes)
+	for _, i := range stripes {
+		s.sh.stripes[i].Lock()
+	}
+	defer func() {
+		for _, i := range stripes {
+			s.sh.stripes[i].Unlock()
+		}
+	}()
+	var drop []Ino
+	for _, ino := range inos {
+		if s.leases.unrecordIfUnheld(ino) {
+			drop = append(drop, ino)
+		}
+	}
+	err := s.update(ctx, func(t txn) error {
+		for _, ino := range drop {
+			if err := t.Delete(leaseRecKey(ino, s.sh.id)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		// Unrecorded but still in the store: a harmless extra callback
+		// later.
+		s.sh.log.Warn("dropping lease records", "count", len(drop), "err", err)
+	}
 }
 
 // txnCalls collects the callback requests the transaction of one change

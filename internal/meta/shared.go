@@ -169,24 +169,37 @@ func (s *Service) beat(ctx context.Context) error {
 	return err
 }
 
-// renew renews the liveness record of s and reports whether it had lapsed
-// before (expired, or deleted by the cleanup): the others may have stopped
-// calling back to s and dropped its records meanwhile (a process paused,
-// or cut off from the store).
-func (s *Service) renew(ctx context.Context) (lapsed bool, err error) {
+// Liveness states renew finds.
+const (
+	liveOK      = iota
+	liveExpired // the others may have skipped callbacks to s and dropped its lease records
+	liveGone    // the cleanup removed every record of s
+)
+
+// renew renews the liveness record of s and reports what it found: a
+// record that had expired (a process paused, or cut off from the store for
+// longer than the TTL) or none (cleaned up after the orphan grace).
+func (s *Service) renew(ctx context.Context) (state int, err error) {
 	now := s.now()
 	err = s.update(ctx, func(t txn) error {
 		until, ok, err := t.liveUntil(s.sh.id)
 		if err != nil {
 			return err
 		}
-		lapsed = !ok || now.After(until)
+		switch {
+		case !ok:
+			state = liveGone
+		case now.After(until):
+			state = liveExpired
+		default:
+			state = liveOK
+		}
 		return t.Put(liveKey(s.sh.id), encodeLive(now.Add(s.sh.ttl).UnixNano()))
 	})
 	if err != nil {
-		return false, fmt.Errorf("meta %s: renew liveness: %w", s.sh.id, err)
+		return liveOK, fmt.Errorf("meta %s: renew liveness: %w", s.sh.id, err)
 	}
-	return lapsed, nil
+	return state, nil
 }
 
 // liveUntil returns when the liveness of mid lapses (ok false: it has no
@@ -205,8 +218,8 @@ func (t txn) liveUntil(mid MetaID) (until time.Time, ok bool, err error) {
 
 // ServeShared runs what a Service of a shared store does in the background
 // until ctx ends: it renews its liveness, delivers the callback requests
-// other Services address to it, and drops the open records its sessions
-// no longer need. The meta role runs it; it returns nil for a Service that
+// other Services address to it, and drops the open and lease records its
+// sessions no longer need. The meta role runs it; it returns nil for a Service that
 // is alone.
 func (s *Service) ServeShared(ctx context.Context) error {
 	if s.sh == nil {
@@ -222,10 +235,16 @@ func (s *Service) ServeShared(ctx context.Context) error {
 	every := s.sh.ttl / 3
 	until := s.now().Add(s.sh.ttl) // New wrote the first record
 	for {
-		if lapsed, err := s.renew(ctx); err == nil {
+		if state, err := s.renew(ctx); err == nil {
 			until = s.now().Add(s.sh.ttl)
-			if lapsed {
-				s.sh.log.Error("meta liveness had lapsed: ending every session", "meta", s.sh.id)
+			switch state {
+			case liveExpired:
+				// Changes meanwhile may have skipped this Service:
+				// its sessions revalidate what they cache.
+				s.sh.log.Warn("meta liveness had expired: invalidating every lease", "meta", s.sh.id)
+				s.leases.invalidateEverything()
+			case liveGone:
+				s.sh.log.Error("meta records were cleaned up: ending every session", "meta", s.sh.id)
 				s.lapse()
 			}
 		} else if ctx.Err() == nil {
@@ -239,6 +258,7 @@ func (s *Service) ServeShared(ctx context.Context) error {
 			}
 		}
 		s.tidyOpens(ctx)
+		s.tidyLeases(ctx)
 		select {
 		case <-ctx.Done():
 			return nil

@@ -476,3 +476,68 @@ func TestCallbackCommitsWithChange(t *testing.T) {
 		}
 	}
 }
+
+// TestLeaseRecordsTidied: a Service drops its lease record of an inode
+// none of its sessions holds a lease on any more, so that records do not
+// pile up with every inode ever read; a new lease writes it again.
+func TestLeaseRecordsTidied(t *testing.T) {
+	ctx := context.Background()
+	clock := metatest.NewClock()
+	store := memkv.New()
+	svcs := sharedServices(t, store, meta.Options{Now: clock.Now, After: clock.After}, 2, true)
+	a, b := svcs[0], svcs[1]
+	f := mkfile(t, a, "f")
+	leaseRec := func() bool {
+		found := false
+		id := binary.BigEndian.AppendUint64(nil, uint64(b.ID()))
+		key := append(binary.BigEndian.AppendUint64([]byte{'L'}, uint64(f.Ino)), id...)
+		err := store.View(ctx, func(tx kv.Txn) error {
+			_, ok, err := tx.Get(key)
+			found = ok
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return found
+	}
+	sb, err := b.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.WithSession(sb.ID).GetAttr(ctx, f.Ino); err != nil {
+		t.Fatal(err)
+	}
+	if !leaseRec() {
+		t.Fatal("no lease record of b after its session read f")
+	}
+	// While the session holds its lease, the record stays.
+	waitFor(t, "both Services wait on the clock", func() bool { return clock.Waiters() >= 2 })
+	clock.Advance(meta.DefaultSessionTTL / 3)
+	waitFor(t, "both Services wait again", func() bool { return clock.Waiters() >= 2 })
+	if !leaseRec() {
+		t.Fatal("b dropped the lease record of a lease its session holds")
+	}
+	if err := b.CloseSession(ctx, sb.ID); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(meta.DefaultSessionTTL / 3)
+	waitFor(t, "b drops the record", func() bool { return !leaseRec() })
+
+	sb, err = b.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.WithSession(sb.ID).GetAttr(ctx, f.Ino); err != nil {
+		t.Fatal(err)
+	}
+	if !leaseRec() {
+		t.Fatal("no lease record after a new lease")
+	}
+	if _, err := a.SetAttr(ctx, f.Ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o600}); err != nil {
+		t.Fatal(err)
+	}
+	if cb := awaitCallback(t, b, sb.ID, f.Ino); cb.Kind != meta.CallbackInvalidate {
+		t.Fatalf("callback %+v, want an invalidation", cb)
+	}
+}
