@@ -18,12 +18,14 @@ import (
 )
 
 // filesetUsage is the one line `tessera fileset` prints for bad arguments.
-const filesetUsage = "want create PATH --home URL, list, status PATH or delete PATH (see tessera fileset -h)"
+const filesetUsage = "want create PATH --home URL, list, status PATH, revalidate PATH or delete PATH (see tessera fileset -h)"
 
 const filesetHelp = `usage: tessera fileset create PATH --home URL [--mode ro|sw|lu|iw] [--validity-lag D] [--sync-lag D]
                               [--prefetch none|range|whole] [--conflicts cache-wins|home-wins|keep-both]
        tessera fileset list               every fileset: root inode, mode, home
        tessera fileset status PATH        a fileset's settings
+       tessera fileset revalidate PATH    compare PATH (and what was listed under it) with home now, not
+                                          after the validity lag; what changed is fetched again when read
        tessera fileset delete PATH        detach it (what it cached stays as ordinary files)
 PATH is a directory on a Tessera mount (create makes it; it must be empty). Every
 subcommand takes --data DIR or --meta ADDR (and the TLS flags) to reach the cluster
@@ -60,7 +62,7 @@ func runFileset(ctx context.Context, args []string) error {
 		want = 0
 	}
 	switch op {
-	case "create", "list", "status", "delete":
+	case "create", "list", "status", "delete", "revalidate":
 	default:
 		return fmt.Errorf("%w: unknown subcommand %q: %s", errUsage, op, filesetUsage)
 	}
@@ -118,6 +120,18 @@ func runFileset(ctx context.Context, args []string) error {
 			return fmt.Errorf("fileset status %s: %w", pos[0], err)
 		}
 		printFilesetStatus(os.Stdout, pos[0], out)
+	case "revalidate":
+		ma, ok := c.Meta.(gateway.MetaAPI)
+		if !ok {
+			return fmt.Errorf("fileset revalidate: the meta client has no fileset calls")
+		}
+		g := gateway.NewIngester(ma, nil, gateway.Options{})
+		defer g.Close()
+		checked, changed, err := g.RevalidateTree(ctx, root)
+		if err != nil {
+			return fmt.Errorf("fileset revalidate %s: %w", pos[0], err)
+		}
+		fmt.Printf("fileset revalidate %s: %d checked, %d changed at home and invalidated\n", pos[0], checked, changed)
 	case "delete":
 		if err := fa.DeleteFileset(ctx, root); err != nil {
 			return fmt.Errorf("fileset delete %s: %w", pos[0], err)
