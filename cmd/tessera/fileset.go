@@ -188,8 +188,11 @@ func printFilesetStatus(out io.Writer, path string, f meta.Fileset) {
 	fmt.Fprintf(out, "  conflicts   %s\n", f.Conflicts)
 }
 
-// newGateway is up.GatewayFunc: an Ingester over the process's meta
-// service and a client of its own.
-func newGateway(svc *meta.Service, c *client.Client) fuse.Gateway {
-	return gateway.NewIngester(svc, c, gateway.Options{})
+// newGateway is up.GatewayFunc: an Ingester per client, as a Group.
+func newGateway(svc *meta.Service, cs []*client.Client) fuse.Gateway {
+	var gs []*gateway.Ingester
+	for _, c := range cs {
+		gs = append(gs, gateway.NewIngester(svc, c, gateway.Options{}))
+	}
+	return gateway.NewGroup(gs...)
 }
