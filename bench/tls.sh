@@ -4,15 +4,17 @@
 # 4 KiB random reads, creates. See bench/README.md ("TLS on vs off").
 #
 #   bench/tls.sh [--runs 3] [--servers 3] [--size 1G] [--rand-time 20] [--files 8000]
-#                [--threads 4] [--profile] [--workdir /dev/shm] [--keep] [--quick]
+#                [--threads 4] [--profile] [--workdir /dev/shm] [--keep] [--quick] [--before BIN]
 #   bench/tls.sh --summary bench/out/tls-TS/rows.tsv
+# --before BIN: a third mode, "before": TLS with the tessera binary BIN (a build of an earlier
+# commit), interleaved tls, before, plain: a change measured against its base in one session.
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
-RUNS=3 NSRV=3 SIZE="" RTIME="" FILES="" THREADS=4 PROFILE=0 WORKBASE=/dev/shm KEEP=0 QUICK=0
-usage() { sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+RUNS=3 NSRV=3 SIZE="" RTIME="" FILES="" THREADS=4 PROFILE=0 WORKBASE=/dev/shm KEEP=0 QUICK=0 BEFORE=""
+usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 # summary ROWS: per workload, median (min..max) of each mode, their ratio, median CPU-seconds per
 # role, and the CPU of all roles per unit of work (ms per MiB, per read, per create).
 summary() {
@@ -35,7 +37,17 @@ summary() {
         ct=sprintf("%.1f/%.1f/%.1f", med(mc[w" tls"]), med(ec[w" tls"]), med(bc[w" tls"]))
         cp=sprintf("%.1f/%.1f/%.1f", med(mc[w" plain"]), med(ec[w" plain"]), med(bc[w" plain"]))
         ut=med(cu[w" tls"]); up=med(cu[w" plain"])
-        printf f, w, u[w], tr, pr, rat(t, p), ct, cp, sprintf("%.2f|%.2f", ut, up), rat(up, ut) } }' "$1"
+        printf f, w, u[w], tr, pr, rat(t, p), ct, cp, sprintf("%.2f|%.2f", ut, up), rat(up, ut) }
+      # --before: the same figures of TLS with the earlier binary
+      hdr=0
+      for (i=1;i<=n;i++) { w=W[i]; if (!((w" before") in v)) continue
+        if (!hdr++) { printf "\nbefore = TLS with the --before binary; ratio = median before / median plain; cpu ratio = plain/before:\n"
+          printf f, "workload", "unit", "before", "plain", "ratio", "cpu before", "cpu plain", "cpu/unit b|p", "cpu ratio" }
+        bm=med(v[w" before"]); br=sprintf("%s (%s..%s)", bm, lo, hi); p=med(v[w" plain"])
+        cb=sprintf("%.1f/%.1f/%.1f", med(mc[w" before"]), med(ec[w" before"]), med(bc[w" before"]))
+        cp=sprintf("%.1f/%.1f/%.1f", med(mc[w" plain"]), med(ec[w" plain"]), med(bc[w" plain"]))
+        ub=med(cu[w" before"]); up=med(cu[w" plain"])
+        printf f, w, u[w], br, sprintf("%s", p), rat(bm, p), cb, cp, sprintf("%.2f|%.2f", ub, up), rat(up, ub) } }' "$1"
 }
 ARGS="$*"
 while [ $# -gt 0 ]; do
@@ -51,6 +63,7 @@ while [ $# -gt 0 ]; do
     --keep) KEEP=1; shift ;;
     --summary) summary "$2"; exit ;;   # reprint the summary of a recorded rows.tsv
     --quick) QUICK=1; shift ;;
+    --before) BEFORE=$2; shift 2 ;;
     -h|--help) usage 0 ;;
     *) echo "tls.sh: unknown argument: $1" >&2; usage 2 ;;
   esac
@@ -71,6 +84,12 @@ log "building tessera and bench helpers"; build_bins
 ( cd "$REPO" && go build -o "$OUTBASE/bin/" ./bench/cmd/metaops ) || die "cannot build bench/cmd/metaops"
 METAOPS=$OUTBASE/bin/metaops
 has_flag meta tls-cert || die "$TESSERA has no --tls-cert: nothing to compare"
+MODES="tls plain"
+if [ -n "$BEFORE" ]; then
+  [ -x "$BEFORE" ] || die "--before $BEFORE: not an executable"
+  MODES="tls before plain"
+fi
+NEWBIN=$TESSERA
 TS=$(date +%Y%m%d-%H%M%S); OUT=$OUTBASE/tls-$TS; mkdir -p "$OUT/logs" "$OUT/fio" "$OUT/prof"
 W=$(mktemp -d "$WORKBASE/tessera-tls.XXXXXX") || die "cannot make work dir"
 UP0=$(uptime); T_START=$(date +%s)
@@ -79,7 +98,7 @@ cpu_busy() { awk '/^cpu /{t=0; for(i=2;i<=NF;i++) t+=$i; print t-$5-$6, t; exit}
 busy_pct() { awk -v a="$1" -v b="$2" 'BEGIN{split(a,x," "); split(b,y," "); if (y[2]>x[2]) printf "%.0f", 100*(y[1]-x[1])/(y[2]-x[2]); else print "nan"}'; }
 
 # mode_args MODE NAME: the flags of process NAME in MODE (tls: its certificate; plain: --insecure)
-mode_args() { if [ "$1" = tls ]; then tls_args "$2"; else echo --insecure; fi; }
+mode_args() { if [ "$1" != plain ]; then tls_args "$2"; else echo --insecure; fi; }
 
 META="" METAPID="" MPID="" ; declare -a BPIDS=()
 # cluster_start TAG MODE: tessera meta + NSRV tessera blockd on 127.0.0.1, defaults otherwise.
@@ -87,7 +106,7 @@ cluster_start() {
   local tag=$1 mode=$2 d=$W/$1 i
   mkdir -p "$d"
   # TLSDIR set: start_mount and tls_args use certificates; plain mode has none
-  if [ "$mode" = tls ]; then tls_init "$d/pki" && [ -n "$TLSDIR" ] || { log "tessera certs failed"; return 1; }
+  if [ "$mode" != plain ]; then tls_init "$d/pki" && [ -n "$TLSDIR" ] || { log "tessera certs failed"; return 1; }
   else TLSDIR=""; fi
   # shellcheck disable=SC2046 # mode_args: words without spaces
   start_bg "$OUT/logs/$tag-meta.log" srv "$TESSERA" meta --data "$d/meta" --listen 127.0.0.1:0 $(mode_args "$mode" meta)
@@ -96,7 +115,7 @@ cluster_start() {
   META=$(grep -m1 -o 'listen=[^ ]*' "$OUT/logs/$tag-meta.log" | cut -d= -f2)
   BPIDS=()
   for ((i=0; i<NSRV; i++)); do
-    [ "$mode" = tls ] && { tls_issue "b$i" blockd 127.0.0.1 || return 1; }
+    [ "$mode" != plain ] && { tls_issue "b$i" blockd 127.0.0.1 || return 1; }
     # --host hI: not this machine's name, so the mount fetches blocks over TCP (no co-located file reads)
     # shellcheck disable=SC2046
     start_bg "$OUT/logs/$tag-blockd$i.log" srv "$TESSERA" blockd --data "$d/b$i" --meta "$META" --id "b$i" \
@@ -201,19 +220,22 @@ measure() {
 
 {
   printf 'date\t%s\ncommand\tbench/tls.sh %s\n' "$(date -Is)" "$ARGS"
+  [ -n "$BEFORE" ] && printf 'before\t%s (%s)\n' "$BEFORE" "$(sha256sum "$BEFORE" | cut -c1-12)"
   printf 'commit\t%s\n' "$(git -C "$REPO" log -1 --format='%h %s' 2>/dev/null | cut -c1-100)"
   printf 'host\t%s cores, %s MiB RAM, kernel %s\n' "$(nproc)" "$(awk '/MemTotal/{print int($2/1024)}' /proc/meminfo)" "$(uname -r)"
   printf 'load at start\t%s\n' "$UP0"
-  printf 'setup\ttessera meta + %s tessera blockd (--host h0..: blocks go over loopback TCP) + 1 tessera mount, separate processes on 127.0.0.1, default settings; tls = certificates from tessera certs (README Security), plain = --insecure on every role; a fresh cluster per (run, mode), runs interleaved tls, plain; data under %s (%s)\n' \
-    "$NSRV" "$WORKBASE" "$(findmnt -n -o FSTYPE -T "$W" | head -n 1)"
+  printf 'setup\ttessera meta + %s tessera blockd (--host h0..: blocks go over loopback TCP) + 1 tessera mount, separate processes on 127.0.0.1, default settings; tls = certificates from tessera certs (README Security), plain = --insecure on every role; a fresh cluster per (run, mode), runs interleaved %s; data under %s (%s)\n' \
+    "$NSRV" "${MODES// /, }" "$WORKBASE" "$(findmnt -n -o FSTYPE -T "$W" | head -n 1)"
   printf 'workloads\tfio psync bs=1M: seqwrite %s (end_fsync=1), seqread of it; randread4: 4 KiB, 4 jobs each on a quarter of it, %s s; create: metaops -n %s -threads %s -unique-dir (create phase); each on a fresh mount after dropping caches\n' \
     "$SIZE" "$RTIME" "$FILES" "$THREADS"
 } > "$OUT/meta.txt"
 
 for ((RUN=1; RUN<=RUNS; RUN++)); do
-  for mode in tls plain; do
+  for mode in $MODES; do
     log "run $RUN/$RUNS $mode (load $(cut -d' ' -f1-3 /proc/loadavg))"
+    TESSERA=$NEWBIN; [ "$mode" = before ] && TESSERA=$BEFORE
     measure "$mode" || { log "run $RUN $mode failed (see $OUT/logs)"; profile_stop; cluster_stop; }
+    TESSERA=$NEWBIN
   done
 done
 

@@ -9,7 +9,8 @@ import (
 // or extends the file (extension leaves a hole); ctime becomes req.Ctime, or
 // now when that is 0, whenever anything changes.
 func (s *Service) SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, error) {
-	mark := s.readMark()
+	ctx = s.collectCalls(ctx)
+	mark := s.leaseMark(ctx, ino)
 	var out Inode
 	// Holders are called back inside the Sync change (see Commit).
 	err := s.syncChange(ctx, ino, req.Sync && req.Valid != 0, func() error {
@@ -35,6 +36,11 @@ func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *In
 		rec, err := t.getInode(ino)
 		if err != nil {
 			return err
+		}
+		if req.Valid != 0 {
+			if err := s.callBackIn(ctx, t, ino); err != nil {
+				return err
+			}
 		}
 		if req.Valid&SetSize != 0 && !rec.IsRegular() {
 			if rec.IsDir() {

@@ -148,6 +148,11 @@ func (s *Service) leasedRead(ctx context.Context, known Ino, read func() (Ino, e
 			if err := s.leases.await(ctx, known); err != nil {
 				return err
 			}
+			// In a shared store, leases are granted only on inodes
+			// whose lease record was written before the read.
+			if err := s.ensureLease(ctx, known); err != nil {
+				return err
+			}
 		}
 		mark := s.readMark()
 		got, err := read()
@@ -178,8 +183,39 @@ func (s *Service) syncChange(ctx context.Context, ino Ino, sync bool, apply func
 func (s *Service) changed(ctx context.Context, c change, sync bool) error {
 	c.from = sessionOf(ctx)
 	waits := s.leases.notify(c)
-	if !sync || len(waits) == 0 {
+	reqs, done := calledBack(ctx, c.ino)
+	var err error
+	if !done {
+		reqs, err = s.callRemote(ctx, c.ino)
+	}
+	if err != nil {
+		// The change is committed; its holders on other Services are
+		// not called back (the design note's failure table). Only a
+		// change whose transaction did not write its requests gets here.
+		if s.sh != nil {
+			s.sh.log.Warn("calling a change back to other meta services", "ino", c.ino, "err", err)
+		}
+		if sync {
+			return err
+		}
+	}
+	if !sync {
 		return nil
 	}
-	return s.leases.wait(ctx, waits)
+	if err := s.leases.wait(ctx, waits); err != nil {
+		return err
+	}
+	return s.waitRemote(ctx, reqs)
+}
+
+// leaseMark is readMark for a change of ino that gives the calling session
+// a lease on it: in a shared store it first writes the lease record, so
+// that the grant after the change is not refused.
+func (s *Service) leaseMark(ctx context.Context, ino Ino) uint64 {
+	if sessionOf(ctx) != 0 {
+		// A failure only costs the caller its lease (the grant is
+		// refused with an invalidation).
+		_ = s.ensureLease(ctx, ino)
+	}
+	return s.readMark()
 }

@@ -7,7 +7,8 @@
 // kv.Store and the RPC client in metarpc implements it over the wire. Every
 // method runs in a single kv transaction, so each operation is atomic and
 // isolated; a Service keeps no state the store does not hold except a batch
-// of pre-allocated inode numbers, so several Services may share one store.
+// of pre-allocated inode numbers and its sessions (below), so several
+// Services may share one store.
 // Errors are syscall.Errno sentinels (ErrNotFound, ErrExist, ...) wrapped
 // with the operation's context: test them with errors.Is. A record that fails
 // to decode is ErrCorrupt (which also matches ErrIO) and is never retried.
@@ -51,6 +52,10 @@
 //	"h" hash             -> reference count of block hash (32 bytes)
 //	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)
 //	"g" root             -> fileset record: the directory root caches a home store (fileset.go)
+//	"M" meta             -> liveness of the Service meta (8-byte MetaID) of a shared store (shared.go)
+//	"L" ino meta         -> Service meta may have sessions holding a lease on ino (remotecb.go)
+//	"O" ino meta         -> sessions of Service meta hold ino open (sharedopens.go)
+//	"C" meta req         -> callback request of a change for Service meta (req: random 8 bytes)
 //
 // Counters are sharded by inode number so that creates and commits in
 // different directories do not all conflict on one key; StatFS sums the
@@ -95,6 +100,9 @@
 //	links:   1 | count 8 (at least 1)
 //	ref:     1 | count 8 (at least 1: a count of 0 has no record)
 //	release: 1
+//	liveness: 1 | expires unix ns 8
+//	lease record, open record: 1
+//	callback request: 1 | ino 8 | from meta 8
 //	server:  1 | addr str | dir str | host str | rack str | site str |
 //	         state str | seen 8
 //	progress: 1 | flags(1: bit0 Running, bit1 a per-site section follows
@@ -184,9 +192,22 @@
 // MaxLeases, dropping the oldest with an invalidation. All of this is soft
 // state in the Service's memory: a restarted service, or another Service
 // sharing the store, knows no session, and its clients get ErrSessionExpired
-// (they open a new session and revalidate what they cached). Changes made through
-// another Service over the same store are not called back. Expiry and long
+// (they open a new session and revalidate what they cached). Expiry and long
 // polls read the injected clock (Options.Now, Options.After).
+//
+// Several Services may share one store (Options.Shared: meta processes over
+// etcd; docs/design/2026-11-24-multi-meta.md). Each then records in the
+// store, once per inode, that its sessions may lease the inode ("L"), and
+// grants no lease on an inode before that record is written. A change
+// through one Service writes, in its own transaction, a callback request
+// ("C") for each other live Service with such a record; that Service watches
+// its requests (kv.Watcher), calls them back to its sessions as
+// invalidations, and deletes each request once they acknowledged or
+// expired. A Sync change also waits for those deletions, or for the
+// holder's liveness record ("M", renewed every third of the session TTL
+// by ServeShared) to lapse, so Sync means the same across Services. A
+// Service that cannot renew its liveness ends its sessions. Callbacks
+// among the sessions of one Service keep the in-memory path above.
 //
 // # Open files
 //
@@ -212,7 +233,13 @@
 // inode.
 //
 // Like leases, opens are soft state of the Service: a restarted service
-// knows none. Clients learn of the restart when their next poll gets
+// knows none. In a shared store a Service also keeps an open record ("O")
+// per inode its sessions hold open, written before the open reads the
+// inode, and every delete reads them in its transaction: an orphan held
+// open through one Service is not deleted through another. The records of
+// a Service whose liveness lapsed hold for OrphanGrace more, while its
+// clients fail over and re-announce their opens elsewhere; then the
+// reaper's leader deletes them with the rest of its records (CleanupDead). Clients learn of the restart when their next poll gets
 // ErrSessionExpired; they open a new session and re-announce every open
 // they hold (HoldOpen again). So that they can, a Service started on a
 // store that has served sessions before ("m" "sessions") deletes no orphan,
@@ -224,7 +251,9 @@
 // alive only by passing reap 0 to Unlink and reaping at its last close; the
 // reaper does not know about it. Orphans made through another Service
 // sharing the store are reaped by whichever reaper finds them unheld
-// there.
+// anywhere; over a shared store the meta role runs the reaper's sweeps, the
+// server sweeps, the mover, the reclaimer and the collector on elected
+// leaders only (Elected).
 //
 // # Durability
 //

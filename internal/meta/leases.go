@@ -49,6 +49,9 @@ type leaseTable struct {
 	graceUntil time.Time
 	// kick wakes the reaper when a session that held an orphan open ends.
 	kick chan struct{}
+	// shared: the store is shared with other Services, which call back
+	// only the inodes this one recorded (remotecb.go).
+	shared bool
 
 	mu struct {
 		sync.Mutex
@@ -68,6 +71,9 @@ type leaseTable struct {
 		openers map[Ino]map[SessionID]*session
 		reaping map[Ino]chan struct{}
 		orphans map[Ino]struct{}
+		// recorded mirrors this Service's lease records in a shared
+		// store: no lease is granted on an inode not in it.
+		recorded map[Ino]bool
 	}
 }
 
@@ -94,6 +100,7 @@ func newLeaseTable(opts Options, now func() time.Time) *leaseTable {
 	l.mu.openers = make(map[Ino]map[SessionID]*session)
 	l.mu.reaping = make(map[Ino]chan struct{})
 	l.mu.orphans = make(map[Ino]struct{})
+	l.mu.recorded = make(map[Ino]bool)
 	l.kick = make(chan struct{}, 1)
 	return l
 }
@@ -132,6 +139,35 @@ func (l *leaseTable) liveLocked(id SessionID) *session {
 		return nil
 	}
 	return s
+}
+
+// endAll ends every session and forgets every lease record (shared.go:
+// the Service's liveness lapsed).
+func (l *leaseTable) endAll() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.mu.sessions {
+		l.endLocked(s)
+	}
+	clear(l.mu.recorded)
+}
+
+// invalidateEverything ends every lease with an invalidation and forgets
+// every lease record (shared.go: the Service's liveness had expired, so
+// changes may have skipped it and its records may be gone).
+func (l *leaseTable) invalidateEverything() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range l.mu.sessions {
+		for ino := range s.leases {
+			l.queueLocked(s, Callback{Ino: ino, Kind: CallbackInvalidate})
+			l.dropLeaseLocked(s, ino)
+		}
+	}
+	for ino := range l.mu.recorded {
+		l.changedLocked(ino)
+	}
+	clear(l.mu.recorded)
 }
 
 // endLocked drops s, its leases and its queue, and wakes its waiters.
@@ -276,7 +312,7 @@ func (l *leaseTable) grantLocked(id SessionID, ino Ino, since uint64) bool {
 	if s == nil {
 		return true
 	}
-	if l.changedSinceLocked(ino, since) {
+	if l.changedSinceLocked(ino, since) || (l.shared && !l.mu.recorded[ino]) {
 		l.queueLocked(s, Callback{Ino: ino, Kind: CallbackInvalidate})
 		l.dropLeaseLocked(s, ino)
 		return false
@@ -298,6 +334,82 @@ func (l *leaseTable) grantLocked(id SessionID, ino Ino, since uint64) bool {
 		l.queueLocked(s, Callback{Ino: old, Kind: CallbackInvalidate})
 	}
 	return true
+}
+
+// changedLocked records that ino changed (or was recorded): grants read
+// before it fail.
+func (l *leaseTable) changedLocked(ino Ino) {
+	l.mu.gen++
+	l.mu.recent[l.mu.gen%recentChanges] = recentChange{ino: ino, gen: l.mu.gen}
+}
+
+// isRecorded reports whether this Service's lease record of ino is in the
+// store.
+func (l *leaseTable) isRecorded(ino Ino) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.recorded[ino]
+}
+
+// record notes that the lease record of ino was written. It counts as a
+// change of ino: a read that began before the record existed may have
+// missed a change no callback will tell of, so its grant fails.
+func (l *leaseTable) record(ino Ino) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.recorded[ino] = true
+	l.changedLocked(ino)
+}
+
+// unrecordIfUnheld forgets the lease record of ino when no session holds a
+// lease on it, and reports whether it did (the caller deletes the record;
+// until then, and after, no lease on ino is granted without a new one).
+func (l *leaseTable) unrecordIfUnheld(ino Ino) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.mu.holders[ino]) > 0 || !l.mu.recorded[ino] {
+		return false
+	}
+	delete(l.mu.recorded, ino)
+	return true
+}
+
+// unheldRecorded returns up to n recorded inodes on which no session
+// holds a lease.
+func (l *leaseTable) unheldRecorded(n int) []Ino {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []Ino
+	for ino := range l.mu.recorded {
+		if len(out) == n {
+			break
+		}
+		if len(l.mu.holders[ino]) == 0 {
+			out = append(out, ino)
+		}
+	}
+	return out
+}
+
+// invalidateAll calls a change of ino made through another Service back to
+// every session holding a lease on it, as an invalidation, and returns
+// what to wait for.
+func (l *leaseTable) invalidateAll(ino Ino) []ackWait {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.sweepLocked()
+	l.changedLocked(ino)
+	var waits []ackWait
+	now := l.now()
+	for _, s := range l.mu.holders[ino] {
+		if now.After(s.deadline) {
+			l.endLocked(s)
+			continue
+		}
+		waits = append(waits, ackWait{s, l.queueLocked(s, Callback{Ino: ino, Kind: CallbackInvalidate})})
+		l.dropLeaseLocked(s, ino)
+	}
+	return waits
 }
 
 // changedSinceLocked reports whether ino may have changed after since.
@@ -357,8 +469,7 @@ func (l *leaseTable) notify(c change) []ackWait {
 	if c.from != 0 && c.keep {
 		l.grantLocked(c.from, c.ino, c.since)
 	}
-	l.mu.gen++
-	l.mu.recent[l.mu.gen%recentChanges] = recentChange{ino: c.ino, gen: l.mu.gen}
+	l.changedLocked(c.ino)
 	var others []*session
 	now := l.now()
 	for id, s := range l.mu.holders[c.ino] {

@@ -75,7 +75,7 @@ func (s *Service) Create(ctx context.Context, req CreateReq) (Inode, error) {
 		if again {
 			continue // the file it found went before it was held open
 		}
-		s.granted(ctx, out.Ino, mark)
+		s.granted(ctx, out.Ino, s.recordNew(ctx, out, mark))
 		return out, nil
 	}
 }
@@ -93,7 +93,7 @@ func (s *Service) create(ctx context.Context, req CreateReq) (out Inode, again b
 	if err != nil {
 		return Inode{}, false, err
 	}
-	held, err := s.leases.hold(ctx, id, ino) // a fresh inode: no reap to wait for
+	held, err := s.hold(ctx, id, ino) // a fresh inode: no reap to wait for
 	if err != nil {
 		s.releaseIno(ino)
 		return Inode{}, false, err
@@ -105,7 +105,7 @@ func (s *Service) create(ctx context.Context, req CreateReq) (out Inode, again b
 	if err != nil || out.Ino == ino || id == 0 {
 		return out, false, err
 	}
-	if held, err = s.leases.hold(ctx, id, out.Ino); err != nil || !held {
+	if held, err = s.hold(ctx, id, out.Ino); err != nil || !held {
 		return out, false, err
 	}
 	err = s.view(ctx, func(t txn) error {
@@ -242,6 +242,7 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 
 // Link adds the name newParent/newName for the non-directory ino.
 func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) (Inode, error) {
+	ctx = s.collectCalls(ctx)
 	var out Inode
 	err := checkName(newName)
 	if err == nil {
@@ -252,6 +253,9 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 			}
 			rec, err := t.getInode(ino)
 			if err != nil {
+				return err
+			}
+			if err := s.callBackIn(ctx, t, ino); err != nil {
 				return err
 			}
 			if _, _, exists, err := t.getDentry(newParent, newName); err != nil {
@@ -301,6 +305,7 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 // session has it open (HoldOpen): then it is deleted in the same
 // transaction.
 func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino) (Inode, error) {
+	ctx = s.collectCalls(ctx)
 	var out Inode
 	cl := s.newClaims()
 	deleted := false
@@ -325,9 +330,12 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			if err != nil {
 				return err
 			}
+			if err := s.callBackIn(ctx, t, ino); err != nil {
+				return err
+			}
 			now := s.nowNs()
 			deleted = false
-			if rec.Nlink <= 1 && reap != 0 && reap == ino && cl.claim(ino) {
+			if rec.Nlink <= 1 && reap != 0 && reap == ino && cl.claim(t, ino) {
 				rec.Nlink = 0
 				if err := t.deleteInode(rec, now); err != nil {
 					return err
@@ -423,7 +431,7 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 			if typ != syscall.S_IFDIR {
 				return ErrNotDir
 			}
-			if err := t.removeDir(ino, s.keepDir(cl, ino), s.nowNs()); err != nil {
+			if err := t.removeDir(ino, s.keepDir(t, cl, ino), s.nowNs()); err != nil {
 				return err
 			}
 			if err := t.Delete(dentryKey(parent, name)); err != nil {
@@ -483,8 +491,8 @@ func (t txn) removeDir(ino Ino, keep bool, now int64) error {
 // keepDir reports whether a directory being removed must stay as an orphan
 // (a session has it open, or the service is in its restart grace) and
 // records it as one.
-func (s *Service) keepDir(cl *claims, ino Ino) bool {
-	if cl.claim(ino) {
+func (s *Service) keepDir(t txn, cl *claims, ino Ino) bool {
+	if cl.claim(t, ino) {
 		return false
 	}
 	s.leases.orphaned(ino)

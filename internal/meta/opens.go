@@ -155,13 +155,26 @@ func (l *leaseTable) endReap(ino Ino, gone bool) {
 	}
 }
 
+// openedHere reports whether a live session of this Service has ino open.
+func (l *leaseTable) openedHere(ino Ino) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := l.now()
+	for _, s := range l.mu.openers[ino] {
+		if !now.After(s.deadline) {
+			return true
+		}
+	}
+	return false
+}
+
 // inGrace reports whether the service is in its restart grace.
 func (l *leaseTable) inGrace() bool { return l.now().Before(l.graceUntil) }
 
 // HoldOpen implements API.
 func (s *Service) HoldOpen(ctx context.Context, ino Ino) (Inode, error) {
 	id := sessionOf(ctx)
-	held, err := s.leases.hold(ctx, id, ino)
+	held, err := s.hold(ctx, id, ino)
 	if err != nil {
 		return Inode{}, err
 	}
@@ -187,7 +200,16 @@ func (s *Service) ReleaseOpen(ctx context.Context, ino Ino) error {
 		// itself once its last one is closed (Reap).
 		return nil
 	}
-	if !s.leases.unhold(id, ino) {
+	reap := s.leases.unhold(id, ino)
+	if s.sh != nil {
+		orphan, err := s.dropOpen(ctx, ino)
+		if err != nil {
+			// The record stays until tidyOpens drops it.
+			s.sh.log.Warn("dropping an open record", "ino", ino, "err", err)
+		}
+		reap = reap || orphan
+	}
+	if !reap {
 		return nil
 	}
 	if _, err := s.reap(ctx, ino); err != nil {
@@ -217,23 +239,30 @@ func graceFor(opts Options) time.Duration {
 // ended when it is done. A transaction function may run more than once;
 // each inode is claimed at most once.
 type claims struct {
+	s    *Service
 	l    *leaseTable
 	inos map[Ino]bool
 }
 
-func (s *Service) newClaims() *claims { return &claims{l: s.leases} }
+func (s *Service) newClaims() *claims { return &claims{s: s, l: s.leases} }
 
-// claim reports whether ino may be deleted now (see startReap).
-func (c *claims) claim(ino Ino) bool {
-	if v, ok := c.inos[ino]; ok {
-		return v
+// claim reports whether ino may be deleted now by transaction t (see
+// startReap; in a shared store, no other Service holds it open either). A
+// store error counts as held: the orphan stays for the reaper.
+func (c *claims) claim(t txn, ino Ino) bool {
+	v, ok := c.inos[ino]
+	if !ok {
+		if c.inos == nil {
+			c.inos = make(map[Ino]bool)
+		}
+		v = c.l.startReap(ino)
+		c.inos[ino] = v
 	}
-	if c.inos == nil {
-		c.inos = make(map[Ino]bool)
+	if !v {
+		return false
 	}
-	v := c.l.startReap(ino)
-	c.inos[ino] = v
-	return v
+	held, err := c.s.heldElsewhere(t, ino)
+	return err == nil && !held
 }
 
 // end ends the claims; committed says the transaction committed (so the

@@ -44,6 +44,9 @@ func (s *Service) reap(ctx context.Context, ino Ino) (bool, error) {
 			linked = true
 			return nil
 		}
+		if held, err := s.heldElsewhere(t, ino); err != nil || held {
+			return err // another Service's session has it open
+		}
 		gone = true
 		return t.deleteInode(rec, s.nowNs())
 	})

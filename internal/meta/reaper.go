@@ -39,7 +39,8 @@ func (s *Service) ReapOrphans(ctx context.Context) (int, error) {
 
 // ReapLoop runs ReapOrphans every `every` (0: the session TTL), and when a
 // session that held an orphan open ends, until ctx is done: the meta role's
-// reaper. A nil logger discards.
+// reaper (in a shared store, its elected leader's), which also cleans up
+// after lapsed Services (CleanupDead). A nil logger discards.
 func ReapLoop(ctx context.Context, s *Service, every time.Duration, log *slog.Logger) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -50,6 +51,9 @@ func ReapLoop(ctx context.Context, s *Service, every time.Duration, log *slog.Lo
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
+		if c, err := s.CleanupDead(ctx); err != nil && ctx.Err() == nil {
+			log.Warn("cleaning up lapsed meta services", "cleaned", c, "err", err)
+		}
 		n, err := s.ReapOrphans(ctx)
 		switch {
 		case err != nil && ctx.Err() == nil:

@@ -236,7 +236,8 @@ func (t txn) dropSegmentsFrom(ino Ino, nb uint64, refs refDeltas) error {
 // past the resulting end are dropped, changes there included. A conflict's
 // Current lists the named indices in ascending order.
 func (s *Service) Commit(ctx context.Context, req CommitReq) (Inode, error) {
-	mark := s.readMark()
+	ctx = s.collectCalls(ctx)
+	mark := s.leaseMark(ctx, req.Ino)
 	var out Inode
 	// The holders are called back inside the Sync change: once it ends,
 	// readers waiting for it get leases on the new state, and a callback
@@ -276,6 +277,9 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 	err := s.update(ctx, func(t txn) error {
 		rec, err := t.getInode(req.Ino)
 		if err != nil {
+			return err
+		}
+		if err := s.callBackIn(ctx, t, req.Ino); err != nil {
 			return err
 		}
 		if err := regularFile(rec); err != nil {

@@ -119,7 +119,7 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 			}
 		} else {
 			if dstOk {
-				keep := dstTyp == syscall.S_IFDIR && s.keepDir(cl, dstIno)
+				keep := dstTyp == syscall.S_IFDIR && s.keepDir(t, cl, dstIno)
 				if replaced, err = t.replaceTarget(dstIno, dstTyp, np, now, keep); err != nil {
 					return err
 				}

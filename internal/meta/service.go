@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -59,6 +60,14 @@ type Options struct {
 	// sessions before deletes no orphan (opens.go); 0 means twice the
 	// SessionTTL, negative none.
 	OrphanGrace time.Duration
+	// Shared says other Services (meta processes) may share the store:
+	// leases, callbacks and opens then cross them through records in the
+	// store (shared.go), and ServeShared must run. The store must be a
+	// kv.Watcher.
+	Shared bool
+	// Logger receives what the shared-store background work reports; nil
+	// discards.
+	Logger *slog.Logger
 }
 
 // Service implements API over a kv.Store. It is safe for concurrent use.
@@ -69,6 +78,8 @@ type Service struct {
 	replicas  int    // default replication factor (Options.Replicas)
 	site      string // Options.Site
 	leases    *leaseTable
+	// sh is the state of a Service of a shared store (nil: alone).
+	sh *sharedState
 	// sessionsMarked: keySessions is in the store (opens.go).
 	sessionsMarked atomic.Bool
 
@@ -161,6 +172,11 @@ func New(store kv.Store, opts Options) (*Service, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("meta: open store: %w", err)
+	}
+	if opts.Shared {
+		if err := s.newShared(opts); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

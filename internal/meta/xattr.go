@@ -58,6 +58,7 @@ func (s *Service) GetXattr(ctx context.Context, ino Ino, name string) ([]byte, e
 // SetXattr sets xattr name of ino; flags XattrCreate (fail with ErrExist if
 // present) or XattrReplace (fail with ErrNoAttr if absent).
 func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []byte, flags uint32) error {
+	ctx = s.collectCalls(ctx)
 	err := checkXattrName(name)
 	switch {
 	case err != nil:
@@ -70,6 +71,9 @@ func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []by
 		err = s.update(ctx, func(t txn) error {
 			rec, err := t.getInode(ino)
 			if err != nil {
+				return err
+			}
+			if err := s.callBackIn(ctx, t, ino); err != nil {
 				return err
 			}
 			if fa, ok := fieldAttrs[name]; ok {
@@ -133,11 +137,15 @@ func (s *Service) ListXattr(ctx context.Context, ino Ino) ([]string, error) {
 
 // RemoveXattr removes xattr name of ino; ErrNoAttr if absent.
 func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
+	ctx = s.collectCalls(ctx)
 	err := checkXattrName(name)
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
 			rec, err := t.getInode(ino)
 			if err != nil {
+				return err
+			}
+			if err := s.callBackIn(ctx, t, ino); err != nil {
 				return err
 			}
 			if fa, ok := fieldAttrs[name]; ok {

@@ -116,7 +116,9 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 	case !existed && cfg.DB.Engine != EngineEtcd:
 		log.Info("new meta database", "db", cfg.DB.String())
 	}
-	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1), Site: cfg.Site})
+	shared := sharedEngine(cfg.DB)
+	n.Svc, err = meta.New(n.store, meta.Options{BlockSize: cfg.BlockSize, Replicas: max(cfg.DefaultReplicas, 1), Site: cfg.Site,
+		Shared: shared, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("meta service on %s: %w", cfg.DB, err)
 	}
@@ -136,7 +138,10 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		served = metrics.MetaAPI(served, calls)
 		metrics.Meta(cfg.Metrics, n.Svc)
 	}
-	startOrphanReaper(ctx, n.Svc, log)
+	if !shared {
+		// Over a shared store the reaper's elected leader sweeps.
+		startOrphanReaper(ctx, n.Svc, log)
+	}
 	if n.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
 		return nil, fmt.Errorf("meta service listen on %s: %w", cfg.Listen, err)
 	}
@@ -183,6 +188,17 @@ func (n *MetaNode) Close() error {
 		return n.store.Close()
 	}
 	return nil
+}
+
+// sharedEngine reports whether other meta processes may share the store
+// of db: every engine but the embedded ones, which one process opens at a
+// time.
+func sharedEngine(db MetaDB) bool {
+	switch db.Engine {
+	case EnginePebble, EngineBolt, EngineMem:
+		return false
+	}
+	return true
 }
 
 // startOrphanReaper reaps the inodes that lost their last name while open

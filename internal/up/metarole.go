@@ -8,6 +8,7 @@ import (
 
 	"tessera/internal/admin"
 	"tessera/internal/auth"
+	"tessera/internal/kv"
 	"tessera/internal/meta"
 	"tessera/internal/mover"
 	"tessera/internal/reclaim"
@@ -48,21 +49,38 @@ const (
 )
 
 // StartMetaRole starts the sweeper, the orphan reaper, the mover, the
-// reclaimer and the collector over svc; the returned function stops them and waits for them
-// to return.
+// reclaimer and the collector over svc; the returned function stops them
+// and waits for them to return. Over a store other meta processes share
+// (svc.Shared), it also runs svc.ServeShared, and each of those singletons
+// runs only while this process leads its election (meta.Elected, through
+// the store's kv.Elector), so that one of each runs in the cluster.
 func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	dial := NewDialer(cfg.Creds)
 	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		meta.SweepLoop(ctx, svc, cfg.DownAfter, nil, cfg.Logger)
-	}()
-	go func() {
-		defer wg.Done()
-		meta.ReapLoop(ctx, svc, 0, cfg.Logger)
-	}()
+	var el kv.Elector
+	if svc.Shared() {
+		el, _ = svc.Store().(kv.Elector)
+		if el == nil && cfg.Logger != nil {
+			cfg.Logger.Warn("the shared meta store elects no leader: every meta process runs the collector, the mover and the sweeps")
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := svc.ServeShared(ctx); err != nil && cfg.Logger != nil {
+				cfg.Logger.Error("shared meta state", "err", err)
+			}
+		}()
+	}
+	single := func(name string, run func(ctx context.Context)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			meta.Elected(ctx, el, "tessera/"+name, svc.ID().String(), cfg.Logger, run)
+		}()
+	}
+	single("sweeper", func(ctx context.Context) { meta.SweepLoop(ctx, svc, cfg.DownAfter, nil, cfg.Logger) })
+	single("reaper", func(ctx context.Context) { meta.ReapLoop(ctx, svc, 0, cfg.Logger) })
 	mv := mover.New(mover.Config{
 		Meta:     svc,
 		Dial:     func(s meta.Server) (mover.BlockServer, error) { return dial.Admin(s) },
@@ -70,10 +88,7 @@ func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop f
 		Rate:     cfg.MoverRate,
 		Logger:   cfg.Logger,
 	})
-	go func() {
-		defer wg.Done()
-		mv.Run(ctx)
-	}()
+	single("mover", mv.Run)
 	if cfg.ReclaimAfter >= 0 {
 		rc := reclaim.New(reclaim.Config{
 			Meta:   svc,
@@ -81,18 +96,10 @@ func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop f
 			After:  cfg.ReclaimAfter,
 			Logger: cfg.Logger,
 		})
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rc.Run(ctx)
-		}()
+		single("reclaimer", rc.Run)
 	}
 	if cfg.GCInterval >= 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			gcLoop(ctx, svc, dial, cfg)
-		}()
+		single("gc", func(ctx context.Context) { gcLoop(ctx, svc, dial, cfg) })
 	}
 	return func() { cancel(); wg.Wait() }
 }

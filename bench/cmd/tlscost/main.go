@@ -26,6 +26,8 @@ import (
 	"os"
 	"syscall"
 	"time"
+
+	"tessera/internal/block/tlsconn"
 )
 
 func main() {
@@ -43,7 +45,7 @@ func main() {
 		os.Exit(1)
 	}
 	for r := 1; r <= *rounds; r++ {
-		for _, mode := range []string{"plain", "tls"} {
+		for _, mode := range []string{"plain", "tls", "tlsconn"} {
 			cpu, wall, suite, err := send(mode, cert, *size, *write)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "tlscost: %s round %d: %v\n", mode, r, err)
@@ -72,8 +74,11 @@ func send(mode string, cert tls.Certificate, size int64, write int) (cpu float64
 			return
 		}
 		defer c.Close()
-		if mode == "tls" {
+		switch mode {
+		case "tls":
 			c = tls.Server(c, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13})
+		case "tlsconn":
+			c = tlsconn.Server(c, tlsconn.Config(&tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}))
 		}
 		n, err := io.Copy(io.Discard, c)
 		if err == nil && n != size {
@@ -87,11 +92,15 @@ func send(mode string, cert tls.Certificate, size int64, write int) (cpu float64
 	if err != nil {
 		return 0, 0, "", err
 	}
-	if mode == "tls" {
+	if mode != "plain" {
 		pool := x509.NewCertPool()
 		leaf, _ := x509.ParseCertificate(cert.Certificate[0])
 		pool.AddCert(leaf)
-		tc := tls.Client(c, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS13})
+		cfg := &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS13}
+		if mode == "tlsconn" {
+			c, cfg = tlsconn.New(c), tlsconn.Config(cfg)
+		}
+		tc := tls.Client(c, cfg)
 		if err := tc.Handshake(); err != nil {
 			tc.Close()
 			return 0, 0, "", fmt.Errorf("handshake: %w", err)
@@ -105,7 +114,12 @@ func send(mode string, cert tls.Certificate, size int64, write int) (cpu float64
 		if n > left {
 			n = left
 		}
-		if _, err := c.Write(buf[:n]); err != nil {
+		uncork := tlsconn.Cork(c)
+		_, err := c.Write(buf[:n])
+		if err == nil {
+			err = uncork()
+		}
+		if err != nil {
 			c.Close()
 			return 0, 0, "", fmt.Errorf("write: %w", err)
 		}

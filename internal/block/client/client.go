@@ -14,10 +14,12 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"tessera/internal/auth"
 	"tessera/internal/block"
+	"tessera/internal/block/tlsconn"
 	"tessera/internal/clock"
 	"tessera/internal/lowat"
 )
@@ -166,13 +168,16 @@ func (c *Client) Put(ctx context.Context, h block.Hash, data []byte) error {
 	return c.do(ctx, op, int64(len(data)), func(a *attempt) (bool, error) {
 		n := int64(len(data))
 		body := &progressBody{data: data, a: a, slack: min(n, putSlack)}
-		req, err := http.NewRequestWithContext(a.ctx, http.MethodPut, c.blockURL(h), body)
+		// The body is written on the connection GotConn names; it is
+		// corked while it is (progressBody.WriteTo).
+		ctx := httptrace.WithClientTrace(a.ctx, &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { body.setConn(i.Conn) }})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPut, c.blockURL(h), body)
 		if err != nil {
 			return false, c.errorf(op, "%w", err)
 		}
 		req.ContentLength = n
 		req.GetBody = func() (io.ReadCloser, error) { // a replay on a new connection
-			return io.NopCloser(&progressBody{data: data, a: a, slack: body.slack}), nil
+			return &progressBody{data: data, a: a, slack: body.slack}, nil
 		}
 		req.Header.Set("Content-Type", "application/octet-stream")
 		resp, err := c.hc.Do(req)
@@ -219,7 +224,8 @@ func (c *Client) GetInto(ctx context.Context, h block.Hash, buf []byte) ([]byte,
 			data = make([]byte, n, n+hashSlack)
 		}
 		data = data[:n]
-		if _, err := lowat.ReadFullClock(c.clock, conn, a.progress(resp.Body, n), data, replyBuffer); err != nil {
+		raw, held := tlsconn.Raw(conn) // on TLS: the socket beneath
+		if _, err := lowat.ReadFullClock(c.clock, raw, a.progress(resp.Body, n), data, replyBuffer+held); err != nil {
 			return true, a.transportErr(op+": read body", err)
 		}
 		if got := block.Sum(data); got != h {
@@ -517,11 +523,50 @@ func (a *attempt) progress(r io.Reader, n int64) io.Reader {
 // itself out in chunks (io.WriterTo), as a bytes.Reader would in one piece:
 // read through a small buffer instead, a 4 MiB block took ~128 write(2)
 // calls and a copy.
+//
+// On TLS, net/http copies it through a 32 KiB buffer whatever it offers,
+// and crypto/tls writes each 16 KiB record alone: the connection it goes
+// on (setConn, from GotConn) is corked from its first read until its last
+// bytes are read or it is closed (tlsconn.Cork), so the block leaves in
+// tlsconn.FlushSize writes. net/http closes every request body, also when
+// the request fails.
 type progressBody struct {
 	data  []byte
 	off   int
 	a     *attempt
 	slack int64
+
+	mu     sync.Mutex
+	conn   net.Conn     // the connection it is sent on, when known
+	uncork func() error // set while corked
+	corked bool         // it was corked once: no second cork
+}
+
+func (p *progressBody) setConn(c net.Conn) {
+	p.mu.Lock()
+	p.conn = c
+	p.mu.Unlock()
+}
+
+// cork corks the connection the first time it is called.
+func (p *progressBody) cork() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.corked {
+		p.corked = true
+		p.uncork = tlsconn.Cork(p.conn)
+	}
+}
+
+// endCork ends the cork, if any: what it gathered goes out.
+func (p *progressBody) endCork() {
+	p.mu.Lock()
+	u := p.uncork
+	p.uncork = nil
+	p.mu.Unlock()
+	if u != nil {
+		u()
+	}
 }
 
 // progressChunk is how much of a PUT body goes per write.
@@ -534,14 +579,23 @@ func (p *progressBody) moved(n int) {
 
 func (p *progressBody) Read(b []byte) (int, error) {
 	if p.off >= len(p.data) {
+		p.endCork()
 		return 0, io.EOF
 	}
+	p.cork()
 	n := copy(b, p.data[p.off:])
 	p.moved(n)
+	if p.off >= len(p.data) {
+		// The last bytes are written after this returns: uncorked, after
+		// all that was gathered. net/http may not read again.
+		p.endCork()
+	}
 	return n, nil
 }
 
 func (p *progressBody) WriteTo(w io.Writer) (int64, error) {
+	p.cork()
+	defer p.endCork()
 	var total int64
 	for p.off < len(p.data) {
 		n, err := w.Write(p.data[p.off:min(len(p.data), p.off+progressChunk)])
@@ -552,6 +606,12 @@ func (p *progressBody) WriteTo(w io.Writer) (int64, error) {
 		}
 	}
 	return total, nil
+}
+
+// Close ends the cork of a body that was not read to its end.
+func (p *progressBody) Close() error {
+	p.endCork()
+	return nil
 }
 
 type progressReader struct {

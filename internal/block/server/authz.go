@@ -1,7 +1,6 @@
 package server
 
 import (
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"tessera/internal/auth"
+	"tessera/internal/block/tlsconn"
 )
 
 // Class of the replies to requests without a valid identity (401) and to
@@ -73,10 +73,13 @@ func (h *Handler) authorize(w http.ResponseWriter, r *http.Request, p auth.Permi
 }
 
 // Listener returns ln serving TLS with creds' server configuration, or ln
-// itself without credentials (plain HTTP, --insecure).
+// itself without credentials (plain HTTP, --insecure). The TLS is
+// crypto/tls's over a tlsconn.Conn, whose gathered writes and bounded
+// read-ahead let the handler send and receive blocks in few system calls
+// (getVerified, readFull).
 func Listener(ln net.Listener, creds *auth.Credentials) net.Listener {
 	if creds == nil {
 		return ln
 	}
-	return tls.NewListener(ln, creds.ServerConfig())
+	return tlsconn.Listener(ln, creds.ServerConfig())
 }

@@ -66,13 +66,9 @@ func (b *budget) acquire(ctx context.Context, peer string, n int64) (release fun
 	}()
 	for {
 		b.mu.Lock()
-		if b.used+n <= b.total && b.peers[peer]+n <= b.perPeer {
-			b.used += n
-			b.peak = max(b.peak, b.used)
-			b.peers[peer] += n
+		if release := b.takeLocked(peer, n); release != nil {
 			b.mu.Unlock()
-			var once sync.Once
-			return func() { once.Do(func() { b.release(peer, n) }) }, nil
+			return release, nil
 		}
 		changed, mine, all := b.changed, b.peers[peer], b.used
 		b.mu.Unlock()
@@ -88,6 +84,26 @@ func (b *budget) acquire(ctx context.Context, peer string, n int64) (release fun
 				errBusy, n, b.wait, mine, peer, b.perPeer, all, b.total)
 		}
 	}
+}
+
+// tryAcquire is acquire without waiting: nil when n bytes do not fit now.
+func (b *budget) tryAcquire(peer string, n int64) (release func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.takeLocked(peer, n)
+}
+
+// takeLocked reserves n bytes for peer if they fit, returning the function
+// that gives them back (once); nil if they do not fit.
+func (b *budget) takeLocked(peer string, n int64) (release func()) {
+	if n > b.perPeer || b.used+n > b.total || b.peers[peer]+n > b.perPeer {
+		return nil
+	}
+	b.used += n
+	b.peak = max(b.peak, b.used)
+	b.peers[peer] += n
+	var once sync.Once
+	return func() { once.Do(func() { b.release(peer, n) }) }
 }
 
 func (b *budget) release(peer string, n int64) {

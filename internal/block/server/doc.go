@@ -18,7 +18,10 @@
 //	                          With a Range header (206) the bytes are sent
 //	                          unverified: a part of a block cannot be checked.
 //	                          ETag is the quoted block name; the body is sent
-//	                          with sendfile where the backend has files.
+//	                          with sendfile where the backend has files (on
+//	                          TLS, where sendfile cannot go, a whole block is
+//	                          read once, hashed in memory and sent in one
+//	                          corked Write: package tlsconn).
 //	HEAD   /v1/blocks/{hex}   200 with Content-Length, or 404.
 //	DELETE /v1/blocks/{hex}?older-than=<unix ns>
 //	                          block.Lister.Remove: 200 with {"removed":bool}.
@@ -104,7 +107,9 @@
 //   - Replies: a minute from when the reply starts (block bodies: their
 //     length at 1 MiB/s plus 30 s; listings: a minute per write).
 //   - Memory: receive buffers are pooled (64 MiB per size class, 128 MiB
-//     in all). Once the bytes in flight fall to zero after a peak of at
+//     in all). A whole-block GET on TLS holds the block in such a buffer
+//     while it is sent; it takes it from the in-flight budget only if it
+//     fits at once, and is otherwise streamed from the file. Once the bytes in flight fall to zero after a peak of at
 //     least 64 MiB and stay there 5 s, the pool is emptied and free memory
 //     returned to the system (debug.FreeOSMemory).
 //

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 
+	"tessera/internal/block/tlsconn"
 	"tessera/internal/clock"
 	"tessera/internal/lowat"
 )
@@ -23,8 +24,16 @@ func connContext(ctx context.Context, c net.Conn) context.Context {
 }
 
 // readFull fills data from r's body in few, large reads (package lowat)
-// and returns how many it took.
+// and returns how many it took. On TLS the mark is set on the socket
+// beneath, below what is still to come less what crypto/tls may hold
+// (tlsconn.Raw).
 func readFull(clk clock.Clock, r *http.Request, body io.Reader, data []byte) (reads int, err error) {
+	raw, held := tlsconn.Raw(connOf(r))
+	return lowat.ReadFullClock(clk, raw, body, data, requestBuffer+held)
+}
+
+// connOf returns the connection r arrived on (nil if unknown).
+func connOf(r *http.Request) net.Conn {
 	c, _ := r.Context().Value(connKey{}).(net.Conn)
-	return lowat.ReadFullClock(clk, c, body, data, requestBuffer)
+	return c
 }

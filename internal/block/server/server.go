@@ -16,6 +16,7 @@ import (
 	"tessera/internal/auth"
 	"tessera/internal/block"
 	"tessera/internal/block/scrub"
+	"tessera/internal/block/tlsconn"
 	"tessera/internal/clock"
 	"tessera/internal/ratelog"
 )
@@ -280,6 +281,18 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 		http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
 		return
 	}
+	if verify && r.TLS != nil {
+		// No sendfile through TLS: read the block once, hash it and send
+		// it from memory.
+		h.getVerified(w, r, hash)
+		return
+	}
+	h.getStream(w, r, hash, verify)
+}
+
+// getStream serves a GET from the block's file, with sendfile on plain
+// HTTP; with verify the file is hashed first.
+func (h *Handler) getStream(w http.ResponseWriter, r *http.Request, hash block.Hash, verify bool) {
 	f, info, err := h.files.OpenBlock(r.Context(), hash, verify)
 	if err != nil {
 		h.failErr(w, r, err)
@@ -288,7 +301,10 @@ func (h *Handler) get(w http.ResponseWriter, r *http.Request) {
 	defer f.Close()
 	_ = http.NewResponseController(w).SetWriteDeadline(h.lim.bodyDeadline(time.Now(), info.Size))
 	setBlockHeaders(w, hash)
-	// ServeContent copies an *os.File with sendfile.
+	// On TLS, ServeContent's 32 KiB pieces are gathered (tlsconn.Cork).
+	uncork := tlsconn.Cork(connOf(r))
+	defer uncork()
+	// ServeContent copies an *os.File with sendfile (plain HTTP).
 	http.ServeContent(w, r, "", time.Unix(0, info.ModTime), f)
 }
 
