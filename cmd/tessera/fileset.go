@@ -120,6 +120,13 @@ func runFileset(ctx context.Context, args []string) error {
 			return fmt.Errorf("fileset status %s: %w", pos[0], err)
 		}
 		printFilesetStatus(os.Stdout, pos[0], out)
+		if filesetQueueStatus != nil {
+			depth, oldest, err := filesetQueueStatus(ctx, c.Meta, root)
+			if err != nil {
+				return fmt.Errorf("fileset status %s: write-back queue: %w", pos[0], err)
+			}
+			fmt.Printf("  queue       %d entries, oldest %v\n", depth, oldest)
+		}
 	case "revalidate":
 		ma, ok := c.Meta.(gateway.MetaAPI)
 		if !ok {
@@ -172,10 +179,15 @@ func printFilesets(out io.Writer, l []meta.Fileset) {
 	tw.Flush()
 }
 
-// printFilesetStatus prints a fileset's settings. The write-back queue's
-// depth and oldest age, bytes cached, the hit ratio and per-gateway
-// ingest rates are to be added here as the gateway and the write-back
-// queue report them (issue 14, not built yet).
+// filesetQueueStatus, when set (by the write-back queue's code, package
+// gateway/writeback), reports the depth of fileset root's write-back queue
+// and the age of its oldest entry (the measured sync lag) for `tessera
+// fileset status`.
+var filesetQueueStatus func(ctx context.Context, api meta.API, root meta.Ino) (depth int, oldest time.Duration, err error)
+
+// printFilesetStatus prints a fileset's settings. Bytes cached, the hit
+// ratio and per-gateway ingest rates (gateway.Stats) are to be added once
+// gateways run as their own role and report them (issue 14).
 func printFilesetStatus(out io.Writer, path string, f meta.Fileset) {
 	fmt.Fprintf(out, "fileset %s (inode %d)\n", path, f.Root)
 	fmt.Fprintf(out, "  home        %s\n", f.Home)
