@@ -25,16 +25,17 @@ type command struct {
 }
 
 var commands = map[string]command{
-	"up":     {"run meta, block servers and a FUSE mount in one process", runUp},
-	"meta":   {"run the meta service", runMeta},
-	"blockd": {"run a block server", runBlockd},
-	"mount":  {"mount a running cluster with FUSE", runMount},
-	"status": {"print files, bytes, blocks and servers", runStatus},
-	"gc":     {"remove blocks no file refers to", runGC},
-	"fsck":   {"check that every file's blocks exist and match their hashes", runFsck},
-	"server": {"list block servers; drain, undrain or remove one", runServer},
-	"policy": {"get or set a file's consistency policy; list the policies", runPolicy},
-	"certs":  {"make a cluster CA, issue certificates and admin tokens", runCerts},
+	"up":      {"run meta, block servers and a FUSE mount in one process", runUp},
+	"meta":    {"run the meta service", runMeta},
+	"blockd":  {"run a block server", runBlockd},
+	"mount":   {"mount a running cluster with FUSE", runMount},
+	"status":  {"print files, bytes, blocks and servers", runStatus},
+	"gc":      {"remove blocks no file refers to", runGC},
+	"fsck":    {"check that every file's blocks exist and match their hashes", runFsck},
+	"server":  {"list block servers; drain, undrain or remove one", runServer},
+	"policy":  {"get or set a file's consistency policy; list the policies", runPolicy},
+	"certs":   {"make a cluster CA, issue certificates and admin tokens", runCerts},
+	"fileset": {"create, list, show or delete filesets caching a home store", runFileset},
 }
 
 func usage(w io.Writer) {

@@ -14,6 +14,7 @@ func runUp(ctx context.Context, args []string) error {
 	data := fs.String("data", "", "data directory (meta database, blocks, cache); required")
 	mnt := fs.String("mount", "", "mount point (an existing directory); required")
 	n := fs.Int("block-servers", 3, "number of block servers to run")
+	gateways := fs.Int("gateways", 0, "number of fileset gateways to run (tessera fileset); 0: none")
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	metaListen := fs.String("meta-listen", "127.0.0.1:0", "address the meta service listens on")
 	replicas := fs.Int("replicas", 0, "the cluster's default replication factor (default 1: the block servers share the data directory's file system; 2 when their directories are separate file systems)")
@@ -96,6 +97,13 @@ func runUp(ctx context.Context, args []string) error {
 		return err
 	}
 	defer mf.Close()
+	// Recorded before the mount appears, so that an admin command given a
+	// path on it finds the cluster as soon as it can see the mount.
+	if unregister, err := registerMount(*mnt, *data); err != nil {
+		log.Warn("cannot record the mount for admin commands given a path on it (they need --data)", "err", err)
+	} else {
+		defer unregister()
+	}
 	return up.Run(ctx, up.Config{
 		Metrics:       mf.reg,
 		Mux:           mf.mux(),
@@ -110,6 +118,8 @@ func runUp(ctx context.Context, args []string) error {
 		DataDir:       *data,
 		Mount:         *mnt,
 		BlockServers:  *n,
+		Gateways:      *gateways,
+		NewGateway:    newGateway,
 		BlockSize:     uint32(*bs),
 		MetaListen:    *metaListen,
 		Debug:         *debug,

@@ -184,3 +184,21 @@ func TestMutualTLS(t *testing.T) {
 		t.Fatalf("no client certificate: %v, want ErrUnauthenticated", err)
 	}
 }
+
+func TestGatewayRole(t *testing.T) {
+	r, err := ParseRole("gateway")
+	if err != nil || r != RoleGateway {
+		t.Fatalf("ParseRole(gateway): %q, %v", r, err)
+	}
+	for p, want := range map[Permission]bool{ReadNamespace: true, WriteNamespace: true, ReadBlocks: true,
+		WriteBlocks: true, CacheHome: true, Administer: false, ManageBlocks: false, RegisterServer: false} {
+		if RoleGateway.Can(p) != want {
+			t.Errorf("gateway can %v: %v, want %v", p, !want, want)
+		}
+	}
+	for _, r := range []Role{RoleClientRW, RoleClientRO, RoleBlockd, RoleMeta} {
+		if r.Can(CacheHome) {
+			t.Errorf("%s can %v", r, CacheHome)
+		}
+	}
+}

@@ -25,4 +25,5 @@
 //	blockd     a block server toward meta: register itself and heartbeat, nothing else
 //	client-rw  a mount: read and write the namespace and blocks
 //	client-ro  a read-only mount: read the namespace and blocks
+//	gateway    a fileset gateway: as client-rw, and record what it cached of home
 package auth

@@ -15,10 +15,13 @@ const (
 	RoleBlockd   Role = "blockd"
 	RoleClientRW Role = "client-rw"
 	RoleClientRO Role = "client-ro"
+	// RoleGateway is a caching gateway of filesets (issue 14): it reads
+	// and writes the namespace and blocks and records what it cached.
+	RoleGateway Role = "gateway"
 )
 
 // Roles lists every role, in the order help texts show them.
-var Roles = []Role{RoleAdmin, RoleMeta, RoleBlockd, RoleClientRW, RoleClientRO}
+var Roles = []Role{RoleAdmin, RoleMeta, RoleBlockd, RoleClientRW, RoleClientRO, RoleGateway}
 
 // ParseRole checks that s names a role.
 func ParseRole(s string) (Role, error) {
@@ -27,7 +30,7 @@ func ParseRole(s string) (Role, error) {
 			return r, nil
 		}
 	}
-	return "", fmt.Errorf("unknown role %q (want one of admin, meta, blockd, client-rw, client-ro)", s)
+	return "", fmt.Errorf("unknown role %q (want one of admin, meta, blockd, client-rw, client-ro, gateway)", s)
 }
 
 // Permission is one kind of request a role may or may not make.
@@ -54,6 +57,9 @@ const (
 	// Administer: draining and removing servers, the replication factor,
 	// walking every block, anything not listed above.
 	Administer
+	// CacheHome: a gateway recording what it read from a fileset's home
+	// (placeholders, cache state) and registering itself.
+	CacheHome
 )
 
 var permissionNames = [...]string{
@@ -64,6 +70,7 @@ var permissionNames = [...]string{
 	ManageBlocks:   "remove or list blocks",
 	RegisterServer: "register a block server",
 	Administer:     "administer the cluster",
+	CacheHome:      "cache a fileset's home",
 }
 
 func (p Permission) String() string {
@@ -75,11 +82,12 @@ func (p Permission) String() string {
 
 // grants is the one table of who may do what.
 var grants = map[Role][]Permission{
-	RoleAdmin:    {ReadNamespace, WriteNamespace, ReadBlocks, WriteBlocks, ManageBlocks, RegisterServer, Administer},
+	RoleAdmin:    {ReadNamespace, WriteNamespace, ReadBlocks, WriteBlocks, ManageBlocks, RegisterServer, Administer, CacheHome},
 	RoleMeta:     {ReadNamespace, ReadBlocks, WriteBlocks, ManageBlocks},
 	RoleBlockd:   {RegisterServer},
 	RoleClientRW: {ReadNamespace, WriteNamespace, ReadBlocks, WriteBlocks},
 	RoleClientRO: {ReadNamespace, ReadBlocks},
+	RoleGateway:  {ReadNamespace, WriteNamespace, ReadBlocks, WriteBlocks, CacheHome},
 }
 
 // Can reports whether the role holds p.

@@ -82,6 +82,9 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
+	if err := fs.fill(ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId)); err != nil {
+		return fs.status("open", err)
+	}
 	h, mode, in, err := fs.c.OpenIno(ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId), int(input.Flags))
 	if err != nil {
 		return fs.status("open", err)

@@ -30,6 +30,9 @@ type Options struct {
 	// to (metrics.FUSE counts and times them); Mount serves what it
 	// returns, which must pass every request on to the FS it was given.
 	Wrap func(gofuse.RawFileSystem) gofuse.RawFileSystem
+	// Gateway, if set, is asked to list fileset directories and fetch
+	// fileset files not cached yet, before they are served (gateway.go).
+	Gateway Gateway
 }
 
 // FS implements gofuse.RawFileSystem over a client.
@@ -42,6 +45,7 @@ type FS struct {
 	srv                  atomic.Pointer[gofuse.Server] // set by Mount, for notifications
 	// noSpace keeps a full disk from logging every refused write.
 	noSpace ratelog.Limiter
+	ready   ready // inodes that need no gateway (gateway.go)
 
 	mu struct {
 		sync.Mutex

@@ -13,6 +13,9 @@ import (
 
 func (fs *FS) Lookup(cancel <-chan struct{}, header *gofuse.InHeader, name string, out *gofuse.EntryOut) gofuse.Status {
 	ctx, parent := ctxOf(cancel, header), meta.Ino(header.NodeId)
+	if err := fs.fill(ctx, parent); err != nil {
+		return fs.status("lookup", err)
+	}
 	var in meta.Inode
 	var err error
 	if cs, ok := fs.api.(cachedStat); ok {

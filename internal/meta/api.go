@@ -102,6 +102,9 @@ type Inode struct {
 	Target    string // symlink target
 	HasInline bool   // block 0 is Inline (possibly empty), not a hash
 	Inline    []byte
+	// Gateway is set for an inode of a fileset: the home object it
+	// caches and how much of it is cached (fileset.go).
+	Gateway *GatewayInfo
 }
 
 // BlockChange is one block of a commit: the hash the writer based its change

@@ -51,6 +51,7 @@
 //	"m" "sessions"       -> 1: the store has served client sessions (opens.go)
 //	"h" hash             -> reference count of block hash (32 bytes)
 //	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)
+//	"g" root             -> fileset record: the directory root caches a home store (fileset.go)
 //	"M" meta             -> liveness of the Service meta (8-byte MetaID) of a shared store (shared.go)
 //	"L" ino meta         -> Service meta may have sessions holding a lease on ino (remotecb.go)
 //	"O" ino meta         -> sessions of Service meta hold ino open (sharedopens.go)
@@ -70,14 +71,22 @@
 //
 //	inode:   1 | flags(1: bit0 HasInline, bit1 a replicas byte follows the
 //	         inline data, bit2 some block was committed composed, bit3 a
-//	         site spec follows the replicas byte) |
+//	         site spec follows the replicas byte, bit4 a gateway section
+//	         follows) |
 //	         gen 8 | mode 4 | uid 4 | gid 4 | nlink 4 | size 8 | atime 8 |
 //	         mtime 8 | ctime 8 | rdev 4 | change 8 | blocksize 4 |
 //	         parent 8 | policy str | target str | inline bytes (empty
 //	         unless HasInline) | replicas 1 (with bit1) | sites str (with
 //	         bit3, which needs bit1: a canonical per-site spec such as
 //	         "a:1,b:1,c:1", at most MaxSitesLen bytes, whose copies sum to
-//	         replicas)
+//	         replicas) | gateway (with bit4)
+//	gateway section (an inode of a fileset): fileset root 8 | cache state 1
+//	         (1 placeholder, 2 partial, 3 cached) | last validated 8 |
+//	         home mtime 8 | home ctime 8 | home size 8 | home path str
+//	         (at most 4096) | change token str (at most 1024)
+//	fileset: 1 | home URL str | mode str (ro|sw|lu|iw) | validity lag ns 8 |
+//	         sync lag ns 8 | prefetch str (none|range|whole) | conflicts str
+//	         (cache-wins|home-wins|keep-both) | state str | created 8
 //	dentry:  1 | ino 8 | type 1 (mode>>12: one of the S_IF* types)
 //	segment: 1 | n * 32-byte hash, 1 <= n <= SegmentBlocks, entry i is block
 //	         seg*SegmentBlocks+i, zero hash = hole, the last entry is never a
@@ -104,6 +113,19 @@
 //	         (with bit1) |
 //	         [lost 8 (> 0) | n 1 (<= 16) | n × (hash 32 | k 1 (<= 8) | k × ino 8)]
 //	         (the lost section is absent when nothing is lost)
+//
+// # Filesets
+//
+// A fileset (fileset.go, filesetsvc.go, FilesetAPI) is a directory whose
+// subtree caches a remote home store; its inodes carry a gateway section
+// naming the home object they cache, its attributes when last read and
+// how much of it is cached. Gateways fill directories with placeholders
+// (IngestDir: a name the directory has already wins, so a local create is
+// never replaced) and record what they fetched with SetGateway, which
+// fails with ErrConflict when the inode changed since the gateway read
+// it, so that an ingest never clobbers a local update. Deleting a fileset
+// leaves its tree as ordinary files; sections naming a fileset that no
+// longer exists are ignored.
 //
 // # Reference counts
 //

@@ -203,6 +203,11 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 		if typ != syscall.S_IFDIR {
 			rec.Parent = parent.Ino // see subtree.go
 		}
+		if parent.Gateway != nil {
+			// Made locally in a fileset: nothing at home to fetch yet
+			// (fileset.go).
+			rec.Gateway = &GatewayInfo{Fileset: parent.Gateway.Fileset, State: CacheCached, Validated: now}
+		}
 		if req.Tmpfile {
 			// Nameless: the directory is unchanged, and the inode is
 			// an orphan until Link names it.

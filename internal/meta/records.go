@@ -52,9 +52,10 @@ const inodeFixedLen = 2 + 8 + 4*4 + 8*4 + 4 + 8 + 4 + 8
 
 const (
 	flagHasInline   = 1
-	flagHasReplicas = 2 // a replication-factor byte follows the inline data
-	flagComposed    = 4 // some block of the file was committed composed (compose.go)
-	flagHasSites    = 8 // a per-site replication spec follows the replicas byte
+	flagHasReplicas = 2  // a replication-factor byte follows the inline data
+	flagComposed    = 4  // some block of the file was committed composed (compose.go)
+	flagHasSites    = 8  // a per-site replication spec follows the replicas byte
+	flagGateway     = 16 // a gateway section follows (filesetrec.go)
 )
 
 // MaxSitesLen is the longest per-site replication spec an inode keeps.
@@ -86,6 +87,9 @@ func encodeInode(rec *inodeRec) []byte {
 	if rec.Sites != "" {
 		flags |= flagHasSites
 	}
+	if rec.Gateway != nil {
+		flags |= flagGateway
+	}
 	b = append(b, recordV1, flags)
 	be := binary.BigEndian
 	b = be.AppendUint64(b, rec.Gen)
@@ -113,6 +117,9 @@ func encodeInode(rec *inodeRec) []byte {
 	}
 	if rec.Sites != "" {
 		b = appendString(b, rec.Sites)
+	}
+	if rec.Gateway != nil {
+		b = appendGateway(b, rec.Gateway)
 	}
 	return b
 }
@@ -195,7 +202,7 @@ func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 	r := reader{b: b, what: fmt.Sprintf("inode %d", ino)}
 	r.version()
 	flags := r.fixed(1)
-	if r.err == nil && flags[0]&^(flagHasInline|flagHasReplicas|flagComposed|flagHasSites) != 0 {
+	if r.err == nil && flags[0]&^(flagHasInline|flagHasReplicas|flagComposed|flagHasSites|flagGateway) != 0 {
 		r.fail("unknown flags %#x", flags[0])
 	}
 	rec := &inodeRec{}
@@ -234,6 +241,9 @@ func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 				r.fail("site spec %q for %d copies", rec.Sites, rec.Replicas)
 			}
 		}
+	}
+	if r.err == nil && flags[0]&flagGateway != 0 {
+		rec.Gateway = readGateway(&r)
 	}
 	if err := r.end(); err != nil {
 		return nil, err

@@ -22,3 +22,7 @@ func memService(t *testing.T, opts meta.Options) meta.API {
 func TestConformance(t *testing.T) {
 	metatest.Run(t, memService)
 }
+
+func TestFilesets(t *testing.T) {
+	metatest.RunFilesets(t, memService)
+}

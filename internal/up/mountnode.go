@@ -41,6 +41,9 @@ type MountConfig struct {
 	// (metrics.FUSE), its meta calls (metrics.MetaAPI, side client_meta)
 	// and its client's counters (metrics.Client).
 	Metrics *prometheus.Registry
+	// Gateway, if set, is asked for fileset directories and files not
+	// cached yet (fuse.Options.Gateway).
+	Gateway fuse.Gateway
 }
 
 // StartMountWith is StartMount with the whole MountConfig.
@@ -54,7 +57,7 @@ func StartMountWith(ctx context.Context, mc MountConfig) (*MountNode, error) {
 		return nil, err
 	}
 	inv := new(fuse.Invalidator)
-	fo := fuse.Options{Logger: log, Debug: debug}
+	fo := fuse.Options{Logger: log, Debug: debug, Gateway: mc.Gateway}
 	if mc.Metrics != nil {
 		cfg.Meta = metrics.MetaAPI(cfg.Meta, metrics.NewMetaCalls(mc.Metrics, metrics.SideClient))
 		ops := metrics.NewFUSEOps(mc.Metrics)

@@ -67,8 +67,14 @@ type Config struct {
 	DataDir      string
 	Mount        string
 	BlockServers int
-	BlockSize    uint32
-	MetaListen   string // default 127.0.0.1:0
+	// Gateways is how many fileset gateways run in the process (issue
+	// 14; gateways.go); 0: none, and fileset inodes not cached yet are
+	// served as they are.
+	Gateways int
+	// NewGateway makes each gateway (needed when Gateways > 0).
+	NewGateway GatewayFunc
+	BlockSize  uint32
+	MetaListen string // default 127.0.0.1:0
 	// Replicas, when set, is stored as the cluster's default replication
 	// factor; otherwise the stored one stays, or 2 (1 with a single block
 	// server) on a new cluster.
@@ -252,7 +258,12 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return remote.Block(s)
 	}
 
-	mnt, err := StartMountWith(ctx, MountConfig{Dir: cfg.Mount, Debug: cfg.Debug, Metrics: cfg.Metrics, Client: client.Config{
+	gw, closeGW, err := startGateways(ctx, cfg, svc, dial, log)
+	if err != nil {
+		return err
+	}
+	cleanups = append(cleanups, closeGW)
+	mnt, err := StartMountWith(ctx, MountConfig{Dir: cfg.Mount, Debug: cfg.Debug, Metrics: cfg.Metrics, Gateway: gw, Client: client.Config{
 		Meta:          mn.API,
 		Dial:          dial,
 		Logger:        log,

@@ -63,4 +63,13 @@ var rules = map[string]rule{
 	"SetReplicas":    {auth.Administer, cluster},
 	"WalkBlocks":     {auth.Administer, cluster},
 	"MoverProgress":  {auth.Administer, cluster}, // names lost blocks' inodes
+	// Filesets (meta.FilesetAPI): administered by admins, read by any
+	// unconfined caller (mounts learn a directory's fileset), filled by
+	// gateways.
+	"CreateFileset": {auth.Administer, cluster},
+	"DeleteFileset": {auth.Administer, cluster},
+	"Fileset":       {auth.ReadNamespace, cluster},
+	"Filesets":      {auth.ReadNamespace, cluster},
+	"IngestDir":     {auth.CacheHome, cluster},
+	"SetGateway":    {auth.CacheHome, cluster},
 }

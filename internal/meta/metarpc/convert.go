@@ -100,7 +100,7 @@ func attrIn(p *pb.Attr) (meta.Attr, error) {
 }
 
 func inodeOut(in meta.Inode) *pb.Inode {
-	return &pb.Inode{Attr: attrOut(in.Attr), Target: in.Target, HasInline: in.HasInline, Inline: in.Inline}
+	return &pb.Inode{Attr: attrOut(in.Attr), Target: in.Target, HasInline: in.HasInline, Inline: in.Inline, Gateway: gatewayOut(in.Gateway)}
 }
 
 func inodeIn(p *pb.Inode) (meta.Inode, error) {
@@ -115,7 +115,11 @@ func inodeIn(p *pb.Inode) (meta.Inode, error) {
 	if err != nil {
 		return meta.Inode{}, err
 	}
-	return meta.Inode{Attr: a, Target: p.Target, HasInline: p.HasInline, Inline: inl}, nil
+	g, err := gatewayIn(p.Gateway)
+	if err != nil {
+		return meta.Inode{}, err
+	}
+	return meta.Inode{Attr: a, Target: p.Target, HasInline: p.HasInline, Inline: inl, Gateway: g}, nil
 }
 
 func compositionOut(c meta.Composition) *pb.Composition {

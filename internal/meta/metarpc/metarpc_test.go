@@ -95,3 +95,10 @@ func TestMoverProgressOverRPC(t *testing.T) {
 		t.Fatalf("Servers = %+v, %v; want the default replicas 2", m, err)
 	}
 }
+
+// TestFilesets runs the fileset cases over the wire: records, placeholders
+// and gateway sections survive the conversions, and a gateway's update
+// losing to a local change is still ErrConflict.
+func TestFilesets(t *testing.T) {
+	metatest.RunFilesets(t, rpcFactory)
+}

@@ -408,7 +408,8 @@ type Inode struct {
 	Attr          *Attr                  `protobuf:"bytes,1,opt,name=attr,proto3" json:"attr,omitempty"`
 	Target        string                 `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
 	HasInline     bool                   `protobuf:"varint,3,opt,name=has_inline,json=hasInline,proto3" json:"has_inline,omitempty"`
-	Inline        []byte                 `protobuf:"bytes,4,opt,name=inline,proto3" json:"inline,omitempty"` // at most meta.InlineMax bytes
+	Inline        []byte                 `protobuf:"bytes,4,opt,name=inline,proto3" json:"inline,omitempty"`   // at most meta.InlineMax bytes
+	Gateway       *GatewayInfo           `protobuf:"bytes,5,opt,name=gateway,proto3" json:"gateway,omitempty"` // absent outside filesets
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -471,6 +472,488 @@ func (x *Inode) GetInline() []byte {
 	return nil
 }
 
+func (x *Inode) GetGateway() *GatewayInfo {
+	if x != nil {
+		return x.Gateway
+	}
+	return nil
+}
+
+// GatewayInfo is meta.GatewayInfo: an inode of a fileset.
+type GatewayInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Fileset       uint64                 `protobuf:"varint,1,opt,name=fileset,proto3" json:"fileset,omitempty"`
+	HomePath      string                 `protobuf:"bytes,2,opt,name=home_path,json=homePath,proto3" json:"home_path,omitempty"`
+	HomeMtime     int64                  `protobuf:"varint,3,opt,name=home_mtime,json=homeMtime,proto3" json:"home_mtime,omitempty"`
+	HomeCtime     int64                  `protobuf:"varint,4,opt,name=home_ctime,json=homeCtime,proto3" json:"home_ctime,omitempty"`
+	HomeSize      uint64                 `protobuf:"varint,5,opt,name=home_size,json=homeSize,proto3" json:"home_size,omitempty"`
+	Token         string                 `protobuf:"bytes,6,opt,name=token,proto3" json:"token,omitempty"`
+	State         uint32                 `protobuf:"varint,7,opt,name=state,proto3" json:"state,omitempty"` // meta.CacheState: 1 placeholder, 2 partial, 3 cached
+	Validated     int64                  `protobuf:"varint,8,opt,name=validated,proto3" json:"validated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GatewayInfo) Reset() {
+	*x = GatewayInfo{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GatewayInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GatewayInfo) ProtoMessage() {}
+
+func (x *GatewayInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GatewayInfo.ProtoReflect.Descriptor instead.
+func (*GatewayInfo) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *GatewayInfo) GetFileset() uint64 {
+	if x != nil {
+		return x.Fileset
+	}
+	return 0
+}
+
+func (x *GatewayInfo) GetHomePath() string {
+	if x != nil {
+		return x.HomePath
+	}
+	return ""
+}
+
+func (x *GatewayInfo) GetHomeMtime() int64 {
+	if x != nil {
+		return x.HomeMtime
+	}
+	return 0
+}
+
+func (x *GatewayInfo) GetHomeCtime() int64 {
+	if x != nil {
+		return x.HomeCtime
+	}
+	return 0
+}
+
+func (x *GatewayInfo) GetHomeSize() uint64 {
+	if x != nil {
+		return x.HomeSize
+	}
+	return 0
+}
+
+func (x *GatewayInfo) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *GatewayInfo) GetState() uint32 {
+	if x != nil {
+		return x.State
+	}
+	return 0
+}
+
+func (x *GatewayInfo) GetValidated() int64 {
+	if x != nil {
+		return x.Validated
+	}
+	return 0
+}
+
+// Fileset is meta.Fileset.
+type Fileset struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Root          uint64                 `protobuf:"varint,1,opt,name=root,proto3" json:"root,omitempty"`
+	Home          string                 `protobuf:"bytes,2,opt,name=home,proto3" json:"home,omitempty"`
+	Mode          string                 `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	ValidityLag   int64                  `protobuf:"varint,4,opt,name=validity_lag,json=validityLag,proto3" json:"validity_lag,omitempty"`
+	SyncLag       int64                  `protobuf:"varint,5,opt,name=sync_lag,json=syncLag,proto3" json:"sync_lag,omitempty"`
+	Prefetch      string                 `protobuf:"bytes,6,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
+	Conflicts     string                 `protobuf:"bytes,7,opt,name=conflicts,proto3" json:"conflicts,omitempty"`
+	State         string                 `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`
+	Created       int64                  `protobuf:"varint,9,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Fileset) Reset() {
+	*x = Fileset{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Fileset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Fileset) ProtoMessage() {}
+
+func (x *Fileset) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Fileset.ProtoReflect.Descriptor instead.
+func (*Fileset) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Fileset) GetRoot() uint64 {
+	if x != nil {
+		return x.Root
+	}
+	return 0
+}
+
+func (x *Fileset) GetHome() string {
+	if x != nil {
+		return x.Home
+	}
+	return ""
+}
+
+func (x *Fileset) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *Fileset) GetValidityLag() int64 {
+	if x != nil {
+		return x.ValidityLag
+	}
+	return 0
+}
+
+func (x *Fileset) GetSyncLag() int64 {
+	if x != nil {
+		return x.SyncLag
+	}
+	return 0
+}
+
+func (x *Fileset) GetPrefetch() string {
+	if x != nil {
+		return x.Prefetch
+	}
+	return ""
+}
+
+func (x *Fileset) GetConflicts() string {
+	if x != nil {
+		return x.Conflicts
+	}
+	return ""
+}
+
+func (x *Fileset) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *Fileset) GetCreated() int64 {
+	if x != nil {
+		return x.Created
+	}
+	return 0
+}
+
+type FilesetList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Filesets      []*Fileset             `protobuf:"bytes,1,rep,name=filesets,proto3" json:"filesets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FilesetList) Reset() {
+	*x = FilesetList{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FilesetList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FilesetList) ProtoMessage() {}
+
+func (x *FilesetList) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FilesetList.ProtoReflect.Descriptor instead.
+func (*FilesetList) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *FilesetList) GetFilesets() []*Fileset {
+	if x != nil {
+		return x.Filesets
+	}
+	return nil
+}
+
+// HomeEntry is meta.HomeEntry.
+type HomeEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Mode          uint32                 `protobuf:"varint,2,opt,name=mode,proto3" json:"mode,omitempty"`
+	Size          uint64                 `protobuf:"varint,3,opt,name=size,proto3" json:"size,omitempty"`
+	HomeMtime     int64                  `protobuf:"varint,4,opt,name=home_mtime,json=homeMtime,proto3" json:"home_mtime,omitempty"`
+	HomeCtime     int64                  `protobuf:"varint,5,opt,name=home_ctime,json=homeCtime,proto3" json:"home_ctime,omitempty"`
+	Token         string                 `protobuf:"bytes,6,opt,name=token,proto3" json:"token,omitempty"`
+	Target        string                 `protobuf:"bytes,7,opt,name=target,proto3" json:"target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HomeEntry) Reset() {
+	*x = HomeEntry{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HomeEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HomeEntry) ProtoMessage() {}
+
+func (x *HomeEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HomeEntry.ProtoReflect.Descriptor instead.
+func (*HomeEntry) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *HomeEntry) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *HomeEntry) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *HomeEntry) GetSize() uint64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *HomeEntry) GetHomeMtime() int64 {
+	if x != nil {
+		return x.HomeMtime
+	}
+	return 0
+}
+
+func (x *HomeEntry) GetHomeCtime() int64 {
+	if x != nil {
+		return x.HomeCtime
+	}
+	return 0
+}
+
+func (x *HomeEntry) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *HomeEntry) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+type IngestDirRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dir           uint64                 `protobuf:"varint,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	Entries       []*HomeEntry           `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"` // at most meta.MaxIngestEntries
+	Done          bool                   `protobuf:"varint,3,opt,name=done,proto3" json:"done,omitempty"`
+	Validated     int64                  `protobuf:"varint,4,opt,name=validated,proto3" json:"validated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IngestDirRequest) Reset() {
+	*x = IngestDirRequest{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IngestDirRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IngestDirRequest) ProtoMessage() {}
+
+func (x *IngestDirRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IngestDirRequest.ProtoReflect.Descriptor instead.
+func (*IngestDirRequest) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *IngestDirRequest) GetDir() uint64 {
+	if x != nil {
+		return x.Dir
+	}
+	return 0
+}
+
+func (x *IngestDirRequest) GetEntries() []*HomeEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *IngestDirRequest) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *IngestDirRequest) GetValidated() int64 {
+	if x != nil {
+		return x.Validated
+	}
+	return 0
+}
+
+type SetGatewayRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Ino           uint64                 `protobuf:"varint,1,opt,name=ino,proto3" json:"ino,omitempty"`
+	Gateway       *GatewayInfo           `protobuf:"bytes,2,opt,name=gateway,proto3" json:"gateway,omitempty"`
+	IfChange      uint64                 `protobuf:"varint,3,opt,name=if_change,json=ifChange,proto3" json:"if_change,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetGatewayRequest) Reset() {
+	*x = SetGatewayRequest{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetGatewayRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetGatewayRequest) ProtoMessage() {}
+
+func (x *SetGatewayRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetGatewayRequest.ProtoReflect.Descriptor instead.
+func (*SetGatewayRequest) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SetGatewayRequest) GetIno() uint64 {
+	if x != nil {
+		return x.Ino
+	}
+	return 0
+}
+
+func (x *SetGatewayRequest) GetGateway() *GatewayInfo {
+	if x != nil {
+		return x.Gateway
+	}
+	return nil
+}
+
+func (x *SetGatewayRequest) GetIfChange() uint64 {
+	if x != nil {
+		return x.IfChange
+	}
+	return 0
+}
+
 type Patch struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Hash          []byte                 `protobuf:"bytes,1,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -482,7 +965,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[5]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -494,7 +977,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[5]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -507,7 +990,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{5}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Patch) GetHash() []byte {
@@ -542,7 +1025,7 @@ type Composition struct {
 
 func (x *Composition) Reset() {
 	*x = Composition{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[6]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +1037,7 @@ func (x *Composition) String() string {
 func (*Composition) ProtoMessage() {}
 
 func (x *Composition) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[6]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +1050,7 @@ func (x *Composition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Composition.ProtoReflect.Descriptor instead.
 func (*Composition) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{6}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Composition) GetLen() uint32 {
@@ -605,7 +1088,7 @@ type BlockChange struct {
 
 func (x *BlockChange) Reset() {
 	*x = BlockChange{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[7]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -617,7 +1100,7 @@ func (x *BlockChange) String() string {
 func (*BlockChange) ProtoMessage() {}
 
 func (x *BlockChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[7]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -630,7 +1113,7 @@ func (x *BlockChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockChange.ProtoReflect.Descriptor instead.
 func (*BlockChange) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{7}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *BlockChange) GetIndex() uint64 {
@@ -684,7 +1167,7 @@ type InoRequest struct {
 
 func (x *InoRequest) Reset() {
 	*x = InoRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[8]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +1179,7 @@ func (x *InoRequest) String() string {
 func (*InoRequest) ProtoMessage() {}
 
 func (x *InoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[8]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +1192,7 @@ func (x *InoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InoRequest.ProtoReflect.Descriptor instead.
 func (*InoRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{8}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *InoRequest) GetIno() uint64 {
@@ -729,7 +1212,7 @@ type LookupRequest struct {
 
 func (x *LookupRequest) Reset() {
 	*x = LookupRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[9]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +1224,7 @@ func (x *LookupRequest) String() string {
 func (*LookupRequest) ProtoMessage() {}
 
 func (x *LookupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[9]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +1237,7 @@ func (x *LookupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupRequest.ProtoReflect.Descriptor instead.
 func (*LookupRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{9}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *LookupRequest) GetParent() uint64 {
@@ -781,7 +1264,7 @@ type NameRequest struct {
 
 func (x *NameRequest) Reset() {
 	*x = NameRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[10]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -793,7 +1276,7 @@ func (x *NameRequest) String() string {
 func (*NameRequest) ProtoMessage() {}
 
 func (x *NameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[10]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -806,7 +1289,7 @@ func (x *NameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NameRequest.ProtoReflect.Descriptor instead.
 func (*NameRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{10}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *NameRequest) GetParent() uint64 {
@@ -841,7 +1324,7 @@ type SetAttrRequest struct {
 
 func (x *SetAttrRequest) Reset() {
 	*x = SetAttrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[11]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -853,7 +1336,7 @@ func (x *SetAttrRequest) String() string {
 func (*SetAttrRequest) ProtoMessage() {}
 
 func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[11]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -866,7 +1349,7 @@ func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAttrRequest.ProtoReflect.Descriptor instead.
 func (*SetAttrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{11}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetAttrRequest) GetIno() uint64 {
@@ -957,7 +1440,7 @@ type CreateRequest struct {
 
 func (x *CreateRequest) Reset() {
 	*x = CreateRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[12]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -969,7 +1452,7 @@ func (x *CreateRequest) String() string {
 func (*CreateRequest) ProtoMessage() {}
 
 func (x *CreateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[12]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -982,7 +1465,7 @@ func (x *CreateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRequest.ProtoReflect.Descriptor instead.
 func (*CreateRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{12}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateRequest) GetParent() uint64 {
@@ -1066,7 +1549,7 @@ type LinkRequest struct {
 
 func (x *LinkRequest) Reset() {
 	*x = LinkRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[13]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1078,7 +1561,7 @@ func (x *LinkRequest) String() string {
 func (*LinkRequest) ProtoMessage() {}
 
 func (x *LinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[13]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1091,7 +1574,7 @@ func (x *LinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkRequest.ProtoReflect.Descriptor instead.
 func (*LinkRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{13}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LinkRequest) GetIno() uint64 {
@@ -1126,7 +1609,7 @@ type UnlinkRequest struct {
 
 func (x *UnlinkRequest) Reset() {
 	*x = UnlinkRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1138,7 +1621,7 @@ func (x *UnlinkRequest) String() string {
 func (*UnlinkRequest) ProtoMessage() {}
 
 func (x *UnlinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1151,7 +1634,7 @@ func (x *UnlinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkRequest.ProtoReflect.Descriptor instead.
 func (*UnlinkRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{14}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *UnlinkRequest) GetParent() uint64 {
@@ -1188,7 +1671,7 @@ type RenameRequest struct {
 
 func (x *RenameRequest) Reset() {
 	*x = RenameRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1200,7 +1683,7 @@ func (x *RenameRequest) String() string {
 func (*RenameRequest) ProtoMessage() {}
 
 func (x *RenameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1213,7 +1696,7 @@ func (x *RenameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameRequest.ProtoReflect.Descriptor instead.
 func (*RenameRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{15}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RenameRequest) GetOldParent() uint64 {
@@ -1263,7 +1746,7 @@ type ReadDirRequest struct {
 
 func (x *ReadDirRequest) Reset() {
 	*x = ReadDirRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1758,7 @@ func (x *ReadDirRequest) String() string {
 func (*ReadDirRequest) ProtoMessage() {}
 
 func (x *ReadDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1771,7 @@ func (x *ReadDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirRequest.ProtoReflect.Descriptor instead.
 func (*ReadDirRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{16}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReadDirRequest) GetDir() uint64 {
@@ -1331,7 +1814,7 @@ type DirEntry struct {
 
 func (x *DirEntry) Reset() {
 	*x = DirEntry{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1343,7 +1826,7 @@ func (x *DirEntry) String() string {
 func (*DirEntry) ProtoMessage() {}
 
 func (x *DirEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1356,7 +1839,7 @@ func (x *DirEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirEntry.ProtoReflect.Descriptor instead.
 func (*DirEntry) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{17}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DirEntry) GetName() string {
@@ -1397,7 +1880,7 @@ type ReadDirReply struct {
 
 func (x *ReadDirReply) Reset() {
 	*x = ReadDirReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1409,7 +1892,7 @@ func (x *ReadDirReply) String() string {
 func (*ReadDirReply) ProtoMessage() {}
 
 func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1422,7 +1905,7 @@ func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirReply.ProtoReflect.Descriptor instead.
 func (*ReadDirReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{18}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReadDirReply) GetEntries() []*DirEntry {
@@ -1450,7 +1933,7 @@ type GetRecipeRequest struct {
 
 func (x *GetRecipeRequest) Reset() {
 	*x = GetRecipeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1462,7 +1945,7 @@ func (x *GetRecipeRequest) String() string {
 func (*GetRecipeRequest) ProtoMessage() {}
 
 func (x *GetRecipeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1475,7 +1958,7 @@ func (x *GetRecipeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecipeRequest.ProtoReflect.Descriptor instead.
 func (*GetRecipeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{19}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *GetRecipeRequest) GetIno() uint64 {
@@ -1509,7 +1992,7 @@ type ComposedBlock struct {
 
 func (x *ComposedBlock) Reset() {
 	*x = ComposedBlock{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1521,7 +2004,7 @@ func (x *ComposedBlock) String() string {
 func (*ComposedBlock) ProtoMessage() {}
 
 func (x *ComposedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1534,7 +2017,7 @@ func (x *ComposedBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposedBlock.ProtoReflect.Descriptor instead.
 func (*ComposedBlock) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{20}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ComposedBlock) GetHash() []byte {
@@ -1566,7 +2049,7 @@ type Recipe struct {
 
 func (x *Recipe) Reset() {
 	*x = Recipe{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +2061,7 @@ func (x *Recipe) String() string {
 func (*Recipe) ProtoMessage() {}
 
 func (x *Recipe) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +2074,7 @@ func (x *Recipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recipe.ProtoReflect.Descriptor instead.
 func (*Recipe) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{21}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *Recipe) GetChange() uint64 {
@@ -1659,7 +2142,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1671,7 +2154,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1684,7 +2167,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{22}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CommitRequest) GetIno() uint64 {
@@ -1753,7 +2236,7 @@ type XattrRequest struct {
 
 func (x *XattrRequest) Reset() {
 	*x = XattrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1765,7 +2248,7 @@ func (x *XattrRequest) String() string {
 func (*XattrRequest) ProtoMessage() {}
 
 func (x *XattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1778,7 +2261,7 @@ func (x *XattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrRequest.ProtoReflect.Descriptor instead.
 func (*XattrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{23}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *XattrRequest) GetIno() uint64 {
@@ -1807,7 +2290,7 @@ type SetXattrRequest struct {
 
 func (x *SetXattrRequest) Reset() {
 	*x = SetXattrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1819,7 +2302,7 @@ func (x *SetXattrRequest) String() string {
 func (*SetXattrRequest) ProtoMessage() {}
 
 func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1832,7 +2315,7 @@ func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetXattrRequest.ProtoReflect.Descriptor instead.
 func (*SetXattrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{24}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SetXattrRequest) GetIno() uint64 {
@@ -1872,7 +2355,7 @@ type XattrValue struct {
 
 func (x *XattrValue) Reset() {
 	*x = XattrValue{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1884,7 +2367,7 @@ func (x *XattrValue) String() string {
 func (*XattrValue) ProtoMessage() {}
 
 func (x *XattrValue) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1897,7 +2380,7 @@ func (x *XattrValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrValue.ProtoReflect.Descriptor instead.
 func (*XattrValue) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{25}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *XattrValue) GetValue() []byte {
@@ -1916,7 +2399,7 @@ type XattrNames struct {
 
 func (x *XattrNames) Reset() {
 	*x = XattrNames{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2411,7 @@ func (x *XattrNames) String() string {
 func (*XattrNames) ProtoMessage() {}
 
 func (x *XattrNames) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2424,7 @@ func (x *XattrNames) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrNames.ProtoReflect.Descriptor instead.
 func (*XattrNames) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{26}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *XattrNames) GetNames() []string {
@@ -1961,7 +2444,7 @@ type FSStats struct {
 
 func (x *FSStats) Reset() {
 	*x = FSStats{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1973,7 +2456,7 @@ func (x *FSStats) String() string {
 func (*FSStats) ProtoMessage() {}
 
 func (x *FSStats) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1986,7 +2469,7 @@ func (x *FSStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FSStats.ProtoReflect.Descriptor instead.
 func (*FSStats) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{27}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *FSStats) GetFiles() uint64 {
@@ -2019,7 +2502,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2514,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2527,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{28}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Server) GetId() string {
@@ -2114,7 +2597,7 @@ type ServerMap struct {
 
 func (x *ServerMap) Reset() {
 	*x = ServerMap{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2126,7 +2609,7 @@ func (x *ServerMap) String() string {
 func (*ServerMap) ProtoMessage() {}
 
 func (x *ServerMap) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2139,7 +2622,7 @@ func (x *ServerMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMap.ProtoReflect.Descriptor instead.
 func (*ServerMap) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{29}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ServerMap) GetEpoch() uint64 {
@@ -2173,7 +2656,7 @@ type SetServerStateRequest struct {
 
 func (x *SetServerStateRequest) Reset() {
 	*x = SetServerStateRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2185,7 +2668,7 @@ func (x *SetServerStateRequest) String() string {
 func (*SetServerStateRequest) ProtoMessage() {}
 
 func (x *SetServerStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2198,7 +2681,7 @@ func (x *SetServerStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetServerStateRequest.ProtoReflect.Descriptor instead.
 func (*SetServerStateRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{30}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SetServerStateRequest) GetId() string {
@@ -2224,7 +2707,7 @@ type SetReplicasRequest struct {
 
 func (x *SetReplicasRequest) Reset() {
 	*x = SetReplicasRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2236,7 +2719,7 @@ func (x *SetReplicasRequest) String() string {
 func (*SetReplicasRequest) ProtoMessage() {}
 
 func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2249,7 +2732,7 @@ func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReplicasRequest.ProtoReflect.Descriptor instead.
 func (*SetReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{31}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SetReplicasRequest) GetReplicas() int64 {
@@ -2269,7 +2752,7 @@ type LostBlock struct {
 
 func (x *LostBlock) Reset() {
 	*x = LostBlock{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2281,7 +2764,7 @@ func (x *LostBlock) String() string {
 func (*LostBlock) ProtoMessage() {}
 
 func (x *LostBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2294,7 +2777,7 @@ func (x *LostBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostBlock.ProtoReflect.Descriptor instead.
 func (*LostBlock) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{32}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *LostBlock) GetHash() []byte {
@@ -2333,7 +2816,7 @@ type MoverReport struct {
 
 func (x *MoverReport) Reset() {
 	*x = MoverReport{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2345,7 +2828,7 @@ func (x *MoverReport) String() string {
 func (*MoverReport) ProtoMessage() {}
 
 func (x *MoverReport) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2358,7 +2841,7 @@ func (x *MoverReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoverReport.ProtoReflect.Descriptor instead.
 func (*MoverReport) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{33}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *MoverReport) GetRound() uint64 {
@@ -2455,7 +2938,7 @@ type SiteCount struct {
 
 func (x *SiteCount) Reset() {
 	*x = SiteCount{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2950,7 @@ func (x *SiteCount) String() string {
 func (*SiteCount) ProtoMessage() {}
 
 func (x *SiteCount) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2963,7 @@ func (x *SiteCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SiteCount.ProtoReflect.Descriptor instead.
 func (*SiteCount) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SiteCount) GetSite() string {
@@ -2506,7 +2989,7 @@ type DecomposeRequest struct {
 
 func (x *DecomposeRequest) Reset() {
 	*x = DecomposeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2518,7 +3001,7 @@ func (x *DecomposeRequest) String() string {
 func (*DecomposeRequest) ProtoMessage() {}
 
 func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2531,7 +3014,7 @@ func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecomposeRequest.ProtoReflect.Descriptor instead.
 func (*DecomposeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *DecomposeRequest) GetHash() []byte {
@@ -2552,7 +3035,7 @@ type ListBlocksRequest struct {
 
 func (x *ListBlocksRequest) Reset() {
 	*x = ListBlocksRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2564,7 +3047,7 @@ func (x *ListBlocksRequest) String() string {
 func (*ListBlocksRequest) ProtoMessage() {}
 
 func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2577,7 +3060,7 @@ func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ListBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ListBlocksRequest) GetAfterIno() uint64 {
@@ -2612,7 +3095,7 @@ type BlockRef struct {
 
 func (x *BlockRef) Reset() {
 	*x = BlockRef{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2624,7 +3107,7 @@ func (x *BlockRef) String() string {
 func (*BlockRef) ProtoMessage() {}
 
 func (x *BlockRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2637,7 +3120,7 @@ func (x *BlockRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRef.ProtoReflect.Descriptor instead.
 func (*BlockRef) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *BlockRef) GetIno() uint64 {
@@ -2671,7 +3154,7 @@ type ListBlocksReply struct {
 
 func (x *ListBlocksReply) Reset() {
 	*x = ListBlocksReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2683,7 +3166,7 @@ func (x *ListBlocksReply) String() string {
 func (*ListBlocksReply) ProtoMessage() {}
 
 func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2696,7 +3179,7 @@ func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksReply.ProtoReflect.Descriptor instead.
 func (*ListBlocksReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListBlocksReply) GetRefs() []*BlockRef {
@@ -2723,7 +3206,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +3218,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +3231,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SessionInfo) GetId() uint64 {
@@ -2775,7 +3258,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2787,7 +3270,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2800,7 +3283,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -2831,7 +3314,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2843,7 +3326,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2856,7 +3339,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *Callback) GetSeq() uint64 {
@@ -2910,7 +3393,7 @@ type CallbackBatch struct {
 
 func (x *CallbackBatch) Reset() {
 	*x = CallbackBatch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2922,7 +3405,7 @@ func (x *CallbackBatch) String() string {
 func (*CallbackBatch) ProtoMessage() {}
 
 func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2935,7 +3418,7 @@ func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackBatch.ProtoReflect.Descriptor instead.
 func (*CallbackBatch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CallbackBatch) GetCallbacks() []*Callback {
@@ -2955,7 +3438,7 @@ type HelloReply struct {
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2967,7 +3450,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2980,7 +3463,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *HelloReply) GetCluster() string {
@@ -3012,7 +3495,7 @@ type StoreMember struct {
 
 func (x *StoreMember) Reset() {
 	*x = StoreMember{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3024,7 +3507,7 @@ func (x *StoreMember) String() string {
 func (*StoreMember) ProtoMessage() {}
 
 func (x *StoreMember) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3037,7 +3520,7 @@ func (x *StoreMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMember.ProtoReflect.Descriptor instead.
 func (*StoreMember) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *StoreMember) GetName() string {
@@ -3097,7 +3580,7 @@ type ClusterStatusReply struct {
 
 func (x *ClusterStatusReply) Reset() {
 	*x = ClusterStatusReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3109,7 +3592,7 @@ func (x *ClusterStatusReply) String() string {
 func (*ClusterStatusReply) ProtoMessage() {}
 
 func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3122,7 +3605,7 @@ func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusReply.ProtoReflect.Descriptor instead.
 func (*ClusterStatusReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ClusterStatusReply) GetCluster() string {
@@ -3192,13 +3675,56 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"block_size\x18\r \x01(\rR\tblockSize\x12\x16\n" +
 	"\x06policy\x18\x0e \x01(\tR\x06policy\x12\x1a\n" +
 	"\breplicas\x18\x0f \x01(\rR\breplicas\x12\x14\n" +
-	"\x05sites\x18\x10 \x01(\tR\x05sites\"\x81\x01\n" +
+	"\x05sites\x18\x10 \x01(\tR\x05sites\"\xb9\x01\n" +
 	"\x05Inode\x12)\n" +
 	"\x04attr\x18\x01 \x01(\v2\x15.tessera.meta.v1.AttrR\x04attr\x12\x16\n" +
 	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1d\n" +
 	"\n" +
 	"has_inline\x18\x03 \x01(\bR\thasInline\x12\x16\n" +
-	"\x06inline\x18\x04 \x01(\fR\x06inline\"?\n" +
+	"\x06inline\x18\x04 \x01(\fR\x06inline\x126\n" +
+	"\agateway\x18\x05 \x01(\v2\x1c.tessera.meta.v1.GatewayInfoR\agateway\"\xe9\x01\n" +
+	"\vGatewayInfo\x12\x18\n" +
+	"\afileset\x18\x01 \x01(\x04R\afileset\x12\x1b\n" +
+	"\thome_path\x18\x02 \x01(\tR\bhomePath\x12\x1d\n" +
+	"\n" +
+	"home_mtime\x18\x03 \x01(\x03R\thomeMtime\x12\x1d\n" +
+	"\n" +
+	"home_ctime\x18\x04 \x01(\x03R\thomeCtime\x12\x1b\n" +
+	"\thome_size\x18\x05 \x01(\x04R\bhomeSize\x12\x14\n" +
+	"\x05token\x18\x06 \x01(\tR\x05token\x12\x14\n" +
+	"\x05state\x18\a \x01(\rR\x05state\x12\x1c\n" +
+	"\tvalidated\x18\b \x01(\x03R\tvalidated\"\xed\x01\n" +
+	"\aFileset\x12\x12\n" +
+	"\x04root\x18\x01 \x01(\x04R\x04root\x12\x12\n" +
+	"\x04home\x18\x02 \x01(\tR\x04home\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\tR\x04mode\x12!\n" +
+	"\fvalidity_lag\x18\x04 \x01(\x03R\vvalidityLag\x12\x19\n" +
+	"\bsync_lag\x18\x05 \x01(\x03R\asyncLag\x12\x1a\n" +
+	"\bprefetch\x18\x06 \x01(\tR\bprefetch\x12\x1c\n" +
+	"\tconflicts\x18\a \x01(\tR\tconflicts\x12\x14\n" +
+	"\x05state\x18\b \x01(\tR\x05state\x12\x18\n" +
+	"\acreated\x18\t \x01(\x03R\acreated\"C\n" +
+	"\vFilesetList\x124\n" +
+	"\bfilesets\x18\x01 \x03(\v2\x18.tessera.meta.v1.FilesetR\bfilesets\"\xb3\x01\n" +
+	"\tHomeEntry\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04mode\x18\x02 \x01(\rR\x04mode\x12\x12\n" +
+	"\x04size\x18\x03 \x01(\x04R\x04size\x12\x1d\n" +
+	"\n" +
+	"home_mtime\x18\x04 \x01(\x03R\thomeMtime\x12\x1d\n" +
+	"\n" +
+	"home_ctime\x18\x05 \x01(\x03R\thomeCtime\x12\x14\n" +
+	"\x05token\x18\x06 \x01(\tR\x05token\x12\x16\n" +
+	"\x06target\x18\a \x01(\tR\x06target\"\x8c\x01\n" +
+	"\x10IngestDirRequest\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\x04R\x03dir\x124\n" +
+	"\aentries\x18\x02 \x03(\v2\x1a.tessera.meta.v1.HomeEntryR\aentries\x12\x12\n" +
+	"\x04done\x18\x03 \x01(\bR\x04done\x12\x1c\n" +
+	"\tvalidated\x18\x04 \x01(\x03R\tvalidated\"z\n" +
+	"\x11SetGatewayRequest\x12\x10\n" +
+	"\x03ino\x18\x01 \x01(\x04R\x03ino\x126\n" +
+	"\agateway\x18\x02 \x01(\v2\x1c.tessera.meta.v1.GatewayInfoR\agateway\x12\x1b\n" +
+	"\tif_change\x18\x03 \x01(\x04R\bifChange\"?\n" +
 	"\x05Patch\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\x12\x10\n" +
 	"\x03off\x18\x02 \x01(\rR\x03off\x12\x10\n" +
@@ -3415,7 +3941,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\x9d\x11\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\xc1\x14\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -3449,7 +3975,15 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\fCloseSession\x12\x16.tessera.meta.v1.Empty\x1a\x16.tessera.meta.v1.Empty\x12E\n" +
 	"\tCallbacks\x12\x14.tessera.meta.v1.Ack\x1a\x1e.tessera.meta.v1.CallbackBatch(\x010\x01\x12<\n" +
 	"\x05Hello\x12\x16.tessera.meta.v1.Empty\x1a\x1b.tessera.meta.v1.HelloReply\x12L\n" +
-	"\rClusterStatus\x12\x16.tessera.meta.v1.Empty\x1a#.tessera.meta.v1.ClusterStatusReplyB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
+	"\rClusterStatus\x12\x16.tessera.meta.v1.Empty\x1a#.tessera.meta.v1.ClusterStatusReply\x12C\n" +
+	"\rCreateFileset\x12\x18.tessera.meta.v1.Fileset\x1a\x18.tessera.meta.v1.Fileset\x12C\n" +
+	"\n" +
+	"GetFileset\x12\x1b.tessera.meta.v1.InoRequest\x1a\x18.tessera.meta.v1.Fileset\x12@\n" +
+	"\bFilesets\x12\x16.tessera.meta.v1.Empty\x1a\x1c.tessera.meta.v1.FilesetList\x12D\n" +
+	"\rDeleteFileset\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty\x12F\n" +
+	"\tIngestDir\x12!.tessera.meta.v1.IngestDirRequest\x1a\x16.tessera.meta.v1.Inode\x12H\n" +
+	"\n" +
+	"SetGateway\x12\".tessera.meta.v1.SetGatewayRequest\x1a\x16.tessera.meta.v1.InodeB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
 
 var (
 	file_tessera_meta_v1_meta_proto_rawDescOnce sync.Once
@@ -3464,7 +3998,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),             // 0: tessera.meta.v1.CallbackKind
 	(*Empty)(nil),                 // 1: tessera.meta.v1.Empty
@@ -3472,137 +4006,159 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*Conflict)(nil),              // 3: tessera.meta.v1.Conflict
 	(*Attr)(nil),                  // 4: tessera.meta.v1.Attr
 	(*Inode)(nil),                 // 5: tessera.meta.v1.Inode
-	(*Patch)(nil),                 // 6: tessera.meta.v1.Patch
-	(*Composition)(nil),           // 7: tessera.meta.v1.Composition
-	(*BlockChange)(nil),           // 8: tessera.meta.v1.BlockChange
-	(*InoRequest)(nil),            // 9: tessera.meta.v1.InoRequest
-	(*LookupRequest)(nil),         // 10: tessera.meta.v1.LookupRequest
-	(*NameRequest)(nil),           // 11: tessera.meta.v1.NameRequest
-	(*SetAttrRequest)(nil),        // 12: tessera.meta.v1.SetAttrRequest
-	(*CreateRequest)(nil),         // 13: tessera.meta.v1.CreateRequest
-	(*LinkRequest)(nil),           // 14: tessera.meta.v1.LinkRequest
-	(*UnlinkRequest)(nil),         // 15: tessera.meta.v1.UnlinkRequest
-	(*RenameRequest)(nil),         // 16: tessera.meta.v1.RenameRequest
-	(*ReadDirRequest)(nil),        // 17: tessera.meta.v1.ReadDirRequest
-	(*DirEntry)(nil),              // 18: tessera.meta.v1.DirEntry
-	(*ReadDirReply)(nil),          // 19: tessera.meta.v1.ReadDirReply
-	(*GetRecipeRequest)(nil),      // 20: tessera.meta.v1.GetRecipeRequest
-	(*ComposedBlock)(nil),         // 21: tessera.meta.v1.ComposedBlock
-	(*Recipe)(nil),                // 22: tessera.meta.v1.Recipe
-	(*CommitRequest)(nil),         // 23: tessera.meta.v1.CommitRequest
-	(*XattrRequest)(nil),          // 24: tessera.meta.v1.XattrRequest
-	(*SetXattrRequest)(nil),       // 25: tessera.meta.v1.SetXattrRequest
-	(*XattrValue)(nil),            // 26: tessera.meta.v1.XattrValue
-	(*XattrNames)(nil),            // 27: tessera.meta.v1.XattrNames
-	(*FSStats)(nil),               // 28: tessera.meta.v1.FSStats
-	(*Server)(nil),                // 29: tessera.meta.v1.Server
-	(*ServerMap)(nil),             // 30: tessera.meta.v1.ServerMap
-	(*SetServerStateRequest)(nil), // 31: tessera.meta.v1.SetServerStateRequest
-	(*SetReplicasRequest)(nil),    // 32: tessera.meta.v1.SetReplicasRequest
-	(*LostBlock)(nil),             // 33: tessera.meta.v1.LostBlock
-	(*MoverReport)(nil),           // 34: tessera.meta.v1.MoverReport
-	(*SiteCount)(nil),             // 35: tessera.meta.v1.SiteCount
-	(*DecomposeRequest)(nil),      // 36: tessera.meta.v1.DecomposeRequest
-	(*ListBlocksRequest)(nil),     // 37: tessera.meta.v1.ListBlocksRequest
-	(*BlockRef)(nil),              // 38: tessera.meta.v1.BlockRef
-	(*ListBlocksReply)(nil),       // 39: tessera.meta.v1.ListBlocksReply
-	(*SessionInfo)(nil),           // 40: tessera.meta.v1.SessionInfo
-	(*Ack)(nil),                   // 41: tessera.meta.v1.Ack
-	(*Callback)(nil),              // 42: tessera.meta.v1.Callback
-	(*CallbackBatch)(nil),         // 43: tessera.meta.v1.CallbackBatch
-	(*HelloReply)(nil),            // 44: tessera.meta.v1.HelloReply
-	(*StoreMember)(nil),           // 45: tessera.meta.v1.StoreMember
-	(*ClusterStatusReply)(nil),    // 46: tessera.meta.v1.ClusterStatusReply
+	(*GatewayInfo)(nil),           // 6: tessera.meta.v1.GatewayInfo
+	(*Fileset)(nil),               // 7: tessera.meta.v1.Fileset
+	(*FilesetList)(nil),           // 8: tessera.meta.v1.FilesetList
+	(*HomeEntry)(nil),             // 9: tessera.meta.v1.HomeEntry
+	(*IngestDirRequest)(nil),      // 10: tessera.meta.v1.IngestDirRequest
+	(*SetGatewayRequest)(nil),     // 11: tessera.meta.v1.SetGatewayRequest
+	(*Patch)(nil),                 // 12: tessera.meta.v1.Patch
+	(*Composition)(nil),           // 13: tessera.meta.v1.Composition
+	(*BlockChange)(nil),           // 14: tessera.meta.v1.BlockChange
+	(*InoRequest)(nil),            // 15: tessera.meta.v1.InoRequest
+	(*LookupRequest)(nil),         // 16: tessera.meta.v1.LookupRequest
+	(*NameRequest)(nil),           // 17: tessera.meta.v1.NameRequest
+	(*SetAttrRequest)(nil),        // 18: tessera.meta.v1.SetAttrRequest
+	(*CreateRequest)(nil),         // 19: tessera.meta.v1.CreateRequest
+	(*LinkRequest)(nil),           // 20: tessera.meta.v1.LinkRequest
+	(*UnlinkRequest)(nil),         // 21: tessera.meta.v1.UnlinkRequest
+	(*RenameRequest)(nil),         // 22: tessera.meta.v1.RenameRequest
+	(*ReadDirRequest)(nil),        // 23: tessera.meta.v1.ReadDirRequest
+	(*DirEntry)(nil),              // 24: tessera.meta.v1.DirEntry
+	(*ReadDirReply)(nil),          // 25: tessera.meta.v1.ReadDirReply
+	(*GetRecipeRequest)(nil),      // 26: tessera.meta.v1.GetRecipeRequest
+	(*ComposedBlock)(nil),         // 27: tessera.meta.v1.ComposedBlock
+	(*Recipe)(nil),                // 28: tessera.meta.v1.Recipe
+	(*CommitRequest)(nil),         // 29: tessera.meta.v1.CommitRequest
+	(*XattrRequest)(nil),          // 30: tessera.meta.v1.XattrRequest
+	(*SetXattrRequest)(nil),       // 31: tessera.meta.v1.SetXattrRequest
+	(*XattrValue)(nil),            // 32: tessera.meta.v1.XattrValue
+	(*XattrNames)(nil),            // 33: tessera.meta.v1.XattrNames
+	(*FSStats)(nil),               // 34: tessera.meta.v1.FSStats
+	(*Server)(nil),                // 35: tessera.meta.v1.Server
+	(*ServerMap)(nil),             // 36: tessera.meta.v1.ServerMap
+	(*SetServerStateRequest)(nil), // 37: tessera.meta.v1.SetServerStateRequest
+	(*SetReplicasRequest)(nil),    // 38: tessera.meta.v1.SetReplicasRequest
+	(*LostBlock)(nil),             // 39: tessera.meta.v1.LostBlock
+	(*MoverReport)(nil),           // 40: tessera.meta.v1.MoverReport
+	(*SiteCount)(nil),             // 41: tessera.meta.v1.SiteCount
+	(*DecomposeRequest)(nil),      // 42: tessera.meta.v1.DecomposeRequest
+	(*ListBlocksRequest)(nil),     // 43: tessera.meta.v1.ListBlocksRequest
+	(*BlockRef)(nil),              // 44: tessera.meta.v1.BlockRef
+	(*ListBlocksReply)(nil),       // 45: tessera.meta.v1.ListBlocksReply
+	(*SessionInfo)(nil),           // 46: tessera.meta.v1.SessionInfo
+	(*Ack)(nil),                   // 47: tessera.meta.v1.Ack
+	(*Callback)(nil),              // 48: tessera.meta.v1.Callback
+	(*CallbackBatch)(nil),         // 49: tessera.meta.v1.CallbackBatch
+	(*HelloReply)(nil),            // 50: tessera.meta.v1.HelloReply
+	(*StoreMember)(nil),           // 51: tessera.meta.v1.StoreMember
+	(*ClusterStatusReply)(nil),    // 52: tessera.meta.v1.ClusterStatusReply
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	3,  // 0: tessera.meta.v1.Error.conflict:type_name -> tessera.meta.v1.Conflict
-	8,  // 1: tessera.meta.v1.Conflict.current:type_name -> tessera.meta.v1.BlockChange
+	14, // 1: tessera.meta.v1.Conflict.current:type_name -> tessera.meta.v1.BlockChange
 	4,  // 2: tessera.meta.v1.Inode.attr:type_name -> tessera.meta.v1.Attr
-	6,  // 3: tessera.meta.v1.Composition.patches:type_name -> tessera.meta.v1.Patch
-	7,  // 4: tessera.meta.v1.BlockChange.compose:type_name -> tessera.meta.v1.Composition
-	5,  // 5: tessera.meta.v1.DirEntry.inode:type_name -> tessera.meta.v1.Inode
-	18, // 6: tessera.meta.v1.ReadDirReply.entries:type_name -> tessera.meta.v1.DirEntry
-	7,  // 7: tessera.meta.v1.ComposedBlock.composition:type_name -> tessera.meta.v1.Composition
-	21, // 8: tessera.meta.v1.Recipe.composed:type_name -> tessera.meta.v1.ComposedBlock
-	8,  // 9: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
-	29, // 10: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
-	33, // 11: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
-	35, // 12: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
-	38, // 13: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
-	0,  // 14: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
-	5,  // 15: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
-	8,  // 16: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
-	42, // 17: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
-	45, // 18: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
-	10, // 19: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	9,  // 20: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	12, // 21: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	13, // 22: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
-	14, // 23: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
-	15, // 24: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	11, // 25: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	16, // 26: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
-	17, // 27: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	20, // 28: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	23, // 29: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
-	9,  // 30: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	9,  // 31: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	9,  // 32: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
-	24, // 33: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	25, // 34: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	9,  // 35: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	24, // 36: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
-	1,  // 37: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
-	1,  // 38: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
-	1,  // 39: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
-	29, // 40: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
-	31, // 41: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	32, // 42: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
-	1,  // 43: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
-	36, // 44: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	37, // 45: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
-	1,  // 46: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
-	1,  // 47: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
-	41, // 48: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
-	1,  // 49: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
-	1,  // 50: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
-	5,  // 51: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	5,  // 52: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	5,  // 53: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	5,  // 54: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	5,  // 55: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	5,  // 56: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	1,  // 57: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	5,  // 58: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	19, // 59: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	22, // 60: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	5,  // 61: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	5,  // 62: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	1,  // 63: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	1,  // 64: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	26, // 65: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	1,  // 66: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	27, // 67: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	1,  // 68: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	1,  // 69: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	28, // 70: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	30, // 71: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	30, // 72: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	30, // 73: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	30, // 74: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	34, // 75: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	1,  // 76: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	39, // 77: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	40, // 78: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	1,  // 79: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	43, // 80: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	44, // 81: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
-	46, // 82: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
-	51, // [51:83] is the sub-list for method output_type
-	19, // [19:51] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	6,  // 3: tessera.meta.v1.Inode.gateway:type_name -> tessera.meta.v1.GatewayInfo
+	7,  // 4: tessera.meta.v1.FilesetList.filesets:type_name -> tessera.meta.v1.Fileset
+	9,  // 5: tessera.meta.v1.IngestDirRequest.entries:type_name -> tessera.meta.v1.HomeEntry
+	6,  // 6: tessera.meta.v1.SetGatewayRequest.gateway:type_name -> tessera.meta.v1.GatewayInfo
+	12, // 7: tessera.meta.v1.Composition.patches:type_name -> tessera.meta.v1.Patch
+	13, // 8: tessera.meta.v1.BlockChange.compose:type_name -> tessera.meta.v1.Composition
+	5,  // 9: tessera.meta.v1.DirEntry.inode:type_name -> tessera.meta.v1.Inode
+	24, // 10: tessera.meta.v1.ReadDirReply.entries:type_name -> tessera.meta.v1.DirEntry
+	13, // 11: tessera.meta.v1.ComposedBlock.composition:type_name -> tessera.meta.v1.Composition
+	27, // 12: tessera.meta.v1.Recipe.composed:type_name -> tessera.meta.v1.ComposedBlock
+	14, // 13: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
+	35, // 14: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
+	39, // 15: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
+	41, // 16: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
+	44, // 17: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
+	0,  // 18: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
+	5,  // 19: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
+	14, // 20: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
+	48, // 21: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
+	51, // 22: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
+	16, // 23: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	15, // 24: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	18, // 25: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	19, // 26: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
+	20, // 27: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
+	21, // 28: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	17, // 29: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	22, // 30: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
+	23, // 31: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	26, // 32: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	29, // 33: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
+	15, // 34: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	15, // 35: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	15, // 36: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
+	30, // 37: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	31, // 38: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	15, // 39: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	30, // 40: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	1,  // 41: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
+	1,  // 42: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
+	1,  // 43: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
+	35, // 44: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
+	37, // 45: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	38, // 46: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	1,  // 47: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
+	42, // 48: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	43, // 49: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	1,  // 50: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
+	1,  // 51: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
+	47, // 52: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
+	1,  // 53: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
+	1,  // 54: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
+	7,  // 55: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
+	15, // 56: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
+	1,  // 57: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
+	15, // 58: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
+	10, // 59: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
+	11, // 60: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
+	5,  // 61: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	5,  // 62: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	5,  // 63: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	5,  // 64: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	5,  // 65: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	5,  // 66: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	1,  // 67: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	5,  // 68: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	25, // 69: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	28, // 70: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	5,  // 71: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	5,  // 72: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	1,  // 73: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	1,  // 74: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	32, // 75: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	1,  // 76: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	33, // 77: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	1,  // 78: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	1,  // 79: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	34, // 80: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	36, // 81: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	36, // 82: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	36, // 83: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	36, // 84: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	40, // 85: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	1,  // 86: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	45, // 87: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	46, // 88: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	1,  // 89: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	49, // 90: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	50, // 91: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	52, // 92: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	7,  // 93: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	7,  // 94: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	8,  // 95: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	1,  // 96: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	5,  // 97: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	5,  // 98: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	61, // [61:99] is the sub-list for method output_type
+	23, // [23:61] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_tessera_meta_v1_meta_proto_init() }
@@ -3616,7 +4172,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   46,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

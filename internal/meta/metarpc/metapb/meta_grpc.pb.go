@@ -61,6 +61,12 @@ const (
 	Meta_Callbacks_FullMethodName      = "/tessera.meta.v1.Meta/Callbacks"
 	Meta_Hello_FullMethodName          = "/tessera.meta.v1.Meta/Hello"
 	Meta_ClusterStatus_FullMethodName  = "/tessera.meta.v1.Meta/ClusterStatus"
+	Meta_CreateFileset_FullMethodName  = "/tessera.meta.v1.Meta/CreateFileset"
+	Meta_GetFileset_FullMethodName     = "/tessera.meta.v1.Meta/GetFileset"
+	Meta_Filesets_FullMethodName       = "/tessera.meta.v1.Meta/Filesets"
+	Meta_DeleteFileset_FullMethodName  = "/tessera.meta.v1.Meta/DeleteFileset"
+	Meta_IngestDir_FullMethodName      = "/tessera.meta.v1.Meta/IngestDir"
+	Meta_SetGateway_FullMethodName     = "/tessera.meta.v1.Meta/SetGateway"
 )
 
 // MetaClient is the client API for Meta service.
@@ -116,6 +122,13 @@ type MetaClient interface {
 	// `tessera status`: its name and site, and the members of a replicated
 	// metadata store with their health. Admin only.
 	ClusterStatus(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ClusterStatusReply, error)
+	// Filesets (meta.FilesetAPI, issue 14).
+	CreateFileset(ctx context.Context, in *Fileset, opts ...grpc.CallOption) (*Fileset, error)
+	GetFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Fileset, error)
+	Filesets(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*FilesetList, error)
+	DeleteFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
+	IngestDir(ctx context.Context, in *IngestDirRequest, opts ...grpc.CallOption) (*Inode, error)
+	SetGateway(ctx context.Context, in *SetGatewayRequest, opts ...grpc.CallOption) (*Inode, error)
 }
 
 type metaClient struct {
@@ -449,6 +462,66 @@ func (c *metaClient) ClusterStatus(ctx context.Context, in *Empty, opts ...grpc.
 	return out, nil
 }
 
+func (c *metaClient) CreateFileset(ctx context.Context, in *Fileset, opts ...grpc.CallOption) (*Fileset, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Fileset)
+	err := c.cc.Invoke(ctx, Meta_CreateFileset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) GetFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Fileset, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Fileset)
+	err := c.cc.Invoke(ctx, Meta_GetFileset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) Filesets(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*FilesetList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FilesetList)
+	err := c.cc.Invoke(ctx, Meta_Filesets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) DeleteFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Meta_DeleteFileset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) IngestDir(ctx context.Context, in *IngestDirRequest, opts ...grpc.CallOption) (*Inode, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Inode)
+	err := c.cc.Invoke(ctx, Meta_IngestDir_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) SetGateway(ctx context.Context, in *SetGatewayRequest, opts ...grpc.CallOption) (*Inode, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Inode)
+	err := c.cc.Invoke(ctx, Meta_SetGateway_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetaServer is the server API for Meta service.
 // All implementations must embed UnimplementedMetaServer
 // for forward compatibility.
@@ -502,6 +575,13 @@ type MetaServer interface {
 	// `tessera status`: its name and site, and the members of a replicated
 	// metadata store with their health. Admin only.
 	ClusterStatus(context.Context, *Empty) (*ClusterStatusReply, error)
+	// Filesets (meta.FilesetAPI, issue 14).
+	CreateFileset(context.Context, *Fileset) (*Fileset, error)
+	GetFileset(context.Context, *InoRequest) (*Fileset, error)
+	Filesets(context.Context, *Empty) (*FilesetList, error)
+	DeleteFileset(context.Context, *InoRequest) (*Empty, error)
+	IngestDir(context.Context, *IngestDirRequest) (*Inode, error)
+	SetGateway(context.Context, *SetGatewayRequest) (*Inode, error)
 	mustEmbedUnimplementedMetaServer()
 }
 
@@ -607,6 +687,24 @@ func (UnimplementedMetaServer) Hello(context.Context, *Empty) (*HelloReply, erro
 }
 func (UnimplementedMetaServer) ClusterStatus(context.Context, *Empty) (*ClusterStatusReply, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ClusterStatus not implemented")
+}
+func (UnimplementedMetaServer) CreateFileset(context.Context, *Fileset) (*Fileset, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CreateFileset not implemented")
+}
+func (UnimplementedMetaServer) GetFileset(context.Context, *InoRequest) (*Fileset, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetFileset not implemented")
+}
+func (UnimplementedMetaServer) Filesets(context.Context, *Empty) (*FilesetList, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Filesets not implemented")
+}
+func (UnimplementedMetaServer) DeleteFileset(context.Context, *InoRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DeleteFileset not implemented")
+}
+func (UnimplementedMetaServer) IngestDir(context.Context, *IngestDirRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method IngestDir not implemented")
+}
+func (UnimplementedMetaServer) SetGateway(context.Context, *SetGatewayRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetGateway not implemented")
 }
 func (UnimplementedMetaServer) mustEmbedUnimplementedMetaServer() {}
 func (UnimplementedMetaServer) testEmbeddedByValue()              {}
@@ -1194,6 +1292,114 @@ func _Meta_ClusterStatus_Handler(srv interface{}, ctx context.Context, dec func(
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Meta_CreateFileset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Fileset)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).CreateFileset(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_CreateFileset_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).CreateFileset(ctx, req.(*Fileset))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_GetFileset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).GetFileset(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_GetFileset_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).GetFileset(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_Filesets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).Filesets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_Filesets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).Filesets(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_DeleteFileset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).DeleteFileset(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_DeleteFileset_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).DeleteFileset(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_IngestDir_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(IngestDirRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).IngestDir(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_IngestDir_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).IngestDir(ctx, req.(*IngestDirRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_SetGateway_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetGatewayRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).SetGateway(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_SetGateway_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).SetGateway(ctx, req.(*SetGatewayRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Meta_ServiceDesc is the grpc.ServiceDesc for Meta service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1324,6 +1530,30 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ClusterStatus",
 			Handler:    _Meta_ClusterStatus_Handler,
+		},
+		{
+			MethodName: "CreateFileset",
+			Handler:    _Meta_CreateFileset_Handler,
+		},
+		{
+			MethodName: "GetFileset",
+			Handler:    _Meta_GetFileset_Handler,
+		},
+		{
+			MethodName: "Filesets",
+			Handler:    _Meta_Filesets_Handler,
+		},
+		{
+			MethodName: "DeleteFileset",
+			Handler:    _Meta_DeleteFileset_Handler,
+		},
+		{
+			MethodName: "IngestDir",
+			Handler:    _Meta_IngestDir_Handler,
+		},
+		{
+			MethodName: "SetGateway",
+			Handler:    _Meta_SetGateway_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1,0 +1,300 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"syscall"
+	"time"
+
+	"tessera/internal/client"
+	"tessera/internal/gateway/home"
+	"tessera/internal/meta"
+)
+
+// MetaAPI is what an Ingester needs of the meta service.
+type MetaAPI interface {
+	meta.API
+	meta.FilesetAPI
+}
+
+// Ingester reads fileset homes into the cluster; see the package comment.
+type Ingester struct {
+	meta   MetaAPI
+	data   *client.Client
+	open   func(ctx context.Context, url string) (home.Store, error)
+	now    func() time.Time
+	chunk  int64
+	mu     sync.Mutex
+	stores map[meta.Ino]home.Store // by fileset root
+	stats  Stats
+}
+
+// Options configure an Ingester; zero values take the defaults.
+type Options struct {
+	// Open opens a home store by URL; default home.Open.
+	Open func(ctx context.Context, url string) (home.Store, error)
+	// Now is the clock (validation times); default time.Now.
+	Now func() time.Time
+	// Chunk is how many bytes one home read asks for; default 4 MiB.
+	Chunk int64
+}
+
+// Stats count what an Ingester fetched.
+type Stats struct {
+	Listings   uint64 // home directories listed
+	Entries    uint64 // entries handed to IngestDir
+	Ranges     uint64 // ranges fetched (a Fetch, or one range of a split fetch)
+	Reads      uint64 // ranged home reads
+	BytesFetch uint64 // bytes read from home
+}
+
+// NewIngester returns an Ingester over the meta service m and the data
+// path c (a client of the same cluster).
+func NewIngester(m MetaAPI, c *client.Client, opts Options) *Ingester {
+	g := &Ingester{meta: m, data: c, open: opts.Open, now: opts.Now, chunk: opts.Chunk, stores: map[meta.Ino]home.Store{}}
+	if g.open == nil {
+		g.open = home.Open
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.chunk <= 0 {
+		g.chunk = 4 << 20
+	}
+	return g
+}
+
+// Stats returns the counts so far.
+func (g *Ingester) Stats() Stats {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.stats
+}
+
+// Close closes the home stores the Ingester opened.
+func (g *Ingester) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var errs []error
+	for root, s := range g.stores {
+		errs = append(errs, s.Close())
+		delete(g.stores, root)
+	}
+	return errors.Join(errs...)
+}
+
+// store returns the home store of fileset root, opening it once.
+func (g *Ingester) store(ctx context.Context, root meta.Ino) (home.Store, error) {
+	g.mu.Lock()
+	s := g.stores[root]
+	g.mu.Unlock()
+	if s != nil {
+		return s, nil
+	}
+	f, err := g.meta.Fileset(ctx, root)
+	if err != nil {
+		return nil, err
+	}
+	s, err = g.open(ctx, f.Home)
+	if err != nil {
+		return nil, fmt.Errorf("open home of fileset %d: %w", root, err)
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if old := g.stores[root]; old != nil {
+		s.Close()
+		return old, nil
+	}
+	g.stores[root] = s
+	return s, nil
+}
+
+// section returns in's gateway section, or an error naming why in is not
+// an inode of a fileset.
+func section(in meta.Inode) (*meta.GatewayInfo, error) {
+	if in.Gateway == nil {
+		return nil, fmt.Errorf("inode %d is in no fileset: %w", in.Ino, meta.ErrInvalid)
+	}
+	return in.Gateway, nil
+}
+
+// ListDir lists fileset directory dir at home and adds its entries as
+// placeholders; it returns the directory as it is afterwards.
+func (g *Ingester) ListDir(ctx context.Context, dir meta.Ino) (meta.Inode, error) {
+	in, err := g.meta.GetAttr(ctx, dir)
+	if err != nil {
+		return meta.Inode{}, fmt.Errorf("list home of directory %d: %w", dir, err)
+	}
+	sec, err := section(in)
+	if err != nil {
+		return meta.Inode{}, fmt.Errorf("list home of directory %d: %w", dir, err)
+	}
+	st, err := g.store(ctx, sec.Fileset)
+	if err != nil {
+		return meta.Inode{}, fmt.Errorf("list home of directory %d: %w", dir, err)
+	}
+	validated := g.now().UnixNano()
+	attrs, err := st.ReadDir(ctx, sec.HomePath)
+	if err != nil {
+		return meta.Inode{}, fmt.Errorf("list home of directory %d (%q): %w", dir, sec.HomePath, err)
+	}
+	ents := make([]meta.HomeEntry, 0, len(attrs))
+	for _, a := range attrs {
+		e, ok := homeEntry(a)
+		if ok {
+			ents = append(ents, e)
+		}
+	}
+	g.mu.Lock()
+	g.stats.Listings++
+	g.stats.Entries += uint64(len(ents))
+	g.mu.Unlock()
+	for {
+		n := min(len(ents), meta.MaxIngestEntries)
+		last := n == len(ents)
+		out, err := g.meta.IngestDir(ctx, meta.IngestDirReq{Dir: dir, Entries: ents[:n], Done: last, Validated: validated})
+		if err != nil {
+			return meta.Inode{}, fmt.Errorf("list home of directory %d: %w", dir, err)
+		}
+		if last {
+			return out, nil
+		}
+		ents = ents[n:]
+	}
+}
+
+// homeEntry converts a home entry; ok is false for kinds a fileset does
+// not hold (none today) or a symlink whose target the store did not say.
+func homeEntry(a home.Attr) (meta.HomeEntry, bool) {
+	e := meta.HomeEntry{Name: a.Name, Mode: a.Mode & 0o7777, Token: a.Token, Target: a.Target}
+	if !a.Mtime.IsZero() {
+		e.HomeMtime = a.Mtime.UnixNano()
+	}
+	if !a.Ctime.IsZero() {
+		e.HomeCtime = a.Ctime.UnixNano()
+	}
+	switch a.Kind {
+	case home.KindDir:
+		e.Mode |= syscall.S_IFDIR
+	case home.KindSymlink:
+		if a.Target == "" {
+			return e, false
+		}
+		e.Mode |= syscall.S_IFLNK
+	case home.KindFile:
+		e.Mode |= syscall.S_IFREG
+		if a.Size > 0 {
+			e.Size = uint64(a.Size)
+		}
+	default:
+		return e, false
+	}
+	return e, true
+}
+
+// Fetch reads [off, off+n) of fileset file ino from home (cut at the
+// home size the inode records) and stores it through the data path; a
+// range reaching the file's end from 0 marks the file cached, any other
+// partial. It returns the inode afterwards.
+func (g *Ingester) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error) {
+	in, sec, done, err := g.fetchData(ctx, ino, off, n)
+	if err != nil || done {
+		return in, err
+	}
+	state := meta.CachePartial
+	if off == 0 && off+n >= int64(sec.HomeSize) {
+		state = meta.CacheCached
+	}
+	return g.record(ctx, ino, sec, state)
+}
+
+// FetchData is Fetch without recording the cache state: what a gateway
+// does for a range of a file another gateway owns, which records the
+// state once every range is in (Group).
+func (g *Ingester) FetchData(ctx context.Context, ino meta.Ino, off, n int64) error {
+	_, _, _, err := g.fetchData(ctx, ino, off, n)
+	return err
+}
+
+// fetchData stores [off, off+n) of ino; done is true when the file was
+// cached already (nothing fetched).
+func (g *Ingester) fetchData(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, *meta.GatewayInfo, bool, error) {
+	in, err := g.meta.GetAttr(ctx, ino)
+	if err != nil {
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
+	}
+	sec, err := section(in)
+	if err != nil {
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
+	}
+	if !in.IsRegular() {
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: not a regular file: %w", ino, meta.ErrInvalid)
+	}
+	if off < 0 || n < 0 {
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: range %d+%d: %w", ino, off, n, meta.ErrInvalid)
+	}
+	if sec.State == meta.CacheCached {
+		return in, sec, true, nil
+	}
+	size := int64(sec.HomeSize)
+	end := min(off+n, size)
+	st, err := g.store(ctx, sec.Fileset)
+	if err != nil {
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
+	}
+	g.mu.Lock()
+	g.stats.Ranges++
+	g.mu.Unlock()
+	h, _, err := g.data.Open(ctx, in, syscall.O_RDWR)
+	if err != nil {
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
+	}
+	defer h.Release(context.WithoutCancel(ctx))
+	buf := make([]byte, g.chunk)
+	for pos := off; pos < end; {
+		p := buf[:min(int64(len(buf)), end-pos)]
+		k, err := st.ReadAt(ctx, sec.HomePath, p, pos)
+		if err != nil && !(errors.Is(err, io.EOF) && k == len(p)) {
+			if errors.Is(err, io.EOF) {
+				err = fmt.Errorf("home file %q ended at %d, expected %d bytes: %w", sec.HomePath, pos+int64(k), size, io.ErrUnexpectedEOF)
+			}
+			return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
+		}
+		if _, err := h.Write(ctx, pos, p[:k]); err != nil {
+			return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: store %d bytes at %d: %w", ino, k, pos, err)
+		}
+		g.mu.Lock()
+		g.stats.Reads++
+		g.stats.BytesFetch += uint64(k)
+		g.mu.Unlock()
+		pos += int64(k)
+	}
+	if err := h.Flush(ctx); err != nil {
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: commit: %w", ino, err)
+	}
+	return in, sec, false, nil
+}
+
+// record gives ino home's times back (writing moved them) and records
+// state in its gateway section, guarded by the inode's Change.
+func (g *Ingester) record(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, state meta.CacheState) (meta.Inode, error) {
+	after, err := g.meta.GetAttr(ctx, ino)
+	if err != nil {
+		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+	}
+	if sec.HomeMtime != 0 {
+		if after, err = g.meta.SetAttr(ctx, ino, meta.SetAttrReq{Valid: meta.SetMtime | meta.SetAtime, Mtime: sec.HomeMtime, Atime: sec.HomeMtime}); err != nil {
+			return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+		}
+	}
+	next := *sec
+	next.State = state
+	out, err := g.meta.SetGateway(ctx, ino, next, after.Change)
+	if err != nil {
+		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+	}
+	return out, nil
+}

@@ -1,0 +1,144 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"tessera/internal/gateway/home"
+	"tessera/internal/meta"
+)
+
+// Revalidation (Panache §5.4): what was read from home is trusted for the
+// fileset's validity lag; after it, the object's home attributes (mtime,
+// size, ctime, change token) are compared with those the inode recorded,
+// and only an object that changed is invalidated: a file loses its cached
+// bytes and becomes a placeholder of home's new size, a directory becomes
+// a placeholder to be listed again (new names are added; names gone at
+// home stay until a later version removes them). Time is the Ingester's
+// clock (Options.Now), so tests control it.
+
+// Revalidate compares inode ino with home when its validity lag has
+// passed (or always, with force) and invalidates it if home changed. It
+// reports whether it invalidated. Inodes made locally (no home path) and
+// single-writer filesets (home changes only through the cache) are never
+// invalidated.
+func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bool, error) {
+	in, err := g.meta.GetAttr(ctx, ino)
+	if err != nil {
+		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
+	}
+	sec, err := section(in)
+	if err != nil {
+		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
+	}
+	f, err := g.meta.Fileset(ctx, sec.Fileset)
+	if err != nil {
+		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
+	}
+	if f.Mode == meta.ModeSW || (sec.HomePath == "" && ino != sec.Fileset) {
+		return false, nil
+	}
+	now := g.now()
+	if !force && now.Sub(time.Unix(0, sec.Validated)) < f.ValidityLag {
+		return false, nil
+	}
+	st, err := g.store(ctx, sec.Fileset)
+	if err != nil {
+		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
+	}
+	a, err := st.Stat(ctx, sec.HomePath)
+	if err != nil {
+		return false, fmt.Errorf("revalidate inode %d (%q): %w", ino, sec.HomePath, err)
+	}
+	next := *sec
+	next.Validated = now.UnixNano()
+	if same(sec, a) {
+		_, err := g.meta.SetGateway(ctx, ino, next, in.Change)
+		if err != nil {
+			return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
+		}
+		return false, nil
+	}
+	e, _ := homeEntry(a)
+	next.HomeMtime, next.HomeCtime, next.HomeSize, next.Token = e.HomeMtime, e.HomeCtime, e.Size, e.Token
+	next.State = meta.CachePlaceholder
+	cur := in
+	if in.IsRegular() {
+		// Drop the cached bytes (their blocks' references go with
+		// them), then take home's size and times.
+		if cur, err = g.meta.SetAttr(ctx, ino, meta.SetAttrReq{Valid: meta.SetSize}); err == nil {
+			req := meta.SetAttrReq{Valid: meta.SetSize, Size: e.Size}
+			if e.HomeMtime != 0 {
+				req.Valid |= meta.SetMtime | meta.SetAtime
+				req.Mtime, req.Atime = e.HomeMtime, e.HomeMtime
+			}
+			cur, err = g.meta.SetAttr(ctx, ino, req)
+		}
+		if err != nil {
+			return false, fmt.Errorf("revalidate inode %d: invalidate: %w", ino, err)
+		}
+		if e.Size == 0 {
+			next.State = meta.CacheCached
+		}
+	}
+	if _, err := g.meta.SetGateway(ctx, ino, next, cur.Change); err != nil {
+		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
+	}
+	return true, nil
+}
+
+// same reports whether home's attributes a are those sec recorded.
+func same(sec *meta.GatewayInfo, a home.Attr) bool {
+	e, _ := homeEntry(a)
+	if e.Token != "" || sec.Token != "" {
+		return e.Token == sec.Token
+	}
+	return e.HomeMtime == sec.HomeMtime && e.HomeCtime == sec.HomeCtime && (a.Kind == home.KindDir || e.Size == sec.HomeSize)
+}
+
+// RevalidateTree forces the revalidation of ino and, for a directory,
+// of everything under it that was listed; it returns how many inodes were
+// checked and how many invalidated (`tessera fileset revalidate PATH`).
+func (g *Ingester) RevalidateTree(ctx context.Context, ino meta.Ino) (checked, invalidated int, err error) {
+	queue := []meta.Ino{ino}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		in, err := g.meta.GetAttr(ctx, cur)
+		if err != nil {
+			return checked, invalidated, fmt.Errorf("revalidate inode %d: %w", cur, err)
+		}
+		// A directory's children are read before it is revalidated: one
+		// that changed is relisted by its next lookup, and what it held
+		// is checked now.
+		if in.IsDir() && in.Gateway != nil && in.Gateway.State == meta.CacheCached {
+			after := ""
+			for {
+				ents, more, err := g.meta.ReadDir(ctx, cur, after, 1024, false)
+				if err != nil {
+					return checked, invalidated, fmt.Errorf("revalidate: list directory %d: %w", cur, err)
+				}
+				for _, e := range ents {
+					queue = append(queue, e.Ino)
+					after = e.Name
+				}
+				if !more || len(ents) == 0 {
+					break
+				}
+			}
+		}
+		if in.Gateway == nil {
+			continue
+		}
+		changed, err := g.Revalidate(ctx, cur, true)
+		if err != nil {
+			return checked, invalidated, err
+		}
+		checked++
+		if changed {
+			invalidated++
+		}
+	}
+	return checked, invalidated, nil
+}
