@@ -12,7 +12,7 @@ import (
 // metaDBUsage is the help text of --meta-db, shared by every role that
 // runs a meta service.
 const metaDBUsage = "the meta service's KV engine and its place: pebble:DIR, bolt:FILE, mem: (in memory, lost at exit) or " +
-	"etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE] (a shared etcd cluster); default pebble:DATA/meta"
+	"etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=30s] (a shared etcd cluster; majority-wait: how long a write waits for a majority before it fails); default pebble:DATA/meta"
 
 // addMetaDBFlag adds --meta-db to fs, and --kv, the same flag under the
 // name issue 13 gives it.

@@ -18,12 +18,14 @@ import (
 )
 
 // filesetUsage is the one line `tessera fileset` prints for bad arguments.
-const filesetUsage = "want create PATH --home URL, list, status PATH, delete PATH or flush PATH (see tessera fileset -h)"
+const filesetUsage = "want create PATH --home URL, list, status PATH, revalidate PATH, delete PATH or flush PATH (see tessera fileset -h)"
 
 const filesetHelp = `usage: tessera fileset create PATH --home URL [--mode ro|sw|lu|iw] [--validity-lag D] [--sync-lag D]
                               [--prefetch none|range|whole] [--conflicts cache-wins|home-wins|keep-both]
        tessera fileset list               every fileset: root inode, mode, home
        tessera fileset status PATH        a fileset's settings and write-back queue
+       tessera fileset revalidate PATH    compare PATH (and what was listed under it) with home now, not
+                                          after the validity lag; what changed is fetched again when read
        tessera fileset delete PATH        detach it (what it cached stays as ordinary files)
        tessera fileset flush PATH [--json]  wait until its write-back queue is drained
 PATH is a directory on a Tessera mount (create makes it; it must be empty). Every
@@ -64,7 +66,7 @@ func runFileset(ctx context.Context, args []string) error {
 		want = 0
 	}
 	switch op {
-	case "create", "list", "status", "delete":
+	case "create", "list", "status", "delete", "revalidate":
 	default:
 		return fmt.Errorf("%w: unknown subcommand %q: %s", errUsage, op, filesetUsage)
 	}
@@ -122,13 +124,32 @@ func runFileset(ctx context.Context, args []string) error {
 			return fmt.Errorf("fileset status %s: %w", pos[0], err)
 		}
 		printFilesetStatus(os.Stdout, pos[0], out)
-		if wa, ok := c.Meta.(meta.WritebackAPI); ok {
-			st, err := wa.WritebackStats(ctx, root)
+		if filesetQueueStatus != nil {
+			depth, oldest, err := filesetQueueStatus(ctx, c.Meta, root)
 			if err != nil {
-				return fmt.Errorf("fileset status %s: %w", pos[0], err)
+				return fmt.Errorf("fileset status %s: write-back queue: %w", pos[0], err)
 			}
-			printQueueStatus(os.Stdout, st, time.Now()) // fileset_flush.go
+			fmt.Printf("  queue       %d entries, oldest %v\n", depth, oldest)
+			if wa, ok := c.Meta.(meta.WritebackAPI); ok {
+				st, err := wa.WritebackStats(ctx, root)
+				if err != nil {
+					return fmt.Errorf("fileset status %s: write-back queue: %w", pos[0], err)
+				}
+				printQueueFailures(os.Stdout, st) // fileset_flush.go
+			}
 		}
+	case "revalidate":
+		ma, ok := c.Meta.(gateway.MetaAPI)
+		if !ok {
+			return fmt.Errorf("fileset revalidate: the meta client has no fileset calls")
+		}
+		g := gateway.NewIngester(ma, nil, gateway.Options{})
+		defer g.Close()
+		checked, changed, err := g.RevalidateTree(ctx, root)
+		if err != nil {
+			return fmt.Errorf("fileset revalidate %s: %w", pos[0], err)
+		}
+		fmt.Printf("fileset revalidate %s: %d checked, %d changed at home and invalidated\n", pos[0], checked, changed)
 	case "delete":
 		if err := fa.DeleteFileset(ctx, root); err != nil {
 			return fmt.Errorf("fileset delete %s: %w", pos[0], err)
@@ -169,10 +190,15 @@ func printFilesets(out io.Writer, l []meta.Fileset) {
 	tw.Flush()
 }
 
-// printFilesetStatus prints a fileset's settings. The write-back queue's
-// depth and oldest age, bytes cached, the hit ratio and per-gateway
-// ingest rates are to be added here as the gateway and the write-back
-// queue report them (issue 14, not built yet).
+// filesetQueueStatus, when set (by the write-back queue's code, package
+// gateway/writeback), reports the depth of fileset root's write-back queue
+// and the age of its oldest entry (the measured sync lag) for `tessera
+// fileset status`.
+var filesetQueueStatus func(ctx context.Context, api meta.API, root meta.Ino) (depth int, oldest time.Duration, err error)
+
+// printFilesetStatus prints a fileset's settings. Bytes cached, the hit
+// ratio and per-gateway ingest rates (gateway.Stats) are to be added once
+// gateways run as their own role and report them (issue 14).
 func printFilesetStatus(out io.Writer, path string, f meta.Fileset) {
 	fmt.Fprintf(out, "fileset %s (inode %d)\n", path, f.Root)
 	fmt.Fprintf(out, "  home        %s\n", f.Home)
@@ -185,8 +211,12 @@ func printFilesetStatus(out io.Writer, path string, f meta.Fileset) {
 	fmt.Fprintf(out, "  conflicts   %s\n", f.Conflicts)
 }
 
-// newGateway is up.GatewayFunc: an Ingester over the process's meta
-// service and a client of its own, and the write-back applier.
-func newGateway(svc *meta.Service, c *client.Client) fuse.Gateway {
-	return hostWriteback(gateway.NewIngester(svc, c, gateway.Options{}), svc, c) // fileset_flush.go
+// newGateway is up.GatewayFunc: an Ingester per client, as a Group, and
+// a write-back applier per client.
+func newGateway(svc *meta.Service, cs []*client.Client) fuse.Gateway {
+	var gs []*gateway.Ingester
+	for _, c := range cs {
+		gs = append(gs, gateway.NewIngester(svc, c, gateway.Options{}))
+	}
+	return hostWriteback(gateway.NewGroup(gs...), svc, cs) // fileset_flush.go
 }

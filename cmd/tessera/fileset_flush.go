@@ -93,16 +93,31 @@ func runFilesetFlush(ctx context.Context, args []string) error {
 	return err
 }
 
-// printQueueStatus prints a fileset's write-back queue figures: depth,
-// the oldest entry's age (the measured sync lag) and what failed for good.
-func printQueueStatus(out io.Writer, st meta.WBStats, now time.Time) {
-	fmt.Fprintf(out, "  queue       %d operations\n", st.Depth)
-	if st.Oldest != 0 {
-		fmt.Fprintf(out, "  oldest      %v ago (the measured sync lag)\n", now.Sub(time.Unix(0, st.Oldest)).Round(time.Millisecond))
-	}
+// printQueueFailures lists a fileset's write-back operations that failed
+// for good (tessera fileset status; the depth and oldest age come from
+// filesetQueueStatus).
+func printQueueFailures(out io.Writer, st meta.WBStats) {
 	fmt.Fprintf(out, "  failed      %d\n", len(st.Failed))
 	for _, op := range st.Failed {
 		fmt.Fprintf(out, "    %v %q %s after %d attempts: %s\n", op.Kind, op.Path, op.Path2, op.Attempts, op.Err)
+	}
+}
+
+func init() {
+	filesetQueueStatus = func(ctx context.Context, api meta.API, root meta.Ino) (int, time.Duration, error) {
+		wa, ok := api.(meta.WritebackAPI)
+		if !ok {
+			return 0, 0, fmt.Errorf("the meta client has no write-back calls")
+		}
+		st, err := wa.WritebackStats(ctx, root)
+		if err != nil {
+			return 0, 0, err
+		}
+		var age time.Duration
+		if st.Oldest != 0 {
+			age = time.Since(time.Unix(0, st.Oldest)).Round(time.Millisecond)
+		}
+		return st.Depth, age, nil
 	}
 }
 
@@ -110,24 +125,31 @@ func printQueueStatus(out io.Writer, st meta.WBStats, now time.Time) {
 // the sw and iw filesets (package gateway/writeback); Close stops both.
 type withWriteback struct {
 	fuse.Gateway
-	host *writeback.Host
+	hosts []*writeback.Host
 }
 
 func (g withWriteback) Close() error {
-	err := g.host.Close()
+	var err error
+	for _, h := range g.hosts {
+		err = errors.Join(err, h.Close())
+	}
 	if c, ok := g.Gateway.(interface{ Close() error }); ok {
 		err = errors.Join(err, c.Close())
 	}
 	return err
 }
 
-// hostWriteback starts a write-back applier beside gateway g. Gateways
-// share the queues through the meta service's claims.
-func hostWriteback(g fuse.Gateway, svc *meta.Service, c *client.Client) fuse.Gateway {
-	a, err := writeback.New(writeback.Config{Queue: svc, Source: writeback.ClientSource{C: c},
-		Owner: fmt.Sprintf("gateway-%d-%p", os.Getpid(), c)})
-	if err != nil {
-		panic(err) // the arguments above are all given
+// hostWriteback starts a write-back applier per gateway client beside g.
+// They share the queues through the meta service's claims.
+func hostWriteback(g fuse.Gateway, svc *meta.Service, cs []*client.Client) fuse.Gateway {
+	w := withWriteback{Gateway: g}
+	for i, c := range cs {
+		a, err := writeback.New(writeback.Config{Queue: svc, Source: writeback.ClientSource{C: c},
+			Owner: fmt.Sprintf("gateway-%d-%d", os.Getpid(), i)})
+		if err != nil {
+			panic(err) // the arguments above are all given
+		}
+		w.hosts = append(w.hosts, writeback.StartHost(a, svc, time.Second, slog.Default()))
 	}
-	return withWriteback{Gateway: g, host: writeback.StartHost(a, svc, time.Second, slog.Default())}
+	return w
 }

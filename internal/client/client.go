@@ -503,6 +503,10 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash, urgent bool) ([]byt
 	}
 	if fl.err == nil {
 		c.mem.put(h, fl.data)
+		// A fetch that lands is use: read-ahead still arriving after
+		// the read that started it must not find the cache released
+		// and fill it again for an idle client (memory.go).
+		c.active.touch(time.Now())
 	}
 	c.mu.Lock()
 	delete(c.mu.flights, h)

@@ -14,15 +14,32 @@
 // through the client's normal write path, so the blocks are uploaded to
 // the block servers placement chooses and committed; then it records in
 // the inode's gateway section what it holds (meta.SetGateway, guarded by
-// the inode's Change: if the file changed since the fetch began, the
-// record is not written and the fetch reports meta.ErrConflict). A fetch
-// of the whole file marks it cached. Once directories and files are cached
-// they are served by the namespace and the block servers alone: home is
-// not needed to list or read them again.
+// the inode's Change). A fetch of the whole file marks it cached. Once
+// directories and files are cached they are served by the namespace and
+// the block servers alone: home is not needed to list or read them again.
 //
-// Not built yet (issue 14): the gateway role's process and registration,
-// the owner-by-hash dispatch and parallel range split among gateways, the
-// FUSE mount asking a gateway on a miss, revalidation after the validity
-// lag, and the fileset status counters. See
-// docs/design/2026-11-24-gateway.md.
+// Group is what a mount asks: each request goes to the gateway owning the
+// inode (the inode number modulo the gateways); a fetch larger than
+// Group.RangeSize is cut into whole-block ranges dealt round-robin to all
+// gateways (FetchData), which read home in parallel, and the owner records
+// the file cached once every range is in.
+//
+// Revalidate compares a fileset inode with home once the fileset's
+// validity lag has passed since it was last validated (the Ingester's
+// injected clock), by change token when home has one, else by mtime,
+// ctime and size; only an object that changed is invalidated: a file
+// drops its cached bytes and becomes a placeholder of home's new size, a
+// directory is listed again (new names are added; names gone at home stay
+// for now). RevalidateTree forces it for a subtree (tessera fileset
+// revalidate). Single-writer filesets and locally made inodes are not
+// revalidated.
+//
+// Not built yet (issue 14): the separate gateway role process (tessera
+// gateway --meta ADDR: registration, heartbeats, and a mount reaching a
+// gateway over the network; today tessera up --gateways N runs them in
+// the mount's process), ranged misses (a mount fetches a file whole on
+// open), refusing local updates in ro filesets, removing names gone at
+// home, and the fileset status counters (bytes cached, hit ratio, ingest
+// rate per gateway: Stats holds the per-gateway counts).
+// See docs/design/2026-11-24-gateway.md.
 package gateway

@@ -46,6 +46,7 @@ type Options struct {
 type Stats struct {
 	Listings   uint64 // home directories listed
 	Entries    uint64 // entries handed to IngestDir
+	Ranges     uint64 // ranges fetched (a Fetch, or one range of a split fetch)
 	Reads      uint64 // ranged home reads
 	BytesFetch uint64 // bytes read from home
 }
@@ -199,35 +200,60 @@ func homeEntry(a home.Attr) (meta.HomeEntry, bool) {
 // range reaching the file's end from 0 marks the file cached, any other
 // partial. It returns the inode afterwards.
 func (g *Ingester) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error) {
+	in, sec, done, err := g.fetchData(ctx, ino, off, n)
+	if err != nil || done {
+		return in, err
+	}
+	state := meta.CachePartial
+	if off == 0 && off+n >= int64(sec.HomeSize) {
+		state = meta.CacheCached
+	}
+	return g.record(ctx, ino, sec, state)
+}
+
+// FetchData is Fetch without recording the cache state: what a gateway
+// does for a range of a file another gateway owns, which records the
+// state once every range is in (Group).
+func (g *Ingester) FetchData(ctx context.Context, ino meta.Ino, off, n int64) error {
+	_, _, _, err := g.fetchData(ctx, ino, off, n)
+	return err
+}
+
+// fetchData stores [off, off+n) of ino; done is true when the file was
+// cached already (nothing fetched).
+func (g *Ingester) fetchData(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, *meta.GatewayInfo, bool, error) {
 	// What it stores is home's content: not a local update to write
 	// back, and allowed in a read-only fileset.
 	ctx = meta.WithoutWriteback(ctx)
 	in, err := g.meta.GetAttr(ctx, ino)
 	if err != nil {
-		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
 	}
 	sec, err := section(in)
 	if err != nil {
-		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
 	}
 	if !in.IsRegular() {
-		return meta.Inode{}, fmt.Errorf("fetch inode %d: not a regular file: %w", ino, meta.ErrInvalid)
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: not a regular file: %w", ino, meta.ErrInvalid)
 	}
 	if off < 0 || n < 0 {
-		return meta.Inode{}, fmt.Errorf("fetch inode %d: range %d+%d: %w", ino, off, n, meta.ErrInvalid)
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: range %d+%d: %w", ino, off, n, meta.ErrInvalid)
 	}
 	if sec.State == meta.CacheCached {
-		return in, nil
+		return in, sec, true, nil
 	}
 	size := int64(sec.HomeSize)
 	end := min(off+n, size)
 	st, err := g.store(ctx, sec.Fileset)
 	if err != nil {
-		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
 	}
+	g.mu.Lock()
+	g.stats.Ranges++
+	g.mu.Unlock()
 	h, _, err := g.data.Open(ctx, in, syscall.O_RDWR)
 	if err != nil {
-		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
 	}
 	defer h.Release(context.WithoutCancel(ctx))
 	buf := make([]byte, g.chunk)
@@ -238,10 +264,10 @@ func (g *Ingester) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.
 			if errors.Is(err, io.EOF) {
 				err = fmt.Errorf("home file %q ended at %d, expected %d bytes: %w", sec.HomePath, pos+int64(k), size, io.ErrUnexpectedEOF)
 			}
-			return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+			return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
 		}
 		if _, err := h.Write(ctx, pos, p[:k]); err != nil {
-			return meta.Inode{}, fmt.Errorf("fetch inode %d: store %d bytes at %d: %w", ino, k, pos, err)
+			return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: store %d bytes at %d: %w", ino, k, pos, err)
 		}
 		g.mu.Lock()
 		g.stats.Reads++
@@ -250,10 +276,14 @@ func (g *Ingester) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.
 		pos += int64(k)
 	}
 	if err := h.Flush(ctx); err != nil {
-		return meta.Inode{}, fmt.Errorf("fetch inode %d: commit: %w", ino, err)
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: commit: %w", ino, err)
 	}
-	// Writing moved the file's times: give it home's back, so that the
-	// cache shows what home has.
+	return in, sec, false, nil
+}
+
+// record gives ino home's times back (writing moved them) and records
+// state in its gateway section, guarded by the inode's Change.
+func (g *Ingester) record(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, state meta.CacheState) (meta.Inode, error) {
 	after, err := g.meta.GetAttr(ctx, ino)
 	if err != nil {
 		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
@@ -264,10 +294,7 @@ func (g *Ingester) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.
 		}
 	}
 	next := *sec
-	next.State = meta.CachePartial
-	if off == 0 && end >= size {
-		next.State = meta.CacheCached
-	}
+	next.State = state
 	out, err := g.meta.SetGateway(ctx, ino, next, after.Change)
 	if err != nil {
 		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)

@@ -99,3 +99,49 @@ func same(sec *meta.GatewayInfo, a home.Attr) bool {
 	}
 	return e.HomeMtime == sec.HomeMtime && e.HomeCtime == sec.HomeCtime && (a.Kind == home.KindDir || e.Size == sec.HomeSize)
 }
+
+// RevalidateTree forces the revalidation of ino and, for a directory,
+// of everything under it that was listed; it returns how many inodes were
+// checked and how many invalidated (`tessera fileset revalidate PATH`).
+func (g *Ingester) RevalidateTree(ctx context.Context, ino meta.Ino) (checked, invalidated int, err error) {
+	queue := []meta.Ino{ino}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		in, err := g.meta.GetAttr(ctx, cur)
+		if err != nil {
+			return checked, invalidated, fmt.Errorf("revalidate inode %d: %w", cur, err)
+		}
+		// A directory's children are read before it is revalidated: one
+		// that changed is relisted by its next lookup, and what it held
+		// is checked now.
+		if in.IsDir() && in.Gateway != nil && in.Gateway.State == meta.CacheCached {
+			after := ""
+			for {
+				ents, more, err := g.meta.ReadDir(ctx, cur, after, 1024, false)
+				if err != nil {
+					return checked, invalidated, fmt.Errorf("revalidate: list directory %d: %w", cur, err)
+				}
+				for _, e := range ents {
+					queue = append(queue, e.Ino)
+					after = e.Name
+				}
+				if !more || len(ents) == 0 {
+					break
+				}
+			}
+		}
+		if in.Gateway == nil {
+			continue
+		}
+		changed, err := g.Revalidate(ctx, cur, true)
+		if err != nil {
+			return checked, invalidated, err
+		}
+		checked++
+		if changed {
+			invalidated++
+		}
+	}
+	return checked, invalidated, nil
+}

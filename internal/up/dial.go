@@ -20,12 +20,16 @@ import (
 type Dialer struct {
 	creds *auth.Credentials // nil: plain HTTP (--insecure)
 	tr    *http.Transport
+	err   error // a malformed RoutesEnv: every dial fails with it
 }
 
 // NewDialer returns the Dialer of a process holding creds (nil: plain HTTP,
 // for clusters started with --insecure).
+// Connections follow the routes of RoutesEnv when it is set.
 func NewDialer(creds *auth.Credentials) *Dialer {
-	return &Dialer{creds: creds, tr: blockclient.NewTLSTransport(creds)}
+	d := &Dialer{creds: creds, tr: blockclient.NewTLSTransport(creds)}
+	d.err = reroute(d.tr)
+	return d
 }
 
 // Block returns a client of block server s; it is the client.Dialer of
@@ -33,6 +37,9 @@ func NewDialer(creds *auth.Credentials) *Dialer {
 // blocks are read straight from its files (the co-located fast path of
 // lpNFS) and everything else still goes over HTTP.
 func (d *Dialer) Block(s meta.Server) (block.Store, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
 	remote := blockclient.New(s.Addr, blockclient.Options{Transport: d.tr, Creds: d.creds})
 	if host, _ := os.Hostname(); s.Dir != "" && s.Host == host {
 		if lr := disk.NewLocalReader(s.Dir, remote, nil); lr != nil {
@@ -45,6 +52,9 @@ func (d *Dialer) Block(s meta.Server) (block.Store, error) {
 // Admin is Block for the meta role's background work and the admin
 // commands, which also list and remove blocks.
 func (d *Dialer) Admin(s meta.Server) (admin.BlockServer, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
 	return blockclient.New(s.Addr, blockclient.Options{Transport: d.tr, Creds: d.creds}), nil
 }
 

@@ -21,7 +21,7 @@ import (
 //	pebble:DIR     Pebble (the default) in directory DIR
 //	bolt:FILE      bbolt in the single file FILE
 //	mem:           in memory: everything is lost when the process ends (tests)
-//	etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE]
+//	etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=D]
 //	               a shared etcd cluster, keys under PREFIX (package etcdkv;
 //	               TLS to etcd when ca is given)
 //

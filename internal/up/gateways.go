@@ -10,11 +10,11 @@ import (
 	"tessera/internal/meta"
 )
 
-// GatewayFunc makes one fileset gateway over the meta service and a
-// data-path client of its own (gateway.NewIngester, which cannot be
-// called from here: gateway's tessera:// home depends on this package).
-// Close, if the gateway has it, is called at shutdown.
-type GatewayFunc func(svc *meta.Service, c *client.Client) fuse.Gateway
+// GatewayFunc makes the fileset gateways, one per data-path client,
+// over the meta service, as the group a mount asks (gateway.NewGroup,
+// which cannot be called from here: gateway's tessera:// home depends on
+// this package). Close, if the group has it, is called at shutdown.
+type GatewayFunc func(svc *meta.Service, cs []*client.Client) fuse.Gateway
 
 // startGateways starts cfg.Gateways fileset gateways in the process, each
 // with its own data-path client over the process's block servers, and
@@ -28,13 +28,11 @@ func startGateways(ctx context.Context, cfg Config, svc *meta.Service, dial clie
 	if cfg.Gateways > 0 && cfg.NewGateway == nil {
 		return nil, nil, fmt.Errorf("--gateways %d: this program has no gateway", cfg.Gateways)
 	}
-	var gs owners
+	var gw fuse.Gateway
 	var clients []*client.Client
 	stop := func() {
-		for _, g := range gs {
-			if c, ok := g.(interface{ Close() error }); ok {
-				c.Close()
-			}
+		if c, ok := gw.(interface{ Close() error }); ok {
+			c.Close()
 		}
 		for _, c := range clients {
 			c.Close(context.Background())
@@ -47,31 +45,11 @@ func startGateways(ctx context.Context, cfg Config, svc *meta.Service, dial clie
 			return nil, nil, fmt.Errorf("gateway %d: %w", i, err)
 		}
 		clients = append(clients, c)
-		gs = append(gs, cfg.NewGateway(svc, c))
 	}
-	if len(gs) == 0 {
+	if len(clients) == 0 {
 		return nil, stop, nil
 	}
-	log.Info("fileset gateways started", "gateways", len(gs))
-	return gs, stop, nil
-}
-
-// owners sends each request to the gateway owning the inode.
-type owners []fuse.Gateway
-
-func (o owners) owner(ino meta.Ino) fuse.Gateway { return o[uint64(ino)%uint64(len(o))] }
-
-// ListDir implements fuse.Gateway.
-func (o owners) ListDir(ctx context.Context, dir meta.Ino) (meta.Inode, error) {
-	return o.owner(dir).ListDir(ctx, dir)
-}
-
-// Fetch implements fuse.Gateway.
-func (o owners) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error) {
-	return o.owner(ino).Fetch(ctx, ino, off, n)
-}
-
-// Revalidate implements fuse.Gateway.
-func (o owners) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bool, error) {
-	return o.owner(ino).Revalidate(ctx, ino, force)
+	gw = cfg.NewGateway(svc, clients)
+	log.Info("fileset gateways started", "gateways", len(clients))
+	return gw, stop, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -149,8 +150,16 @@ func (c *Cluster) Run(ctx context.Context, sub string, args ...string) (Result, 
 
 // RunBin executes bin with args in its own process group.
 func RunBin(ctx context.Context, bin string, args ...string) (Result, error) {
+	return runBinEnv(ctx, bin, nil, args...)
+}
+
+// runBinEnv is RunBin with env added to the test's environment.
+func runBinEnv(ctx context.Context, bin string, env []string, args ...string) (Result, error) {
 	var out, errb strings.Builder
 	cmd := exec.CommandContext(ctx, bin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout = &out
 	cmd.Stderr = &errb
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -2,6 +2,9 @@
 // tests and benchmarks, and guarantees that no FUSE mount outlives it.
 // Multi does the same for a cluster of separate processes (`tessera meta`,
 // `tessera blockd`, `tessera mount`; see MultiOptions for their contract).
+// Sites runs three (or more) emulated sites of such processes over one real
+// etcd cluster, every connection between sites through internal/wan links
+// (see SitesOptions and docs/design/2026-11-24-multisite-emulation.md).
 //
 // Contract of the binary this package relies on (see DESIGN.md §1):
 //

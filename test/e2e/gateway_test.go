@@ -97,3 +97,40 @@ func TestGatewayReadOnlyFileset(t *testing.T) {
 		wantContent(t, filepath.Join(cache, rel), b)
 	}
 }
+
+// TestGatewayRevalidateCommand: with a validity lag of an hour a change at
+// home is not seen through the mount; `tessera fileset revalidate` makes
+// it seen at once (the new bytes, and a new name in the directory), and
+// leaves what did not change alone.
+func TestGatewayRevalidateCommand(t *testing.T) {
+	c := startCluster(t, withBlockServers(1), func(o *cluster.Options) { o.Args = append(o.Args, "--gateways", "2") })
+	home := filepath.Join(t.TempDir(), "home")
+	must(t, os.MkdirAll(home, 0o755))
+	writeFile(t, filepath.Join(home, "f"), []byte("version 1\n"))
+	writeFile(t, filepath.Join(home, "g"), []byte("unchanged\n"))
+	cache := filepath.Join(c.Mount(), "cache")
+	if res := runBin(t, "fileset", "create", cache, "--home", "file://"+home, "--validity-lag", "1h"); res.ExitCode != 0 {
+		t.Fatalf("fileset create: exit %d: %s", res.ExitCode, res.Stderr)
+	}
+	wantContent(t, filepath.Join(cache, "f"), []byte("version 1\n"))
+	wantContent(t, filepath.Join(cache, "g"), []byte("unchanged\n"))
+
+	v2 := []byte("version 2, longer than the first\n")
+	writeFile(t, filepath.Join(home, "f"), v2)
+	writeFile(t, filepath.Join(home, "h"), []byte("new at home\n"))
+	later := time.Now().Add(time.Hour) // mtimes move even on a coarse clock
+	for _, n := range []string{"f", "h", "."} {
+		must(t, os.Chtimes(filepath.Join(home, n), later, later))
+	}
+	wantContent(t, filepath.Join(cache, "f"), []byte("version 1\n"))
+
+	res := runBin(t, "fileset", "revalidate", cache)
+	if res.ExitCode != 0 || !strings.Contains(res.Stdout, "2 changed") {
+		t.Fatalf("fileset revalidate: exit %d, %q %q; want the root and f changed", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	wantContent(t, filepath.Join(cache, "f"), v2)
+	wantContent(t, filepath.Join(cache, "g"), []byte("unchanged\n"))
+	if n := names(t, cache); strings.Join(n, " ") != "f g h" {
+		t.Errorf("after revalidation the fileset lists %v, want f g h", n)
+	}
+}

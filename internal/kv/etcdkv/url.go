@@ -8,25 +8,30 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 )
 
 // Target is where a Store lives, as an etcd:// URL names it:
 //
-//	etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE]
+//	etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION]
 //
 // Without ca, cert and key the members are spoken to in plain HTTP; with
 // them over TLS (ca: the CA that signed the members' certificates; cert
 // and key: this client's certificate, for members that require one).
+// majority-wait is Options.MajorityWait: how long a write waits for a
+// majority of the members before it fails (a site cut off from the others
+// answers its writes with ErrNoMajority after it).
 type Target struct {
-	Endpoints []string
-	Prefix    string
-	CA        string
-	Cert, Key string
+	Endpoints    []string
+	Prefix       string
+	CA           string
+	Cert, Key    string
+	MajorityWait time.Duration // 0: Options' default
 }
 
 // ParseURL parses an etcd:// URL; the error says what was wrong.
 func ParseURL(s string) (Target, error) {
-	const want = "want etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE]"
+	const want = "want etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION]"
 	rest, ok := strings.CutPrefix(s, "etcd://")
 	if !ok {
 		return Target{}, fmt.Errorf("etcd URL %q: not etcd:// (%s)", s, want)
@@ -49,12 +54,19 @@ func ParseURL(s string) (Target, error) {
 	}
 	for k := range q {
 		switch k {
-		case "ca", "cert", "key":
+		case "ca", "cert", "key", "majority-wait":
 		default:
 			return Target{}, fmt.Errorf("etcd URL %q: unknown parameter %q (%s)", s, k, want)
 		}
 	}
 	t.CA, t.Cert, t.Key = q.Get("ca"), q.Get("cert"), q.Get("key")
+	if w := q.Get("majority-wait"); w != "" {
+		d, err := time.ParseDuration(w)
+		if err != nil || d <= 0 {
+			return Target{}, fmt.Errorf("etcd URL %q: majority-wait %q is no positive duration such as 10s (%s)", s, w, want)
+		}
+		t.MajorityWait = d
+	}
 	if (t.Cert == "") != (t.Key == "") {
 		return Target{}, fmt.Errorf("etcd URL %q: cert and key go together (%s)", s, want)
 	}
@@ -67,7 +79,7 @@ func ParseURL(s string) (Target, error) {
 // Options returns the Options of t: endpoints with their scheme, the
 // prefix, and the TLS configuration read from t's files.
 func (t Target) Options() (Options, error) {
-	o := Options{Prefix: t.Prefix}
+	o := Options{Prefix: t.Prefix, MajorityWait: t.MajorityWait}
 	scheme := "http://"
 	if t.CA != "" {
 		scheme = "https://"

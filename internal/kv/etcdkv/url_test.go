@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseURL(t *testing.T) {
@@ -11,6 +12,11 @@ func TestParseURL(t *testing.T) {
 	want := Target{Endpoints: []string{"h1:2379", "127.0.0.1:2380"}, Prefix: "/tessera/a", CA: "/c.pem", Cert: "/x.pem", Key: "/x.key"}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("ParseURL = %+v, %v; want %+v", got, err, want)
+	}
+	if got, err := ParseURL("etcd://h:1/p?majority-wait=5s"); err != nil || got.MajorityWait != 5*time.Second {
+		t.Fatalf("majority-wait=5s: %+v, %v", got, err)
+	} else if o, err := got.Options(); err != nil || o.MajorityWait != 5*time.Second {
+		t.Fatalf("majority-wait=5s: Options %+v, %v", o, err)
 	}
 	if got, err := ParseURL("etcd://h:1"); err != nil || got.Prefix != "" {
 		t.Fatalf("no prefix: %+v, %v", got, err)
@@ -22,6 +28,8 @@ func TestParseURL(t *testing.T) {
 		{"etcd://h:1/p?tls=1", `unknown parameter "tls"`},
 		{"etcd://h:1/p?cert=a", "cert and key go together"},
 		{"etcd://h:1/p?cert=a&key=b", "needs ca"},
+		{"etcd://h:1/p?majority-wait=soon", `majority-wait "soon" is no positive duration`},
+		{"etcd://h:1/p?majority-wait=-1s", `majority-wait "-1s" is no positive duration`},
 	} {
 		_, err := ParseURL(c.in)
 		if err == nil || !strings.Contains(err.Error(), c.says) || !strings.Contains(err.Error(), "want etcd://") {

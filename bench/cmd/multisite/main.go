@@ -1,0 +1,276 @@
+// Command multisite reproduces rNFS Figures 7 and 8 on one machine (issue
+// 13): three emulated sites (test/cluster's Sites: etcd, meta, two block
+// servers and mounts per site, internal/wan links of the Figure 6 RTTs,
+// A-B 60 ms, A-C 60 ms, B-C 120 ms), and per replication layout an
+// overwrite+fsync of S bytes at the writer's site, then a synchronized
+// read (O_SYNC|O_RSYNC, opened after the fsync) of it at another site.
+//
+//	multisite -bin tessera -etcd etcd [-sizes 1,4,16,64] [-runs 3]
+//	          [-creates 400] [-threads 4] [-rtt-div 1] [-etcd-wan] [-skip-io]
+//
+// Layouts (user.tessera.replicas of the directory; writer; sync reader):
+//
+//	remote-60   siteB:1              A  B   one remote server, 60 ms
+//	remote-120  siteC:1              B  C   one remote server, 120 ms
+//	two-60      siteA:1,siteB:1      A  B   two replicas, 60 ms
+//	two-120     siteB:1,siteC:1      B  C   two replicas, 120 ms
+//	three       siteA:1,siteB:1,siteC:1  A  B   three replicas (60/60/120)
+//	local       siteA:1              A  A'  one site (A' is a second mount)
+//
+// Also, per size: a local read at A' (a second mount of A) of the three-
+// replica file, and a plain read at C of it once C holds its copy
+// (bytes fetched over C's block links are printed). Creates: -threads
+// workers per site, each creating -creates/threads empty files, one site
+// at a time. Output: one tab-separated line per measurement,
+//
+//	kind layout size_mib run seconds [wan_bytes]
+package main
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"tessera/internal/block"
+	"tessera/test/cluster"
+)
+
+type layout struct {
+	name, spec     string
+	writer, reader int // site indexes; reader -1: A's second mount
+}
+
+var layouts = []layout{
+	{"remote-60", "siteB:1", 0, 1},
+	{"remote-120", "siteC:1", 1, 2},
+	{"two-60", "siteA:1,siteB:1", 0, 1},
+	{"two-120", "siteB:1,siteC:1", 1, 2},
+	{"three", "siteA:1,siteB:1,siteC:1", 0, 1},
+	{"local", "siteA:1", 0, -1},
+}
+
+func main() {
+	bin := flag.String("bin", "", "the tessera binary (required)")
+	etcd := flag.String("etcd", "etcd", "the etcd server binary")
+	dir := flag.String("dir", "", "work directory (default: a new one under /var/tmp)")
+	sizes := flag.String("sizes", "1,4,16,64", "file sizes in MiB")
+	runs := flag.Int("runs", 3, "runs per size and layout")
+	creates := flag.Int("creates", 400, "files created per site (0: no create phase)")
+	threads := flag.Int("threads", 4, "create workers per site")
+	rttDiv := flag.Int("rtt-div", 1, "divide the Figure 6 RTTs by this")
+	etcdWAN := flag.Bool("etcd-wan", false, "etcd peer traffic pays the WAN too (default: etcd members without delay)")
+	skipIO := flag.Bool("skip-io", false, "only the create phase")
+	flag.Parse()
+	if *bin == "" {
+		fail(fmt.Errorf("-bin is required"))
+	}
+	if *dir == "" {
+		d, err := os.MkdirTemp("/var/tmp", "tessera-multisite-")
+		fail(err)
+		*dir = d
+		defer os.RemoveAll(d)
+	}
+	var mib []int
+	for _, f := range strings.Split(*sizes, ",") {
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			fail(fmt.Errorf("-sizes: bad size %q", f))
+		}
+		mib = append(mib, n)
+	}
+	s, err := cluster.NewSites(cluster.SitesOptions{
+		Bin: *bin, EtcdBin: *etcd, Dir: *dir, RTT: cluster.ScaleRTT(cluster.Figure6RTT(), *rttDiv),
+		EtcdNoWAN: !*etcdWAN, MetaArgs: []string{"--block-size", strconv.Itoa(1 << 20)},
+	})
+	if s != nil {
+		defer func() {
+			if err := s.Close(); err != nil {
+				fmt.Fprintln(os.Stderr, "multisite: close:", err)
+			}
+		}()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "multisite: the sites did not come up:", err)
+		fmt.Println("error\tstartup\t0\t0\tnan")
+		return
+	}
+	a2, err := s.AddMount(0)
+	fail(err)
+	fmt.Printf("# rtt A-B %v A-C %v B-C %v; etcd across the WAN: %v\n", s.RTT(0, 1), s.RTT(0, 2), s.RTT(1, 2), *etcdWAN)
+	if !*skipIO {
+		runIO(s, a2, mib, *runs)
+	}
+	if *creates > 0 {
+		runCreates(s, *creates, *threads)
+	}
+}
+
+func runIO(s *cluster.Sites, a2 *cluster.Daemon, mib []int, runs int) {
+	mnt := func(site int) string {
+		if site < 0 {
+			return a2.Mount()
+		}
+		return s.Mount(site).Mount()
+	}
+	for _, l := range layouts {
+		d := filepath.Join(mnt(0), l.name)
+		fail(os.Mkdir(d, 0o755))
+		fail(unix.Setxattr(d, "user.tessera.replicas", []byte(l.spec), 0))
+	}
+	for _, size := range mib {
+		for run := 1; run <= runs; run++ {
+			for _, l := range layouts {
+				name := fmt.Sprintf("f%d", size)
+				data := make([]byte, size<<20)
+				rand.Read(data)
+				w := filepath.Join(mnt(l.writer), l.name, name)
+				sec, err := overwriteSync(w, data)
+				fail(err)
+				row("write", l.name, size, run, sec, -1)
+				r := filepath.Join(mnt(l.reader), l.name, name)
+				sec, err = readCheck(r, data, unix.O_SYNC|unix.O_RSYNC)
+				fail(err)
+				row("syncread", l.name, size, run, sec, -1)
+				if l.name != "three" {
+					continue
+				}
+				// A local read of the same data at A (second mount).
+				sec, err = readCheck(filepath.Join(a2.Mount(), l.name, name), data, unix.O_SYNC|unix.O_RSYNC)
+				fail(err)
+				row("localread", l.name, size, run, sec, -1)
+				// A plain read at C once C holds its copy (the mover
+				// completes it in the background; bounded wait).
+				waitCopies(s, 2, data)
+				before := s.BlockBytesFrom(2)
+				sec, err = readCheck(filepath.Join(mnt(2), l.name, name), data, 0)
+				fail(err)
+				row("plainread", "three@C", size, run, sec, s.BlockBytesFrom(2)-before)
+			}
+			// The single-site baseline of plain reads: at A', data only at A.
+			name := fmt.Sprintf("f%d", size)
+			data := make([]byte, size<<20)
+			rand.Read(data)
+			_, err := overwriteSync(filepath.Join(mnt(0), "local", name+"p"), data)
+			fail(err)
+			sec, err := readCheck(filepath.Join(a2.Mount(), "local", name+"p"), data, 0)
+			fail(err)
+			row("plainread", "local@A", size, run, sec, -1)
+		}
+	}
+}
+
+// waitCopies waits (at most a minute) until site's block servers hold
+// every block of data (1 MiB blocks, named by their hash).
+func waitCopies(s *cluster.Sites, site int, data []byte) {
+	var hashes []string
+	for off := 0; off < len(data); off += 1 << 20 {
+		h := block.Sum(data[off:min(off+1<<20, len(data))])
+		hashes = append(hashes, hex.EncodeToString(h[:]))
+	}
+	for range 240 {
+		if s.Missing(site, hashes) == 0 {
+			return
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	fmt.Fprintf(os.Stderr, "multisite: site %d still misses blocks after a minute\n", site)
+}
+
+func overwriteSync(path string, data []byte) (float64, error) {
+	start := time.Now()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := f.WriteAt(data, 0); err != nil {
+		f.Close()
+		return 0, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return 0, err
+	}
+	if err := f.Close(); err != nil {
+		return 0, err
+	}
+	return time.Since(start).Seconds(), nil
+}
+
+func readCheck(path string, want []byte, flags int) (float64, error) {
+	start := time.Now()
+	f, err := os.OpenFile(path, os.O_RDONLY|flags, 0)
+	if err != nil {
+		return 0, err
+	}
+	got := make([]byte, len(want)+1)
+	n := 0
+	for n < len(got) {
+		k, err := f.Read(got[n:])
+		n += k
+		if err != nil || k == 0 {
+			break
+		}
+	}
+	f.Close()
+	sec := time.Since(start).Seconds()
+	if !bytes.Equal(got[:n], want) {
+		return 0, fmt.Errorf("%s: read %d bytes, not the %d written", path, n, len(want))
+	}
+	return sec, nil
+}
+
+func runCreates(s *cluster.Sites, n, threads int) {
+	for site := range s.Names() {
+		d := filepath.Join(s.Mount(site).Mount(), "creates-"+s.Names()[site])
+		fail(os.Mkdir(d, 0o755))
+		var wg sync.WaitGroup
+		errs := make(chan error, threads)
+		start := time.Now()
+		for w := range threads {
+			wg.Go(func() {
+				for k := range n / threads {
+					f, err := os.Create(filepath.Join(d, fmt.Sprintf("w%d-%d", w, k)))
+					if err == nil {
+						err = f.Close()
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			fail(err)
+		}
+		sec := time.Since(start).Seconds()
+		fmt.Printf("creates\t%s\t0\t1\t%.3f\t%.1f\n", s.Names()[site], sec, float64(n/threads*threads)/sec)
+	}
+}
+
+func row(kind, layout string, size, run int, sec float64, wan int64) {
+	fmt.Printf("%s\t%s\t%d\t%d\t%.4f", kind, layout, size, run, sec)
+	if wan >= 0 {
+		fmt.Printf("\t%d", wan)
+	}
+	fmt.Println()
+}
+
+func fail(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "multisite:", err)
+		os.Exit(1)
+	}
+}
