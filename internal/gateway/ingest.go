@@ -284,6 +284,7 @@ func (g *Ingester) fetchData(ctx context.Context, ino meta.Ino, off, n int64) (m
 // record gives ino home's times back (writing moved them) and records
 // state in its gateway section, guarded by the inode's Change.
 func (g *Ingester) record(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, state meta.CacheState) (meta.Inode, error) {
+	ctx = meta.WithoutWriteback(ctx) // home's times, not a local update
 	after, err := g.meta.GetAttr(ctx, ino)
 	if err != nil {
 		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)

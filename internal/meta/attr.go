@@ -87,7 +87,7 @@ func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *In
 			rec.Ctime = req.Ctime
 		}
 		out = rec.Inode
-		if err := s.wbChanged(ctx, t, rec, req.Valid&SetSize != 0); err != nil {
+		if err := s.wbSetAttr(ctx, t, rec, req.Valid); err != nil {
 			return err
 		}
 		return t.putInode(rec)

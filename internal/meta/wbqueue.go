@@ -34,14 +34,15 @@ func WithoutWriteback(ctx context.Context) context.Context {
 	return context.WithValue(ctx, noWritebackKey{}, true)
 }
 
-// skipWriteback: the gateway's own changes (ingest, by ctx or by the
-// caller's role over the wire) are home's content, not local updates.
+// skipWriteback: the gateway's own changes (ingest and revalidation, by
+// ctx in process, over the wire by a caller whose role may cache home:
+// gateway, admin) are home's content, not local updates.
 func skipWriteback(ctx context.Context) bool {
 	if v, _ := ctx.Value(noWritebackKey{}).(bool); v {
 		return true
 	}
 	id, ok := auth.FromContext(ctx)
-	return ok && id.Role == auth.RoleGateway
+	return ok && id.Role.Can(auth.CacheHome)
 }
 
 // wbFilesets reads the filesets ("g" records); nil when there are none.
@@ -302,4 +303,13 @@ func (s *Service) wbCheck(ctx context.Context, t txn, rec *inodeRec) error {
 	}
 	_, _, _, err := s.wbWhere(ctx, t, dir, "")
 	return err
+}
+
+// wbSetAttr queues a SetAttr; one that sets only the access time (a read)
+// changes nothing home keeps, and is allowed in a read-only fileset.
+func (s *Service) wbSetAttr(ctx context.Context, t txn, rec *inodeRec, valid uint32) error {
+	if valid&^(SetAtime|SetCtime) == 0 {
+		return nil
+	}
+	return s.wbChanged(ctx, t, rec, valid&SetSize != 0)
 }

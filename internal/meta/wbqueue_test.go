@@ -156,6 +156,10 @@ func TestWritebackReadOnlyAndBorders(t *testing.T) {
 	if _, err := e.s.Create(gw, meta.CreateReq{Parent: e.root, Name: "y", Mode: syscall.S_IFREG | 0o644}); err != nil {
 		t.Fatal(err)
 	}
+	// A read's access time is not an update.
+	if _, err := e.s.SetAttr(e.ctx, ing.Ino, meta.SetAttrReq{Valid: meta.SetAtime, Atime: 5}); err != nil {
+		t.Fatalf("atime in ro fileset: %v", err)
+	}
 	if _, err := e.s.SetAttr(e.ctx, ing.Ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o600}); !errors.Is(err, syscall.EROFS) {
 		t.Fatalf("chmod in ro fileset: %v, want EROFS", err)
 	}
