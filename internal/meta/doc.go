@@ -280,8 +280,8 @@
 // queued and unclaimed cancels both. Hard links, exchanging renames and
 // renames across a fileset's border are refused (ENOTSUP, EXDEV): no home
 // could carry them. The gateway's own changes (WithoutWriteback, or a
-// caller of the gateway role) are home's content: never queued, and
-// allowed in read-only filesets. ClaimWriteback hands gateways, under a lease, the
+// caller whose role has CacheHome) are home's content: never queued, and
+// allowed in read-only filesets; so is a SetAttr of only the access time. ClaimWriteback hands gateways, under a lease, the
 // operations no earlier queued one overlaps (Overlaps); WritebackDone,
 // WritebackFailed and WritebackStats complete the applier's side
 // (package gateway/writeback, docs/design/2026-11-24-writeback.md).
