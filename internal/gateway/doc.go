@@ -29,8 +29,11 @@
 // injected clock), by change token when home has one, else by mtime,
 // ctime and size; only an object that changed is invalidated: a file
 // drops its cached bytes and becomes a placeholder of home's new size, a
-// directory is listed again (new names are added; names gone at home stay
-// for now). RevalidateTree forces it for a subtree (tessera fileset
+// directory is listed again (new names are added) and the names home no
+// longer has leave the cache: all of them in a read-only fileset, else
+// only the clean ones (no queued write-back, not made or changed locally:
+// meta.RemoveVanished checks in the removal's transaction; in process
+// only, so the revalidate command leaves them to the gateways). RevalidateTree forces it for a subtree (tessera fileset
 // revalidate). Single-writer filesets and locally made inodes are not
 // revalidated.
 //
@@ -38,8 +41,7 @@
 // gateway --meta ADDR: registration, heartbeats, and a mount reaching a
 // gateway over the network; today tessera up --gateways N runs them in
 // the mount's process), ranged misses (a mount fetches a file whole on
-// open), refusing local updates in ro filesets, removing names gone at
-// home, and the fileset status counters (bytes cached, hit ratio, ingest
+// open), refusing local updates in ro filesets, and the fileset status counters (bytes cached, hit ratio, ingest
 // rate per gateway: Stats holds the per-gateway counts).
 // See docs/design/2026-11-24-gateway.md.
 package gateway

@@ -14,8 +14,8 @@ import (
 // size, ctime, change token) are compared with those the inode recorded,
 // and only an object that changed is invalidated: a file loses its cached
 // bytes and becomes a placeholder of home's new size, a directory becomes
-// a placeholder to be listed again (new names are added; names gone at
-// home stay until a later version removes them). Time is the Ingester's
+// a placeholder to be listed again (new names are added) and loses the
+// names home no longer has, as far as they are clean (vanish.go). Time is the Ingester's
 // clock (Options.Now), so tests control it.
 
 // Revalidate compares inode ino with home when its validity lag has
@@ -67,6 +67,16 @@ func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bo
 	next.HomeMtime, next.HomeCtime, next.HomeSize, next.Token = e.HomeMtime, e.HomeCtime, e.Size, e.Token
 	next.State = meta.CachePlaceholder
 	cur := in
+	if in.IsDir() {
+		// Names home no longer has leave the cache (vanish.go); the
+		// directory's record changed with them.
+		if _, err := g.dropVanished(ctx, st, ino, sec.HomePath, f.Mode == meta.ModeRO); err != nil {
+			return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
+		}
+		if cur, err = g.meta.GetAttr(ctx, ino); err != nil {
+			return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
+		}
+	}
 	if in.IsRegular() {
 		// Drop the cached bytes (their blocks' references go with
 		// them), then take home's size and times.
