@@ -37,11 +37,17 @@
 // revalidate). Single-writer filesets and locally made inodes are not
 // revalidated.
 //
+// EvictTree and CachedBytes walk a fileset for the operator commands
+// (tessera fileset evict, status): the first gives the cached data of the
+// files back (meta.EvictAPI) and reports those with local changes, kept;
+// the second sums what the cache holds, with a bound on the walk.
+//
 // Not built yet (issue 14): the separate gateway role process (tessera
 // gateway --meta ADDR: registration, heartbeats, and a mount reaching a
 // gateway over the network; today tessera up --gateways N runs them in
 // the mount's process), ranged misses (a mount fetches a file whole on
-// open), refusing local updates in ro filesets, and the fileset status counters (bytes cached, hit ratio, ingest
-// rate per gateway: Stats holds the per-gateway counts).
+// open), refusing local updates in ro filesets, and the status figures
+// hit ratio and ingest rate per gateway (Stats holds the per-gateway
+// counts).
 // See docs/design/2026-11-24-gateway.md.
 package gateway

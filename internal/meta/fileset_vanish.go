@@ -14,10 +14,10 @@ import (
 // change racing with it either lands first (and the name stays) or finds
 // the name gone, as a change racing with any unlink does.
 
-// ErrDirty refuses RemoveVanished for a name the cache has changes of its
-// own under: queued for write-back, made locally, or changed locally in a
-// local-update fileset.
-var ErrDirty = fmt.Errorf("the cache has local changes of it: %w", syscall.EBUSY)
+// ErrDirty refuses RemoveVanished and EvictData for what the cache has
+// changes of its own under: queued for write-back, made locally, or
+// changed locally. An errno, so that it keeps its meaning over the wire.
+var ErrDirty = syscall.EBUSY
 
 // vanishKey marks the context of a RemoveVanished: the hook checks the
 // removed inode (wbRemoved calls vanishGuard first).
@@ -81,7 +81,7 @@ func (t txn) vanishGuard(ctx context.Context, ino Ino) error {
 	}
 	if op, err := t.wbLatestOp(ino); err != nil || op != nil {
 		if err == nil {
-			err = ErrDirty
+			err = fmt.Errorf("write-back queued (%v %q): %w", op.Kind, op.Path, ErrDirty)
 		}
 		return err
 	}
@@ -91,7 +91,7 @@ func (t txn) vanishGuard(ctx context.Context, ino Ino) error {
 			return err
 		}
 		if !applied {
-			return ErrDirty
+			return fmt.Errorf("the cache has changes of it: %w", ErrDirty)
 		}
 	}
 	rec, err := t.getInode(ino)
@@ -102,7 +102,7 @@ func (t txn) vanishGuard(ctx context.Context, ino Ino) error {
 		return err
 	}
 	if sec := rec.Gateway; sec == nil || !rec.IsDir() && (rec.Mtime != sec.HomeMtime || rec.Size != sec.HomeSize) {
-		return ErrDirty
+		return fmt.Errorf("the cache has changes of it: %w", ErrDirty)
 	}
 	return nil
 }

@@ -80,4 +80,5 @@ var rules = map[string]rule{
 	"Filesets":        {auth.ReadNamespace, cluster},
 	"IngestDir":       {auth.CacheHome, cluster},
 	"SetGateway":      {auth.CacheHome, cluster},
+	"EvictData":       {auth.CacheHome, cluster}, // admins and gateways
 }

@@ -4519,7 +4519,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\x9d\x18\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\xdf\x18\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -4561,7 +4561,8 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\rDeleteFileset\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty\x12F\n" +
 	"\tIngestDir\x12!.tessera.meta.v1.IngestDirRequest\x1a\x16.tessera.meta.v1.Inode\x12H\n" +
 	"\n" +
-	"SetGateway\x12\".tessera.meta.v1.SetGatewayRequest\x1a\x16.tessera.meta.v1.Inode\x12S\n" +
+	"SetGateway\x12\".tessera.meta.v1.SetGatewayRequest\x1a\x16.tessera.meta.v1.Inode\x12@\n" +
+	"\tEvictData\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12S\n" +
 	"\x0eClaimWriteback\x12&.tessera.meta.v1.ClaimWritebackRequest\x1a\x19.tessera.meta.v1.WBOpList\x12N\n" +
 	"\rWritebackDone\x12%.tessera.meta.v1.WritebackDoneRequest\x1a\x16.tessera.meta.v1.Empty\x12R\n" +
 	"\x0fWritebackFailed\x12'.tessera.meta.v1.WritebackFailedRequest\x1a\x16.tessera.meta.v1.Empty\x12S\n" +
@@ -4711,58 +4712,60 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	22, // 62: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
 	17, // 63: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
 	18, // 64: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
-	3,  // 65: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
-	4,  // 66: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
-	5,  // 67: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
-	22, // 68: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
-	22, // 69: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
-	22, // 70: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
-	12, // 71: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 72: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 73: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 74: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	12, // 75: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	12, // 76: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 77: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 78: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	32, // 79: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	35, // 80: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 81: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 82: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 83: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 84: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	39, // 85: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 86: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	40, // 87: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 88: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 89: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	41, // 90: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	43, // 91: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	43, // 92: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	43, // 93: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	43, // 94: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	47, // 95: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 96: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	52, // 97: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	53, // 98: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 99: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	56, // 100: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	57, // 101: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
-	59, // 102: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
-	14, // 103: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 104: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	15, // 105: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 106: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 107: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 108: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	2,  // 109: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 110: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 111: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 112: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 113: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	8,  // 114: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
-	71, // [71:115] is the sub-list for method output_type
-	27, // [27:71] is the sub-list for method input_type
+	22, // 65: tessera.meta.v1.Meta.EvictData:input_type -> tessera.meta.v1.InoRequest
+	3,  // 66: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
+	4,  // 67: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
+	5,  // 68: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
+	22, // 69: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
+	22, // 70: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
+	22, // 71: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
+	12, // 72: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 73: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 74: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 75: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	12, // 76: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	12, // 77: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 78: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 79: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	32, // 80: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	35, // 81: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 82: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 83: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 84: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 85: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	39, // 86: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 87: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	40, // 88: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 89: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 90: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	41, // 91: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	43, // 92: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	43, // 93: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	43, // 94: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	43, // 95: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	47, // 96: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 97: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	52, // 98: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	53, // 99: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 100: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	56, // 101: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	57, // 102: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	59, // 103: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	14, // 104: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 105: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	15, // 106: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 107: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 108: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 109: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	12, // 110: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
+	2,  // 111: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 112: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 113: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 114: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 115: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 116: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
+	72, // [72:117] is the sub-list for method output_type
+	27, // [27:72] is the sub-list for method input_type
 	27, // [27:27] is the sub-list for extension type_name
 	27, // [27:27] is the sub-list for extension extendee
 	0,  // [0:27] is the sub-list for field type_name

@@ -67,6 +67,7 @@ const (
 	Meta_DeleteFileset_FullMethodName   = "/tessera.meta.v1.Meta/DeleteFileset"
 	Meta_IngestDir_FullMethodName       = "/tessera.meta.v1.Meta/IngestDir"
 	Meta_SetGateway_FullMethodName      = "/tessera.meta.v1.Meta/SetGateway"
+	Meta_EvictData_FullMethodName       = "/tessera.meta.v1.Meta/EvictData"
 	Meta_ClaimWriteback_FullMethodName  = "/tessera.meta.v1.Meta/ClaimWriteback"
 	Meta_WritebackDone_FullMethodName   = "/tessera.meta.v1.Meta/WritebackDone"
 	Meta_WritebackFailed_FullMethodName = "/tessera.meta.v1.Meta/WritebackFailed"
@@ -135,6 +136,8 @@ type MetaClient interface {
 	DeleteFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
 	IngestDir(ctx context.Context, in *IngestDirRequest, opts ...grpc.CallOption) (*Inode, error)
 	SetGateway(ctx context.Context, in *SetGatewayRequest, opts ...grpc.CallOption) (*Inode, error)
+	// Drops a fileset file's cached data (meta.EvictAPI: tessera fileset evict).
+	EvictData(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error)
 	// The write-back queue (meta.WritebackAPI, issue 14).
 	ClaimWriteback(ctx context.Context, in *ClaimWritebackRequest, opts ...grpc.CallOption) (*WBOpList, error)
 	WritebackDone(ctx context.Context, in *WritebackDoneRequest, opts ...grpc.CallOption) (*Empty, error)
@@ -535,6 +538,16 @@ func (c *metaClient) SetGateway(ctx context.Context, in *SetGatewayRequest, opts
 	return out, nil
 }
 
+func (c *metaClient) EvictData(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Inode)
+	err := c.cc.Invoke(ctx, Meta_EvictData_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *metaClient) ClaimWriteback(ctx context.Context, in *ClaimWritebackRequest, opts ...grpc.CallOption) (*WBOpList, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(WBOpList)
@@ -655,6 +668,8 @@ type MetaServer interface {
 	DeleteFileset(context.Context, *InoRequest) (*Empty, error)
 	IngestDir(context.Context, *IngestDirRequest) (*Inode, error)
 	SetGateway(context.Context, *SetGatewayRequest) (*Inode, error)
+	// Drops a fileset file's cached data (meta.EvictAPI: tessera fileset evict).
+	EvictData(context.Context, *InoRequest) (*Inode, error)
 	// The write-back queue (meta.WritebackAPI, issue 14).
 	ClaimWriteback(context.Context, *ClaimWritebackRequest) (*WBOpList, error)
 	WritebackDone(context.Context, *WritebackDoneRequest) (*Empty, error)
@@ -785,6 +800,9 @@ func (UnimplementedMetaServer) IngestDir(context.Context, *IngestDirRequest) (*I
 }
 func (UnimplementedMetaServer) SetGateway(context.Context, *SetGatewayRequest) (*Inode, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SetGateway not implemented")
+}
+func (UnimplementedMetaServer) EvictData(context.Context, *InoRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method EvictData not implemented")
 }
 func (UnimplementedMetaServer) ClaimWriteback(context.Context, *ClaimWritebackRequest) (*WBOpList, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ClaimWriteback not implemented")
@@ -1498,6 +1516,24 @@ func _Meta_SetGateway_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Meta_EvictData_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).EvictData(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_EvictData_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).EvictData(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Meta_ClaimWriteback_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ClaimWritebackRequest)
 	if err := dec(in); err != nil {
@@ -1760,6 +1796,10 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetGateway",
 			Handler:    _Meta_SetGateway_Handler,
+		},
+		{
+			MethodName: "EvictData",
+			Handler:    _Meta_EvictData_Handler,
 		},
 		{
 			MethodName: "ClaimWriteback",
