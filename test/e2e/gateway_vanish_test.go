@@ -1,0 +1,58 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"tessera/test/cluster"
+)
+
+// TestGatewayNamesGoneAtHome: a read-only fileset with a validity lag of
+// one second. Names removed at home (a file, a directory with its file)
+// leave the cache once the lag has passed and the directory is used
+// again through the mount; a file held open meanwhile still reads.
+func TestGatewayNamesGoneAtHome(t *testing.T) {
+	c := startCluster(t, withBlockServers(1), func(o *cluster.Options) { o.Args = append(o.Args, "--gateways", "1") })
+	home := filepath.Join(t.TempDir(), "home")
+	must(t, os.MkdirAll(filepath.Join(home, "d"), 0o755))
+	writeFile(t, filepath.Join(home, "a"), []byte("stays\n"))
+	writeFile(t, filepath.Join(home, "b"), []byte("goes, open\n"))
+	writeFile(t, filepath.Join(home, "d", "x"), []byte("goes with d\n"))
+	cache := filepath.Join(c.Mount(), "cache")
+	filesetCmd(t, c, "create", cache, "--home", "file://"+home, "--mode", "ro", "--validity-lag", "1s")
+	if n := names(t, cache); strings.Join(n, " ") != "a b d" {
+		t.Fatalf("the fileset lists %v", n)
+	}
+	wantContent(t, filepath.Join(cache, "d", "x"), []byte("goes with d\n"))
+	f, err := os.Open(filepath.Join(cache, "b"))
+	must(t, err)
+	defer f.Close()
+
+	must(t, os.Remove(filepath.Join(home, "b")))
+	must(t, os.RemoveAll(filepath.Join(home, "d")))
+	later := time.Now().Add(time.Hour) // the directory's mtime moves even on a coarse clock
+	must(t, os.Chtimes(home, later, later))
+
+	var got []string
+	for range 300 { // the lag, then each use may revalidate; at most a minute
+		time.Sleep(200 * time.Millisecond)
+		if got = names(t, cache); strings.Join(got, " ") == "a" {
+			break
+		}
+	}
+	if strings.Join(got, " ") != "a" {
+		t.Fatalf("after the lag the fileset lists %v, want a", got)
+	}
+	if _, err := os.Stat(filepath.Join(cache, "d", "x")); !os.IsNotExist(err) {
+		t.Errorf("d/x after its removal at home: %v", err)
+	}
+	b := make([]byte, 64)
+	n, err := f.ReadAt(b, 0)
+	if string(b[:n]) != "goes, open\n" {
+		t.Errorf("b, open while removed, reads %q, %v", b[:n], err)
+	}
+	wantContent(t, filepath.Join(cache, "a"), []byte("stays\n"))
+}
