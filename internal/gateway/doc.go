@@ -32,8 +32,7 @@
 // directory is listed again (new names are added) and the names home no
 // longer has leave the cache: all of them in a read-only fileset, else
 // only the clean ones (no queued write-back, not made or changed locally:
-// meta.RemoveVanished checks in the removal's transaction; in process
-// only, so the revalidate command leaves them to the gateways). RevalidateTree forces it for a subtree (tessera fileset
+// meta.VanishAPI checks in the removal's transaction). RevalidateTree forces it for a subtree (tessera fileset
 // revalidate). Single-writer filesets and locally made inodes are not
 // revalidated.
 //

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -51,6 +52,11 @@ func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bo
 		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
 	}
 	a, err := st.Stat(ctx, sec.HomePath)
+	if errors.Is(err, home.ErrNotFound) {
+		// Gone at home: the revalidation of its directory removes the
+		// name (vanish.go); until then the cached copy is served.
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("revalidate inode %d (%q): %w", ino, sec.HomePath, err)
 	}
@@ -70,7 +76,7 @@ func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bo
 	if in.IsDir() {
 		// Names home no longer has leave the cache (vanish.go); the
 		// directory's record changed with them.
-		if _, err := g.dropVanished(ctx, st, ino, sec.HomePath, f.Mode == meta.ModeRO); err != nil {
+		if _, err := g.dropVanished(ctx, st, ino, sec.HomePath); err != nil {
 			return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
 		}
 		if cur, err = g.meta.GetAttr(ctx, ino); err != nil {

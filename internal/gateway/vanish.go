@@ -19,19 +19,16 @@ import (
 // directory holding any such. A file open somewhere keeps working as an
 // orphan, as after any unlink.
 
-// vanishRemover is the meta call that removes a vanished name; the meta
-// service has it in process (the gateways of tessera up). Over the wire
-// (the revalidate command) it is not offered, and vanished names stay
-// until a gateway revalidates the directory.
-type vanishRemover interface {
-	RemoveVanished(ctx context.Context, parent meta.Ino, name string, ino meta.Ino, isDir, any bool) error
-}
+// vanishRemover is the meta call that removes a vanished name
+// (meta.VanishAPI: the service in process, the RPC client over the wire).
+type vanishRemover = meta.VanishAPI
 
 // dropVanished removes from cached directory dir the names home's
-// directory homePath no longer lists; ro says every such name goes. It
+// directory homePath no longer lists (those the meta service finds clean,
+// or all in a read-only fileset). It
 // returns how many names it removed (entries under removed directories
 // included).
-func (g *Ingester) dropVanished(ctx context.Context, st home.Store, dir meta.Ino, homePath string, ro bool) (int, error) {
+func (g *Ingester) dropVanished(ctx context.Context, st home.Store, dir meta.Ino, homePath string) (int, error) {
 	vr, ok := g.meta.(vanishRemover)
 	if !ok {
 		return 0, nil
@@ -53,7 +50,7 @@ func (g *Ingester) dropVanished(ctx context.Context, st home.Store, dir meta.Ino
 		if atHome[e.Name] {
 			continue
 		}
-		n, err := g.removeVanished(ctx, vr, dir, e, ro)
+		n, err := g.removeVanished(ctx, vr, dir, e)
 		removed += n
 		if err != nil {
 			return removed, err
@@ -81,7 +78,7 @@ func (g *Ingester) children(ctx context.Context, dir meta.Ino) ([]meta.DirEntry,
 
 // removeVanished removes entry e of dir, a directory with what it holds,
 // as far as it is clean (see the comment at the top); what is not stays.
-func (g *Ingester) removeVanished(ctx context.Context, vr vanishRemover, dir meta.Ino, e meta.DirEntry, ro bool) (int, error) {
+func (g *Ingester) removeVanished(ctx context.Context, vr vanishRemover, dir meta.Ino, e meta.DirEntry) (int, error) {
 	isDir := e.Mode&syscall.S_IFMT == syscall.S_IFDIR
 	removed := 0
 	if isDir {
@@ -90,14 +87,14 @@ func (g *Ingester) removeVanished(ctx context.Context, vr vanishRemover, dir met
 			return 0, err
 		}
 		for _, k := range kids {
-			n, err := g.removeVanished(ctx, vr, e.Ino, k, ro)
+			n, err := g.removeVanished(ctx, vr, e.Ino, k)
 			removed += n
 			if err != nil {
 				return removed, err
 			}
 		}
 	}
-	err := vr.RemoveVanished(ctx, dir, e.Name, e.Ino, isDir, ro)
+	err := vr.RemoveVanished(ctx, dir, e.Name, e.Ino, isDir)
 	switch {
 	case err == nil:
 		removed++

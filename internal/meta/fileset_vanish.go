@@ -19,6 +19,16 @@ import (
 // changed locally. An errno, so that it keeps its meaning over the wire.
 var ErrDirty = syscall.EBUSY
 
+// VanishAPI is the call that removes a name home no longer has:
+// *Service implements it, and so do the authorizing view (authz) and the
+// RPC client (metarpc).
+type VanishAPI interface {
+	// RemoveVanished: see Service.RemoveVanished.
+	RemoveVanished(ctx context.Context, parent Ino, name string, ino Ino, isDir bool) error
+}
+
+var _ VanishAPI = (*Service)(nil)
+
 // vanishKey marks the context of a RemoveVanished: the hook checks the
 // removed inode (wbRemoved calls vanishGuard first).
 type vanishKey struct{}
@@ -34,21 +44,29 @@ type vanishReq struct {
 
 // RemoveVanished removes parent/name, which named ino when home was
 // listed, because home no longer has it. A directory must be empty in the
-// cache (remove its children first; ErrNotEmpty otherwise). Unless any is
-// set (read-only filesets, where the cache has no changes of its own) the
-// name must be clean, else ErrDirty: no write-back operation of ino is
+// cache (remove its children first; ErrNotEmpty otherwise). In a
+// read-only fileset (the cache has no changes of its own) any such name
+// goes; in the others the name must be clean, else ErrDirty: no write-back operation of ino is
 // queued, the inode came from home (a home path) or reached it (a
 // write-back was applied), and a file still has home's size and mtime (a
 // local-update fileset queues nothing, so a local write shows only
 // there). A name that names another inode by now is ErrConflict. A file
 // open somewhere stays readable as an orphan, as after any unlink. The
 // removal is home's, not a local update: it is not queued.
-func (s *Service) RemoveVanished(ctx context.Context, parent Ino, name string, ino Ino, isDir, any bool) error {
+func (s *Service) RemoveVanished(ctx context.Context, parent Ino, name string, ino Ino, isDir bool) error {
 	in, err := s.GetAttr(ctx, ino)
 	if err != nil {
 		return fmt.Errorf("remove %d/%q, gone at home: %w", parent, name, err)
 	}
-	fromHome := in.Gateway != nil && in.Gateway.HomePath != ""
+	if in.Gateway == nil {
+		return fmt.Errorf("remove %d/%q, gone at home: not in a fileset: %w", parent, name, ErrInvalid)
+	}
+	f, err := s.Fileset(ctx, in.Gateway.Fileset)
+	if err != nil {
+		return fmt.Errorf("remove %d/%q, gone at home: %w", parent, name, err)
+	}
+	any := f.Mode == ModeRO
+	fromHome := in.Gateway.HomePath != ""
 	ctx = context.WithValue(WithoutWriteback(ctx), vanishKey{}, vanishReq{ino: ino, any: any, fromHome: fromHome})
 	if isDir {
 		err = s.Rmdir(ctx, parent, name)

@@ -56,3 +56,37 @@ func TestGatewayNamesGoneAtHome(t *testing.T) {
 	}
 	wantContent(t, filepath.Join(cache, "a"), []byte("stays\n"))
 }
+
+// TestGatewayRevalidateRemovesVanished: with a validity lag of an hour, a
+// name removed at home stays until `tessera fileset revalidate`, which
+// removes it (over the wire: the RemoveVanished call); in an iw fileset a
+// name with a queued local change stays.
+func TestGatewayRevalidateRemovesVanished(t *testing.T) {
+	c := startCluster(t, withBlockServers(1), func(o *cluster.Options) { o.Args = append(o.Args, "--gateways", "1") })
+	home := filepath.Join(t.TempDir(), "home")
+	must(t, os.MkdirAll(home, 0o755))
+	for _, n := range []string{"a", "b", "c"} {
+		writeFile(t, filepath.Join(home, n), []byte("home's "+n+"\n"))
+	}
+	cache := filepath.Join(c.Mount(), "cache")
+	filesetCmd(t, c, "create", cache, "--home", "file://"+home, "--mode", "iw", "--validity-lag", "1h", "--sync-lag", "1h")
+	for _, n := range []string{"a", "b", "c"} {
+		wantContent(t, filepath.Join(cache, n), []byte("home's "+n+"\n"))
+	}
+	writeFile(t, filepath.Join(cache, "b"), []byte("changed in the cache\n")) // queued for an hour
+	must(t, os.Remove(filepath.Join(home, "a")))
+	must(t, os.Remove(filepath.Join(home, "b")))
+	later := time.Now().Add(time.Hour)
+	must(t, os.Chtimes(home, later, later))
+	if n := names(t, cache); strings.Join(n, " ") != "a b c" {
+		t.Fatalf("within the lag the fileset lists %v, want a b c", n)
+	}
+	res := runBin(t, "fileset", "revalidate", cache)
+	if res.ExitCode != 0 {
+		t.Fatalf("fileset revalidate: exit %d, %q %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	if n := names(t, cache); strings.Join(n, " ") != "b c" {
+		t.Errorf("after revalidate the fileset lists %v, want b c (a gone; b has a queued change)", n)
+	}
+	wantContent(t, filepath.Join(cache, "b"), []byte("changed in the cache\n"))
+}

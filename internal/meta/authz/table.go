@@ -81,4 +81,5 @@ var rules = map[string]rule{
 	"IngestDir":       {auth.CacheHome, cluster},
 	"SetGateway":      {auth.CacheHome, cluster},
 	"EvictData":       {auth.CacheHome, cluster}, // admins and gateways
+	"RemoveVanished":  {auth.CacheHome, cluster}, // admins and gateways
 }

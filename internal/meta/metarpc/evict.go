@@ -10,11 +10,14 @@ import (
 )
 
 // Eviction of a fileset file's cached data (meta.EvictAPI, tessera
-// fileset evict).
+// fileset evict) and removal of names gone at home (meta.VanishAPI,
+// revalidation).
 
 var (
-	_ meta.EvictAPI = (*Client)(nil)
-	_ meta.EvictAPI = (*Many)(nil)
+	_ meta.EvictAPI  = (*Client)(nil)
+	_ meta.EvictAPI  = (*Many)(nil)
+	_ meta.VanishAPI = (*Client)(nil)
+	_ meta.VanishAPI = (*Many)(nil)
 )
 
 // EvictData implements meta.EvictAPI.
@@ -37,4 +40,28 @@ func (s *server) EvictData(ctx context.Context, r *pb.InoRequest) (*pb.Inode, er
 		return nil, statusOf(errNoEvict)
 	}
 	return inodeReply(ea.EvictData(ctx, meta.Ino(r.Ino)))
+}
+
+// RemoveVanished implements meta.VanishAPI.
+func (c *Client) RemoveVanished(ctx context.Context, parent meta.Ino, name string, ino meta.Ino, isDir bool) error {
+	_, err := unary(c, ctx, "RemoveVanished", c.mc.RemoveVanished,
+		&pb.RemoveVanishedRequest{Parent: uint64(parent), Name: name, Ino: uint64(ino), IsDir: isDir}, emptyIn)
+	return err
+}
+
+// RemoveVanished implements meta.VanishAPI.
+func (m *Many) RemoveVanished(ctx context.Context, parent meta.Ino, name string, ino meta.Ino, isDir bool) error {
+	return m.do(ctx, func(c *Client) error { return c.RemoveVanished(ctx, parent, name, ino, isDir) })
+}
+
+// errNoVanish answers RemoveVanished on a service without it.
+var errNoVanish = fmt.Errorf("meta service cannot remove vanished names: %w", syscall.ENOTSUP)
+
+// RemoveVanished serves meta.VanishAPI.RemoveVanished.
+func (s *server) RemoveVanished(ctx context.Context, r *pb.RemoveVanishedRequest) (*pb.Empty, error) {
+	va, ok := s.api.(meta.VanishAPI)
+	if !ok {
+		return nil, statusOf(errNoVanish)
+	}
+	return emptyReply(va.RemoveVanished(ctx, meta.Ino(r.Parent), r.Name, meta.Ino(r.Ino), r.IsDir))
 }

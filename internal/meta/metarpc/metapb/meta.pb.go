@@ -4178,6 +4178,75 @@ func (x *ClusterStatusReply) GetMembersErr() string {
 	return ""
 }
 
+// RemoveVanishedRequest is meta.VanishAPI.RemoveVanished's arguments.
+type RemoveVanishedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Parent        uint64                 `protobuf:"varint,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Ino           uint64                 `protobuf:"varint,3,opt,name=ino,proto3" json:"ino,omitempty"`
+	IsDir         bool                   `protobuf:"varint,4,opt,name=is_dir,json=isDir,proto3" json:"is_dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveVanishedRequest) Reset() {
+	*x = RemoveVanishedRequest{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveVanishedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveVanishedRequest) ProtoMessage() {}
+
+func (x *RemoveVanishedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveVanishedRequest.ProtoReflect.Descriptor instead.
+func (*RemoveVanishedRequest) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *RemoveVanishedRequest) GetParent() uint64 {
+	if x != nil {
+		return x.Parent
+	}
+	return 0
+}
+
+func (x *RemoveVanishedRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RemoveVanishedRequest) GetIno() uint64 {
+	if x != nil {
+		return x.Ino
+	}
+	return 0
+}
+
+func (x *RemoveVanishedRequest) GetIsDir() bool {
+	if x != nil {
+		return x.IsDir
+	}
+	return false
+}
+
 var File_tessera_meta_v1_meta_proto protoreflect.FileDescriptor
 
 const file_tessera_meta_v1_meta_proto_rawDesc = "" +
@@ -4515,11 +4584,16 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"replicated\x126\n" +
 	"\amembers\x18\x04 \x03(\v2\x1c.tessera.meta.v1.StoreMemberR\amembers\x12\x1f\n" +
 	"\vmembers_err\x18\x05 \x01(\tR\n" +
-	"membersErr*e\n" +
+	"membersErr\"l\n" +
+	"\x15RemoveVanishedRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\x04R\x06parent\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03ino\x18\x03 \x01(\x04R\x03ino\x12\x15\n" +
+	"\x06is_dir\x18\x04 \x01(\bR\x05isDir*e\n" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\xdf\x18\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\xb1\x19\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -4562,7 +4636,8 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\tIngestDir\x12!.tessera.meta.v1.IngestDirRequest\x1a\x16.tessera.meta.v1.Inode\x12H\n" +
 	"\n" +
 	"SetGateway\x12\".tessera.meta.v1.SetGatewayRequest\x1a\x16.tessera.meta.v1.Inode\x12@\n" +
-	"\tEvictData\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12S\n" +
+	"\tEvictData\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12P\n" +
+	"\x0eRemoveVanished\x12&.tessera.meta.v1.RemoveVanishedRequest\x1a\x16.tessera.meta.v1.Empty\x12S\n" +
 	"\x0eClaimWriteback\x12&.tessera.meta.v1.ClaimWritebackRequest\x1a\x19.tessera.meta.v1.WBOpList\x12N\n" +
 	"\rWritebackDone\x12%.tessera.meta.v1.WritebackDoneRequest\x1a\x16.tessera.meta.v1.Empty\x12R\n" +
 	"\x0fWritebackFailed\x12'.tessera.meta.v1.WritebackFailedRequest\x1a\x16.tessera.meta.v1.Empty\x12S\n" +
@@ -4583,7 +4658,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 60)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),              // 0: tessera.meta.v1.CallbackKind
 	(*WBOp)(nil),                   // 1: tessera.meta.v1.WBOp
@@ -4645,6 +4720,7 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*HelloReply)(nil),             // 57: tessera.meta.v1.HelloReply
 	(*StoreMember)(nil),            // 58: tessera.meta.v1.StoreMember
 	(*ClusterStatusReply)(nil),     // 59: tessera.meta.v1.ClusterStatusReply
+	(*RemoveVanishedRequest)(nil),  // 60: tessera.meta.v1.RemoveVanishedRequest
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 0: tessera.meta.v1.WBOpList.ops:type_name -> tessera.meta.v1.WBOp
@@ -4713,59 +4789,61 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	17, // 63: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
 	18, // 64: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
 	22, // 65: tessera.meta.v1.Meta.EvictData:input_type -> tessera.meta.v1.InoRequest
-	3,  // 66: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
-	4,  // 67: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
-	5,  // 68: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
-	22, // 69: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
-	22, // 70: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
-	22, // 71: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
-	12, // 72: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 73: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 74: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 75: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	12, // 76: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	12, // 77: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 78: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 79: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	32, // 80: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	35, // 81: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 82: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 83: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 84: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 85: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	39, // 86: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 87: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	40, // 88: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 89: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 90: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	41, // 91: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	43, // 92: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	43, // 93: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	43, // 94: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	43, // 95: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	47, // 96: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 97: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	52, // 98: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	53, // 99: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 100: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	56, // 101: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	57, // 102: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
-	59, // 103: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
-	14, // 104: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 105: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	15, // 106: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 107: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 108: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 109: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	12, // 110: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
-	2,  // 111: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 112: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 113: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 114: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 115: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	8,  // 116: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
-	72, // [72:117] is the sub-list for method output_type
-	27, // [27:72] is the sub-list for method input_type
+	60, // 66: tessera.meta.v1.Meta.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
+	3,  // 67: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
+	4,  // 68: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
+	5,  // 69: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
+	22, // 70: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
+	22, // 71: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
+	22, // 72: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
+	12, // 73: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 74: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 75: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 76: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	12, // 77: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	12, // 78: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 79: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 80: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	32, // 81: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	35, // 82: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 83: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 84: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 85: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 86: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	39, // 87: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 88: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	40, // 89: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 90: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 91: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	41, // 92: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	43, // 93: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	43, // 94: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	43, // 95: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	43, // 96: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	47, // 97: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 98: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	52, // 99: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	53, // 100: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 101: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	56, // 102: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	57, // 103: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	59, // 104: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	14, // 105: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 106: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	15, // 107: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 108: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 109: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 110: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	12, // 111: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
+	8,  // 112: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
+	2,  // 113: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 114: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 115: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 116: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 117: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 118: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
+	73, // [73:119] is the sub-list for method output_type
+	27, // [27:73] is the sub-list for method input_type
 	27, // [27:27] is the sub-list for extension type_name
 	27, // [27:27] is the sub-list for extension extendee
 	0,  // [0:27] is the sub-list for field type_name
@@ -4782,7 +4860,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   59,
+			NumMessages:   60,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
