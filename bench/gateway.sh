@@ -6,7 +6,7 @@
 #
 #   bench/gateway.sh [--quick] [--runs 3] [--gateways 1,2,3] [--files 16] [--file-mib 16]
 #                    [--large-mib 256] [--readers 4] [--creates 2000] [--writes 64] [--write-kib 1024]
-#                    [--rtt 30ms] [--rate 200Mbit] [--no-rclone] [--workdir /var/tmp] [--keep]
+#                    [--rtt 30ms] [--rate 200Mbit] [--validity-lag D] [--no-rclone] [--workdir /var/tmp] [--keep]
 #   bench/gateway.sh --summary bench/out/gateway-TS/samples.tsv
 #
 # Needs root (FUSE, drop_caches). Installs rclone (apt) when missing; versitygw comes from
@@ -17,7 +17,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$REPO/bench/lib.sh"
 
 RUNS=3 GWS=1,2,3 NFILES=16 FILE_MIB=16 LARGE_MIB=256 READERS=4 CREATES=2000 WRITES=64 WRITE_KIB=1024
-RTT=30ms RATE=200Mbit RCLONE=1 WORKDIR=/var/tmp KEEP=0
+RTT=30ms RATE=200Mbit VLAG="" RCLONE=1 WORKDIR=/var/tmp KEEP=0
 usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 # summary SAMPLES.TSV: median (min..max) per kind and target, then the issue's ratios of medians.
@@ -60,6 +60,7 @@ while [ $# -gt 0 ]; do
     --write-kib) WRITE_KIB=$2; shift 2 ;;
     --rtt) RTT=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
+    --validity-lag) VLAG=$2; shift 2 ;;
     --no-rclone) RCLONE=0; shift ;;
     --workdir) WORKDIR=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
@@ -118,7 +119,7 @@ wait_ready "$LINK_PID" "$OUT/wanlink.log" 'wanlink: listening' 20 || die "wanlin
 LINK=$(cat "$OUT/link.addr")
 log "versitygw 127.0.0.1:$S3PORT behind the link $LINK ($RTT RTT, $RATE)"
 # link_bytes: bytes that crossed the link (both ways) so far; fresh numbers on demand (SIGUSR1).
-link_bytes() { kill -USR1 "$LINK_PID"; sleep 0.05; awk '{print $1+$2}' "$LINKSTATS"; }
+link_bytes() { kill -USR1 "$LINK_PID"; sleep 0.05; awk '{printf "%.0f\n", $1+$2}' "$LINKSTATS"; }
 
 home_url() { echo "s3://bkt/$1?endpoint=http://$LINK&region=us-east-1&access_key_file=$W/s3key"; }
 export RCLONE_CONFIG_HOME_TYPE=s3 RCLONE_CONFIG_HOME_PROVIDER=Other RCLONE_CONFIG_HOME_ENDPOINT="http://$LINK" \
@@ -206,7 +207,7 @@ for ((r=1; r<=RUNS; r++)); do
     alive "$p" || die "tessera up --gateways $n died: $(tail -n 5 "$OUT/up$n.log")"
     # Cold: a fresh read-only fileset of the same home prefix caches nothing yet.
     fs=$m/cold.r$r
-    "$TESSERA" fileset create "$fs" --home "$(home_url pre)" --mode ro >>"$OUT/fileset.log" 2>&1 || die "fileset create $fs: $(tail -n 2 "$OUT/fileset.log")"
+    "$TESSERA" fileset create "$fs" --home "$(home_url pre)" --mode ro ${VLAG:+--validity-lag "$VLAG"} >>"$OUT/fileset.log" 2>&1 || die "fileset create $fs: $(tail -n 2 "$OUT/fileset.log")"
     # Warm: the second read of what the cold read fetched, against a plain directory's copy read
     # just before for the second time too (the first read untimed), so that both find the same
     # client caches; kernel caches are dropped before every timed read.
