@@ -100,7 +100,7 @@ func StartNode(ctx context.Context, cfg NodeConfig) (*Node, error) {
 	opts.Creds, opts.Logger = cfg.Creds, cfg.Logger
 	go func() {
 		n.done <- metarpc.ServeWith(ln, opts, "gateway rpc", func(gs grpc.ServiceRegistrar) {
-			gwpb.RegisterGatewayServer(gs, &server{self: n.self, group: &n.group})
+			gwpb.RegisterGatewayServer(gs, &server{self: n.self, group: &n.group, fresh: n.refresh})
 		})
 	}()
 	n.loops.Add(1)
@@ -196,6 +196,22 @@ func (n *Node) beat(ctx context.Context) error {
 	}
 	n.setLive(live)
 	return nil
+}
+
+// refresh takes the live list from the meta service now.
+func (n *Node) refresh(ctx context.Context) {
+	l, err := n.cfg.Meta.Gateways(ctx)
+	if err != nil {
+		n.cfg.Logger.Debug("gateway: listing the live gateways", "err", err)
+		return
+	}
+	live := l[:0]
+	for _, g := range l {
+		if g.Live {
+			live = append(live, g)
+		}
+	}
+	n.setLive(live)
 }
 
 // setLive makes the group of the live gateways: this one's Ingester and a

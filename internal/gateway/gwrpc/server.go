@@ -30,6 +30,10 @@ type server struct {
 	gwpb.UnimplementedGatewayServer
 	self  *gateway.Ingester
 	group *atomic.Pointer[gateway.Group]
+	// fresh brings the group up to the live list before a fetch is
+	// split (a gateway that joined since the last heartbeat takes its
+	// share); an error leaves the group as it is.
+	fresh func(ctx context.Context)
 }
 
 // allow returns nil when the caller's identity is one of roles and not
@@ -83,6 +87,9 @@ func (s *server) Fetch(ctx context.Context, r *gwpb.FetchRequest) (*pb.Inode, er
 	}
 	if err := checkRange(r.GetOff(), r.GetN()); err != nil {
 		return nil, metarpc.StatusOf(err)
+	}
+	if g := s.group.Load(); r.GetN() > g.RangeSize && s.fresh != nil {
+		s.fresh(ctx)
 	}
 	return inodeReply(s.group.Load().Fetch(ctx, meta.Ino(r.GetIno()), r.GetOff(), r.GetN()))
 }
