@@ -19,7 +19,7 @@ func TestRendezvous(t *testing.T) {
 		order := gateway.Rendezvous(ino, names)
 		owned[order[0]]++
 		without := gateway.Rendezvous(ino, []string{names[order[0]], names[order[2]]}) // order[1] left
-		want := 0                                                                        // the owner stays
+		want := 0                                                                      // the owner stays
 		if got := without[0]; got != want {
 			t.Fatalf("inode %d: owner %s changed when %s left", ino, names[order[0]], names[order[1]])
 		}
