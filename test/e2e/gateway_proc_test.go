@@ -117,18 +117,23 @@ func TestGatewayProcessesIngest(t *testing.T) {
 	}
 }
 
-// TestGatewayOwnerKilled: kill -9 of the gateway owning a file just as it
-// is read: the read completes through the next owner by the same hash
-// (the mount skips the dead one while the meta service still lists it,
-// and the others store the dead one's ranges themselves). Then a file the
-// dead gateway owns, read while it is still registered, also reads
-// whole: the request goes to the next owner, never an error.
+// TestGatewayOwnerKilled: kill -9 of the gateway owning a 96 MiB file
+// once the first of its blocks reach the block servers, while the read
+// waits: the read completes, through the next owner by the same hash (the
+// mount skips the dead one while the meta service still lists it, and the
+// gateways left store the dead one's ranges themselves); it never fails.
+// Then a file the dead gateway owns, read while it is still registered,
+// also reads whole through the next owner.
 func TestGatewayOwnerKilled(t *testing.T) {
 	m, home, cache := startGatewayCluster(t, 3, "ro")
 	files := map[string][]byte{}
 	for i := range 8 {
 		name := fmt.Sprintf("f%d", i)
-		files[name] = randBytes(uint64(200+i), 24<<20+i)
+		size := 4<<20 + i
+		if i == 0 {
+			size = 96 << 20
+		}
+		files[name] = randBytes(uint64(200+i), size)
 		writeFile(t, filepath.Join(home, name), files[name])
 	}
 	ids := []string{"g0", "g1", "g2"}
@@ -146,8 +151,18 @@ func TestGatewayOwnerKilled(t *testing.T) {
 		}
 		done <- err
 	}()
+	// Mid-read: some of f0's blocks are stored, and the read still waits.
+	before := len(copiesOnDisk(t, m.Servers()...))
+	mid := false
+	for range 20000 {
+		if len(copiesOnDisk(t, m.Servers()...)) > before {
+			mid = len(done) == 0
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	must(t, m.Gateways()[victim].Kill9())
-	t.Logf("killed %s, the owner of f0", ids[victim])
+	t.Logf("killed %s, the owner of f0, mid-read: %v", ids[victim], mid)
 	if err := <-done; err != nil {
 		t.Fatalf("reading f0 while its owner %s was killed: %v", ids[victim], err)
 	}
