@@ -240,3 +240,36 @@ func TestGatewayProcessesWriteback(t *testing.T) {
 		t.Errorf("the gateways report %d and %d write-back ops; want the 30-odd applied\n%s", got["g0"][2], got["g1"][2], out)
 	}
 }
+
+// TestGatewayProcessWithUp: `tessera up` without --gateways, and a
+// `tessera gateway` process registered with its meta service: the up's
+// mount asks the gateway process for what a fileset has not cached.
+func TestGatewayProcessWithUp(t *testing.T) {
+	c := startCluster(t, withBlockServers(1))
+	g, err := c.StartGateway("g0")
+	must(t, err)
+	t.Cleanup(func() {
+		if err := g.Stop(); err != nil {
+			t.Errorf("stopping the gateway: %v", err)
+		}
+	})
+	home := filepath.Join(t.TempDir(), "home")
+	must(t, os.MkdirAll(home, 0o755))
+	data := randBytes(5, 5<<20+3)
+	writeFile(t, filepath.Join(home, "f"), data)
+	cache := filepath.Join(c.Mount(), "cache")
+	if res := runBin(t, "fileset", "create", cache, "--home", "file://"+home, "--mode", "ro"); res.ExitCode != 0 {
+		t.Fatalf("fileset create: exit %d: %s", res.ExitCode, res.Stderr)
+	}
+	wantContent(t, filepath.Join(cache, "f"), data)
+	var out string
+	for range 100 {
+		res := runBin(t, "fileset", "status", cache)
+		out = res.Stdout
+		if m := gatewayLine.FindStringSubmatch(out); m != nil && m[2] != "0" {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Errorf("fileset status shows no bytes ingested by g0:\n%s", out)
+}
