@@ -11,7 +11,9 @@
 // metadata, bounds and error encoding as the meta port. Callers without
 // credentials are refused; ListDir, Fetch and Revalidate are for mounts
 // (client-rw, client-ro) and gateways and admins, FetchData for gateways
-// and admins; identities confined to a subtree are refused.
+// and admins; identities confined to a subtree are refused. Mounts and
+// gateways dialing a gateway (Dial) refuse a server whose certificate is
+// not of role gateway: the registry's addresses are not trusted alone.
 //
 // Ownership. The owner of an inode is the first of gateway.Rendezvous over
 // the live gateways' IDs. A Router is what a mount asks (fuse.Gateway): it

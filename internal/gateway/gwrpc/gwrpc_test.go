@@ -8,8 +8,10 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"tessera/internal/gateway/gwrpc"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
+	"tessera/internal/meta/metarpc"
 )
 
 // env is a meta service in memory, one block store, a fileset over a
@@ -267,4 +270,26 @@ func certPool(ca *auth.CA) *x509.CertPool {
 	p := x509.NewCertPool()
 	p.AddCert(ca.Cert)
 	return p
+}
+
+// TestDialRefusesOtherRoles: a mount dialing an address it took from the
+// registry refuses a server whose certificate is not a gateway's (here a
+// meta service's, of the same CA).
+func TestDialRefusesOtherRoles(t *testing.T) {
+	e := newEnv(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- metarpc.Serve(ln, e.svc, metarpc.ServeOptions{Creds: e.creds(t, "meta", auth.RoleMeta)}) }()
+	defer func() { ln.Close(); <-done }()
+	r, err := gwrpc.Dial(ln.Addr().String(), e.creds(t, "mount", auth.RoleClientRW))
+	if err == nil {
+		r.Close()
+		t.Fatal("dialed a meta service as a gateway")
+	}
+	if !strings.Contains(err.Error(), "not of role") {
+		t.Errorf("the refusal does not say why: %v", err)
+	}
 }

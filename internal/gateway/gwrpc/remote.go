@@ -38,9 +38,10 @@ type Remote struct {
 var _ gateway.Member = (*Remote)(nil)
 
 // Dial connects to the gateway at addr with creds (nil: plain TCP, for
-// --insecure clusters).
+// --insecure clusters). With TLS the server must present a certificate
+// of role gateway: an address from the registry is not trusted alone.
 func Dial(addr string, creds *auth.Credentials) (*Remote, error) {
-	c, err := metarpc.Dial(addr, metarpc.DialOptions{Creds: creds})
+	c, err := metarpc.Dial(addr, metarpc.DialOptions{Creds: creds, PeerRoles: []auth.Role{auth.RoleGateway}})
 	if err != nil {
 		return nil, fmt.Errorf("gateway %s: %w", addr, err)
 	}
