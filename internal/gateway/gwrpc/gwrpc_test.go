@@ -282,7 +282,9 @@ func TestDialRefusesOtherRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- metarpc.Serve(ln, e.svc, metarpc.ServeOptions{Creds: e.creds(t, "meta", auth.RoleMeta)}) }()
+	go func() {
+		done <- metarpc.Serve(ln, e.svc, metarpc.ServeOptions{Creds: e.creds(t, "meta", auth.RoleMeta)})
+	}()
 	defer func() { ln.Close(); <-done }()
 	r, err := gwrpc.Dial(ln.Addr().String(), e.creds(t, "mount", auth.RoleClientRW))
 	if err == nil {
