@@ -134,14 +134,8 @@ func runFileset(ctx context.Context, args []string) error {
 			return fmt.Errorf("fileset status %s: %w", pos[0], err)
 		}
 		printCacheUsage(os.Stdout, u)
-		if filesetGatewayStatus != nil {
-			lines, err := filesetGatewayStatus(ctx, c.Meta, root)
-			if err != nil {
-				return fmt.Errorf("fileset status %s: gateways: %w", pos[0], err)
-			}
-			for _, l := range lines {
-				fmt.Printf("  %s\n", l)
-			}
+		if err := printGatewayStatus(ctx, os.Stdout, c.Meta); err != nil { // fileset_gateways.go
+			return fmt.Errorf("fileset status %s: %w", pos[0], err)
 		}
 		if filesetQueueStatus != nil {
 			depth, oldest, err := filesetQueueStatus(ctx, c.Meta, root)
@@ -218,11 +212,6 @@ var filesetQueueStatus func(ctx context.Context, api meta.API, root meta.Ino) (d
 // statusScanLimit bounds the walk that sums what a fileset holds in the
 // cache (gateway.CachedBytes); past it status shows lower bounds.
 const statusScanLimit = 1_000_000
-
-// filesetGatewayStatus, when set (by the gateway role's code), returns
-// lines for `tessera fileset status` about the gateways serving fileset
-// root: the per-gateway ingest rate, the hit ratio.
-var filesetGatewayStatus func(ctx context.Context, api meta.API, root meta.Ino) ([]string, error)
 
 // printCacheUsage prints what a fileset holds in the cache.
 func printCacheUsage(out io.Writer, u gateway.CacheUsage) {
