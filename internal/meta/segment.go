@@ -76,14 +76,19 @@ func (t txn) getPending(ino Ino) (pendingDrop, bool, error) {
 }
 
 // opCount counts the distinct keys a transaction read and wrote and the
-// ranges it scanned, as etcd counts compares and operations.
+// ranges it scanned, as etcdkv counts compares and operations: a Get is a
+// compare, and so is every key a Scan returned, and the scanned range.
+// A Scan stopped early may have fetched, and so compare, a page of keys
+// beyond what it returned (etcdkv's ScanPage, 256): the scans of
+// dropTail bound their range for that (extra), the others read narrow
+// ranges, and the default bound leaves a page of headroom below etcd's.
 type opCount struct {
 	reads, writes map[string]struct{}
-	scans         int
+	scans, extra  int
 }
 
 // cost is the larger of the transaction's compares and writes.
-func (c *opCount) cost() int { return max(len(c.reads)+c.scans, len(c.writes)) }
+func (c *opCount) cost() int { return max(len(c.reads)+c.scans+c.extra, len(c.writes)) }
 
 // countTxn is a kv.Txn that counts what passes through it.
 type countTxn struct {
@@ -108,7 +113,10 @@ func (t countTxn) Delete(k []byte) error {
 
 func (t countTxn) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error {
 	t.c.scans++
-	return t.Txn.Scan(start, end, fn)
+	return t.Txn.Scan(start, end, func(k, v []byte) (bool, error) {
+		t.c.reads[string(k)] = struct{}{}
+		return fn(k, v)
+	})
 }
 
 // count returns t's counter, nil when t is not counted.
@@ -155,13 +163,8 @@ func (s *Service) checkBound(t txn, what string) error {
 // drops at least one when any is left, whatever the limit.
 func (t txn) dropTail(ino Ino, from uint64, limit int, now int64) (done bool, dropped int, err error) {
 	seg, slot := segOf(from)
-	end := kv.PrefixEnd(segmentPrefix(ino))
 	for {
-		var key, val []byte
-		err := t.Scan(segmentKey(ino, seg), end, func(k, v []byte) (bool, error) {
-			key, val = bytes.Clone(k), bytes.Clone(v)
-			return false, nil
-		})
+		key, val, err := t.nextSegment(ino, seg)
 		if err != nil || key == nil {
 			return err == nil, dropped, err
 		}
@@ -202,6 +205,33 @@ func (t txn) dropTail(ino Ino, from uint64, limit int, now int64) (done bool, dr
 		}
 		seg, slot = sg+1, 0
 	}
+}
+
+// segWindow is how many segment numbers nextSegment scans at first.
+const segWindow = 16
+
+// nextSegment returns the first recipe segment of ino numbered seg or
+// more (nil when there is none). It scans a window of segWindow numbers
+// first, so that the store fetches (and compares) no more than that many
+// keys, counted as such; only a file with a gap that wide is scanned to
+// its end.
+func (t txn) nextSegment(ino Ino, seg uint64) (key, val []byte, err error) {
+	first := func(k, v []byte) (bool, error) {
+		key, val = bytes.Clone(k), bytes.Clone(v)
+		return false, nil
+	}
+	end := kv.PrefixEnd(segmentPrefix(ino))
+	if seg+segWindow > seg { // no wrap
+		if c := t.count(); c != nil {
+			c.extra += segWindow
+		}
+		if err := t.Scan(segmentKey(ino, seg), segmentKey(ino, seg+segWindow), first); err != nil || key != nil {
+			return key, val, err
+		}
+		seg += segWindow
+	}
+	err = t.Scan(segmentKey(ino, seg), end, first)
+	return key, val, err
 }
 
 // errPendingDrop aborts a transaction that found a pending drop of its

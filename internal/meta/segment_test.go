@@ -49,19 +49,32 @@ type segEnv struct {
 	t     *testing.T
 	ctx   context.Context
 	inner kv.Store
-	svc   *Service
+	// limit is the Services' MaxTxnOps, storeLimit boundStore's.
+	limit, storeLimit int
+	svc               *Service
 }
 
+// newSegEnv is a segEnv whose store refuses what the Service's bound
+// would: inner, bounded at limit.
 func newSegEnv(t *testing.T, inner kv.Store, limit int) *segEnv {
 	t.Helper()
-	e := &segEnv{t: t, ctx: context.Background(), inner: inner}
-	e.restart(limit)
+	return newSegEnvOver(t, inner, limit, limit)
+}
+
+// newSegEnvOver is a segEnv over inner bounded at storeLimit (which a
+// store bounding its transactions itself, etcdkv, may leave unbounded).
+func newSegEnvOver(t *testing.T, inner kv.Store, limit, storeLimit int) *segEnv {
+	t.Helper()
+	e := &segEnv{t: t, ctx: context.Background(), inner: inner, limit: limit, storeLimit: storeLimit}
+	e.restart()
 	return e
 }
 
-func (e *segEnv) restart(limit int) {
+// restart replaces the Service by a new one over the same store, as a
+// restarted meta process.
+func (e *segEnv) restart() {
 	e.t.Helper()
-	svc, err := New(boundStore{Store: e.inner, limit: limit}, Options{BlockSize: 4096, MaxTxnOps: limit, OrphanGrace: -1})
+	svc, err := New(boundStore{Store: e.inner, limit: e.storeLimit}, Options{BlockSize: 4096, MaxTxnOps: e.limit, OrphanGrace: -1})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -168,8 +181,10 @@ func (e *segEnv) wantRecipe(ino Ino, tag string, n int, size uint64) {
 // writes) deletes it in transactions within the bound; a linked file
 // sharing some of its blocks keeps them. Before segmenting, the one
 // transaction of the delete was refused (errBound, as etcd's ErrTooLarge).
-func TestSegmentedReap(t *testing.T) {
-	e := newSegEnv(t, memkv.New(), segBound)
+func TestSegmentedReap(t *testing.T) { reapCase(newSegEnv(t, memkv.New(), segBound)) }
+
+func reapCase(e *segEnv) {
+	t := e.t
 	keep := e.fill("keep", "k", 20)
 	f := e.fill("big", "b", 300)
 	// Blocks 0..9 of big are also keep's blocks 10..19 (shared).
@@ -203,14 +218,16 @@ func TestSegmentedReap(t *testing.T) {
 // TestSegmentedReapCrash: a reap stopped between segments (a crash)
 // leaves an orphan whose remaining entries are counted, which nobody can
 // open any more; the reaper of a restarted service finishes it.
-func TestSegmentedReapCrash(t *testing.T) {
-	e := newSegEnv(t, memkv.New(), segBound)
+func TestSegmentedReapCrash(t *testing.T) { reapCrashCase(newSegEnv(t, memkv.New(), segBound)) }
+
+func reapCrashCase(e *segEnv) {
+	t := e.t
 	keep := e.fill("keep", "k", 30)
 	f := e.fill("big", "b", 300)
 	crash := errors.New("crash")
 	segs := 0
 	e.svc.segmentFault = func(op string, ino Ino) error {
-		if segs++; segs == 3 {
+		if segs++; segs == 2 {
 			return crash
 		}
 		return nil
@@ -227,7 +244,7 @@ func TestSegmentedReapCrash(t *testing.T) {
 	if n := e.pendingDrops(); n != 1 {
 		t.Fatalf("%d pending drops after the crash, want 1", n)
 	}
-	e.restart(segBound)
+	e.restart()
 	if _, err := e.svc.HoldOpen(e.ctx, f.Ino); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("open of a half-reaped orphan: %v; want ErrNotFound", err)
 	}
@@ -245,8 +262,10 @@ func TestSegmentedReapCrash(t *testing.T) {
 // in segments; a cut stopped between segments hides the rest (past the
 // end), the next write to the file drops it before growing it (no stale
 // block resurfaces in the hole), and the reaper finishes a cut left alone.
-func TestSegmentedTruncate(t *testing.T) {
-	e := newSegEnv(t, memkv.New(), segBound)
+func TestSegmentedTruncate(t *testing.T) { truncateCase(newSegEnv(t, memkv.New(), segBound)) }
+
+func truncateCase(e *segEnv) {
+	t := e.t
 	a := e.fill("a", "a", 300)
 	if _, err := e.svc.SetAttr(e.ctx, a.Ino, SetAttrReq{Valid: SetSize, Size: 5 * 4096}); err != nil {
 		t.Fatalf("truncate by SetAttr: %v", err)
@@ -280,7 +299,7 @@ func TestSegmentedTruncate(t *testing.T) {
 	if bad, err := e.svc.CheckRefs(e.ctx); err != nil || len(bad) != 0 {
 		t.Fatalf("counts between segments: %v %+v", err, bad)
 	}
-	e.restart(segBound)
+	e.restart()
 	e.wantRecipe(c.Ino, "c", 5, 5*4096)
 	// Growing c past its old end: blocks 5..299 must read as holes.
 	if _, err := e.svc.Commit(e.ctx, CommitReq{Ino: c.Ino, Changes: []BlockChange{{Index: 310, New: hashOf("new")}}, Size: 311 * 4096}); err != nil {
@@ -312,41 +331,48 @@ func TestSegmentedTruncate(t *testing.T) {
 // needing more than MaxTxnOps operations, is refused with ErrTooBig
 // before anything is written, not by the store at its end.
 func TestCommitBound(t *testing.T) {
-	e := newSegEnv(t, memkv.New(), segBound)
-	f := e.fill("f", "f", 2)
-	var cs []BlockChange
-	for i := range 100 {
-		cs = append(cs, BlockChange{Index: uint64(i), New: hashOf(fmt.Sprint("n", i))})
-	}
-	cs[0].Old, cs[1].Old = hashOf("f0"), hashOf("f1")
-	_, err := e.svc.Commit(e.ctx, CommitReq{Ino: f.Ino, Changes: cs, Size: 100 * 4096})
-	if !errors.Is(err, ErrTooBig) || errors.Is(err, errBound) {
-		t.Fatalf("commit of 100 blocks with a bound of %d: %v; want ErrTooBig", segBound, err)
-	}
-	e.wantRecipe(f.Ino, "f", 2, 2*4096)
+	commitBoundCase(newSegEnv(t, memkv.New(), segBound))
+	e := newSegEnv(t, memkv.New(), DefaultMaxTxnOps)
 	big := make([]BlockChange, MaxCommitBlocks+1)
 	for i := range big {
 		big[i] = BlockChange{Index: uint64(i), New: hashOf(fmt.Sprint("m", i))}
 	}
-	e2 := newSegEnv(t, memkv.New(), DefaultMaxTxnOps)
-	g := e2.fill("g", "g", 0)
-	if _, err := e2.svc.Commit(e2.ctx, CommitReq{Ino: g.Ino, Changes: big, Size: uint64(len(big)) * 4096}); !errors.Is(err, ErrTooBig) {
+	g := e.fill("g", "g", 0)
+	if _, err := e.svc.Commit(e.ctx, CommitReq{Ino: g.Ino, Changes: big, Size: uint64(len(big)) * 4096}); !errors.Is(err, ErrTooBig) {
 		t.Fatalf("commit of %d blocks: %v; want ErrTooBig", len(big), err)
 	}
 	// MaxCommitBlocks of them fit the default bound.
-	if _, err := e2.svc.Commit(e2.ctx, CommitReq{Ino: g.Ino, Changes: big[:MaxCommitBlocks], Size: MaxCommitBlocks * 4096}); err != nil {
+	if _, err := e.svc.Commit(e.ctx, CommitReq{Ino: g.Ino, Changes: big[:MaxCommitBlocks], Size: MaxCommitBlocks * 4096}); err != nil {
 		t.Fatalf("commit of %d blocks: %v", MaxCommitBlocks, err)
 	}
-	e2.wantRecipe(g.Ino, "m", MaxCommitBlocks, MaxCommitBlocks*4096)
+	e.wantRecipe(g.Ino, "m", MaxCommitBlocks, MaxCommitBlocks*4096)
 	// And so do as many replacing blocks (each drops the old block's last
 	// reference: a count deleted, a release added).
 	for i := range MaxCommitBlocks {
 		big[i] = BlockChange{Index: uint64(i), Old: big[i].New, New: hashOf(fmt.Sprint("r", i))}
 	}
-	if _, err := e2.svc.Commit(e2.ctx, CommitReq{Ino: g.Ino, Changes: big[:MaxCommitBlocks]}); err != nil {
+	if _, err := e.svc.Commit(e.ctx, CommitReq{Ino: g.Ino, Changes: big[:MaxCommitBlocks]}); err != nil {
 		t.Fatalf("commit replacing %d blocks: %v", MaxCommitBlocks, err)
 	}
-	e2.wantRecipe(g.Ino, "r", MaxCommitBlocks, MaxCommitBlocks*4096)
-	e2.wantReleased("m", 0, MaxCommitBlocks)
-	e2.clean()
+	e.wantRecipe(g.Ino, "r", MaxCommitBlocks, MaxCommitBlocks*4096)
+	e.wantReleased("m", 0, MaxCommitBlocks)
+	e.clean()
+}
+
+// commitBoundCase: a commit of more blocks than fit e's bound is refused
+// with ErrTooBig, by the Service (not the store), and changes nothing.
+func commitBoundCase(e *segEnv) {
+	t := e.t
+	f := e.fill("f", "f", 2)
+	var cs []BlockChange
+	n := e.limit + 40
+	for i := range n {
+		cs = append(cs, BlockChange{Index: uint64(i), New: hashOf(fmt.Sprint("n", i))})
+	}
+	cs[0].Old, cs[1].Old = hashOf("f0"), hashOf("f1")
+	_, err := e.svc.Commit(e.ctx, CommitReq{Ino: f.Ino, Changes: cs, Size: uint64(n) * 4096})
+	if !errors.Is(err, ErrTooBig) || errors.Is(err, errBound) {
+		t.Fatalf("commit of %d blocks with a bound of %d: %v; want ErrTooBig", n, e.limit, err)
+	}
+	e.wantRecipe(f.Ino, "f", 2, 2*4096)
 }
