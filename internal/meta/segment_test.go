@@ -85,7 +85,12 @@ func (e *segEnv) restart() {
 // time, and returns it.
 func (e *segEnv) fill(name, tag string, n int) Inode {
 	e.t.Helper()
-	in, err := e.svc.Create(e.ctx, CreateReq{Parent: RootIno, Name: name, Mode: 0o100644})
+	return e.fillReq(CreateReq{Parent: RootIno, Name: name, Mode: 0o100644}, tag, n)
+}
+
+func (e *segEnv) fillReq(req CreateReq, tag string, n int) Inode {
+	e.t.Helper()
+	in, err := e.svc.Create(e.ctx, req)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -255,6 +260,28 @@ func reapCrashCase(e *segEnv) {
 	e.clean()
 	e.wantReleased("b", 0, 300)
 	e.wantRecipe(keep.Ino, "k", 30, 30*4096)
+}
+
+// TestHalfReapedTmpfile: an O_TMPFILE orphan (which Link may name) whose
+// reap stopped between segments cannot be named any more: its recipe is
+// partly gone. The reaper finishes it.
+func TestHalfReapedTmpfile(t *testing.T) {
+	e := newSegEnv(t, memkv.New(), segBound)
+	f := e.fillReq(CreateReq{Parent: RootIno, Mode: 0o100644, Tmpfile: true}, "t", 200)
+	crash := errors.New("crash")
+	e.svc.segmentFault = func(string, Ino) error { return crash }
+	if err := e.svc.Reap(e.ctx, f.Ino); !errors.Is(err, crash) {
+		t.Fatalf("reap: %v; want the injected crash", err)
+	}
+	e.restart()
+	if _, err := e.svc.Link(e.ctx, f.Ino, RootIno, "named"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("link of a half-reaped tmpfile: %v; want ErrNotFound", err)
+	}
+	if n, err := e.svc.ReapOrphans(e.ctx); err != nil || n != 1 {
+		t.Fatalf("reaper: %d, %v; want 1 reaped", n, err)
+	}
+	e.clean()
+	e.wantReleased("t", 0, 200)
 }
 
 // TestSegmentedTruncate: cutting a file of 300 blocks to 5, by SetAttr and
