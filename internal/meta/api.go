@@ -174,8 +174,8 @@ const MaxSuperseded = 4096
 
 // MaxCommitBlocks bounds CommitReq.Changes: a commit naming more is
 // refused with ErrTooBig, and so is one whose transaction would need more
-// than the service's Options.MaxTxnOps (composed blocks, or a small
-// bound). Clients split larger commits (internal/client: each part is
+// than the service's Options.MaxTxnOps or MaxTxnBytes (composed blocks,
+// changes spread over many recipe segments, or a small bound). Clients split larger commits (internal/client: each part is
 // acknowledged only with the last).
 const MaxCommitBlocks = 1024
 

@@ -83,7 +83,7 @@ func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *In
 				// of the cut is a pending drop, finished below.
 				trimInline(rec, req.Size)
 				from := ceilDiv(req.Size, uint64(rec.BlockSize))
-				fin, _, err := t.dropTail(ino, from, s.softOps(), s.nowNs())
+				fin, _, err := t.dropTail(ino, from, s.soft(), s.nowNs())
 				if err != nil {
 					return err
 				}

@@ -133,8 +133,9 @@
 // # Bounded transactions
 //
 // On etcd a transaction holds a bounded number of compares and writes
-// (--max-txn-ops). Options.MaxTxnOps (DefaultMaxTxnOps, 4096, on every
-// engine) bounds what meta puts in one, counted as etcdkv counts
+// (--max-txn-ops) and bytes (--max-request-bytes). Options.MaxTxnOps
+// (DefaultMaxTxnOps, 4096) and MaxTxnBytes (8 MiB), on every engine,
+// bound what meta puts in one, counted as etcdkv counts
 // (segment.go; docs/design/2026-11-25-segments.md). What grows with a
 // file is done in segments: Reap drops an orphan's recipe entries, with
 // their reference counts and releases, a segment per transaction, the

@@ -62,7 +62,7 @@ func (s *Service) reap(ctx context.Context, ino Ino) (bool, error) {
 				return err
 			}
 			now := s.nowNs()
-			fin, n, err := t.dropTail(ino, 0, s.softOps(), now)
+			fin, n, err := t.dropTail(ino, 0, s.soft(), now)
 			if err != nil {
 				return err
 			}
@@ -112,7 +112,7 @@ func (s *Service) fitsOneTxn(t txn, rec *inodeRec) (bool, error) {
 		return false, err
 	}
 	nb := ceilDiv(rec.Size, uint64(rec.BlockSize))
-	return !rec.composed && nb <= uint64(s.softOps()-txnReserve)/2, nil
+	return !rec.composed && nb <= uint64(s.soft().ops-txnReserve)/2, nil
 }
 
 // deleteInode removes an unlinked inode with its recipe, xattrs and orphan

@@ -344,9 +344,11 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 		trimInline(rec, rec.Size)
 		if n := len(changes); req.SetSize || (n > 0 && changes[n-1].Index >= ceilDiv(rec.Size, bs)) {
 			from := ceilDiv(rec.Size, bs)
-			fin, _, err := t.dropTail(rec.Ino, from, s.softOps(), now)
-			if err != nil {
-				return err
+			fin := false
+			if t.fits(s.soft()) { // else the changes filled it: drop all later
+				if fin, _, err = t.dropTail(rec.Ino, from, s.soft(), now); err != nil {
+					return err
+				}
 			}
 			if !fin {
 				pending = true
@@ -359,7 +361,7 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 			rec.Mtime = req.Mtime
 		}
 		rec.touch(now)
-		if err := t.releaseUnnamed(req.Superseded, now, s.softOps()); err != nil {
+		if err := t.releaseUnnamed(req.Superseded, now, s.soft()); err != nil {
 			return err
 		}
 		if err := t.addCounter(ctrBytes, rec.Ino, int64(rec.Size-oldSize)); err != nil {

@@ -27,6 +27,14 @@ import (
 // default --max-txn-ops (16,384).
 const DefaultMaxTxnOps = 4096
 
+// DefaultMaxTxnBytes is Options.MaxTxnBytes when it is 0: a quarter of
+// etcdkv's --max-request-bytes (32 MiB).
+const DefaultMaxTxnBytes = 8 << 20
+
+// MinTxnBytes is the least Options.MaxTxnBytes New accepts: room for a few
+// full recipe segments (32 KiB each) besides the rest.
+const MinTxnBytes = 1 << 20
+
 // MinTxnOps is the least Options.MaxTxnOps New accepts: an operation's
 // fixed part (inode, counters, markers, session records) must fit with
 // room to spare for the entries it drops.
@@ -83,12 +91,24 @@ func (t txn) getPending(ino Ino) (pendingDrop, bool, error) {
 // dropTail bound their range for that (extra), the others read narrow
 // ranges, and the default bound leaves a page of headroom below etcd's.
 type opCount struct {
-	reads, writes map[string]struct{}
-	scans, extra  int
+	reads        map[string]struct{}
+	writes       map[string]int // key -> bytes of the key and its last value
+	scans, extra int
+	bytes        int // the sum of writes' bytes
+}
+
+func newOpCount() *opCount {
+	return &opCount{reads: map[string]struct{}{}, writes: map[string]int{}}
 }
 
 // cost is the larger of the transaction's compares and writes.
 func (c *opCount) cost() int { return max(len(c.reads)+c.scans+c.extra, len(c.writes)) }
+
+// wrote records a write of n bytes to k.
+func (c *opCount) wrote(k []byte, n int) {
+	c.bytes += n - c.writes[string(k)]
+	c.writes[string(k)] = n
+}
 
 // countTxn is a kv.Txn that counts what passes through it.
 type countTxn struct {
@@ -102,12 +122,12 @@ func (t countTxn) Get(k []byte) ([]byte, bool, error) {
 }
 
 func (t countTxn) Put(k, v []byte) error {
-	t.c.writes[string(k)] = struct{}{}
+	t.c.wrote(k, len(k)+len(v))
 	return t.Txn.Put(k, v)
 }
 
 func (t countTxn) Delete(k []byte) error {
-	t.c.writes[string(k)] = struct{}{}
+	t.c.wrote(k, len(k))
 	return t.Txn.Delete(k)
 }
 
@@ -127,41 +147,54 @@ func (t txn) count() *opCount {
 	return nil
 }
 
-// cost returns what t has used so far (0 when it is not counted).
-func (t txn) cost() int {
-	if c := t.count(); c != nil {
-		return c.cost()
-	}
-	return 0
+// budget is how much of a transaction a step may fill: operations (the
+// larger of compares and writes) and bytes written.
+type budget struct{ ops, bytes int }
+
+// fits reports whether t has used less than b (always, uncounted).
+func (t txn) fits(b budget) bool {
+	c := t.count()
+	return c == nil || (c.cost() < b.ops && c.bytes < b.bytes)
 }
 
 // updateCounted is update with the transaction counted (txn.count).
 func (s *Service) updateCounted(ctx context.Context, fn func(t txn) error) error {
 	return s.update(ctx, func(t txn) error {
-		c := &opCount{reads: map[string]struct{}{}, writes: map[string]struct{}{}}
-		return fn(txn{countTxn{Txn: t.Txn, c: c}})
+		return fn(txn{countTxn{Txn: t.Txn, c: newOpCount()}})
 	})
 }
 
-// softOps is how much of a transaction a segment's drops may fill.
-func (s *Service) softOps() int { return s.maxTxnOps - txnReserve }
+// soft is how much of a transaction a segment's drops may fill: the
+// bounds less room for what follows them (txnReserve operations, 64 KiB).
+func (s *Service) soft() budget {
+	return budget{ops: s.maxTxnOps - txnReserve, bytes: s.maxTxnBytes - 64<<10}
+}
 
 // checkBound fails with ErrTooBig when t needs more than MaxTxnOps
-// operations: before the store sees it, with what was too big.
+// operations or MaxTxnBytes bytes: before the store sees it, with what was
+// too big.
 func (s *Service) checkBound(t txn, what string) error {
-	if n := t.cost(); n > s.maxTxnOps {
+	c := t.count()
+	if c == nil {
+		return nil
+	}
+	if n := c.cost(); n > s.maxTxnOps {
 		return fmt.Errorf("%s needs %d operations in one transaction, the bound is %d (Options.MaxTxnOps): %w",
 			what, n, s.maxTxnOps, ErrTooBig)
+	}
+	if c.bytes > s.maxTxnBytes {
+		return fmt.Errorf("%s writes %d bytes in one transaction, the bound is %d (Options.MaxTxnBytes): %w",
+			what, c.bytes, s.maxTxnBytes, ErrTooBig)
 	}
 	return nil
 }
 
 // dropTail drops the recipe entries of ino at or past index from, with
-// their references (releasing blocks at now), until t has used limit
-// operations: within a recipe segment from its end down, segment after
-// segment. It reports whether none is left and how many it dropped; it
-// drops at least one when any is left, whatever the limit.
-func (t txn) dropTail(ino Ino, from uint64, limit int, now int64) (done bool, dropped int, err error) {
+// their references (releasing blocks at now), until t has used as much as
+// b: within a recipe segment from its end down, segment after segment. It
+// reports whether none is left and how many it dropped; it drops at least
+// one when any is left, whatever the budget.
+func (t txn) dropTail(ino Ino, from uint64, b budget, now int64) (done bool, dropped int, err error) {
 	seg, slot := segOf(from)
 	for {
 		key, val, err := t.nextSegment(ino, seg)
@@ -181,7 +214,7 @@ func (t txn) dropTail(ino Ino, from uint64, limit int, now int64) (done bool, dr
 			lo = slot
 		}
 		n := len(hs)
-		for n > lo && (dropped == 0 || t.cost() < limit) {
+		for n > lo && (dropped == 0 || t.fits(b)) {
 			n--
 			d := refDeltas{}
 			d.add(hs[n], -1)
@@ -283,7 +316,7 @@ func (s *Service) finishDrop(ctx context.Context, ino Ino) error {
 			if p.reap {
 				return fmt.Errorf("inode %d is being deleted: %w", ino, ErrNotFound)
 			}
-			fin, _, err := t.dropTail(ino, p.from, s.softOps(), s.nowNs())
+			fin, _, err := t.dropTail(ino, p.from, s.soft(), s.nowNs())
 			if err != nil || !fin {
 				return err
 			}

@@ -26,16 +26,17 @@ var errBound = errors.New("boundStore: transaction over the bound")
 type boundStore struct {
 	kv.Store
 	limit int
+	bytes int // and more bytes than this written (0: any)
 }
 
 func (b boundStore) Update(ctx context.Context, fn func(kv.Txn) error) error {
 	return b.Store.Update(ctx, func(tx kv.Txn) error {
-		c := &opCount{reads: map[string]struct{}{}, writes: map[string]struct{}{}}
+		c := newOpCount()
 		if err := fn(countTxn{Txn: tx, c: c}); err != nil {
 			return err
 		}
-		if c.cost() > b.limit {
-			return fmt.Errorf("%d reads and ranges, %d writes: %w", len(c.reads)+c.scans, len(c.writes), errBound)
+		if c.cost() > b.limit || (b.bytes > 0 && c.bytes > b.bytes) {
+			return fmt.Errorf("%d reads and ranges, %d writes of %d bytes: %w", len(c.reads)+c.scans, len(c.writes), c.bytes, errBound)
 		}
 		return nil
 	})
@@ -402,4 +403,34 @@ func commitBoundCase(e *segEnv) {
 		t.Fatalf("commit of %d blocks with a bound of %d: %v; want ErrTooBig", n, e.limit, err)
 	}
 	e.wantRecipe(f.Ino, "f", 2, 2*4096)
+}
+
+// TestCommitBytesBound: a commit whose changes lie in many recipe
+// segments rewrites each (up to 32 KiB): past MaxTxnBytes it is refused
+// with ErrTooBig before the store (etcd's --max-request-bytes) sees it.
+func TestCommitBytesBound(t *testing.T) {
+	ctx := context.Background()
+	svc, err := New(boundStore{Store: memkv.New(), limit: math.MaxInt, bytes: MinTxnBytes},
+		Options{BlockSize: 4096, MaxTxnBytes: MinTxnBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := svc.Create(ctx, CreateReq{Parent: RootIno, Name: "sparse", Mode: 0o100644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sparse := func(n int) []BlockChange {
+		var cs []BlockChange
+		for i := range n {
+			cs = append(cs, BlockChange{Index: uint64(i)*SegmentBlocks + SegmentBlocks - 1, New: hashOf(fmt.Sprint("s", i))})
+		}
+		return cs
+	}
+	_, err = svc.Commit(ctx, CommitReq{Ino: in.Ino, Changes: sparse(40), Size: 40 * SegmentBlocks * 4096})
+	if !errors.Is(err, ErrTooBig) || errors.Is(err, errBound) {
+		t.Fatalf("commit rewriting 40 segments (1.3 MB): %v; want ErrTooBig", err)
+	}
+	if _, err := svc.Commit(ctx, CommitReq{Ino: in.Ino, Changes: sparse(20), Size: 20 * SegmentBlocks * 4096}); err != nil {
+		t.Fatalf("commit rewriting 20 segments: %v", err)
+	}
 }

@@ -75,6 +75,10 @@ type Options struct {
 	// --max-txn-ops); 0 means DefaultMaxTxnOps, the same on every engine.
 	// At least MinTxnOps.
 	MaxTxnOps int
+	// MaxTxnBytes bounds the bytes each such transaction writes (keys and
+	// values), as etcd's --max-request-bytes does; 0 means
+	// DefaultMaxTxnBytes. At least MinTxnBytes.
+	MaxTxnBytes int
 }
 
 // Service implements API over a kv.Store. It is safe for concurrent use.
@@ -89,8 +93,9 @@ type Service struct {
 	sh *sharedState
 	// sessionsMarked: keySessions is in the store (opens.go).
 	sessionsMarked atomic.Bool
-	// maxTxnOps is Options.MaxTxnOps (segment.go).
-	maxTxnOps int
+	// maxTxnOps and maxTxnBytes are Options.MaxTxnOps and MaxTxnBytes
+	// (segment.go).
+	maxTxnOps, maxTxnBytes int
 	// segmentFault, set by tests only, is called between the segments
 	// of a drop; an error stops the drop there, as a crash would.
 	segmentFault func(op string, ino Ino) error
@@ -123,6 +128,13 @@ func New(store kv.Store, opts Options) (*Service, error) {
 	}
 	if s.maxTxnOps < MinTxnOps {
 		return nil, fmt.Errorf("meta: MaxTxnOps %d, at least %d: %w", opts.MaxTxnOps, MinTxnOps, ErrInvalid)
+	}
+	s.maxTxnBytes = opts.MaxTxnBytes
+	if s.maxTxnBytes == 0 {
+		s.maxTxnBytes = DefaultMaxTxnBytes
+	}
+	if s.maxTxnBytes < MinTxnBytes {
+		return nil, fmt.Errorf("meta: MaxTxnBytes %d, at least %d: %w", opts.MaxTxnBytes, MinTxnBytes, ErrInvalid)
 	}
 	if s.blockSize == 0 {
 		s.blockSize = DefaultBlockSize
