@@ -3,11 +3,19 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
+	"tessera/internal/block"
+	"tessera/internal/block/disk"
+	"tessera/internal/client"
 	"tessera/internal/gateway"
+	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 )
 
@@ -79,5 +87,73 @@ func TestEvictTree(t *testing.T) {
 	u, err = gateway.CachedBytes(ctx, e.svc, e.root, 0)
 	if err != nil || u.Files != 3 || u.Placeholders != 2 || u.Bytes != int64(len(big)+len("home's b")) {
 		t.Errorf("usage after: %+v, %v; want big, b and n held, a and d/y placeholders", u, err)
+	}
+}
+
+// TestEvictSegmented: a file of more blocks than one transaction may drop
+// (MaxTxnOps at its least) is evicted in segments: a placeholder after,
+// read as a hole, and fetched again whole.
+func TestEvictSegmented(t *testing.T) {
+	ctx := context.Background()
+	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: 64 << 10, MaxTxnOps: meta.MinTxnOps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.RegisterServer(ctx, meta.Server{ID: "b0", Addr: "disk", State: meta.StateUp}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := disk.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(ctx, client.Config{Meta: svc, Dial: func(meta.Server) (block.Store, error) { return st, nil },
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	home := t.TempDir()
+	big := randBytes(200<<16+123, 9) // 201 blocks of 64 KiB
+	if err := os.WriteFile(filepath.Join(home, "big"), big, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := svc.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "cache", Mode: syscall.S_IFDIR | 0o755, Excl: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateFileset(ctx, meta.Fileset{Root: d.Ino, Home: "file://" + home, Mode: meta.ModeRO, ValidityLag: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	g := gateway.NewIngester(svc, c, gateway.Options{Chunk: 1 << 20})
+	t.Cleanup(func() { g.Close() })
+	e := &env{svc: svc, data: c, home: home, root: d.Ino, g: g}
+	if _, err := g.ListDir(ctx, d.Ino); err != nil {
+		t.Fatal(err)
+	}
+	in, err := svc.Lookup(ctx, d.Ino, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Fetch(ctx, in.Ino, 0, int64(len(big))); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.read(t, in.Ino); !bytes.Equal(got, big) {
+		t.Fatal("big does not read as home's before eviction")
+	}
+	out, err := svc.EvictData(ctx, in.Ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Gateway.State != meta.CachePlaceholder || out.Size != uint64(len(big)) {
+		t.Errorf("after eviction: state %v size %d", out.Gateway.State, out.Size)
+	}
+	if got := e.read(t, in.Ino); !bytes.Equal(got, make([]byte, len(big))) {
+		t.Error("big after eviction is not a hole")
+	}
+	if _, err := g.Fetch(ctx, in.Ino, 0, int64(len(big))); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.read(t, in.Ino); !bytes.Equal(got, big) {
+		t.Error("big fetched again differs from home's")
 	}
 }

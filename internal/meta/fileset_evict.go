@@ -31,9 +31,14 @@ var _ EvictAPI = (*Service)(nil)
 // of a lease on ino are called back: their cached content is gone.
 func (s *Service) EvictData(ctx context.Context, ino Ino) (Inode, error) {
 	var out Inode
-	changed := false
-	err := s.update(ctx, func(t txn) error {
-		changed = false
+	changed, pending := false, false
+	// As a truncate: the recipe is dropped a segment per transaction
+	// (segment.go); what the bound leaves of it is a pending drop,
+	// finished below. The file is a placeholder from the first
+	// transaction on, so readers ask home (through a gateway), and the
+	// gateway's commit of what it fetched finishes the drop first.
+	err := s.updateTrimmed(ctx, ino, func(t txn) error {
+		changed, pending = false, false
 		rec, err := t.getInode(ino)
 		if err != nil {
 			return err
@@ -62,12 +67,16 @@ func (s *Service) EvictData(ctx context.Context, ino Ino) (Inode, error) {
 		if err := s.callBackIn(ctx, t, ino); err != nil {
 			return err
 		}
-		refs := refDeltas{}
-		if err := t.truncateRecipe(rec, 0, refs); err != nil {
+		trimInline(rec, 0)
+		fin, _, err := t.dropTail(ino, 0, s.soft(), s.nowNs())
+		if err != nil {
 			return err
 		}
-		if err := t.applyRefs(refs, s.nowNs()); err != nil {
-			return err
+		if !fin {
+			pending = true
+			if err := t.Put(pendingKey(ino), encodePending(pendingDrop{from: 0})); err != nil {
+				return err
+			}
 		}
 		g := *sec
 		g.State = CachePlaceholder
@@ -76,6 +85,9 @@ func (s *Service) EvictData(ctx context.Context, ino Ino) (Inode, error) {
 		out, changed = rec.Inode, true
 		return t.putInode(rec)
 	})
+	if err == nil && pending {
+		err = s.finishDrop(ctx, ino)
+	}
 	if err != nil {
 		return Inode{}, fmt.Errorf("evict %d: %w", ino, err)
 	}
