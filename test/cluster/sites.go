@@ -43,6 +43,9 @@ type SitesOptions struct {
 	// store as if its members were close together); the default makes
 	// their peer traffic pay the WAN (etcdPeerLatency).
 	EtcdNoWAN bool
+	// MajorityWait is every meta's majority-wait (how long a write waits
+	// for an etcd leader before it fails; 0: etcdkv's default).
+	MajorityWait time.Duration
 }
 
 // Figure6RTT is the rNFS Figure 6 matrix of three sites.
@@ -86,6 +89,8 @@ type Sites struct {
 	mu     sync.Mutex
 	mounts [][]*Daemon
 	closed bool
+	// isolated is 1 + the site Isolate cut off, 0 when none is.
+	isolated int
 }
 
 // StartSites starts the sites and waits for every process; it fails the
@@ -184,7 +189,7 @@ func startSites(opts SitesOptions) (*Sites, error) {
 		}
 		d := s.daemon(i, "meta "+site, MetaReadyPrefix, slices.Concat(
 			[]string{"meta", "--listen", metaAddr[i], "--site", site, "--cluster", "sites",
-				"--meta-db", "etcd://" + s.etcd[i].clientAddr + "/tessera"},
+				"--meta-db", s.metaDB(i)},
 			s.pki.Args("meta-"+site), opts.MetaArgs))
 		d.want = func(f map[string]string) error {
 			if f["listen"] != metaAddr[i] {
@@ -222,6 +227,15 @@ func startSites(opts SitesOptions) (*Sites, error) {
 		}
 	}
 	return s, nil
+}
+
+// metaDB is the --meta-db URL of site i's meta: its own site's member.
+func (s *Sites) metaDB(i int) string {
+	u := "etcd://" + s.etcd[i].clientAddr + "/tessera"
+	if s.opts.MajorityWait > 0 {
+		u += "?majority-wait=" + s.opts.MajorityWait.String()
+	}
+	return u
 }
 
 func (s *Sites) daemon(site int, name, prefix string, args []string) *Daemon {
@@ -359,6 +373,9 @@ func (s *Sites) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.isolated != 0 {
+		_ = s.rejoinLocked(s.isolated - 1)
+	}
 	var mounts []*Daemon
 	for _, ms := range s.mounts {
 		mounts = append(mounts, ms...)
