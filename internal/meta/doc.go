@@ -112,10 +112,12 @@
 //	server:  1 | addr str | dir str | host str | rack str | site str |
 //	         state str | seen 8
 //	progress: 1 | flags(1: bit0 Running, bit1 a per-site section follows
-//	         the error) | round 8 | at 8 | blocks 8 |
+//	         the error, bit2 its sites carry bytes and since) | round 8 |
+//	         at 8 | blocks 8 |
 //	         under-replicated 8 | misplaced 8 | bytes to move 8 |
 //	         bytes moved 8 | err str (at most 4096 bytes) |
-//	         [n 1 (1..64) | n × (site str (1..255 bytes) | under-replicated 8 (> 0))]
+//	         [n 1 (1..64) | n × (site str (1..255 bytes) | under-replicated 8 (> 0)
+//	         [| bytes 8 | since 8 (unix ns, 0 unknown)] (with bit2))]
 //	         (with bit1) |
 //	         [lost 8 (> 0) | n 1 (<= 16) | n × (hash 32 | k 1 (<= 8) | k × ino 8)]
 //	         (the lost section is absent when nothing is lost)
@@ -251,7 +253,11 @@
 // open through one Service is not deleted through another. The records of
 // a Service whose liveness lapsed hold for OrphanGrace more, while its
 // clients fail over and re-announce their opens elsewhere; then the
-// reaper's leader deletes them with the rest of its records (CleanupDead). Clients learn of the restart when their next poll gets
+// reaper's leader deletes them with the rest of its records (CleanupDead).
+// A caller that allows lag (AllowSerializable) is served without its lease
+// or open record when the store refuses the record (a site cut off from
+// the majority; cutoff.go): the read unleased, the open held in the
+// session only, if the inode's policy allows lag. Clients learn of the restart when their next poll gets
 // ErrSessionExpired; they open a new session and re-announce every open
 // they hold (HoldOpen again). So that they can, a Service started on a
 // store that has served sessions before ("m" "sessions") deletes no orphan,
