@@ -52,7 +52,7 @@ type cutoff struct {
 // lagRecord runs write, the record a read by ctx needs. For a caller that
 // does not tolerate lag it is write's error. For one that does, write gets
 // cutoffRecordWait (nothing while the memo says the last one failed), and
-// recordLag reports false with no error when it fails: the read goes on
+// lagRecord reports false with no error when it fails: the read goes on
 // without the record.
 func (s *Service) lagRecord(ctx context.Context, what string, write func(ctx context.Context) error) (bool, error) {
 	if s.sh == nil || !SerializableAllowed(ctx) {
