@@ -274,3 +274,31 @@ func TestMissWithHomeDownFails(t *testing.T) {
 		t.Errorf("block 10 after home returned differs from home's")
 	}
 }
+
+// TestRevalidatePartialFile: a partly cached file that changed at home is
+// invalidated whole: its cached runs go with its bytes, and the next
+// fetch reads home's new content.
+func TestRevalidatePartialFile(t *testing.T) {
+	r := newRangeEnv(t, meta.PrefetchNone, 1)
+	in, _ := r.file(t, 1<<20)
+	ctx := context.Background()
+	if _, err := r.grp.Fetch(ctx, in.Ino, 3*bs, 10); err != nil {
+		t.Fatal(err)
+	}
+	v2 := randBytes(1<<20+5, 8)
+	r.put(t, "big", v2)
+	changed, err := r.grp.Revalidate(ctx, in.Ino, true)
+	if err != nil || !changed {
+		t.Fatalf("revalidate of a partial file changed at home: %v, %v", changed, err)
+	}
+	out, _ := r.svc.GetAttr(ctx, in.Ino)
+	if g := out.Gateway; g.State != meta.CachePlaceholder || g.Cached != nil || out.Size != 1<<20+5 {
+		t.Errorf("after revalidation: %v %v size %d, want a placeholder of the new size, no runs", g.State, g.Cached, out.Size)
+	}
+	if _, err := r.grp.Fetch(ctx, in.Ino, 3*bs, 10); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.readAt(t, in.Ino, 3*bs, 10); !bytes.Equal(got, v2[3*bs:3*bs+10]) {
+		t.Errorf("the range after revalidation is not home's new content")
+	}
+}
