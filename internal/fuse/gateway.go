@@ -56,10 +56,12 @@ func (fs *FS) fill(ctx context.Context, ino meta.Ino) (*meta.Inode, error) {
 		fs.ready.m.Store(ino, struct{}{})
 		return nil, nil
 	}
-	if !needs(&in) {
-		// Cached: compare with home once the validity lag has passed.
-		// Home unreachable is not an error here: what is cached is
-		// served while home is down (Panache's disconnected mode).
+	if !needs(&in) || in.Gateway.State == meta.CachePartial {
+		// Cached, whole or in part: compare with home once the validity
+		// lag has passed (a partial file's next blocks must come from the
+		// same version of home's file as those it holds). Home
+		// unreachable is not an error here: what is cached is served
+		// while home is down (Panache's disconnected mode).
 		changed, err := fs.opts.Gateway.Revalidate(ctx, ino, false)
 		if err != nil {
 			fs.log.Debug("revalidation failed; serving what is cached", "ino", ino, "err", err)

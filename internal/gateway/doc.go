@@ -10,19 +10,26 @@
 // already is left alone, so a local create wins over home's); it lists in
 // batches of meta.MaxIngestEntries and marks the directory cached with
 // the last one, so a listing cut short is finished by the next. Fetch
-// reads a range of a file from home (home.Store.ReadAt) and stores it
-// through the client's normal write path, so the blocks are uploaded to
-// the block servers placement chooses and committed; then it records in
-// the inode's gateway section what it holds (meta.SetGateway, guarded by
-// the inode's Change). A fetch of the whole file marks it cached. Once
-// directories and files are cached they are served by the namespace and
-// the block servers alone: home is not needed to list or read them again.
+// reads whole blocks of a file from home (home.Store.ReadAt) and stores
+// them through the client's normal write path, so the blocks are uploaded
+// to the block servers placement chooses and committed; then it adds them
+// to the cached runs of the inode's gateway section (meta.SetGateway,
+// guarded by the inode's Change, and refused if home's object changed
+// since the fetch began). Once every block is in, the file is cached.
+// Cached directories and files are served by the namespace and the block
+// servers alone: home is not needed to list or read them again.
 //
 // Group is what a mount asks: each request goes to the gateway owning the
-// inode (the inode number modulo the gateways); a fetch larger than
-// Group.RangeSize is cut into whole-block ranges dealt round-robin to all
-// gateways (FetchData), which read home in parallel, and the owner records
-// the file cached once every range is in.
+// inode (the inode number modulo the gateways). Group.Fetch fetches the
+// blocks a reader needs that are not cached, cut into pieces of at most
+// Group.RangeSize dealt round-robin to all gateways (FetchData), which
+// read home in parallel; the owner records each piece, and the reader
+// waits for those blocks only. A block being fetched is fetched once:
+// readers that miss it meanwhile wait for that fetch (flight.go). Then the
+// fileset's prefetch setting runs in the background: none, the
+// Group.Window after the read (range), or the rest of the file (whole). A
+// file read at more scattered places than its section can record
+// (meta.MaxCachedRanges runs) is fetched whole.
 //
 // Revalidate compares a fileset inode with home once the fileset's
 // validity lag has passed since it was last validated (the Ingester's
@@ -37,9 +44,9 @@
 // Not built yet (issue 14): the separate gateway role process (tessera
 // gateway --meta ADDR: registration, heartbeats, and a mount reaching a
 // gateway over the network; today tessera up --gateways N runs them in
-// the mount's process), ranged misses (a mount fetches a file whole on
-// open), refusing local updates in ro filesets, removing names gone at
+// the mount's process), refusing local updates in ro filesets, removing names gone at
 // home, and the fileset status counters (bytes cached, hit ratio, ingest
 // rate per gateway: Stats holds the per-gateway counts).
-// See docs/design/2026-11-24-gateway.md.
+// See docs/design/2026-11-24-gateway.md and
+// docs/design/2026-11-25-gateway-ranges.md.
 package gateway
