@@ -302,3 +302,32 @@ func TestRevalidatePartialFile(t *testing.T) {
 		t.Errorf("the range after revalidation is not home's new content")
 	}
 }
+
+// TestScatteredReadsFetchWhole: a file read at more scattered places than
+// its gateway section records (meta.MaxCachedRanges runs) is fetched whole
+// in the background, and every read meanwhile gets home's bytes.
+func TestScatteredReadsFetchWhole(t *testing.T) {
+	r := newRangeEnv(t, meta.PrefetchNone, 2)
+	const runs = meta.MaxCachedRanges + 1
+	size := (2*runs + 10) * bs
+	in, data := r.file(t, size)
+	ctx := context.Background()
+	for i := range runs {
+		off := int64(2*i) * bs
+		if _, err := r.grp.Fetch(ctx, in.Ino, off, 10); err != nil {
+			t.Fatalf("fetch %d: %v", i, err)
+		}
+	}
+	last := int64(2*(runs-1)) * bs
+	if got := r.readAt(t, in.Ino, last, 10); !bytes.Equal(got, data[last:last+10]) {
+		t.Errorf("the read past the runs' capacity differs from home's")
+	}
+	idle(t, r.grp)
+	out, _ := r.svc.GetAttr(ctx, in.Ino)
+	if out.Gateway.State != meta.CacheCached {
+		t.Fatalf("after %d scattered reads and the whole fetch: %v with %d runs, want cached", runs, out.Gateway.State, len(out.Gateway.Cached))
+	}
+	if got := r.readAt(t, in.Ino, 0, size+10); !bytes.Equal(got, data) {
+		t.Errorf("the file fetched whole differs from home's")
+	}
+}
