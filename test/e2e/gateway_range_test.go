@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,8 +20,10 @@ import (
 // the middle of a 24 MiB home file returns home's bytes without the file
 // being fetched whole: with the file moved away at home the same range
 // still reads (a hit), a range never read fails with EIO (never zeros),
-// and with the file back it reads home's bytes. (A file:// home holds its
-// directory open: the file, not the directory, is moved.) An open for writing completes the partial
+// and with the file back it reads home's bytes. mmap reads alike: an
+// uncached page is fetched, one never fetched faults with the file gone.
+// (A file:// home holds its directory open: the file, not the directory,
+// is moved.) An open for writing completes the partial
 // file first, so a write leaves home's other bytes in place.
 func TestGatewayRangedRead(t *testing.T) {
 	c := startCluster(t, withBlockServers(1), func(o *cluster.Options) { o.Args = append(o.Args, "--gateways", "2") })
@@ -47,8 +50,22 @@ func TestGatewayRangedRead(t *testing.T) {
 	}
 	wantBytes(t, "4 KiB in the middle", buf, data[mid:mid+4096])
 
+	// mmap reads go through the same path: an uncached page is fetched.
+	// (The mount is another process: faulting on it from here is safe.)
+	m, err := syscall.Mmap(int(f.Fd()), 0, size, syscall.PROT_READ, syscall.MAP_SHARED)
+	must(t, err)
+	defer syscall.Munmap(m)
+	must(t, syscall.Madvise(m, syscall.MADV_RANDOM))
+	const moff = 17<<20 + 99
+	wantBytes(t, "an mmap read of an uncached block", append([]byte{}, m[moff:moff+100]...), data[moff:moff+100])
+
 	hb := filepath.Join(home, "big")
 	must(t, os.Rename(hb, hb+".away"))
+	// With the file gone at home, touching a page never fetched faults
+	// (SIGBUS: a panic here) rather than reading zeros.
+	if b, faulted := touchPage(m, 6<<20+5); !faulted {
+		t.Errorf("an mmap read of a block never fetched, the file gone at home: read %#x, want a fault", b)
+	}
 	g, err := os.Open(big)
 	must(t, err)
 	defer g.Close()
@@ -136,4 +153,16 @@ func TestGatewayPrefetchCommand(t *testing.T) {
 	if bad.ExitCode == 0 || !strings.Contains(bad.Stderr, "--list FILE") {
 		t.Errorf("fileset prefetch without a path: exit %d, %q; want a usage error", bad.ExitCode, bad.Stderr)
 	}
+}
+
+// touchPage reads m[off], reporting a memory fault instead of dying of it.
+func touchPage(m []byte, off int) (b byte, faulted bool) {
+	old := debug.SetPanicOnFault(true)
+	defer debug.SetPanicOnFault(old)
+	defer func() {
+		if recover() != nil {
+			faulted = true
+		}
+	}()
+	return m[off], false
 }
