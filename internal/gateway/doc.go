@@ -20,16 +20,21 @@
 // servers alone: home is not needed to list or read them again.
 //
 // Group is what a mount asks: each request goes to the gateway owning the
-// inode (the inode number modulo the gateways). Group.Fetch fetches the
-// blocks a reader needs that are not cached, cut into pieces of at most
-// Group.RangeSize dealt round-robin to all gateways (FetchData), which
-// read home in parallel; the owner records each piece, and the reader
-// waits for those blocks only. A block being fetched is fetched once:
-// readers that miss it meanwhile wait for that fetch (flight.go). Then the
-// fileset's prefetch setting runs in the background: none, the
-// Group.Window after the read (range), or the rest of the file (whole). A
-// file read at more scattered places than its section can record
-// (meta.MaxCachedRanges runs) is fetched whole.
+// inode (the first by Rendezvous hashing of the inode over the gateways'
+// names, or the group's self in a gateway process; a remote owner is
+// handed the whole request). Group.Fetch fetches the blocks a reader
+// needs that are not cached, cut into pieces of at most Group.RangeSize
+// dealt round-robin to all gateways (FetchData), which read home in
+// parallel; the owner records each piece, and the reader waits for those
+// blocks only. A block being fetched is fetched once: readers that miss
+// it meanwhile wait for that fetch (flight.go; Regroup keeps this across
+// a change of the live gateways). Then the fileset's prefetch setting
+// runs in the background on the owner: none, the Group.Window after the
+// read (range), or the rest of the file (whole). A file read at more
+// scattered places than its section can record (meta.MaxCachedRanges
+// runs) is fetched whole. Its members (Member) are local Ingesters or
+// gateway processes reached over the network (gateway/gwrpc, where the
+// separate gateway role lives: tessera gateway).
 //
 // Revalidate compares a fileset inode with home once the fileset's
 // validity lag has passed since it was last validated (the Ingester's
@@ -41,12 +46,11 @@
 // revalidate). Single-writer filesets and locally made inodes are not
 // revalidated.
 //
-// Not built yet (issue 14): the separate gateway role process (tessera
-// gateway --meta ADDR: registration, heartbeats, and a mount reaching a
-// gateway over the network; today tessera up --gateways N runs them in
-// the mount's process), refusing local updates in ro filesets, removing names gone at
-// home, and the fileset status counters (bytes cached, hit ratio, ingest
-// rate per gateway: Stats holds the per-gateway counts).
+// Not built yet (issue 14): refusing local updates in ro filesets,
+// removing names gone at home, and the fileset status counters (bytes
+// cached, hit ratio, ingest rate per gateway of tessera up --gateways N:
+// Stats holds the counts; gateway processes report theirs in their
+// heartbeats).
 // See docs/design/2026-11-24-gateway.md and
 // docs/design/2026-11-25-gateway-ranges.md.
 package gateway

@@ -9,18 +9,21 @@ import (
 	"tessera/internal/meta"
 )
 
-// Group is the gateways of one cluster as a mount sees them. Every request
-// goes to the gateway owning the inode: the inode number modulo the
-// gateways. A fetch asks for the blocks a reader needs: the owner cuts the
-// missing ones into pieces of at most RangeSize bytes (whole blocks) and
-// deals them round-robin to every gateway, starting with itself; they read
-// home in parallel and store their pieces, and the owner records each piece
-// in the inode's cached runs. The caller waits only for the blocks it asked
+// Group is the gateways of one cluster as a mount (or the gateway process
+// a mount asked) sees them. Every request goes to the gateway owning the
+// inode (Owner, member.go); a remote owner does the work itself. A fetch
+// asks for the blocks a reader needs: the owner cuts the missing ones into
+// pieces of at most RangeSize bytes (whole blocks) and deals them
+// round-robin to every gateway, starting with itself; they read home in
+// parallel and store their pieces, and the owner records each piece in
+// the inode's cached runs. The caller waits only for the blocks it asked
 // for; what follows is the fileset's prefetch setting, fetched in the
 // background (see Fetch). A block being fetched is fetched once: other
 // readers missing it wait for that fetch.
 type Group struct {
-	gs []*Ingester
+	gs    []Member
+	names []string // what ownership hashes over (member.go)
+	self  int      // the member doing every request's work, or -1
 	// RangeSize is the most bytes one piece of a fetch holds (rounded up
 	// to whole blocks); a larger fetch is split among the gateways.
 	// Default 16 MiB.
@@ -30,6 +33,12 @@ type Group struct {
 	// 16 MiB.
 	Window int64
 
+	st *groupState // shared by the groups Regroup makes of this one
+}
+
+// groupState is what a group's fetches share: the pieces in flight, the
+// files being fetched whole, the background fetches.
+type groupState struct {
 	fl        flights
 	mu        sync.Mutex
 	scattered map[meta.Ino]bool // files being fetched whole (fillWhole)
@@ -40,17 +49,44 @@ type Group struct {
 
 // NewGroup returns the group of gs (at least one).
 func NewGroup(gs ...*Ingester) *Group {
+	ms, names := make([]Member, len(gs)), make([]string, len(gs))
+	for i, x := range gs {
+		ms[i], names[i] = x, fmt.Sprintf("gateway-%d", i)
+	}
+	return NewGroupOf(names, ms, -1)
+}
+
+// newGroup is NewGroupOf without its checks.
+func newGroup(names []string, ms []Member, self int) *Group {
 	ctx, stop := context.WithCancel(context.Background())
-	return &Group{gs: gs, RangeSize: 16 << 20, Window: 16 << 20, bgCtx: ctx, bgStop: stop, scattered: map[meta.Ino]bool{}}
+	return &Group{gs: ms, names: names, self: self, RangeSize: 16 << 20, Window: 16 << 20,
+		st: &groupState{bgCtx: ctx, bgStop: stop, scattered: map[meta.Ino]bool{}}}
+}
+
+// Regroup returns a group of other members (the live gateways changed)
+// with g's settings, sharing g's fetches in flight and in the background,
+// so that a fetch under way is not started again by the new group.
+func (g *Group) Regroup(names []string, ms []Member) *Group {
+	n := NewGroupOf(names, ms, g.self)
+	n.RangeSize, n.Window, n.st = g.RangeSize, g.Window, g.st
+	return n
+}
+
+// Stop stops the background fetches (of every group Regroup made of
+// this one) and waits for them.
+func (g *Group) Stop() {
+	g.st.bgStop()
+	g.st.bg.Wait()
 }
 
 // Close stops the background fetches, waits for them, and closes every
 // gateway's home stores.
 func (g *Group) Close() error {
-	g.bgStop()
-	g.bg.Wait()
+	g.Stop()
 	for _, x := range g.gs {
-		x.Close()
+		if c, ok := x.(interface{ Close() error }); ok {
+			c.Close()
+		}
 	}
 	return nil
 }
@@ -59,7 +95,7 @@ func (g *Group) Close() error {
 // ended, or ctx ends.
 func (g *Group) Idle(ctx context.Context) error {
 	done := make(chan struct{})
-	go func() { g.bg.Wait(); close(done) }()
+	go func() { g.st.bg.Wait(); close(done) }()
 	select {
 	case <-done:
 		return nil
@@ -68,8 +104,12 @@ func (g *Group) Idle(ctx context.Context) error {
 	}
 }
 
-// Owner returns the index of the gateway owning ino.
-func (g *Group) Owner(ino meta.Ino) int { return int(uint64(ino) % uint64(len(g.gs))) }
+// local returns the member doing the work for ino: its owner, which must
+// be an Ingester here (a remote owner is handed the whole request).
+func (g *Group) local(ino meta.Ino) *Ingester {
+	x, _ := g.gs[g.Owner(ino)].(*Ingester)
+	return x
+}
 
 // ListDir asks the owner of dir.
 func (g *Group) ListDir(ctx context.Context, dir meta.Ino) (meta.Inode, error) {
@@ -81,11 +121,14 @@ func (g *Group) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bool,
 	return g.gs[g.Owner(ino)].Revalidate(ctx, ino, force)
 }
 
-// Stats returns each gateway's counts, in order.
+// Stats returns each gateway's counts, in order (zero for a remote one:
+// it reports its own).
 func (g *Group) Stats() []Stats {
 	out := make([]Stats, len(g.gs))
 	for i, x := range g.gs {
-		out[i] = x.Stats()
+		if in, ok := x.(*Ingester); ok {
+			out[i] = in.Stats()
+		}
 	}
 	return out
 }
@@ -107,8 +150,10 @@ func geometry(in meta.Inode, sec *meta.GatewayInfo) (bs int64, nb uint64) {
 // after the range (range), or the rest of the file (whole, split among
 // the gateways as any large fetch). A range past home's size is cut there.
 func (g *Group) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error) {
-	o := g.Owner(ino)
-	owner := g.gs[o]
+	owner := g.local(ino)
+	if owner == nil { // a remote owner splits, records and prefetches itself
+		return g.gs[g.Owner(ino)].Fetch(ctx, ino, off, n)
+	}
 	in, err := owner.meta.GetAttr(ctx, ino)
 	if err != nil {
 		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
@@ -152,7 +197,7 @@ func (g *Group) pieceBlocks(bs int64) uint64 {
 // tried once more by this one (that reader may merely have given up).
 func (g *Group) need(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, first, end uint64, bs int64) error {
 	for attempt := 0; ; attempt++ {
-		mine, theirs := g.fl.claim(ino, meta.MissingRanges(sec.Cached, first, end), g.pieceBlocks(bs))
+		mine, theirs := g.st.fl.claim(ino, meta.MissingRanges(sec.Cached, first, end), g.pieceBlocks(bs))
 		errs := make(chan error, len(mine))
 		for i, p := range mine {
 			go func() { errs <- g.fetchPiece(ctx, ino, sec, p, i, bs, true) }()
@@ -183,7 +228,7 @@ func (g *Group) need(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, f
 		if !retry {
 			return nil
 		}
-		in, err := g.gs[g.Owner(ino)].meta.GetAttr(ctx, ino)
+		in, err := g.local(ino).meta.GetAttr(ctx, ino)
 		if err != nil {
 			return fmt.Errorf("fetch inode %d: %w", ino, err)
 		}
@@ -201,7 +246,7 @@ func (g *Group) need(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, f
 // scattered places to record its runs is fetched whole in the background
 // instead (fillWhole); the piece's blocks are stored all the same.
 func (g *Group) fetchPiece(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, p *piece, i int, bs int64, record bool) (err error) {
-	defer func() { g.fl.finish(ino, p, err) }()
+	defer func() { g.st.fl.finish(ino, p, err) }()
 	o := g.Owner(ino)
 	x := g.gs[(o+i)%len(g.gs)]
 	if err := x.FetchData(ctx, ino, int64(p.first)*bs, int64(p.end-p.first)*bs); err != nil {
@@ -210,7 +255,7 @@ func (g *Group) fetchPiece(ctx context.Context, ino meta.Ino, sec *meta.GatewayI
 	if !record {
 		return nil
 	}
-	_, err = g.gs[o].recordRun(ctx, ino, sec, meta.BlockRange{First: p.first, End: p.end})
+	_, err = g.local(ino).recordRun(ctx, ino, sec, meta.BlockRange{First: p.first, End: p.end})
 	if errors.Is(err, errScattered) {
 		g.fillWhole(ino, sec)
 		return nil
@@ -224,23 +269,23 @@ func (g *Group) fetchPiece(ctx context.Context, ino meta.Ino, sec *meta.GatewayI
 // Blocks other readers are fetching are waited for, not fetched again.
 // One such fill runs per file.
 func (g *Group) fillWhole(ino meta.Ino, sec *meta.GatewayInfo) {
-	g.mu.Lock()
-	if g.scattered[ino] {
-		g.mu.Unlock()
+	g.st.mu.Lock()
+	if g.st.scattered[ino] {
+		g.st.mu.Unlock()
 		return
 	}
-	g.scattered[ino] = true
-	g.mu.Unlock()
-	g.bg.Add(1)
+	g.st.scattered[ino] = true
+	g.st.mu.Unlock()
+	g.st.bg.Add(1)
 	go func() {
-		defer g.bg.Done()
+		defer g.st.bg.Done()
 		defer func() {
-			g.mu.Lock()
-			delete(g.scattered, ino)
-			g.mu.Unlock()
+			g.st.mu.Lock()
+			delete(g.st.scattered, ino)
+			g.st.mu.Unlock()
 		}()
-		ctx := g.bgCtx
-		owner := g.gs[g.Owner(ino)]
+		ctx := g.st.bgCtx
+		owner := g.local(ino)
 		in, err := owner.meta.GetAttr(ctx, ino)
 		if err != nil || in.Gateway == nil || in.Gateway.State == meta.CacheCached {
 			return
@@ -248,7 +293,7 @@ func (g *Group) fillWhole(ino meta.Ino, sec *meta.GatewayInfo) {
 		bs, nb := geometry(in, sec)
 		step := g.pieceBlocks(bs) * uint64(len(g.gs))
 		for pos := uint64(0); pos < nb; pos += step {
-			mine, theirs := g.fl.claim(ino, []meta.BlockRange{{First: pos, End: min(pos+step, nb)}}, g.pieceBlocks(bs))
+			mine, theirs := g.st.fl.claim(ino, []meta.BlockRange{{First: pos, End: min(pos+step, nb)}}, g.pieceBlocks(bs))
 			errs := make(chan error, len(mine))
 			for i, p := range mine {
 				go func() { errs <- g.fetchPiece(ctx, ino, sec, p, i, bs, false) }()
@@ -276,7 +321,7 @@ func (g *Group) fillWhole(ino meta.Ino, sec *meta.GatewayInfo) {
 // prefetch starts what the fileset's prefetch setting adds to a fetch of
 // blocks [first, end): see Fetch.
 func (g *Group) prefetch(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, bs int64, first, end, nb uint64) {
-	f, err := g.gs[g.Owner(ino)].meta.Fileset(ctx, sec.Fileset)
+	f, err := g.local(ino).meta.Fileset(ctx, sec.Fileset)
 	if err != nil {
 		return // no setting to follow: fetch only what was asked
 	}
@@ -297,10 +342,10 @@ func (g *Group) prefetch(ctx context.Context, ino meta.Ino, sec *meta.GatewayInf
 // stops at the first error (home down: the next reader's miss tries
 // again) and when the Group closes.
 func (g *Group) fillBackground(ino meta.Ino, first, end uint64) {
-	g.bg.Add(1)
+	g.st.bg.Add(1)
 	go func() {
-		defer g.bg.Done()
-		ctx := g.bgCtx
+		defer g.st.bg.Done()
+		ctx := g.st.bgCtx
 		sem := make(chan struct{}, len(g.gs))
 		var wg sync.WaitGroup
 		defer wg.Wait()
@@ -318,13 +363,13 @@ func (g *Group) fillBackground(ino meta.Ino, first, end uint64) {
 			if stop {
 				return
 			}
-			in, err := g.gs[g.Owner(ino)].meta.GetAttr(ctx, ino)
+			in, err := g.local(ino).meta.GetAttr(ctx, ino)
 			if err != nil || in.Gateway == nil || in.Gateway.State == meta.CacheCached || !in.IsRegular() {
 				return
 			}
 			sec := in.Gateway
 			bs, nb := geometry(in, sec)
-			p := g.fl.next(ino, meta.MissingRanges(sec.Cached, first, min(end, nb)), g.pieceBlocks(bs))
+			p := g.st.fl.next(ino, meta.MissingRanges(sec.Cached, first, min(end, nb)), g.pieceBlocks(bs))
 			if p == nil {
 				return
 			}
