@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"tessera/internal/meta"
 )
@@ -45,6 +46,10 @@ type groupState struct {
 	bg        sync.WaitGroup
 	bgCtx     context.Context
 	bgStop    context.CancelFunc
+	// turn deals pieces to the gateways in turn, across fetches, so that
+	// the pieces of a sequential reader's misses and prefetches are read
+	// by all of them in parallel.
+	turn atomic.Uint64
 }
 
 // NewGroup returns the group of gs (at least one).
@@ -199,7 +204,8 @@ func (g *Group) need(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, f
 	for attempt := 0; ; attempt++ {
 		mine, theirs := g.st.fl.claim(ino, meta.MissingRanges(sec.Cached, first, end), g.pieceBlocks(bs))
 		errs := make(chan error, len(mine))
-		for i, p := range mine {
+		for _, p := range mine {
+			i := int(g.st.turn.Add(1) - 1)
 			go func() { errs <- g.fetchPiece(ctx, ino, sec, p, i, bs, true) }()
 		}
 		var failed error
@@ -295,7 +301,8 @@ func (g *Group) fillWhole(ino meta.Ino, sec *meta.GatewayInfo) {
 		for pos := uint64(0); pos < nb; pos += step {
 			mine, theirs := g.st.fl.claim(ino, []meta.BlockRange{{First: pos, End: min(pos+step, nb)}}, g.pieceBlocks(bs))
 			errs := make(chan error, len(mine))
-			for i, p := range mine {
+			for _, p := range mine {
+				i := int(g.st.turn.Add(1) - 1)
 				go func() { errs <- g.fetchPiece(ctx, ino, sec, p, i, bs, false) }()
 			}
 			failed := false
@@ -329,19 +336,22 @@ func (g *Group) prefetch(ctx context.Context, ino meta.Ino, sec *meta.GatewayInf
 	case meta.PrefetchRange:
 		w := uint64(max(1, (g.Window+bs-1)/bs))
 		if end < nb {
-			g.fillBackground(ino, end, min(end+w, nb))
+			// The window is shared among the gateways: a piece each.
+			per := (w + uint64(len(g.gs)) - 1) / uint64(len(g.gs))
+			g.fillBackground(ino, end, min(end+w, nb), min(per, g.pieceBlocks(bs)))
 		}
 	case meta.PrefetchWhole:
-		g.fillBackground(ino, 0, nb)
+		g.fillBackground(ino, 0, nb, g.pieceBlocks(bs))
 	}
 }
 
 // fillBackground fetches the missing blocks of [first, end) of ino in the
-// background, a piece at a time on each gateway (pieces dealt round-robin
-// from the owner), skipping blocks that are cached or being fetched. It
+// background, in pieces of at most maxBlocks, one at a time on each
+// gateway (pieces dealt in turn), skipping blocks that are cached or
+// being fetched. It
 // stops at the first error (home down: the next reader's miss tries
 // again) and when the Group closes.
-func (g *Group) fillBackground(ino meta.Ino, first, end uint64) {
+func (g *Group) fillBackground(ino meta.Ino, first, end, maxBlocks uint64) {
 	g.st.bg.Add(1)
 	go func() {
 		defer g.st.bg.Done()
@@ -351,7 +361,7 @@ func (g *Group) fillBackground(ino meta.Ino, first, end uint64) {
 		defer wg.Wait()
 		var mu sync.Mutex
 		var failed bool
-		for i := 0; ; i++ {
+		for {
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
@@ -369,11 +379,12 @@ func (g *Group) fillBackground(ino meta.Ino, first, end uint64) {
 			}
 			sec := in.Gateway
 			bs, nb := geometry(in, sec)
-			p := g.st.fl.next(ino, meta.MissingRanges(sec.Cached, first, min(end, nb)), g.pieceBlocks(bs))
+			p := g.st.fl.next(ino, meta.MissingRanges(sec.Cached, first, min(end, nb)), maxBlocks)
 			if p == nil {
 				return
 			}
 			first = p.end
+			i := int(g.st.turn.Add(1) - 1)
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
