@@ -186,6 +186,23 @@ func (s *Service) HoldOpen(ctx context.Context, ino Ino) (Inode, error) {
 		return Inode{}, fmt.Errorf("open: %w", err)
 	}
 	if in.Nlink == 0 {
+		// An orphan a reap has begun to drop is as good as gone: its
+		// recipe is partly dropped (a crash stopped the reap between
+		// segments), and the reaper will finish it.
+		reaping := false
+		err := s.view(ctx, func(t txn) (err error) {
+			reaping, err = t.beingReaped(ino)
+			return err
+		})
+		if err == nil && reaping {
+			err = fmt.Errorf("inode %d is being deleted: %w", ino, ErrNotFound)
+		}
+		if err != nil {
+			if held {
+				s.leases.unhold(id, ino)
+			}
+			return Inode{}, fmt.Errorf("open: %w", err)
+		}
 		s.leases.orphaned(ino)
 	}
 	return in, nil
