@@ -82,14 +82,17 @@
 //	inode:   1 | flags(1: bit0 HasInline, bit1 a replicas byte follows the
 //	         inline data, bit2 some block was committed composed, bit3 a
 //	         site spec follows the replicas byte, bit4 a gateway section
-//	         follows) |
+//	         follows, bit5 cached runs follow the gateway section) |
 //	         gen 8 | mode 4 | uid 4 | gid 4 | nlink 4 | size 8 | atime 8 |
 //	         mtime 8 | ctime 8 | rdev 4 | change 8 | blocksize 4 |
 //	         parent 8 | policy str | target str | inline bytes (empty
 //	         unless HasInline) | replicas 1 (with bit1) | sites str (with
 //	         bit3, which needs bit1: a canonical per-site spec such as
 //	         "a:1,b:1,c:1", at most MaxSitesLen bytes, whose copies sum to
-//	         replicas) | gateway (with bit4)
+//	         replicas) | gateway (with bit4) | cached runs (with bit5,
+//	         which needs bit4: count 4 (1 to MaxCachedRanges) | (first
+//	         block 8 | end block 8)* sorted, disjoint, not touching; only
+//	         in state partial)
 //	gateway section (an inode of a fileset): fileset root 8 | cache state 1
 //	         (1 placeholder, 2 partial, 3 cached) | last validated 8 |
 //	         home mtime 8 | home ctime 8 | home size 8 | home path str
@@ -163,7 +166,9 @@
 // A fileset (fileset.go, filesetsvc.go, FilesetAPI) is a directory whose
 // subtree caches a remote home store; its inodes carry a gateway section
 // naming the home object they cache, its attributes when last read and
-// how much of it is cached. Gateways fill directories with placeholders
+// how much of it is cached: for a partly cached file, the runs of blocks
+// fetched (GatewayInfo.Cached; blocks outside them have no data in the
+// recipe and must be fetched before they are read). Gateways fill directories with placeholders
 // (IngestDir: a name the directory has already wins, so a local create is
 // never replaced) and record what they fetched with SetGateway, which
 // fails with ErrConflict when the inode changed since the gateway read
