@@ -31,6 +31,13 @@ type Gateway interface {
 // it back from cached to placeholder.
 type ready struct{ m sync.Map }
 
+// dueChecker is implemented by a Gateway that can tell, without asking a
+// gateway, that a cached inode's validity lag has not passed yet (gwrpc's
+// Router: a network round trip saved per open of a cached file).
+type dueChecker interface {
+	Due(ctx context.Context, in *meta.Inode) bool
+}
+
 // needs reports whether in must go to the gateway before it is served.
 func needs(in *meta.Inode) bool {
 	return in.Gateway != nil && in.Gateway.State != meta.CacheCached
@@ -62,6 +69,9 @@ func (fs *FS) fill(ctx context.Context, ino meta.Ino) (*meta.Inode, error) {
 		// same version of home's file as those it holds). Home
 		// unreachable is not an error here: what is cached is served
 		// while home is down (Panache's disconnected mode).
+		if d, ok := fs.opts.Gateway.(dueChecker); ok && !d.Due(ctx, &in) {
+			return &in, nil
+		}
 		changed, err := fs.opts.Gateway.Revalidate(ctx, ino, false)
 		if err != nil {
 			fs.log.Debug("revalidation failed; serving what is cached", "ino", ino, "err", err)
