@@ -30,6 +30,23 @@
 // randomized backoff, up to MaxAttempts times; then Update returns
 // kv.ErrConflict. An Update that only read commits nothing.
 //
+// Group commit (on unless Options.NoBatch, URL parameter batch=0). An
+// Update whose fn has run queues its transaction for a committer that has
+// one Txn in flight at a time; the Updates queued meanwhile go together in
+// the next one (no timer: they gather while the previous Txn travels),
+// oldest first, as many as fit in etcd's limits and are independent of
+// each other: no key written by two of them, none written by one that
+// another read or that lies in a range another scanned. The merged Txn
+// compares every member's reads and applies every member's writes, which
+// is equivalent to running them one after the other (in any order). When
+// its If fails, each member commits alone with its own compares (those
+// that pass commit; a stale one runs fn again); a transport error is every
+// member's "outcome unknown". A queued Update that read what a committed
+// batch wrote, from an older revision, runs fn again without a Txn. An
+// Update whose context ends while it is queued is withdrawn (nothing
+// written); one whose context ends while its Txn is in flight gets
+// "outcome unknown". See docs/design/2026-11-25-etcd-group-commit.md.
+//
 // Limits. etcd refuses a Txn with more than --max-txn-ops compares or
 // operations, or bigger than --max-request-bytes. Update checks both
 // before it sends (Options.MaxTxnOps, Options.MaxRequestBytes, which must

@@ -75,6 +75,10 @@ type Options struct {
 	SessionTTL time.Duration
 	// ScanPage is how many keys one Scan request asks for (default 256).
 	ScanPage int
+	// NoBatch turns group commit off: every Update sends its own Txn.
+	// By default concurrent independent Updates share one Txn (see the
+	// package comment; URL parameter batch=0 turns it off).
+	NoBatch bool
 }
 
 func (o *Options) defaults() {
@@ -118,6 +122,15 @@ type Store struct {
 	// other candidates win at once.
 	mu       sync.Mutex
 	sessions map[*leadership]struct{}
+
+	// gc queues the Updates waiting for a group commit; ctx ends at Close
+	// and bounds the committer's Txns.
+	gc     committer
+	ctx    context.Context
+	cancel context.CancelFunc
+	// hook, when set (tests), sees every commit Txn before it is sent:
+	// the transactions it carries.
+	hook func(batch []*prepared)
 }
 
 // Open connects to the cluster and checks that it answers a linearizable
@@ -144,7 +157,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("etcdkv: connect %v: %w", opts.Endpoints, err)
 	}
 	s := &Store{cli: cli, opts: opts, data: opts.Prefix + "k/", sessions: make(map[*leadership]struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if _, err := cli.Get(ctx, s.data, clientv3.WithCountOnly(), clientv3.WithLimit(1)); err != nil {
+		s.cancel()
 		cli.Close()
 		return nil, fmt.Errorf("etcdkv: connect %v: %w", opts.Endpoints, err)
 	}
@@ -185,6 +200,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.cancel()
 	s.mu.Lock()
 	ls := make([]*leadership, 0, len(s.sessions))
 	for l := range s.sessions {

@@ -13,25 +13,27 @@ import (
 
 // Target is where a Store lives, as an etcd:// URL names it:
 //
-//	etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION]
+//	etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION&batch=0]
 //
 // Without ca, cert and key the members are spoken to in plain HTTP; with
 // them over TLS (ca: the CA that signed the members' certificates; cert
 // and key: this client's certificate, for members that require one).
 // majority-wait is Options.MajorityWait: how long a write waits for a
 // majority of the members before it fails (a site cut off from the others
-// answers its writes with ErrNoMajority after it).
+// answers its writes with ErrNoMajority after it). batch=0 turns group
+// commit off (Options.NoBatch); batch=1, the default, leaves it on.
 type Target struct {
 	Endpoints    []string
 	Prefix       string
 	CA           string
 	Cert, Key    string
 	MajorityWait time.Duration // 0: Options' default
+	NoBatch      bool          // batch=0
 }
 
 // ParseURL parses an etcd:// URL; the error says what was wrong.
 func ParseURL(s string) (Target, error) {
-	const want = "want etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION]"
+	const want = "want etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION&batch=0]"
 	rest, ok := strings.CutPrefix(s, "etcd://")
 	if !ok {
 		return Target{}, fmt.Errorf("etcd URL %q: not etcd:// (%s)", s, want)
@@ -54,7 +56,7 @@ func ParseURL(s string) (Target, error) {
 	}
 	for k := range q {
 		switch k {
-		case "ca", "cert", "key", "majority-wait":
+		case "ca", "cert", "key", "majority-wait", "batch":
 		default:
 			return Target{}, fmt.Errorf("etcd URL %q: unknown parameter %q (%s)", s, k, want)
 		}
@@ -66,6 +68,13 @@ func ParseURL(s string) (Target, error) {
 			return Target{}, fmt.Errorf("etcd URL %q: majority-wait %q is no positive duration such as 10s (%s)", s, w, want)
 		}
 		t.MajorityWait = d
+	}
+	switch b := q.Get("batch"); b {
+	case "", "1":
+	case "0":
+		t.NoBatch = true
+	default:
+		return Target{}, fmt.Errorf("etcd URL %q: batch %q is neither 0 (group commit off) nor 1 (on) (%s)", s, b, want)
 	}
 	if (t.Cert == "") != (t.Key == "") {
 		return Target{}, fmt.Errorf("etcd URL %q: cert and key go together (%s)", s, want)
@@ -79,7 +88,7 @@ func ParseURL(s string) (Target, error) {
 // Options returns the Options of t: endpoints with their scheme, the
 // prefix, and the TLS configuration read from t's files.
 func (t Target) Options() (Options, error) {
-	o := Options{Prefix: t.Prefix, MajorityWait: t.MajorityWait}
+	o := Options{Prefix: t.Prefix, MajorityWait: t.MajorityWait, NoBatch: t.NoBatch}
 	scheme := "http://"
 	if t.CA != "" {
 		scheme = "https://"
