@@ -43,6 +43,9 @@ type SitesOptions struct {
 	// store as if its members were close together); the default makes
 	// their peer traffic pay the WAN (etcdPeerLatency).
 	EtcdNoWAN bool
+	// EtcdURLQuery is appended to every meta's etcd:// URL after a "?"
+	// (e.g. "batch=0": etcdkv's URL parameters).
+	EtcdURLQuery string
 }
 
 // Figure6RTT is the rNFS Figure 6 matrix of three sites.
@@ -184,7 +187,7 @@ func startSites(opts SitesOptions) (*Sites, error) {
 		}
 		d := s.daemon(i, "meta "+site, MetaReadyPrefix, slices.Concat(
 			[]string{"meta", "--listen", metaAddr[i], "--site", site, "--cluster", "sites",
-				"--meta-db", "etcd://" + s.etcd[i].clientAddr + "/tessera"},
+				"--meta-db", "etcd://" + s.etcd[i].clientAddr + "/tessera" + query(opts.EtcdURLQuery)},
 			s.pki.Args("meta-"+site), opts.MetaArgs))
 		d.want = func(f map[string]string) error {
 			if f["listen"] != metaAddr[i] {
@@ -397,3 +400,14 @@ func (s *Sites) Close() error {
 	errs = append(errs, s.mesh.Close())
 	return errors.Join(errs...)
 }
+
+func query(q string) string {
+	if q == "" {
+		return ""
+	}
+	return "?" + q
+}
+
+// EtcdClientURL is site i's etcd member's client URL (plain HTTP on
+// loopback; its /metrics too).
+func (s *Sites) EtcdClientURL(i int) string { return "http://" + s.etcd[i].clientAddr }
