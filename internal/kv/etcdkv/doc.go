@@ -72,8 +72,9 @@
 // "unknown outcome", as with any remote store.
 //
 // Watch follows etcd's watch of the prefix, split into one batch per
-// revision (one Update is one revision). It starts after the revision
-// current when Watch is called (or after from), requires a leader (a
+// revision (one Txn is one revision: an Update, or several independent
+// ones committed together). It starts after the revision current when
+// Watch is called (or after from), requires a leader (a
 // member cut off from the majority ends the watch rather than falling
 // silent), and closes its channel when the watch is cancelled, the
 // revision asked for is compacted, or the client closes: the caller then
