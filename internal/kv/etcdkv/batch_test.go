@@ -441,3 +441,58 @@ func TestGroupCommitBank(t *testing.T) {
 	}
 	t.Logf("%d commit Txns, %d of them carried several Updates", txns.Load(), merged.Load())
 }
+
+// TestGroupCommitWithdrawn: an Update whose context ends while it waits in
+// the queue returns the context's error and writes nothing.
+func TestGroupCommitWithdrawn(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := open(t, c, etcdkv.Options{})
+	p := newPlug(s)
+	waitPlug := p.start(t, s)
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		errc <- s.Update(ctx, func(tx kv.Txn) error { return tx.Put([]byte("w"), []byte("1")) })
+	}()
+	waitQueued(t, s, 1)
+	cancel()
+	err := <-errc
+	if !errors.Is(err, context.Canceled) || errors.Is(err, etcdkv.ErrNoMajority) {
+		t.Errorf("Update cancelled in the queue: %v; want context.Canceled", err)
+	}
+	p.open()
+	waitPlug()
+	if got := get(t, s, "w"); got != "" {
+		t.Errorf("w = %q after its Update was withdrawn, want absent", got)
+	}
+	if n := len(p.txns()); n != 1 {
+		t.Errorf("%d Txns sent, want only the held one", n)
+	}
+}
+
+// TestNoBatch: with group commit off (batch=0), every Update is a Txn of
+// its own.
+func TestNoBatch(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	s := open(t, c, etcdkv.Options{NoBatch: true})
+	var txns atomic.Int32
+	etcdkv.SetCommitHook(s, func(b [][]string) {
+		if len(b) != 1 {
+			t.Errorf("a Txn of %d Updates with batching off", len(b))
+		}
+		txns.Add(1)
+	})
+	const n = 10
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if err := s.Update(context.Background(), func(tx kv.Txn) error { return tx.Put(fmt.Appendf(nil, "k%d", i), []byte("v")) }); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := txns.Load(); got != n {
+		t.Errorf("%d Updates sent %d Txns with batching off, want %d", n, got, n)
+	}
+}
