@@ -34,8 +34,8 @@ summary() {
       printf "%5s  %-28s %-38s %s\n", s, (w2>0 ? sprintf("%.2f (target <= 1.2)", w3/w2) : "nan"),
         (lr!="nan" ? sprintf("%.2f (target <= 1.2)", sr/(lr+0.060)) : "nan"), (pc>0 ? sprintf("%.2f (target >= 0.9)", pl/pc) : "nan") } }' "$1" | sort -n
   echo
-  printf "%-6s %-5s %-5s %7s %-6s %9s %8s %s\n" "etcd" batch dirs workers site creates/s seconds "etcd proposals/create"
-  cat "$@" | awk -F'\t' '$1=="creates" && NF>=9 { printf "%-6s %-5s %-5s %7s %-6s %9s %8s %s\n", $2, $3, $5, $6, $4, $8, $7, $9 }
+  printf "%-6s %-5s %-5s %7s %-6s %9s %8s %-21s %s\n" "etcd" batch dirs workers site creates/s seconds "etcd proposals/create" "etcd leader"
+  cat "$@" | awk -F'\t' '$1=="creates" && NF>=9 { printf "%-6s %-5s %-5s %7s %-6s %9s %8s %-21s %s\n", $2, $3, $5, $6, $4, $8, $7, $9, $10 }
     $1=="error" { print "error: " $2 " " $3 " " $4 }'
 }
 while [ $# -gt 0 ]; do

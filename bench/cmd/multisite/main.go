@@ -27,11 +27,13 @@
 // per measurement,
 //
 //	kind layout size_mib run seconds [wan_bytes]
-//	creates site dirs workers seconds creates/s etcd_proposals/create
+//	creates site dirs workers seconds creates/s etcd_proposals/create etcd_leader_site
 //
 // etcd_proposals/create is the growth of the site's etcd member's
 // etcd_server_proposals_committed_total (Raft entries committed: one per
-// write Txn, several Updates in one when etcdkv batches them) per create.
+// write Txn, several Updates in one when etcdkv batches them) per create,
+// less the idle cluster's own rate (heartbeats, sessions) measured over
+// 10 s before the phase.
 package main
 
 import (
@@ -267,7 +269,12 @@ func runCreates(s *cluster.Sites, n, threads int, each bool) {
 		}
 		var wg sync.WaitGroup
 		errs := make(chan error, threads)
+		// The cluster writes on its own too (heartbeats, sessions): its
+		// rate over an idle interval is taken off the phase's growth.
+		b0, idle := proposals(s.EtcdClientURL(site)), time.Now()
+		time.Sleep(idleSample)
 		p0 := proposals(s.EtcdClientURL(site))
+		bgRate := float64(p0-b0) / time.Since(idle).Seconds()
 		start := time.Now()
 		for w := range threads {
 			wg.Go(func() {
@@ -291,16 +298,32 @@ func runCreates(s *cluster.Sites, n, threads int, each bool) {
 		}
 		total := n / threads * threads
 		perCreate := math.NaN()
-		if p1 := proposals(s.EtcdClientURL(site)); p0 >= 0 && p1 >= 0 {
-			perCreate = float64(p1-p0) / float64(total)
+		if p1 := proposals(s.EtcdClientURL(site)); b0 >= 0 && p0 >= 0 && p1 >= 0 {
+			perCreate = (float64(p1-p0) - bgRate*sec) / float64(total)
 		}
-		fmt.Printf("creates\t%s\t%s\t%d\t%.3f\t%.1f\t%.2f\n", s.Names()[site], dirs, threads, sec, float64(total)/sec, perCreate)
+		leader := "?"
+		for i, name := range s.Names() {
+			if metric(s.EtcdClientURL(i), "etcd_server_is_leader") == 1 {
+				leader = name
+			}
+		}
+		fmt.Printf("creates\t%s\t%s\t%d\t%.3f\t%.1f\t%.2f\t%s\n", s.Names()[site], dirs, threads, sec, float64(total)/sec, perCreate, leader)
 	}
 }
+
+// idleSample is how long runCreates watches the idle cluster's own etcd
+// writes before a phase.
+const idleSample = 10 * time.Second
 
 // proposals reads etcd_server_proposals_committed_total from a member's
 // /metrics; -1 when it cannot.
 func proposals(clientURL string) int64 {
+	return metric(clientURL, "etcd_server_proposals_committed_total")
+}
+
+// metric reads one unlabelled series from a member's /metrics; -1 when it
+// cannot.
+func metric(clientURL, name string) int64 {
 	resp, err := http.Get(clientURL + "/metrics")
 	if err != nil {
 		return -1
@@ -309,7 +332,7 @@ func proposals(clientURL string) int64 {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<16), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "etcd_server_proposals_committed_total "); ok {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
 			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if err != nil {
 				return -1
