@@ -5,19 +5,20 @@
 # synchronized read of it at another site, per replication layout; then creates/s per site
 # with etcd's members at each of --etcd-delays (none: no delay between them; full: the Figure 6
 # RTTs; tenth: a tenth of them), group commit on and off (--batch), in one directory per site
-# and one per worker (--create-dirs). The Go driver is bench/cmd/multisite. See bench/README.md.
+# and one per worker (--create-dirs), Updates reading at the leader or the local member
+# (--update-reads: etcdkv's update-reads=local). The Go driver is bench/cmd/multisite. See bench/README.md.
 #
 #   bench/multisite.sh [--sizes 1,4,16,64] [--runs 3] [--creates 400] [--create-workers 4]
 #        [--create-dirs one|each|both] [--batch on|off|both] [--etcd-delays none,full,tenth]
-#        [--creates-only] [--quick]
+#        [--update-reads leader|local|both] [--creates-only] [--quick]
 #   bench/multisite.sh --summary bench/out/multisite-TS/io.tsv
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
-SIZES=1,4,16,64 RUNS=3 CREATES=400 WORKERS=4 DIRS=both BATCH=both DELAYS=none,full,tenth CREATES_ONLY=0
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+SIZES=1,4,16,64 RUNS=3 CREATES=400 WORKERS=4 DIRS=both BATCH=both DELAYS=none,full,tenth CREATES_ONLY=0 READS=leader
+usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 # summary IO.TSV: median (min..max) seconds per kind, layout and size, and the issue's three ratios.
 summary() {
   local med='function med(s,  a,n,i,j,t) { n=split(s,a," "); if (!n) return "nan"
@@ -34,8 +35,8 @@ summary() {
       printf "%5s  %-28s %-38s %s\n", s, (w2>0 ? sprintf("%.2f (target <= 1.2)", w3/w2) : "nan"),
         (lr!="nan" ? sprintf("%.2f (target <= 1.2)", sr/(lr+0.060)) : "nan"), (pc>0 ? sprintf("%.2f (target >= 0.9)", pl/pc) : "nan") } }' "$1" | sort -n
   echo
-  printf "%-6s %-5s %-5s %7s %-6s %9s %8s %-21s %s\n" "etcd" batch dirs workers site creates/s seconds "etcd proposals/create" "etcd leader"
-  cat "$@" | awk -F'\t' '$1=="creates" && NF>=9 { printf "%-6s %-5s %-5s %7s %-6s %9s %8s %-21s %s\n", $2, $3, $5, $6, $4, $8, $7, $9, $10 }
+  printf "%-6s %-8s %-5s %7s %-6s %9s %8s %-21s %s\n" "etcd" batch dirs workers site creates/s seconds "etcd proposals/create" "etcd leader"
+  cat "$@" | awk -F'\t' '$1=="creates" && NF>=9 { printf "%-6s %-8s %-5s %7s %-6s %9s %8s %-21s %s\n", $2, $3, $5, $6, $4, $8, $7, $9, $10 }
     $1=="error" { print "error: " $2 " " $3 " " $4 }'
 }
 while [ $# -gt 0 ]; do
@@ -47,6 +48,7 @@ while [ $# -gt 0 ]; do
     --create-dirs) DIRS=$2; shift 2 ;;
     --batch) BATCH=$2; shift 2 ;;
     --etcd-delays) DELAYS=$2; shift 2 ;;
+    --update-reads) READS=$2; shift 2 ;;
     --creates-only) CREATES_ONLY=1; shift ;;
     --quick) SIZES=1,4; RUNS=1; CREATES=80; shift ;;
     --summary) shift; summary "$@"; exit ;;
@@ -57,6 +59,7 @@ done
 [[ $WORKERS =~ ^[1-9][0-9]*$ ]] || die "--create-workers $WORKERS: want a positive number"
 case $DIRS in one|each|both) ;; *) die "--create-dirs $DIRS: want one, each or both" ;; esac
 case $BATCH in on) BATCHES=on ;; off) BATCHES=off ;; both) BATCHES="on off" ;; *) die "--batch $BATCH: want on, off or both" ;; esac
+case $READS in leader|local) READSET=$READS ;; both) READSET="leader local" ;; *) die "--update-reads $READS: want leader, local or both" ;; esac
 for d in ${DELAYS//,/ }; do case $d in none|full|tenth) ;; *) die "--etcd-delays: $d is none of none, full, tenth" ;; esac; done
 [ "$(id -u)" = 0 ] || die "run as root (FUSE mounts)"
 command -v etcd >/dev/null || need_root_apt etcd etcd-server
@@ -70,19 +73,23 @@ if [ "$CREATES_ONLY" = 0 ]; then
   log "figures 7 and 8: sizes $SIZES MiB, $RUNS runs; etcd members without WAN delay (see the results file)"
   "$D" -bin "$OUT/bin/tessera" -sizes "$SIZES" -runs "$RUNS" -creates 0 | tee -a "$OUT/io.tsv"
 fi
-# creates DELAY BATCH: the create phase on a fresh cluster, its rows tagged with both.
+# creates DELAY BATCH READS: the create phase on a fresh cluster, its rows tagged with the three.
 creates() {
-  local delay=$1 batch=$2 args=(-skip-io -creates "$CREATES" -threads "$WORKERS" -create-dirs "$DIRS")
+  local delay=$1 batch=$2 reads=$3 q=() args=(-skip-io -creates "$CREATES" -threads "$WORKERS" -create-dirs "$DIRS")
   case $delay in full) args+=(-etcd-wan) ;; tenth) args+=(-etcd-wan -rtt-div 10) ;; esac
-  [ "$batch" = off ] && args+=(-etcd-query batch=0)
-  log "creates: etcd members at delay $delay, group commit $batch, $WORKERS workers per site, dirs $DIRS (load $(cut -d' ' -f1-3 /proc/loadavg))"
+  [ "$batch" = off ] && q+=(batch=0)
+  [ "$reads" = local ] && q+=(update-reads=local)
+  [ ${#q[@]} -gt 0 ] && args+=(-etcd-query "$(IFS='&'; echo "${q[*]}")")
+  log "creates: etcd members at delay $delay, group commit $batch, update reads $reads, $WORKERS workers per site, dirs $DIRS (load $(cut -d' ' -f1-3 /proc/loadavg))"
   "$D" -bin "$OUT/bin/tessera" "${args[@]}" |
-    awk -v d="$delay" -v b="$batch" 'BEGIN { OFS="\t" } $1=="creates" || $1=="error" { $1=$1 "\t" d "\t" b } { print }' |
-    tee "$OUT/creates-$delay-$batch.tsv"
+    awk -v d="$delay" -v b="$batch" -v r="$reads" 'BEGIN { OFS="\t" } $1=="creates" || $1=="error" { $1=$1 "\t" d "\t" b (r=="local" ? "+local" : "") } { print }' |
+    tee "$OUT/creates-$delay-$batch-$reads.tsv"
 }
 if [ "$CREATES" -gt 0 ]; then
   for delay in ${DELAYS//,/ }; do
-    for b in $BATCHES; do creates "$delay" "$b"; done
+    for b in $BATCHES; do
+      for r in $READSET; do creates "$delay" "$b" "$r"; done
+    done
   done
 fi
 summary "$OUT/io.tsv" "$OUT"/creates-*.tsv 2>/dev/null | tee "$OUT/summary.txt"

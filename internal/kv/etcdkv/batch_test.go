@@ -314,8 +314,18 @@ func TestGroupCommitStaleMember(t *testing.T) {
 // no lost update, no write skew, no phantom.
 func TestGroupCommitBank(t *testing.T) {
 	c := etcdtest.Start(t, 1)
+	bank(t, open(t, c, etcdkv.Options{}))
+}
+
+// TestLocalUpdateReadsBank: the same with Updates reading their snapshot
+// from the member the client talks to, on three members.
+func TestLocalUpdateReadsBank(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	bank(t, open(t, c, etcdkv.Options{LocalUpdateReads: true}))
+}
+
+func bank(t *testing.T, s *etcdkv.Store) {
 	ctx := context.Background()
-	s := open(t, c, etcdkv.Options{})
 	var merged, txns atomic.Int32
 	etcdkv.SetCommitHook(s, func(b [][]string) {
 		txns.Add(1)
@@ -494,5 +504,44 @@ func TestNoBatch(t *testing.T) {
 	wg.Wait()
 	if got := txns.Load(); got != n {
 		t.Errorf("%d Updates sent %d Txns with batching off, want %d", n, got, n)
+	}
+}
+
+// TestLocalUpdateReadsChecked: with update-reads=local, an Update whose fn
+// failed, or that only read, returns only once what it read is checked
+// current; when it changed (here under fn's feet, as a lagging member
+// would show), fn runs again on the latest snapshot.
+func TestLocalUpdateReadsChecked(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	s := open(t, c, etcdkv.Options{LocalUpdateReads: true})
+	other := open(t, c, etcdkv.Options{Prefix: "/" + t.Name(), NoBatch: true})
+	set := func(v string) {
+		if err := other.Update(ctx, func(tx kv.Txn) error { return tx.Put([]byte("k"), []byte(v)) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, failing := range []bool{true, false} {
+		set("a")
+		runs := 0
+		var saw string
+		err := s.Update(ctx, func(tx kv.Txn) error {
+			runs++
+			v, _, err := tx.Get([]byte("k"))
+			if err != nil {
+				return err
+			}
+			saw = string(v)
+			if runs == 1 {
+				set("b") // what fn read is stale from now on
+			}
+			if failing && saw == "a" {
+				return errors.New("fn failed on k = a")
+			}
+			return nil
+		})
+		if err != nil || runs != 2 || saw != "b" {
+			t.Errorf("failing fn %v: Update = %v after %d runs, last saw %q; want nil after 2 runs, b", failing, err, runs, saw)
+		}
 	}
 }

@@ -79,6 +79,13 @@ type Options struct {
 	// By default concurrent independent Updates share one Txn (see the
 	// package comment; URL parameter batch=0 turns it off).
 	NoBatch bool
+	// LocalUpdateReads lets an Update read its snapshot from the member
+	// the client talks to (no quorum round trip before fn runs): the
+	// commit's compares fail if anything it read changed since, and an
+	// Update that only read, or whose fn failed, checks its reads with a
+	// Txn of compares (a linearizable read) before it returns. Off by
+	// default; URL parameter update-reads=local.
+	LocalUpdateReads bool
 }
 
 func (o *Options) defaults() {

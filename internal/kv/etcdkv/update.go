@@ -29,15 +29,29 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			s: s, ctx: clientv3.WithRequireLeader(ctx), writable: true,
 			buf:   btree.NewG(8, writeLess),
 			reads: make(map[string]read),
+			// After a conflict the snapshot is the latest: the local
+			// member lagged, or the key is hot.
+			local: s.opts.LocalUpdateReads && attempt == 1,
 		}
 		err := fn(t)
 		t.finish()
 		ok := false
-		if err == nil {
-			if s.opts.NoBatch {
-				ok, err = s.commit(t.ctx, t)
-			} else {
-				ok, err = s.commitGrouped(t.ctx, t)
+		switch {
+		case err == nil && t.local && t.buf.Len() == 0:
+			// Read only, from the local member: current only if its
+			// compares pass now.
+			ok, err = s.validate(t.ctx, t)
+		case err == nil && s.opts.NoBatch:
+			ok, err = s.commit(t.ctx, t)
+		case err == nil:
+			ok, err = s.commitGrouped(t.ctx, t)
+		case t.local && t.readErr == nil:
+			// fn failed on what it read from the local member: the
+			// failure stands only if that is current; else fn runs
+			// again on the latest snapshot.
+			valid, verr := s.validate(t.ctx, t)
+			if verr != nil || !valid {
+				err = verr
 			}
 		}
 		// A commit refused for want of a leader was not proposed, and a
@@ -118,10 +132,8 @@ type prepared struct {
 // around keys and values, generously.
 const reqOverhead, itemOverhead = 64, 32
 
-// prepare builds t's compares and operations and checks them against
-// etcd's limits: ErrTooLarge, naming the limit, when one is exceeded.
-func (s *Store) prepare(t *txn) (*prepared, error) {
-	p := &prepared{rev: t.rev}
+// compares adds to p one compare per key t read and per range it scanned.
+func (s *Store) compares(t *txn, p *prepared) {
 	for k, r := range t.reads {
 		key := s.data + k
 		p.cmps = append(p.cmps, clientv3.Compare(clientv3.ModRevision(key), "=", r.modRev))
@@ -141,6 +153,31 @@ func (s *Store) prepare(t *txn) (*prepared, error) {
 		p.bytes += len(start) + len(end) + itemOverhead
 		p.ranges = append(p.ranges, sp)
 	}
+}
+
+// validate reports whether what t read is still current: a Txn of its
+// compares alone, which etcd answers as a linearizable read.
+func (s *Store) validate(ctx context.Context, t *txn) (bool, error) {
+	if t.rev == 0 {
+		return true, nil // nothing was read from etcd
+	}
+	p := &prepared{rev: t.rev}
+	s.compares(t, p)
+	if len(p.cmps) > s.opts.MaxTxnOps {
+		return false, fmt.Errorf("etcdkv: update of %d reads: more than etcd's --max-txn-ops %d: %w", len(p.cmps), s.opts.MaxTxnOps, ErrTooLarge)
+	}
+	resp, err := s.cli.Txn(ctx).If(p.cmps...).Commit()
+	if err != nil {
+		return false, fmt.Errorf("etcdkv: update: checking reads of the local member: %w", err)
+	}
+	return resp.Succeeded, nil
+}
+
+// prepare builds t's compares and operations and checks them against
+// etcd's limits: ErrTooLarge, naming the limit, when one is exceeded.
+func (s *Store) prepare(t *txn) (*prepared, error) {
+	p := &prepared{rev: t.rev}
+	s.compares(t, p)
 	t.buf.Ascend(func(w write) bool {
 		key := s.data + string(w.key)
 		if w.deleted {

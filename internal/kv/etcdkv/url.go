@@ -13,7 +13,7 @@ import (
 
 // Target is where a Store lives, as an etcd:// URL names it:
 //
-//	etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION&batch=0]
+//	etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION&batch=0&update-reads=local]
 //
 // Without ca, cert and key the members are spoken to in plain HTTP; with
 // them over TLS (ca: the CA that signed the members' certificates; cert
@@ -22,6 +22,8 @@ import (
 // majority of the members before it fails (a site cut off from the others
 // answers its writes with ErrNoMajority after it). batch=0 turns group
 // commit off (Options.NoBatch); batch=1, the default, leaves it on.
+// update-reads=local is Options.LocalUpdateReads (leader, the default:
+// an Update's first read is linearizable).
 type Target struct {
 	Endpoints    []string
 	Prefix       string
@@ -29,11 +31,12 @@ type Target struct {
 	Cert, Key    string
 	MajorityWait time.Duration // 0: Options' default
 	NoBatch      bool          // batch=0
+	LocalReads   bool          // update-reads=local
 }
 
 // ParseURL parses an etcd:// URL; the error says what was wrong.
 func ParseURL(s string) (Target, error) {
-	const want = "want etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION&batch=0]"
+	const want = "want etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION&batch=0&update-reads=local]"
 	rest, ok := strings.CutPrefix(s, "etcd://")
 	if !ok {
 		return Target{}, fmt.Errorf("etcd URL %q: not etcd:// (%s)", s, want)
@@ -56,7 +59,7 @@ func ParseURL(s string) (Target, error) {
 	}
 	for k := range q {
 		switch k {
-		case "ca", "cert", "key", "majority-wait", "batch":
+		case "ca", "cert", "key", "majority-wait", "batch", "update-reads":
 		default:
 			return Target{}, fmt.Errorf("etcd URL %q: unknown parameter %q (%s)", s, k, want)
 		}
@@ -76,6 +79,13 @@ func ParseURL(s string) (Target, error) {
 	default:
 		return Target{}, fmt.Errorf("etcd URL %q: batch %q is neither 0 (group commit off) nor 1 (on) (%s)", s, b, want)
 	}
+	switch r := q.Get("update-reads"); r {
+	case "", "leader":
+	case "local":
+		t.LocalReads = true
+	default:
+		return Target{}, fmt.Errorf("etcd URL %q: update-reads %q is neither leader nor local (%s)", s, r, want)
+	}
 	if (t.Cert == "") != (t.Key == "") {
 		return Target{}, fmt.Errorf("etcd URL %q: cert and key go together (%s)", s, want)
 	}
@@ -88,7 +98,7 @@ func ParseURL(s string) (Target, error) {
 // Options returns the Options of t: endpoints with their scheme, the
 // prefix, and the TLS configuration read from t's files.
 func (t Target) Options() (Options, error) {
-	o := Options{Prefix: t.Prefix, MajorityWait: t.MajorityWait, NoBatch: t.NoBatch}
+	o := Options{Prefix: t.Prefix, MajorityWait: t.MajorityWait, NoBatch: t.NoBatch, LocalUpdateReads: t.LocalReads}
 	scheme := "http://"
 	if t.CA != "" {
 		scheme = "https://"

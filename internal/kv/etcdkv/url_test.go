@@ -23,6 +23,11 @@ func TestParseURL(t *testing.T) {
 	} else if o, err := got.Options(); err != nil || !o.NoBatch {
 		t.Fatalf("batch=0: Options %+v, %v", o, err)
 	}
+	if got, err := ParseURL("etcd://h:1/p?update-reads=local"); err != nil || !got.LocalReads {
+		t.Fatalf("update-reads=local: %+v, %v", got, err)
+	} else if o, err := got.Options(); err != nil || !o.LocalUpdateReads {
+		t.Fatalf("update-reads=local: Options %+v, %v", o, err)
+	}
 	if got, err := ParseURL("etcd://h:1/p?batch=1"); err != nil || got.NoBatch {
 		t.Fatalf("batch=1: %+v, %v", got, err)
 	}
@@ -38,6 +43,7 @@ func TestParseURL(t *testing.T) {
 		{"etcd://h:1/p?cert=a&key=b", "needs ca"},
 		{"etcd://h:1/p?majority-wait=soon", `majority-wait "soon" is no positive duration`},
 		{"etcd://h:1/p?batch=no", `batch "no" is neither 0`},
+		{"etcd://h:1/p?update-reads=any", `update-reads "any" is neither leader nor local`},
 		{"etcd://h:1/p?majority-wait=-1s", `majority-wait "-1s" is no positive duration`},
 	} {
 		_, err := ParseURL(c.in)
