@@ -18,7 +18,7 @@
 // snapshot's revision instead of asking for it in one reply.
 //
 // Updates are optimistic. Reads go to etcd as in a View (linearizable,
-// always) and are recorded: each key read with the ModRevision it had (0
+// unless Options.LocalUpdateReads, below) and are recorded: each key read with the ModRevision it had (0
 // when absent), each scanned range with the extent actually scanned.
 // Writes are buffered, and Get and Scan merge the buffer over the
 // snapshot, so a transaction reads its own writes. At commit the buffer is
@@ -29,6 +29,14 @@
 // When the If fails, fn runs again from a fresh snapshot, after a short
 // randomized backoff, up to MaxAttempts times; then Update returns
 // kv.ErrConflict. An Update that only read commits nothing.
+//
+// With Options.LocalUpdateReads (URL parameter update-reads=local) an
+// Update's first read is answered by the member alone, saving the quorum
+// round trip before fn runs: a snapshot that lags is caught by the
+// commit's compares like any conflict. An Update that only read, or whose
+// fn failed, has nothing that compares at commit: it sends its compares
+// alone (a read-only Txn, which etcd answers linearizably) and, when they
+// fail, runs fn again. After a conflict fn reads at the leader.
 //
 // Group commit (on unless Options.NoBatch, URL parameter batch=0). An
 // Update whose fn has run queues its transaction for a committer that has
