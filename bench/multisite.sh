@@ -4,12 +4,13 @@
 # the Figure 6 RTTs, A-B 60 ms, A-C 60 ms, B-C 120 ms), overwrite+fsync of 1-64 MiB and a
 # synchronized read of it at another site, per replication layout; then creates/s per site
 # with etcd's members at each of --etcd-delays (none: no delay between them; full: the Figure 6
-# RTTs; tenth: a tenth of them), group commit on and off (--batch), in one directory per site
+# RTTs; tenth: a tenth of them), group commit on and off (--batch: on, off, or N Txns in flight,
+# a list), in one directory per site
 # and one per worker (--create-dirs), Updates reading at the leader or the local member
 # (--update-reads: etcdkv's update-reads=local). The Go driver is bench/cmd/multisite. See bench/README.md.
 #
 #   bench/multisite.sh [--sizes 1,4,16,64] [--runs 3] [--creates 400] [--create-workers 4]
-#        [--create-dirs one|each|both] [--batch on|off|both] [--etcd-delays none,full,tenth]
+#        [--create-dirs one|each|both] [--batch on,off,N] [--etcd-delays none,full,tenth]
 #        [--update-reads leader|local|both] [--creates-only] [--quick]
 #   bench/multisite.sh --summary bench/out/multisite-TS/io.tsv
 set -uo pipefail
@@ -17,7 +18,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
-SIZES=1,4,16,64 RUNS=3 CREATES=400 WORKERS=4 DIRS=both BATCH=both DELAYS=none,full,tenth CREATES_ONLY=0 READS=leader
+SIZES=1,4,16,64 RUNS=3 CREATES=400 WORKERS=4 DIRS=both BATCH=on,off DELAYS=none,full,tenth CREATES_ONLY=0 READS=leader
 usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 # summary IO.TSV: median (min..max) seconds per kind, layout and size, and the issue's three ratios.
 summary() {
@@ -58,7 +59,9 @@ while [ $# -gt 0 ]; do
 done
 [[ $WORKERS =~ ^[1-9][0-9]*$ ]] || die "--create-workers $WORKERS: want a positive number"
 case $DIRS in one|each|both) ;; *) die "--create-dirs $DIRS: want one, each or both" ;; esac
-case $BATCH in on) BATCHES=on ;; off) BATCHES=off ;; both) BATCHES="on off" ;; *) die "--batch $BATCH: want on, off or both" ;; esac
+[ "$BATCH" = both ] && BATCH=on,off
+BATCHES=${BATCH//,/ }
+for b in $BATCHES; do [[ $b =~ ^(on|off|[1-9][0-9]*)$ ]] || die "--batch: $b is none of on, off, a number of Txns in flight"; done
 case $READS in leader|local) READSET=$READS ;; both) READSET="leader local" ;; *) die "--update-reads $READS: want leader, local or both" ;; esac
 for d in ${DELAYS//,/ }; do case $d in none|full|tenth) ;; *) die "--etcd-delays: $d is none of none, full, tenth" ;; esac; done
 [ "$(id -u)" = 0 ] || die "run as root (FUSE mounts)"
@@ -77,7 +80,7 @@ fi
 creates() {
   local delay=$1 batch=$2 reads=$3 q=() args=(-skip-io -creates "$CREATES" -threads "$WORKERS" -create-dirs "$DIRS")
   case $delay in full) args+=(-etcd-wan) ;; tenth) args+=(-etcd-wan -rtt-div 10) ;; esac
-  [ "$batch" = off ] && q+=(batch=0)
+  case $batch in off) q+=(batch=0) ;; on) ;; *) q+=("batch=$batch") ;; esac
   [ "$reads" = local ] && q+=(update-reads=local)
   [ ${#q[@]} -gt 0 ] && args+=(-etcd-query "$(IFS='&'; echo "${q[*]}")")
   log "creates: etcd members at delay $delay, group commit $batch, update reads $reads, $WORKERS workers per site, dirs $DIRS (load $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -14,9 +14,10 @@ import (
 )
 
 // Group commit. An Update whose fn has run joins the committer's queue.
-// One Txn is in flight at a time; while it is, later Updates gather, and
-// the next Txn carries every queued one that is independent of the others
-// taken with it (natural batching: no timer, bounded by etcd's limits).
+// At most Options.InFlight Txns are in flight (default 1); while they
+// are, later Updates gather, and the next Txn carries every queued one
+// that is independent of the others taken with it and of the batches in
+// flight (natural batching: no timer, bounded by etcd's limits).
 // Independent: write sets disjoint, and no member writes a key another
 // read or a key inside a range another scanned. The merged Txn's If is the
 // union of the members' compares, its Then the union of their operations:
@@ -27,9 +28,13 @@ import (
 
 // committer is the queue of Updates waiting to commit.
 type committer struct {
-	mu      sync.Mutex
-	queue   []*member
-	running bool // a goroutine is sending batches
+	mu    sync.Mutex
+	queue []*member
+	// inflight are the key sets of the batches in flight (at most
+	// Options.InFlight): a queued Update that is not independent of one
+	// of them waits for it.
+	inflight []*keySets
+	senders  int // goroutines sending batches
 }
 
 // member is one Update waiting in the queue.
@@ -59,8 +64,8 @@ func (s *Store) commitGrouped(ctx context.Context, t *txn) (bool, error) {
 	m := &member{p: p, ctx: ctx, done: make(chan outcome, 1)}
 	s.gc.mu.Lock()
 	s.gc.queue = append(s.gc.queue, m)
-	if !s.gc.running {
-		s.gc.running = true
+	if s.gc.senders < s.opts.InFlight {
+		s.gc.senders++
 		go s.runBatches()
 	}
 	s.gc.mu.Unlock()
@@ -91,23 +96,26 @@ func (s *Store) commitGrouped(ctx context.Context, t *txn) (bool, error) {
 	return o.ok, o.err
 }
 
-// runBatches sends batches while Updates are queued.
+// runBatches sends batches while Updates are queued that are independent
+// of the batches in flight.
 func (s *Store) runBatches() {
 	for {
 		s.gc.mu.Lock()
-		batch := s.takeBatch()
+		batch, sets := s.takeBatch()
 		if len(batch) == 0 {
-			s.gc.running = false
+			s.gc.senders--
 			s.gc.mu.Unlock()
 			return
 		}
+		s.gc.inflight = append(s.gc.inflight, sets)
 		s.gc.mu.Unlock()
 		rev, o := s.sendBatch(batch)
+		s.gc.mu.Lock()
+		s.gc.inflight = slices.DeleteFunc(s.gc.inflight, func(x *keySets) bool { return x == sets })
 		if o.ok {
-			s.gc.mu.Lock()
-			s.dropStale(batch, rev)
-			s.gc.mu.Unlock()
+			s.dropStale(sets, rev)
 		}
+		s.gc.mu.Unlock()
 		for _, m := range batch {
 			r := o
 			if r.err != nil {
@@ -119,16 +127,15 @@ func (s *Store) runBatches() {
 }
 
 // takeBatch removes from the queue, oldest first, the members that are
-// independent of each other and fit in one Txn; the others stay queued
-// in their order. Members whose context ended, or of a closed store, are
-// answered without being sent. s.gc.mu is held.
-func (s *Store) takeBatch() []*member {
+// independent of each other and of the batches in flight and fit in one
+// Txn; the others stay queued in their order. Members whose context
+// ended, or of a closed store, are answered without being sent. It returns
+// the batch and its key sets. s.gc.mu is held.
+func (s *Store) takeBatch() ([]*member, *keySets) {
 	var (
 		batch     []*member
 		rest      []*member
-		writes    = newKeySet()
-		reads     = make(map[string]bool)
-		ranges    []span
+		sets      = newKeySets()
 		cmps, ops int
 		bytes     = reqOverhead
 		full      bool
@@ -151,49 +158,72 @@ func (s *Store) takeBatch() []*member {
 			rest = append(rest, m)
 			continue
 		}
-		if !independent(p, writes, reads, ranges) {
+		free := !sets.touches(p)
+		for _, f := range s.gc.inflight {
+			free = free && !f.touches(p)
+		}
+		if !free {
 			rest = append(rest, m)
 			continue
 		}
 		batch = append(batch, m)
 		cmps, ops, bytes = cmps+len(p.cmps), ops+len(p.ops), bytes+p.bytes
-		for _, k := range p.writes {
-			writes.ReplaceOrInsert(k)
-		}
-		for _, k := range p.reads {
-			reads[k] = true
-		}
-		ranges = append(ranges, p.ranges...)
+		sets.add(p)
 	}
 	s.gc.queue = rest
-	return batch
+	return batch, sets
 }
 
-// independent reports whether p may join a batch with the given writes,
-// reads and ranges: it writes nothing they write, read or scanned, and
-// reads and scans nothing they write.
-func independent(p *prepared, writes *btree.BTreeG[string], reads map[string]bool, ranges []span) bool {
+// keySets are the keys a batch writes and reads and the ranges it scanned.
+type keySets struct {
+	writes *btree.BTreeG[string]
+	reads  map[string]bool
+	ranges []span
+}
+
+func newKeySets() *keySets { return &keySets{writes: newKeySet(), reads: make(map[string]bool)} }
+
+func (ks *keySets) add(p *prepared) {
 	for _, k := range p.writes {
-		if writes.Has(k) || reads[k] {
-			return false
+		ks.writes.ReplaceOrInsert(k)
+	}
+	for _, k := range p.reads {
+		ks.reads[k] = true
+	}
+	ks.ranges = append(ks.ranges, p.ranges...)
+}
+
+// touches reports whether p is not independent of the batch: it writes
+// what the batch writes, read or scanned, or reads or scans what the
+// batch writes.
+func (ks *keySets) touches(p *prepared) bool {
+	for _, k := range p.writes {
+		if ks.writes.Has(k) || ks.reads[k] {
+			return true
 		}
-		for _, sp := range ranges {
+		for _, sp := range ks.ranges {
 			if inSpan(k, sp) {
-				return false
+				return true
 			}
 		}
 	}
+	return ks.readsWritten(p)
+}
+
+// readsWritten reports whether p read a key the batch writes or scanned a
+// range holding one.
+func (ks *keySets) readsWritten(p *prepared) bool {
 	for _, k := range p.reads {
-		if writes.Has(k) {
-			return false
+		if ks.writes.Has(k) {
+			return true
 		}
 	}
 	for _, sp := range p.ranges {
-		if anyIn(writes, sp) {
-			return false
+		if anyIn(ks.writes, sp) {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 func inSpan(k string, sp span) bool {
@@ -241,16 +271,10 @@ func (s *Store) sendBatch(batch []*member) (int64, outcome) {
 // committed at rev wrote, from a snapshot older than rev: their compares
 // cannot pass, so their fn runs again without a Txn sent for nothing.
 // s.gc.mu is held.
-func (s *Store) dropStale(batch []*member, rev int64) {
-	written := newKeySet()
-	for _, m := range batch {
-		for _, k := range m.p.writes {
-			written.ReplaceOrInsert(k)
-		}
-	}
+func (s *Store) dropStale(written *keySets, rev int64) {
 	rest := s.gc.queue[:0]
 	for _, m := range s.gc.queue {
-		if m.p.rev != 0 && m.p.rev < rev && reads(m.p, written) {
+		if m.p.rev != 0 && m.p.rev < rev && written.readsWritten(m.p) {
 			m.done <- outcome{} // a conflict
 			continue
 		}
@@ -258,22 +282,6 @@ func (s *Store) dropStale(batch []*member, rev int64) {
 	}
 	clear(s.gc.queue[len(rest):])
 	s.gc.queue = rest
-}
-
-// reads reports whether p read a key of written or scanned a range
-// holding one.
-func reads(p *prepared, written *btree.BTreeG[string]) bool {
-	for _, k := range p.reads {
-		if written.Has(k) {
-			return true
-		}
-	}
-	for _, sp := range p.ranges {
-		if anyIn(written, sp) {
-			return true
-		}
-	}
-	return false
 }
 
 func newKeySet() *btree.BTreeG[string] { return btree.NewG(8, func(a, b string) bool { return a < b }) }

@@ -314,7 +314,11 @@ func TestGroupCommitStaleMember(t *testing.T) {
 // no lost update, no write skew, no phantom.
 func TestGroupCommitBank(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	bank(t, open(t, c, etcdkv.Options{}))
+	for _, n := range []int{1, 4} {
+		t.Run(fmt.Sprintf("inflight-%d", n), func(t *testing.T) {
+			bank(t, open(t, c, etcdkv.Options{InFlight: n}))
+		})
+	}
 }
 
 // TestLocalUpdateReadsBank: the same with Updates reading their snapshot
@@ -543,5 +547,41 @@ func TestLocalUpdateReadsChecked(t *testing.T) {
 		if err != nil || runs != 2 || saw != "b" {
 			t.Errorf("failing fn %v: Update = %v after %d runs, last saw %q; want nil after 2 runs, b", failing, err, runs, saw)
 		}
+	}
+}
+
+// TestGroupCommitInFlight: with two Txns allowed in flight, an independent
+// Update is sent while the first Txn travels, and one that read what the
+// travelling Txn writes waits for it (then runs again, seeing its write)
+// instead of racing it.
+func TestGroupCommitInFlight(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	s := open(t, c, etcdkv.Options{InFlight: 2})
+	p := newPlug(s)
+	waitPlug := p.start(t, s)
+	if err := s.Update(ctx, func(tx kv.Txn) error { return tx.Put([]byte("i"), []byte("1")) }); err != nil {
+		t.Fatalf("an independent Update beside the held Txn: %v", err)
+	}
+	runs := 0
+	errc := make(chan error, 1)
+	go func() {
+		errc <- s.Update(ctx, func(tx kv.Txn) error {
+			runs++
+			v, _, err := tx.Get([]byte("plug"))
+			if err != nil {
+				return err
+			}
+			return tx.Put([]byte("d"), append([]byte("saw "), v...))
+		})
+	}()
+	waitQueued(t, s, 1)
+	p.open()
+	waitPlug()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, s, "d"); got != "saw 1" || runs != 2 {
+		t.Errorf("d = %q after %d runs; want \"saw 1\" after 2 (it waited for the Txn writing plug)", got, runs)
 	}
 }

@@ -79,6 +79,9 @@ type Options struct {
 	// By default concurrent independent Updates share one Txn (see the
 	// package comment; URL parameter batch=0 turns it off).
 	NoBatch bool
+	// InFlight is how many group-committed Txns may travel at once
+	// (default 1; URL parameter batch=N): Updates gather while they do.
+	InFlight int
 	// LocalUpdateReads lets an Update read its snapshot from the member
 	// the client talks to (no quorum round trip before fn runs): the
 	// commit's compares fail if anything it read changed since, and an
@@ -115,6 +118,9 @@ func (o *Options) defaults() {
 	}
 	if o.ScanPage <= 0 {
 		o.ScanPage = 256
+	}
+	if o.InFlight <= 0 {
+		o.InFlight = 1
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -21,7 +22,8 @@ import (
 // majority-wait is Options.MajorityWait: how long a write waits for a
 // majority of the members before it fails (a site cut off from the others
 // answers its writes with ErrNoMajority after it). batch=0 turns group
-// commit off (Options.NoBatch); batch=1, the default, leaves it on.
+// commit off (Options.NoBatch); batch=N lets N group-committed Txns
+// travel at once (Options.InFlight; default 1).
 // update-reads=local is Options.LocalUpdateReads (leader, the default:
 // an Update's first read is linearizable).
 type Target struct {
@@ -31,6 +33,7 @@ type Target struct {
 	Cert, Key    string
 	MajorityWait time.Duration // 0: Options' default
 	NoBatch      bool          // batch=0
+	InFlight     int           // batch=N, N > 0
 	LocalReads   bool          // update-reads=local
 }
 
@@ -72,12 +75,12 @@ func ParseURL(s string) (Target, error) {
 		}
 		t.MajorityWait = d
 	}
-	switch b := q.Get("batch"); b {
-	case "", "1":
-	case "0":
-		t.NoBatch = true
-	default:
-		return Target{}, fmt.Errorf("etcd URL %q: batch %q is neither 0 (group commit off) nor 1 (on) (%s)", s, b, want)
+	if b := q.Get("batch"); b != "" {
+		n, err := strconv.Atoi(b)
+		if err != nil || n < 0 {
+			return Target{}, fmt.Errorf("etcd URL %q: batch %q is no number of Txns in flight (0: group commit off) (%s)", s, b, want)
+		}
+		t.NoBatch, t.InFlight = n == 0, n
 	}
 	switch r := q.Get("update-reads"); r {
 	case "", "leader":
@@ -98,7 +101,7 @@ func ParseURL(s string) (Target, error) {
 // Options returns the Options of t: endpoints with their scheme, the
 // prefix, and the TLS configuration read from t's files.
 func (t Target) Options() (Options, error) {
-	o := Options{Prefix: t.Prefix, MajorityWait: t.MajorityWait, NoBatch: t.NoBatch, LocalUpdateReads: t.LocalReads}
+	o := Options{Prefix: t.Prefix, MajorityWait: t.MajorityWait, NoBatch: t.NoBatch, InFlight: t.InFlight, LocalUpdateReads: t.LocalReads}
 	scheme := "http://"
 	if t.CA != "" {
 		scheme = "https://"
