@@ -40,11 +40,12 @@
 //
 // Group commit (on unless Options.NoBatch, URL parameter batch=0). An
 // Update whose fn has run queues its transaction for a committer that has
-// one Txn in flight at a time; the Updates queued meanwhile go together in
-// the next one (no timer: they gather while the previous Txn travels),
-// oldest first, as many as fit in etcd's limits and are independent of
-// each other: no key written by two of them, none written by one that
-// another read or that lies in a range another scanned. The merged Txn
+// at most Options.InFlight Txns in flight (default 1; batch=N); the
+// Updates queued meanwhile go together in the next one (no timer: they
+// gather while the others travel), oldest first, as many as fit in etcd's
+// limits and are independent of each other and of the batches in flight:
+// no key written by two of them, none written by one that another read or
+// that lies in a range another scanned. The merged Txn
 // compares every member's reads and applies every member's writes, which
 // is equivalent to running them one after the other (in any order). When
 // its If fails, each member commits alone with its own compares (those
