@@ -56,4 +56,4 @@ proto:
 	PATH=$(PROTO_TOOLS):$$PATH protoc -I proto \
 	  --go_out=. --go_opt=module=tessera \
 	  --go-grpc_out=. --go-grpc_opt=module=tessera \
-	  proto/tessera/meta/v1/meta.proto
+	  proto/tessera/meta/v1/meta.proto proto/tessera/gateway/v1/gateway.proto

@@ -5,7 +5,7 @@
 #   bench/run.sh [--targets passthrough,userloop,juicefs,tessera] [--size 2G] [--runs 3] [--quick]
 #                [--rand-size 1G] [--runtime 30] [--files 10000] [--threads 4]
 #                [--tree DIR] [--clone-src tree|REPO] [--ow-count 300] [--ow-size 8M] [--ow-bs 64K] [--ow-settle 0]
-#                [--workdir /var/tmp] [--keep]
+#                [--workdir /var/tmp] [--keep] [--workloads seq,rand,meta,tree,overwrite]
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +17,7 @@ TARGETS=passthrough,userloop,juicefs,tessera
 SIZE="" RAND_SIZE="" RUNTIME="" FILES="" RUNS=3 THREADS=4
 TREE="" CLONE_SRC=tree OW_COUNT="" OW_SIZE=8M OW_BS=64K OW_SETTLE=0
 WORKBASE=/var/tmp KEEP=0 QUICK=0
+WORKLOADS=seq,rand,meta,tree,overwrite   # groups of workloads to run (--workloads)
 MEASURE_TIMEOUT=${BENCH_TIMEOUT:-1200}   # seconds, per fio/metaops invocation
 MOUNT_TIMEOUT=${BENCH_MOUNT_TIMEOUT:-60} # seconds for a daemon to show its mount
 
@@ -53,6 +54,8 @@ while [ $# -gt 0 ]; do
     --workdir) WORKBASE=$2; shift 2 ;;
     --workdir=*) WORKBASE=${1#*=}; shift ;;
     --quick) QUICK=1; shift ;;
+    --workloads) WORKLOADS=$2; shift 2 ;;
+    --workloads=*) WORKLOADS=${1#*=}; shift ;;
     --keep) KEEP=1; shift ;;
     -h|--help) usage 0 ;;
     *) echo "run.sh: unknown argument: $1" >&2; usage 2 ;;
@@ -76,6 +79,10 @@ for t in "${TLIST[@]}"; do
   case $t in passthrough|userloop|juicefs|tessera) ;; *) echo "run.sh: unknown target '$t'" >&2; exit 2 ;; esac
 done
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --runs must be a positive integer" >&2; exit 2; }
+for g in ${WORKLOADS//,/ }; do
+  case $g in seq|rand|meta|tree|overwrite) ;; *) echo "run.sh: --workloads: unknown group '$g' (groups: seq,rand,meta,tree,overwrite)" >&2; exit 2 ;; esac
+done
+want_wl() { [[ ,$WORKLOADS, == *,$1,* ]]; } # want_wl GROUP: is the workload group selected?
 
 log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
 
@@ -409,6 +416,7 @@ run_workloads() {
     return
   fi
   # 1. sequential write (fresh file each run)
+  if want_wl seq; then
   rm -f "$m/seq.dat"
   fio_measure "$t" seqwrite "$r" 1 MiB/s --name=seqwrite --filename="$m/seq.dat" --rw=write --bs=1M --size="$SIZE" --end_fsync=1
   # 2. sequential read, cold
@@ -417,7 +425,9 @@ run_workloads() {
   else
     sample "$t" seqread "$r" nan MiB/s "" "" error "seq.dat missing or short after seqwrite"
   fi
+  fi
   # 3. random 4 KiB reads, cold; fio's default invalidate=1 also drops the file's pages at job start
+  if want_wl rand; then
   if [ ! -f "$m/rand.dat" ]; then
     log "  $t: laying out $RAND_SIZE rand.dat"
     fio --name=layout --filename="$m/rand.dat" --rw=write --bs=1M --size="$RAND_SIZE" --ioengine=psync --fallocate=none \
@@ -435,8 +445,10 @@ run_workloads() {
     sample "$t" randread "$r" nan IOPS "" "" error "could not lay out rand.dat"
     sample "$t" randread4 "$r" nan IOPS "" "" error "could not lay out rand.dat"
   fi
+  fi
   # 4. metadata (mdtest's phases): $THREADS workers, each in its own directory, create /
   #    stat / unlink $FILES/$THREADS empty files each; caches dropped before each phase
+  if want_wl meta; then
   drop_caches
   local METAOPS_DROP=""; [ "$DROP_OK" = 1 ] && METAOPS_DROP=-drop-caches
   local mo=$OUT/logs/$t-metaops-r$r.txt rc
@@ -457,13 +469,16 @@ run_workloads() {
   done
   [ $rc -ne 0 ] && rm -rf "$m/meta.r$r" 2>/dev/null
   note_hwm "$t"
+  fi
   # 5. a real source tree: untar, git clone, rm -rf of the untarred tree (each cold, timed)
+  if want_wl tree; then
   mkdir -p "$m/tree.r$r"
   timed "$t" untar "$r" tar -xf "$TARBALL" -C "$m/tree.r$r"
   timed "$t" clone "$r" git clone -q --no-hardlinks "$CLONE_REPO" "$m/clone.r$r"
   timed "$t" rmtree "$r" rm -rf "$m/tree.r$r"
   rm -rf "$m/clone.r$r" "$m/tree.r$r" 2>/dev/null   # untimed
   note_hwm "$t"
+  fi
 }
 
 # timed TARGET WORKLOAD RUN CMD...: drop caches, run CMD, record its wall seconds
@@ -592,7 +607,7 @@ if [ ${#ACTIVE[@]} -gt 0 ]; then
       t=${ACTIVE[$(( (i + r - 1) % n ))]}
       log "run $r/$RUNS: $t"
       run_workloads "$t" "$r"
-      overwrite_job "$t" "$r"
+      want_wl overwrite && overwrite_job "$t" "$r"
     done
   done
 fi

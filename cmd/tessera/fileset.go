@@ -124,6 +124,9 @@ func runFileset(ctx context.Context, args []string) error {
 			return fmt.Errorf("fileset status %s: %w", pos[0], err)
 		}
 		printFilesetStatus(os.Stdout, pos[0], out)
+		if err := printGatewayStatus(ctx, os.Stdout, c.Meta); err != nil { // fileset_gateways.go
+			return fmt.Errorf("fileset status %s: %w", pos[0], err)
+		}
 		if filesetQueueStatus != nil {
 			depth, oldest, err := filesetQueueStatus(ctx, c.Meta, root)
 			if err != nil {

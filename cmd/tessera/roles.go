@@ -12,6 +12,7 @@ import (
 	"tessera/internal/auth"
 	"tessera/internal/client"
 	"tessera/internal/clusters"
+	"tessera/internal/gateway/gwrpc"
 	"tessera/internal/meta"
 	"tessera/internal/up"
 )
@@ -229,7 +230,11 @@ func runMount(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	node, err := up.StartMountWith(ctx, up.MountConfig{Dir: mnt, Debug: *debug, Metrics: mf.reg, Client: client.Config{
+	// Fileset inodes not cached yet go to the cluster's gateway processes
+	// (tessera gateway); with none live, reading them fails naming that.
+	router := gwrpc.NewRouter(mc, creds, log)
+	defer router.Close()
+	node, err := up.StartMountWith(ctx, up.MountConfig{Dir: mnt, Debug: *debug, Metrics: mf.reg, Gateway: router, Client: client.Config{
 		Meta: api, Dial: up.NewDialer(creds).Block, Logger: log,
 		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String(),
 		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta, Site: site}})

@@ -4,7 +4,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 
+	"tessera/internal/auth"
+	"tessera/internal/fuse"
+	"tessera/internal/gateway/gwrpc"
 	"tessera/internal/meta"
 	"tessera/internal/up"
 )
@@ -14,7 +18,7 @@ func runUp(ctx context.Context, args []string) error {
 	data := fs.String("data", "", "data directory (meta database, blocks, cache); required")
 	mnt := fs.String("mount", "", "mount point (an existing directory); required")
 	n := fs.Int("block-servers", 3, "number of block servers to run")
-	gateways := fs.Int("gateways", 0, "number of fileset gateways to run (tessera fileset); 0: none")
+	gateways := fs.Int("gateways", 0, "number of fileset gateways to run in this process (tessera fileset); 0: none, the cluster's gateway processes (tessera gateway) if any register")
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	metaListen := fs.String("meta-listen", "127.0.0.1:0", "address the meta service listens on")
 	replicas := fs.Int("replicas", 0, "the cluster's default replication factor (default 1: the block servers share the data directory's file system; 2 when their directories are separate file systems)")
@@ -120,16 +124,21 @@ func runUp(ctx context.Context, args []string) error {
 		BlockServers:  *n,
 		Gateways:      *gateways,
 		NewGateway:    newGateway,
-		BlockSize:     uint32(*bs),
-		MetaListen:    *metaListen,
-		Debug:         *debug,
-		Policy:        pol.String(),
-		MemCache:      *mem.cache,
-		DirtyBytes:    *mem.dirty,
-		MetaTimeout:   waitMeta,
-		Site:          site,
-		Insecure:      *insecure,
-		Logger:        log,
+		RemoteGateways: func(m meta.GatewaysAPI, creds *auth.Credentials) fuse.Gateway {
+			r := gwrpc.NewRouter(m, creds, slog.Default())
+			r.Optional = true // no gateway process: fileset inodes as they are, as before
+			return r
+		},
+		BlockSize:   uint32(*bs),
+		MetaListen:  *metaListen,
+		Debug:       *debug,
+		Policy:      pol.String(),
+		MemCache:    *mem.cache,
+		DirtyBytes:  *mem.dirty,
+		MetaTimeout: waitMeta,
+		Site:        site,
+		Insecure:    *insecure,
+		Logger:      log,
 		Ready: func(mount, metaAddr string) {
 			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s%s\n", mount, metaAddr, *data, mf.ready())
 		},

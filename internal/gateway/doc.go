@@ -19,10 +19,13 @@
 // the block servers alone: home is not needed to list or read them again.
 //
 // Group is what a mount asks: each request goes to the gateway owning the
-// inode (the inode number modulo the gateways); a fetch larger than
+// inode (the first by Rendezvous hashing of the inode over the gateways'
+// names, or the group's self in a gateway process); a fetch larger than
 // Group.RangeSize is cut into whole-block ranges dealt round-robin to all
 // gateways (FetchData), which read home in parallel, and the owner records
-// the file cached once every range is in.
+// the file cached once every range is in. Its members (Member) are local
+// Ingesters or gateway processes reached over the network (gateway/gwrpc,
+// where the separate gateway role lives: tessera gateway).
 //
 // Revalidate compares a fileset inode with home once the fileset's
 // validity lag has passed since it was last validated (the Ingester's
@@ -34,12 +37,10 @@
 // revalidate). Single-writer filesets and locally made inodes are not
 // revalidated.
 //
-// Not built yet (issue 14): the separate gateway role process (tessera
-// gateway --meta ADDR: registration, heartbeats, and a mount reaching a
-// gateway over the network; today tessera up --gateways N runs them in
-// the mount's process), ranged misses (a mount fetches a file whole on
+// Not built yet (issue 14): ranged misses (a mount fetches a file whole on
 // open), refusing local updates in ro filesets, removing names gone at
 // home, and the fileset status counters (bytes cached, hit ratio, ingest
-// rate per gateway: Stats holds the per-gateway counts).
+// rate per gateway of tessera up --gateways N: Stats holds the counts;
+// gateway processes report theirs in their heartbeats).
 // See docs/design/2026-11-24-gateway.md.
 package gateway

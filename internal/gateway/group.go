@@ -9,32 +9,38 @@ import (
 )
 
 // Group is the gateways of one cluster as a mount sees them. Every request
-// goes to the gateway owning the inode: the inode number modulo the
-// gateways. A fetch of a large file is split: the owner cuts the file into
+// goes to the gateway owning the inode (Owner, member.go). A fetch of a large file is split: the owner cuts the file into
 // ranges of RangeSize bytes (whole blocks) and deals them round-robin to
 // every gateway, starting with itself; they read home in parallel and
 // store their ranges, and the owner records the file cached once all are
 // in. The caller waits for the fetch it asked for.
 type Group struct {
-	gs []*Ingester
+	gs    []Member
+	names []string // what ownership hashes over (member.go)
+	self  int      // the member doing every request's work, or -1
 	// RangeSize is the size of the ranges a large fetch is cut into; a
 	// file no larger is fetched by its owner alone. Default 16 MiB.
 	RangeSize int64
 }
 
 // NewGroup returns the group of gs (at least one).
-func NewGroup(gs ...*Ingester) *Group { return &Group{gs: gs, RangeSize: 16 << 20} }
+func NewGroup(gs ...*Ingester) *Group {
+	ms, names := make([]Member, len(gs)), make([]string, len(gs))
+	for i, x := range gs {
+		ms[i], names[i] = x, fmt.Sprintf("gateway-%d", i)
+	}
+	return NewGroupOf(names, ms, -1)
+}
 
 // Close closes every gateway's home stores.
 func (g *Group) Close() error {
 	for _, x := range g.gs {
-		x.Close()
+		if c, ok := x.(interface{ Close() error }); ok {
+			c.Close()
+		}
 	}
 	return nil
 }
-
-// Owner returns the index of the gateway owning ino.
-func (g *Group) Owner(ino meta.Ino) int { return int(uint64(ino) % uint64(len(g.gs))) }
 
 // ListDir asks the owner of dir.
 func (g *Group) ListDir(ctx context.Context, dir meta.Ino) (meta.Inode, error) {
@@ -50,7 +56,10 @@ func (g *Group) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bool,
 // of at most RangeSize bytes, else split among all the gateways.
 func (g *Group) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error) {
 	o := g.Owner(ino)
-	owner := g.gs[o]
+	owner, ok := g.gs[o].(*Ingester)
+	if !ok { // a remote owner splits and records itself
+		return g.gs[o].Fetch(ctx, ino, off, n)
+	}
 	in, err := owner.meta.GetAttr(ctx, ino)
 	if err != nil {
 		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)

@@ -58,6 +58,7 @@
 //	"w" "l" ino          -> root seq of the latest operation queued for ino
 //	"w" "a" ino          -> ino's parent and name, for the queue's paths
 //	"w" "t" ino          -> home's change token after the last apply of ino
+//	"n" id               -> gateway process record, JSON (GatewaysAPI; gateways.go)
 //	"M" meta             -> liveness of the Service meta (8-byte MetaID) of a shared store (shared.go)
 //	"L" ino meta         -> Service meta may have sessions holding a lease on ino (remotecb.go)
 //	"O" ino meta         -> sessions of Service meta hold ino open (sharedopens.go)
@@ -138,6 +139,10 @@
 // it, so that an ingest never clobbers a local update. Deleting a fileset
 // leaves its tree as ordinary files; sections naming a fileset that no
 // longer exists are ignored.
+//
+// Gateway processes (gateways.go, GatewaysAPI) register and heartbeat as
+// block servers do, with their address, site and counters; Gateways lists
+// them, live when heard from within GatewayTTL by the service's clock.
 //
 // # Reference counts
 //

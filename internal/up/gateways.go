@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"tessera/internal/auth"
 	"tessera/internal/client"
 	"tessera/internal/fuse"
 	"tessera/internal/meta"
@@ -16,12 +17,19 @@ import (
 // this package). Close, if the group has it, is called at shutdown.
 type GatewayFunc func(svc *meta.Service, cs []*client.Client) fuse.Gateway
 
+// RemoteGatewayFunc makes what a mount asks when the gateways are their
+// own processes: gwrpc.NewRouter over the registry m, dialing them with
+// creds (nil: plain TCP). Close, if it has it, is called at shutdown.
+type RemoteGatewayFunc func(m meta.GatewaysAPI, creds *auth.Credentials) fuse.Gateway
+
 // startGateways starts cfg.Gateways fileset gateways in the process, each
 // with its own data-path client over the process's block servers, and
-// returns what the mount asks (nil with none) and how to stop them. A
-// request goes to the gateway owning the inode: the inode number modulo
-// the gateways (docs/design/2026-11-24-gateway.md).
-func startGateways(ctx context.Context, cfg Config, svc *meta.Service, dial client.Dialer, log *slog.Logger) (fuse.Gateway, func(), error) {
+// returns what the mount asks and how to stop them. A request goes to the
+// gateway owning the inode: the first by rendezvous hashing of the inode
+// over the gateways (docs/design/2026-11-24-gateway.md). With none, the
+// mount asks the cluster's gateway processes (cfg.RemoteGateways) if it
+// can, else nothing.
+func startGateways(ctx context.Context, cfg Config, svc *meta.Service, dial client.Dialer, creds *auth.Credentials, log *slog.Logger) (fuse.Gateway, func(), error) {
 	if cfg.Gateways < 0 {
 		return nil, nil, fmt.Errorf("--gateways must not be negative, got %d", cfg.Gateways)
 	}
@@ -47,7 +55,10 @@ func startGateways(ctx context.Context, cfg Config, svc *meta.Service, dial clie
 		clients = append(clients, c)
 	}
 	if len(clients) == 0 {
-		return nil, stop, nil
+		if cfg.RemoteGateways != nil {
+			gw = cfg.RemoteGateways(svc, creds)
+		}
+		return gw, stop, nil
 	}
 	gw = cfg.NewGateway(svc, clients)
 	log.Info("fileset gateways started", "gateways", len(clients))

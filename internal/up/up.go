@@ -73,8 +73,12 @@ type Config struct {
 	Gateways int
 	// NewGateway makes each gateway (needed when Gateways > 0).
 	NewGateway GatewayFunc
-	BlockSize  uint32
-	MetaListen string // default 127.0.0.1:0
+	// RemoteGateways, when set and Gateways is 0, is what the mount asks
+	// instead: the cluster's gateway processes (`tessera gateway`), over
+	// the meta service's registry, dialed with the mount's credentials.
+	RemoteGateways RemoteGatewayFunc
+	BlockSize      uint32
+	MetaListen     string // default 127.0.0.1:0
 	// Replicas, when set, is stored as the cluster's default replication
 	// factor; otherwise the stored one stays, or 2 (1 with a single block
 	// server) on a new cluster.
@@ -258,7 +262,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return remote.Block(s)
 	}
 
-	gw, closeGW, err := startGateways(ctx, cfg, svc, dial, log)
+	gw, closeGW, err := startGateways(ctx, cfg, svc, dial, lt.Mount, log)
 	if err != nil {
 		return err
 	}

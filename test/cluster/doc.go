@@ -1,7 +1,8 @@
 // Package cluster runs `tessera up` as a real child process for end-to-end
 // tests and benchmarks, and guarantees that no FUSE mount outlives it.
 // Multi does the same for a cluster of separate processes (`tessera meta`,
-// `tessera blockd`, `tessera mount`; see MultiOptions for their contract).
+// `tessera blockd`, `tessera mount`, `tessera gateway`; see MultiOptions for
+// their contract and AddGateway for the gateway's).
 // Sites runs three (or more) emulated sites of such processes over one real
 // etcd cluster, every connection between sites through internal/wan links
 // (see SitesOptions and docs/design/2026-11-24-multisite-emulation.md).

@@ -66,9 +66,10 @@ type Multi struct {
 
 	mu struct {
 		sync.Mutex
-		servers []*Daemon
-		mounts  []*Daemon
-		metas   []*Daemon // more meta processes (AddMeta)
+		servers  []*Daemon
+		mounts   []*Daemon
+		metas    []*Daemon // more meta processes (AddMeta)
+		gateways []*Daemon // fileset gateways (AddGateway, gateways.go)
 	}
 }
 
@@ -282,7 +283,7 @@ func (m *Multi) ServerCmd(ctx context.Context, op, id string) error {
 	return err
 }
 
-// Close stops the mounts, then the block servers, then meta (SIGTERM,
+// Close stops the mounts, then the gateways, then the block servers, then meta (SIGTERM,
 // bounded), and makes sure nothing stays mounted. Every contract violation
 // (a daemon that had died by itself, exited non-zero, or left its mount) is
 // in the error. It may be called more than once.
@@ -305,6 +306,7 @@ func (m *Multi) Close() error {
 		wg.Wait()
 	}
 	stopAll(m.Mounts())
+	stopAll(m.Gateways())
 	stopAll(m.Servers())
 	m.mu.Lock()
 	metas := append([]*Daemon{m.meta}, m.mu.metas...)

@@ -78,6 +78,10 @@ var rules = map[string]rule{
 	"DeleteFileset":   {auth.Administer, cluster},
 	"Fileset":         {auth.ReadNamespace, cluster},
 	"Filesets":        {auth.ReadNamespace, cluster},
+	// Gateway processes (meta.GatewaysAPI): each registers itself (bound
+	// to its name); mounts list them to find an inode's owner.
+	"RegisterGateway": {auth.CacheHome, cluster},
+	"Gateways":        {auth.ReadNamespace, cluster},
 	"IngestDir":       {auth.CacheHome, cluster},
 	"SetGateway":      {auth.CacheHome, cluster},
 }

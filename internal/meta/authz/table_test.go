@@ -17,7 +17,7 @@ import (
 // it is covered by every test below without anyone remembering.
 func apiMethods() []reflect.Method {
 	var ms []reflect.Method
-	for _, typ := range []reflect.Type{reflect.TypeFor[meta.API](), reflect.TypeFor[meta.FilesetAPI](), reflect.TypeFor[meta.WritebackAPI]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[meta.API](), reflect.TypeFor[meta.FilesetAPI](), reflect.TypeFor[meta.WritebackAPI](), reflect.TypeFor[meta.GatewaysAPI]()} {
 		for i := range typ.NumMethod() {
 			ms = append(ms, typ.Method(i))
 		}
@@ -85,7 +85,7 @@ func TestRolesGetExactlyTheirMethods(t *testing.T) {
 			switch {
 			case !role.Can(perm):
 				denied(t, string(role)+" "+m.Name, err)
-			case m.Name == "RegisterServer" && role != auth.RoleAdmin:
+			case (m.Name == "RegisterServer" || m.Name == "RegisterGateway") && role != auth.RoleAdmin:
 				// Bound to the identity's name: "" is not "someone".
 				denied(t, string(role)+" "+m.Name+" of another server", err)
 			default:

@@ -2,9 +2,11 @@ package metarpc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,6 +43,10 @@ type DialOptions struct {
 	// Token is sent as "authorization: Bearer TOKEN" with every call;
 	// only over TLS.
 	Token string
+	// PeerRoles, when set, refuses a server whose certificate is not of
+	// one of these roles (a gateway's peers and mounts dial only
+	// gateways: an address in the registry is not trusted alone).
+	PeerRoles []auth.Role
 
 	protocol int // tests: speak another protocol version (0: ProtocolVersion)
 }
@@ -88,6 +94,18 @@ func Dial(addr string, opts DialOptions) (*Client, error) {
 		cfg := opts.Creds.ClientConfig()
 		if len(opts.Creds.Cert.Certificate) == 0 {
 			cfg.Certificates = nil
+		}
+		if roles := opts.PeerRoles; len(roles) > 0 {
+			cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+				id, err := auth.PeerIdentity(&cs)
+				if err != nil {
+					return err
+				}
+				if !slices.Contains(roles, id.Role) {
+					return fmt.Errorf("%s at %s is not of role %v", id, addr, roles)
+				}
+				return nil
+			}
 		}
 		tc = credentials.NewTLS(cfg)
 	}

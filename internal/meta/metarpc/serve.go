@@ -149,6 +149,17 @@ func (o *ServeOptions) defaults() {
 // nil. It returns other Accept errors, and an error naming the bound when
 // the options' bounds cannot work together.
 func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
+	return ServeWith(ln, opts, "meta rpc", func(gs grpc.ServiceRegistrar) {
+		pb.RegisterMetaServer(gs, &server{api: api, cluster: opts.Cluster})
+	})
+}
+
+// ServeWith serves on ln the gRPC services register registers, behind the
+// same gate (protocol version, authentication: the caller's identity in
+// each call's context), bounds and limits as Serve; what is named what
+// in the listening line. Other roles' ports (the gateway's) use it so that
+// every port of a cluster is guarded alike.
+func ServeWith(ln net.Listener, opts ServeOptions, what string, register func(grpc.ServiceRegistrar)) error {
 	opts.defaults()
 	gate := &gate{opts: opts}
 	budgets := newBudgets(opts)
@@ -181,9 +192,9 @@ func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
 		sopts = append(sopts, grpc.Creds(&handshakes{TransportCredentials: credentials.NewTLS(opts.Creds.ServerConfig()), log: opts.Logger}))
 	}
 	gs := grpc.NewServer(sopts...)
-	pb.RegisterMetaServer(gs, &server{api: api, cluster: opts.Cluster})
+	register(gs)
 	lim := &limitListener{Listener: ln, max: opts.MaxConns, perPeer: opts.MaxConnsPerPeer, log: opts.Logger, plain: opts.Creds == nil}
-	opts.Logger.Info("meta rpc listening", "addr", ln.Addr().String(), "tls", opts.Creds != nil, "protocol", opts.protocol)
+	opts.Logger.Info(what+" listening", "addr", ln.Addr().String(), "tls", opts.Creds != nil, "protocol", opts.protocol)
 	err := gs.Serve(lim)
 	gs.Stop() // closes every connection, then waits for their handlers
 	if err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, grpc.ErrServerStopped) {

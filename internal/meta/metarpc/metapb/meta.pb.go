@@ -4178,6 +4178,228 @@ func (x *ClusterStatusReply) GetMembersErr() string {
 	return ""
 }
 
+// GatewayCounters are what a gateway process did since it started.
+type GatewayCounters struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	BytesIngested uint64                 `protobuf:"varint,1,opt,name=bytes_ingested,json=bytesIngested,proto3" json:"bytes_ingested,omitempty"`
+	Fetches       uint64                 `protobuf:"varint,2,opt,name=fetches,proto3" json:"fetches,omitempty"`
+	Listings      uint64                 `protobuf:"varint,3,opt,name=listings,proto3" json:"listings,omitempty"`
+	WritebackOps  uint64                 `protobuf:"varint,4,opt,name=writeback_ops,json=writebackOps,proto3" json:"writeback_ops,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GatewayCounters) Reset() {
+	*x = GatewayCounters{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GatewayCounters) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GatewayCounters) ProtoMessage() {}
+
+func (x *GatewayCounters) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GatewayCounters.ProtoReflect.Descriptor instead.
+func (*GatewayCounters) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *GatewayCounters) GetBytesIngested() uint64 {
+	if x != nil {
+		return x.BytesIngested
+	}
+	return 0
+}
+
+func (x *GatewayCounters) GetFetches() uint64 {
+	if x != nil {
+		return x.Fetches
+	}
+	return 0
+}
+
+func (x *GatewayCounters) GetListings() uint64 {
+	if x != nil {
+		return x.Listings
+	}
+	return 0
+}
+
+func (x *GatewayCounters) GetWritebackOps() uint64 {
+	if x != nil {
+		return x.WritebackOps
+	}
+	return 0
+}
+
+// GatewayNode is meta.GatewayNode: a gateway process's registration.
+type GatewayNode struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	Site          string                 `protobuf:"bytes,3,opt,name=site,proto3" json:"site,omitempty"`
+	Seen          int64                  `protobuf:"varint,4,opt,name=seen,proto3" json:"seen,omitempty"` // set by the service
+	Started       int64                  `protobuf:"varint,5,opt,name=started,proto3" json:"started,omitempty"`
+	Counters      *GatewayCounters       `protobuf:"bytes,6,opt,name=counters,proto3" json:"counters,omitempty"`
+	Prev          *GatewayCounters       `protobuf:"bytes,7,opt,name=prev,proto3" json:"prev,omitempty"`
+	PrevSeen      int64                  `protobuf:"varint,8,opt,name=prev_seen,json=prevSeen,proto3" json:"prev_seen,omitempty"`
+	Live          bool                   `protobuf:"varint,9,opt,name=live,proto3" json:"live,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GatewayNode) Reset() {
+	*x = GatewayNode{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GatewayNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GatewayNode) ProtoMessage() {}
+
+func (x *GatewayNode) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GatewayNode.ProtoReflect.Descriptor instead.
+func (*GatewayNode) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *GatewayNode) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *GatewayNode) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *GatewayNode) GetSite() string {
+	if x != nil {
+		return x.Site
+	}
+	return ""
+}
+
+func (x *GatewayNode) GetSeen() int64 {
+	if x != nil {
+		return x.Seen
+	}
+	return 0
+}
+
+func (x *GatewayNode) GetStarted() int64 {
+	if x != nil {
+		return x.Started
+	}
+	return 0
+}
+
+func (x *GatewayNode) GetCounters() *GatewayCounters {
+	if x != nil {
+		return x.Counters
+	}
+	return nil
+}
+
+func (x *GatewayNode) GetPrev() *GatewayCounters {
+	if x != nil {
+		return x.Prev
+	}
+	return nil
+}
+
+func (x *GatewayNode) GetPrevSeen() int64 {
+	if x != nil {
+		return x.PrevSeen
+	}
+	return 0
+}
+
+func (x *GatewayNode) GetLive() bool {
+	if x != nil {
+		return x.Live
+	}
+	return false
+}
+
+type GatewayNodeList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Gateways      []*GatewayNode         `protobuf:"bytes,1,rep,name=gateways,proto3" json:"gateways,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GatewayNodeList) Reset() {
+	*x = GatewayNodeList{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GatewayNodeList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GatewayNodeList) ProtoMessage() {}
+
+func (x *GatewayNodeList) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GatewayNodeList.ProtoReflect.Descriptor instead.
+func (*GatewayNodeList) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *GatewayNodeList) GetGateways() []*GatewayNode {
+	if x != nil {
+		return x.Gateways
+	}
+	return nil
+}
+
 var File_tessera_meta_v1_meta_proto protoreflect.FileDescriptor
 
 const file_tessera_meta_v1_meta_proto_rawDesc = "" +
@@ -4515,11 +4737,28 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"replicated\x126\n" +
 	"\amembers\x18\x04 \x03(\v2\x1c.tessera.meta.v1.StoreMemberR\amembers\x12\x1f\n" +
 	"\vmembers_err\x18\x05 \x01(\tR\n" +
-	"membersErr*e\n" +
+	"membersErr\"\x93\x01\n" +
+	"\x0fGatewayCounters\x12%\n" +
+	"\x0ebytes_ingested\x18\x01 \x01(\x04R\rbytesIngested\x12\x18\n" +
+	"\afetches\x18\x02 \x01(\x04R\afetches\x12\x1a\n" +
+	"\blistings\x18\x03 \x01(\x04R\blistings\x12#\n" +
+	"\rwriteback_ops\x18\x04 \x01(\x04R\fwritebackOps\"\x98\x02\n" +
+	"\vGatewayNode\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x12\n" +
+	"\x04site\x18\x03 \x01(\tR\x04site\x12\x12\n" +
+	"\x04seen\x18\x04 \x01(\x03R\x04seen\x12\x18\n" +
+	"\astarted\x18\x05 \x01(\x03R\astarted\x12<\n" +
+	"\bcounters\x18\x06 \x01(\v2 .tessera.meta.v1.GatewayCountersR\bcounters\x124\n" +
+	"\x04prev\x18\a \x01(\v2 .tessera.meta.v1.GatewayCountersR\x04prev\x12\x1b\n" +
+	"\tprev_seen\x18\b \x01(\x03R\bprevSeen\x12\x12\n" +
+	"\x04live\x18\t \x01(\bR\x04live\"K\n" +
+	"\x0fGatewayNodeList\x128\n" +
+	"\bgateways\x18\x01 \x03(\v2\x1c.tessera.meta.v1.GatewayNodeR\bgateways*e\n" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\x9d\x18\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\xb6\x19\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -4567,7 +4806,9 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\x0fWritebackFailed\x12'.tessera.meta.v1.WritebackFailedRequest\x1a\x16.tessera.meta.v1.Empty\x12S\n" +
 	"\x0eWritebackToken\x12\x1b.tessera.meta.v1.InoRequest\x1a$.tessera.meta.v1.WritebackTokenReply\x12G\n" +
 	"\x0eWritebackStats\x12\x1b.tessera.meta.v1.InoRequest\x1a\x18.tessera.meta.v1.WBStats\x12C\n" +
-	"\fRequestFlush\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.EmptyB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
+	"\fRequestFlush\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty\x12Q\n" +
+	"\x0fRegisterGateway\x12\x1c.tessera.meta.v1.GatewayNode\x1a .tessera.meta.v1.GatewayNodeList\x12D\n" +
+	"\bGateways\x12\x16.tessera.meta.v1.Empty\x1a .tessera.meta.v1.GatewayNodeListB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
 
 var (
 	file_tessera_meta_v1_meta_proto_rawDescOnce sync.Once
@@ -4582,7 +4823,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),              // 0: tessera.meta.v1.CallbackKind
 	(*WBOp)(nil),                   // 1: tessera.meta.v1.WBOp
@@ -4644,6 +4885,9 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*HelloReply)(nil),             // 57: tessera.meta.v1.HelloReply
 	(*StoreMember)(nil),            // 58: tessera.meta.v1.StoreMember
 	(*ClusterStatusReply)(nil),     // 59: tessera.meta.v1.ClusterStatusReply
+	(*GatewayCounters)(nil),        // 60: tessera.meta.v1.GatewayCounters
+	(*GatewayNode)(nil),            // 61: tessera.meta.v1.GatewayNode
+	(*GatewayNodeList)(nil),        // 62: tessera.meta.v1.GatewayNodeList
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 0: tessera.meta.v1.WBOpList.ops:type_name -> tessera.meta.v1.WBOp
@@ -4673,99 +4917,106 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	21, // 24: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
 	55, // 25: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
 	58, // 26: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
-	23, // 27: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	22, // 28: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	25, // 29: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	26, // 30: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
-	27, // 31: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
-	28, // 32: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	24, // 33: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	29, // 34: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
-	30, // 35: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	33, // 36: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	36, // 37: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
-	22, // 38: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	22, // 39: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	22, // 40: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
-	37, // 41: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	38, // 42: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	22, // 43: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	37, // 44: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
-	8,  // 45: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
-	8,  // 46: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
-	8,  // 47: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
-	42, // 48: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
-	44, // 49: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	45, // 50: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
-	8,  // 51: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
-	49, // 52: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	50, // 53: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
-	8,  // 54: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
-	8,  // 55: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
-	54, // 56: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
-	8,  // 57: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
-	8,  // 58: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
-	14, // 59: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
-	22, // 60: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
-	8,  // 61: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
-	22, // 62: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
-	17, // 63: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
-	18, // 64: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
-	3,  // 65: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
-	4,  // 66: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
-	5,  // 67: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
-	22, // 68: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
-	22, // 69: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
-	22, // 70: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
-	12, // 71: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 72: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 73: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 74: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	12, // 75: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	12, // 76: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 77: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 78: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	32, // 79: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	35, // 80: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 81: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 82: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 83: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 84: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	39, // 85: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 86: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	40, // 87: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 88: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 89: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	41, // 90: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	43, // 91: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	43, // 92: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	43, // 93: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	43, // 94: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	47, // 95: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 96: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	52, // 97: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	53, // 98: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 99: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	56, // 100: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	57, // 101: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
-	59, // 102: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
-	14, // 103: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 104: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	15, // 105: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 106: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 107: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 108: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	2,  // 109: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 110: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 111: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 112: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 113: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	8,  // 114: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
-	71, // [71:115] is the sub-list for method output_type
-	27, // [27:71] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	60, // 27: tessera.meta.v1.GatewayNode.counters:type_name -> tessera.meta.v1.GatewayCounters
+	60, // 28: tessera.meta.v1.GatewayNode.prev:type_name -> tessera.meta.v1.GatewayCounters
+	61, // 29: tessera.meta.v1.GatewayNodeList.gateways:type_name -> tessera.meta.v1.GatewayNode
+	23, // 30: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	22, // 31: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	25, // 32: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	26, // 33: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
+	27, // 34: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
+	28, // 35: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	24, // 36: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	29, // 37: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
+	30, // 38: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	33, // 39: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	36, // 40: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
+	22, // 41: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	22, // 42: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	22, // 43: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
+	37, // 44: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	38, // 45: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	22, // 46: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	37, // 47: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	8,  // 48: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
+	8,  // 49: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
+	8,  // 50: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
+	42, // 51: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
+	44, // 52: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	45, // 53: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	8,  // 54: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
+	49, // 55: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	50, // 56: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	8,  // 57: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
+	8,  // 58: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
+	54, // 59: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
+	8,  // 60: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
+	8,  // 61: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
+	14, // 62: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
+	22, // 63: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
+	8,  // 64: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
+	22, // 65: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
+	17, // 66: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
+	18, // 67: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
+	3,  // 68: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
+	4,  // 69: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
+	5,  // 70: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
+	22, // 71: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
+	22, // 72: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
+	22, // 73: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
+	61, // 74: tessera.meta.v1.Meta.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
+	8,  // 75: tessera.meta.v1.Meta.Gateways:input_type -> tessera.meta.v1.Empty
+	12, // 76: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 77: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 78: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 79: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	12, // 80: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	12, // 81: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 82: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 83: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	32, // 84: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	35, // 85: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 86: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 87: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 88: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 89: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	39, // 90: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 91: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	40, // 92: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 93: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 94: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	41, // 95: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	43, // 96: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	43, // 97: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	43, // 98: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	43, // 99: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	47, // 100: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 101: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	52, // 102: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	53, // 103: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 104: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	56, // 105: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	57, // 106: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	59, // 107: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	14, // 108: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 109: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	15, // 110: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 111: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 112: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 113: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	2,  // 114: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 115: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 116: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 117: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 118: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 119: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
+	62, // 120: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
+	62, // 121: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
+	76, // [76:122] is the sub-list for method output_type
+	30, // [30:76] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_tessera_meta_v1_meta_proto_init() }
@@ -4779,7 +5030,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   59,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -73,6 +73,8 @@ const (
 	Meta_WritebackToken_FullMethodName  = "/tessera.meta.v1.Meta/WritebackToken"
 	Meta_WritebackStats_FullMethodName  = "/tessera.meta.v1.Meta/WritebackStats"
 	Meta_RequestFlush_FullMethodName    = "/tessera.meta.v1.Meta/RequestFlush"
+	Meta_RegisterGateway_FullMethodName = "/tessera.meta.v1.Meta/RegisterGateway"
+	Meta_Gateways_FullMethodName        = "/tessera.meta.v1.Meta/Gateways"
 )
 
 // MetaClient is the client API for Meta service.
@@ -142,6 +144,10 @@ type MetaClient interface {
 	WritebackToken(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WritebackTokenReply, error)
 	WritebackStats(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WBStats, error)
 	RequestFlush(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
+	// Gateway processes (meta.GatewaysAPI, issue 14): a heartbeat, and the
+	// list a mount hashes inodes over.
+	RegisterGateway(ctx context.Context, in *GatewayNode, opts ...grpc.CallOption) (*GatewayNodeList, error)
+	Gateways(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*GatewayNodeList, error)
 }
 
 type metaClient struct {
@@ -595,6 +601,26 @@ func (c *metaClient) RequestFlush(ctx context.Context, in *InoRequest, opts ...g
 	return out, nil
 }
 
+func (c *metaClient) RegisterGateway(ctx context.Context, in *GatewayNode, opts ...grpc.CallOption) (*GatewayNodeList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GatewayNodeList)
+	err := c.cc.Invoke(ctx, Meta_RegisterGateway_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) Gateways(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*GatewayNodeList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GatewayNodeList)
+	err := c.cc.Invoke(ctx, Meta_Gateways_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetaServer is the server API for Meta service.
 // All implementations must embed UnimplementedMetaServer
 // for forward compatibility.
@@ -662,6 +688,10 @@ type MetaServer interface {
 	WritebackToken(context.Context, *InoRequest) (*WritebackTokenReply, error)
 	WritebackStats(context.Context, *InoRequest) (*WBStats, error)
 	RequestFlush(context.Context, *InoRequest) (*Empty, error)
+	// Gateway processes (meta.GatewaysAPI, issue 14): a heartbeat, and the
+	// list a mount hashes inodes over.
+	RegisterGateway(context.Context, *GatewayNode) (*GatewayNodeList, error)
+	Gateways(context.Context, *Empty) (*GatewayNodeList, error)
 	mustEmbedUnimplementedMetaServer()
 }
 
@@ -803,6 +833,12 @@ func (UnimplementedMetaServer) WritebackStats(context.Context, *InoRequest) (*WB
 }
 func (UnimplementedMetaServer) RequestFlush(context.Context, *InoRequest) (*Empty, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RequestFlush not implemented")
+}
+func (UnimplementedMetaServer) RegisterGateway(context.Context, *GatewayNode) (*GatewayNodeList, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RegisterGateway not implemented")
+}
+func (UnimplementedMetaServer) Gateways(context.Context, *Empty) (*GatewayNodeList, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Gateways not implemented")
 }
 func (UnimplementedMetaServer) mustEmbedUnimplementedMetaServer() {}
 func (UnimplementedMetaServer) testEmbeddedByValue()              {}
@@ -1606,6 +1642,42 @@ func _Meta_RequestFlush_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Meta_RegisterGateway_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GatewayNode)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).RegisterGateway(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_RegisterGateway_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).RegisterGateway(ctx, req.(*GatewayNode))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_Gateways_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).Gateways(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_Gateways_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).Gateways(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Meta_ServiceDesc is the grpc.ServiceDesc for Meta service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1784,6 +1856,14 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RequestFlush",
 			Handler:    _Meta_RequestFlush_Handler,
+		},
+		{
+			MethodName: "RegisterGateway",
+			Handler:    _Meta_RegisterGateway_Handler,
+		},
+		{
+			MethodName: "Gateways",
+			Handler:    _Meta_Gateways_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
