@@ -35,8 +35,9 @@
 // round trip before fn runs: a snapshot that lags is caught by the
 // commit's compares like any conflict. An Update that only read, or whose
 // fn failed, has nothing that compares at commit: it sends its compares
-// alone (a read-only Txn, which etcd answers linearizably) and, when they
-// fail, runs fn again. After a conflict fn reads at the leader.
+// with a linearizable Get as a read-only Txn (without the Get etcd would
+// answer it at the member, which may lag) and, when they fail, runs fn
+// again. After a conflict fn reads at the leader.
 //
 // Group commit (on unless Options.NoBatch, URL parameter batch=0). An
 // Update whose fn has run queues its transaction for a committer that has

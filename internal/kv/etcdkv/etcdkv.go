@@ -86,7 +86,8 @@ type Options struct {
 	// the client talks to (no quorum round trip before fn runs): the
 	// commit's compares fail if anything it read changed since, and an
 	// Update that only read, or whose fn failed, checks its reads with a
-	// Txn of compares (a linearizable read) before it returns. Off by
+	// read-only Txn of its compares and a linearizable Get before it
+	// returns. Off by
 	// default; URL parameter update-reads=local.
 	LocalUpdateReads bool
 }

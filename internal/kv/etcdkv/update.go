@@ -155,8 +155,8 @@ func (s *Store) compares(t *txn, p *prepared) {
 	}
 }
 
-// validate reports whether what t read is still current: a Txn of its
-// compares alone, which etcd answers as a linearizable read.
+// validate reports whether what t read is still current: a read-only Txn
+// of its compares, which etcd answers linearizably.
 func (s *Store) validate(ctx context.Context, t *txn) (bool, error) {
 	if t.rev == 0 {
 		return true, nil // nothing was read from etcd
@@ -166,7 +166,11 @@ func (s *Store) validate(ctx context.Context, t *txn) (bool, error) {
 	if len(p.cmps) > s.opts.MaxTxnOps {
 		return false, fmt.Errorf("etcdkv: update of %d reads: more than etcd's --max-txn-ops %d: %w", len(p.cmps), s.opts.MaxTxnOps, ErrTooLarge)
 	}
-	resp, err := s.cli.Txn(ctx).If(p.cmps...).Commit()
+	// etcd serves a Txn without operations as a serializable read (at
+	// the member, which may lag): a linearizable Get in Then makes the
+	// member wait for the leader's read index before it compares.
+	barrier := clientv3.OpGet(s.data, clientv3.WithCountOnly())
+	resp, err := s.cli.Txn(ctx).If(p.cmps...).Then(barrier).Commit()
 	if err != nil {
 		return false, fmt.Errorf("etcdkv: update: checking reads of the local member: %w", err)
 	}
