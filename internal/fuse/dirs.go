@@ -50,7 +50,7 @@ func (fs *FS) OpenDir(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.
 	if err := fs.fill(ctx, meta.Ino(input.NodeId)); err != nil {
 		return fs.status("opendir", err)
 	}
-	in, err := fs.c.HoldOpen(ctx, meta.Ino(input.NodeId))
+	in, err := fs.c.HoldOpenDir(ctx, meta.Ino(input.NodeId))
 	if err != nil {
 		return fs.status("opendir", err)
 	}

@@ -3464,9 +3464,14 @@ func (x *MoverReport) GetUnderBySite() []*SiteCount {
 }
 
 type SiteCount struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Site          string                 `protobuf:"bytes,1,opt,name=site,proto3" json:"site,omitempty"`
-	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Site  string                 `protobuf:"bytes,1,opt,name=site,proto3" json:"site,omitempty"`
+	N     int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	// In under_by_site, the site's replication lag: the bytes of the n
+	// missing copies, and when (unix ns) the mover first saw the oldest of
+	// them missing (0: not known).
+	Bytes         int64 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Since         int64 `protobuf:"varint,4,opt,name=since,proto3" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3511,6 +3516,20 @@ func (x *SiteCount) GetSite() string {
 func (x *SiteCount) GetN() int64 {
 	if x != nil {
 		return x.N
+	}
+	return 0
+}
+
+func (x *SiteCount) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *SiteCount) GetSince() int64 {
+	if x != nil {
+		return x.Since
 	}
 	return 0
 }
@@ -4685,10 +4704,12 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	" \x01(\x03R\x04lost\x12;\n" +
 	"\vlost_blocks\x18\v \x03(\v2\x1a.tessera.meta.v1.LostBlockR\n" +
 	"lostBlocks\x12>\n" +
-	"\runder_by_site\x18\f \x03(\v2\x1a.tessera.meta.v1.SiteCountR\vunderBySite\"-\n" +
+	"\runder_by_site\x18\f \x03(\v2\x1a.tessera.meta.v1.SiteCountR\vunderBySite\"Y\n" +
 	"\tSiteCount\x12\x12\n" +
 	"\x04site\x18\x01 \x01(\tR\x04site\x12\f\n" +
-	"\x01n\x18\x02 \x01(\x03R\x01n\"&\n" +
+	"\x01n\x18\x02 \x01(\x03R\x01n\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x14\n" +
+	"\x05since\x18\x04 \x01(\x03R\x05since\"&\n" +
 	"\x10DecomposeRequest\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\"g\n" +
 	"\x11ListBlocksRequest\x12\x1b\n" +
