@@ -46,6 +46,9 @@ type SitesOptions struct {
 	// MajorityWait is every meta's majority-wait (how long a write waits
 	// for an etcd leader before it fails; 0: etcdkv's default).
 	MajorityWait time.Duration
+	// EtcdURLQuery is appended to every meta's etcd:// URL as more
+	// parameters (e.g. "batch=0": etcdkv's URL parameters).
+	EtcdURLQuery string
 }
 
 // Figure6RTT is the rNFS Figure 6 matrix of three sites.
@@ -231,9 +234,16 @@ func startSites(opts SitesOptions) (*Sites, error) {
 
 // metaDB is the --meta-db URL of site i's meta: its own site's member.
 func (s *Sites) metaDB(i int) string {
-	u := "etcd://" + s.etcd[i].clientAddr + "/tessera"
+	var q []string
 	if s.opts.MajorityWait > 0 {
-		u += "?majority-wait=" + s.opts.MajorityWait.String()
+		q = append(q, "majority-wait="+s.opts.MajorityWait.String())
+	}
+	if s.opts.EtcdURLQuery != "" {
+		q = append(q, s.opts.EtcdURLQuery)
+	}
+	u := "etcd://" + s.etcd[i].clientAddr + "/tessera"
+	if len(q) > 0 {
+		u += "?" + strings.Join(q, "&")
 	}
 	return u
 }
@@ -414,3 +424,7 @@ func (s *Sites) Close() error {
 	errs = append(errs, s.mesh.Close())
 	return errors.Join(errs...)
 }
+
+// EtcdClientURL is site i's etcd member's client URL (plain HTTP on
+// loopback; its /metrics too).
+func (s *Sites) EtcdClientURL(i int) string { return "http://" + s.etcd[i].clientAddr }
