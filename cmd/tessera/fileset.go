@@ -18,7 +18,7 @@ import (
 )
 
 // filesetUsage is the one line `tessera fileset` prints for bad arguments.
-const filesetUsage = "want create PATH --home URL, list, status PATH, revalidate PATH, delete PATH, flush PATH or evict PATH (see tessera fileset -h)"
+const filesetUsage = "want create PATH --home URL, list, status PATH, revalidate PATH, delete PATH, flush PATH, prefetch PATH or evict PATH (see tessera fileset -h)"
 
 const filesetHelp = `usage: tessera fileset create PATH --home URL [--mode ro|sw|lu|iw] [--validity-lag D] [--sync-lag D]
                               [--prefetch none|range|whole] [--conflicts cache-wins|home-wins|keep-both]
@@ -28,6 +28,8 @@ const filesetHelp = `usage: tessera fileset create PATH --home URL [--mode ro|sw
                                           after the validity lag; what changed is fetched again when read
        tessera fileset delete PATH        detach it (what it cached stays as ordinary files)
        tessera fileset flush PATH [--json]  wait until its write-back queue is drained
+       tessera fileset prefetch PATH... | --list FILE [--gateways N] [--json]
+                                          list the directories and fetch every file under them whole
        tessera fileset evict PATH [--json]  drop the cached data of the files under PATH (placeholders again,
                                           fetched from home when next read); files with local changes are kept
 PATH is a directory on a Tessera mount (create makes it; it must be empty). Every
@@ -49,6 +51,9 @@ func runFileset(ctx context.Context, args []string) error {
 		return runFilesetFlush(ctx, args[1:]) // fileset_flush.go
 	case "evict":
 		return runFilesetEvict(ctx, args[1:]) // fileset_evict.go
+	}
+	if op == "prefetch" {
+		return runFilesetPrefetch(ctx, args[1:]) // fileset_prefetch.go
 	}
 	fs := flag.NewFlagSet("fileset "+op, flag.ContinueOnError)
 	cf := addClusterFlags(fs)

@@ -316,10 +316,15 @@ type MoverProgress struct {
 	UnderBySite []SiteCount
 }
 
-// SiteCount is a count for one site.
+// SiteCount is a count for one site. In MoverProgress.UnderBySite it is the
+// site's replication lag: N copies missing there, Bytes their size, and
+// Since (unix ns) when the mover first saw the oldest of them missing (0:
+// not known, e.g. a record written before it was kept).
 type SiteCount struct {
-	Site string
-	N    int64
+	Site  string
+	N     int64
+	Bytes int64
+	Since int64
 }
 
 // MaxSitesReported bounds MoverProgress.UnderBySite.

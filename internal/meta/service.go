@@ -91,6 +91,9 @@ type Service struct {
 	leases    *leaseTable
 	// sh is the state of a Service of a shared store (nil: alone).
 	sh *sharedState
+	// cut remembers a record write of a lag-tolerant read that failed
+	// (cutoff.go).
+	cut cutoff
 	// sessionsMarked: keySessions is in the store (opens.go).
 	sessionsMarked atomic.Bool
 	// maxTxnOps and maxTxnBytes are Options.MaxTxnOps and MaxTxnBytes
