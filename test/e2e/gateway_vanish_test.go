@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,8 @@ import (
 // TestGatewayNamesGoneAtHome: a read-only fileset with a validity lag of
 // one second. Names removed at home (a file, a directory with its file)
 // leave the cache once the lag has passed and the directory is used
-// again through the mount; a file held open meanwhile still reads.
+// again through the mount; a file read and held open meanwhile still
+// reads (what it cached: home no longer has the rest).
 func TestGatewayNamesGoneAtHome(t *testing.T) {
 	c := startCluster(t, withBlockServers(1), func(o *cluster.Options) { o.Args = append(o.Args, "--gateways", "1") })
 	home := filepath.Join(t.TempDir(), "home")
@@ -27,9 +29,13 @@ func TestGatewayNamesGoneAtHome(t *testing.T) {
 		t.Fatalf("the fileset lists %v", n)
 	}
 	wantContent(t, filepath.Join(cache, "d", "x"), []byte("goes with d\n"))
+	// b is read (so cached: misses fetch only what is read) and held open.
 	f, err := os.Open(filepath.Join(cache, "b"))
 	must(t, err)
 	defer f.Close()
+	if b, err := io.ReadAll(f); err != nil || string(b) != "goes, open\n" {
+		t.Fatalf("b reads %q, %v", b, err)
+	}
 
 	must(t, os.Remove(filepath.Join(home, "b")))
 	must(t, os.RemoveAll(filepath.Join(home, "d")))
