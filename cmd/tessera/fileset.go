@@ -18,7 +18,7 @@ import (
 )
 
 // filesetUsage is the one line `tessera fileset` prints for bad arguments.
-const filesetUsage = "want create PATH --home URL, list, status PATH, revalidate PATH, delete PATH or flush PATH (see tessera fileset -h)"
+const filesetUsage = "want create PATH --home URL, list, status PATH, revalidate PATH, delete PATH, flush PATH or prefetch PATH (see tessera fileset -h)"
 
 const filesetHelp = `usage: tessera fileset create PATH --home URL [--mode ro|sw|lu|iw] [--validity-lag D] [--sync-lag D]
                               [--prefetch none|range|whole] [--conflicts cache-wins|home-wins|keep-both]
@@ -28,6 +28,8 @@ const filesetHelp = `usage: tessera fileset create PATH --home URL [--mode ro|sw
                                           after the validity lag; what changed is fetched again when read
        tessera fileset delete PATH        detach it (what it cached stays as ordinary files)
        tessera fileset flush PATH [--json]  wait until its write-back queue is drained
+       tessera fileset prefetch PATH... | --list FILE [--gateways N] [--json]
+                                          list the directories and fetch every file under them whole
 PATH is a directory on a Tessera mount (create makes it; it must be empty). Every
 subcommand takes --data DIR or --meta ADDR (and the TLS flags) to reach the cluster
 as an admin; given a PATH on a mount of a running ` + "`tessera up`" + ` it finds its data directory. A home URL is file:///DIR, s3://BUCKET/PREFIX or tessera://META/PATH.`
@@ -44,6 +46,9 @@ func runFileset(ctx context.Context, args []string) error {
 	op := args[0]
 	if op == "flush" {
 		return runFilesetFlush(ctx, args[1:]) // fileset_flush.go
+	}
+	if op == "prefetch" {
+		return runFilesetPrefetch(ctx, args[1:]) // fileset_prefetch.go
 	}
 	fs := flag.NewFlagSet("fileset "+op, flag.ContinueOnError)
 	cf := addClusterFlags(fs)

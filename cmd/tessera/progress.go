@@ -123,8 +123,11 @@ func (p *progressOut) show(now time.Time) {
 
 // unit names what a phase counts.
 func unit(phase string) string {
-	if phase == "walk" {
+	switch phase {
+	case "walk":
 		return "recipe entries"
+	case "list", "fetch":
+		return "files"
 	}
 	return "blocks"
 }

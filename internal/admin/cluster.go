@@ -56,7 +56,7 @@ type MetaStatus struct {
 }
 
 // SiteStatus counts a site's block servers by state, its meta processes,
-// and the blocks under-replicated there.
+// and the blocks under-replicated there (the site's replication lag).
 type SiteStatus struct {
 	Name     string `json:"name"` // "" for servers and metas given no site
 	Servers  int    `json:"servers"`
@@ -68,6 +68,12 @@ type SiteStatus struct {
 	// than their per-site replication spec asks for, from the mover's
 	// latest round (meta.MoverProgress.UnderBySite).
 	UnderReplicated int64 `json:"under_replicated"`
+	// UnderBytes sums those blocks' sizes, and LagSeconds is how long the
+	// oldest of them had been missing there (since the mover first saw it
+	// missing) at the mover's latest report: the site's replication lag
+	// (0 when nothing is missing, or the age is not known).
+	UnderBytes int64   `json:"under_bytes"`
+	LagSeconds float64 `json:"lag_seconds"`
 }
 
 // sites groups r's servers and metas by site, in name order.
@@ -99,7 +105,11 @@ func (r StatusReport) sites() []SiteStatus {
 		}
 	}
 	for _, u := range r.Mover.UnderBySite {
-		get(u.Site).UnderReplicated = u.N
+		st := get(u.Site)
+		st.UnderReplicated, st.UnderBytes = u.N, u.Bytes
+		if u.Since > 0 && r.Mover.At > u.Since {
+			st.LagSeconds = time.Duration(r.Mover.At - u.Since).Seconds()
+		}
 	}
 	out := make([]SiteStatus, 0, len(by))
 	for _, s := range by {
@@ -160,8 +170,12 @@ func (r StatusReport) printCluster(w io.Writer) {
 	}
 	if len(r.Sites) > 1 || len(r.Sites) == 1 && r.Sites[0].Name != "" {
 		for _, s := range r.Sites {
-			fmt.Fprintf(w, "site %s: servers=%d up=%d draining=%d down=%d metas=%d under_replicated=%d\n",
-				orNone(s.Name), s.Servers, s.Up, s.Draining, s.Down, s.Metas, s.UnderReplicated)
+			lag := "-"
+			if s.UnderReplicated > 0 {
+				lag = time.Duration(s.LagSeconds * float64(time.Second)).Round(time.Second).String()
+			}
+			fmt.Fprintf(w, "site %s: servers=%d up=%d draining=%d down=%d metas=%d under_replicated=%d under_bytes=%d lag=%s\n",
+				orNone(s.Name), s.Servers, s.Up, s.Draining, s.Down, s.Metas, s.UnderReplicated, s.UnderBytes, lag)
 		}
 	}
 }

@@ -11,13 +11,13 @@ import (
 
 // TestStatusPrintsClusterAndSites: the cluster's name, its metas (in use,
 // unreachable), the store's members, and per site the servers by state,
-// the metas and the blocks under-replicated there.
+// the metas and the blocks under-replicated there, their bytes and age.
 func TestStatusPrintsClusterAndSites(t *testing.T) {
 	r := StatusReport{
 		View: &ClusterView{Name: "lab", Replicated: true,
 			Metas:   []MetaStatus{{Addr: "a:1", Site: "x", RTT: 1500 * time.Microsecond, Current: true}, {Addr: "b:1", Err: "refused"}},
 			Members: []StoreMember{{Name: "e0", Addr: "http://e0:2379", Leader: true, Healthy: true, Rev: 9}, {Name: "e1", Err: "timeout"}}},
-		Mover: meta.MoverProgress{UnderBySite: []meta.SiteCount{{Site: "y", N: 4}}},
+		Mover: meta.MoverProgress{At: 100e9, UnderBySite: []meta.SiteCount{{Site: "y", N: 4, Bytes: 4096, Since: 58e9}}},
 		Servers: []ServerStatus{
 			{Server: meta.Server{ID: "b0", Site: "x", State: meta.StateUp}},
 			{Server: meta.Server{ID: "b1", Site: "y", State: meta.StateDown}},
@@ -34,8 +34,8 @@ func TestStatusPrintsClusterAndSites(t *testing.T) {
 		"store members: 2 (1 healthy)\n",
 		"store member e0: addr=http://e0:2379 leader=true rev=9 state=healthy\n",
 		"store member e1: addr= leader=false rev=0 state=unhealthy: timeout\n",
-		"site x: servers=1 up=1 draining=0 down=0 metas=1 under_replicated=0\n",
-		"site y: servers=2 up=0 draining=1 down=1 metas=0 under_replicated=4\n",
+		"site x: servers=1 up=1 draining=0 down=0 metas=1 under_replicated=0 under_bytes=0 lag=-\n",
+		"site y: servers=2 up=0 draining=1 down=1 metas=0 under_replicated=4 under_bytes=4096 lag=42s\n",
 		"server b0: addr= state=up blocks=0 bytes=0 site=x\n",
 	} {
 		if !strings.Contains(out.String(), want) {

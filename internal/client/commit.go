@@ -100,7 +100,7 @@ func (f *file) commitLocked(ctx context.Context) error {
 	if f.truncated {
 		req.Size = uint64(f.size)
 	}
-	in, err := f.sendLocked(ctx, &req, ours)
+	in, err := f.sendPartsLocked(ctx, &req, ours)
 	if err != nil {
 		return err
 	}

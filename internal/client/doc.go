@@ -17,7 +17,10 @@
 // Commit (on fsync, flush/close and truncate, and in the background for data
 // left uncommitted longer than Config.MaxUncommitted) waits for the uploads
 // and sends the meta service one commit naming, for every changed block, the
-// hash it was based on and the new hash (DESIGN §2.3). Each changed block
+// hash it was based on and the new hash (DESIGN §2.3); more blocks than one
+// commit takes (meta.MaxCommitBlocks, or the service's transaction bound)
+// go in parts in ascending block order, acknowledged only with the last
+// (commitparts.go). Each changed block
 // carries the byte ranges this client wrote since the block was last
 // committed. When another client committed one of the blocks meanwhile, the
 // commit conflicts and the client redoes it: it reads the current content,

@@ -43,7 +43,7 @@ type Handle struct {
 // kernel may cache the file's pages (see OpenMode).
 func (c *Client) Open(ctx context.Context, in meta.Inode, flags int) (*Handle, OpenMode, error) {
 	mark := c.CallbackMark()
-	if _, err := c.HoldOpen(ctx, in.Ino); err != nil {
+	if _, err := c.HoldOpen(readContext(ctx, c.PolicyFor(in.Policy), flags), in.Ino); err != nil {
 		return nil, OpenMode{}, err
 	}
 	return c.OpenCreated(ctx, in, mark, flags)
@@ -75,7 +75,10 @@ func (c *Client) OpenIno(ctx context.Context, ino meta.Ino, flags int) (*Handle,
 	f := c.ref(ino)
 	f.mu.Lock()
 	mark := c.called.mark()
-	in, err := c.HoldOpen(ctx, ino)
+	// The policy is not known before the inode is read: the mount's
+	// marks the call, and the meta service checks the inode's own before
+	// it serves an open that lags (a site cut off from the majority).
+	in, err := c.HoldOpen(readContext(ctx, c.PolicyFor(""), flags), ino)
 	if err != nil {
 		f.mu.Unlock()
 		c.unref(f)

@@ -51,6 +51,13 @@ func (c *Client) HoldOpen(ctx context.Context, ino meta.Ino) (meta.Inode, error)
 	return in, nil
 }
 
+// HoldOpenDir is HoldOpen for a directory, whose reads the mount's policy
+// governs: under a policy that allows lag, a site cut off from the majority
+// still opens it (meta.Service.HoldOpen).
+func (c *Client) HoldOpenDir(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
+	return c.HoldOpen(readContext(ctx, c.PolicyFor(""), 0), ino)
+}
+
 // heldByCreate counts an open the meta service recorded with the create
 // that made or found ino (meta.CreateReq.Open).
 func (c *Client) heldByCreate(ino meta.Ino) {

@@ -47,10 +47,10 @@ func (d *dirHandle) ensureLocked(ctx context.Context, api meta.API, idx int, plu
 // (with nlink 0) until ReleaseDir.
 func (fs *FS) OpenDir(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
 	ctx := ctxOf(cancel, &input.InHeader)
-	if err := fs.fill(ctx, meta.Ino(input.NodeId)); err != nil {
+	if _, err := fs.fill(ctx, meta.Ino(input.NodeId)); err != nil {
 		return fs.status("opendir", err)
 	}
-	in, err := fs.c.HoldOpen(ctx, meta.Ino(input.NodeId))
+	in, err := fs.c.HoldOpenDir(ctx, meta.Ino(input.NodeId))
 	if err != nil {
 		return fs.status("opendir", err)
 	}

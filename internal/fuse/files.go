@@ -70,6 +70,19 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 	}
 	if trunc && !created && in.IsRegular() {
 		ino := in.Ino
+		if fs.opts.Gateway != nil && needs(&in) {
+			// A partly cached fileset file is completed before it changes.
+			err := fs.complete(ctx, &in)
+			if err == nil {
+				in, err = fs.api.GetAttr(ctx, ino)
+			}
+			if err != nil {
+				if rerr := fs.api.ReleaseOpen(ctx, ino); rerr != nil {
+					fs.log.Warn("create: releasing the open failed", "inode", ino, "err", rerr)
+				}
+				return fs.status("create", err)
+			}
+		}
 		if in, err = fs.c.Truncate(ctx, in, 0); err != nil {
 			if rerr := fs.api.ReleaseOpen(ctx, ino); rerr != nil {
 				fs.log.Warn("create: releasing the open failed", "inode", ino, "err", rerr)
@@ -82,18 +95,36 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	if err := fs.fill(ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId)); err != nil {
+	ctx := ctxOf(cancel, &input.InHeader)
+	gin, err := fs.fill(ctx, meta.Ino(input.NodeId))
+	if err != nil {
 		return fs.status("open", err)
 	}
-	h, mode, in, err := fs.c.OpenIno(ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId), int(input.Flags))
+	if input.Flags&syscall.O_ACCMODE != syscall.O_RDONLY || input.Flags&syscall.O_TRUNC != 0 {
+		// An open that may write completes a partly cached fileset file
+		// first (write-back sends files whole); one that reads fetches
+		// what its reads need (Read).
+		if err := fs.complete(ctx, gin); err != nil {
+			return fs.status("open", err)
+		}
+	}
+	h, mode, in, err := fs.c.OpenIno(ctx, meta.Ino(input.NodeId), int(input.Flags))
 	if err != nil {
 		return fs.status("open", err)
 	}
 	if in.IsDir() {
-		h.Release(ctxOf(cancel, &input.InHeader))
+		h.Release(ctx)
 		return gofuse.Status(syscall.EISDIR)
 	}
 	fs.opened(h, in.Ino, mode, false, out)
+	if in.Gateway == nil && gin != nil {
+		in.Gateway = gin.Gateway // attributes from a cache tier may not carry it
+	}
+	if fs.opts.Gateway != nil && in.IsRegular() && needs(&in) {
+		fs.mu.Lock()
+		fs.mu.partial[out.Fh] = newPartial(&in)
+		fs.mu.Unlock()
+	}
 	return gofuse.OK
 }
 
@@ -101,6 +132,11 @@ func (fs *FS) Read(cancel <-chan struct{}, input *gofuse.ReadIn, buf []byte) (go
 	h := fs.file(input.Fh)
 	if h == nil {
 		return nil, gofuse.EBADF
+	}
+	if p := fs.partialOf(input.Fh); p != nil {
+		if err := p.ready(ctxOf(cancel, &input.InHeader), fs, int64(input.Offset), int64(input.Size)); err != nil {
+			return nil, fs.status("read", err)
+		}
 	}
 	n, err := h.Read(ctxOf(cancel, &input.InHeader), int64(input.Offset), buf[:min(len(buf), int(input.Size))])
 	if err != nil {
@@ -175,6 +211,7 @@ func (fs *FS) Release(cancel <-chan struct{}, input *gofuse.ReleaseIn) {
 	fs.mu.Lock()
 	h := fs.mu.files[input.Fh]
 	delete(fs.mu.files, input.Fh)
+	delete(fs.mu.partial, input.Fh)
 	fs.mu.Unlock()
 	if h == nil {
 		return

@@ -52,6 +52,8 @@ type FS struct {
 		next  uint64
 		files map[uint64]*client.Handle
 		dirs  map[uint64]*dirHandle
+		// partial: the open files of filesets not cached whole (gateway.go)
+		partial map[uint64]*partial
 	}
 }
 
@@ -69,6 +71,7 @@ func New(c *client.Client, opts Options) *FS {
 	fs := &FS{RawFileSystem: gofuse.NewDefaultRawFileSystem(), c: c, api: c.Meta(), opts: opts, log: opts.Logger}
 	fs.mu.files = make(map[uint64]*client.Handle)
 	fs.mu.dirs = make(map[uint64]*dirHandle)
+	fs.mu.partial = make(map[uint64]*partial)
 	return fs
 }
 

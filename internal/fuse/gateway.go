@@ -2,16 +2,22 @@ package fuse
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"syscall"
 
 	"tessera/internal/meta"
 )
 
 // Gateway is what a mount asks when it meets a fileset inode that is not
 // cached yet (package gateway; docs/design/2026-11-24-gateway.md): list a
-// directory at home into placeholders, fetch a file's bytes.
+// directory at home into placeholders, fetch the blocks of a file a read
+// needs.
 type Gateway interface {
 	ListDir(ctx context.Context, dir meta.Ino) (meta.Inode, error)
+	// Fetch makes [off, off+n) of file ino readable from the cache (its
+	// blocks fetched from home and recorded in the inode's cached runs)
+	// and returns the inode afterwards.
 	Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error)
 	// Revalidate compares ino with home once its fileset's validity lag
 	// has passed, invalidating it if home changed (force: at once).
@@ -25,55 +31,167 @@ type Gateway interface {
 // it back from cached to placeholder.
 type ready struct{ m sync.Map }
 
+// dueChecker is implemented by a Gateway that can tell, without asking a
+// gateway, that a cached inode's validity lag has not passed yet (gwrpc's
+// Router: a network round trip saved per open of a cached file).
+type dueChecker interface {
+	Due(ctx context.Context, in *meta.Inode) bool
+}
+
 // needs reports whether in must go to the gateway before it is served.
 func needs(in *meta.Inode) bool {
 	return in.Gateway != nil && in.Gateway.State != meta.CacheCached
 }
 
-// fill makes sure inode ino is cached when it belongs to a fileset: a
-// directory is listed at home, a regular file fetched whole. Without a
-// Gateway it does nothing.
-func (fs *FS) fill(ctx context.Context, ino meta.Ino) error {
+// fill makes sure inode ino can be served when it belongs to a fileset:
+// a cached one is revalidated once its validity lag has passed, a
+// directory not listed yet is listed at home. A file is not fetched here:
+// its reads fetch what they need (partial). It returns the inode of a
+// fileset (nil for any other, or without a Gateway).
+func (fs *FS) fill(ctx context.Context, ino meta.Ino) (*meta.Inode, error) {
 	if fs.opts.Gateway == nil {
-		return nil
+		return nil, nil
 	}
 	if _, ok := fs.ready.m.Load(ino); ok {
-		return nil
+		return nil, nil
 	}
 	in, err := fs.api.GetAttr(ctx, ino)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if in.Gateway == nil {
 		fs.ready.m.Store(ino, struct{}{})
-		return nil
+		return nil, nil
 	}
-	if !needs(&in) {
-		// Cached: compare with home once the validity lag has passed.
-		// Home unreachable is not an error here: what is cached is
-		// served while home is down (Panache's disconnected mode).
+	if !needs(&in) || in.Gateway.State == meta.CachePartial {
+		// Cached, whole or in part: compare with home once the validity
+		// lag has passed (a partial file's next blocks must come from the
+		// same version of home's file as those it holds). Home
+		// unreachable is not an error here: what is cached is served
+		// while home is down (Panache's disconnected mode).
+		if d, ok := fs.opts.Gateway.(dueChecker); ok && !d.Due(ctx, &in) {
+			return &in, nil
+		}
 		changed, err := fs.opts.Gateway.Revalidate(ctx, ino, false)
 		if err != nil {
 			fs.log.Debug("revalidation failed; serving what is cached", "ino", ino, "err", err)
-			return nil
+			return &in, nil
 		}
 		if !changed {
-			return nil
+			return &in, nil
 		}
 		if in, err = fs.api.GetAttr(ctx, ino); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if needs(&in) {
-		switch {
-		case in.IsDir():
-			in, err = fs.opts.Gateway.ListDir(ctx, ino)
-		case in.IsRegular():
-			in, err = fs.opts.Gateway.Fetch(ctx, ino, 0, int64(in.Gateway.HomeSize))
-		}
-		if err != nil {
-			return err
+	if needs(&in) && in.IsDir() {
+		if in, err = fs.opts.Gateway.ListDir(ctx, ino); err != nil {
+			return nil, err
 		}
 	}
+	return &in, nil
+}
+
+// complete fetches the whole of a fileset file in before it is changed
+// locally: write-back sends a file whole, so a partly cached file must
+// hold all of home's bytes before a write, truncate or fallocate lands in
+// it (docs/design/2026-11-25-gateway-ranges.md).
+func (fs *FS) complete(ctx context.Context, in *meta.Inode) error {
+	if in == nil || !needs(in) || !in.IsRegular() {
+		return nil
+	}
+	_, err := fs.opts.Gateway.Fetch(ctx, in.Ino, 0, int64(in.Gateway.HomeSize))
+	return err
+}
+
+// partial is an open file of a fileset not cached whole: a read fetches
+// the blocks it needs that are not cached yet (through the gateway) before
+// the client reads them, since a block never fetched has no data in the
+// file's recipe and would read as zeros.
+type partial struct {
+	ino meta.Ino
+	bs  int64
+	mu  sync.Mutex
+	// sec is the section as this handle knows it: its Cached runs are
+	// those recorded plus those this handle had fetched.
+	sec meta.GatewayInfo
+}
+
+func newPartial(in *meta.Inode) *partial {
+	bs := int64(in.BlockSize)
+	if bs <= 0 {
+		bs = 4 << 20
+	}
+	return &partial{ino: in.Ino, bs: bs, sec: *in.Gateway}
+}
+
+// holds reports whether blocks [first, end) are known cached.
+func (p *partial) holds(first, end uint64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sec.Holds(first, end)
+}
+
+// learn merges what the meta service says of the file (g) and, if run
+// is not empty, a run this handle had fetched. A section for another
+// version of home's object (revalidated since) replaces what was known.
+func (p *partial) learn(g *meta.GatewayInfo, run meta.BlockRange) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if g != nil {
+		if g.Token != p.sec.Token || g.HomeMtime != p.sec.HomeMtime || g.HomeSize != p.sec.HomeSize || g.State != meta.CachePartial {
+			p.sec = *g
+		} else {
+			for _, r := range g.Cached {
+				p.sec.Cached = meta.AddRange(p.sec.Cached, r)
+			}
+		}
+	}
+	if run.End > run.First && p.sec.State != meta.CacheCached {
+		p.sec.Cached = meta.AddRange(p.sec.Cached, run)
+	}
+}
+
+// ready makes [off, off+n) of the file readable: nothing to do for cached
+// blocks (a hit never involves a gateway), else the meta service is asked
+// whether another reader or the prefetch has fetched them since, and the
+// gateway only for what is still missing. A failed fetch is EIO: the read
+// fails rather than return the recipe's zeros.
+func (p *partial) ready(ctx context.Context, fs *FS, off, n int64) error {
+	p.mu.Lock()
+	size := int64(p.sec.HomeSize)
+	p.mu.Unlock()
+	if off >= size || n <= 0 {
+		return nil
+	}
+	end := min(off+n, size)
+	first, last := uint64(off/p.bs), uint64((end+p.bs-1)/p.bs)
+	if p.holds(first, last) {
+		return nil
+	}
+	in, err := fs.api.GetAttr(ctx, p.ino)
+	if err != nil {
+		return err
+	}
+	// Whatever happens next, blocks were committed since this mount's
+	// client may have read the file's recipe (zeros where uncached), by
+	// a gateway's client, whose callback need not reach this one.
+	defer fs.c.Invalidate(p.ino)
+	p.learn(in.Gateway, meta.BlockRange{})
+	if in.Gateway == nil || p.holds(first, last) {
+		return nil
+	}
+	out, err := fs.opts.Gateway.Fetch(ctx, p.ino, int64(first)*p.bs, int64(last-first)*p.bs)
+	if err != nil {
+		return fmt.Errorf("read inode %d: bytes [%d, %d) are not cached and fetching them failed: %v: %w", p.ino, off, end, err, syscall.EIO)
+	}
+	p.learn(out.Gateway, meta.BlockRange{First: first, End: last})
 	return nil
+}
+
+// partialOf returns the partial state of open file fh, or nil.
+func (fs *FS) partialOf(fh uint64) *partial {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	return fs.mu.partial[fh]
 }

@@ -13,7 +13,7 @@ import (
 
 func (fs *FS) Lookup(cancel <-chan struct{}, header *gofuse.InHeader, name string, out *gofuse.EntryOut) gofuse.Status {
 	ctx, parent := ctxOf(cancel, header), meta.Ino(header.NodeId)
-	if err := fs.fill(ctx, parent); err != nil {
+	if _, err := fs.fill(ctx, parent); err != nil {
 		return fs.status("lookup", err)
 	}
 	var in meta.Inode
@@ -83,6 +83,15 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, input *gofuse.SetAttrIn, out *gofu
 	if input.Valid&gofuse.FATTR_SIZE != 0 {
 		if in.IsDir() {
 			return gofuse.Status(syscall.EISDIR)
+		}
+		if fs.opts.Gateway != nil && needs(&in) {
+			// A partly cached fileset file is completed before it changes.
+			if err := fs.complete(ctx, &in); err != nil {
+				return fs.status("truncate", err)
+			}
+			if in, err = fs.api.GetAttr(ctx, ino); err != nil {
+				return fs.status("truncate", err)
+			}
 		}
 		if in, err = fs.c.Truncate(ctx, in, int64(input.Size)); err != nil {
 			return fs.status("truncate", err)

@@ -10,22 +10,31 @@
 // already is left alone, so a local create wins over home's); it lists in
 // batches of meta.MaxIngestEntries and marks the directory cached with
 // the last one, so a listing cut short is finished by the next. Fetch
-// reads a range of a file from home (home.Store.ReadAt) and stores it
-// through the client's normal write path, so the blocks are uploaded to
-// the block servers placement chooses and committed; then it records in
-// the inode's gateway section what it holds (meta.SetGateway, guarded by
-// the inode's Change). A fetch of the whole file marks it cached. Once
-// directories and files are cached they are served by the namespace and
-// the block servers alone: home is not needed to list or read them again.
+// reads whole blocks of a file from home (home.Store.ReadAt) and stores
+// them through the client's normal write path, so the blocks are uploaded
+// to the block servers placement chooses and committed; then it adds them
+// to the cached runs of the inode's gateway section (meta.SetGateway,
+// guarded by the inode's Change, and refused if home's object changed
+// since the fetch began). Once every block is in, the file is cached.
+// Cached directories and files are served by the namespace and the block
+// servers alone: home is not needed to list or read them again.
 //
 // Group is what a mount asks: each request goes to the gateway owning the
 // inode (the first by Rendezvous hashing of the inode over the gateways'
-// names, or the group's self in a gateway process); a fetch larger than
-// Group.RangeSize is cut into whole-block ranges dealt round-robin to all
-// gateways (FetchData), which read home in parallel, and the owner records
-// the file cached once every range is in. Its members (Member) are local
-// Ingesters or gateway processes reached over the network (gateway/gwrpc,
-// where the separate gateway role lives: tessera gateway).
+// names, or the group's self in a gateway process; a remote owner is
+// handed the whole request). Group.Fetch fetches the blocks a reader
+// needs that are not cached, cut into pieces of at most Group.RangeSize
+// dealt round-robin to all gateways (FetchData), which read home in
+// parallel; the owner records each piece, and the reader waits for those
+// blocks only. A block being fetched is fetched once: readers that miss
+// it meanwhile wait for that fetch (flight.go; Regroup keeps this across
+// a change of the live gateways). Then the fileset's prefetch setting
+// runs in the background on the owner: none, the Group.Window after the
+// read (range), or the rest of the file (whole). A file read at more
+// scattered places than its section can record (meta.MaxCachedRanges
+// runs) is fetched whole. Its members (Member) are local Ingesters or
+// gateway processes reached over the network (gateway/gwrpc, where the
+// separate gateway role lives: tessera gateway).
 //
 // Revalidate compares a fileset inode with home once the fileset's
 // validity lag has passed since it was last validated (the Ingester's
@@ -37,10 +46,11 @@
 // revalidate). Single-writer filesets and locally made inodes are not
 // revalidated.
 //
-// Not built yet (issue 14): ranged misses (a mount fetches a file whole on
-// open), refusing local updates in ro filesets, removing names gone at
-// home, and the fileset status counters (bytes cached, hit ratio, ingest
-// rate per gateway of tessera up --gateways N: Stats holds the counts;
-// gateway processes report theirs in their heartbeats).
-// See docs/design/2026-11-24-gateway.md.
+// Not built yet (issue 14): refusing local updates in ro filesets,
+// removing names gone at home, and the fileset status counters (bytes
+// cached, hit ratio, ingest rate per gateway of tessera up --gateways N:
+// Stats holds the counts; gateway processes report theirs in their
+// heartbeats).
+// See docs/design/2026-11-24-gateway.md and
+// docs/design/2026-11-25-gateway-ranges.md.
 package gateway

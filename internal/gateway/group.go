@@ -2,25 +2,54 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"tessera/internal/meta"
 )
 
-// Group is the gateways of one cluster as a mount sees them. Every request
-// goes to the gateway owning the inode (Owner, member.go). A fetch of a large file is split: the owner cuts the file into
-// ranges of RangeSize bytes (whole blocks) and deals them round-robin to
-// every gateway, starting with itself; they read home in parallel and
-// store their ranges, and the owner records the file cached once all are
-// in. The caller waits for the fetch it asked for.
+// Group is the gateways of one cluster as a mount (or the gateway process
+// a mount asked) sees them. Every request goes to the gateway owning the
+// inode (Owner, member.go); a remote owner does the work itself. A fetch
+// asks for the blocks a reader needs: the owner cuts the missing ones into
+// pieces of at most RangeSize bytes (whole blocks) and deals them
+// round-robin to every gateway, starting with itself; they read home in
+// parallel and store their pieces, and the owner records each piece in
+// the inode's cached runs. The caller waits only for the blocks it asked
+// for; what follows is the fileset's prefetch setting, fetched in the
+// background (see Fetch). A block being fetched is fetched once: other
+// readers missing it wait for that fetch.
 type Group struct {
 	gs    []Member
 	names []string // what ownership hashes over (member.go)
 	self  int      // the member doing every request's work, or -1
-	// RangeSize is the size of the ranges a large fetch is cut into; a
-	// file no larger is fetched by its owner alone. Default 16 MiB.
+	// RangeSize is the most bytes one piece of a fetch holds (rounded up
+	// to whole blocks); a larger fetch is split among the gateways.
+	// Default 16 MiB.
 	RangeSize int64
+	// Window is how far past a miss a fileset with prefetch "range"
+	// fetches in the background (rounded up to whole blocks). Default
+	// 16 MiB.
+	Window int64
+
+	st *groupState // shared by the groups Regroup makes of this one
+}
+
+// groupState is what a group's fetches share: the pieces in flight, the
+// files being fetched whole, the background fetches.
+type groupState struct {
+	fl        flights
+	mu        sync.Mutex
+	scattered map[meta.Ino]bool // files being fetched whole (fillWhole)
+	bg        sync.WaitGroup
+	bgCtx     context.Context
+	bgStop    context.CancelFunc
+	// turn deals pieces to the gateways in turn, across fetches, so that
+	// the pieces of a sequential reader's misses and prefetches are read
+	// by all of them in parallel.
+	turn atomic.Uint64
 }
 
 // NewGroup returns the group of gs (at least one).
@@ -32,14 +61,59 @@ func NewGroup(gs ...*Ingester) *Group {
 	return NewGroupOf(names, ms, -1)
 }
 
-// Close closes every gateway's home stores.
+// newGroup is NewGroupOf without its checks.
+func newGroup(names []string, ms []Member, self int) *Group {
+	ctx, stop := context.WithCancel(context.Background())
+	return &Group{gs: ms, names: names, self: self, RangeSize: 16 << 20, Window: 16 << 20,
+		st: &groupState{bgCtx: ctx, bgStop: stop, scattered: map[meta.Ino]bool{}}}
+}
+
+// Regroup returns a group of other members (the live gateways changed)
+// with g's settings, sharing g's fetches in flight and in the background,
+// so that a fetch under way is not started again by the new group.
+func (g *Group) Regroup(names []string, ms []Member) *Group {
+	n := NewGroupOf(names, ms, g.self)
+	n.RangeSize, n.Window, n.st = g.RangeSize, g.Window, g.st
+	return n
+}
+
+// Stop stops the background fetches (of every group Regroup made of
+// this one) and waits for them.
+func (g *Group) Stop() {
+	g.st.bgStop()
+	g.st.bg.Wait()
+}
+
+// Close stops the background fetches, waits for them, and closes every
+// gateway's home stores.
 func (g *Group) Close() error {
+	g.Stop()
 	for _, x := range g.gs {
 		if c, ok := x.(interface{ Close() error }); ok {
 			c.Close()
 		}
 	}
 	return nil
+}
+
+// Idle waits until the background fetches started so far (prefetch) have
+// ended, or ctx ends.
+func (g *Group) Idle(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { g.st.bg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// local returns the member doing the work for ino: its owner, which must
+// be an Ingester here (a remote owner is handed the whole request).
+func (g *Group) local(ino meta.Ino) *Ingester {
+	x, _ := g.gs[g.Owner(ino)].(*Ingester)
+	return x
 }
 
 // ListDir asks the owner of dir.
@@ -52,13 +126,38 @@ func (g *Group) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bool,
 	return g.gs[g.Owner(ino)].Revalidate(ctx, ino, force)
 }
 
-// Fetch fetches [off, off+n) of ino: through its owner alone for a range
-// of at most RangeSize bytes, else split among all the gateways.
+// Stats returns each gateway's counts, in order (zero for a remote one:
+// it reports its own).
+func (g *Group) Stats() []Stats {
+	out := make([]Stats, len(g.gs))
+	for i, x := range g.gs {
+		if in, ok := x.(*Ingester); ok {
+			out[i] = in.Stats()
+		}
+	}
+	return out
+}
+
+// geometry is a file's block size and block count at home's size.
+func geometry(in meta.Inode, sec *meta.GatewayInfo) (bs int64, nb uint64) {
+	bs = int64(in.BlockSize)
+	if bs <= 0 {
+		bs = 4 << 20
+	}
+	return bs, (sec.HomeSize + uint64(bs) - 1) / uint64(bs)
+}
+
+// Fetch makes [off, off+n) of file ino readable from the cache and returns
+// the inode afterwards: it fetches the blocks of the range that are not
+// cached, split among the gateways, and waits for them (and for those
+// other readers are fetching). Then, following the fileset's prefetch
+// setting, it starts in the background: nothing more (none), the Window
+// after the range (range), or the rest of the file (whole, split among
+// the gateways as any large fetch). A range past home's size is cut there.
 func (g *Group) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error) {
-	o := g.Owner(ino)
-	owner, ok := g.gs[o].(*Ingester)
-	if !ok { // a remote owner splits and records itself
-		return g.gs[o].Fetch(ctx, ino, off, n)
+	owner := g.local(ino)
+	if owner == nil { // a remote owner splits, records and prefetches itself
+		return g.gs[g.Owner(ino)].Fetch(ctx, ino, off, n)
 	}
 	in, err := owner.meta.GetAttr(ctx, ino)
 	if err != nil {
@@ -68,42 +167,234 @@ func (g *Group) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Ino
 	if err != nil {
 		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
 	}
-	end := min(off+n, int64(sec.HomeSize))
-	rs := g.RangeSize
-	if bs := int64(in.BlockSize); bs > 0 && rs%bs != 0 {
-		rs += bs - rs%bs // whole blocks: no two gateways write one block
+	if !in.IsRegular() {
+		return meta.Inode{}, fmt.Errorf("fetch inode %d: not a regular file: %w", ino, meta.ErrInvalid)
 	}
-	if len(g.gs) == 1 || sec.State == meta.CacheCached || end-off <= rs {
-		return owner.Fetch(ctx, ino, off, n)
+	if off < 0 || n < 0 {
+		return meta.Inode{}, fmt.Errorf("fetch inode %d: range %d+%d: %w", ino, off, n, meta.ErrInvalid)
 	}
-	start := off
-	if bs := int64(in.BlockSize); bs > 0 {
-		start -= start % bs
+	if sec.State == meta.CacheCached {
+		return in, nil
 	}
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var first error
-	for i, pos := 0, start; pos < end; i, pos = i+1, pos+rs {
-		x := g.gs[(o+i)%len(g.gs)]
-		wg.Add(1)
-		go func(pos int64) {
-			defer wg.Done()
-			if err := x.FetchData(ctx, ino, pos, min(rs, end-pos)); err != nil {
-				mu.Lock()
-				if first == nil {
-					first = err
-				}
-				mu.Unlock()
+	bs, nb := geometry(in, sec)
+	first := uint64(off / bs)
+	end := min(uint64((min(off, int64(sec.HomeSize))+min(n, int64(sec.HomeSize))+bs-1)/bs), nb)
+	if first < end {
+		if err := g.need(ctx, ino, sec, first, end, bs); err != nil {
+			return meta.Inode{}, err
+		}
+	}
+	g.prefetch(ctx, ino, sec, bs, first, end, nb)
+	out, err := owner.meta.GetAttr(ctx, ino)
+	if err != nil {
+		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+	}
+	return out, nil
+}
+
+// pieceBlocks is how many blocks one piece holds at most.
+func (g *Group) pieceBlocks(bs int64) uint64 {
+	return uint64(max(1, (g.RangeSize+bs-1)/bs))
+}
+
+// need fetches the blocks [first, end) of ino that sec does not hold and
+// waits for them. A piece another reader was fetching that failed is
+// tried once more by this one (that reader may merely have given up).
+func (g *Group) need(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, first, end uint64, bs int64) error {
+	for attempt := 0; ; attempt++ {
+		mine, theirs := g.st.fl.claim(ino, meta.MissingRanges(sec.Cached, first, end), g.pieceBlocks(bs))
+		errs := make(chan error, len(mine))
+		for _, p := range mine {
+			i := int(g.st.turn.Add(1) - 1)
+			go func() { errs <- g.fetchPiece(ctx, ino, sec, p, i, bs, true) }()
+		}
+		var failed error
+		for range mine {
+			if err := <-errs; err != nil && failed == nil {
+				failed = err
 			}
-		}(pos)
+		}
+		if failed != nil {
+			return failed
+		}
+		retry := false
+		for _, p := range theirs {
+			select {
+			case <-p.done:
+			case <-ctx.Done():
+				return fmt.Errorf("fetch inode %d: %w", ino, ctx.Err())
+			}
+			if p.err != nil {
+				if attempt > 0 {
+					return p.err
+				}
+				retry = true
+			}
+		}
+		if !retry {
+			return nil
+		}
+		in, err := g.local(ino).meta.GetAttr(ctx, ino)
+		if err != nil {
+			return fmt.Errorf("fetch inode %d: %w", ino, err)
+		}
+		if sec, err = section(in); err != nil {
+			return fmt.Errorf("fetch inode %d: %w", ino, err)
+		}
+		if sec.State == meta.CacheCached {
+			return nil
+		}
 	}
-	wg.Wait()
-	if first != nil {
-		return meta.Inode{}, first
+}
+
+// fetchPiece has the i-th gateway after the owner store piece p, then
+// (record) the owner record it, and ends p. A file read at too many
+// scattered places to record its runs is fetched whole in the background
+// instead (fillWhole); the piece's blocks are stored all the same.
+func (g *Group) fetchPiece(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, p *piece, i int, bs int64, record bool) (err error) {
+	defer func() { g.st.fl.finish(ino, p, err) }()
+	o := g.Owner(ino)
+	x := g.gs[(o+i)%len(g.gs)]
+	if err := x.FetchData(ctx, ino, int64(p.first)*bs, int64(p.end-p.first)*bs); err != nil {
+		return err
 	}
-	state := meta.CachePartial
-	if start == 0 && end >= int64(sec.HomeSize) {
-		state = meta.CacheCached
+	if !record {
+		return nil
 	}
-	return owner.record(ctx, ino, sec, state)
+	_, err = g.local(ino).recordRun(ctx, ino, sec, meta.BlockRange{First: p.first, End: p.end})
+	if errors.Is(err, errScattered) {
+		g.fillWhole(ino, sec)
+		return nil
+	}
+	return err
+}
+
+// fillWhole fetches every block of ino in the background, in pieces dealt
+// among the gateways, without recording runs, and records the file cached
+// at the end: for a file whose runs no longer fit its gateway section.
+// Blocks other readers are fetching are waited for, not fetched again.
+// One such fill runs per file.
+func (g *Group) fillWhole(ino meta.Ino, sec *meta.GatewayInfo) {
+	g.st.mu.Lock()
+	if g.st.scattered[ino] {
+		g.st.mu.Unlock()
+		return
+	}
+	g.st.scattered[ino] = true
+	g.st.mu.Unlock()
+	g.st.bg.Add(1)
+	go func() {
+		defer g.st.bg.Done()
+		defer func() {
+			g.st.mu.Lock()
+			delete(g.st.scattered, ino)
+			g.st.mu.Unlock()
+		}()
+		ctx := g.st.bgCtx
+		owner := g.local(ino)
+		in, err := owner.meta.GetAttr(ctx, ino)
+		if err != nil || in.Gateway == nil || in.Gateway.State == meta.CacheCached {
+			return
+		}
+		bs, nb := geometry(in, sec)
+		step := g.pieceBlocks(bs) * uint64(len(g.gs))
+		for pos := uint64(0); pos < nb; pos += step {
+			mine, theirs := g.st.fl.claim(ino, []meta.BlockRange{{First: pos, End: min(pos+step, nb)}}, g.pieceBlocks(bs))
+			errs := make(chan error, len(mine))
+			for _, p := range mine {
+				i := int(g.st.turn.Add(1) - 1)
+				go func() { errs <- g.fetchPiece(ctx, ino, sec, p, i, bs, false) }()
+			}
+			failed := false
+			for range mine {
+				failed = <-errs != nil || failed
+			}
+			for _, p := range theirs {
+				select {
+				case <-p.done:
+				case <-ctx.Done():
+					return
+				}
+				failed = failed || p.err != nil
+			}
+			if failed {
+				return
+			}
+		}
+		_, _ = owner.recordRun(ctx, ino, sec, meta.BlockRange{First: 0, End: nb})
+	}()
+}
+
+// prefetch starts what the fileset's prefetch setting adds to a fetch of
+// blocks [first, end): see Fetch.
+func (g *Group) prefetch(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, bs int64, first, end, nb uint64) {
+	f, err := g.local(ino).meta.Fileset(ctx, sec.Fileset)
+	if err != nil {
+		return // no setting to follow: fetch only what was asked
+	}
+	switch f.Prefetch {
+	case meta.PrefetchRange:
+		w := uint64(max(1, (g.Window+bs-1)/bs))
+		if end < nb {
+			// The window is shared among the gateways: a piece each.
+			per := (w + uint64(len(g.gs)) - 1) / uint64(len(g.gs))
+			g.fillBackground(ino, end, min(end+w, nb), min(per, g.pieceBlocks(bs)))
+		}
+	case meta.PrefetchWhole:
+		g.fillBackground(ino, 0, nb, g.pieceBlocks(bs))
+	}
+}
+
+// fillBackground fetches the missing blocks of [first, end) of ino in the
+// background, in pieces of at most maxBlocks, one at a time on each
+// gateway (pieces dealt in turn), skipping blocks that are cached or
+// being fetched. It
+// stops at the first error (home down: the next reader's miss tries
+// again) and when the Group closes.
+func (g *Group) fillBackground(ino meta.Ino, first, end, maxBlocks uint64) {
+	g.st.bg.Add(1)
+	go func() {
+		defer g.st.bg.Done()
+		ctx := g.st.bgCtx
+		sem := make(chan struct{}, len(g.gs))
+		var wg sync.WaitGroup
+		defer wg.Wait()
+		var mu sync.Mutex
+		var failed bool
+		for {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			mu.Lock()
+			stop := failed
+			mu.Unlock()
+			if stop {
+				return
+			}
+			in, err := g.local(ino).meta.GetAttr(ctx, ino)
+			if err != nil || in.Gateway == nil || in.Gateway.State == meta.CacheCached || !in.IsRegular() {
+				return
+			}
+			sec := in.Gateway
+			bs, nb := geometry(in, sec)
+			p := g.st.fl.next(ino, meta.MissingRanges(sec.Cached, first, min(end, nb)), maxBlocks)
+			if p == nil {
+				return
+			}
+			first = p.end
+			i := int(g.st.turn.Add(1) - 1)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if err := g.fetchPiece(ctx, ino, sec, p, i, bs, true); err != nil {
+					mu.Lock()
+					failed = true
+					mu.Unlock()
+				}
+			}()
+		}
+	}()
 }

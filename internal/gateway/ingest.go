@@ -30,6 +30,9 @@ type Ingester struct {
 	mu     sync.Mutex
 	stores map[meta.Ino]home.Store // by fileset root
 	stats  Stats
+	// recording serializes the records of one inode's runs (by inode
+	// number, striped).
+	recording [64]sync.Mutex
 }
 
 // Options configure an Ingester; zero values take the defaults.
@@ -195,20 +198,34 @@ func homeEntry(a home.Attr) (meta.HomeEntry, bool) {
 	return e, true
 }
 
-// Fetch reads [off, off+n) of fileset file ino from home (cut at the
-// home size the inode records) and stores it through the data path; a
-// range reaching the file's end from 0 marks the file cached, any other
-// partial. It returns the inode afterwards.
+// Fetch reads the blocks holding [off, off+n) of fileset file ino from
+// home (cut at the home size the inode records), stores them through the
+// data path and records them in the inode's cached runs: once every block
+// is in, the file is cached. It returns the inode afterwards. (Group.Fetch
+// is what a mount asks: it splits, shares and prefetches.)
 func (g *Ingester) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error) {
-	in, sec, done, err := g.fetchData(ctx, ino, off, n)
+	in, err := g.meta.GetAttr(ctx, ino)
+	if err != nil {
+		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+	}
+	sec, err := section(in)
+	if err != nil {
+		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+	}
+	if off < 0 || n < 0 {
+		return meta.Inode{}, fmt.Errorf("fetch inode %d: range %d+%d: %w", ino, off, n, meta.ErrInvalid)
+	}
+	bs, nb := geometry(in, sec)
+	first := uint64(off / bs)
+	end := min(uint64((min(off, int64(sec.HomeSize))+min(n, int64(sec.HomeSize))+bs-1)/bs), nb)
+	if first >= end {
+		return in, nil
+	}
+	in, sec, done, err := g.fetchData(ctx, ino, int64(first)*bs, int64(end-first)*bs)
 	if err != nil || done {
 		return in, err
 	}
-	state := meta.CachePartial
-	if off == 0 && off+n >= int64(sec.HomeSize) {
-		state = meta.CacheCached
-	}
-	return g.record(ctx, ino, sec, state)
+	return g.recordRun(ctx, ino, sec, meta.BlockRange{First: first, End: end})
 }
 
 // FetchData is Fetch without recording the cache state: what a gateway
@@ -281,24 +298,60 @@ func (g *Ingester) fetchData(ctx context.Context, ino meta.Ino, off, n int64) (m
 	return in, sec, false, nil
 }
 
-// record gives ino home's times back (writing moved them) and records
-// state in its gateway section, guarded by the inode's Change.
-func (g *Ingester) record(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, state meta.CacheState) (meta.Inode, error) {
+// errScattered: a run does not fit the inode's cached runs
+// (meta.MaxCachedRanges); the file is better fetched whole.
+var errScattered = errors.New("too many scattered cached runs")
+
+// recordRun gives ino home's times back (writing moved them) and adds run
+// to the cached runs of its gateway section; once the runs cover the file
+// it is cached. It is serialized per inode in this gateway (the owner
+// records all of a file's runs) and guarded by the inode's Change, tried
+// again on a conflict; but if home's object changed since the fetch began
+// (a revalidation took the file back: its attributes differ from sec) the
+// fetched bytes are not home's any more and nothing is recorded.
+func (g *Ingester) recordRun(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, run meta.BlockRange) (meta.Inode, error) {
 	ctx = meta.WithoutWriteback(ctx) // home's times, not a local update
-	after, err := g.meta.GetAttr(ctx, ino)
-	if err != nil {
-		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
-	}
-	if sec.HomeMtime != 0 {
-		if after, err = g.meta.SetAttr(ctx, ino, meta.SetAttrReq{Valid: meta.SetMtime | meta.SetAtime, Mtime: sec.HomeMtime, Atime: sec.HomeMtime}); err != nil {
+	l := &g.recording[uint64(ino)%uint64(len(g.recording))]
+	l.Lock()
+	defer l.Unlock()
+	for attempt := 0; ; attempt++ {
+		after, err := g.meta.GetAttr(ctx, ino)
+		if err != nil {
 			return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
 		}
+		cur, err := section(after)
+		if err != nil {
+			return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+		}
+		if cur.HomeSize != sec.HomeSize || cur.HomeMtime != sec.HomeMtime || cur.HomeCtime != sec.HomeCtime || cur.Token != sec.Token || cur.HomePath != sec.HomePath {
+			return meta.Inode{}, fmt.Errorf("fetch inode %d: home's %q changed during the fetch: %w", ino, sec.HomePath, meta.ErrConflict)
+		}
+		if cur.State == meta.CacheCached {
+			return after, nil
+		}
+		next := *cur
+		next.Cached = meta.AddRange(cur.Cached, run)
+		_, nb := geometry(after, cur)
+		if len(next.Cached) == 1 && next.Cached[0].First == 0 && next.Cached[0].End >= nb {
+			next.State, next.Cached = meta.CacheCached, nil
+		} else {
+			next.State = meta.CachePartial
+			if len(next.Cached) > meta.MaxCachedRanges {
+				return after, fmt.Errorf("fetch inode %d: %w", ino, errScattered)
+			}
+		}
+		if cur.HomeMtime != 0 && after.Mtime != cur.HomeMtime {
+			if after, err = g.meta.SetAttr(ctx, ino, meta.SetAttrReq{Valid: meta.SetMtime | meta.SetAtime, Mtime: cur.HomeMtime, Atime: cur.HomeMtime}); err != nil {
+				return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+			}
+		}
+		out, err := g.meta.SetGateway(ctx, ino, next, after.Change)
+		if errors.Is(err, meta.ErrConflict) && attempt < 3 {
+			continue
+		}
+		if err != nil {
+			return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
+		}
+		return out, nil
 	}
-	next := *sec
-	next.State = state
-	out, err := g.meta.SetGateway(ctx, ino, next, after.Change)
-	if err != nil {
-		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
-	}
-	return out, nil
 }

@@ -28,12 +28,19 @@ type env struct {
 	home string
 	root meta.Ino
 	g    *gateway.Ingester
+	st   block.Store // the block store every client of the env uses
 }
 
 func newEnv(t *testing.T, mode meta.FilesetMode) *env { return newEnvWith(t, mode, gateway.Options{}) }
 
 // newEnvWith is newEnv with the Ingester's options (Chunk defaults to 100 KiB).
 func newEnvWith(t *testing.T, mode meta.FilesetMode, opts gateway.Options) *env {
+	return newEnvPrefetch(t, mode, "", opts)
+}
+
+// newEnvPrefetch is newEnvWith with the fileset's prefetch setting ("":
+// the default).
+func newEnvPrefetch(t *testing.T, mode meta.FilesetMode, prefetch string, opts gateway.Options) *env {
 	t.Helper()
 	ctx := context.Background()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: 64 << 10})
@@ -53,7 +60,7 @@ func newEnvWith(t *testing.T, mode meta.FilesetMode, opts gateway.Options) *env 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })
-	e := &env{svc: svc, data: c, home: filepath.Join(t.TempDir(), "home")}
+	e := &env{svc: svc, data: c, home: filepath.Join(t.TempDir(), "home"), st: st}
 	if err := os.MkdirAll(filepath.Join(e.home, "d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +68,7 @@ func newEnvWith(t *testing.T, mode meta.FilesetMode, opts gateway.Options) *env 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := svc.CreateFileset(ctx, meta.Fileset{Root: d.Ino, Home: "file://" + e.home, Mode: mode, ValidityLag: time.Minute}); err != nil {
+	if _, err := svc.CreateFileset(ctx, meta.Fileset{Root: d.Ino, Home: "file://" + e.home, Mode: mode, ValidityLag: time.Minute, Prefetch: prefetch}); err != nil {
 		t.Fatal(err)
 	}
 	e.root = d.Ino

@@ -36,7 +36,7 @@ func NewGroupOf(names []string, ms []Member, self int) *Group {
 			panic("gateway.NewGroupOf: self is not an Ingester")
 		}
 	}
-	return &Group{gs: ms, names: names, self: self, RangeSize: 16 << 20}
+	return newGroup(names, ms, self)
 }
 
 // Owner returns the index of the gateway owning ino: the first of

@@ -65,7 +65,7 @@ func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bo
 	}
 	e, _ := homeEntry(a)
 	next.HomeMtime, next.HomeCtime, next.HomeSize, next.Token = e.HomeMtime, e.HomeCtime, e.Size, e.Token
-	next.State = meta.CachePlaceholder
+	next.State, next.Cached = meta.CachePlaceholder, nil // its runs went with its bytes
 	cur := in
 	if in.IsRegular() {
 		// Drop the cached bytes (their blocks' references go with

@@ -150,7 +150,7 @@ const MaxPatches = 96
 // CommitReq installs new block hashes into a file's recipe (DESIGN §2.3).
 type CommitReq struct {
 	Ino     Ino
-	Changes []BlockChange
+	Changes []BlockChange // at most MaxCommitBlocks
 	// Size is the new file size: with SetSize it is set exactly (truncate)
 	// and recipe entries at or past ceil(Size/BlockSize) are dropped;
 	// without it the size becomes max(current, Size).
@@ -171,6 +171,13 @@ type CommitReq struct {
 
 // MaxSuperseded bounds CommitReq.Superseded.
 const MaxSuperseded = 4096
+
+// MaxCommitBlocks bounds CommitReq.Changes: a commit naming more is
+// refused with ErrTooBig, and so is one whose transaction would need more
+// than the service's Options.MaxTxnOps or MaxTxnBytes (composed blocks,
+// changes spread over many recipe segments, or a small bound). Clients split larger commits (internal/client: each part is
+// acknowledged only with the last).
+const MaxCommitBlocks = 1024
 
 // Recipe is a run of a file's block hashes.
 type Recipe struct {
@@ -309,10 +316,15 @@ type MoverProgress struct {
 	UnderBySite []SiteCount
 }
 
-// SiteCount is a count for one site.
+// SiteCount is a count for one site. In MoverProgress.UnderBySite it is the
+// site's replication lag: N copies missing there, Bytes their size, and
+// Since (unix ns) when the mover first saw the oldest of them missing (0:
+// not known, e.g. a record written before it was kept).
 type SiteCount struct {
-	Site string
-	N    int64
+	Site  string
+	N     int64
+	Bytes int64
+	Since int64
 }
 
 // MaxSitesReported bounds MoverProgress.UnderBySite.

@@ -32,7 +32,16 @@ func (s *Service) SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, 
 func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *Inode) error {
 	var out Inode
 	defer func() { *outp = out }()
-	return s.update(ctx, func(t txn) error {
+	pending := false
+	run := s.update
+	if req.Valid&SetSize != 0 {
+		// A change of size must not expose (growing) or count on
+		// (shrinking) entries a cut left past the end: updateTrimmed
+		// drops them first.
+		run = func(ctx context.Context, fn func(t txn) error) error { return s.updateTrimmed(ctx, ino, fn) }
+	}
+	err := run(ctx, func(t txn) error {
+		pending = false
 		rec, err := t.getInode(ino)
 		if err != nil {
 			return err
@@ -69,12 +78,20 @@ func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *In
 		}
 		if req.Valid&SetSize != 0 && req.Size != rec.Size {
 			if req.Size < rec.Size {
-				refs := refDeltas{}
-				if err := t.truncateRecipe(rec, req.Size, refs); err != nil {
+				// The size changes here, in the first transaction: no
+				// reader sees an entry past it. What the bound leaves
+				// of the cut is a pending drop, finished below.
+				trimInline(rec, req.Size)
+				from := ceilDiv(req.Size, uint64(rec.BlockSize))
+				fin, _, err := t.dropTail(ino, from, s.soft(), s.nowNs())
+				if err != nil {
 					return err
 				}
-				if err := t.applyRefs(refs, s.nowNs()); err != nil {
-					return err
+				if !fin {
+					pending = true
+					if err := t.Put(pendingKey(ino), encodePending(pendingDrop{from: from})); err != nil {
+						return err
+					}
 				}
 			}
 			if err := t.addCounter(ctrBytes, ino, int64(req.Size-rec.Size)); err != nil {
@@ -92,4 +109,8 @@ func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *In
 		}
 		return t.putInode(rec)
 	})
+	if err == nil && pending {
+		err = s.finishDrop(ctx, ino)
+	}
+	return err
 }

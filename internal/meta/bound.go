@@ -149,9 +149,23 @@ func (s *Service) leasedRead(ctx context.Context, known Ino, read func() (Ino, e
 				return err
 			}
 			// In a shared store, leases are granted only on inodes
-			// whose lease record was written before the read.
-			if err := s.ensureLease(ctx, known); err != nil {
-				return err
+			// whose lease record was written before the read; a
+			// lag-tolerant read goes on without one when the store
+			// refuses it (cutoff.go).
+			if s.sh != nil && !s.leases.isRecorded(known) {
+				recorded, err := s.lagRecord(ctx, "lease record", func(ctx context.Context) error {
+					return s.ensureLease(ctx, known)
+				})
+				if err != nil {
+					return err
+				}
+				if !recorded {
+					got, err := read()
+					if err == nil {
+						s.leases.noLease(id, got)
+					}
+					return err
+				}
 			}
 		}
 		mark := s.readMark()

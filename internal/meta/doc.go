@@ -6,7 +6,9 @@
 // Contract. API (api.go) is what clients see; Service implements it over a
 // kv.Store and the RPC client in metarpc implements it over the wire. Every
 // method runs in a single kv transaction, so each operation is atomic and
-// isolated; a Service keeps no state the store does not hold except a batch
+// isolated, except the drops of recipe entries that reap and truncate do
+// in segments of bounded transactions, invisible to readers (see Bounded
+// transactions); a Service keeps no state the store does not hold except a batch
 // of pre-allocated inode numbers and its sessions (below), so several
 // Services may share one store.
 // Errors are syscall.Errno sentinels (ErrNotFound, ErrExist, ...) wrapped
@@ -63,6 +65,7 @@
 //	"L" ino meta         -> Service meta may have sessions holding a lease on ino (remotecb.go)
 //	"O" ino meta         -> sessions of Service meta hold ino open (sharedopens.go)
 //	"C" meta req         -> callback request of a change for Service meta (req: random 8 bytes)
+//	"t" ino              -> pending drop: ino's recipe entries from an index on are still to drop (segment.go)
 //
 // Counters are sharded by inode number so that creates and commits in
 // different directories do not all conflict on one key; StatFS sums the
@@ -79,14 +82,17 @@
 //	inode:   1 | flags(1: bit0 HasInline, bit1 a replicas byte follows the
 //	         inline data, bit2 some block was committed composed, bit3 a
 //	         site spec follows the replicas byte, bit4 a gateway section
-//	         follows) |
+//	         follows, bit5 cached runs follow the gateway section) |
 //	         gen 8 | mode 4 | uid 4 | gid 4 | nlink 4 | size 8 | atime 8 |
 //	         mtime 8 | ctime 8 | rdev 4 | change 8 | blocksize 4 |
 //	         parent 8 | policy str | target str | inline bytes (empty
 //	         unless HasInline) | replicas 1 (with bit1) | sites str (with
 //	         bit3, which needs bit1: a canonical per-site spec such as
 //	         "a:1,b:1,c:1", at most MaxSitesLen bytes, whose copies sum to
-//	         replicas) | gateway (with bit4)
+//	         replicas) | gateway (with bit4) | cached runs (with bit5,
+//	         which needs bit4: count 4 (1 to MaxCachedRanges) | (first
+//	         block 8 | end block 8)* sorted, disjoint, not touching; only
+//	         in state partial)
 //	gateway section (an inode of a fileset): fileset root 8 | cache state 1
 //	         (1 placeholder, 2 partial, 3 cached) | last validated 8 |
 //	         home mtime 8 | home ctime 8 | home size 8 | home path str
@@ -113,10 +119,12 @@
 //	server:  1 | addr str | dir str | host str | rack str | site str |
 //	         state str | seen 8
 //	progress: 1 | flags(1: bit0 Running, bit1 a per-site section follows
-//	         the error) | round 8 | at 8 | blocks 8 |
+//	         the error, bit2 its sites carry bytes and since) | round 8 |
+//	         at 8 | blocks 8 |
 //	         under-replicated 8 | misplaced 8 | bytes to move 8 |
 //	         bytes moved 8 | err str (at most 4096 bytes) |
-//	         [n 1 (1..64) | n × (site str (1..255 bytes) | under-replicated 8 (> 0))]
+//	         [n 1 (1..64) | n × (site str (1..255 bytes) | under-replicated 8 (> 0)
+//	         [| bytes 8 | since 8 (unix ns, 0 unknown)] (with bit2))]
 //	         (with bit1) |
 //	         [lost 8 (> 0) | n 1 (<= 16) | n × (hash 32 | k 1 (<= 8) | k × ino 8)]
 //	         (the lost section is absent when nothing is lost)
@@ -126,13 +134,41 @@
 //	         attempts 4 | err str
 //	wb latest: 1 | root 8 | seq 8     wb name: 1 | parent 8 | name str
 //	wb token: 1 | token bytes
+//	pending drop: 1 | from 8 | flags 1 (bit0: the inode is being reaped)
+//
+// # Bounded transactions
+//
+// On etcd a transaction holds a bounded number of compares and writes
+// (--max-txn-ops) and bytes (--max-request-bytes). Options.MaxTxnOps
+// (DefaultMaxTxnOps, 4096) and MaxTxnBytes (8 MiB), on every engine,
+// bound what meta puts in one, counted as etcdkv counts
+// (segment.go; docs/design/2026-11-25-segments.md). What grows with a
+// file is done in segments: Reap drops an orphan's recipe entries, with
+// their reference counts and releases, a segment per transaction, the
+// inode and its orphan marker deleted with the last; a truncate (SetAttr,
+// Commit with SetSize) sets the size in its first transaction and drops
+// the entries past it in further ones before it returns. A pending-drop
+// record names what is left, so a crash between segments loses, leaks or
+// double-frees nothing: every entry left is counted, and the next Reap,
+// the next Commit or SetAttr of the size of the file (which finish a
+// pending drop before they change anything), or the reaper's FinishDrops
+// finishes it. An orphan whose reap has begun is as good as gone: HoldOpen
+// and Link answer ErrNotFound. Entries past the end are never visible
+// (GetRecipe stops at the size) and never resurface. A Commit takes at
+// most MaxCommitBlocks changes and is refused with ErrTooBig, before the
+// store sees it, when its transaction would exceed the bound; clients
+// commit more in parts (internal/client). Unlink with reap deletes in its
+// own transaction only a file whose entries fit; a larger one becomes an
+// orphan and is reaped in segments at once.
 //
 // # Filesets
 //
 // A fileset (fileset.go, filesetsvc.go, FilesetAPI) is a directory whose
 // subtree caches a remote home store; its inodes carry a gateway section
 // naming the home object they cache, its attributes when last read and
-// how much of it is cached. Gateways fill directories with placeholders
+// how much of it is cached: for a partly cached file, the runs of blocks
+// fetched (GatewayInfo.Cached; blocks outside them have no data in the
+// recipe and must be fetched before they are read). Gateways fill directories with placeholders
 // (IngestDir: a name the directory has already wins, so a local create is
 // never replaced) and record what they fetched with SetGateway, which
 // fails with ErrConflict when the inode changed since the gateway read
@@ -256,7 +292,11 @@
 // open through one Service is not deleted through another. The records of
 // a Service whose liveness lapsed hold for OrphanGrace more, while its
 // clients fail over and re-announce their opens elsewhere; then the
-// reaper's leader deletes them with the rest of its records (CleanupDead). Clients learn of the restart when their next poll gets
+// reaper's leader deletes them with the rest of its records (CleanupDead).
+// A caller that allows lag (AllowSerializable) is served without its lease
+// or open record when the store refuses the record (a site cut off from
+// the majority; cutoff.go): the read unleased, the open held in the
+// session only, if the inode's policy allows lag. Clients learn of the restart when their next poll gets
 // ErrSessionExpired; they open a new session and re-announce every open
 // they hold (HoldOpen again). So that they can, a Service started on a
 // store that has served sessions before ("m" "sessions") deletes no orphan,

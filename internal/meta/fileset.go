@@ -187,6 +187,11 @@ type GatewayInfo struct {
 	HomeSize             uint64
 	Token                string
 	State                CacheState
+	// Cached is, for a file in state CachePartial, the runs of blocks
+	// fetched so far (sorted, disjoint, not touching; at most
+	// MaxCachedRanges). Blocks outside them have no data in the recipe:
+	// a reader must have them fetched first, or it would read zeros.
+	Cached []BlockRange
 	// Validated is when the object was last compared with home (unix ns).
 	Validated int64
 }

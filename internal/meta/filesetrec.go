@@ -82,3 +82,30 @@ func readGateway(r *reader) *GatewayInfo {
 	}
 	return g
 }
+
+// appendCachedRuns appends a partial file's cached runs (flagCachedRuns,
+// after the gateway section): count 4 | (first 8 | end 8)*. A flag rather
+// than a field keeps the sections written before it decoding unchanged.
+func appendCachedRuns(b []byte, rs []BlockRange) []byte {
+	be := binary.BigEndian
+	b = be.AppendUint32(b, uint32(len(rs)))
+	for _, x := range rs {
+		b = be.AppendUint64(b, x.First)
+		b = be.AppendUint64(b, x.End)
+	}
+	return b
+}
+
+// readCachedRuns reads what appendCachedRuns wrote.
+func readCachedRuns(r *reader) []BlockRange {
+	n := r.u32()
+	if r.err == nil && (n == 0 || n > MaxCachedRanges) {
+		r.fail("gateway section: %d cached runs", n)
+		return nil
+	}
+	rs := make([]BlockRange, 0, n)
+	for i := uint32(0); i < n && r.err == nil; i++ {
+		rs = append(rs, BlockRange{First: r.u64(), End: r.u64()})
+	}
+	return rs
+}

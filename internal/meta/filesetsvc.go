@@ -321,6 +321,9 @@ func (s *Service) SetGateway(ctx context.Context, ino Ino, g GatewayInfo, ifChan
 		return Inode{}, fmt.Errorf("set gateway section of inode %d: fileset %d, state %d, path of %d bytes, token of %d bytes: %w",
 			ino, g.Fileset, g.State, len(g.HomePath), len(g.Token), ErrInvalid)
 	}
+	if err := checkRanges(&g); err != nil {
+		return Inode{}, fmt.Errorf("set gateway section of inode %d: %v: %w", ino, err, ErrInvalid)
+	}
 	var out Inode
 	err := s.update(ctx, func(t txn) error {
 		rec, err := t.getInode(ino)
@@ -330,6 +333,7 @@ func (s *Service) SetGateway(ctx context.Context, ino Ino, g GatewayInfo, ifChan
 		if ifChange != 0 && rec.Change != ifChange {
 			return &ConflictError{Ino: ino}
 		}
+		g.Cached = append([]BlockRange(nil), g.Cached...)
 		rec.Gateway = &g
 		if err := t.putInode(rec); err != nil {
 			return err

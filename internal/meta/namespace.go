@@ -343,7 +343,15 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			}
 			now := s.nowNs()
 			deleted = false
-			if rec.Nlink <= 1 && reap != 0 && reap == ino && cl.claim(t, ino) {
+			// A file too large to delete within one transaction becomes
+			// an orphan here and is reaped in segments below.
+			fits := false
+			if rec.Nlink <= 1 && reap != 0 && reap == ino {
+				if fits, err = s.fitsOneTxn(t, rec); err != nil {
+					return err
+				}
+			}
+			if fits && cl.claim(t, ino) {
 				rec.Nlink = 0
 				if err := t.deleteInode(rec, now); err != nil {
 					return err
@@ -414,6 +422,12 @@ func (t txn) linkOrphan(rec *inodeRec) error {
 		return ErrNotFound
 	}
 	if _, linkable, err := decodeOrphan(v); err != nil || !linkable {
+		if err == nil {
+			err = ErrNotFound
+		}
+		return err
+	}
+	if reaping, err := t.beingReaped(rec.Ino); err != nil || reaping {
 		if err == nil {
 			err = ErrNotFound
 		}

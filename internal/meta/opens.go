@@ -172,13 +172,35 @@ func (l *leaseTable) openedHere(ino Ino) bool {
 func (l *leaseTable) inGrace() bool { return l.now().Before(l.graceUntil) }
 
 // HoldOpen implements API.
+//
+// An open reads the inode linearizable. A caller that allows lag
+// (AllowSerializable) is held open in this Service's session only when the
+// store refuses its open record (a site cut off from the majority), and
+// then reads the inode serializable, if the inode's own policy allows lag
+// (cutoff.go); an inode whose policy does not allow lag waits for the
+// majority instead, as updates do.
 func (s *Service) HoldOpen(ctx context.Context, ino Ino) (Inode, error) {
 	id := sessionOf(ctx)
-	held, err := s.hold(ctx, id, ino)
+	lag := SerializableAllowed(ctx)
+	ctx = linearizable(ctx)
+	held, recorded, err := s.holdLag(ctx, id, ino, lag)
 	if err != nil {
 		return Inode{}, err
 	}
-	in, err := s.GetAttr(ctx, ino)
+	rctx := ctx
+	if !recorded {
+		rctx = AllowSerializable(ctx)
+	}
+	in, err := s.GetAttr(rctx, ino)
+	if err == nil && !recorded && !lagPolicy(in.Policy) {
+		// The inode's own policy wants what a lagging open cannot
+		// give: the open record and a linearizable read, waiting for
+		// the majority as every update does.
+		if err = s.recordOpen(ctx, ino); err == nil {
+			s.cut.until.Store(0)
+			in, err = s.GetAttr(ctx, ino)
+		}
+	}
 	if err != nil {
 		if held {
 			s.leases.unhold(id, ino)
@@ -186,6 +208,23 @@ func (s *Service) HoldOpen(ctx context.Context, ino Ino) (Inode, error) {
 		return Inode{}, fmt.Errorf("open: %w", err)
 	}
 	if in.Nlink == 0 {
+		// An orphan a reap has begun to drop is as good as gone: its
+		// recipe is partly dropped (a crash stopped the reap between
+		// segments), and the reaper will finish it.
+		reaping := false
+		err := s.view(ctx, func(t txn) (err error) {
+			reaping, err = t.beingReaped(ino)
+			return err
+		})
+		if err == nil && reaping {
+			err = fmt.Errorf("inode %d is being deleted: %w", ino, ErrNotFound)
+		}
+		if err != nil {
+			if held {
+				s.leases.unhold(id, ino)
+			}
+			return Inode{}, fmt.Errorf("open: %w", err)
+		}
 		s.leases.orphaned(ino)
 	}
 	return in, nil

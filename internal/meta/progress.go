@@ -18,6 +18,9 @@ var keyProgress = []byte("mprogress")
 const (
 	progressRunning = 1
 	progressSites   = 2 // a per-site section follows the error text
+	// progressLag: each site of the per-site section has its bytes and
+	// since after its count (absent in records written before).
+	progressLag = 4
 )
 
 // encodeProgress encodes a mover progress record; an over-long Err is cut.
@@ -28,7 +31,7 @@ func encodeProgress(p *MoverProgress) []byte {
 	}
 	sites := p.UnderBySite[:min(len(p.UnderBySite), MaxSitesReported)]
 	if len(sites) > 0 {
-		flags |= progressSites
+		flags |= progressSites | progressLag
 	}
 	b := make([]byte, 0, 2+8*8+2+len(p.Err))
 	b = append(b, recordV1, flags)
@@ -47,6 +50,8 @@ func encodeProgress(p *MoverProgress) []byte {
 		for _, c := range sites {
 			b = appendString(b, c.Site)
 			b = be.AppendUint64(b, uint64(c.N))
+			b = be.AppendUint64(b, uint64(c.Bytes))
+			b = be.AppendUint64(b, uint64(c.Since))
 		}
 	}
 	if p.Lost == 0 && len(p.LostBlocks) == 0 {
@@ -72,7 +77,8 @@ func decodeProgress(b []byte) (MoverProgress, error) {
 	r.version()
 	var p MoverProgress
 	flags := r.fixed(1)
-	if r.err == nil && flags[0]&^(progressRunning|progressSites) != 0 {
+	if r.err == nil && (flags[0]&^(progressRunning|progressSites|progressLag) != 0 ||
+		flags[0]&progressLag != 0 && flags[0]&progressSites == 0) {
 		r.fail("unknown flags %#x", flags[0])
 	}
 	if r.err == nil {
@@ -84,7 +90,7 @@ func decodeProgress(b []byte) (MoverProgress, error) {
 	}
 	p.Err = r.str(maxProgressErr, "error")
 	if r.err == nil && flags[0]&progressSites != 0 {
-		decodeSites(&r, &p)
+		decodeSites(&r, &p, flags[0]&progressLag != 0)
 	}
 	if r.err == nil && len(r.b) > 0 {
 		decodeLost(&r, &p)
@@ -96,7 +102,7 @@ func decodeProgress(b []byte) (MoverProgress, error) {
 }
 
 // decodeSites reads the per-site section of a progress record.
-func decodeSites(r *reader, p *MoverProgress) {
+func decodeSites(r *reader, p *MoverProgress, lag bool) {
 	n := r.fixed(1)
 	if r.err != nil {
 		return
@@ -108,8 +114,11 @@ func decodeSites(r *reader, p *MoverProgress) {
 	for range n[0] {
 		c := SiteCount{Site: r.str(MaxServerID, "site")}
 		c.N = int64(r.u64())
-		if r.err == nil && (c.Site == "" || c.N <= 0) {
-			r.fail("per-site count %q: %d", c.Site, c.N)
+		if lag {
+			c.Bytes, c.Since = int64(r.u64()), int64(r.u64())
+		}
+		if r.err == nil && (c.Site == "" || c.N <= 0 || c.Bytes < 0 || c.Since < 0) {
+			r.fail("per-site count %q: %d (%d bytes, since %d)", c.Site, c.N, c.Bytes, c.Since)
 		}
 		if r.err != nil {
 			return

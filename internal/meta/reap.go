@@ -20,40 +20,99 @@ func (s *Service) Reap(ctx context.Context, ino Ino) error {
 	return nil
 }
 
-// reap is Reap; it reports whether it deleted the inode.
+// reap is Reap; it reports whether it deleted the inode. The recipe goes
+// in segments of at most Options.MaxTxnOps operations (segment.go), each
+// its own transaction with its entries' reference counts; the first that
+// leaves some marks the orphan as being deleted (a pending drop with
+// reap set: HoldOpen and Link then treat it as gone), and the last deletes
+// the inode, its orphan marker and the pending drop. A crash between
+// segments leaves an orphan whose remaining entries are counted; the next
+// reap goes on from there.
 func (s *Service) reap(ctx context.Context, ino Ino) (bool, error) {
 	if !s.leases.startReap(ino) {
 		return false, nil
 	}
 	gone, linked := false, false
-	err := s.update(ctx, func(t txn) error {
-		gone, linked = false, false
-		v, ok, err := t.Get(inodeKey(ino))
-		if err != nil {
-			return err
-		}
-		if !ok {
+	var err error
+	for {
+		done, dropped := false, 0
+		err = s.updateCounted(ctx, func(t txn) error {
+			gone, linked, done, dropped = false, false, true, 0
+			v, ok, err := t.Get(inodeKey(ino))
+			if err != nil {
+				return err
+			}
+			if !ok {
+				gone = true
+				return nil
+			}
+			rec, err := decodeInode(ino, v)
+			if err != nil {
+				return err
+			}
+			if rec.Nlink > 0 {
+				linked = true
+				return nil
+			}
+			if held, err := s.heldElsewhere(t, ino); err != nil || held {
+				return err // another Service's session has it open
+			}
+			p, marked, err := t.getPending(ino)
+			if err != nil {
+				return err
+			}
+			now := s.nowNs()
+			fin, n, err := t.dropTail(ino, 0, s.soft(), now)
+			if err != nil {
+				return err
+			}
+			if !fin {
+				done, dropped = false, n
+				if marked && p.reap && p.from == 0 {
+					return nil
+				}
+				return t.Put(pendingKey(ino), encodePending(pendingDrop{reap: true}))
+			}
 			gone = true
-			return nil
+			return t.deleteInode(rec, now)
+		})
+		if err != nil || done {
+			break
 		}
-		rec, err := decodeInode(ino, v)
-		if err != nil {
-			return err
+		if dropped == 0 {
+			err = fmt.Errorf("a segment dropped nothing: %w", ErrIO)
+			break
 		}
-		if rec.Nlink > 0 {
-			linked = true
-			return nil
+		if err = s.segmentDone("reap", ino); err != nil {
+			break
 		}
-		if held, err := s.heldElsewhere(t, ino); err != nil || held {
-			return err // another Service's session has it open
-		}
-		gone = true
-		return t.deleteInode(rec, s.nowNs())
-	})
+	}
 	// Either way it is no orphan (any more): its last release need not
 	// try again.
 	s.leases.endReap(ino, err == nil && (gone || linked))
 	return err == nil && gone, err
+}
+
+// beingReaped reports whether a reap of the orphan ino has begun dropping
+// its recipe (a crash may have stopped it there): it is as good as gone.
+func (t txn) beingReaped(ino Ino) (bool, error) {
+	p, ok, err := t.getPending(ino)
+	return ok && p.reap, err
+}
+
+// fitsOneTxn reports whether deleting rec in one transaction stays within
+// the bound: no drop is pending, no block was composed (dropping one may
+// drop its pieces' references too) and its entries with their counts and
+// releases fit.
+func (s *Service) fitsOneTxn(t txn, rec *inodeRec) (bool, error) {
+	if !rec.IsRegular() {
+		return true, nil
+	}
+	if _, ok, err := t.getPending(rec.Ino); err != nil || ok {
+		return false, err
+	}
+	nb := ceilDiv(rec.Size, uint64(rec.BlockSize))
+	return !rec.composed && nb <= uint64(s.soft().ops-txnReserve)/2, nil
 }
 
 // deleteInode removes an unlinked inode with its recipe, xattrs and orphan
@@ -66,6 +125,9 @@ func (t txn) deleteInode(rec *inodeRec, now int64) error {
 		return err
 	}
 	if err := t.applyRefs(refs, now); err != nil {
+		return err
+	}
+	if err := t.Delete(pendingKey(ino)); err != nil {
 		return err
 	}
 	if err := t.deletePrefix(xattrPrefix(ino)); err != nil {

@@ -9,8 +9,13 @@ import (
 // ReapOrphans reaps every orphan no live session holds open (see Reap):
 // those left by a crash, by a session that expired while it held them, or
 // by another Service over the same store. In the restart grace it reaps
-// nothing. It returns how many it deleted.
+// nothing. It returns how many it deleted. First it finishes the drops of
+// entries past a file's end that a crash left between segments
+// (FinishDrops), so that their blocks' space comes back.
 func (s *Service) ReapOrphans(ctx context.Context) (int, error) {
+	if _, err := s.FinishDrops(ctx); err != nil {
+		return 0, err
+	}
 	if s.leases.inGrace() {
 		return 0, nil
 	}

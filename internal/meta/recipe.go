@@ -164,14 +164,6 @@ func (ss *segments) flush() error {
 	return nil
 }
 
-// truncateRecipe drops rec's recipe entries at or past ceil(size/BlockSize)
-// and cuts inline block-0 data to size (dropping it when size is 0),
-// counting the dropped entries in refs. It does not store rec.
-func (t txn) truncateRecipe(rec *inodeRec, size uint64, refs refDeltas) error {
-	trimInline(rec, size)
-	return t.dropSegmentsFrom(rec.Ino, ceilDiv(size, uint64(rec.BlockSize)), refs)
-}
-
 // trimInline cuts rec's inline block-0 data to size, dropping it at size 0.
 func trimInline(rec *inodeRec, size uint64) {
 	if !rec.HasInline {
@@ -270,11 +262,16 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 			return Inode{}, fmt.Errorf("block %d both inline and composed: %w", c.Index, ErrInvalid)
 		}
 	}
+	if len(changes) > MaxCommitBlocks {
+		return Inode{}, fmt.Errorf("%d blocks in one commit, at most %d (split it): %w", len(changes), MaxCommitBlocks, ErrTooBig)
+	}
 	if len(req.Superseded) > MaxSuperseded {
 		return Inode{}, fmt.Errorf("%d superseded blocks, max %d: %w", len(req.Superseded), MaxSuperseded, ErrInvalid)
 	}
 	var out Inode
-	err := s.update(ctx, func(t txn) error {
+	pending := false
+	err := s.updateTrimmed(ctx, req.Ino, func(t txn) error {
+		pending = false
 		rec, err := t.getInode(req.Ino)
 		if err != nil {
 			return err
@@ -296,7 +293,22 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 				return err
 			}
 		}
+		size := max(rec.Size, req.Size)
+		if req.SetSize {
+			size = req.Size
+		}
+		end := ceilDiv(size, bs)
 		for _, c := range changes {
+			if c.Index >= end {
+				// Past the resulting end: dropped below with what is
+				// there, never named (compared above all the same).
+				if c.Compose != nil {
+					if err := c.Compose.check(rec.BlockSize); err != nil {
+						return fmt.Errorf("block %d: %w", c.Index, err)
+					}
+				}
+				continue
+			}
 			h := c.New
 			if c.Index == 0 {
 				rec.HasInline, rec.Inline = c.InlineNew, nil
@@ -319,28 +331,37 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 			return err
 		}
 		oldSize := rec.Size
-		if req.SetSize {
-			rec.Size = req.Size
-		} else {
-			rec.Size = max(rec.Size, req.Size)
+		rec.Size = size
+		now := s.nowNs()
+		if err := t.applyRefs(refs, now); err != nil {
+			return err
 		}
 		// Entries at or past the end would resurface if the file grew by
-		// a truncate, which must leave holes: drop them.
+		// a truncate, which must leave holes: drop them, as many as the
+		// bound leaves room for; a pending drop names the rest, which
+		// no reader sees (they lie past the end), and Commit drops them
+		// in further transactions before it returns.
 		trimInline(rec, rec.Size)
 		if n := len(changes); req.SetSize || (n > 0 && changes[n-1].Index >= ceilDiv(rec.Size, bs)) {
-			if err := t.dropSegmentsFrom(rec.Ino, ceilDiv(rec.Size, bs), refs); err != nil {
-				return err
+			from := ceilDiv(rec.Size, bs)
+			fin := false
+			if t.fits(s.soft()) { // else the changes filled it: drop all later
+				if fin, _, err = t.dropTail(rec.Ino, from, s.soft(), now); err != nil {
+					return err
+				}
+			}
+			if !fin {
+				pending = true
+				if err := t.Put(pendingKey(rec.Ino), encodePending(pendingDrop{from: from})); err != nil {
+					return err
+				}
 			}
 		}
 		if req.Mtime != 0 {
 			rec.Mtime = req.Mtime
 		}
-		now := s.nowNs()
 		rec.touch(now)
-		if err := t.applyRefs(refs, now); err != nil {
-			return err
-		}
-		if err := t.releaseUnnamed(req.Superseded, now); err != nil {
+		if err := t.releaseUnnamed(req.Superseded, now, s.soft()); err != nil {
 			return err
 		}
 		if err := t.addCounter(ctrBytes, rec.Ino, int64(rec.Size-oldSize)); err != nil {
@@ -350,8 +371,14 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 		if err := s.wbChanged(ctx, t, rec, true); err != nil {
 			return err
 		}
-		return t.putInode(rec)
+		if err := t.putInode(rec); err != nil {
+			return err
+		}
+		return s.checkBound(t, "commit")
 	})
+	if err == nil && pending {
+		err = s.finishDrop(ctx, req.Ino)
+	}
 	return out, err
 }
 

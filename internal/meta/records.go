@@ -56,6 +56,7 @@ const (
 	flagComposed    = 4  // some block of the file was committed composed (compose.go)
 	flagHasSites    = 8  // a per-site replication spec follows the replicas byte
 	flagGateway     = 16 // a gateway section follows (filesetrec.go)
+	flagCachedRuns  = 32 // the gateway section's cached runs follow it
 )
 
 // MaxSitesLen is the longest per-site replication spec an inode keeps.
@@ -89,6 +90,9 @@ func encodeInode(rec *inodeRec) []byte {
 	}
 	if rec.Gateway != nil {
 		flags |= flagGateway
+		if len(rec.Gateway.Cached) > 0 {
+			flags |= flagCachedRuns
+		}
 	}
 	b = append(b, recordV1, flags)
 	be := binary.BigEndian
@@ -120,6 +124,9 @@ func encodeInode(rec *inodeRec) []byte {
 	}
 	if rec.Gateway != nil {
 		b = appendGateway(b, rec.Gateway)
+		if len(rec.Gateway.Cached) > 0 {
+			b = appendCachedRuns(b, rec.Gateway.Cached)
+		}
 	}
 	return b
 }
@@ -202,7 +209,7 @@ func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 	r := reader{b: b, what: fmt.Sprintf("inode %d", ino)}
 	r.version()
 	flags := r.fixed(1)
-	if r.err == nil && flags[0]&^(flagHasInline|flagHasReplicas|flagComposed|flagHasSites|flagGateway) != 0 {
+	if r.err == nil && flags[0]&^(flagHasInline|flagHasReplicas|flagComposed|flagHasSites|flagGateway|flagCachedRuns) != 0 {
 		r.fail("unknown flags %#x", flags[0])
 	}
 	rec := &inodeRec{}
@@ -244,6 +251,16 @@ func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 	}
 	if r.err == nil && flags[0]&flagGateway != 0 {
 		rec.Gateway = readGateway(&r)
+		if r.err == nil && flags[0]&flagCachedRuns != 0 {
+			rec.Gateway.Cached = readCachedRuns(&r)
+			if r.err == nil {
+				if err := checkRanges(rec.Gateway); err != nil {
+					r.fail("gateway section: %v", err)
+				}
+			}
+		}
+	} else if r.err == nil && flags[0]&flagCachedRuns != 0 {
+		r.fail("cached runs without a gateway section")
 	}
 	if err := r.end(); err != nil {
 		return nil, err

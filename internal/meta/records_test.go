@@ -263,7 +263,7 @@ func FuzzDecodeProgress(f *testing.F) {
 		Misplaced: 5, BytesToMove: 6, BytesMoved: 7, Err: "e"}))
 	f.Add(encodeProgress(&MoverProgress{}))
 	f.Add(encodeProgress(&MoverProgress{Round: 2, Lost: 3, LostBlocks: []LostBlock{{Hash: block.Sum([]byte("x")), Inos: []Ino{7, 9}}, {}}}))
-	f.Add(encodeProgress(&MoverProgress{Round: 3, UnderBySite: []SiteCount{{"a", 2}, {"c", 9}}, Lost: 1, LostBlocks: []LostBlock{{}}}))
+	f.Add(encodeProgress(&MoverProgress{Round: 3, UnderBySite: []SiteCount{{Site: "a", N: 2}, {Site: "c", N: 9, Bytes: 7, Since: 1}}, Lost: 1, LostBlocks: []LostBlock{{}}}))
 	f.Add([]byte{1, 2})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := decodeProgress(b)
@@ -293,7 +293,7 @@ func TestProgressLostRoundTrip(t *testing.T) {
 // TestProgressSitesRoundTrip: the per-site counts survive the record, next
 // to a lost section; records without them decode as before.
 func TestProgressSitesRoundTrip(t *testing.T) {
-	want := MoverProgress{Round: 5, UnderReplicated: 3, UnderBySite: []SiteCount{{"siteA", 1}, {"siteC", 3}},
+	want := MoverProgress{Round: 5, UnderReplicated: 3, UnderBySite: []SiteCount{{Site: "siteA", N: 1, Bytes: 4096, Since: 1e18}, {Site: "siteC", N: 3, Bytes: 12288, Since: 2e18}},
 		Lost: 1, LostBlocks: []LostBlock{{Hash: block.Sum([]byte("a"))}}}
 	got, err := decodeProgress(encodeProgress(&want))
 	if err != nil || !reflect.DeepEqual(got, want) {
@@ -303,7 +303,15 @@ func TestProgressSitesRoundTrip(t *testing.T) {
 	if b[1]&progressSites != 0 {
 		t.Fatal("a record without sites has the sites flag")
 	}
-	bad := encodeProgress(&MoverProgress{UnderBySite: []SiteCount{{"", 1}}})
+	// A record of before the lag fields: counts only.
+	one := MoverProgress{Round: 6, UnderBySite: []SiteCount{{Site: "siteB", N: 2, Bytes: 9, Since: 9}}}
+	rec := encodeProgress(&one)
+	rec[1] &^= progressLag
+	rec = rec[:len(rec)-16] // the one site's bytes and since
+	if got, err := decodeProgress(rec); err != nil || !reflect.DeepEqual(got.UnderBySite, []SiteCount{{Site: "siteB", N: 2}}) {
+		t.Fatalf("a record without the lag fields = %+v, %v", got, err)
+	}
+	bad := encodeProgress(&MoverProgress{UnderBySite: []SiteCount{{Site: "", N: 1}}})
 	if _, err := decodeProgress(bad); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("empty site name: %v, want ErrCorrupt", err)
 	}

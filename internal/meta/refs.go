@@ -93,10 +93,15 @@ func (t txn) applyRefsOnce(d refDeltas, now int64, next refDeltas) error {
 
 // releaseUnnamed logs a release at now of each of hs that no recipe names
 // (CommitReq.Superseded): uploads no commit will name, for the reclaimer.
-func (t txn) releaseUnnamed(hs []block.Hash, now int64) error {
+// It stops once t has used as much as b: the rest are left to the full
+// collection, like those past MaxSuperseded.
+func (t txn) releaseUnnamed(hs []block.Hash, now int64, b budget) error {
 	for _, h := range hs {
 		if h.IsZero() {
 			continue
+		}
+		if !t.fits(b) {
+			return nil
 		}
 		n, err := t.getRefs(h)
 		if err != nil {

@@ -68,6 +68,17 @@ type Options struct {
 	// Logger receives what the shared-store background work reports; nil
 	// discards.
 	Logger *slog.Logger
+	// MaxTxnOps bounds the compares and the writes of each transaction
+	// (segment.go): what grows with a file (reap, truncate) is done in
+	// segments within it, and a Commit that needs more is refused with
+	// ErrTooBig. It must not exceed the store's own bound (etcd's
+	// --max-txn-ops); 0 means DefaultMaxTxnOps, the same on every engine.
+	// At least MinTxnOps.
+	MaxTxnOps int
+	// MaxTxnBytes bounds the bytes each such transaction writes (keys and
+	// values), as etcd's --max-request-bytes does; 0 means
+	// DefaultMaxTxnBytes. At least MinTxnBytes.
+	MaxTxnBytes int
 }
 
 // Service implements API over a kv.Store. It is safe for concurrent use.
@@ -80,8 +91,17 @@ type Service struct {
 	leases    *leaseTable
 	// sh is the state of a Service of a shared store (nil: alone).
 	sh *sharedState
+	// cut remembers a record write of a lag-tolerant read that failed
+	// (cutoff.go).
+	cut cutoff
 	// sessionsMarked: keySessions is in the store (opens.go).
 	sessionsMarked atomic.Bool
+	// maxTxnOps and maxTxnBytes are Options.MaxTxnOps and MaxTxnBytes
+	// (segment.go).
+	maxTxnOps, maxTxnBytes int
+	// segmentFault, set by tests only, is called between the segments
+	// of a drop; an error stops the drop there, as a crash would.
+	segmentFault func(op string, ino Ino) error
 
 	// mu guards the batch of reserved inode numbers.
 	mu struct {
@@ -105,6 +125,20 @@ func New(store kv.Store, opts Options) (*Service, error) {
 		s.now = time.Now
 	}
 	s.leases = newLeaseTable(opts, s.now)
+	s.maxTxnOps = opts.MaxTxnOps
+	if s.maxTxnOps == 0 {
+		s.maxTxnOps = DefaultMaxTxnOps
+	}
+	if s.maxTxnOps < MinTxnOps {
+		return nil, fmt.Errorf("meta: MaxTxnOps %d, at least %d: %w", opts.MaxTxnOps, MinTxnOps, ErrInvalid)
+	}
+	s.maxTxnBytes = opts.MaxTxnBytes
+	if s.maxTxnBytes == 0 {
+		s.maxTxnBytes = DefaultMaxTxnBytes
+	}
+	if s.maxTxnBytes < MinTxnBytes {
+		return nil, fmt.Errorf("meta: MaxTxnBytes %d, at least %d: %w", opts.MaxTxnBytes, MinTxnBytes, ErrInvalid)
+	}
 	if s.blockSize == 0 {
 		s.blockSize = DefaultBlockSize
 	}

@@ -32,6 +32,27 @@ func (s *Service) hold(ctx context.Context, id SessionID, ino Ino) (bool, error)
 	return true, nil
 }
 
+// holdLag is hold for HoldOpen: when lag is allowed and the store refuses
+// the open record (lagRecord), ino is held in the session only and
+// recorded reports false.
+func (s *Service) holdLag(ctx context.Context, id SessionID, ino Ino, lag bool) (held, recorded bool, err error) {
+	if s.sh == nil || !lag {
+		held, err = s.hold(ctx, id, ino)
+		return held, true, err
+	}
+	if held, err = s.leases.hold(ctx, id, ino); err != nil || !held {
+		return held, true, err
+	}
+	recorded, err = s.lagRecord(AllowSerializable(ctx), "open record", func(ctx context.Context) error {
+		return s.recordOpen(ctx, ino)
+	})
+	if err != nil {
+		s.leases.unhold(id, ino)
+		return false, false, err
+	}
+	return true, recorded, nil
+}
+
 // recordOpen writes the open record of ino unless it is written already.
 func (s *Service) recordOpen(ctx context.Context, ino Ino) error {
 	mu := s.sh.stripe(ino)

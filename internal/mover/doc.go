@@ -20,7 +20,9 @@
 // naming none has the map's Replicas); a per-site spec is planned site by
 // site over each site's own candidates (PlanSpecs), and a block short of
 // copies in a site is counted for that site in the progress report
-// (MoverProgress.UnderBySite). The round lists what every up or draining
+// (MoverProgress.UnderBySite), with their bytes and, kept in memory from
+// round to round, when the mover first saw the oldest of them short there
+// (the site's replication lag; a new leader starts afresh). The round lists what every up or draining
 // server holds (block.Lister), and plans (Plan, a pure function) for each
 // block the copies to placement
 // members that lack it and the removals of copies outside the placement

@@ -24,11 +24,15 @@ type execution struct {
 
 	under, misplaced, toMove, moved atomic.Int64
 
-	// mu guards errs, dropped and underSite.
-	mu        sync.Mutex
-	errs      []error
-	dropped   int
-	underSite map[string]int64
+	// mu guards errs, dropped, underSite and underBytes.
+	mu         sync.Mutex
+	errs       []error
+	dropped    int
+	underSite  map[string]int64
+	underBytes map[string]int64
+	// since is when each site's oldest missing copy was first seen
+	// missing, as of the round's plan.
+	since map[string]int64
 }
 
 // progress is the report as of now (Running as in base).
@@ -37,7 +41,7 @@ func (ex *execution) progress() meta.MoverProgress {
 	p.UnderReplicated, p.Misplaced = ex.under.Load(), ex.misplaced.Load()
 	p.BytesToMove, p.BytesMoved = max(ex.toMove.Load(), 0), ex.moved.Load()
 	ex.mu.Lock()
-	p.UnderBySite = siteCounts(ex.underSite)
+	p.UnderBySite = siteCounts(ex.underSite, ex.underBytes, ex.since)
 	ex.mu.Unlock()
 	return p
 }
@@ -65,7 +69,8 @@ func (ex *execution) err() error {
 // execute runs the tasks on Concurrency workers, reporting progress every
 // ReportEvery, and returns once all are done or ctx is.
 func (m *Mover) execute(ctx context.Context, tasks []Task, st Stats, servers *serverSet, base meta.MoverProgress) (*execution, error) {
-	ex := &execution{m: m, servers: servers, base: base, underSite: maps.Clone(st.UnderBySite)}
+	ex := &execution{m: m, servers: servers, base: base, underSite: maps.Clone(st.UnderBySite),
+		underBytes: maps.Clone(st.UnderBytesBySite), since: m.since}
 	ex.under.Store(st.UnderReplicated)
 	ex.misplaced.Store(st.Misplaced)
 	ex.toMove.Store(st.BytesToMove)
@@ -167,6 +172,7 @@ func (ex *execution) run(ctx context.Context, t *Task) {
 		for _, s := range wasShort {
 			if !slices.Contains(short, s) {
 				ex.underSite[s]--
+				ex.underBytes[s] -= t.Size
 			}
 		}
 		ex.mu.Unlock()

@@ -75,6 +75,11 @@ type Mover struct {
 	bucket *bucket
 	log    *slog.Logger
 	rounds uint64 // rounds completed; owned by the goroutine calling Round
+	// firstShort is when each block short at a site was first seen short
+	// (site -> hash -> unix ns), kept from round to round for the blocks
+	// still short; since is the oldest per site. Owned like rounds.
+	firstShort map[string]map[block.Hash]int64
+	since      map[string]int64
 }
 
 // New returns a Mover with cfg's defaults filled in.
@@ -148,9 +153,12 @@ func (m *Mover) Run(ctx context.Context) {
 // removal does not stop the others.
 func (m *Mover) Round(ctx context.Context) (meta.MoverProgress, error) {
 	tasks, st, servers, err := m.plan(ctx)
+	if err == nil {
+		m.noteShort(st.ShortBySite)
+	}
 	p := meta.MoverProgress{Round: m.rounds, At: m.cfg.Now().UnixNano(), Running: err == nil,
 		Blocks: st.Blocks, UnderReplicated: st.UnderReplicated, Misplaced: st.Misplaced, BytesToMove: st.BytesToMove,
-		Lost: st.Lost, UnderBySite: siteCounts(st.UnderBySite)}
+		Lost: st.Lost, UnderBySite: siteCounts(st.UnderBySite, st.UnderBytesBySite, m.since)}
 	if err == nil && st.Lost > 0 {
 		p.LostBlocks, err = m.lostFiles(ctx, st.LostHashes)
 	}
@@ -167,6 +175,31 @@ func (m *Mover) Round(ctx context.Context) (meta.MoverProgress, error) {
 	}
 	m.report(ctx, p)
 	return p, err
+}
+
+// noteShort records when each block short at a site was first seen short
+// (now, for the ones new this round; the ones no longer short are
+// forgotten), and the oldest per site: the site's replication lag. A
+// mover that just became the leader starts its ages afresh.
+func (m *Mover) noteShort(short map[string][]block.Hash) {
+	now := m.cfg.Now().UnixNano()
+	first := make(map[string]map[block.Hash]int64, len(short))
+	since := make(map[string]int64, len(short))
+	for site, hs := range short {
+		old := m.firstShort[site]
+		cur := make(map[block.Hash]int64, len(hs))
+		oldest := now
+		for _, h := range hs {
+			t, ok := old[h]
+			if !ok {
+				t = now
+			}
+			cur[h] = t
+			oldest = min(oldest, t)
+		}
+		first[site], since[site] = cur, oldest
+	}
+	m.firstShort, m.since = first, since
 }
 
 // report stores p; a failure is logged, not fatal.

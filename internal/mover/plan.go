@@ -36,8 +36,12 @@ type Stats struct {
 	// order.
 	LostHashes []block.Hash
 	// UnderBySite counts, per site named by a block's site spec, the
-	// blocks with fewer copies there than the spec asks for.
-	UnderBySite map[string]int64
+	// blocks with fewer copies there than the spec asks for;
+	// UnderBytesBySite sums their sizes, and ShortBySite names them (the
+	// mover keeps when it first saw each one short: the site's lag).
+	UnderBySite      map[string]int64
+	UnderBytesBySite map[string]int64
+	ShortBySite      map[string][]block.Hash
 }
 
 // Plan computes the tasks that bring every live block (hash -> R) to its
@@ -134,8 +138,12 @@ func PlanSpecs(m meta.ServerMap, held Holdings, live map[block.Hash]placement.Sp
 				under = true
 				if st.UnderBySite == nil {
 					st.UnderBySite = map[string]int64{}
+					st.UnderBytesBySite = map[string]int64{}
+					st.ShortBySite = map[string][]block.Hash{}
 				}
 				st.UnderBySite[g.Site]++
+				st.UnderBytesBySite[g.Site] += t.Size
+				st.ShortBySite[g.Site] = append(st.ShortBySite[g.Site], h)
 			}
 		}
 		for _, id := range t.Holders {
@@ -239,12 +247,13 @@ func (t *Task) shortSites(have map[string]bool, site func(id string) string) []s
 }
 
 // siteCounts turns per-site counts into the report's list (sites with a
-// count above zero, by name).
-func siteCounts(m map[string]int64) []meta.SiteCount {
+// count above zero, by name), with each site's bytes and, from since, when
+// its oldest missing copy was first seen missing.
+func siteCounts(n, bytes, since map[string]int64) []meta.SiteCount {
 	var out []meta.SiteCount
-	for site, n := range m {
-		if n > 0 {
-			out = append(out, meta.SiteCount{Site: site, N: n})
+	for site, k := range n {
+		if k > 0 {
+			out = append(out, meta.SiteCount{Site: site, N: k, Bytes: max(bytes[site], 0), Since: since[site]})
 		}
 	}
 	slices.SortFunc(out, func(a, b meta.SiteCount) int { return strings.Compare(a.Site, b.Site) })

@@ -2,8 +2,10 @@ package mover
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -64,6 +66,9 @@ func TestPlanSiteSpec(t *testing.T) {
 	if st.Lost != 1 {
 		t.Fatalf("the number block, held nowhere, is not lost: %+v", st)
 	}
+	if st.UnderBytesBySite["c"] != 50*100 || len(st.ShortBySite["c"]) != 50 || len(st.ShortBySite["a"]) != 0 {
+		t.Fatalf("site c lacks %d bytes in %d blocks, want 5000 in 50 (site a: %d)", st.UnderBytesBySite["c"], len(st.ShortBySite["c"]), len(st.ShortBySite["a"]))
+	}
 	for _, task := range tasks {
 		if len(task.Copy) != 2 || len(task.Remove) != 0 {
 			t.Fatalf("block %s: copy %v remove %v; want two copies to site c", task.Hash.Short(), task.Copy, task.Remove)
@@ -112,5 +117,38 @@ func TestPlanSiteSpec(t *testing.T) {
 	}
 	if !checked {
 		t.Fatal("no block had its site-b copy on b0")
+	}
+}
+
+// TestSiteLagAge: a site's lag is dated by the oldest of its missing copies
+// as the mover first saw it missing, across rounds; copies restored are
+// forgotten, and a site missing nothing has no date.
+func TestSiteLagAge(t *testing.T) {
+	now := time.Unix(1000, 0)
+	m := New(Config{Now: func() time.Time { return now }})
+	h := func(i int) block.Hash { return block.Sum(fmt.Appendf(nil, "lag %d", i)) }
+	rounds := []struct {
+		short map[string][]block.Hash
+		want  map[string]int64 // site -> since, seconds
+	}{
+		{map[string][]block.Hash{"c": {h(1), h(2)}}, map[string]int64{"c": 1000}},
+		{map[string][]block.Hash{"c": {h(2), h(3)}, "b": {h(4)}}, map[string]int64{"c": 1000, "b": 1010}},
+		{map[string][]block.Hash{"c": {h(3)}, "b": {h(4)}}, map[string]int64{"c": 1010, "b": 1010}},
+		{nil, map[string]int64{}},
+	}
+	for i, r := range rounds {
+		m.noteShort(r.short)
+		got := map[string]int64{}
+		for site, ns := range m.since {
+			got[site] = ns / 1e9
+		}
+		if !maps.Equal(got, r.want) {
+			t.Fatalf("round %d: since %v, want %v", i, got, r.want)
+		}
+		now = now.Add(10 * time.Second)
+	}
+	c := siteCounts(map[string]int64{"c": 2, "a": 0}, map[string]int64{"c": 200}, map[string]int64{"c": 5})
+	if len(c) != 1 || c[0] != (meta.SiteCount{Site: "c", N: 2, Bytes: 200, Since: 5}) {
+		t.Fatalf("siteCounts = %+v", c)
 	}
 }

@@ -168,11 +168,10 @@ func testFailover(t *testing.T, open func() kv.Store) {
 	}
 
 	// Writers at work while the port goes away: their calls in flight
-	// lose their replies or find the port gone, and go on elsewhere. A
-	// call whose reply was lost and that the client does not resend
-	// (HoldOpen: not idempotent) fails with EIO, as it does when a single
-	// meta restarts: at most the one call each writer had in flight. Such
-	// a file was never acknowledged.
+	// lose their replies or find the port gone, and go on elsewhere
+	// (metawait; HoldOpen and ReleaseOpen too since issue 13). The test
+	// still tolerates one EIO per writer, for the one call each had in
+	// flight; such a file was never acknowledged.
 	var (
 		mu      sync.Mutex
 		wg      sync.WaitGroup

@@ -43,6 +43,12 @@ type SitesOptions struct {
 	// store as if its members were close together); the default makes
 	// their peer traffic pay the WAN (etcdPeerLatency).
 	EtcdNoWAN bool
+	// MajorityWait is every meta's majority-wait (how long a write waits
+	// for an etcd leader before it fails; 0: etcdkv's default).
+	MajorityWait time.Duration
+	// EtcdURLQuery is appended to every meta's etcd:// URL as more
+	// parameters (e.g. "batch=0": etcdkv's URL parameters).
+	EtcdURLQuery string
 }
 
 // Figure6RTT is the rNFS Figure 6 matrix of three sites.
@@ -86,6 +92,8 @@ type Sites struct {
 	mu     sync.Mutex
 	mounts [][]*Daemon
 	closed bool
+	// isolated is 1 + the site Isolate cut off, 0 when none is.
+	isolated int
 }
 
 // StartSites starts the sites and waits for every process; it fails the
@@ -184,7 +192,7 @@ func startSites(opts SitesOptions) (*Sites, error) {
 		}
 		d := s.daemon(i, "meta "+site, MetaReadyPrefix, slices.Concat(
 			[]string{"meta", "--listen", metaAddr[i], "--site", site, "--cluster", "sites",
-				"--meta-db", "etcd://" + s.etcd[i].clientAddr + "/tessera"},
+				"--meta-db", s.metaDB(i)},
 			s.pki.Args("meta-"+site), opts.MetaArgs))
 		d.want = func(f map[string]string) error {
 			if f["listen"] != metaAddr[i] {
@@ -222,6 +230,22 @@ func startSites(opts SitesOptions) (*Sites, error) {
 		}
 	}
 	return s, nil
+}
+
+// metaDB is the --meta-db URL of site i's meta: its own site's member.
+func (s *Sites) metaDB(i int) string {
+	var q []string
+	if s.opts.MajorityWait > 0 {
+		q = append(q, "majority-wait="+s.opts.MajorityWait.String())
+	}
+	if s.opts.EtcdURLQuery != "" {
+		q = append(q, s.opts.EtcdURLQuery)
+	}
+	u := "etcd://" + s.etcd[i].clientAddr + "/tessera"
+	if len(q) > 0 {
+		u += "?" + strings.Join(q, "&")
+	}
+	return u
 }
 
 func (s *Sites) daemon(site int, name, prefix string, args []string) *Daemon {
@@ -359,6 +383,9 @@ func (s *Sites) Close() error {
 		return nil
 	}
 	s.closed = true
+	if s.isolated != 0 {
+		_ = s.rejoinLocked(s.isolated - 1)
+	}
 	var mounts []*Daemon
 	for _, ms := range s.mounts {
 		mounts = append(mounts, ms...)
@@ -397,3 +424,7 @@ func (s *Sites) Close() error {
 	errs = append(errs, s.mesh.Close())
 	return errors.Join(errs...)
 }
+
+// EtcdClientURL is site i's etcd member's client URL (plain HTTP on
+// loopback; its /metrics too).
+func (s *Sites) EtcdClientURL(i int) string { return "http://" + s.etcd[i].clientAddr }

@@ -81,8 +81,8 @@ func TestGlobalNamespace(t *testing.T) {
 		"meta " + m.MetaAddr() + ": site=s1 ",
 		"state=in use\n",
 		"meta " + dead + ": site=- rtt=- state=unreachable: ",
-		"site s1: servers=1 up=1 draining=0 down=0 metas=1 under_replicated=0\n",
-		"site s2: servers=2 up=2 draining=0 down=0 metas=0 under_replicated=0\n",
+		"site s1: servers=1 up=1 draining=0 down=0 metas=1 under_replicated=0 under_bytes=0 lag=-\n",
+		"site s2: servers=2 up=2 draining=0 down=0 metas=0 under_replicated=0 under_bytes=0 lag=-\n",
 	} {
 		if !strings.Contains(res.Stdout, want) {
 			t.Errorf("status lacks %q:\n%s", want, res.Stdout)

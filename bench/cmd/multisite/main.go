@@ -6,7 +6,8 @@
 // read (O_SYNC|O_RSYNC, opened after the fsync) of it at another site.
 //
 //	multisite -bin tessera -etcd etcd [-sizes 1,4,16,64] [-runs 3]
-//	          [-creates 400] [-threads 4] [-rtt-div 1] [-etcd-wan] [-skip-io]
+//	          [-creates 400] [-threads 4] [-create-dirs one|each|both]
+//	          [-rtt-div 1] [-etcd-wan] [-etcd-query batch=0] [-skip-io]
 //
 // Layouts (user.tessera.replicas of the directory; writer; sync reader):
 //
@@ -21,17 +22,29 @@
 // replica file, and a plain read at C of it once C holds its copy
 // (bytes fetched over C's block links are printed). Creates: -threads
 // workers per site, each creating -creates/threads empty files, one site
-// at a time. Output: one tab-separated line per measurement,
+// at a time, all in one directory (-create-dirs one) or each worker in its
+// own (each), or both one after the other. Output: one tab-separated line
+// per measurement,
 //
 //	kind layout size_mib run seconds [wan_bytes]
+//	creates site dirs workers seconds creates/s etcd_proposals/create etcd_leader_site
+//
+// etcd_proposals/create is the growth of the site's etcd member's
+// etcd_server_proposals_committed_total (Raft entries committed: one per
+// write Txn, several Updates in one when etcdkv batches them) per create,
+// less the idle cluster's own rate (heartbeats, sessions) measured over
+// 10 s before the phase.
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"math"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -67,6 +80,8 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per size and layout")
 	creates := flag.Int("creates", 400, "files created per site (0: no create phase)")
 	threads := flag.Int("threads", 4, "create workers per site")
+	createDirs := flag.String("create-dirs", "one", "creates in one directory per site (one), one per worker (each), or both")
+	etcdQuery := flag.String("etcd-query", "", "URL parameters of the metas' etcd:// URL (e.g. batch=0)")
 	rttDiv := flag.Int("rtt-div", 1, "divide the Figure 6 RTTs by this")
 	etcdWAN := flag.Bool("etcd-wan", false, "etcd peer traffic pays the WAN too (default: etcd members without delay)")
 	skipIO := flag.Bool("skip-io", false, "only the create phase")
@@ -90,7 +105,7 @@ func main() {
 	}
 	s, err := cluster.NewSites(cluster.SitesOptions{
 		Bin: *bin, EtcdBin: *etcd, Dir: *dir, RTT: cluster.ScaleRTT(cluster.Figure6RTT(), *rttDiv),
-		EtcdNoWAN: !*etcdWAN, MetaArgs: []string{"--block-size", strconv.Itoa(1 << 20)},
+		EtcdNoWAN: !*etcdWAN, EtcdURLQuery: *etcdQuery, MetaArgs: []string{"--block-size", strconv.Itoa(1 << 20)},
 	})
 	if s != nil {
 		defer func() {
@@ -106,12 +121,20 @@ func main() {
 	}
 	a2, err := s.AddMount(0)
 	fail(err)
-	fmt.Printf("# rtt A-B %v A-C %v B-C %v; etcd across the WAN: %v\n", s.RTT(0, 1), s.RTT(0, 2), s.RTT(1, 2), *etcdWAN)
+	fmt.Printf("# rtt A-B %v A-C %v B-C %v; etcd across the WAN: %v; etcd URL parameters %q\n", s.RTT(0, 1), s.RTT(0, 2), s.RTT(1, 2), *etcdWAN, *etcdQuery)
 	if !*skipIO {
 		runIO(s, a2, mib, *runs)
 	}
 	if *creates > 0 {
-		runCreates(s, *creates, *threads)
+		switch *createDirs {
+		case "one", "each":
+			runCreates(s, *creates, *threads, *createDirs == "each")
+		case "both":
+			runCreates(s, *creates, *threads, false)
+			runCreates(s, *creates, *threads, true)
+		default:
+			fail(fmt.Errorf("-create-dirs %q: want one, each or both", *createDirs))
+		}
 	}
 }
 
@@ -229,17 +252,34 @@ func readCheck(path string, want []byte, flags int) (float64, error) {
 	return sec, nil
 }
 
-func runCreates(s *cluster.Sites, n, threads int) {
+func runCreates(s *cluster.Sites, n, threads int, each bool) {
+	dirs := "one"
+	if each {
+		dirs = "each"
+	}
 	for site := range s.Names() {
-		d := filepath.Join(s.Mount(site).Mount(), "creates-"+s.Names()[site])
+		d := filepath.Join(s.Mount(site).Mount(), "creates-"+dirs+"-"+s.Names()[site])
 		fail(os.Mkdir(d, 0o755))
+		wdir := func(int) string { return d }
+		if each {
+			for w := range threads {
+				fail(os.Mkdir(filepath.Join(d, fmt.Sprintf("w%d", w)), 0o755))
+			}
+			wdir = func(w int) string { return filepath.Join(d, fmt.Sprintf("w%d", w)) }
+		}
 		var wg sync.WaitGroup
 		errs := make(chan error, threads)
+		// The cluster writes on its own too (heartbeats, sessions): its
+		// rate over an idle interval is taken off the phase's growth.
+		b0, idle := proposals(s.EtcdClientURL(site)), time.Now()
+		time.Sleep(idleSample)
+		p0 := proposals(s.EtcdClientURL(site))
+		bgRate := float64(p0-b0) / time.Since(idle).Seconds()
 		start := time.Now()
 		for w := range threads {
 			wg.Go(func() {
 				for k := range n / threads {
-					f, err := os.Create(filepath.Join(d, fmt.Sprintf("w%d-%d", w, k)))
+					f, err := os.Create(filepath.Join(wdir(w), fmt.Sprintf("w%d-%d", w, k)))
 					if err == nil {
 						err = f.Close()
 					}
@@ -251,13 +291,56 @@ func runCreates(s *cluster.Sites, n, threads int) {
 			})
 		}
 		wg.Wait()
+		sec := time.Since(start).Seconds()
 		close(errs)
 		for err := range errs {
 			fail(err)
 		}
-		sec := time.Since(start).Seconds()
-		fmt.Printf("creates\t%s\t0\t1\t%.3f\t%.1f\n", s.Names()[site], sec, float64(n/threads*threads)/sec)
+		total := n / threads * threads
+		perCreate := math.NaN()
+		if p1 := proposals(s.EtcdClientURL(site)); b0 >= 0 && p0 >= 0 && p1 >= 0 {
+			perCreate = (float64(p1-p0) - bgRate*sec) / float64(total)
+		}
+		leader := "?"
+		for i, name := range s.Names() {
+			if metric(s.EtcdClientURL(i), "etcd_server_is_leader") == 1 {
+				leader = name
+			}
+		}
+		fmt.Printf("creates\t%s\t%s\t%d\t%.3f\t%.1f\t%.2f\t%s\n", s.Names()[site], dirs, threads, sec, float64(total)/sec, perCreate, leader)
 	}
+}
+
+// idleSample is how long runCreates watches the idle cluster's own etcd
+// writes before a phase.
+const idleSample = 10 * time.Second
+
+// proposals reads etcd_server_proposals_committed_total from a member's
+// /metrics; -1 when it cannot.
+func proposals(clientURL string) int64 {
+	return metric(clientURL, "etcd_server_proposals_committed_total")
+}
+
+// metric reads one unlabelled series from a member's /metrics; -1 when it
+// cannot.
+func metric(clientURL, name string) int64 {
+	resp, err := http.Get(clientURL + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<16), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err != nil {
+				return -1
+			}
+			return int64(f)
+		}
+	}
+	return -1
 }
 
 func row(kind, layout string, size, run int, sec float64, wan int64) {

@@ -140,6 +140,9 @@ func (n *Node) Close() error {
 		n.cancel()
 	}
 	n.loops.Wait()
+	if g := n.group.Load(); g != nil {
+		g.Stop() // the prefetches in the background, before what they use closes
+	}
 	if n.wb != nil {
 		n.wb.Close()
 	}
@@ -251,9 +254,11 @@ func (n *Node) setLive(live []meta.GatewayNode) {
 		}
 	}
 	n.live = live
-	grp := gateway.NewGroupOf(names, ms, 0)
+	var grp *gateway.Group
 	if old := n.group.Load(); old != nil {
-		grp.RangeSize = old.RangeSize
+		grp = old.Regroup(names, ms) // keeps the fetches in flight shared
+	} else {
+		grp = gateway.NewGroupOf(names, ms, 0)
 	}
 	n.group.Store(grp)
 }

@@ -37,6 +37,8 @@ type Router struct {
 	listed  time.Time
 	conns   map[string]*Remote   // by address
 	skipped map[string]time.Time // address -> when it failed
+
+	settings filesetSettings // for Due
 }
 
 // refreshEvery is how old the live list may be before a request lists

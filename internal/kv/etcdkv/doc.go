@@ -18,7 +18,7 @@
 // snapshot's revision instead of asking for it in one reply.
 //
 // Updates are optimistic. Reads go to etcd as in a View (linearizable,
-// always) and are recorded: each key read with the ModRevision it had (0
+// unless Options.LocalUpdateReads, below) and are recorded: each key read with the ModRevision it had (0
 // when absent), each scanned range with the extent actually scanned.
 // Writes are buffered, and Get and Scan merge the buffer over the
 // snapshot, so a transaction reads its own writes. At commit the buffer is
@@ -29,6 +29,33 @@
 // When the If fails, fn runs again from a fresh snapshot, after a short
 // randomized backoff, up to MaxAttempts times; then Update returns
 // kv.ErrConflict. An Update that only read commits nothing.
+//
+// With Options.LocalUpdateReads (URL parameter update-reads=local) an
+// Update's first read is answered by the member alone, saving the quorum
+// round trip before fn runs: a snapshot that lags is caught by the
+// commit's compares like any conflict. An Update that only read, or whose
+// fn failed, has nothing that compares at commit: it sends its compares
+// with a linearizable Get as a read-only Txn (without the Get etcd would
+// answer it at the member, which may lag) and, when they fail, runs fn
+// again. After a conflict fn reads at the leader.
+//
+// Group commit (on unless Options.NoBatch, URL parameter batch=0). An
+// Update whose fn has run queues its transaction for a committer that has
+// at most Options.InFlight Txns in flight (default 1; batch=N); the
+// Updates queued meanwhile go together in the next one (no timer: they
+// gather while the others travel), oldest first, as many as fit in etcd's
+// limits and are independent of each other and of the batches in flight:
+// no key written by two of them, none written by one that another read or
+// that lies in a range another scanned. The merged Txn
+// compares every member's reads and applies every member's writes, which
+// is equivalent to running them one after the other (in any order). When
+// its If fails, each member commits alone with its own compares (those
+// that pass commit; a stale one runs fn again); a transport error is every
+// member's "outcome unknown". A queued Update that read what a committed
+// batch wrote, from an older revision, runs fn again without a Txn. An
+// Update whose context ends while it is queued is withdrawn (nothing
+// written); one whose context ends while its Txn is in flight gets
+// "outcome unknown". See docs/design/2026-11-25-etcd-group-commit.md.
 //
 // Limits. etcd refuses a Txn with more than --max-txn-ops compares or
 // operations, or bigger than --max-request-bytes. Update checks both
@@ -55,8 +82,9 @@
 // "unknown outcome", as with any remote store.
 //
 // Watch follows etcd's watch of the prefix, split into one batch per
-// revision (one Update is one revision). It starts after the revision
-// current when Watch is called (or after from), requires a leader (a
+// revision (one Txn is one revision: an Update, or several independent
+// ones committed together). It starts after the revision current when
+// Watch is called (or after from), requires a leader (a
 // member cut off from the majority ends the watch rather than falling
 // silent), and closes its channel when the watch is cancelled, the
 // revision asked for is compacted, or the client closes: the caller then

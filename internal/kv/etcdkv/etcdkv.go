@@ -75,6 +75,21 @@ type Options struct {
 	SessionTTL time.Duration
 	// ScanPage is how many keys one Scan request asks for (default 256).
 	ScanPage int
+	// NoBatch turns group commit off: every Update sends its own Txn.
+	// By default concurrent independent Updates share one Txn (see the
+	// package comment; URL parameter batch=0 turns it off).
+	NoBatch bool
+	// InFlight is how many group-committed Txns may travel at once
+	// (default 1; URL parameter batch=N): Updates gather while they do.
+	InFlight int
+	// LocalUpdateReads lets an Update read its snapshot from the member
+	// the client talks to (no quorum round trip before fn runs): the
+	// commit's compares fail if anything it read changed since, and an
+	// Update that only read, or whose fn failed, checks its reads with a
+	// read-only Txn of its compares and a linearizable Get before it
+	// returns. Off by
+	// default; URL parameter update-reads=local.
+	LocalUpdateReads bool
 }
 
 func (o *Options) defaults() {
@@ -105,6 +120,9 @@ func (o *Options) defaults() {
 	if o.ScanPage <= 0 {
 		o.ScanPage = 256
 	}
+	if o.InFlight <= 0 {
+		o.InFlight = 1
+	}
 }
 
 // Store is a kv.Store over etcd; see the package comment.
@@ -118,6 +136,15 @@ type Store struct {
 	// other candidates win at once.
 	mu       sync.Mutex
 	sessions map[*leadership]struct{}
+
+	// gc queues the Updates waiting for a group commit; ctx ends at Close
+	// and bounds the committer's Txns.
+	gc     committer
+	ctx    context.Context
+	cancel context.CancelFunc
+	// hook, when set (tests), sees every commit Txn before it is sent:
+	// the transactions it carries.
+	hook func(batch []*prepared)
 }
 
 // Open connects to the cluster and checks that it answers a linearizable
@@ -144,7 +171,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("etcdkv: connect %v: %w", opts.Endpoints, err)
 	}
 	s := &Store{cli: cli, opts: opts, data: opts.Prefix + "k/", sessions: make(map[*leadership]struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if _, err := cli.Get(ctx, s.data, clientv3.WithCountOnly(), clientv3.WithLimit(1)); err != nil {
+		s.cancel()
 		cli.Close()
 		return nil, fmt.Errorf("etcdkv: connect %v: %w", opts.Endpoints, err)
 	}
@@ -185,6 +214,7 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.cancel()
 	s.mu.Lock()
 	ls := make([]*leadership, 0, len(s.sessions))
 	for l := range s.sessions {

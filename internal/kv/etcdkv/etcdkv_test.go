@@ -14,16 +14,18 @@ import (
 
 // opener returns stores over the cluster, each test directory its own key
 // prefix (so that a reopen on the same directory finds its data).
-func opener(endpoints func() []string, before func()) kvtest.Opener {
+func opener(endpoints func() []string, before func(), opts ...etcdkv.Options) kvtest.Opener {
 	return func(t *testing.T, dir string) kv.Store {
 		if before != nil {
 			before()
 		}
 		sum := sha256.Sum256([]byte(dir))
-		s, err := etcdkv.Open(context.Background(), etcdkv.Options{
-			Endpoints: endpoints(),
-			Prefix:    "/t/" + hex.EncodeToString(sum[:8]),
-		})
+		var o etcdkv.Options
+		if len(opts) > 0 {
+			o = opts[0]
+		}
+		o.Endpoints, o.Prefix = endpoints(), "/t/"+hex.EncodeToString(sum[:8])
+		s, err := etcdkv.Open(context.Background(), o)
 		if err != nil {
 			t.Fatalf("Open: %v", err)
 		}
@@ -57,4 +59,13 @@ func TestConformanceLosingAMember(t *testing.T) {
 	if killed < 0 {
 		t.Fatal("the suite ended before a member was killed")
 	}
+}
+
+// TestConformanceLocalUpdateReads runs the suite on three members with
+// Updates reading their snapshots from the member the client talks to
+// (update-reads=local): the commit's compares, and for Updates that only
+// read or whose fn failed a Txn of compares, keep them serializable.
+func TestConformanceLocalUpdateReads(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	kvtest.RunDurable(t, opener(c.Endpoints, nil, etcdkv.Options{LocalUpdateReads: true}))
 }

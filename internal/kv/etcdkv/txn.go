@@ -18,8 +18,11 @@ type txn struct {
 	s            *Store
 	ctx          context.Context
 	serializable bool
-	rev          int64 // the snapshot's revision; 0 until the first read
-	done         bool
+	// local: an Update's first read is answered by the member alone
+	// (Options.LocalUpdateReads); its commit's compares check it.
+	local bool
+	rev   int64 // the snapshot's revision; 0 until the first read
+	done  bool
 
 	writable bool
 	buf      *btree.BTreeG[write] // nil in a View
@@ -75,7 +78,7 @@ func (t *txn) check(write bool) error {
 func (t *txn) get(key string, extra ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	if t.rev == 0 {
 		opts := extra
-		if t.serializable {
+		if t.serializable || t.local {
 			opts = append(opts, clientv3.WithSerializable())
 		}
 		resp, err := t.s.cli.Get(t.ctx, key, opts...)

@@ -29,12 +29,30 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			s: s, ctx: clientv3.WithRequireLeader(ctx), writable: true,
 			buf:   btree.NewG(8, writeLess),
 			reads: make(map[string]read),
+			// After a conflict the snapshot is the latest: the local
+			// member lagged, or the key is hot.
+			local: s.opts.LocalUpdateReads && attempt == 1,
 		}
 		err := fn(t)
 		t.finish()
 		ok := false
-		if err == nil {
+		switch {
+		case err == nil && t.local && t.buf.Len() == 0:
+			// Read only, from the local member: current only if its
+			// compares pass now.
+			ok, err = s.validate(t.ctx, t)
+		case err == nil && s.opts.NoBatch:
 			ok, err = s.commit(t.ctx, t)
+		case err == nil:
+			ok, err = s.commitGrouped(t.ctx, t)
+		case t.local && t.readErr == nil:
+			// fn failed on what it read from the local member: the
+			// failure stands only if that is current; else fn runs
+			// again on the latest snapshot.
+			valid, verr := s.validate(t.ctx, t)
+			if verr != nil || !valid {
+				err = verr
+			}
 		}
 		// A commit refused for want of a leader was not proposed, and a
 		// transaction that failed on a read wrote nothing: either may run
@@ -98,25 +116,29 @@ func isNoLeader(err error) bool {
 	return err != nil && (errors.Is(err, rpctypes.ErrNoLeader) || strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrNoLeader)))
 }
 
-// commit sends t as one etcd Txn. It returns false when a compare failed
-// (a conflict), an error when the Txn is too large or etcd failed.
-func (s *Store) commit(ctx context.Context, t *txn) (bool, error) {
-	if t.buf.Len() == 0 {
-		return true, nil // read-only: the snapshot was consistent
-	}
-	var (
-		cmps  []clientv3.Cmp
-		ops   []clientv3.Op
-		bytes int
-	)
-	// Per request and per compare or operation, what etcd's encoding adds
-	// around keys and values, generously.
-	const reqOverhead, itemOverhead = 64, 32
-	bytes = reqOverhead
+// prepared is an Update's transaction ready to send: its compares and
+// operations, and for the committer what it read and wrote (store keys).
+type prepared struct {
+	cmps   []clientv3.Cmp
+	ops    []clientv3.Op
+	bytes  int      // estimated request bytes, without the request's own overhead
+	writes []string // keys put or deleted, ascending
+	reads  []string // keys read from the snapshot (each has a compare)
+	ranges []span   // ranges scanned in the snapshot (each has a compare)
+	rev    int64    // the snapshot's revision; 0: nothing was read from etcd
+}
+
+// Per request and per compare or operation, what etcd's encoding adds
+// around keys and values, generously.
+const reqOverhead, itemOverhead = 64, 32
+
+// compares adds to p one compare per key t read and per range it scanned.
+func (s *Store) compares(t *txn, p *prepared) {
 	for k, r := range t.reads {
 		key := s.data + k
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(key), "=", r.modRev))
-		bytes += len(key) + itemOverhead
+		p.cmps = append(p.cmps, clientv3.Compare(clientv3.ModRevision(key), "=", r.modRev))
+		p.bytes += len(key) + itemOverhead
+		p.reads = append(p.reads, k)
 	}
 	for _, sp := range t.ranges {
 		if t.rev == 0 {
@@ -127,33 +149,90 @@ func (s *Store) commit(ctx context.Context, t *txn) (bool, error) {
 			end = s.data + string(sp.end)
 		}
 		start := s.data + string(sp.start)
-		cmps = append(cmps, clientv3.Compare(clientv3.ModRevision(start), "<", t.rev+1).WithRange(end))
-		bytes += len(start) + len(end) + itemOverhead
+		p.cmps = append(p.cmps, clientv3.Compare(clientv3.ModRevision(start), "<", t.rev+1).WithRange(end))
+		p.bytes += len(start) + len(end) + itemOverhead
+		p.ranges = append(p.ranges, sp)
 	}
+}
+
+// validate reports whether what t read is still current: a read-only Txn
+// of its compares, which etcd answers linearizably.
+func (s *Store) validate(ctx context.Context, t *txn) (bool, error) {
+	if t.rev == 0 {
+		return true, nil // nothing was read from etcd
+	}
+	p := &prepared{rev: t.rev}
+	s.compares(t, p)
+	if len(p.cmps) > s.opts.MaxTxnOps {
+		return false, fmt.Errorf("etcdkv: update of %d reads: more than etcd's --max-txn-ops %d: %w", len(p.cmps), s.opts.MaxTxnOps, ErrTooLarge)
+	}
+	// etcd serves a Txn without operations as a serializable read (at
+	// the member, which may lag): a linearizable Get in Then makes the
+	// member wait for the leader's read index before it compares.
+	barrier := clientv3.OpGet(s.data, clientv3.WithCountOnly())
+	resp, err := s.cli.Txn(ctx).If(p.cmps...).Then(barrier).Commit()
+	if err != nil {
+		return false, fmt.Errorf("etcdkv: update: checking reads of the local member: %w", err)
+	}
+	return resp.Succeeded, nil
+}
+
+// prepare builds t's compares and operations and checks them against
+// etcd's limits: ErrTooLarge, naming the limit, when one is exceeded.
+func (s *Store) prepare(t *txn) (*prepared, error) {
+	p := &prepared{rev: t.rev}
+	s.compares(t, p)
 	t.buf.Ascend(func(w write) bool {
 		key := s.data + string(w.key)
 		if w.deleted {
-			ops = append(ops, clientv3.OpDelete(key))
+			p.ops = append(p.ops, clientv3.OpDelete(key))
 		} else {
-			ops = append(ops, clientv3.OpPut(key, string(w.value)))
+			p.ops = append(p.ops, clientv3.OpPut(key, string(w.value)))
 		}
-		bytes += len(key) + len(w.value) + itemOverhead
+		p.bytes += len(key) + len(w.value) + itemOverhead
+		p.writes = append(p.writes, string(w.key))
 		return true
 	})
-	if len(ops) > s.opts.MaxTxnOps || len(cmps) > s.opts.MaxTxnOps {
-		return false, fmt.Errorf("etcdkv: update of %d writes and %d reads: more than etcd's --max-txn-ops %d: %w",
-			len(ops), len(cmps), s.opts.MaxTxnOps, ErrTooLarge)
+	if len(p.ops) > s.opts.MaxTxnOps || len(p.cmps) > s.opts.MaxTxnOps {
+		return nil, fmt.Errorf("etcdkv: update of %d writes and %d reads: more than etcd's --max-txn-ops %d: %w",
+			len(p.ops), len(p.cmps), s.opts.MaxTxnOps, ErrTooLarge)
 	}
-	if bytes > s.opts.MaxRequestBytes {
-		return false, fmt.Errorf("etcdkv: update of %d writes and %d reads, about %d bytes: more than etcd's --max-request-bytes %d: %w",
-			len(ops), len(cmps), bytes, s.opts.MaxRequestBytes, ErrTooLarge)
+	if b := reqOverhead + p.bytes; b > s.opts.MaxRequestBytes {
+		return nil, fmt.Errorf("etcdkv: update of %d writes and %d reads, about %d bytes: more than etcd's --max-request-bytes %d: %w",
+			len(p.ops), len(p.cmps), b, s.opts.MaxRequestBytes, ErrTooLarge)
 	}
-	resp, err := s.cli.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	return p, nil
+}
+
+// commit sends t as one etcd Txn of its own. It returns false when a
+// compare failed (a conflict), an error when the Txn is too large or etcd
+// failed.
+func (s *Store) commit(ctx context.Context, t *txn) (bool, error) {
+	if t.buf.Len() == 0 {
+		return true, nil // read-only: the snapshot was consistent
+	}
+	p, err := s.prepare(t)
 	if err != nil {
-		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-			err = fmt.Errorf("%w: %w", cerr, err)
-		}
-		return false, fmt.Errorf("etcdkv: update: commit (outcome unknown): %w", err)
+		return false, err
+	}
+	return s.send(ctx, p)
+}
+
+// send sends one prepared transaction alone.
+func (s *Store) send(ctx context.Context, p *prepared) (bool, error) {
+	s.observe([]*prepared{p})
+	resp, err := s.cli.Txn(ctx).If(p.cmps...).Then(p.ops...).Commit()
+	if err != nil {
+		return false, unknownOutcome(ctx, err)
 	}
 	return resp.Succeeded, nil
+}
+
+// unknownOutcome is the error of a commit whose Txn failed in transport:
+// etcd may have applied it.
+func unknownOutcome(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w: %w", cerr, err)
+	}
+	return fmt.Errorf("etcdkv: update: commit (outcome unknown): %w", err)
 }

@@ -7,31 +7,39 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // Target is where a Store lives, as an etcd:// URL names it:
 //
-//	etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION]
+//	etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION&batch=0&update-reads=local]
 //
 // Without ca, cert and key the members are spoken to in plain HTTP; with
 // them over TLS (ca: the CA that signed the members' certificates; cert
 // and key: this client's certificate, for members that require one).
 // majority-wait is Options.MajorityWait: how long a write waits for a
 // majority of the members before it fails (a site cut off from the others
-// answers its writes with ErrNoMajority after it).
+// answers its writes with ErrNoMajority after it). batch=0 turns group
+// commit off (Options.NoBatch); batch=N lets N group-committed Txns
+// travel at once (Options.InFlight; default 1).
+// update-reads=local is Options.LocalUpdateReads (leader, the default:
+// an Update's first read is linearizable).
 type Target struct {
 	Endpoints    []string
 	Prefix       string
 	CA           string
 	Cert, Key    string
 	MajorityWait time.Duration // 0: Options' default
+	NoBatch      bool          // batch=0
+	InFlight     int           // batch=N, N > 0
+	LocalReads   bool          // update-reads=local
 }
 
 // ParseURL parses an etcd:// URL; the error says what was wrong.
 func ParseURL(s string) (Target, error) {
-	const want = "want etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION]"
+	const want = "want etcd://HOST:PORT[,HOST:PORT...]/PREFIX[?ca=FILE&cert=FILE&key=FILE&majority-wait=DURATION&batch=0&update-reads=local]"
 	rest, ok := strings.CutPrefix(s, "etcd://")
 	if !ok {
 		return Target{}, fmt.Errorf("etcd URL %q: not etcd:// (%s)", s, want)
@@ -54,7 +62,7 @@ func ParseURL(s string) (Target, error) {
 	}
 	for k := range q {
 		switch k {
-		case "ca", "cert", "key", "majority-wait":
+		case "ca", "cert", "key", "majority-wait", "batch", "update-reads":
 		default:
 			return Target{}, fmt.Errorf("etcd URL %q: unknown parameter %q (%s)", s, k, want)
 		}
@@ -66,6 +74,20 @@ func ParseURL(s string) (Target, error) {
 			return Target{}, fmt.Errorf("etcd URL %q: majority-wait %q is no positive duration such as 10s (%s)", s, w, want)
 		}
 		t.MajorityWait = d
+	}
+	if b := q.Get("batch"); b != "" {
+		n, err := strconv.Atoi(b)
+		if err != nil || n < 0 {
+			return Target{}, fmt.Errorf("etcd URL %q: batch %q is no number of Txns in flight (0: group commit off) (%s)", s, b, want)
+		}
+		t.NoBatch, t.InFlight = n == 0, n
+	}
+	switch r := q.Get("update-reads"); r {
+	case "", "leader":
+	case "local":
+		t.LocalReads = true
+	default:
+		return Target{}, fmt.Errorf("etcd URL %q: update-reads %q is neither leader nor local (%s)", s, r, want)
 	}
 	if (t.Cert == "") != (t.Key == "") {
 		return Target{}, fmt.Errorf("etcd URL %q: cert and key go together (%s)", s, want)
@@ -79,7 +101,7 @@ func ParseURL(s string) (Target, error) {
 // Options returns the Options of t: endpoints with their scheme, the
 // prefix, and the TLS configuration read from t's files.
 func (t Target) Options() (Options, error) {
-	o := Options{Prefix: t.Prefix, MajorityWait: t.MajorityWait}
+	o := Options{Prefix: t.Prefix, MajorityWait: t.MajorityWait, NoBatch: t.NoBatch, InFlight: t.InFlight, LocalUpdateReads: t.LocalReads}
 	scheme := "http://"
 	if t.CA != "" {
 		scheme = "https://"

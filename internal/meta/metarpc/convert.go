@@ -357,7 +357,7 @@ func progressOut(m meta.MoverProgress) *pb.MoverReport {
 		p.LostBlocks = append(p.LostBlocks, q)
 	}
 	for _, c := range m.UnderBySite {
-		p.UnderBySite = append(p.UnderBySite, &pb.SiteCount{Site: c.Site, N: c.N})
+		p.UnderBySite = append(p.UnderBySite, &pb.SiteCount{Site: c.Site, N: c.N, Bytes: c.Bytes, Since: c.Since})
 	}
 	return p
 }
@@ -387,7 +387,7 @@ func progressIn(p *pb.MoverReport) (meta.MoverProgress, error) {
 		return meta.MoverProgress{}, badf("mover report: %d sites, max %d", len(p.GetUnderBySite()), meta.MaxSitesReported)
 	}
 	for _, c := range p.GetUnderBySite() {
-		m.UnderBySite = append(m.UnderBySite, meta.SiteCount{Site: c.GetSite(), N: c.GetN()})
+		m.UnderBySite = append(m.UnderBySite, meta.SiteCount{Site: c.GetSite(), N: c.GetN(), Bytes: c.GetBytes(), Since: c.GetSince()})
 	}
 	return m, nil
 }

@@ -17,8 +17,13 @@ func gatewayOut(g *meta.GatewayInfo) *pb.GatewayInfo {
 	if g == nil {
 		return nil
 	}
+	var runs []uint64
+	for _, r := range g.Cached {
+		runs = append(runs, r.First, r.End)
+	}
 	return &pb.GatewayInfo{Fileset: uint64(g.Fileset), HomePath: g.HomePath, HomeMtime: g.HomeMtime,
-		HomeCtime: g.HomeCtime, HomeSize: g.HomeSize, Token: g.Token, State: uint32(g.State), Validated: g.Validated}
+		HomeCtime: g.HomeCtime, HomeSize: g.HomeSize, Token: g.Token, State: uint32(g.State), Validated: g.Validated,
+		Cached: runs}
 }
 
 func gatewayIn(p *pb.GatewayInfo) (*meta.GatewayInfo, error) {
@@ -34,8 +39,16 @@ func gatewayIn(p *pb.GatewayInfo) (*meta.GatewayInfo, error) {
 	if len(p.HomePath) > meta.MaxHomePath || len(p.Token) > meta.MaxToken {
 		return nil, badf("gateway: home path of %d bytes or token of %d bytes too long", len(p.HomePath), len(p.Token))
 	}
+	if len(p.Cached)%2 != 0 || len(p.Cached) > 2*meta.MaxCachedRanges {
+		return nil, badf("gateway.cached: %d numbers, want pairs, at most %d", len(p.Cached), 2*meta.MaxCachedRanges)
+	}
+	var runs []meta.BlockRange
+	for i := 0; i < len(p.Cached); i += 2 {
+		runs = append(runs, meta.BlockRange{First: p.Cached[i], End: p.Cached[i+1]})
+	}
 	return &meta.GatewayInfo{Fileset: meta.Ino(p.Fileset), HomePath: p.HomePath, HomeMtime: p.HomeMtime,
-		HomeCtime: p.HomeCtime, HomeSize: p.HomeSize, Token: p.Token, State: meta.CacheState(p.State), Validated: p.Validated}, nil
+		HomeCtime: p.HomeCtime, HomeSize: p.HomeSize, Token: p.Token, State: meta.CacheState(p.State), Validated: p.Validated,
+		Cached: runs}, nil
 }
 
 func filesetOut(f meta.Fileset) *pb.Fileset {

@@ -258,8 +258,12 @@ func TestWalkWithoutLister(t *testing.T) {
 	for i := range uint64(meta.WalkPage + 10) {
 		cs = append(cs, meta.BlockChange{Index: i, New: block.Sum([]byte(fmt.Sprint(i)))})
 	}
-	if _, err := svc.Commit(ctx, meta.CommitReq{Ino: f.Ino, Changes: cs, Size: uint64(len(cs)) * meta.DefaultBlockSize}); err != nil {
-		t.Fatal(err)
+	for rest := cs; len(rest) > 0; { // a commit names at most MaxCommitBlocks
+		k := min(len(rest), meta.MaxCommitBlocks)
+		if _, err := svc.Commit(ctx, meta.CommitReq{Ino: f.Ino, Changes: rest[:k], Size: uint64(len(cs)) * meta.DefaultBlockSize}); err != nil {
+			t.Fatal(err)
+		}
+		rest = rest[k:]
 	}
 	n := 0
 	err = c.WalkBlocks(ctx, func(ino meta.Ino, idx uint64, h block.Hash) error {

@@ -2,6 +2,7 @@ package metatest
 
 import (
 	"errors"
+	"reflect"
 	"syscall"
 	"testing"
 	"time"
@@ -200,5 +201,18 @@ func testSetGateway(h *harness) {
 	out, err := fa.SetGateway(ctx, f.Ino, g, now.Change)
 	if err != nil || out.Gateway.State != meta.CacheCached || out.Change != now.Change {
 		t.Errorf("SetGateway: %+v change %d, %v (want change %d kept)", out.Gateway, out.Change, err, now.Change)
+	}
+	// A partial file's cached runs go through and come back.
+	part := g
+	part.State, part.Cached = meta.CachePartial, []meta.BlockRange{{First: 0, End: 2}, {First: 7, End: 9}}
+	if out, err = fa.SetGateway(ctx, f.Ino, part, 0); err != nil || !reflect.DeepEqual(out.Gateway.Cached, part.Cached) {
+		t.Errorf("SetGateway of runs %v: %+v, %v", part.Cached, out.Gateway, err)
+	}
+	if in, err := h.api.GetAttr(ctx, f.Ino); err != nil || !reflect.DeepEqual(in.Gateway.Cached, part.Cached) {
+		t.Errorf("runs read back: %+v, %v", in.Gateway, err)
+	}
+	part.Cached = []meta.BlockRange{{First: 7, End: 9}, {First: 0, End: 2}}
+	if _, err := fa.SetGateway(ctx, f.Ino, part, 0); !errors.Is(err, meta.ErrInvalid) {
+		t.Errorf("unsorted runs: %v, want ErrInvalid", err)
 	}
 }

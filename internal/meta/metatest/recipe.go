@@ -283,7 +283,11 @@ func testWalkBlocks(h *harness) {
 	for i := range uint64(n) {
 		cs = append(cs, put(i, fmt.Sprint(i)))
 	}
-	h.commit(meta.CommitReq{Ino: b.Ino, Changes: cs, Size: n * blockSize})
+	for len(cs) > 0 { // a commit names at most MaxCommitBlocks
+		k := min(len(cs), meta.MaxCommitBlocks)
+		h.commit(meta.CommitReq{Ino: b.Ino, Changes: cs[:k], Size: n * blockSize})
+		cs = cs[k:]
+	}
 	h.commit(meta.CommitReq{Ino: a.Ino, Changes: []meta.BlockChange{put(7, "x"), put(2000, "y")}, Size: 2001 * blockSize})
 	got := h.walk()
 	eq(h, "count", len(got), n+2)

@@ -26,6 +26,15 @@
 //     zero Inode).
 //   - SetXattr with XattrCreate: the attribute has the value; RemoveXattr:
 //     the attribute is gone: applied.
+//   - ReleaseOpen: taken as applied, never sent twice. A session counts its
+//     opens of an inode, so a second release could drop another handle's
+//     open and let an unlinked inode be deleted while it is still open.
+//
+// HoldOpen (and a Create with Open) whose reply was lost is sent again: if
+// the first was applied, the session counts one open more and keeps the
+// inode until the session ends (space kept longer, nothing deleted early).
+// When the reply was lost because the meta process died, the count died
+// with it, and the client announces its opens to its next session.
 //
 // Every other call is idempotent or, for Commit, safe to repeat: a commit
 // that was applied conflicts when sent again (its old hashes are gone), and

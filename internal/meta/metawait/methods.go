@@ -155,6 +155,30 @@ func (a *API) Decompose(ctx context.Context, h block.Hash) error {
 	return a.call(ctx, "decompose", func(ctx context.Context) error { return a.API.Decompose(ctx, h) }, nil)
 }
 
+// HoldOpen implements meta.API. An open whose reply was lost is sent again:
+// if the first one was applied, the session counts the open twice and keeps
+// the inode until the session ends (space kept longer, nothing dropped
+// early); when the reply was lost because the meta died, the count died
+// with the session, and the client announces its opens again to its new one.
+func (a *API) HoldOpen(ctx context.Context, ino meta.Ino) (out meta.Inode, err error) {
+	err = a.call(ctx, "holdopen", func(ctx context.Context) (err error) {
+		out, err = a.API.HoldOpen(ctx, ino)
+		return err
+	}, nil)
+	return out, err
+}
+
+// ReleaseOpen implements meta.API. A release whose reply was lost is taken as
+// applied and not sent again: sent twice it could drop the open of another
+// handle of the session and let the inode be deleted while that one is
+// still open. At worst the session keeps one open count more, and the inode
+// stays until the session ends.
+func (a *API) ReleaseOpen(ctx context.Context, ino meta.Ino) error {
+	return a.call(ctx, "releaseopen", func(ctx context.Context) error {
+		return a.API.ReleaseOpen(ctx, ino)
+	}, func(context.Context) (bool, error) { return true, nil })
+}
+
 // The session machinery's own calls and WalkBlocks: sent once.
 
 // WalkBlocks implements meta.API.

@@ -1016,15 +1016,18 @@ func (x *Inode) GetGateway() *GatewayInfo {
 
 // GatewayInfo is meta.GatewayInfo: an inode of a fileset.
 type GatewayInfo struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Fileset       uint64                 `protobuf:"varint,1,opt,name=fileset,proto3" json:"fileset,omitempty"`
-	HomePath      string                 `protobuf:"bytes,2,opt,name=home_path,json=homePath,proto3" json:"home_path,omitempty"`
-	HomeMtime     int64                  `protobuf:"varint,3,opt,name=home_mtime,json=homeMtime,proto3" json:"home_mtime,omitempty"`
-	HomeCtime     int64                  `protobuf:"varint,4,opt,name=home_ctime,json=homeCtime,proto3" json:"home_ctime,omitempty"`
-	HomeSize      uint64                 `protobuf:"varint,5,opt,name=home_size,json=homeSize,proto3" json:"home_size,omitempty"`
-	Token         string                 `protobuf:"bytes,6,opt,name=token,proto3" json:"token,omitempty"`
-	State         uint32                 `protobuf:"varint,7,opt,name=state,proto3" json:"state,omitempty"` // meta.CacheState: 1 placeholder, 2 partial, 3 cached
-	Validated     int64                  `protobuf:"varint,8,opt,name=validated,proto3" json:"validated,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Fileset   uint64                 `protobuf:"varint,1,opt,name=fileset,proto3" json:"fileset,omitempty"`
+	HomePath  string                 `protobuf:"bytes,2,opt,name=home_path,json=homePath,proto3" json:"home_path,omitempty"`
+	HomeMtime int64                  `protobuf:"varint,3,opt,name=home_mtime,json=homeMtime,proto3" json:"home_mtime,omitempty"`
+	HomeCtime int64                  `protobuf:"varint,4,opt,name=home_ctime,json=homeCtime,proto3" json:"home_ctime,omitempty"`
+	HomeSize  uint64                 `protobuf:"varint,5,opt,name=home_size,json=homeSize,proto3" json:"home_size,omitempty"`
+	Token     string                 `protobuf:"bytes,6,opt,name=token,proto3" json:"token,omitempty"`
+	State     uint32                 `protobuf:"varint,7,opt,name=state,proto3" json:"state,omitempty"` // meta.CacheState: 1 placeholder, 2 partial, 3 cached
+	Validated int64                  `protobuf:"varint,8,opt,name=validated,proto3" json:"validated,omitempty"`
+	// cached: a partial file's fetched runs of blocks, as pairs
+	// (first, end): [first0, end0, first1, end1, ...] (meta.BlockRange).
+	Cached        []uint64 `protobuf:"varint,9,rep,packed,name=cached,proto3" json:"cached,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1113,6 +1116,13 @@ func (x *GatewayInfo) GetValidated() int64 {
 		return x.Validated
 	}
 	return 0
+}
+
+func (x *GatewayInfo) GetCached() []uint64 {
+	if x != nil {
+		return x.Cached
+	}
+	return nil
 }
 
 // Fileset is meta.Fileset.
@@ -3464,9 +3474,14 @@ func (x *MoverReport) GetUnderBySite() []*SiteCount {
 }
 
 type SiteCount struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Site          string                 `protobuf:"bytes,1,opt,name=site,proto3" json:"site,omitempty"`
-	N             int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Site  string                 `protobuf:"bytes,1,opt,name=site,proto3" json:"site,omitempty"`
+	N     int64                  `protobuf:"varint,2,opt,name=n,proto3" json:"n,omitempty"`
+	// In under_by_site, the site's replication lag: the bytes of the n
+	// missing copies, and when (unix ns) the mover first saw the oldest of
+	// them missing (0: not known).
+	Bytes         int64 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Since         int64 `protobuf:"varint,4,opt,name=since,proto3" json:"since,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3511,6 +3526,20 @@ func (x *SiteCount) GetSite() string {
 func (x *SiteCount) GetN() int64 {
 	if x != nil {
 		return x.N
+	}
+	return 0
+}
+
+func (x *SiteCount) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *SiteCount) GetSince() int64 {
+	if x != nil {
+		return x.Since
 	}
 	return 0
 }
@@ -4482,7 +4511,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
 	"has_inline\x18\x03 \x01(\bR\thasInline\x12\x16\n" +
 	"\x06inline\x18\x04 \x01(\fR\x06inline\x126\n" +
-	"\agateway\x18\x05 \x01(\v2\x1c.tessera.meta.v1.GatewayInfoR\agateway\"\xe9\x01\n" +
+	"\agateway\x18\x05 \x01(\v2\x1c.tessera.meta.v1.GatewayInfoR\agateway\"\x81\x02\n" +
 	"\vGatewayInfo\x12\x18\n" +
 	"\afileset\x18\x01 \x01(\x04R\afileset\x12\x1b\n" +
 	"\thome_path\x18\x02 \x01(\tR\bhomePath\x12\x1d\n" +
@@ -4493,7 +4522,8 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\thome_size\x18\x05 \x01(\x04R\bhomeSize\x12\x14\n" +
 	"\x05token\x18\x06 \x01(\tR\x05token\x12\x14\n" +
 	"\x05state\x18\a \x01(\rR\x05state\x12\x1c\n" +
-	"\tvalidated\x18\b \x01(\x03R\tvalidated\"\xed\x01\n" +
+	"\tvalidated\x18\b \x01(\x03R\tvalidated\x12\x16\n" +
+	"\x06cached\x18\t \x03(\x04R\x06cached\"\xed\x01\n" +
 	"\aFileset\x12\x12\n" +
 	"\x04root\x18\x01 \x01(\x04R\x04root\x12\x12\n" +
 	"\x04home\x18\x02 \x01(\tR\x04home\x12\x12\n" +
@@ -4685,10 +4715,12 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	" \x01(\x03R\x04lost\x12;\n" +
 	"\vlost_blocks\x18\v \x03(\v2\x1a.tessera.meta.v1.LostBlockR\n" +
 	"lostBlocks\x12>\n" +
-	"\runder_by_site\x18\f \x03(\v2\x1a.tessera.meta.v1.SiteCountR\vunderBySite\"-\n" +
+	"\runder_by_site\x18\f \x03(\v2\x1a.tessera.meta.v1.SiteCountR\vunderBySite\"Y\n" +
 	"\tSiteCount\x12\x12\n" +
 	"\x04site\x18\x01 \x01(\tR\x04site\x12\f\n" +
-	"\x01n\x18\x02 \x01(\x03R\x01n\"&\n" +
+	"\x01n\x18\x02 \x01(\x03R\x01n\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes\x12\x14\n" +
+	"\x05since\x18\x04 \x01(\x03R\x05since\"&\n" +
 	"\x10DecomposeRequest\x12\x12\n" +
 	"\x04hash\x18\x01 \x01(\fR\x04hash\"g\n" +
 	"\x11ListBlocksRequest\x12\x1b\n" +

@@ -1,0 +1,109 @@
+package gateway
+
+import (
+	"sync"
+
+	"tessera/internal/meta"
+)
+
+// piece is a run of blocks [first, end) of one file that one gateway is
+// fetching. Readers that need any of its blocks wait for done instead of
+// fetching them again (one fetch per block however many readers miss it).
+type piece struct {
+	first, end uint64
+	done       chan struct{}
+	err        error // set before done is closed
+}
+
+// flights are the pieces being fetched, by file and block.
+type flights struct {
+	mu sync.Mutex
+	m  map[meta.Ino]map[uint64]*piece
+}
+
+// claim registers new pieces of at most maxBlocks blocks for the blocks of
+// runs that no piece is fetching yet (mine: the caller must fetch them and
+// call finish), and returns the pieces already fetching the others
+// (theirs: to wait for).
+func (f *flights) claim(ino meta.Ino, runs []meta.BlockRange, maxBlocks uint64) (mine, theirs []*piece) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.m == nil {
+		f.m = map[meta.Ino]map[uint64]*piece{}
+	}
+	busy := f.m[ino]
+	if busy == nil {
+		busy = map[uint64]*piece{}
+		f.m[ino] = busy
+	}
+	seen := map[*piece]bool{}
+	for _, r := range runs {
+		for b := r.First; b < r.End; {
+			if p := busy[b]; p != nil {
+				if !seen[p] {
+					seen[p] = true
+					theirs = append(theirs, p)
+				}
+				b = p.end
+				continue
+			}
+			p := &piece{first: b, end: b, done: make(chan struct{})}
+			for p.end < r.End && p.end-p.first < maxBlocks && busy[p.end] == nil {
+				busy[p.end] = p
+				p.end++
+			}
+			mine = append(mine, p)
+			b = p.end
+		}
+	}
+	if len(busy) == 0 {
+		delete(f.m, ino)
+	}
+	return mine, theirs
+}
+
+// next claims the first piece (at most maxBlocks) of runs that no piece
+// is fetching, or returns nil: what a background fill takes next.
+func (f *flights) next(ino meta.Ino, runs []meta.BlockRange, maxBlocks uint64) *piece {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	busy := f.m[ino]
+	for _, r := range runs {
+		for b := r.First; b < r.End; b++ {
+			if busy[b] != nil {
+				continue
+			}
+			if busy == nil {
+				if f.m == nil {
+					f.m = map[meta.Ino]map[uint64]*piece{}
+				}
+				busy = map[uint64]*piece{}
+				f.m[ino] = busy
+			}
+			p := &piece{first: b, end: b, done: make(chan struct{})}
+			for p.end < r.End && p.end-p.first < maxBlocks && busy[p.end] == nil {
+				busy[p.end] = p
+				p.end++
+			}
+			return p
+		}
+	}
+	return nil
+}
+
+// finish ends piece p of ino with err and wakes its waiters.
+func (f *flights) finish(ino meta.Ino, p *piece, err error) {
+	f.mu.Lock()
+	busy := f.m[ino]
+	for b := p.first; b < p.end; b++ {
+		if busy[b] == p {
+			delete(busy, b)
+		}
+	}
+	if len(busy) == 0 {
+		delete(f.m, ino)
+	}
+	f.mu.Unlock()
+	p.err = err
+	close(p.done)
+}

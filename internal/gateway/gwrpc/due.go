@@ -1,0 +1,76 @@
+package gwrpc
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"tessera/internal/meta"
+)
+
+// settingsTTL is how long a Router trusts a fileset's settings it read
+// (its validity lag and mode): a changed lag is seen by mounts this much
+// later at most.
+const settingsTTL = 5 * time.Second
+
+// filesetSettings caches each fileset's settings for Due.
+type filesetSettings struct {
+	mu sync.Mutex
+	m  map[meta.Ino]cachedFileset
+}
+
+type cachedFileset struct {
+	f    meta.Fileset
+	read time.Time
+}
+
+// Due reports whether a cached fileset inode may need revalidation, so
+// that a mount asks the owner gateway (a network round trip, and two meta
+// calls there) only once the fileset's validity lag has passed since the
+// inode was last validated, not on every open (Panache: revalidation is
+// lazy, per validity interval). It answers true when it cannot tell: the
+// gateway then decides as before.
+func (r *Router) Due(ctx context.Context, in *meta.Inode) bool {
+	if in == nil || in.Gateway == nil {
+		return true
+	}
+	sec := in.Gateway
+	if sec.HomePath == "" && in.Ino != sec.Fileset {
+		return false // made locally: nothing at home to compare with
+	}
+	f, ok := r.filesetOf(ctx, sec.Fileset)
+	if !ok {
+		return true
+	}
+	if f.Mode == meta.ModeSW {
+		return false // single writer: home is not expected to change
+	}
+	return r.now().Sub(time.Unix(0, sec.Validated)) >= f.ValidityLag
+}
+
+// filesetOf returns the settings of the fileset rooted at root, read from
+// the meta service at most every settingsTTL.
+func (r *Router) filesetOf(ctx context.Context, root meta.Ino) (meta.Fileset, bool) {
+	fa, ok := r.meta.(meta.FilesetAPI)
+	if !ok {
+		return meta.Fileset{}, false
+	}
+	now := r.now()
+	r.settings.mu.Lock()
+	c, hit := r.settings.m[root]
+	r.settings.mu.Unlock()
+	if hit && now.Sub(c.read) < settingsTTL {
+		return c.f, true
+	}
+	f, err := fa.Fileset(ctx, root)
+	if err != nil {
+		return meta.Fileset{}, false
+	}
+	r.settings.mu.Lock()
+	if r.settings.m == nil {
+		r.settings.m = map[meta.Ino]cachedFileset{}
+	}
+	r.settings.m[root] = cachedFileset{f: f, read: now}
+	r.settings.mu.Unlock()
+	return f, true
+}

@@ -1,0 +1,7 @@
+package meta
+
+import "tessera/internal/kv"
+
+// NewBoundStore returns inner refusing, as etcd does, any transaction of
+// more than limit compares or writes (boundStore, segment_test.go).
+func NewBoundStore(inner kv.Store, limit int) kv.Store { return boundStore{Store: inner, limit: limit} }
