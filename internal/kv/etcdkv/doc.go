@@ -41,7 +41,7 @@
 //
 // Group commit (on unless Options.NoBatch, URL parameter batch=0). An
 // Update whose fn has run queues its transaction for a committer that has
-// at most Options.InFlight Txns in flight (default 1; batch=N); the
+// at most Options.InFlight Txns in flight (default 1; an etcd:// URL's batch=N, 8 without it); the
 // Updates queued meanwhile go together in the next one (no timer: they
 // gather while the others travel), oldest first, as many as fit in etcd's
 // limits and are independent of each other and of the batches in flight:

@@ -9,7 +9,7 @@ import (
 
 func TestParseURL(t *testing.T) {
 	got, err := ParseURL("etcd://h1:2379,127.0.0.1:2380/tessera/a?ca=/c.pem&cert=/x.pem&key=/x.key")
-	want := Target{Endpoints: []string{"h1:2379", "127.0.0.1:2380"}, Prefix: "/tessera/a", CA: "/c.pem", Cert: "/x.pem", Key: "/x.key"}
+	want := Target{Endpoints: []string{"h1:2379", "127.0.0.1:2380"}, Prefix: "/tessera/a", CA: "/c.pem", Cert: "/x.pem", Key: "/x.key", InFlight: URLDefaultInFlight}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("ParseURL = %+v, %v; want %+v", got, err, want)
 	}
