@@ -3,8 +3,10 @@
 # over an s3:// home (versitygw on 127.0.0.1) behind an emulated WAN link (bench/cmd/wanlink:
 # internal/wan, 30 ms RTT, 200 Mbit/s by default), measured against the link itself, a plain
 # Tessera directory and `rclone mount --vfs-cache-mode full` of the same home through the same link.
+# The N gateways run inside `tessera up --gateways N` (targets gwN), or with --gateway-procs as N
+# `tessera gateway` processes beside a `tessera up` without in-process gateways (targets gpN).
 #
-#   bench/gateway.sh [--quick] [--runs 3] [--gateways 1,2,3] [--files 16] [--file-mib 16]
+#   bench/gateway.sh [--quick] [--runs 3] [--gateways 1,2,3] [--gateway-procs] [--files 16] [--file-mib 16]
 #                    [--large-mib 256] [--readers 4] [--creates 2000] [--writes 64] [--write-kib 1024]
 #                    [--rtt 30ms] [--rate 200Mbit] [--validity-lag D] [--no-rclone] [--workdir /var/tmp] [--keep]
 #   bench/gateway.sh --summary bench/out/gateway-TS/samples.tsv
@@ -17,8 +19,8 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$REPO/bench/lib.sh"
 
 RUNS=3 GWS=1,2,3 NFILES=16 FILE_MIB=16 LARGE_MIB=256 READERS=4 CREATES=2000 WRITES=64 WRITE_KIB=1024
-RTT=30ms RATE=200Mbit VLAG="" RCLONE=1 WORKDIR=/var/tmp KEEP=0
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+RTT=30ms RATE=200Mbit VLAG="" RCLONE=1 WORKDIR=/var/tmp KEEP=0 PROCS=0
+usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 # summary SAMPLES.TSV: median (min..max) per kind and target, then the issue's ratios of medians.
 # Columns: kind target run value unit secs link_bytes cpu_s
@@ -34,7 +36,7 @@ summary() {
   printf "\nratios of medians (target)\n"
   awk -F'\t' "$med $rows"' END {
       for (k in key) { split(k, p, "\t"); M[k]=med(v[k]) }
-      for (k in key) { split(k, p, "\t"); t=p[2]; if (t !~ /^gw[0-9]+$/) continue
+      for (k in key) { split(k, p, "\t"); t=p[2]; if (t !~ /^g[wp][0-9]+$/) continue
         if (p[1]=="cold-files" && M["link-files\tdirect"]>0) printf "  cold read, files, %s / link (S3 GETs through it): %.2f (>= 0.9); / the cap: %.2f\n", t, M[k]/M["link-files\tdirect"], M[k]/cap
         if (p[1]=="cold-large" && M["link-large\tdirect"]>0) printf "  cold read, large, %s / link (one S3 GET through it): %.2f (>= 0.9); / the cap: %.2f\n", t, M[k]/M["link-large\tdirect"], M[k]/cap
         if (p[1]=="cold-files" && M["cold-files\trclone"]>0) printf "  cold read, files, %s / rclone mount: %.2f (>= 2)\n", t, M[k]/M["cold-files\trclone"]
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
   case $1 in
     --runs) RUNS=$2; shift 2 ;;
     --gateways) GWS=$2; shift 2 ;;
+    --gateway-procs) PROCS=1; shift ;;
     --files) NFILES=$2; shift 2 ;;
     --file-mib) FILE_MIB=$2; shift 2 ;;
     --large-mib) LARGE_MIB=$2; shift 2 ;;
@@ -81,9 +84,11 @@ W=$WORKDIR/tessera-gwbench.$$
 mkdir -p "$OUT/bin" "$W" || die "cannot make $OUT and $W"
 SAMPLES=$OUT/samples.tsv
 declare -a PIDS_RC=()   # rclone mounts running now: pid, mount point in MOUNT_OF
+declare -a PIDS_GW=()   # `tessera gateway` processes (--gateway-procs), stopped before their ups
 cleanup() {
   local p
   for p in "${PIDS_RC[@]}"; do stop_mount "$p"; done
+  for p in "${PIDS_GW[@]}"; do stop_pid "$p"; done
   lib_cleanup
 }
 trap cleanup EXIT
@@ -130,7 +135,7 @@ export RCLONE_CONFIG_HOME_TYPE=s3 RCLONE_CONFIG_HOME_PROVIDER=Other RCLONE_CONFI
 RCLONE_BIN=(env -u AWS_CA_BUNDLE rclone)
 
 # ---------------------------------------------------------------- measurement helpers
-{ echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); rtt $RTT rate $RATE; files $NFILES x $FILE_MIB MiB, large $LARGE_MIB MiB, readers $READERS; cap_mib_s $(awk -v b="$("$OUT/bin/wanlink" -print-rate "$RATE")" 'BEGIN{printf "%.2f", b/8/1048576}')"
+{ echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); gateways $GWS $([ "$PROCS" = 1 ] && echo as processes || echo in tessera up); rtt $RTT rate $RATE; files $NFILES x $FILE_MIB MiB, large $LARGE_MIB MiB, readers $READERS; cap_mib_s $(awk -v b="$("$OUT/bin/wanlink" -print-rate "$RATE")" 'BEGIN{printf "%.2f", b/8/1048576}')"
   printf '# kind\ttarget\trun\tvalue\tunit\tsecs\tlink_bytes\tcpu_s\tload1\n'; } > "$SAMPLES"
 # sample KIND TARGET RUN VALUE UNIT SECS LINKBYTES CPU
 sample() {
@@ -142,14 +147,16 @@ timed() { local t0 rc; t0=$(now); "$@"; rc=$?; SECS=$(fsub "$(now)" "$t0"); retu
 # read_files DIR: the files of DIR/files, READERS at a time, then nothing else.
 read_files() { ls "$1/files" >/dev/null && find "$1/files" -type f -print0 | xargs -0 -P "$READERS" -n 1 cat > /dev/null; }
 read_large() { cat "$1/large.dat" > /dev/null; }
-# measure_read KIND TARGET RUN PIDFORCPU FN DIR BYTES: drop caches, time FN DIR, one MiB/s sample.
+# measure_read KIND TARGET RUN "PIDS" FN DIR BYTES: drop caches, time FN DIR, one MiB/s sample
+# (cpu_s: the CPU seconds of PIDS, a space-separated list, together).
 measure_read() {
   local kind=$1 target=$2 run=$3 pid=$4 fn=$5 dir=$6 bytes=$7 b0 c0
   drop_caches
-  b0=$(link_bytes) c0=$(cpu_of "$pid")
+  # shellcheck disable=SC2086 # $pid is a list of PIDs
+  b0=$(link_bytes) c0=$(cpu_sum $pid)
   if ! timed "$fn" "$dir"; then sample "$kind" "$target" "$run" nan MiB/s "$SECS" 0 nan; log "ERROR: $kind $target failed"; return 1; fi
   sample "$kind" "$target" "$run" "$(fdiv "$bytes" "$(awk -v s="$SECS" 'BEGIN{print s*1048576}')" %.1f)" MiB/s "$SECS" \
-    "$(( $(link_bytes) - b0 ))" "$(fsub "$(cpu_of "$pid")" "$c0")"
+    "$(( $(link_bytes) - b0 ))" "$(fsub "$(cpu_sum $pid)" "$c0")"
 }
 # write_files DIR: WRITES files of WRITE_KIB KiB, 4 at a time, each fsynced (dd conv=fsync).
 write_files() {
@@ -157,16 +164,39 @@ write_files() {
 }
 
 # ---------------------------------------------------------------- Tessera instances
-declare -A UP_PID=()
+declare -A UP_PID=() GW_PIDS=()   # per N: the up, and (--gateway-procs) its gateway processes
 IFS=, read -r -a GWLIST <<< "$GWS"
+TP=gw; [ "$PROCS" = 1 ] && TP=gp
+# start_gateways N: N `tessera gateway` processes registered with up N's meta service, each with a
+# certificate of role gateway issued by that up's CA (DATA/tls), as test/cluster's StartGateway.
+start_gateways() {
+  local n=$1 meta k id tls=$W/up$1/tls
+  meta=$(sed -n 's/^tessera up: ready .*meta=\([^ ]*\).*/\1/p' "$OUT/up$n.log" | head -n 1)
+  [ -n "$meta" ] || die "no meta= in the ready line of tessera up $n: $(grep 'ready' "$OUT/up$n.log")"
+  for ((k=1; k<=n; k++)); do
+    id=gw$n-$k
+    "$TESSERA" certs issue "$id" --role gateway --host 127.0.0.1 --dir "$tls" >>"$OUT/certs.log" 2>&1 \
+      || die "certs issue $id: $(tail -n 2 "$OUT/certs.log")"
+    start_bg "$OUT/gateway-$id.log" srv "$TESSERA" gateway --meta "$meta" --id "$id" --listen 127.0.0.1:0 \
+      --tls-cert "$tls/$id.crt" --tls-key "$tls/$id.key" --tls-ca "$tls/ca.crt"
+    PIDS_GW+=("$LASTPID") GW_PIDS[$n]="${GW_PIDS[$n]:-} $LASTPID"
+    wait_ready "$LASTPID" "$OUT/gateway-$id.log" 'tessera gateway: ready' 60 || die "tessera gateway $id did not start"
+  done
+  log "tessera up $n: $n gateway processes, pids${GW_PIDS[$n]}, meta $meta"
+}
 for n in "${GWLIST[@]}"; do
   mkdir -p "$W/up$n" "$W/mnt$n"
-  start_bg "$OUT/up$n.log" mount "$TESSERA" up --data "$W/up$n" --mount "$W/mnt$n" --gateways "$n"
+  if [ "$PROCS" = 1 ]; then
+    start_bg "$OUT/up$n.log" mount "$TESSERA" up --data "$W/up$n" --mount "$W/mnt$n"
+  else
+    start_bg "$OUT/up$n.log" mount "$TESSERA" up --data "$W/up$n" --mount "$W/mnt$n" --gateways "$n"
+  fi
   UP_PID[$n]=$LASTPID MOUNT_OF[$LASTPID]=$W/mnt$n
-  wait_ready "$LASTPID" "$OUT/up$n.log" 'tessera up: ready' 90 || die "tessera up --gateways $n did not start"
+  wait_ready "$LASTPID" "$OUT/up$n.log" 'tessera up: ready' 90 || die "tessera up ($TP$n) did not start"
+  [ "$PROCS" = 1 ] && start_gateways "$n"
   # The plain (non-fileset) copy of the same data, for the warm-read ratio; untimed.
   cp -r "$HOMEDIR" "$W/mnt$n/plain" || die "copy into $W/mnt$n/plain"
-  log "tessera up --gateways $n: pid $LASTPID, mount $W/mnt$n"
+  log "tessera up ($TP$n): pid ${UP_PID[$n]}, mount $W/mnt$n"
 done
 head -c "$((WRITE_KIB<<10))" /dev/urandom > "$W/wsrc"
 
@@ -203,8 +233,8 @@ for ((r=1; r<=RUNS; r++)); do
   fi
   k=$(( (r-1) % ${#GWLIST[@]} ))
   for n in "${GWLIST[@]:k}" "${GWLIST[@]:0:k}"; do
-    t=gw$n p=${UP_PID[$n]} m=$W/mnt$n
-    alive "$p" || die "tessera up --gateways $n died: $(tail -n 5 "$OUT/up$n.log")"
+    t=$TP$n p="${UP_PID[$n]}${GW_PIDS[$n]:-}" m=$W/mnt$n
+    for q in $p; do alive "$q" || die "a process of $t (pid $q of $p) died: $(tail -n 5 "$OUT/up$n.log")"; done
     # Cold: a fresh read-only fileset of the same home prefix caches nothing yet.
     fs=$m/cold.r$r
     "$TESSERA" fileset create "$fs" --home "$(home_url pre)" --mode ro ${VLAG:+--validity-lag "$VLAG"} >>"$OUT/fileset.log" 2>&1 || die "fileset create $fs: $(tail -n 2 "$OUT/fileset.log")"
@@ -224,25 +254,26 @@ for ((r=1; r<=RUNS; r++)); do
     for d in "$fs" "$m/plainw.r$r"; do
       [ "$d" = "$fs" ] && kind=fs || kind=plain
       mkdir -p "$d"
-      drop_caches; c0=$(cpu_of "$p")
+      # shellcheck disable=SC2086 # $p is a list of PIDs
+      drop_caches; c0=$(cpu_sum $p)
       "$OUT/bin/metaops" -dir "$d/meta" -n "$CREATES" -threads 4 -unique-dir -drop-caches > "$OUT/metaops-$kind-$t-r$r.txt" 2>&1 \
         || log "ERROR: metaops in $d: $(tail -n 2 "$OUT/metaops-$kind-$t-r$r.txt")"
       v=$(awk '/phase=create/ { for (i=1;i<=NF;i++) if ($i ~ /^ops_per_s=/) { sub("ops_per_s=","",$i); print $i } }' "$OUT/metaops-$kind-$t-r$r.txt")
       s=$(awk '/phase=create/ { for (i=1;i<=NF;i++) if ($i ~ /^secs=/) { sub("secs=","",$i); print $i } }' "$OUT/metaops-$kind-$t-r$r.txt")
-      sample "create-$kind" "$t" "$r" "${v:-nan}" ops/s "${s:-nan}" 0 "$(fsub "$(cpu_of "$p")" "$c0")"
-      drop_caches; c0=$(cpu_of "$p")
+      sample "create-$kind" "$t" "$r" "${v:-nan}" ops/s "${s:-nan}" 0 "$(fsub "$(cpu_sum $p)" "$c0")"
+      drop_caches; c0=$(cpu_sum $p)
       if timed write_files "$d/w"; then
-        sample "write-$kind" "$t" "$r" "$(fdiv "$((WRITES*WRITE_KIB))" "$(awk -v s="$SECS" 'BEGIN{print s*1024}')" %.1f)" MiB/s "$SECS" 0 "$(fsub "$(cpu_of "$p")" "$c0")"
+        sample "write-$kind" "$t" "$r" "$(fdiv "$((WRITES*WRITE_KIB))" "$(awk -v s="$SECS" 'BEGIN{print s*1024}')" %.1f)" MiB/s "$SECS" 0 "$(fsub "$(cpu_sum $p)" "$c0")"
       else sample "write-$kind" "$t" "$r" nan MiB/s "$SECS" 0 nan; fi
     done
     # Drain: flush sends the queue home now (the metaops files were created and removed: cancelled).
-    b0=$(link_bytes) c0=$(cpu_of "$p")
+    b0=$(link_bytes) c0=$(cpu_sum $p)
     if timed flush_fs "$fs"; then
       lb=$(( $(link_bytes) - b0 ))
       # "queue drained (N operations applied while waiting)"
       ops=$(sed -n 's/.*drained (\([0-9]*\) operations.*/\1/p' "$OUT/flush.out" | tail -n 1)
-      sample drain-bytes "$t" "$r" "$(fdiv "$((WRITES*WRITE_KIB))" "$(awk -v s="$SECS" 'BEGIN{print s*1024}')" %.1f)" MiB/s "$SECS" "$lb" "$(fsub "$(cpu_of "$p")" "$c0")"
-      sample drain-ops "$t" "$r" "$(fdiv "${ops:-nan}" "$SECS" %.1f)" ops/s "$SECS" "$lb" "$(fsub "$(cpu_of "$p")" "$c0")"
+      sample drain-bytes "$t" "$r" "$(fdiv "$((WRITES*WRITE_KIB))" "$(awk -v s="$SECS" 'BEGIN{print s*1024}')" %.1f)" MiB/s "$SECS" "$lb" "$(fsub "$(cpu_sum $p)" "$c0")"
+      sample drain-ops "$t" "$r" "$(fdiv "${ops:-nan}" "$SECS" %.1f)" ops/s "$SECS" "$lb" "$(fsub "$(cpu_sum $p)" "$c0")"
       n_home=$(find "$W/s3/bkt/wb-$n-$r" -type f 2>/dev/null | wc -l)
       [ "$n_home" -ge "$WRITES" ] || log "WARNING: after flush home has $n_home files of $WRITES written"
     else
@@ -252,7 +283,9 @@ for ((r=1; r<=RUNS; r++)); do
 done
 
 for n in "${GWLIST[@]}"; do
-  log "tessera up --gateways $n: $(proc_sample "${UP_PID[$n]}" | awk '{printf "cpu %ss, peak RSS %d MiB", $1, $2/1024}')"
+  for q in ${UP_PID[$n]} ${GW_PIDS[$n]:-}; do
+    log "$TP$n pid $q: $(proc_sample "$q" | awk '{printf "cpu %ss, peak RSS %d MiB", $1, $2/1024}')"
+  done
 done
 summary "$SAMPLES" | tee "$OUT/summary.txt"
 log "results in $OUT"

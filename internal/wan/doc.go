@@ -13,7 +13,11 @@
 //     shared by every connection through the Link, as on one physical link:
 //     three parallel streams together get the cap, not three times it. Time
 //     spent queued for the cap and the latency add up, as serialization and
-//     propagation delay do;
+//     propagation delay do. The cap's schedule may lag the present by up to
+//     10 ms (catchUp), so that a sleeper woken late by a busy machine makes
+//     up the time it lost: a lone connection gets the whole cap, not half of
+//     it. The price is a burst of at most 10 ms of the rate, after an idle
+//     spell or a late wake-up;
 //   - an outage, Cut(mode) until Heal(). Two kinds, because real partitions
 //     come in both:
 //     Refuse (a router that answers: ICMP unreachable, a reset): every open
@@ -37,8 +41,9 @@
 // site to cut every link into and out of it.
 //
 // What callers can rely on: a Link never adds less than its latency to a
-// byte's trip and never passes bytes faster than its cap on average; while
-// cut it passes nothing. It promises no upper bound on delay: on a busy
+// byte's trip and never passes bytes faster than its cap on average: over
+// any window W, at most Rate × (W + 10 ms) bytes, plus a chunk (toxiproxy
+// reads up to 32 KiB at a time) per connection; while cut it passes nothing. It promises no upper bound on delay: on a busy
 // machine everything is slower, which is why the tests bound speed from
 // above and delay from below only.
 //

@@ -2,7 +2,6 @@ package wan
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/Shopify/toxiproxy/v2/stream"
@@ -69,35 +68,6 @@ func (g *gate) wait(interrupt <-chan struct{}) (ok, interrupted bool) {
 			return false, false
 		}
 	}
-}
-
-// direction is the state one direction of a Link shares among all its
-// connections: the cap's schedule and the byte counter.
-type direction struct {
-	gate  *gate
-	rate  atomic.Int64 // bytes per second; <= 0: no cap
-	bytes atomic.Int64
-
-	mu   sync.Mutex
-	next time.Time // when the cap has sent everything reserved so far
-}
-
-// reserve books n bytes on the direction's schedule and returns how long
-// the caller must wait before they may pass. Reservations follow each other
-// back to back, so bytes never pass faster than the rate on average, across
-// every connection together.
-func (d *direction) reserve(n int, now time.Time) time.Duration {
-	r := d.rate.Load()
-	if r <= 0 || n == 0 {
-		return 0
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.next.Before(now) {
-		d.next = now
-	}
-	d.next = d.next.Add(time.Duration(int64(n) * int64(time.Second) / r))
-	return d.next.Sub(now)
 }
 
 // shapeToxic is the first toxic of each direction's chain: it holds chunks
