@@ -218,6 +218,18 @@ var filesetQueueStatus func(ctx context.Context, api meta.API, root meta.Ino) (d
 // cache (gateway.CachedBytes); past it status shows lower bounds.
 const statusScanLimit = 1_000_000
 
+// printHitRatio prints the mounts' hit ratio: bytes read from the cache
+// against bytes that needed a gateway (meta.FilesetReads; reads the
+// kernel's page cache answered are not counted).
+func printHitRatio(out io.Writer, r meta.FilesetReads) {
+	if r.HitBytes+r.MissBytes == 0 {
+		fmt.Fprintf(out, "  hit ratio   - (nothing read through a mount yet)\n")
+		return
+	}
+	fmt.Fprintf(out, "  hit ratio   %.1f%% (%s read from the cache, %s fetched from home first)\n",
+		100*r.Ratio(), humanBytes(float64(r.HitBytes)), humanBytes(float64(r.MissBytes)))
+}
+
 // printCacheUsage prints what a fileset holds in the cache.
 func printCacheUsage(out io.Writer, u gateway.CacheUsage) {
 	atLeast := ""
@@ -238,6 +250,7 @@ func printFilesetStatus(out io.Writer, path string, f meta.Fileset) {
 	fmt.Fprintf(out, "  validity    %v\n", f.ValidityLag)
 	fmt.Fprintf(out, "  sync lag    %v\n", f.SyncLag)
 	fmt.Fprintf(out, "  prefetch    %s\n", f.Prefetch)
+	printHitRatio(out, f.Reads)
 	fmt.Fprintf(out, "  conflicts   %s\n", f.Conflicts)
 }
 

@@ -139,6 +139,17 @@ func (g withWriteback) Close() error {
 	return err
 }
 
+// AddFilesetReads passes a mount's read counts on (meta.FilesetReadsAPI)
+// when the gateway it wraps takes them: embedding fuse.Gateway alone would
+// hide the method.
+func (g withWriteback) AddFilesetReads(ctx context.Context, root meta.Ino, d meta.FilesetReads) error {
+	ra, ok := g.Gateway.(meta.FilesetReadsAPI)
+	if !ok {
+		return fmt.Errorf("fileset read counts: the gateway takes none")
+	}
+	return ra.AddFilesetReads(ctx, root, d)
+}
+
 // hostWriteback starts a write-back applier per gateway client beside g.
 // They share the queues through the meta service's claims.
 func hostWriteback(g fuse.Gateway, svc *meta.Service, cs []*client.Client) fuse.Gateway {

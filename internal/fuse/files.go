@@ -120,9 +120,12 @@ func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.Ope
 	if in.Gateway == nil && gin != nil {
 		in.Gateway = gin.Gateway // attributes from a cache tier may not carry it
 	}
-	if fs.opts.Gateway != nil && in.IsRegular() && needs(&in) {
+	if fs.opts.Gateway != nil && in.IsRegular() && in.Gateway != nil {
 		fs.mu.Lock()
-		fs.mu.partial[out.Fh] = newPartial(&in)
+		fs.mu.fileset[out.Fh] = in.Gateway.Fileset
+		if needs(&in) {
+			fs.mu.partial[out.Fh] = newPartial(&in)
+		}
 		fs.mu.Unlock()
 	}
 	return gofuse.OK
@@ -133,8 +136,11 @@ func (fs *FS) Read(cancel <-chan struct{}, input *gofuse.ReadIn, buf []byte) (go
 	if h == nil {
 		return nil, gofuse.EBADF
 	}
-	if p := fs.partialOf(input.Fh); p != nil {
-		if err := p.ready(ctxOf(cancel, &input.InHeader), fs, int64(input.Offset), int64(input.Size)); err != nil {
+	p, root := fs.partialOf(input.Fh)
+	fetched := false
+	if p != nil {
+		var err error
+		if fetched, err = p.ready(ctxOf(cancel, &input.InHeader), fs, int64(input.Offset), int64(input.Size)); err != nil {
 			return nil, fs.status("read", err)
 		}
 	}
@@ -142,6 +148,7 @@ func (fs *FS) Read(cancel <-chan struct{}, input *gofuse.ReadIn, buf []byte) (go
 	if err != nil {
 		return nil, fs.status("read", err)
 	}
+	fs.countRead(root, n, fetched)
 	return gofuse.ReadResultData(buf[:n]), gofuse.OK
 }
 
@@ -212,6 +219,7 @@ func (fs *FS) Release(cancel <-chan struct{}, input *gofuse.ReleaseIn) {
 	h := fs.mu.files[input.Fh]
 	delete(fs.mu.files, input.Fh)
 	delete(fs.mu.partial, input.Fh)
+	delete(fs.mu.fileset, input.Fh)
 	fs.mu.Unlock()
 	if h == nil {
 		return

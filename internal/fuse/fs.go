@@ -45,7 +45,8 @@ type FS struct {
 	srv                  atomic.Pointer[gofuse.Server] // set by Mount, for notifications
 	// noSpace keeps a full disk from logging every refused write.
 	noSpace ratelog.Limiter
-	ready   ready // inodes that need no gateway (gateway.go)
+	ready   ready      // inodes that need no gateway (gateway.go)
+	reads   readCounts // bytes read from filesets, to report (filesetreads.go)
 
 	mu struct {
 		sync.Mutex
@@ -54,6 +55,8 @@ type FS struct {
 		dirs  map[uint64]*dirHandle
 		// partial: the open files of filesets not cached whole (gateway.go)
 		partial map[uint64]*partial
+		// fileset: the fileset root of each open file of a fileset
+		fileset map[uint64]meta.Ino
 	}
 }
 
@@ -72,6 +75,7 @@ func New(c *client.Client, opts Options) *FS {
 	fs.mu.files = make(map[uint64]*client.Handle)
 	fs.mu.dirs = make(map[uint64]*dirHandle)
 	fs.mu.partial = make(map[uint64]*partial)
+	fs.mu.fileset = make(map[uint64]meta.Ino)
 	return fs
 }
 

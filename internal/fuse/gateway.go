@@ -157,21 +157,21 @@ func (p *partial) learn(g *meta.GatewayInfo, run meta.BlockRange) {
 // whether another reader or the prefetch has fetched them since, and the
 // gateway only for what is still missing. A failed fetch is EIO: the read
 // fails rather than return the recipe's zeros.
-func (p *partial) ready(ctx context.Context, fs *FS, off, n int64) error {
+func (p *partial) ready(ctx context.Context, fs *FS, off, n int64) (fetched bool, err error) {
 	p.mu.Lock()
 	size := int64(p.sec.HomeSize)
 	p.mu.Unlock()
 	if off >= size || n <= 0 {
-		return nil
+		return false, nil
 	}
 	end := min(off+n, size)
 	first, last := uint64(off/p.bs), uint64((end+p.bs-1)/p.bs)
 	if p.holds(first, last) {
-		return nil
+		return false, nil
 	}
 	in, err := fs.api.GetAttr(ctx, p.ino)
 	if err != nil {
-		return err
+		return false, err
 	}
 	// Whatever happens next, blocks were committed since this mount's
 	// client may have read the file's recipe (zeros where uncached), by
@@ -179,19 +179,20 @@ func (p *partial) ready(ctx context.Context, fs *FS, off, n int64) error {
 	defer fs.c.Invalidate(p.ino)
 	p.learn(in.Gateway, meta.BlockRange{})
 	if in.Gateway == nil || p.holds(first, last) {
-		return nil
+		return false, nil
 	}
 	out, err := fs.opts.Gateway.Fetch(ctx, p.ino, int64(first)*p.bs, int64(last-first)*p.bs)
 	if err != nil {
-		return fmt.Errorf("read inode %d: bytes [%d, %d) are not cached and fetching them failed: %v: %w", p.ino, off, end, err, syscall.EIO)
+		return false, fmt.Errorf("read inode %d: bytes [%d, %d) are not cached and fetching them failed: %v: %w", p.ino, off, end, err, syscall.EIO)
 	}
 	p.learn(out.Gateway, meta.BlockRange{First: first, End: last})
-	return nil
+	return true, nil
 }
 
-// partialOf returns the partial state of open file fh, or nil.
-func (fs *FS) partialOf(fh uint64) *partial {
+// partialOf returns the partial state of open file fh (nil if it is
+// cached whole or in no fileset) and its fileset's root (0 if none).
+func (fs *FS) partialOf(fh uint64) (*partial, meta.Ino) {
 	fs.mu.Lock()
 	defer fs.mu.Unlock()
-	return fs.mu.partial[fh]
+	return fs.mu.partial[fh], fs.mu.fileset[fh]
 }

@@ -53,10 +53,14 @@
 // files back (meta.EvictAPI) and reports those with local changes, kept;
 // the second sums what the cache holds, with a bound on the walk.
 //
+// Group and the gwrpc Router also pass a mount's read counts of a fileset
+// (hits served from the cache, misses that needed a fetch) to the meta
+// service (meta.FilesetReadsAPI), for the hit ratio of fileset status.
+//
 // Not built yet (issue 14): refusing local updates in ro filesets, and the
-// fileset status figures hit ratio and ingest rate per gateway of tessera
-// up --gateways N (Stats holds the counts; gateway processes report
-// theirs in their heartbeats).
+// ingest rate per gateway of tessera up --gateways N in fileset status
+// (Stats holds the counts; gateway processes report theirs in their
+// heartbeats).
 // See docs/design/2026-11-24-gateway.md and
 // docs/design/2026-11-25-gateway-ranges.md.
 package gateway

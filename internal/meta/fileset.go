@@ -74,6 +74,9 @@ type Fileset struct {
 	State string
 	// Created is when the fileset was created (unix ns).
 	Created int64
+	// Reads are the mounts' read counts (FilesetReads), filled by
+	// Fileset and Filesets; not part of the settings.
+	Reads FilesetReads
 }
 
 // Defaults of a fileset's settings.

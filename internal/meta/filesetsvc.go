@@ -97,7 +97,10 @@ func (s *Service) CreateFileset(ctx context.Context, f Fileset) (Fileset, error)
 func (s *Service) Fileset(ctx context.Context, root Ino) (Fileset, error) {
 	var out Fileset
 	err := s.view(ctx, func(t txn) (err error) {
-		out, err = t.getFileset(root)
+		if out, err = t.getFileset(root); err != nil {
+			return err
+		}
+		out.Reads, err = t.getFilesetReads(root)
 		return err
 	})
 	if err != nil {
@@ -123,7 +126,7 @@ func (s *Service) Filesets(ctx context.Context) ([]Fileset, error) {
 	err := s.view(ctx, func(t txn) error {
 		out = nil
 		p := []byte{pfxFileset}
-		return t.Scan(p, kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
+		err := t.Scan(p, kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
 			root, err := parseFilesetKey(k)
 			if err != nil {
 				return false, err
@@ -135,6 +138,15 @@ func (s *Service) Filesets(ctx context.Context) ([]Fileset, error) {
 			out = append(out, f)
 			return true, nil
 		})
+		if err != nil {
+			return err
+		}
+		for i := range out { // after the scan: no reads inside its callback
+			if out[i].Reads, err = t.getFilesetReads(out[i].Root); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list filesets: %w", err)
@@ -161,6 +173,9 @@ func (s *Service) DeleteFileset(ctx context.Context, root Ino) error {
 			if err := t.putInode(rec); err != nil {
 				return err
 			}
+		}
+		if err := t.Delete(filesetReadsKey(root)); err != nil {
+			return err
 		}
 		return t.Delete(filesetKey(root))
 	})

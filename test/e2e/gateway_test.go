@@ -6,7 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,6 +99,28 @@ func TestGatewayReadOnlyFileset(t *testing.T) {
 	for rel, b := range want {
 		wantContent(t, filepath.Join(cache, rel), b)
 	}
+
+	// The hit ratio of fileset status: the first reads above needed the
+	// gateway (misses); with the kernel's page cache dropped, reading
+	// everything again reaches the mount and is served by the cache (hits).
+	syscall.Sync()
+	must(t, os.WriteFile("/proc/sys/vm/drop_caches", []byte("3"), 0))
+	for rel, b := range want {
+		wantContent(t, filepath.Join(cache, rel), b)
+	}
+	ratio := regexp.MustCompile(`hit ratio\s+([0-9.]+)% \(`)
+	var last string
+	pollFor(t, "fileset status to count reads from the cache and from home", func() bool {
+		time.Sleep(500 * time.Millisecond) // mounts report every few seconds
+		last = runBin(t, "fileset", "status", cache).Stdout
+		m := ratio.FindStringSubmatch(last)
+		if m == nil {
+			return false
+		}
+		r, err := strconv.ParseFloat(m[1], 64)
+		return err == nil && r > 0 && r < 100
+	})
+	t.Logf("fileset status: %s", last)
 }
 
 // TestGatewayRevalidateCommand: with a validity lag of an hour a change at

@@ -2,11 +2,15 @@ package gwrpc
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"tessera/internal/meta"
 )
+
+// errNoReadCounts: the meta client given to NewRouter takes no read counts.
+var errNoReadCounts = errors.New("the meta client takes no fileset read counts")
 
 // settingsTTL is how long a Router trusts a fileset's settings it read
 // (its validity lag and mode): a changed lag is seen by mounts this much
@@ -73,4 +77,15 @@ func (r *Router) filesetOf(ctx context.Context, root meta.Ino) (meta.Fileset, bo
 	r.settings.m[root] = cachedFileset{f: f, read: now}
 	r.settings.mu.Unlock()
 	return f, true
+}
+
+// AddFilesetReads passes a mount's read counts of a fileset to the meta
+// service (meta.FilesetReadsAPI; the mount's hit ratio for `tessera
+// fileset status`).
+func (r *Router) AddFilesetReads(ctx context.Context, root meta.Ino, d meta.FilesetReads) error {
+	ra, ok := r.meta.(meta.FilesetReadsAPI)
+	if !ok {
+		return errNoReadCounts
+	}
+	return ra.AddFilesetReads(ctx, root, d)
 }

@@ -78,6 +78,7 @@ var rules = map[string]rule{
 	"DeleteFileset":   {auth.Administer, cluster},
 	"Fileset":         {auth.ReadNamespace, cluster},
 	"Filesets":        {auth.ReadNamespace, cluster},
+	"AddFilesetReads": {auth.ReadNamespace, cluster}, // a mount's read counts
 	// Gateway processes (meta.GatewaysAPI): each registers itself (bound
 	// to its name); mounts list them to find an inode's owner.
 	"RegisterGateway": {auth.CacheHome, cluster},

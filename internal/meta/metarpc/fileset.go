@@ -53,7 +53,8 @@ func gatewayIn(p *pb.GatewayInfo) (*meta.GatewayInfo, error) {
 
 func filesetOut(f meta.Fileset) *pb.Fileset {
 	return &pb.Fileset{Root: uint64(f.Root), Home: f.Home, Mode: string(f.Mode), ValidityLag: int64(f.ValidityLag),
-		SyncLag: int64(f.SyncLag), Prefetch: f.Prefetch, Conflicts: f.Conflicts, State: f.State, Created: f.Created}
+		SyncLag: int64(f.SyncLag), Prefetch: f.Prefetch, Conflicts: f.Conflicts, State: f.State, Created: f.Created,
+		ReadHitBytes: f.Reads.HitBytes, ReadMissBytes: f.Reads.MissBytes}
 }
 
 func filesetIn(p *pb.Fileset) (meta.Fileset, error) {
@@ -62,7 +63,8 @@ func filesetIn(p *pb.Fileset) (meta.Fileset, error) {
 	}
 	return meta.Fileset{Root: meta.Ino(p.GetRoot()), Home: p.GetHome(), Mode: meta.FilesetMode(p.GetMode()),
 		ValidityLag: time.Duration(p.GetValidityLag()), SyncLag: time.Duration(p.GetSyncLag()), Prefetch: p.GetPrefetch(),
-		Conflicts: p.GetConflicts(), State: p.GetState(), Created: p.GetCreated()}, nil
+		Conflicts: p.GetConflicts(), State: p.GetState(), Created: p.GetCreated(),
+		Reads: meta.FilesetReads{HitBytes: p.GetReadHitBytes(), MissBytes: p.GetReadMissBytes()}}, nil
 }
 
 func filesetListIn(p *pb.FilesetList) ([]meta.Fileset, error) {

@@ -1127,16 +1127,19 @@ func (x *GatewayInfo) GetCached() []uint64 {
 
 // Fileset is meta.Fileset.
 type Fileset struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Root          uint64                 `protobuf:"varint,1,opt,name=root,proto3" json:"root,omitempty"`
-	Home          string                 `protobuf:"bytes,2,opt,name=home,proto3" json:"home,omitempty"`
-	Mode          string                 `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
-	ValidityLag   int64                  `protobuf:"varint,4,opt,name=validity_lag,json=validityLag,proto3" json:"validity_lag,omitempty"`
-	SyncLag       int64                  `protobuf:"varint,5,opt,name=sync_lag,json=syncLag,proto3" json:"sync_lag,omitempty"`
-	Prefetch      string                 `protobuf:"bytes,6,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
-	Conflicts     string                 `protobuf:"bytes,7,opt,name=conflicts,proto3" json:"conflicts,omitempty"`
-	State         string                 `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`
-	Created       int64                  `protobuf:"varint,9,opt,name=created,proto3" json:"created,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Root        uint64                 `protobuf:"varint,1,opt,name=root,proto3" json:"root,omitempty"`
+	Home        string                 `protobuf:"bytes,2,opt,name=home,proto3" json:"home,omitempty"`
+	Mode        string                 `protobuf:"bytes,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	ValidityLag int64                  `protobuf:"varint,4,opt,name=validity_lag,json=validityLag,proto3" json:"validity_lag,omitempty"`
+	SyncLag     int64                  `protobuf:"varint,5,opt,name=sync_lag,json=syncLag,proto3" json:"sync_lag,omitempty"`
+	Prefetch    string                 `protobuf:"bytes,6,opt,name=prefetch,proto3" json:"prefetch,omitempty"`
+	Conflicts   string                 `protobuf:"bytes,7,opt,name=conflicts,proto3" json:"conflicts,omitempty"`
+	State       string                 `protobuf:"bytes,8,opt,name=state,proto3" json:"state,omitempty"`
+	Created     int64                  `protobuf:"varint,9,opt,name=created,proto3" json:"created,omitempty"`
+	// The mounts' read counts (meta.FilesetReads), in replies only.
+	ReadHitBytes  uint64 `protobuf:"varint,10,opt,name=read_hit_bytes,json=readHitBytes,proto3" json:"read_hit_bytes,omitempty"`
+	ReadMissBytes uint64 `protobuf:"varint,11,opt,name=read_miss_bytes,json=readMissBytes,proto3" json:"read_miss_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1234,6 +1237,81 @@ func (x *Fileset) GetCreated() int64 {
 	return 0
 }
 
+func (x *Fileset) GetReadHitBytes() uint64 {
+	if x != nil {
+		return x.ReadHitBytes
+	}
+	return 0
+}
+
+func (x *Fileset) GetReadMissBytes() uint64 {
+	if x != nil {
+		return x.ReadMissBytes
+	}
+	return 0
+}
+
+// FilesetReadsRequest adds a mount's read counts to fileset root's.
+type FilesetReadsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Root          uint64                 `protobuf:"varint,1,opt,name=root,proto3" json:"root,omitempty"`
+	HitBytes      uint64                 `protobuf:"varint,2,opt,name=hit_bytes,json=hitBytes,proto3" json:"hit_bytes,omitempty"`
+	MissBytes     uint64                 `protobuf:"varint,3,opt,name=miss_bytes,json=missBytes,proto3" json:"miss_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FilesetReadsRequest) Reset() {
+	*x = FilesetReadsRequest{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FilesetReadsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FilesetReadsRequest) ProtoMessage() {}
+
+func (x *FilesetReadsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FilesetReadsRequest.ProtoReflect.Descriptor instead.
+func (*FilesetReadsRequest) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *FilesetReadsRequest) GetRoot() uint64 {
+	if x != nil {
+		return x.Root
+	}
+	return 0
+}
+
+func (x *FilesetReadsRequest) GetHitBytes() uint64 {
+	if x != nil {
+		return x.HitBytes
+	}
+	return 0
+}
+
+func (x *FilesetReadsRequest) GetMissBytes() uint64 {
+	if x != nil {
+		return x.MissBytes
+	}
+	return 0
+}
+
 type FilesetList struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Filesets      []*Fileset             `protobuf:"bytes,1,rep,name=filesets,proto3" json:"filesets,omitempty"`
@@ -1243,7 +1321,7 @@ type FilesetList struct {
 
 func (x *FilesetList) Reset() {
 	*x = FilesetList{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1255,7 +1333,7 @@ func (x *FilesetList) String() string {
 func (*FilesetList) ProtoMessage() {}
 
 func (x *FilesetList) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1268,7 +1346,7 @@ func (x *FilesetList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilesetList.ProtoReflect.Descriptor instead.
 func (*FilesetList) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{14}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FilesetList) GetFilesets() []*Fileset {
@@ -1294,7 +1372,7 @@ type HomeEntry struct {
 
 func (x *HomeEntry) Reset() {
 	*x = HomeEntry{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1384,7 @@ func (x *HomeEntry) String() string {
 func (*HomeEntry) ProtoMessage() {}
 
 func (x *HomeEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1397,7 @@ func (x *HomeEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HomeEntry.ProtoReflect.Descriptor instead.
 func (*HomeEntry) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{15}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HomeEntry) GetName() string {
@@ -1383,7 +1461,7 @@ type IngestDirRequest struct {
 
 func (x *IngestDirRequest) Reset() {
 	*x = IngestDirRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1395,7 +1473,7 @@ func (x *IngestDirRequest) String() string {
 func (*IngestDirRequest) ProtoMessage() {}
 
 func (x *IngestDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1408,7 +1486,7 @@ func (x *IngestDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestDirRequest.ProtoReflect.Descriptor instead.
 func (*IngestDirRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{16}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *IngestDirRequest) GetDir() uint64 {
@@ -1450,7 +1528,7 @@ type SetGatewayRequest struct {
 
 func (x *SetGatewayRequest) Reset() {
 	*x = SetGatewayRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1462,7 +1540,7 @@ func (x *SetGatewayRequest) String() string {
 func (*SetGatewayRequest) ProtoMessage() {}
 
 func (x *SetGatewayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1475,7 +1553,7 @@ func (x *SetGatewayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGatewayRequest.ProtoReflect.Descriptor instead.
 func (*SetGatewayRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{17}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SetGatewayRequest) GetIno() uint64 {
@@ -1510,7 +1588,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1600,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1613,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{18}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Patch) GetHash() []byte {
@@ -1570,7 +1648,7 @@ type Composition struct {
 
 func (x *Composition) Reset() {
 	*x = Composition{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1660,7 @@ func (x *Composition) String() string {
 func (*Composition) ProtoMessage() {}
 
 func (x *Composition) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,7 +1673,7 @@ func (x *Composition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Composition.ProtoReflect.Descriptor instead.
 func (*Composition) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{19}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Composition) GetLen() uint32 {
@@ -1633,7 +1711,7 @@ type BlockChange struct {
 
 func (x *BlockChange) Reset() {
 	*x = BlockChange{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1723,7 @@ func (x *BlockChange) String() string {
 func (*BlockChange) ProtoMessage() {}
 
 func (x *BlockChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1736,7 @@ func (x *BlockChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockChange.ProtoReflect.Descriptor instead.
 func (*BlockChange) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{20}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BlockChange) GetIndex() uint64 {
@@ -1712,7 +1790,7 @@ type InoRequest struct {
 
 func (x *InoRequest) Reset() {
 	*x = InoRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +1802,7 @@ func (x *InoRequest) String() string {
 func (*InoRequest) ProtoMessage() {}
 
 func (x *InoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +1815,7 @@ func (x *InoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InoRequest.ProtoReflect.Descriptor instead.
 func (*InoRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{21}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *InoRequest) GetIno() uint64 {
@@ -1757,7 +1835,7 @@ type LookupRequest struct {
 
 func (x *LookupRequest) Reset() {
 	*x = LookupRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1769,7 +1847,7 @@ func (x *LookupRequest) String() string {
 func (*LookupRequest) ProtoMessage() {}
 
 func (x *LookupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1782,7 +1860,7 @@ func (x *LookupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupRequest.ProtoReflect.Descriptor instead.
 func (*LookupRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{22}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *LookupRequest) GetParent() uint64 {
@@ -1809,7 +1887,7 @@ type NameRequest struct {
 
 func (x *NameRequest) Reset() {
 	*x = NameRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1821,7 +1899,7 @@ func (x *NameRequest) String() string {
 func (*NameRequest) ProtoMessage() {}
 
 func (x *NameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1834,7 +1912,7 @@ func (x *NameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NameRequest.ProtoReflect.Descriptor instead.
 func (*NameRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{23}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *NameRequest) GetParent() uint64 {
@@ -1869,7 +1947,7 @@ type SetAttrRequest struct {
 
 func (x *SetAttrRequest) Reset() {
 	*x = SetAttrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1881,7 +1959,7 @@ func (x *SetAttrRequest) String() string {
 func (*SetAttrRequest) ProtoMessage() {}
 
 func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1894,7 +1972,7 @@ func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAttrRequest.ProtoReflect.Descriptor instead.
 func (*SetAttrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{24}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SetAttrRequest) GetIno() uint64 {
@@ -1985,7 +2063,7 @@ type CreateRequest struct {
 
 func (x *CreateRequest) Reset() {
 	*x = CreateRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1997,7 +2075,7 @@ func (x *CreateRequest) String() string {
 func (*CreateRequest) ProtoMessage() {}
 
 func (x *CreateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2010,7 +2088,7 @@ func (x *CreateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRequest.ProtoReflect.Descriptor instead.
 func (*CreateRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{25}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *CreateRequest) GetParent() uint64 {
@@ -2094,7 +2172,7 @@ type LinkRequest struct {
 
 func (x *LinkRequest) Reset() {
 	*x = LinkRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2106,7 +2184,7 @@ func (x *LinkRequest) String() string {
 func (*LinkRequest) ProtoMessage() {}
 
 func (x *LinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2119,7 +2197,7 @@ func (x *LinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkRequest.ProtoReflect.Descriptor instead.
 func (*LinkRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{26}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *LinkRequest) GetIno() uint64 {
@@ -2154,7 +2232,7 @@ type UnlinkRequest struct {
 
 func (x *UnlinkRequest) Reset() {
 	*x = UnlinkRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2166,7 +2244,7 @@ func (x *UnlinkRequest) String() string {
 func (*UnlinkRequest) ProtoMessage() {}
 
 func (x *UnlinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2179,7 +2257,7 @@ func (x *UnlinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkRequest.ProtoReflect.Descriptor instead.
 func (*UnlinkRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{27}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *UnlinkRequest) GetParent() uint64 {
@@ -2216,7 +2294,7 @@ type RenameRequest struct {
 
 func (x *RenameRequest) Reset() {
 	*x = RenameRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2228,7 +2306,7 @@ func (x *RenameRequest) String() string {
 func (*RenameRequest) ProtoMessage() {}
 
 func (x *RenameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2241,7 +2319,7 @@ func (x *RenameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameRequest.ProtoReflect.Descriptor instead.
 func (*RenameRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{28}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RenameRequest) GetOldParent() uint64 {
@@ -2291,7 +2369,7 @@ type ReadDirRequest struct {
 
 func (x *ReadDirRequest) Reset() {
 	*x = ReadDirRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2381,7 @@ func (x *ReadDirRequest) String() string {
 func (*ReadDirRequest) ProtoMessage() {}
 
 func (x *ReadDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2394,7 @@ func (x *ReadDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirRequest.ProtoReflect.Descriptor instead.
 func (*ReadDirRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{29}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReadDirRequest) GetDir() uint64 {
@@ -2359,7 +2437,7 @@ type DirEntry struct {
 
 func (x *DirEntry) Reset() {
 	*x = DirEntry{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2371,7 +2449,7 @@ func (x *DirEntry) String() string {
 func (*DirEntry) ProtoMessage() {}
 
 func (x *DirEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2384,7 +2462,7 @@ func (x *DirEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirEntry.ProtoReflect.Descriptor instead.
 func (*DirEntry) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{30}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *DirEntry) GetName() string {
@@ -2425,7 +2503,7 @@ type ReadDirReply struct {
 
 func (x *ReadDirReply) Reset() {
 	*x = ReadDirReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2437,7 +2515,7 @@ func (x *ReadDirReply) String() string {
 func (*ReadDirReply) ProtoMessage() {}
 
 func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2450,7 +2528,7 @@ func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirReply.ProtoReflect.Descriptor instead.
 func (*ReadDirReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{31}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReadDirReply) GetEntries() []*DirEntry {
@@ -2478,7 +2556,7 @@ type GetRecipeRequest struct {
 
 func (x *GetRecipeRequest) Reset() {
 	*x = GetRecipeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2490,7 +2568,7 @@ func (x *GetRecipeRequest) String() string {
 func (*GetRecipeRequest) ProtoMessage() {}
 
 func (x *GetRecipeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2503,7 +2581,7 @@ func (x *GetRecipeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecipeRequest.ProtoReflect.Descriptor instead.
 func (*GetRecipeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{32}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *GetRecipeRequest) GetIno() uint64 {
@@ -2537,7 +2615,7 @@ type ComposedBlock struct {
 
 func (x *ComposedBlock) Reset() {
 	*x = ComposedBlock{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2549,7 +2627,7 @@ func (x *ComposedBlock) String() string {
 func (*ComposedBlock) ProtoMessage() {}
 
 func (x *ComposedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2562,7 +2640,7 @@ func (x *ComposedBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposedBlock.ProtoReflect.Descriptor instead.
 func (*ComposedBlock) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{33}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ComposedBlock) GetHash() []byte {
@@ -2594,7 +2672,7 @@ type Recipe struct {
 
 func (x *Recipe) Reset() {
 	*x = Recipe{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2606,7 +2684,7 @@ func (x *Recipe) String() string {
 func (*Recipe) ProtoMessage() {}
 
 func (x *Recipe) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2619,7 +2697,7 @@ func (x *Recipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recipe.ProtoReflect.Descriptor instead.
 func (*Recipe) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *Recipe) GetChange() uint64 {
@@ -2687,7 +2765,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2699,7 +2777,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2712,7 +2790,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CommitRequest) GetIno() uint64 {
@@ -2781,7 +2859,7 @@ type XattrRequest struct {
 
 func (x *XattrRequest) Reset() {
 	*x = XattrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2793,7 +2871,7 @@ func (x *XattrRequest) String() string {
 func (*XattrRequest) ProtoMessage() {}
 
 func (x *XattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2806,7 +2884,7 @@ func (x *XattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrRequest.ProtoReflect.Descriptor instead.
 func (*XattrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *XattrRequest) GetIno() uint64 {
@@ -2835,7 +2913,7 @@ type SetXattrRequest struct {
 
 func (x *SetXattrRequest) Reset() {
 	*x = SetXattrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2847,7 +2925,7 @@ func (x *SetXattrRequest) String() string {
 func (*SetXattrRequest) ProtoMessage() {}
 
 func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2860,7 +2938,7 @@ func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetXattrRequest.ProtoReflect.Descriptor instead.
 func (*SetXattrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *SetXattrRequest) GetIno() uint64 {
@@ -2900,7 +2978,7 @@ type XattrValue struct {
 
 func (x *XattrValue) Reset() {
 	*x = XattrValue{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2912,7 +2990,7 @@ func (x *XattrValue) String() string {
 func (*XattrValue) ProtoMessage() {}
 
 func (x *XattrValue) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2925,7 +3003,7 @@ func (x *XattrValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrValue.ProtoReflect.Descriptor instead.
 func (*XattrValue) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *XattrValue) GetValue() []byte {
@@ -2944,7 +3022,7 @@ type XattrNames struct {
 
 func (x *XattrNames) Reset() {
 	*x = XattrNames{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2956,7 +3034,7 @@ func (x *XattrNames) String() string {
 func (*XattrNames) ProtoMessage() {}
 
 func (x *XattrNames) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2969,7 +3047,7 @@ func (x *XattrNames) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrNames.ProtoReflect.Descriptor instead.
 func (*XattrNames) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *XattrNames) GetNames() []string {
@@ -2989,7 +3067,7 @@ type FSStats struct {
 
 func (x *FSStats) Reset() {
 	*x = FSStats{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3001,7 +3079,7 @@ func (x *FSStats) String() string {
 func (*FSStats) ProtoMessage() {}
 
 func (x *FSStats) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3014,7 +3092,7 @@ func (x *FSStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FSStats.ProtoReflect.Descriptor instead.
 func (*FSStats) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *FSStats) GetFiles() uint64 {
@@ -3047,7 +3125,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3059,7 +3137,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3072,7 +3150,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *Server) GetId() string {
@@ -3142,7 +3220,7 @@ type ServerMap struct {
 
 func (x *ServerMap) Reset() {
 	*x = ServerMap{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3154,7 +3232,7 @@ func (x *ServerMap) String() string {
 func (*ServerMap) ProtoMessage() {}
 
 func (x *ServerMap) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3167,7 +3245,7 @@ func (x *ServerMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMap.ProtoReflect.Descriptor instead.
 func (*ServerMap) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ServerMap) GetEpoch() uint64 {
@@ -3201,7 +3279,7 @@ type SetServerStateRequest struct {
 
 func (x *SetServerStateRequest) Reset() {
 	*x = SetServerStateRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3213,7 +3291,7 @@ func (x *SetServerStateRequest) String() string {
 func (*SetServerStateRequest) ProtoMessage() {}
 
 func (x *SetServerStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3226,7 +3304,7 @@ func (x *SetServerStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetServerStateRequest.ProtoReflect.Descriptor instead.
 func (*SetServerStateRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SetServerStateRequest) GetId() string {
@@ -3252,7 +3330,7 @@ type SetReplicasRequest struct {
 
 func (x *SetReplicasRequest) Reset() {
 	*x = SetReplicasRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3264,7 +3342,7 @@ func (x *SetReplicasRequest) String() string {
 func (*SetReplicasRequest) ProtoMessage() {}
 
 func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3277,7 +3355,7 @@ func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReplicasRequest.ProtoReflect.Descriptor instead.
 func (*SetReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SetReplicasRequest) GetReplicas() int64 {
@@ -3297,7 +3375,7 @@ type LostBlock struct {
 
 func (x *LostBlock) Reset() {
 	*x = LostBlock{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3309,7 +3387,7 @@ func (x *LostBlock) String() string {
 func (*LostBlock) ProtoMessage() {}
 
 func (x *LostBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3322,7 +3400,7 @@ func (x *LostBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostBlock.ProtoReflect.Descriptor instead.
 func (*LostBlock) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *LostBlock) GetHash() []byte {
@@ -3361,7 +3439,7 @@ type MoverReport struct {
 
 func (x *MoverReport) Reset() {
 	*x = MoverReport{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3373,7 +3451,7 @@ func (x *MoverReport) String() string {
 func (*MoverReport) ProtoMessage() {}
 
 func (x *MoverReport) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3386,7 +3464,7 @@ func (x *MoverReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoverReport.ProtoReflect.Descriptor instead.
 func (*MoverReport) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *MoverReport) GetRound() uint64 {
@@ -3488,7 +3566,7 @@ type SiteCount struct {
 
 func (x *SiteCount) Reset() {
 	*x = SiteCount{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3500,7 +3578,7 @@ func (x *SiteCount) String() string {
 func (*SiteCount) ProtoMessage() {}
 
 func (x *SiteCount) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3513,7 +3591,7 @@ func (x *SiteCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SiteCount.ProtoReflect.Descriptor instead.
 func (*SiteCount) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SiteCount) GetSite() string {
@@ -3553,7 +3631,7 @@ type DecomposeRequest struct {
 
 func (x *DecomposeRequest) Reset() {
 	*x = DecomposeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3565,7 +3643,7 @@ func (x *DecomposeRequest) String() string {
 func (*DecomposeRequest) ProtoMessage() {}
 
 func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3578,7 +3656,7 @@ func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecomposeRequest.ProtoReflect.Descriptor instead.
 func (*DecomposeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DecomposeRequest) GetHash() []byte {
@@ -3599,7 +3677,7 @@ type ListBlocksRequest struct {
 
 func (x *ListBlocksRequest) Reset() {
 	*x = ListBlocksRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3611,7 +3689,7 @@ func (x *ListBlocksRequest) String() string {
 func (*ListBlocksRequest) ProtoMessage() {}
 
 func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3624,7 +3702,7 @@ func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ListBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListBlocksRequest) GetAfterIno() uint64 {
@@ -3659,7 +3737,7 @@ type BlockRef struct {
 
 func (x *BlockRef) Reset() {
 	*x = BlockRef{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3671,7 +3749,7 @@ func (x *BlockRef) String() string {
 func (*BlockRef) ProtoMessage() {}
 
 func (x *BlockRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3684,7 +3762,7 @@ func (x *BlockRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRef.ProtoReflect.Descriptor instead.
 func (*BlockRef) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *BlockRef) GetIno() uint64 {
@@ -3718,7 +3796,7 @@ type ListBlocksReply struct {
 
 func (x *ListBlocksReply) Reset() {
 	*x = ListBlocksReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3730,7 +3808,7 @@ func (x *ListBlocksReply) String() string {
 func (*ListBlocksReply) ProtoMessage() {}
 
 func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3743,7 +3821,7 @@ func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksReply.ProtoReflect.Descriptor instead.
 func (*ListBlocksReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListBlocksReply) GetRefs() []*BlockRef {
@@ -3770,7 +3848,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3782,7 +3860,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3795,7 +3873,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{52}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *SessionInfo) GetId() uint64 {
@@ -3822,7 +3900,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3834,7 +3912,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3847,7 +3925,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{53}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -3878,7 +3956,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3890,7 +3968,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3903,7 +3981,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{54}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *Callback) GetSeq() uint64 {
@@ -3957,7 +4035,7 @@ type CallbackBatch struct {
 
 func (x *CallbackBatch) Reset() {
 	*x = CallbackBatch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3969,7 +4047,7 @@ func (x *CallbackBatch) String() string {
 func (*CallbackBatch) ProtoMessage() {}
 
 func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3982,7 +4060,7 @@ func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackBatch.ProtoReflect.Descriptor instead.
 func (*CallbackBatch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{55}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *CallbackBatch) GetCallbacks() []*Callback {
@@ -4002,7 +4080,7 @@ type HelloReply struct {
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4014,7 +4092,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4027,7 +4105,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{56}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *HelloReply) GetCluster() string {
@@ -4059,7 +4137,7 @@ type StoreMember struct {
 
 func (x *StoreMember) Reset() {
 	*x = StoreMember{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4071,7 +4149,7 @@ func (x *StoreMember) String() string {
 func (*StoreMember) ProtoMessage() {}
 
 func (x *StoreMember) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4084,7 +4162,7 @@ func (x *StoreMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMember.ProtoReflect.Descriptor instead.
 func (*StoreMember) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{57}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *StoreMember) GetName() string {
@@ -4144,7 +4222,7 @@ type ClusterStatusReply struct {
 
 func (x *ClusterStatusReply) Reset() {
 	*x = ClusterStatusReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4156,7 +4234,7 @@ func (x *ClusterStatusReply) String() string {
 func (*ClusterStatusReply) ProtoMessage() {}
 
 func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4169,7 +4247,7 @@ func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusReply.ProtoReflect.Descriptor instead.
 func (*ClusterStatusReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{58}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ClusterStatusReply) GetCluster() string {
@@ -4220,7 +4298,7 @@ type GatewayCounters struct {
 
 func (x *GatewayCounters) Reset() {
 	*x = GatewayCounters{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4232,7 +4310,7 @@ func (x *GatewayCounters) String() string {
 func (*GatewayCounters) ProtoMessage() {}
 
 func (x *GatewayCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4245,7 +4323,7 @@ func (x *GatewayCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayCounters.ProtoReflect.Descriptor instead.
 func (*GatewayCounters) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{59}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GatewayCounters) GetBytesIngested() uint64 {
@@ -4294,7 +4372,7 @@ type GatewayNode struct {
 
 func (x *GatewayNode) Reset() {
 	*x = GatewayNode{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4306,7 +4384,7 @@ func (x *GatewayNode) String() string {
 func (*GatewayNode) ProtoMessage() {}
 
 func (x *GatewayNode) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4319,7 +4397,7 @@ func (x *GatewayNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayNode.ProtoReflect.Descriptor instead.
 func (*GatewayNode) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{60}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *GatewayNode) GetId() string {
@@ -4394,7 +4472,7 @@ type GatewayNodeList struct {
 
 func (x *GatewayNodeList) Reset() {
 	*x = GatewayNodeList{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4406,7 +4484,7 @@ func (x *GatewayNodeList) String() string {
 func (*GatewayNodeList) ProtoMessage() {}
 
 func (x *GatewayNodeList) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4419,7 +4497,7 @@ func (x *GatewayNodeList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayNodeList.ProtoReflect.Descriptor instead.
 func (*GatewayNodeList) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{61}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GatewayNodeList) GetGateways() []*GatewayNode {
@@ -4442,7 +4520,7 @@ type RemoveVanishedRequest struct {
 
 func (x *RemoveVanishedRequest) Reset() {
 	*x = RemoveVanishedRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4454,7 +4532,7 @@ func (x *RemoveVanishedRequest) String() string {
 func (*RemoveVanishedRequest) ProtoMessage() {}
 
 func (x *RemoveVanishedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4467,7 +4545,7 @@ func (x *RemoveVanishedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveVanishedRequest.ProtoReflect.Descriptor instead.
 func (*RemoveVanishedRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{62}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *RemoveVanishedRequest) GetParent() uint64 {
@@ -4592,7 +4670,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\x05token\x18\x06 \x01(\tR\x05token\x12\x14\n" +
 	"\x05state\x18\a \x01(\rR\x05state\x12\x1c\n" +
 	"\tvalidated\x18\b \x01(\x03R\tvalidated\x12\x16\n" +
-	"\x06cached\x18\t \x03(\x04R\x06cached\"\xed\x01\n" +
+	"\x06cached\x18\t \x03(\x04R\x06cached\"\xbb\x02\n" +
 	"\aFileset\x12\x12\n" +
 	"\x04root\x18\x01 \x01(\x04R\x04root\x12\x12\n" +
 	"\x04home\x18\x02 \x01(\tR\x04home\x12\x12\n" +
@@ -4602,7 +4680,15 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\bprefetch\x18\x06 \x01(\tR\bprefetch\x12\x1c\n" +
 	"\tconflicts\x18\a \x01(\tR\tconflicts\x12\x14\n" +
 	"\x05state\x18\b \x01(\tR\x05state\x12\x18\n" +
-	"\acreated\x18\t \x01(\x03R\acreated\"C\n" +
+	"\acreated\x18\t \x01(\x03R\acreated\x12$\n" +
+	"\x0eread_hit_bytes\x18\n" +
+	" \x01(\x04R\freadHitBytes\x12&\n" +
+	"\x0fread_miss_bytes\x18\v \x01(\x04R\rreadMissBytes\"e\n" +
+	"\x13FilesetReadsRequest\x12\x12\n" +
+	"\x04root\x18\x01 \x01(\x04R\x04root\x12\x1b\n" +
+	"\thit_bytes\x18\x02 \x01(\x04R\bhitBytes\x12\x1d\n" +
+	"\n" +
+	"miss_bytes\x18\x03 \x01(\x04R\tmissBytes\"C\n" +
 	"\vFilesetList\x124\n" +
 	"\bfilesets\x18\x01 \x03(\v2\x18.tessera.meta.v1.FilesetR\bfilesets\"\xb3\x01\n" +
 	"\tHomeEntry\x12\x12\n" +
@@ -4864,7 +4950,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\xca\x1a\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\x9b\x1b\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -4902,7 +4988,8 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\rCreateFileset\x12\x18.tessera.meta.v1.Fileset\x1a\x18.tessera.meta.v1.Fileset\x12C\n" +
 	"\n" +
 	"GetFileset\x12\x1b.tessera.meta.v1.InoRequest\x1a\x18.tessera.meta.v1.Fileset\x12@\n" +
-	"\bFilesets\x12\x16.tessera.meta.v1.Empty\x1a\x1c.tessera.meta.v1.FilesetList\x12D\n" +
+	"\bFilesets\x12\x16.tessera.meta.v1.Empty\x1a\x1c.tessera.meta.v1.FilesetList\x12O\n" +
+	"\x0fAddFilesetReads\x12$.tessera.meta.v1.FilesetReadsRequest\x1a\x16.tessera.meta.v1.Empty\x12D\n" +
 	"\rDeleteFileset\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty\x12F\n" +
 	"\tIngestDir\x12!.tessera.meta.v1.IngestDirRequest\x1a\x16.tessera.meta.v1.Inode\x12H\n" +
 	"\n" +
@@ -4931,7 +5018,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),              // 0: tessera.meta.v1.CallbackKind
 	(*WBOp)(nil),                   // 1: tessera.meta.v1.WBOp
@@ -4948,55 +5035,56 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*Inode)(nil),                  // 12: tessera.meta.v1.Inode
 	(*GatewayInfo)(nil),            // 13: tessera.meta.v1.GatewayInfo
 	(*Fileset)(nil),                // 14: tessera.meta.v1.Fileset
-	(*FilesetList)(nil),            // 15: tessera.meta.v1.FilesetList
-	(*HomeEntry)(nil),              // 16: tessera.meta.v1.HomeEntry
-	(*IngestDirRequest)(nil),       // 17: tessera.meta.v1.IngestDirRequest
-	(*SetGatewayRequest)(nil),      // 18: tessera.meta.v1.SetGatewayRequest
-	(*Patch)(nil),                  // 19: tessera.meta.v1.Patch
-	(*Composition)(nil),            // 20: tessera.meta.v1.Composition
-	(*BlockChange)(nil),            // 21: tessera.meta.v1.BlockChange
-	(*InoRequest)(nil),             // 22: tessera.meta.v1.InoRequest
-	(*LookupRequest)(nil),          // 23: tessera.meta.v1.LookupRequest
-	(*NameRequest)(nil),            // 24: tessera.meta.v1.NameRequest
-	(*SetAttrRequest)(nil),         // 25: tessera.meta.v1.SetAttrRequest
-	(*CreateRequest)(nil),          // 26: tessera.meta.v1.CreateRequest
-	(*LinkRequest)(nil),            // 27: tessera.meta.v1.LinkRequest
-	(*UnlinkRequest)(nil),          // 28: tessera.meta.v1.UnlinkRequest
-	(*RenameRequest)(nil),          // 29: tessera.meta.v1.RenameRequest
-	(*ReadDirRequest)(nil),         // 30: tessera.meta.v1.ReadDirRequest
-	(*DirEntry)(nil),               // 31: tessera.meta.v1.DirEntry
-	(*ReadDirReply)(nil),           // 32: tessera.meta.v1.ReadDirReply
-	(*GetRecipeRequest)(nil),       // 33: tessera.meta.v1.GetRecipeRequest
-	(*ComposedBlock)(nil),          // 34: tessera.meta.v1.ComposedBlock
-	(*Recipe)(nil),                 // 35: tessera.meta.v1.Recipe
-	(*CommitRequest)(nil),          // 36: tessera.meta.v1.CommitRequest
-	(*XattrRequest)(nil),           // 37: tessera.meta.v1.XattrRequest
-	(*SetXattrRequest)(nil),        // 38: tessera.meta.v1.SetXattrRequest
-	(*XattrValue)(nil),             // 39: tessera.meta.v1.XattrValue
-	(*XattrNames)(nil),             // 40: tessera.meta.v1.XattrNames
-	(*FSStats)(nil),                // 41: tessera.meta.v1.FSStats
-	(*Server)(nil),                 // 42: tessera.meta.v1.Server
-	(*ServerMap)(nil),              // 43: tessera.meta.v1.ServerMap
-	(*SetServerStateRequest)(nil),  // 44: tessera.meta.v1.SetServerStateRequest
-	(*SetReplicasRequest)(nil),     // 45: tessera.meta.v1.SetReplicasRequest
-	(*LostBlock)(nil),              // 46: tessera.meta.v1.LostBlock
-	(*MoverReport)(nil),            // 47: tessera.meta.v1.MoverReport
-	(*SiteCount)(nil),              // 48: tessera.meta.v1.SiteCount
-	(*DecomposeRequest)(nil),       // 49: tessera.meta.v1.DecomposeRequest
-	(*ListBlocksRequest)(nil),      // 50: tessera.meta.v1.ListBlocksRequest
-	(*BlockRef)(nil),               // 51: tessera.meta.v1.BlockRef
-	(*ListBlocksReply)(nil),        // 52: tessera.meta.v1.ListBlocksReply
-	(*SessionInfo)(nil),            // 53: tessera.meta.v1.SessionInfo
-	(*Ack)(nil),                    // 54: tessera.meta.v1.Ack
-	(*Callback)(nil),               // 55: tessera.meta.v1.Callback
-	(*CallbackBatch)(nil),          // 56: tessera.meta.v1.CallbackBatch
-	(*HelloReply)(nil),             // 57: tessera.meta.v1.HelloReply
-	(*StoreMember)(nil),            // 58: tessera.meta.v1.StoreMember
-	(*ClusterStatusReply)(nil),     // 59: tessera.meta.v1.ClusterStatusReply
-	(*GatewayCounters)(nil),        // 60: tessera.meta.v1.GatewayCounters
-	(*GatewayNode)(nil),            // 61: tessera.meta.v1.GatewayNode
-	(*GatewayNodeList)(nil),        // 62: tessera.meta.v1.GatewayNodeList
-	(*RemoveVanishedRequest)(nil),  // 63: tessera.meta.v1.RemoveVanishedRequest
+	(*FilesetReadsRequest)(nil),    // 15: tessera.meta.v1.FilesetReadsRequest
+	(*FilesetList)(nil),            // 16: tessera.meta.v1.FilesetList
+	(*HomeEntry)(nil),              // 17: tessera.meta.v1.HomeEntry
+	(*IngestDirRequest)(nil),       // 18: tessera.meta.v1.IngestDirRequest
+	(*SetGatewayRequest)(nil),      // 19: tessera.meta.v1.SetGatewayRequest
+	(*Patch)(nil),                  // 20: tessera.meta.v1.Patch
+	(*Composition)(nil),            // 21: tessera.meta.v1.Composition
+	(*BlockChange)(nil),            // 22: tessera.meta.v1.BlockChange
+	(*InoRequest)(nil),             // 23: tessera.meta.v1.InoRequest
+	(*LookupRequest)(nil),          // 24: tessera.meta.v1.LookupRequest
+	(*NameRequest)(nil),            // 25: tessera.meta.v1.NameRequest
+	(*SetAttrRequest)(nil),         // 26: tessera.meta.v1.SetAttrRequest
+	(*CreateRequest)(nil),          // 27: tessera.meta.v1.CreateRequest
+	(*LinkRequest)(nil),            // 28: tessera.meta.v1.LinkRequest
+	(*UnlinkRequest)(nil),          // 29: tessera.meta.v1.UnlinkRequest
+	(*RenameRequest)(nil),          // 30: tessera.meta.v1.RenameRequest
+	(*ReadDirRequest)(nil),         // 31: tessera.meta.v1.ReadDirRequest
+	(*DirEntry)(nil),               // 32: tessera.meta.v1.DirEntry
+	(*ReadDirReply)(nil),           // 33: tessera.meta.v1.ReadDirReply
+	(*GetRecipeRequest)(nil),       // 34: tessera.meta.v1.GetRecipeRequest
+	(*ComposedBlock)(nil),          // 35: tessera.meta.v1.ComposedBlock
+	(*Recipe)(nil),                 // 36: tessera.meta.v1.Recipe
+	(*CommitRequest)(nil),          // 37: tessera.meta.v1.CommitRequest
+	(*XattrRequest)(nil),           // 38: tessera.meta.v1.XattrRequest
+	(*SetXattrRequest)(nil),        // 39: tessera.meta.v1.SetXattrRequest
+	(*XattrValue)(nil),             // 40: tessera.meta.v1.XattrValue
+	(*XattrNames)(nil),             // 41: tessera.meta.v1.XattrNames
+	(*FSStats)(nil),                // 42: tessera.meta.v1.FSStats
+	(*Server)(nil),                 // 43: tessera.meta.v1.Server
+	(*ServerMap)(nil),              // 44: tessera.meta.v1.ServerMap
+	(*SetServerStateRequest)(nil),  // 45: tessera.meta.v1.SetServerStateRequest
+	(*SetReplicasRequest)(nil),     // 46: tessera.meta.v1.SetReplicasRequest
+	(*LostBlock)(nil),              // 47: tessera.meta.v1.LostBlock
+	(*MoverReport)(nil),            // 48: tessera.meta.v1.MoverReport
+	(*SiteCount)(nil),              // 49: tessera.meta.v1.SiteCount
+	(*DecomposeRequest)(nil),       // 50: tessera.meta.v1.DecomposeRequest
+	(*ListBlocksRequest)(nil),      // 51: tessera.meta.v1.ListBlocksRequest
+	(*BlockRef)(nil),               // 52: tessera.meta.v1.BlockRef
+	(*ListBlocksReply)(nil),        // 53: tessera.meta.v1.ListBlocksReply
+	(*SessionInfo)(nil),            // 54: tessera.meta.v1.SessionInfo
+	(*Ack)(nil),                    // 55: tessera.meta.v1.Ack
+	(*Callback)(nil),               // 56: tessera.meta.v1.Callback
+	(*CallbackBatch)(nil),          // 57: tessera.meta.v1.CallbackBatch
+	(*HelloReply)(nil),             // 58: tessera.meta.v1.HelloReply
+	(*StoreMember)(nil),            // 59: tessera.meta.v1.StoreMember
+	(*ClusterStatusReply)(nil),     // 60: tessera.meta.v1.ClusterStatusReply
+	(*GatewayCounters)(nil),        // 61: tessera.meta.v1.GatewayCounters
+	(*GatewayNode)(nil),            // 62: tessera.meta.v1.GatewayNode
+	(*GatewayNodeList)(nil),        // 63: tessera.meta.v1.GatewayNodeList
+	(*RemoveVanishedRequest)(nil),  // 64: tessera.meta.v1.RemoveVanishedRequest
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 0: tessera.meta.v1.WBOpList.ops:type_name -> tessera.meta.v1.WBOp
@@ -5004,129 +5092,131 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 2: tessera.meta.v1.WritebackFailedRequest.op:type_name -> tessera.meta.v1.WBOp
 	1,  // 3: tessera.meta.v1.WBStats.failed:type_name -> tessera.meta.v1.WBOp
 	10, // 4: tessera.meta.v1.Error.conflict:type_name -> tessera.meta.v1.Conflict
-	21, // 5: tessera.meta.v1.Conflict.current:type_name -> tessera.meta.v1.BlockChange
+	22, // 5: tessera.meta.v1.Conflict.current:type_name -> tessera.meta.v1.BlockChange
 	11, // 6: tessera.meta.v1.Inode.attr:type_name -> tessera.meta.v1.Attr
 	13, // 7: tessera.meta.v1.Inode.gateway:type_name -> tessera.meta.v1.GatewayInfo
 	14, // 8: tessera.meta.v1.FilesetList.filesets:type_name -> tessera.meta.v1.Fileset
-	16, // 9: tessera.meta.v1.IngestDirRequest.entries:type_name -> tessera.meta.v1.HomeEntry
+	17, // 9: tessera.meta.v1.IngestDirRequest.entries:type_name -> tessera.meta.v1.HomeEntry
 	13, // 10: tessera.meta.v1.SetGatewayRequest.gateway:type_name -> tessera.meta.v1.GatewayInfo
-	19, // 11: tessera.meta.v1.Composition.patches:type_name -> tessera.meta.v1.Patch
-	20, // 12: tessera.meta.v1.BlockChange.compose:type_name -> tessera.meta.v1.Composition
+	20, // 11: tessera.meta.v1.Composition.patches:type_name -> tessera.meta.v1.Patch
+	21, // 12: tessera.meta.v1.BlockChange.compose:type_name -> tessera.meta.v1.Composition
 	12, // 13: tessera.meta.v1.DirEntry.inode:type_name -> tessera.meta.v1.Inode
-	31, // 14: tessera.meta.v1.ReadDirReply.entries:type_name -> tessera.meta.v1.DirEntry
-	20, // 15: tessera.meta.v1.ComposedBlock.composition:type_name -> tessera.meta.v1.Composition
-	34, // 16: tessera.meta.v1.Recipe.composed:type_name -> tessera.meta.v1.ComposedBlock
-	21, // 17: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
-	42, // 18: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
-	46, // 19: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
-	48, // 20: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
-	51, // 21: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
+	32, // 14: tessera.meta.v1.ReadDirReply.entries:type_name -> tessera.meta.v1.DirEntry
+	21, // 15: tessera.meta.v1.ComposedBlock.composition:type_name -> tessera.meta.v1.Composition
+	35, // 16: tessera.meta.v1.Recipe.composed:type_name -> tessera.meta.v1.ComposedBlock
+	22, // 17: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
+	43, // 18: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
+	47, // 19: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
+	49, // 20: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
+	52, // 21: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
 	0,  // 22: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
 	12, // 23: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
-	21, // 24: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
-	55, // 25: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
-	58, // 26: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
-	60, // 27: tessera.meta.v1.GatewayNode.counters:type_name -> tessera.meta.v1.GatewayCounters
-	60, // 28: tessera.meta.v1.GatewayNode.prev:type_name -> tessera.meta.v1.GatewayCounters
-	61, // 29: tessera.meta.v1.GatewayNodeList.gateways:type_name -> tessera.meta.v1.GatewayNode
-	23, // 30: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	22, // 31: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	25, // 32: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	26, // 33: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
-	27, // 34: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
-	28, // 35: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	24, // 36: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	29, // 37: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
-	30, // 38: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	33, // 39: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	36, // 40: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
-	22, // 41: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	22, // 42: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	22, // 43: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
-	37, // 44: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	38, // 45: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	22, // 46: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	37, // 47: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	22, // 24: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
+	56, // 25: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
+	59, // 26: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
+	61, // 27: tessera.meta.v1.GatewayNode.counters:type_name -> tessera.meta.v1.GatewayCounters
+	61, // 28: tessera.meta.v1.GatewayNode.prev:type_name -> tessera.meta.v1.GatewayCounters
+	62, // 29: tessera.meta.v1.GatewayNodeList.gateways:type_name -> tessera.meta.v1.GatewayNode
+	24, // 30: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	23, // 31: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	26, // 32: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	27, // 33: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
+	28, // 34: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
+	29, // 35: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	25, // 36: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	30, // 37: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
+	31, // 38: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	34, // 39: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	37, // 40: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
+	23, // 41: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	23, // 42: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	23, // 43: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
+	38, // 44: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	39, // 45: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	23, // 46: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	38, // 47: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
 	8,  // 48: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
 	8,  // 49: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
 	8,  // 50: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
-	42, // 51: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
-	44, // 52: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	45, // 53: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	43, // 51: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
+	45, // 52: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	46, // 53: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
 	8,  // 54: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
-	49, // 55: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	50, // 56: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	50, // 55: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	51, // 56: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
 	8,  // 57: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
 	8,  // 58: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
-	54, // 59: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
+	55, // 59: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
 	8,  // 60: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
 	8,  // 61: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
 	14, // 62: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
-	22, // 63: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
+	23, // 63: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
 	8,  // 64: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
-	22, // 65: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
-	17, // 66: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
-	18, // 67: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
-	22, // 68: tessera.meta.v1.Meta.EvictData:input_type -> tessera.meta.v1.InoRequest
-	63, // 69: tessera.meta.v1.Meta.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
-	3,  // 70: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
-	4,  // 71: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
-	5,  // 72: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
-	22, // 73: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
-	22, // 74: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
-	22, // 75: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
-	61, // 76: tessera.meta.v1.Meta.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
-	8,  // 77: tessera.meta.v1.Meta.Gateways:input_type -> tessera.meta.v1.Empty
-	12, // 78: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 79: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 80: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 81: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	12, // 82: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	12, // 83: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 84: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 85: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	32, // 86: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	35, // 87: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 88: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 89: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 90: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 91: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	39, // 92: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 93: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	40, // 94: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 95: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 96: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	41, // 97: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	43, // 98: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	43, // 99: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	43, // 100: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	43, // 101: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	47, // 102: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 103: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	52, // 104: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	53, // 105: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 106: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	56, // 107: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	57, // 108: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
-	59, // 109: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
-	14, // 110: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 111: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	15, // 112: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 113: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 114: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 115: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	12, // 116: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
-	8,  // 117: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
-	2,  // 118: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 119: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 120: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 121: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 122: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	8,  // 123: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
-	62, // 124: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
-	62, // 125: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
-	78, // [78:126] is the sub-list for method output_type
-	30, // [30:78] is the sub-list for method input_type
+	15, // 65: tessera.meta.v1.Meta.AddFilesetReads:input_type -> tessera.meta.v1.FilesetReadsRequest
+	23, // 66: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
+	18, // 67: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
+	19, // 68: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
+	23, // 69: tessera.meta.v1.Meta.EvictData:input_type -> tessera.meta.v1.InoRequest
+	64, // 70: tessera.meta.v1.Meta.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
+	3,  // 71: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
+	4,  // 72: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
+	5,  // 73: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
+	23, // 74: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
+	23, // 75: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
+	23, // 76: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
+	62, // 77: tessera.meta.v1.Meta.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
+	8,  // 78: tessera.meta.v1.Meta.Gateways:input_type -> tessera.meta.v1.Empty
+	12, // 79: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 80: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 81: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 82: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	12, // 83: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	12, // 84: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 85: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 86: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	33, // 87: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	36, // 88: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 89: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 90: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 91: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 92: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	40, // 93: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 94: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	41, // 95: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 96: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 97: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	42, // 98: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	44, // 99: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	44, // 100: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	44, // 101: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	44, // 102: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	48, // 103: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 104: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	53, // 105: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	54, // 106: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 107: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	57, // 108: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	58, // 109: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	60, // 110: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	14, // 111: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 112: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	16, // 113: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 114: tessera.meta.v1.Meta.AddFilesetReads:output_type -> tessera.meta.v1.Empty
+	8,  // 115: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 116: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 117: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	12, // 118: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
+	8,  // 119: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
+	2,  // 120: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 121: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 122: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 123: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 124: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 125: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
+	63, // 126: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
+	63, // 127: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
+	79, // [79:128] is the sub-list for method output_type
+	30, // [30:79] is the sub-list for method input_type
 	30, // [30:30] is the sub-list for extension type_name
 	30, // [30:30] is the sub-list for extension extendee
 	0,  // [0:30] is the sub-list for field type_name
@@ -5143,7 +5233,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   63,
+			NumMessages:   64,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

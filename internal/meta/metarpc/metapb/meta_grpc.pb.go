@@ -64,6 +64,7 @@ const (
 	Meta_CreateFileset_FullMethodName   = "/tessera.meta.v1.Meta/CreateFileset"
 	Meta_GetFileset_FullMethodName      = "/tessera.meta.v1.Meta/GetFileset"
 	Meta_Filesets_FullMethodName        = "/tessera.meta.v1.Meta/Filesets"
+	Meta_AddFilesetReads_FullMethodName = "/tessera.meta.v1.Meta/AddFilesetReads"
 	Meta_DeleteFileset_FullMethodName   = "/tessera.meta.v1.Meta/DeleteFileset"
 	Meta_IngestDir_FullMethodName       = "/tessera.meta.v1.Meta/IngestDir"
 	Meta_SetGateway_FullMethodName      = "/tessera.meta.v1.Meta/SetGateway"
@@ -136,6 +137,7 @@ type MetaClient interface {
 	CreateFileset(ctx context.Context, in *Fileset, opts ...grpc.CallOption) (*Fileset, error)
 	GetFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Fileset, error)
 	Filesets(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*FilesetList, error)
+	AddFilesetReads(ctx context.Context, in *FilesetReadsRequest, opts ...grpc.CallOption) (*Empty, error)
 	DeleteFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
 	IngestDir(ctx context.Context, in *IngestDirRequest, opts ...grpc.CallOption) (*Inode, error)
 	SetGateway(ctx context.Context, in *SetGatewayRequest, opts ...grpc.CallOption) (*Inode, error)
@@ -517,6 +519,16 @@ func (c *metaClient) Filesets(ctx context.Context, in *Empty, opts ...grpc.CallO
 	return out, nil
 }
 
+func (c *metaClient) AddFilesetReads(ctx context.Context, in *FilesetReadsRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Meta_AddFilesetReads_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *metaClient) DeleteFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Empty)
@@ -704,6 +716,7 @@ type MetaServer interface {
 	CreateFileset(context.Context, *Fileset) (*Fileset, error)
 	GetFileset(context.Context, *InoRequest) (*Fileset, error)
 	Filesets(context.Context, *Empty) (*FilesetList, error)
+	AddFilesetReads(context.Context, *FilesetReadsRequest) (*Empty, error)
 	DeleteFileset(context.Context, *InoRequest) (*Empty, error)
 	IngestDir(context.Context, *IngestDirRequest) (*Inode, error)
 	SetGateway(context.Context, *SetGatewayRequest) (*Inode, error)
@@ -836,6 +849,9 @@ func (UnimplementedMetaServer) GetFileset(context.Context, *InoRequest) (*Filese
 }
 func (UnimplementedMetaServer) Filesets(context.Context, *Empty) (*FilesetList, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Filesets not implemented")
+}
+func (UnimplementedMetaServer) AddFilesetReads(context.Context, *FilesetReadsRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method AddFilesetReads not implemented")
 }
 func (UnimplementedMetaServer) DeleteFileset(context.Context, *InoRequest) (*Empty, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DeleteFileset not implemented")
@@ -1516,6 +1532,24 @@ func _Meta_Filesets_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Meta_AddFilesetReads_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FilesetReadsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).AddFilesetReads(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_AddFilesetReads_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).AddFilesetReads(ctx, req.(*FilesetReadsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Meta_DeleteFileset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(InoRequest)
 	if err := dec(in); err != nil {
@@ -1892,6 +1926,10 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Filesets",
 			Handler:    _Meta_Filesets_Handler,
+		},
+		{
+			MethodName: "AddFilesetReads",
+			Handler:    _Meta_AddFilesetReads_Handler,
 		},
 		{
 			MethodName: "DeleteFileset",
