@@ -30,6 +30,11 @@
 // Copies read the block from any live holder (verified against its hash by
 // the block client; a corrupt copy is skipped) and PUT it, throttled by a
 // token bucket (bytes per second) with a bounded number of blocks in flight.
+// Every block server call is bounded (the block client's budget), and a
+// server that fails as unavailable during a round (cut off after the round
+// listed it) gets no further calls in that round: the round ends, with the
+// server named in its error, instead of making each remaining copy wait out
+// the budget against it; the next round lists the servers again.
 // A copy outside the placement is removed only once every placement member
 // holds the block and at least R other copies remain on up servers, so that
 // no step of a drain or a rebalance ever leaves a block under R. A block is

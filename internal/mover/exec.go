@@ -24,12 +24,15 @@ type execution struct {
 
 	under, misplaced, toMove, moved atomic.Int64
 
-	// mu guards errs, dropped, underSite and underBytes.
-	mu         sync.Mutex
-	errs       []error
-	dropped    int
-	underSite  map[string]int64
-	underBytes map[string]int64
+	// mu guards errs, dropped, underSite, underBytes and unreachable.
+	mu   sync.Mutex
+	errs []error
+	// unreachable are the servers that failed as unavailable this round
+	// (reach.go).
+	unreachable map[string]bool
+	dropped     int
+	underSite   map[string]int64
+	underBytes  map[string]int64
 	// since is when each site's oldest missing copy was first seen
 	// missing, as of the round's plan.
 	since map[string]int64
@@ -137,21 +140,26 @@ func (ex *execution) run(ctx context.Context, t *Task) {
 			ex.fail(err)
 		}
 		for _, dst := range t.Copy {
-			if err != nil {
+			if err != nil || ctx.Err() != nil {
 				break
 			}
-			if err = ex.copyTo(ctx, t, dst, data); err != nil {
-				ex.fail(err)
+			// A failed copy does not stop the copies to the other
+			// destinations (a cut-off site must not hold up the rest).
+			if cerr := ex.copyTo(ctx, t, dst, data); cerr != nil {
+				if !errors.Is(cerr, errOutOfReach) {
+					ex.fail(cerr)
+				}
 				continue
 			}
 			have[dst] = true
 		}
 	}
 	for _, id := range t.Remove {
-		if ctx.Err() != nil || !t.Removable(id, have, ex.servers.up) {
+		if ctx.Err() != nil || !ex.reachable(id) || !t.Removable(id, have, ex.servers.up) {
 			continue
 		}
 		removed, err := ex.servers.stores[id].Remove(ctx, t.Hash, ex.m.cfg.Now().UnixNano())
+		ex.note(ctx, id, err)
 		if err != nil {
 			ex.fail(fmt.Errorf("remove %s from %s: %w", t.Hash.Short(), id, err))
 			continue
@@ -199,10 +207,15 @@ func (ex *execution) fetch(ctx context.Context, t *Task) ([]byte, error) {
 	})
 	var errs []error
 	for _, id := range srcs {
+		if !ex.reachable(id) {
+			errs = append(errs, outOfReach(id))
+			continue
+		}
 		data, err := ex.servers.stores[id].Get(ctx, t.Hash)
 		if err == nil {
 			return data, nil
 		}
+		ex.note(ctx, id, err)
 		errs = append(errs, fmt.Errorf("%s: %w", id, err))
 		if ctx.Err() != nil {
 			break
@@ -211,8 +224,13 @@ func (ex *execution) fetch(ctx context.Context, t *Task) ([]byte, error) {
 	return nil, fmt.Errorf("read %s for copying: %w", t.Hash.Short(), errors.Join(errs...))
 }
 
-// copyTo puts data on dst, after the rate limit lets it through.
+// copyTo puts data on dst, after the rate limit lets it through; a dst
+// that failed as unavailable earlier in the round is skipped (an error
+// wrapping errOutOfReach).
 func (ex *execution) copyTo(ctx context.Context, t *Task, dst string, data []byte) error {
+	if !ex.reachable(dst) {
+		return outOfReach(dst)
+	}
 	if err := ex.m.bucket.take(ctx, int64(len(data))); err != nil {
 		return err
 	}
@@ -221,6 +239,7 @@ func (ex *execution) copyTo(ctx context.Context, t *Task, dst string, data []byt
 		return fmt.Errorf("copy %s to %s: server not listed this round", t.Hash.Short(), dst)
 	}
 	if err := bs.Put(ctx, t.Hash, data); err != nil {
+		ex.note(ctx, dst, err)
 		return fmt.Errorf("copy %s to %s: %w", t.Hash.Short(), dst, err)
 	}
 	ex.moved.Add(int64(len(data)))

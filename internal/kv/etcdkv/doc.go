@@ -92,5 +92,8 @@
 //
 // Campaign uses an etcd election (package concurrency) on its own session:
 // a lease with Options.SessionTTL that the client keeps alive; Done closes
-// when the lease lapses, the session ends or the leader resigns.
+// when the lease lapses, the session ends or the leader resigns. A
+// candidate's wait behind earlier candidates ends with its session too
+// (Campaign fails, the caller campaigns again): a candidate whose lease
+// lapsed has no key in the election and must not "win" on it later.
 package etcdkv

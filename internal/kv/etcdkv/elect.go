@@ -2,6 +2,7 @@ package etcdkv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -31,9 +32,34 @@ func (s *Store) Campaign(ctx context.Context, name, id string) (kv.Leadership, e
 		return nil, fmt.Errorf("etcdkv: campaign %q as %q: session: %w", name, id, err)
 	}
 	el := concurrency.NewElection(sess, s.opts.Prefix+"e/"+name)
-	if err := el.Campaign(ctx, id); err != nil {
+	// The wait behind earlier candidates ends with the session: a
+	// candidate whose lease lapsed (its member cut off longer than the
+	// TTL) has no key in the election any more, and would otherwise wait
+	// for the leader's key to go and then "win" on a dead session, maybe
+	// while a later candidate leads. The caller campaigns again instead.
+	cctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-sess.Done():
+			cancel(errSessionEnded)
+		case <-cctx.Done():
+		}
+	}()
+	err = el.Campaign(cctx, id)
+	ended := errors.Is(context.Cause(cctx), errSessionEnded)
+	if err == nil {
+		select {
+		case <-sess.Done():
+			err, ended = errSessionEnded, false
+		default:
+		}
+	}
+	cancel(nil)
+	if err != nil {
 		sess.Close()
-		if cerr := ctx.Err(); cerr != nil {
+		if ended {
+			err = fmt.Errorf("%w: %w", errSessionEnded, err)
+		} else if cerr := ctx.Err(); cerr != nil {
 			err = fmt.Errorf("%w: %w", cerr, err)
 		}
 		return nil, fmt.Errorf("etcdkv: campaign %q as %q: %w", name, id, err)
@@ -51,6 +77,9 @@ func (s *Store) Campaign(ctx context.Context, name, id string) (kv.Leadership, e
 	}()
 	return l, nil
 }
+
+// errSessionEnded is why a campaign stops when its session's lease is gone.
+var errSessionEnded = errors.New("the campaign's session ended (its lease lapsed or was revoked)")
 
 // Done implements kv.Leadership.
 func (l *leadership) Done() <-chan struct{} { return l.done }

@@ -104,3 +104,74 @@ func TestLeadershipAcrossStores(t *testing.T) {
 		t.Fatal("d did not win after b's lease went")
 	}
 }
+
+// TestCampaignEndsWhenItsSessionDoes: a candidate waiting behind a leader
+// whose own lease goes (revoked here, as when its member was cut off for
+// longer than the TTL) has no candidate key any more. Its Campaign must
+// return an error then, so that the caller campaigns again on a new session;
+// before, it went on waiting for the leader's key and, when that went,
+// "won" with a session already over, possibly while a later candidate led.
+func TestCampaignEndsWhenItsSessionDoes(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	ctx := context.Background()
+	openS := func() *etcdkv.Store {
+		s, err := etcdkv.Open(ctx, etcdkv.Options{Endpoints: c.Endpoints(), Prefix: "/elect2", SessionTTL: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+	a, b := openS(), openS()
+	la, err := a.Campaign(ctx, "mover", "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Resign(ctx)
+	type result struct {
+		l   kv.Leadership
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		l, err := b.Campaign(ctx, "mover", "b")
+		res <- result{l, err}
+	}()
+	// b's candidate key appears; then its lease goes.
+	var lease clientv3.LeaseID
+	for range 600 {
+		resp, err := b.Client().Get(ctx, "/elect2/e/mover", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range resp.Kvs {
+			if string(k.Value) == "b" {
+				lease = clientv3.LeaseID(k.Lease)
+			}
+		}
+		if lease != 0 {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if lease == 0 {
+		t.Fatal("b's candidate key never appeared")
+	}
+	if _, err := b.Client().Revoke(ctx, lease); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-res:
+		if r.err == nil {
+			t.Fatalf("b's campaign won while a leads and b's lease is gone")
+		}
+		t.Logf("b's campaign: %v", r.err)
+	case <-time.After(time.Minute):
+		t.Fatal("b's campaign still waits a minute after its lease went (a still leads)")
+	}
+	select {
+	case <-la.Done():
+		t.Fatal("a's leadership ended")
+	default:
+	}
+}

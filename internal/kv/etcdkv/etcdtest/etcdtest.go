@@ -57,6 +57,7 @@ type Member struct {
 	PeerURL   string
 	cmd       *exec.Cmd
 	exited    chan struct{}
+	stopped   bool // SIGSTOPped by Stop
 }
 
 // Cluster is a running etcd cluster.
@@ -261,7 +262,35 @@ func (c *Cluster) Kill(i int) {
 	}
 	_ = m.cmd.Process.Signal(syscall.SIGKILL)
 	<-m.exited
-	m.cmd = nil
+	m.cmd, m.stopped = nil, false
+}
+
+// Stop freezes member i with SIGSTOP: its connections stay open and
+// nothing answers on them, as with a member cut off by a partition that
+// leaves its sockets alone. Continue resumes it; the test's end does too.
+func (c *Cluster) Stop(i int) {
+	c.t.Helper()
+	m := c.Members[i]
+	if m.cmd == nil || m.stopped {
+		return
+	}
+	if err := m.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		c.t.Fatalf("etcdtest: stop %s: %v", m.Name, err)
+	}
+	m.stopped = true
+}
+
+// Continue resumes a member frozen by Stop.
+func (c *Cluster) Continue(i int) {
+	c.t.Helper()
+	m := c.Members[i]
+	if m.cmd == nil || !m.stopped {
+		return
+	}
+	if err := m.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		c.t.Fatalf("etcdtest: continue %s: %v", m.Name, err)
+	}
+	m.stopped = false
 }
 
 // Restart starts a killed member again on its data directory and waits
@@ -278,6 +307,10 @@ func (c *Cluster) stopAll() {
 	for _, m := range c.Members {
 		if m.cmd == nil {
 			continue
+		}
+		if m.stopped {
+			_ = m.cmd.Process.Signal(syscall.SIGCONT)
+			m.stopped = false
 		}
 		_ = m.cmd.Process.Signal(syscall.SIGTERM)
 		select {
