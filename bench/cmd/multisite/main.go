@@ -20,7 +20,8 @@
 //
 // Also, per size: a local read at A' (a second mount of A) of the three-
 // replica file, and a plain read at C of it once C holds its copy
-// (bytes fetched over C's block links are printed). Creates: -threads
+// (bytes fetched over C's block links are printed), each plain read's open
+// also timed alone (kind plainopen: the meta service's share). Creates: -threads
 // workers per site, each creating -creates/threads empty files, one site
 // at a time, all in one directory (-create-dirs one) or each worker in its
 // own (each), or both one after the other. Output: one tab-separated line
@@ -179,6 +180,7 @@ func runIO(s *cluster.Sites, a2 *cluster.Daemon, mib []int, runs int) {
 				fail(err)
 				row("plainread", "three@C", size, run, sec, s.BlockBytesFrom(2)-before)
 				row("plainopen", "three@C", size, run, open, -1)
+				spread(s, 2, "three@C", size, data)
 			}
 			// The single-site baseline of plain reads: at A', data only at A.
 			name := fmt.Sprintf("f%d", size)
@@ -190,8 +192,31 @@ func runIO(s *cluster.Sites, a2 *cluster.Daemon, mib []int, runs int) {
 			fail(err)
 			row("plainread", "local@A", size, run, sec, -1)
 			row("plainopen", "local@A", size, run, open, -1)
+			spread(s, 0, "local@A", size, data)
 		}
 	}
+}
+
+// spread prints, as a comment line, how many of data's blocks each block
+// server of site holds: a reader's fetches queue per server, so a file
+// whose copies sit on one server reads with half the parallelism.
+func spread(s *cluster.Sites, site int, layout string, size int, data []byte) {
+	var counts []string
+	for _, d := range s.Servers(site) {
+		fs, err := d.BlockFiles()
+		if err != nil {
+			return
+		}
+		n := 0
+		for off := 0; off < len(data); off += 1 << 20 {
+			h := block.Sum(data[off:min(off+1<<20, len(data))])
+			if _, ok := fs[hex.EncodeToString(h[:])]; ok {
+				n++
+			}
+		}
+		counts = append(counts, strconv.Itoa(n))
+	}
+	fmt.Printf("# blocks per server %s %d MiB: %s\n", layout, size, strings.Join(counts, " "))
 }
 
 // waitCopies waits (at most a minute) until site's block servers hold
