@@ -262,7 +262,9 @@
 // ("C") for each other live Service with such a record; that Service watches
 // its requests (kv.Watcher), calls them back to its sessions as
 // invalidations, and deletes each request once they acknowledged or
-// expired. A Sync change also waits for those deletions, or for the
+// expired. It keeps its lease record after a callback (the sessions it
+// invalidated tend to read again) and drops the records no session leases
+// every third of the session TTL. A Sync change also waits for those deletions, or for the
 // holder's liveness record ("M", renewed every third of the session TTL
 // by ServeShared) to lapse, so Sync means the same across Services. A
 // Service that cannot renew its liveness ends its sessions. Callbacks

@@ -358,9 +358,13 @@ func (s *Service) deliverAll(ctx context.Context, batch []kv.Change) {
 }
 
 // finishRequest waits for the invalidations of one request to be
-// acknowledged (or their sessions to expire), then deletes the request,
-// and the lease record with it when no session of s holds a lease on ino
-// any more.
+// acknowledged (or their sessions to expire), then deletes the request.
+// The lease record of ino stays: the sessions it invalidated are likely to
+// read ino again soon (a reader at one site of a file written at another),
+// and a read that finds the record needs no majority write before it.
+// tidyLeases drops the record at its next round if no session leased ino
+// again meanwhile; until then a change of ino costs one more callback
+// request, answered at once (docs/design/2026-11-25-lease-records-kept.md).
 func (s *Service) finishRequest(ctx context.Context, k []byte, ino Ino, waits []ackWait) {
 	defer func() {
 		s.sh.mu.Lock()
@@ -370,22 +374,10 @@ func (s *Service) finishRequest(ctx context.Context, k []byte, ino Ino, waits []
 	if err := s.leases.wait(ctx, waits); err != nil {
 		return // ctx ended; the request stays for the next life, or the cleanup
 	}
-	mu := s.sh.stripe(ino)
-	mu.Lock()
-	defer mu.Unlock()
-	drop := s.leases.unrecordIfUnheld(ino)
-	err := s.update(ctx, func(t txn) error {
-		if err := t.Delete(k); err != nil {
-			return err
-		}
-		if drop {
-			return t.Delete(leaseRecKey(ino, s.sh.id))
-		}
-		return nil
-	})
+	err := s.update(ctx, func(t txn) error { return t.Delete(k) })
 	if err != nil && ctx.Err() == nil {
-		// Unrecorded but still in the store: a harmless extra
-		// callback later.
+		// The request stays and is delivered again after the next
+		// watch restart: a harmless extra callback.
 		s.sh.log.Warn("acknowledging a callback request", "ino", ino, "err", err)
 	}
 }

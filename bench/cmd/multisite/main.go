@@ -20,7 +20,8 @@
 //
 // Also, per size: a local read at A' (a second mount of A) of the three-
 // replica file, and a plain read at C of it once C holds its copy
-// (bytes fetched over C's block links are printed). Creates: -threads
+// (bytes fetched over C's block links are printed), each plain read's open
+// also timed alone (kind plainopen: the meta service's share). Creates: -threads
 // workers per site, each creating -creates/threads empty files, one site
 // at a time, all in one directory (-create-dirs one) or each worker in its
 // own (each), or both one after the other. Output: one tab-separated line
@@ -175,9 +176,11 @@ func runIO(s *cluster.Sites, a2 *cluster.Daemon, mib []int, runs int) {
 				// completes it in the background; bounded wait).
 				waitCopies(s, 2, data)
 				before := s.BlockBytesFrom(2)
-				sec, err = readCheck(filepath.Join(mnt(2), l.name, name), data, 0)
+				sec, open, err := readCheckOpen(filepath.Join(mnt(2), l.name, name), data, 0)
 				fail(err)
 				row("plainread", "three@C", size, run, sec, s.BlockBytesFrom(2)-before)
+				row("plainopen", "three@C", size, run, open, -1)
+				spread(s, 2, "three@C", size, data)
 			}
 			// The single-site baseline of plain reads: at A', data only at A.
 			name := fmt.Sprintf("f%d", size)
@@ -185,11 +188,35 @@ func runIO(s *cluster.Sites, a2 *cluster.Daemon, mib []int, runs int) {
 			rand.Read(data)
 			_, err := overwriteSync(filepath.Join(mnt(0), "local", name+"p"), data)
 			fail(err)
-			sec, err := readCheck(filepath.Join(a2.Mount(), "local", name+"p"), data, 0)
+			sec, open, err := readCheckOpen(filepath.Join(a2.Mount(), "local", name+"p"), data, 0)
 			fail(err)
 			row("plainread", "local@A", size, run, sec, -1)
+			row("plainopen", "local@A", size, run, open, -1)
+			spread(s, 0, "local@A", size, data)
 		}
 	}
+}
+
+// spread prints, as a comment line, how many of data's blocks each block
+// server of site holds: a reader's fetches queue per server, so a file
+// whose copies sit on one server reads with half the parallelism.
+func spread(s *cluster.Sites, site int, layout string, size int, data []byte) {
+	var counts []string
+	for _, d := range s.Servers(site) {
+		fs, err := d.BlockFiles()
+		if err != nil {
+			return
+		}
+		n := 0
+		for off := 0; off < len(data); off += 1 << 20 {
+			h := block.Sum(data[off:min(off+1<<20, len(data))])
+			if _, ok := fs[hex.EncodeToString(h[:])]; ok {
+				n++
+			}
+		}
+		counts = append(counts, strconv.Itoa(n))
+	}
+	fmt.Printf("# blocks per server %s %d MiB: %s\n", layout, size, strings.Join(counts, " "))
 }
 
 // waitCopies waits (at most a minute) until site's block servers hold
@@ -230,11 +257,19 @@ func overwriteSync(path string, data []byte) (float64, error) {
 }
 
 func readCheck(path string, want []byte, flags int) (float64, error) {
+	sec, _, err := readCheckOpen(path, want, flags)
+	return sec, err
+}
+
+// readCheckOpen is readCheck that also returns how long the open took (the
+// meta service's part of a plain read: lookup, open record, lease, inode).
+func readCheckOpen(path string, want []byte, flags int) (sec, open float64, err error) {
 	start := time.Now()
 	f, err := os.OpenFile(path, os.O_RDONLY|flags, 0)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
+	open = time.Since(start).Seconds()
 	got := make([]byte, len(want)+1)
 	n := 0
 	for n < len(got) {
@@ -245,11 +280,11 @@ func readCheck(path string, want []byte, flags int) (float64, error) {
 		}
 	}
 	f.Close()
-	sec := time.Since(start).Seconds()
+	sec = time.Since(start).Seconds()
 	if !bytes.Equal(got[:n], want) {
-		return 0, fmt.Errorf("%s: read %d bytes, not the %d written", path, n, len(want))
+		return 0, 0, fmt.Errorf("%s: read %d bytes, not the %d written", path, n, len(want))
 	}
-	return sec, nil
+	return sec, open, nil
 }
 
 func runCreates(s *cluster.Sites, n, threads int, each bool) {
