@@ -18,18 +18,20 @@ import (
 )
 
 // filesetUsage is the one line `tessera fileset` prints for bad arguments.
-const filesetUsage = "want create PATH --home URL, list, status PATH, revalidate PATH, delete PATH, flush PATH or prefetch PATH (see tessera fileset -h)"
+const filesetUsage = "want create PATH --home URL, list, status PATH, revalidate PATH, delete PATH, flush PATH, prefetch PATH or evict PATH (see tessera fileset -h)"
 
 const filesetHelp = `usage: tessera fileset create PATH --home URL [--mode ro|sw|lu|iw] [--validity-lag D] [--sync-lag D]
                               [--prefetch none|range|whole] [--conflicts cache-wins|home-wins|keep-both]
        tessera fileset list               every fileset: root inode, mode, home
-       tessera fileset status PATH        a fileset's settings and write-back queue
+       tessera fileset status PATH        a fileset's settings, what it holds in the cache, its write-back queue
        tessera fileset revalidate PATH    compare PATH (and what was listed under it) with home now, not
                                           after the validity lag; what changed is fetched again when read
        tessera fileset delete PATH        detach it (what it cached stays as ordinary files)
        tessera fileset flush PATH [--json]  wait until its write-back queue is drained
        tessera fileset prefetch PATH... | --list FILE [--gateways N] [--json]
                                           list the directories and fetch every file under them whole
+       tessera fileset evict PATH [--json]  drop the cached data of the files under PATH (placeholders again,
+                                          fetched from home when next read); files with local changes are kept
 PATH is a directory on a Tessera mount (create makes it; it must be empty). Every
 subcommand takes --data DIR or --meta ADDR (and the TLS flags) to reach the cluster
 as an admin; given a PATH on a mount of a running ` + "`tessera up`" + ` it finds its data directory. A home URL is file:///DIR, s3://BUCKET/PREFIX or tessera://META/PATH.`
@@ -44,8 +46,11 @@ func runFileset(ctx context.Context, args []string) error {
 		return nil
 	}
 	op := args[0]
-	if op == "flush" {
+	switch op {
+	case "flush":
 		return runFilesetFlush(ctx, args[1:]) // fileset_flush.go
+	case "evict":
+		return runFilesetEvict(ctx, args[1:]) // fileset_evict.go
 	}
 	if op == "prefetch" {
 		return runFilesetPrefetch(ctx, args[1:]) // fileset_prefetch.go
@@ -129,6 +134,11 @@ func runFileset(ctx context.Context, args []string) error {
 			return fmt.Errorf("fileset status %s: %w", pos[0], err)
 		}
 		printFilesetStatus(os.Stdout, pos[0], out)
+		u, err := gateway.CachedBytes(ctx, c.Meta, root, statusScanLimit)
+		if err != nil {
+			return fmt.Errorf("fileset status %s: %w", pos[0], err)
+		}
+		printCacheUsage(os.Stdout, u)
 		if err := printGatewayStatus(ctx, os.Stdout, c.Meta); err != nil { // fileset_gateways.go
 			return fmt.Errorf("fileset status %s: %w", pos[0], err)
 		}
@@ -204,9 +214,21 @@ func printFilesets(out io.Writer, l []meta.Fileset) {
 // fileset status`.
 var filesetQueueStatus func(ctx context.Context, api meta.API, root meta.Ino) (depth int, oldest time.Duration, err error)
 
-// printFilesetStatus prints a fileset's settings. Bytes cached, the hit
-// ratio and per-gateway ingest rates (gateway.Stats) are to be added once
-// gateways run as their own role and report them (issue 14).
+// statusScanLimit bounds the walk that sums what a fileset holds in the
+// cache (gateway.CachedBytes); past it status shows lower bounds.
+const statusScanLimit = 1_000_000
+
+// printCacheUsage prints what a fileset holds in the cache.
+func printCacheUsage(out io.Writer, u gateway.CacheUsage) {
+	atLeast := ""
+	if u.Truncated {
+		atLeast = "at least "
+	}
+	fmt.Fprintf(out, "  cached      %s%s in %d files whole, %d partly; %d placeholders\n",
+		atLeast, humanBytes(float64(u.Bytes)), u.Files, u.Partial, u.Placeholders)
+}
+
+// printFilesetStatus prints a fileset's settings.
 func printFilesetStatus(out io.Writer, path string, f meta.Fileset) {
 	fmt.Fprintf(out, "fileset %s (inode %d)\n", path, f.Root)
 	fmt.Fprintf(out, "  home        %s\n", f.Home)

@@ -126,7 +126,7 @@ func unit(phase string) string {
 	switch phase {
 	case "walk":
 		return "recipe entries"
-	case "list", "fetch":
+	case "evict", "list", "fetch":
 		return "files"
 	}
 	return "blocks"

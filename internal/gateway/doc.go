@@ -45,16 +45,22 @@
 // injected clock), by change token when home has one, else by mtime,
 // ctime and size; only an object that changed is invalidated: a file
 // drops its cached bytes and becomes a placeholder of home's new size, a
-// directory is listed again (new names are added; names gone at home stay
-// for now). RevalidateTree forces it for a subtree (tessera fileset
-// revalidate). Single-writer filesets and locally made inodes are not
+// directory is listed again (new names are added) and the names home no
+// longer has leave the cache: all of them in a read-only fileset, else
+// only the clean ones (no queued write-back, not made or changed locally:
+// meta.VanishAPI checks in the removal's transaction). RevalidateTree
+// forces it for a subtree (tessera fileset revalidate). Single-writer filesets and locally made inodes are not
 // revalidated.
 //
-// Not built yet (issue 14): refusing local updates in ro filesets,
-// removing names gone at home, and the fileset status counters (bytes
-// cached, hit ratio, ingest rate per gateway of tessera up --gateways N:
-// Stats holds the counts; gateway processes report theirs in their
-// heartbeats).
+// EvictTree and CachedBytes walk a fileset for the operator commands
+// (tessera fileset evict, status): the first gives the cached data of the
+// files back (meta.EvictAPI) and reports those with local changes, kept;
+// the second sums what the cache holds, with a bound on the walk.
+//
+// Not built yet (issue 14): refusing local updates in ro filesets, and the
+// fileset status figures hit ratio and ingest rate per gateway of tessera
+// up --gateways N (Stats holds the counts; gateway processes report
+// theirs in their heartbeats).
 // See docs/design/2026-11-24-gateway.md,
 // docs/design/2026-11-25-gateway-ranges.md and
 // docs/design/2026-11-25-ingest-window.md.

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,8 +15,8 @@ import (
 // size, ctime, change token) are compared with those the inode recorded,
 // and only an object that changed is invalidated: a file loses its cached
 // bytes and becomes a placeholder of home's new size, a directory becomes
-// a placeholder to be listed again (new names are added; names gone at
-// home stay until a later version removes them). Time is the Ingester's
+// a placeholder to be listed again (new names are added) and loses the
+// names home no longer has, as far as they are clean (vanish.go). Time is the Ingester's
 // clock (Options.Now), so tests control it.
 
 // Revalidate compares inode ino with home when its validity lag has
@@ -51,6 +52,11 @@ func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bo
 		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
 	}
 	a, err := st.Stat(ctx, sec.HomePath)
+	if errors.Is(err, home.ErrNotFound) {
+		// Gone at home: the revalidation of its directory removes the
+		// name (vanish.go); until then the cached copy is served.
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("revalidate inode %d (%q): %w", ino, sec.HomePath, err)
 	}
@@ -67,6 +73,16 @@ func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bo
 	next.HomeMtime, next.HomeCtime, next.HomeSize, next.Token = e.HomeMtime, e.HomeCtime, e.Size, e.Token
 	next.State, next.Cached = meta.CachePlaceholder, nil // its runs went with its bytes
 	cur := in
+	if in.IsDir() {
+		// Names home no longer has leave the cache (vanish.go); the
+		// directory's record changed with them.
+		if _, err := g.dropVanished(ctx, st, ino, sec.HomePath); err != nil {
+			return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
+		}
+		if cur, err = g.meta.GetAttr(ctx, ino); err != nil {
+			return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
+		}
+	}
 	if in.IsRegular() {
 		// Drop the cached bytes (their blocks' references go with
 		// them), then take home's size and times.

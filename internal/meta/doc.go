@@ -172,7 +172,12 @@
 // (IngestDir: a name the directory has already wins, so a local create is
 // never replaced) and record what they fetched with SetGateway, which
 // fails with ErrConflict when the inode changed since the gateway read
-// it, so that an ingest never clobbers a local update. Deleting a fileset
+// it, so that an ingest never clobbers a local update. EvictData
+// (fileset_evict.go, EvictAPI) drops a file's cached data back to a
+// placeholder and RemoveVanished (fileset_vanish.go) removes a name home
+// no longer has; both refuse, with ErrDirty (EBUSY) checked inside their
+// transaction, what the cache has changes of (queued write-back, made or
+// changed locally). Deleting a fileset
 // leaves its tree as ordinary files; sections naming a fileset that no
 // longer exists are ignored.
 //

@@ -238,6 +238,9 @@ func (t txn) wbNameIfIn(ctx context.Context, s *Service, rec *inodeRec) (Ino, st
 // wbRemoved queues the removal of dir/name, which named rec (a directory
 // when isDir); last says the inode lost its last name.
 func (s *Service) wbRemoved(ctx context.Context, t txn, dir Ino, name string, ino Ino, isDir bool) error {
+	if err := t.vanishGuard(ctx, ino); err != nil { // fileset_vanish.go
+		return err
+	}
 	f, p, ok, err := s.wbWhere(ctx, t, dir, name)
 	if err != nil || !ok {
 		return err

@@ -8,7 +8,9 @@
 //     and no symlink at home, reaches outside DIR: ".." is refused, and a
 //     symlink pointing outward is listed and read as a symlink (Readlink)
 //     but never followed (ErrPermission). WriteFile's temporary files
-//     (".tessera-home-tmp.*") are not listed.
+//     (".tessera-home-tmp.*") are not listed; the ones a killed writer left
+//     are removed by the next WriteFile into their directory after a start
+//     (unlocked and older than a minute: a live writer holds a flock).
 //   - s3://BUCKET/PREFIX?endpoint=http://127.0.0.1:PORT&region=R — any
 //     S3-compatible store, through minio-go. Directories are prefixes with a
 //     marker object "DIR/"; the change token is the ETag; reads are ranged

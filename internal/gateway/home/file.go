@@ -24,8 +24,9 @@ const tmpPrefix = ".tessera-home-tmp."
 // the directory: such a symlink is listed and can be read with Readlink,
 // but following it fails with ErrPermission.
 type FileStore struct {
-	dir  string
-	root *os.Root
+	dir   string
+	root  *os.Root
+	sweep sweeper // filetmp.go
 }
 
 var (
@@ -175,7 +176,9 @@ func (s *FileStore) ReadAt(ctx context.Context, path string, b []byte, off int64
 	return n, ferr("read", p, err)
 }
 
-// WriteFile writes a temporary file beside path and renames it over.
+// WriteFile writes a temporary file beside path and renames it over,
+// holding a lock on it meanwhile; the first write into a directory removes
+// the temporary files of writers that died (filetmp.go).
 func (s *FileStore) WriteFile(ctx context.Context, path string, r io.Reader, size int64, mode uint32) (Attr, error) {
 	p, err := clean("write", path)
 	if err != nil {
@@ -194,6 +197,7 @@ func (s *FileStore) WriteFile(ctx context.Context, path string, r io.Reader, siz
 		mode = uint32(fi.Mode().Perm())
 	}
 	dir, _ := split(p)
+	s.sweepTmp(dir)
 	var rnd [8]byte
 	rand.Read(rnd[:])
 	tmp := join(dir, tmpPrefix+hex.EncodeToString(rnd[:]))
@@ -208,6 +212,9 @@ func (s *FileStore) WriteFile(ctx context.Context, path string, r io.Reader, siz
 			s.root.Remove(tmp)
 		}
 	}()
+	if err := lockTmp(f, true); err != nil {
+		return Attr{}, ferr("write", p, err)
+	}
 	n, err := io.Copy(f, &ctxReader{ctx: ctx, r: io.LimitReader(r, size)})
 	if err != nil {
 		return Attr{}, ferr("write", p, err)

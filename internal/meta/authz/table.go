@@ -84,4 +84,6 @@ var rules = map[string]rule{
 	"Gateways":        {auth.ReadNamespace, cluster},
 	"IngestDir":       {auth.CacheHome, cluster},
 	"SetGateway":      {auth.CacheHome, cluster},
+	"EvictData":       {auth.CacheHome, cluster}, // admins and gateways
+	"RemoveVanished":  {auth.CacheHome, cluster}, // admins and gateways
 }

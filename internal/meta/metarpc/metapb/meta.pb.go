@@ -4429,6 +4429,75 @@ func (x *GatewayNodeList) GetGateways() []*GatewayNode {
 	return nil
 }
 
+// RemoveVanishedRequest is meta.VanishAPI.RemoveVanished's arguments.
+type RemoveVanishedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Parent        uint64                 `protobuf:"varint,1,opt,name=parent,proto3" json:"parent,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Ino           uint64                 `protobuf:"varint,3,opt,name=ino,proto3" json:"ino,omitempty"`
+	IsDir         bool                   `protobuf:"varint,4,opt,name=is_dir,json=isDir,proto3" json:"is_dir,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveVanishedRequest) Reset() {
+	*x = RemoveVanishedRequest{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveVanishedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveVanishedRequest) ProtoMessage() {}
+
+func (x *RemoveVanishedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveVanishedRequest.ProtoReflect.Descriptor instead.
+func (*RemoveVanishedRequest) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *RemoveVanishedRequest) GetParent() uint64 {
+	if x != nil {
+		return x.Parent
+	}
+	return 0
+}
+
+func (x *RemoveVanishedRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RemoveVanishedRequest) GetIno() uint64 {
+	if x != nil {
+		return x.Ino
+	}
+	return 0
+}
+
+func (x *RemoveVanishedRequest) GetIsDir() bool {
+	if x != nil {
+		return x.IsDir
+	}
+	return false
+}
+
 var File_tessera_meta_v1_meta_proto protoreflect.FileDescriptor
 
 const file_tessera_meta_v1_meta_proto_rawDesc = "" +
@@ -4786,11 +4855,16 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\tprev_seen\x18\b \x01(\x03R\bprevSeen\x12\x12\n" +
 	"\x04live\x18\t \x01(\bR\x04live\"K\n" +
 	"\x0fGatewayNodeList\x128\n" +
-	"\bgateways\x18\x01 \x03(\v2\x1c.tessera.meta.v1.GatewayNodeR\bgateways*e\n" +
+	"\bgateways\x18\x01 \x03(\v2\x1c.tessera.meta.v1.GatewayNodeR\bgateways\"l\n" +
+	"\x15RemoveVanishedRequest\x12\x16\n" +
+	"\x06parent\x18\x01 \x01(\x04R\x06parent\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03ino\x18\x03 \x01(\x04R\x03ino\x12\x15\n" +
+	"\x06is_dir\x18\x04 \x01(\bR\x05isDir*e\n" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\xb6\x19\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\xca\x1a\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -4832,7 +4906,9 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\rDeleteFileset\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty\x12F\n" +
 	"\tIngestDir\x12!.tessera.meta.v1.IngestDirRequest\x1a\x16.tessera.meta.v1.Inode\x12H\n" +
 	"\n" +
-	"SetGateway\x12\".tessera.meta.v1.SetGatewayRequest\x1a\x16.tessera.meta.v1.Inode\x12S\n" +
+	"SetGateway\x12\".tessera.meta.v1.SetGatewayRequest\x1a\x16.tessera.meta.v1.Inode\x12@\n" +
+	"\tEvictData\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12P\n" +
+	"\x0eRemoveVanished\x12&.tessera.meta.v1.RemoveVanishedRequest\x1a\x16.tessera.meta.v1.Empty\x12S\n" +
 	"\x0eClaimWriteback\x12&.tessera.meta.v1.ClaimWritebackRequest\x1a\x19.tessera.meta.v1.WBOpList\x12N\n" +
 	"\rWritebackDone\x12%.tessera.meta.v1.WritebackDoneRequest\x1a\x16.tessera.meta.v1.Empty\x12R\n" +
 	"\x0fWritebackFailed\x12'.tessera.meta.v1.WritebackFailedRequest\x1a\x16.tessera.meta.v1.Empty\x12S\n" +
@@ -4855,7 +4931,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),              // 0: tessera.meta.v1.CallbackKind
 	(*WBOp)(nil),                   // 1: tessera.meta.v1.WBOp
@@ -4920,6 +4996,7 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*GatewayCounters)(nil),        // 60: tessera.meta.v1.GatewayCounters
 	(*GatewayNode)(nil),            // 61: tessera.meta.v1.GatewayNode
 	(*GatewayNodeList)(nil),        // 62: tessera.meta.v1.GatewayNodeList
+	(*RemoveVanishedRequest)(nil),  // 63: tessera.meta.v1.RemoveVanishedRequest
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 0: tessera.meta.v1.WBOpList.ops:type_name -> tessera.meta.v1.WBOp
@@ -4990,62 +5067,66 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	22, // 65: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
 	17, // 66: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
 	18, // 67: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
-	3,  // 68: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
-	4,  // 69: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
-	5,  // 70: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
-	22, // 71: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
-	22, // 72: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
-	22, // 73: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
-	61, // 74: tessera.meta.v1.Meta.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
-	8,  // 75: tessera.meta.v1.Meta.Gateways:input_type -> tessera.meta.v1.Empty
-	12, // 76: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 77: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 78: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 79: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	12, // 80: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	12, // 81: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 82: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 83: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	32, // 84: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	35, // 85: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 86: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 87: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 88: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 89: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	39, // 90: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 91: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	40, // 92: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 93: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 94: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	41, // 95: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	43, // 96: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	43, // 97: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	43, // 98: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	43, // 99: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	47, // 100: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 101: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	52, // 102: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	53, // 103: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 104: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	56, // 105: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	57, // 106: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
-	59, // 107: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
-	14, // 108: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 109: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	15, // 110: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 111: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 112: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 113: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	2,  // 114: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 115: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 116: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 117: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 118: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	8,  // 119: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
-	62, // 120: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
-	62, // 121: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
-	76, // [76:122] is the sub-list for method output_type
-	30, // [30:76] is the sub-list for method input_type
+	22, // 68: tessera.meta.v1.Meta.EvictData:input_type -> tessera.meta.v1.InoRequest
+	63, // 69: tessera.meta.v1.Meta.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
+	3,  // 70: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
+	4,  // 71: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
+	5,  // 72: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
+	22, // 73: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
+	22, // 74: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
+	22, // 75: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
+	61, // 76: tessera.meta.v1.Meta.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
+	8,  // 77: tessera.meta.v1.Meta.Gateways:input_type -> tessera.meta.v1.Empty
+	12, // 78: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 79: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 80: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 81: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	12, // 82: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	12, // 83: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 84: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 85: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	32, // 86: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	35, // 87: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 88: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 89: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 90: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 91: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	39, // 92: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 93: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	40, // 94: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 95: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 96: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	41, // 97: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	43, // 98: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	43, // 99: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	43, // 100: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	43, // 101: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	47, // 102: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 103: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	52, // 104: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	53, // 105: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 106: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	56, // 107: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	57, // 108: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	59, // 109: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	14, // 110: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 111: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	15, // 112: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 113: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 114: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 115: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	12, // 116: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
+	8,  // 117: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
+	2,  // 118: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 119: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 120: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 121: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 122: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 123: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
+	62, // 124: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
+	62, // 125: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
+	78, // [78:126] is the sub-list for method output_type
+	30, // [30:78] is the sub-list for method input_type
 	30, // [30:30] is the sub-list for extension type_name
 	30, // [30:30] is the sub-list for extension extendee
 	0,  // [0:30] is the sub-list for field type_name
@@ -5062,7 +5143,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   62,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -67,6 +67,8 @@ const (
 	Meta_DeleteFileset_FullMethodName   = "/tessera.meta.v1.Meta/DeleteFileset"
 	Meta_IngestDir_FullMethodName       = "/tessera.meta.v1.Meta/IngestDir"
 	Meta_SetGateway_FullMethodName      = "/tessera.meta.v1.Meta/SetGateway"
+	Meta_EvictData_FullMethodName       = "/tessera.meta.v1.Meta/EvictData"
+	Meta_RemoveVanished_FullMethodName  = "/tessera.meta.v1.Meta/RemoveVanished"
 	Meta_ClaimWriteback_FullMethodName  = "/tessera.meta.v1.Meta/ClaimWriteback"
 	Meta_WritebackDone_FullMethodName   = "/tessera.meta.v1.Meta/WritebackDone"
 	Meta_WritebackFailed_FullMethodName = "/tessera.meta.v1.Meta/WritebackFailed"
@@ -137,6 +139,10 @@ type MetaClient interface {
 	DeleteFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
 	IngestDir(ctx context.Context, in *IngestDirRequest, opts ...grpc.CallOption) (*Inode, error)
 	SetGateway(ctx context.Context, in *SetGatewayRequest, opts ...grpc.CallOption) (*Inode, error)
+	// Drops a fileset file's cached data (meta.EvictAPI: tessera fileset evict).
+	EvictData(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error)
+	// Removes a name home no longer has (meta.VanishAPI: revalidation).
+	RemoveVanished(ctx context.Context, in *RemoveVanishedRequest, opts ...grpc.CallOption) (*Empty, error)
 	// The write-back queue (meta.WritebackAPI, issue 14).
 	ClaimWriteback(ctx context.Context, in *ClaimWritebackRequest, opts ...grpc.CallOption) (*WBOpList, error)
 	WritebackDone(ctx context.Context, in *WritebackDoneRequest, opts ...grpc.CallOption) (*Empty, error)
@@ -541,6 +547,26 @@ func (c *metaClient) SetGateway(ctx context.Context, in *SetGatewayRequest, opts
 	return out, nil
 }
 
+func (c *metaClient) EvictData(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Inode)
+	err := c.cc.Invoke(ctx, Meta_EvictData_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) RemoveVanished(ctx context.Context, in *RemoveVanishedRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Meta_RemoveVanished_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *metaClient) ClaimWriteback(ctx context.Context, in *ClaimWritebackRequest, opts ...grpc.CallOption) (*WBOpList, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(WBOpList)
@@ -681,6 +707,10 @@ type MetaServer interface {
 	DeleteFileset(context.Context, *InoRequest) (*Empty, error)
 	IngestDir(context.Context, *IngestDirRequest) (*Inode, error)
 	SetGateway(context.Context, *SetGatewayRequest) (*Inode, error)
+	// Drops a fileset file's cached data (meta.EvictAPI: tessera fileset evict).
+	EvictData(context.Context, *InoRequest) (*Inode, error)
+	// Removes a name home no longer has (meta.VanishAPI: revalidation).
+	RemoveVanished(context.Context, *RemoveVanishedRequest) (*Empty, error)
 	// The write-back queue (meta.WritebackAPI, issue 14).
 	ClaimWriteback(context.Context, *ClaimWritebackRequest) (*WBOpList, error)
 	WritebackDone(context.Context, *WritebackDoneRequest) (*Empty, error)
@@ -815,6 +845,12 @@ func (UnimplementedMetaServer) IngestDir(context.Context, *IngestDirRequest) (*I
 }
 func (UnimplementedMetaServer) SetGateway(context.Context, *SetGatewayRequest) (*Inode, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SetGateway not implemented")
+}
+func (UnimplementedMetaServer) EvictData(context.Context, *InoRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method EvictData not implemented")
+}
+func (UnimplementedMetaServer) RemoveVanished(context.Context, *RemoveVanishedRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RemoveVanished not implemented")
 }
 func (UnimplementedMetaServer) ClaimWriteback(context.Context, *ClaimWritebackRequest) (*WBOpList, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ClaimWriteback not implemented")
@@ -1534,6 +1570,42 @@ func _Meta_SetGateway_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Meta_EvictData_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).EvictData(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_EvictData_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).EvictData(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_RemoveVanished_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveVanishedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).RemoveVanished(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_RemoveVanished_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).RemoveVanished(ctx, req.(*RemoveVanishedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Meta_ClaimWriteback_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ClaimWritebackRequest)
 	if err := dec(in); err != nil {
@@ -1832,6 +1904,14 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetGateway",
 			Handler:    _Meta_SetGateway_Handler,
+		},
+		{
+			MethodName: "EvictData",
+			Handler:    _Meta_EvictData_Handler,
+		},
+		{
+			MethodName: "RemoveVanished",
+			Handler:    _Meta_RemoveVanished_Handler,
 		},
 		{
 			MethodName: "ClaimWriteback",
