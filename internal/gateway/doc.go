@@ -10,12 +10,16 @@
 // already is left alone, so a local create wins over home's); it lists in
 // batches of meta.MaxIngestEntries and marks the directory cached with
 // the last one, so a listing cut short is finished by the next. Fetch
-// reads whole blocks of a file from home (home.Store.ReadAt) and stores
-// them through the client's normal write path, so the blocks are uploaded
-// to the block servers placement chooses and committed; then it adds them
-// to the cached runs of the inode's gateway section (meta.SetGateway,
-// guarded by the inode's Change, and refused if home's object changed
-// since the fetch began). Once every block is in, the file is cached.
+// reads whole blocks of a file from home (home.Store.ReadAt, in ranges of
+// Options.Chunk bytes with up to Options.InFlight of them in flight: the
+// window of window.go) and stores them, in order of offset while the next
+// ranges are read, through the client's normal write path, so the blocks
+// are uploaded to the block servers placement chooses and committed; as
+// they are committed it adds them to the cached runs of the inode's
+// gateway section (meta.SetGateway, guarded by the inode's Change, and
+// refused if home's object changed since the fetch began). The first
+// error stops the window: the blocks stored before it stay recorded, none
+// after it is. Once every block is in, the file is cached.
 // Cached directories and files are served by the namespace and the block
 // servers alone: home is not needed to list or read them again.
 //
@@ -61,6 +65,7 @@
 // ingest rate per gateway of tessera up --gateways N in fileset status
 // (Stats holds the counts; gateway processes report theirs in their
 // heartbeats).
-// See docs/design/2026-11-24-gateway.md and
-// docs/design/2026-11-25-gateway-ranges.md.
+// See docs/design/2026-11-24-gateway.md,
+// docs/design/2026-11-25-gateway-ranges.md and
+// docs/design/2026-11-25-ingest-window.md.
 package gateway

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"syscall"
 	"time"
@@ -27,6 +26,7 @@ type Ingester struct {
 	open   func(ctx context.Context, url string) (home.Store, error)
 	now    func() time.Time
 	chunk  int64
+	depth  int // home reads in flight per fetch (window.go)
 	mu     sync.Mutex
 	stores map[meta.Ino]home.Store // by fileset root
 	stats  Stats
@@ -43,6 +43,11 @@ type Options struct {
 	Now func() time.Time
 	// Chunk is how many bytes one home read asks for; default 4 MiB.
 	Chunk int64
+	// InFlight is how many home reads of Chunk bytes one fetch keeps in
+	// flight while it stores the ranges already read (the window: at
+	// most InFlight x Chunk bytes held per fetch); default
+	// DefaultInFlight. 1 reads one range at a time.
+	InFlight int
 }
 
 // Stats count what an Ingester fetched.
@@ -66,6 +71,10 @@ func NewIngester(m MetaAPI, c *client.Client, opts Options) *Ingester {
 	}
 	if g.chunk <= 0 {
 		g.chunk = 4 << 20
+	}
+	g.depth = opts.InFlight
+	if g.depth <= 0 {
+		g.depth = DefaultInFlight
 	}
 	return g
 }
@@ -202,7 +211,9 @@ func homeEntry(a home.Attr) (meta.HomeEntry, bool) {
 // home (cut at the home size the inode records), stores them through the
 // data path and records them in the inode's cached runs: once every block
 // is in, the file is cached. It returns the inode afterwards. (Group.Fetch
-// is what a mount asks: it splits, shares and prefetches.)
+// is what a mount asks: it splits, shares and prefetches.) Blocks are
+// recorded as they are stored, in order: after an error the blocks before
+// the failed range stay recorded and readable, none after it is recorded.
 func (g *Ingester) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error) {
 	in, err := g.meta.GetAttr(ctx, ino)
 	if err != nil {
@@ -221,24 +232,46 @@ func (g *Ingester) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.
 	if first >= end {
 		return in, nil
 	}
-	in, sec, done, err := g.fetchData(ctx, ino, int64(first)*bs, int64(end-first)*bs)
+	// recorded is the end of the blocks recorded so far; out the inode
+	// after the last record.
+	recorded, out := first, meta.Inode{}
+	stored := func(sec *meta.GatewayInfo, pos int64) error {
+		upto := uint64(pos / bs) // whole blocks stored
+		if pos >= int64(sec.HomeSize) {
+			upto = end // the file's last block, short, is whole
+		}
+		upto = min(upto, end)
+		if upto <= recorded {
+			return nil
+		}
+		o, err := g.recordRun(ctx, ino, sec, meta.BlockRange{First: recorded, End: upto})
+		if err != nil {
+			return err
+		}
+		recorded, out = upto, o
+		return nil
+	}
+	in, _, done, err := g.fetchData(ctx, ino, int64(first)*bs, int64(end-first)*bs, stored)
 	if err != nil || done {
 		return in, err
 	}
-	return g.recordRun(ctx, ino, sec, meta.BlockRange{First: first, End: end})
+	return out, nil
 }
 
 // FetchData is Fetch without recording the cache state: what a gateway
 // does for a range of a file another gateway owns, which records the
 // state once every range is in (Group).
 func (g *Ingester) FetchData(ctx context.Context, ino meta.Ino, off, n int64) error {
-	_, _, _, err := g.fetchData(ctx, ino, off, n)
+	_, _, _, err := g.fetchData(ctx, ino, off, n, nil)
 	return err
 }
 
-// fetchData stores [off, off+n) of ino; done is true when the file was
-// cached already (nothing fetched).
-func (g *Ingester) fetchData(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, *meta.GatewayInfo, bool, error) {
+// fetchData stores [off, off+n) of ino, reading home through a window of
+// reads in flight (readWindow); done is true when the file was cached
+// already (nothing fetched). With stored set, each range is committed
+// once written and stored is told where the stored bytes end (from off),
+// in order: what it records is on the block servers and in the inode.
+func (g *Ingester) fetchData(ctx context.Context, ino meta.Ino, off, n int64, stored func(sec *meta.GatewayInfo, pos int64) error) (meta.Inode, *meta.GatewayInfo, bool, error) {
 	// What it stores is home's content: not a local update to write
 	// back, and allowed in a read-only fileset.
 	ctx = meta.WithoutWriteback(ctx)
@@ -273,24 +306,26 @@ func (g *Ingester) fetchData(ctx context.Context, ino meta.Ino, off, n int64) (m
 		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
 	}
 	defer h.Release(context.WithoutCancel(ctx))
-	buf := make([]byte, g.chunk)
-	for pos := off; pos < end; {
-		p := buf[:min(int64(len(buf)), end-pos)]
-		k, err := st.ReadAt(ctx, sec.HomePath, p, pos)
-		if err != nil && !(errors.Is(err, io.EOF) && k == len(p)) {
-			if errors.Is(err, io.EOF) {
-				err = fmt.Errorf("home file %q ended at %d, expected %d bytes: %w", sec.HomePath, pos+int64(k), size, io.ErrUnexpectedEOF)
-			}
-			return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
-		}
-		if _, err := h.Write(ctx, pos, p[:k]); err != nil {
-			return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: store %d bytes at %d: %w", ino, k, pos, err)
-		}
+	reads := func(k int) {
 		g.mu.Lock()
 		g.stats.Reads++
 		g.stats.BytesFetch += uint64(k)
 		g.mu.Unlock()
-		pos += int64(k)
+	}
+	err = readWindow(ctx, st, sec.HomePath, off, end, g.chunk, g.depth, reads, func(pos int64, p []byte) error {
+		if _, err := h.Write(ctx, pos, p); err != nil {
+			return fmt.Errorf("store %d bytes at %d: %w", len(p), pos, err)
+		}
+		if stored == nil {
+			return nil
+		}
+		if err := h.Flush(ctx); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return stored(sec, pos+int64(len(p)))
+	})
+	if err != nil {
+		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
 	}
 	if err := h.Flush(ctx); err != nil {
 		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: commit: %w", ino, err)
