@@ -2,15 +2,11 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"tessera/test/cluster"
 )
@@ -67,43 +63,8 @@ func TestGatewayTesseraHome(t *testing.T) {
 // TestGatewayS3Home: the home is a bucket of a Versity S3 Gateway
 // (posix backend) started by the test on 127.0.0.1.
 func TestGatewayS3Home(t *testing.T) {
-	bin, err := exec.LookPath("versitygw")
-	if err != nil {
-		out, _ := exec.Command("go", "env", "GOPATH").Output()
-		bin = filepath.Join(strings.TrimSpace(string(out)), "bin", "versitygw")
-		if _, err := os.Stat(bin); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("versitygw not installed (scripts/test.sh installs it)")
-			}
-			t.Skip("versitygw not installed (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0)")
-		}
-	}
-	backend := t.TempDir()
-	must(t, os.Mkdir(filepath.Join(backend, "bkt"), 0o755))
+	addr, backend, keyFile := startVersity(t) // gateway_outage_test.go
 	want := homeTree(t, filepath.Join(backend, "bkt", "pre"))
-	keyFile := filepath.Join(t.TempDir(), "s3key")
-	const access, secret = "gw-e2e", "gw-e2e-secret"
-	must(t, os.WriteFile(keyFile, []byte(access+" "+secret+"\n"), 0o600))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	must(t, err)
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, "--port", addr, "--access", access, "--secret", secret, "--quiet", "posix", backend)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	must(t, cmd.Start())
-	t.Cleanup(func() { syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL); cmd.Wait() })
-	up := false
-	for range 600 { // at most a minute
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			c.Close()
-			up = true
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if !up {
-		t.Fatalf("versitygw did not listen on %s", addr)
-	}
 	q := url.Values{"endpoint": {"http://" + addr}, "region": {"us-east-1"}, "access_key_file": {keyFile}}
 	serveHome(t, "s3://bkt/pre?"+q.Encode(), want)
 }
