@@ -19,6 +19,22 @@ import (
 // names home no longer has, as far as they are clean (vanish.go). Time is the Ingester's
 // clock (Options.Now), so tests control it.
 
+// Revalidable reports whether inode ino (gateway section sec, in fileset
+// f) is ever compared with home: not if it was made locally (no home
+// path) nor in a single-writer fileset (home changes only through the
+// cache).
+func Revalidable(ino meta.Ino, sec *meta.GatewayInfo, f meta.Fileset) bool {
+	return f.Mode != meta.ModeSW && (sec.HomePath != "" || ino == sec.Fileset)
+}
+
+// RevalidationDue reports whether ino is Revalidable and the fileset's
+// validity lag has passed at now since it was last validated. Mounts ask
+// it before calling a gateway (gwrpc.Router.Due); Revalidate applies it
+// unless forced.
+func RevalidationDue(ino meta.Ino, sec *meta.GatewayInfo, f meta.Fileset, now time.Time) bool {
+	return Revalidable(ino, sec, f) && now.Sub(time.Unix(0, sec.Validated)) >= f.ValidityLag
+}
+
 // Revalidate compares inode ino with home when its validity lag has
 // passed (or always, with force) and invalidates it if home changed. It
 // reports whether it invalidated. Inodes made locally (no home path) and
@@ -40,11 +56,8 @@ func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bo
 	if err != nil {
 		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
 	}
-	if f.Mode == meta.ModeSW || (sec.HomePath == "" && ino != sec.Fileset) {
-		return false, nil
-	}
 	now := g.now()
-	if !force && now.Sub(time.Unix(0, sec.Validated)) < f.ValidityLag {
+	if !Revalidable(ino, sec, f) || (!force && !RevalidationDue(ino, sec, f, now)) {
 		return false, nil
 	}
 	st, err := g.store(ctx, sec.Fileset)

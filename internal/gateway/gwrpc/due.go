@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"tessera/internal/gateway"
 	"tessera/internal/meta"
 )
 
@@ -38,18 +39,11 @@ func (r *Router) Due(ctx context.Context, in *meta.Inode) bool {
 	if in == nil || in.Gateway == nil {
 		return true
 	}
-	sec := in.Gateway
-	if sec.HomePath == "" && in.Ino != sec.Fileset {
-		return false // made locally: nothing at home to compare with
-	}
-	f, ok := r.filesetOf(ctx, sec.Fileset)
+	f, ok := r.filesetOf(ctx, in.Gateway.Fileset)
 	if !ok {
 		return true
 	}
-	if f.Mode == meta.ModeSW {
-		return false // single writer: home is not expected to change
-	}
-	return r.now().Sub(time.Unix(0, sec.Validated)) >= f.ValidityLag
+	return gateway.RevalidationDue(in.Ino, in.Gateway, f, r.now())
 }
 
 // filesetOf returns the settings of the fileset rooted at root, read from
