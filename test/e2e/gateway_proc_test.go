@@ -46,6 +46,12 @@ func startGatewayCluster(t *testing.T, n int, mode string) (*cluster.Multi, stri
 	if res.ExitCode != 0 {
 		t.Fatalf("fileset create: exit %d: %s", res.ExitCode, res.Stderr)
 	}
+	// A gateway is ready before its first heartbeat registers it: wait
+	// until the meta service lists every one live, so that the first
+	// fetch is split among all of them, not among those registered so far.
+	if got, out := gatewayCounts(t, m, cache, func(c map[string][3]uint64) bool { return len(c) == n }); len(got) != n {
+		t.Fatalf("%d of %d gateways listed live:\n%s", len(got), n, out)
+	}
 	return m, home, cache
 }
 
