@@ -83,3 +83,9 @@ func mix(x uint64) uint64 {
 	x *= 0xc4ceb9fe1a85ec53
 	return x ^ x>>33
 }
+
+// Names returns the members' names, in order (what ownership hashes over).
+func (g *Group) Names() []string { return slices.Clone(g.names) }
+
+// Members returns the members, in order.
+func (g *Group) Members() []Member { return slices.Clone(g.gs) }

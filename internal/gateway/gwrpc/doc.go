@@ -22,8 +22,11 @@
 // dies before it replies is skipped for 2*meta.GatewayTTL and the request
 // goes to the next gateway by the same hash, so a read whose owner is
 // killed completes through the next owner. The gateway asked does the work
-// whatever its own view of ownership (it is the group's self): a fetch
-// larger than the group's RangeSize is split among all the live gateways it
-// knows (FetchData over the network, a Remote per peer), and a peer that is
-// gone has its range stored by the asking gateway itself.
+// whatever its own view of ownership (it is the group's self). It takes
+// the live list from the meta service before every fetch (not only at its
+// heartbeat: a gateway registered since takes its share at once) and
+// shares the fetch and the prefetch it starts among all the live gateways
+// (gateway's deal.go; FetchData over the network, a Remote per peer); a
+// peer that is gone has its range stored by the asking gateway itself,
+// logged at Warn and counted (Node.Fallbacks).
 package gwrpc

@@ -88,6 +88,13 @@ func (e *env) creds(t *testing.T, name string, role auth.Role) *auth.Credentials
 // node starts gateway id with its own data-path client.
 func (e *env) node(t *testing.T, id string) *gwrpc.Node {
 	t.Helper()
+	return e.nodeBeating(t, id, 50*time.Millisecond)
+}
+
+// nodeBeating is node with a heartbeat of every (how often the gateway
+// re-registers and takes the live list).
+func (e *env) nodeBeating(t *testing.T, id string, every time.Duration) *gwrpc.Node {
+	t.Helper()
 	ctx := context.Background()
 	c, err := client.New(ctx, client.Config{Meta: e.svc, Dial: func(meta.Server) (block.Store, error) { return e.st, nil },
 		Logger: slog.New(slog.DiscardHandler)})
@@ -96,7 +103,7 @@ func (e *env) node(t *testing.T, id string) *gwrpc.Node {
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })
 	n, err := gwrpc.StartNode(ctx, gwrpc.NodeConfig{Meta: e.svc, Data: c, ID: id, Listen: "127.0.0.1:0",
-		Creds: e.creds(t, id, auth.RoleGateway), Heartbeat: 50 * time.Millisecond})
+		Creds: e.creds(t, id, auth.RoleGateway), Heartbeat: every})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,5 +300,54 @@ func TestDialRefusesOtherRoles(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "not of role") {
 		t.Errorf("the refusal does not say why: %v", err)
+	}
+}
+
+// TestOwnerSplitsWithGatewaysJoinedSince: a gateway whose own live list
+// is older than the gateways registered since (its next heartbeat is an
+// hour away) shares a small miss's prefetch with all of them: it takes
+// the live list when asked to fetch, not only at its heartbeat nor only
+// for a fetch larger than a range. (TestGatewayProcessesIngest's lost
+// gateway: the owner's list was up to a heartbeat old when the read began.)
+func TestOwnerSplitsWithGatewaysJoinedSince(t *testing.T) {
+	e := newEnv(t)
+	nodes := []*gwrpc.Node{e.nodeBeating(t, "gw0", time.Hour), e.node(t, "gw1"), e.node(t, "gw2")}
+	r := gwrpc.NewRouter(e.svc, e.creds(t, "mount", auth.RoleClientRW), nil)
+	defer r.Close()
+	ctx := context.Background()
+	data := randBytes(3, 1<<20) // 16 blocks, eight ranges of two
+	ino := e.put(t, r, "seq", data)
+
+	c, err := gwrpc.Dial(nodes[0].Addr(), e.creds(t, "mount2", auth.RoleClientRW))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Fetch(ctx, ino, 0, 100); err != nil { // one block; the rest is prefetch
+		t.Fatal(err)
+	}
+	var in meta.Inode
+	for range 3000 { // the prefetch runs in the background on gw0
+		if in, err = e.svc.GetAttr(ctx, ino); err != nil {
+			t.Fatal(err)
+		}
+		if in.Gateway.State == meta.CacheCached {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if in.Gateway.State != meta.CacheCached {
+		t.Fatalf("the file after its prefetch: %v %v; want cached", in.Gateway.State, in.Gateway.Cached)
+	}
+	for i, n := range nodes {
+		if s := n.Stats(); s.Ranges == 0 || s.BytesFetch == 0 {
+			t.Errorf("gw%d fetched no range of the miss and its prefetch: %+v", i, s)
+		}
+		if f := n.Fallbacks(); f != 0 {
+			t.Errorf("gw%d stored %d ranges of gone peers; none was gone", i, f)
+		}
+	}
+	if got := e.read(t, ino, len(data)); !bytes.Equal(got, data) {
+		t.Errorf("seq reads back %d bytes that differ from home's", len(got))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -60,10 +61,13 @@ type Node struct {
 	group   atomic.Pointer[gateway.Group]
 	started int64
 	wbOps   atomic.Uint64
-	wb      *writeback.Host
-	cancel  context.CancelFunc
-	done    chan error
-	loops   sync.WaitGroup
+	// fallbacks counts the ranges of split fetches this gateway stored
+	// itself because the peer dealt them was gone (Remote.fallback).
+	fallbacks atomic.Uint64
+	wb        *writeback.Host
+	cancel    context.CancelFunc
+	done      chan error
+	loops     sync.WaitGroup
 
 	mu    sync.Mutex
 	peers map[string]*Remote // by address
@@ -122,6 +126,10 @@ func (n *Node) Addr() string { return n.ln.Addr().String() }
 
 // Done reports the serving loop's end (nil after Close).
 func (n *Node) Done() <-chan error { return n.done }
+
+// Fallbacks returns how many ranges of split fetches this gateway stored
+// itself because the gateway they were dealt to was gone.
+func (n *Node) Fallbacks() uint64 { return n.fallbacks.Load() }
 
 // Stats are the process's Ingester's counts.
 func (n *Node) Stats() gateway.Stats { return n.self.Stats() }
@@ -236,12 +244,18 @@ func (n *Node) setLive(live []meta.GatewayNode) {
 		}
 		p := n.peers[g.Addr]
 		if p == nil {
+			id, addr := g.ID, g.Addr
 			var err error
 			if p, err = Dial(g.Addr, n.cfg.Creds); err != nil {
 				n.cfg.Logger.Warn("gateway: cannot reach a peer; left out", "peer", g.ID, "addr", g.Addr, "err", err)
 				continue
 			}
 			p.fallback = n.self
+			p.fellBack = func(off, size int64, err error) {
+				n.fallbacks.Add(1)
+				n.cfg.Logger.Warn("gateway: a peer was gone; storing its range of a split fetch here",
+					"gateway", n.cfg.ID, "peer", id, "addr", addr, "off", off, "n", size, "err", err)
+			}
 			n.peers[g.Addr] = p
 		}
 		keep[g.Addr] = true
@@ -254,13 +268,31 @@ func (n *Node) setLive(live []meta.GatewayNode) {
 		}
 	}
 	n.live = live
+	old := n.group.Load()
+	if old != nil && slices.Equal(old.Names(), names) && n.membersSame(old, ms) {
+		return // the same gateways: the group stays (a refresh per fetch)
+	}
 	var grp *gateway.Group
-	if old := n.group.Load(); old != nil {
+	if old != nil {
 		grp = old.Regroup(names, ms) // keeps the fetches in flight shared
 	} else {
 		grp = gateway.NewGroupOf(names, ms, 0)
 	}
 	n.group.Store(grp)
+}
+
+// membersSame reports whether g's members are ms (the same connections).
+func (n *Node) membersSame(g *gateway.Group, ms []gateway.Member) bool {
+	old := g.Members()
+	if len(old) != len(ms) {
+		return false
+	}
+	for i := range ms {
+		if old[i] != ms[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // SetRangeSize sets the size of the ranges a large fetch is cut into

@@ -33,6 +33,10 @@ type Remote struct {
 	// cannot be reached (it died mid-fetch): a split fetch then completes
 	// with the gateways left.
 	fallback *gateway.Ingester
+	// fellBack, when set, is told of each range the fallback stored
+	// (the Node logs and counts them: a split that quietly lost a
+	// gateway cannot be told from one that never dealt it a piece).
+	fellBack func(off, n int64, err error)
 }
 
 var _ gateway.Member = (*Remote)(nil)
@@ -111,6 +115,9 @@ func (r *Remote) FetchData(ctx context.Context, ino meta.Ino, off, n int64) erro
 		return err
 	})
 	if err != nil && gone(err) && r.fallback != nil && ctx.Err() == nil {
+		if r.fellBack != nil {
+			r.fellBack(off, n, err)
+		}
 		return r.fallback.FetchData(ctx, ino, off, n)
 	}
 	return err

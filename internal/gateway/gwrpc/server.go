@@ -30,9 +30,10 @@ type server struct {
 	gwpb.UnimplementedGatewayServer
 	self  *gateway.Ingester
 	group *atomic.Pointer[gateway.Group]
-	// fresh brings the group up to the live list before a fetch is
-	// split (a gateway that joined since the last heartbeat takes its
-	// share); an error leaves the group as it is.
+	// fresh brings the group up to the live list before every fetch (a
+	// gateway that joined since this one's last heartbeat takes its
+	// share of the fetch and of the prefetch it starts, however small
+	// the read that missed); an error leaves the group as it is.
 	fresh func(ctx context.Context)
 }
 
@@ -88,7 +89,7 @@ func (s *server) Fetch(ctx context.Context, r *gwpb.FetchRequest) (*pb.Inode, er
 	if err := checkRange(r.GetOff(), r.GetN()); err != nil {
 		return nil, metarpc.StatusOf(err)
 	}
-	if g := s.group.Load(); r.GetN() > g.RangeSize && s.fresh != nil {
+	if s.fresh != nil {
 		s.fresh(ctx)
 	}
 	return inodeReply(s.group.Load().Fetch(ctx, meta.Ino(r.GetIno()), r.GetOff(), r.GetN()))
