@@ -28,13 +28,17 @@
 // names, or the group's self in a gateway process; a remote owner is
 // handed the whole request). Group.Fetch fetches the blocks a reader
 // needs that are not cached, cut into pieces of at most Group.RangeSize
-// dealt round-robin to all gateways (FetchData), which read home in
-// parallel; the owner records each piece, and the reader waits for those
-// blocks only. A block being fetched is fetched once: readers that miss
-// it meanwhile wait for that fetch (flight.go; Regroup keeps this across
-// a change of the live gateways). Then the fileset's prefetch setting
-// runs in the background on the owner: none, the Group.Window after the
-// read (range), or the rest of the file (whole). A file read at more
+// and into at least one per gateway when it holds that many blocks, each
+// dealt to the gateway with the fewest pieces in flight (deal.go;
+// FetchData), which read home in parallel; the owner records each piece,
+// and the reader waits for those blocks only. A block being fetched is
+// fetched once: readers that miss it meanwhile wait for that fetch
+// (flight.go; Regroup keeps this across a change of the live gateways).
+// While the reader waits, the fileset's prefetch setting starts in the
+// background on the owner, shared the same way: none, read-ahead
+// (range: the Group.Window after the read, and the next window as soon
+// as the reader misses inside the last one: readahead.go), or the rest
+// of the file (whole). A file read at more
 // scattered places than its section can record (meta.MaxCachedRanges
 // runs) is fetched whole. Its members (Member) are local Ingesters or
 // gateway processes reached over the network (gateway/gwrpc, where the
@@ -66,6 +70,7 @@
 // (Stats holds the counts; gateway processes report theirs in their
 // heartbeats).
 // See docs/design/2026-11-24-gateway.md,
-// docs/design/2026-11-25-gateway-ranges.md and
-// docs/design/2026-11-25-ingest-window.md.
+// docs/design/2026-11-25-gateway-ranges.md,
+// docs/design/2026-11-25-ingest-window.md and
+// docs/design/2026-11-25-gateway-split.md.
 package gateway

@@ -107,3 +107,27 @@ func (f *flights) finish(ino meta.Ino, p *piece, err error) {
 	p.err = err
 	close(p.done)
 }
+
+// free returns the blocks of runs of ino that no piece is fetching.
+func (f *flights) free(ino meta.Ino, runs []meta.BlockRange) []meta.BlockRange {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	busy := f.m[ino]
+	if len(busy) == 0 {
+		return runs
+	}
+	var out []meta.BlockRange
+	for _, r := range runs {
+		for b := r.First; b < r.End; b++ {
+			if busy[b] != nil {
+				continue
+			}
+			if n := len(out); n > 0 && out[n-1].End == b {
+				out[n-1].End++
+			} else {
+				out = append(out, meta.BlockRange{First: b, End: b + 1})
+			}
+		}
+	}
+	return out
+}

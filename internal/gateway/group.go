@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"tessera/internal/meta"
 )
@@ -14,10 +13,11 @@ import (
 // a mount asked) sees them. Every request goes to the gateway owning the
 // inode (Owner, member.go); a remote owner does the work itself. A fetch
 // asks for the blocks a reader needs: the owner cuts the missing ones into
-// pieces of at most RangeSize bytes (whole blocks) and deals them
-// round-robin to every gateway, starting with itself; they read home in
-// parallel and store their pieces, and the owner records each piece in
-// the inode's cached runs. The caller waits only for the blocks it asked
+// pieces of at most RangeSize bytes (whole blocks), at least one per
+// gateway when there are enough blocks, and deals each to the gateway
+// with the fewest pieces in flight (deal.go); they read home in parallel
+// and store their pieces, and the owner records each piece in the
+// inode's cached runs. The caller waits only for the blocks it asked
 // for; what follows is the fileset's prefetch setting, fetched in the
 // background (see Fetch). A block being fetched is fetched once: other
 // readers missing it wait for that fetch.
@@ -30,8 +30,9 @@ type Group struct {
 	// Default 16 MiB.
 	RangeSize int64
 	// Window is how far past a miss a fileset with prefetch "range"
-	// fetches in the background (rounded up to whole blocks). Default
-	// 16 MiB.
+	// fetches in the background (rounded up to whole blocks), and how
+	// far the read-ahead goes on when the reader enters that window
+	// (readahead.go). Default 16 MiB.
 	Window int64
 
 	st *groupState // shared by the groups Regroup makes of this one
@@ -46,10 +47,13 @@ type groupState struct {
 	bg        sync.WaitGroup
 	bgCtx     context.Context
 	bgStop    context.CancelFunc
-	// turn deals pieces to the gateways in turn, across fetches, so that
-	// the pieces of a sequential reader's misses and prefetches are read
-	// by all of them in parallel.
-	turn atomic.Uint64
+	// turn breaks ties between gateways equally loaded, and load counts
+	// each gateway's pieces in flight by name (deal.go); under mu.
+	turn uint64
+	load map[string]int
+	// ahead is the read-ahead of files read in sequence (readahead.go);
+	// under mu.
+	ahead map[meta.Ino]readAhead
 }
 
 // NewGroup returns the group of gs (at least one).
@@ -65,7 +69,8 @@ func NewGroup(gs ...*Ingester) *Group {
 func newGroup(names []string, ms []Member, self int) *Group {
 	ctx, stop := context.WithCancel(context.Background())
 	return &Group{gs: ms, names: names, self: self, RangeSize: 16 << 20, Window: 16 << 20,
-		st: &groupState{bgCtx: ctx, bgStop: stop, scattered: map[meta.Ino]bool{}}}
+		st: &groupState{bgCtx: ctx, bgStop: stop, scattered: map[meta.Ino]bool{},
+			load: map[string]int{}, ahead: map[meta.Ino]readAhead{}}}
 }
 
 // Regroup returns a group of other members (the live gateways changed)
@@ -150,10 +155,12 @@ func geometry(in meta.Inode, sec *meta.GatewayInfo) (bs int64, nb uint64) {
 // Fetch makes [off, off+n) of file ino readable from the cache and returns
 // the inode afterwards: it fetches the blocks of the range that are not
 // cached, split among the gateways, and waits for them (and for those
-// other readers are fetching). Then, following the fileset's prefetch
-// setting, it starts in the background: nothing more (none), the Window
-// after the range (range), or the rest of the file (whole, split among
-// the gateways as any large fetch). A range past home's size is cut there.
+// other readers are fetching). Once the range's blocks are claimed, and
+// while the caller waits for them, it starts what the fileset's prefetch
+// setting adds in the background: nothing (none), the read-ahead of a
+// sequential reader (range: readahead.go), or the rest of the file
+// (whole, split among the gateways as any large fetch). A range past
+// home's size is cut there.
 func (g *Group) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error) {
 	owner := g.local(ino)
 	if owner == nil { // a remote owner splits, records and prefetches itself
@@ -174,17 +181,20 @@ func (g *Group) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Ino
 		return meta.Inode{}, fmt.Errorf("fetch inode %d: range %d+%d: %w", ino, off, n, meta.ErrInvalid)
 	}
 	if sec.State == meta.CacheCached {
+		g.forget(ino)
 		return in, nil
 	}
 	bs, nb := geometry(in, sec)
 	first := uint64(off / bs)
 	end := min(uint64((min(off, int64(sec.HomeSize))+min(n, int64(sec.HomeSize))+bs-1)/bs), nb)
+	ahead := func() { g.prefetch(ctx, ino, sec, bs, first, end, nb) }
 	if first < end {
-		if err := g.need(ctx, ino, sec, first, end, bs); err != nil {
+		if err := g.need(ctx, ino, sec, first, end, bs, ahead); err != nil {
 			return meta.Inode{}, err
 		}
+	} else {
+		ahead()
 	}
-	g.prefetch(ctx, ino, sec, bs, first, end, nb)
 	out, err := owner.meta.GetAttr(ctx, ino)
 	if err != nil {
 		return meta.Inode{}, fmt.Errorf("fetch inode %d: %w", ino, err)
@@ -197,16 +207,23 @@ func (g *Group) pieceBlocks(bs int64) uint64 {
 	return uint64(max(1, (g.RangeSize+bs-1)/bs))
 }
 
-// need fetches the blocks [first, end) of ino that sec does not hold and
-// waits for them. A piece another reader was fetching that failed is
-// tried once more by this one (that reader may merely have given up).
-func (g *Group) need(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, first, end uint64, bs int64) error {
+// need fetches the blocks [first, end) of ino that sec does not hold, in
+// shares dealt among the gateways (deal.go), and waits for them; then,
+// if set, is called once the blocks are claimed, before the wait (the
+// prefetch: the reader's blocks are claimed first, and the read-ahead
+// runs while it waits). A piece another reader was fetching that failed
+// is tried once more by this one (that reader may merely have given up).
+func (g *Group) need(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, first, end uint64, bs int64, then func()) error {
 	for attempt := 0; ; attempt++ {
-		mine, theirs := g.st.fl.claim(ino, meta.MissingRanges(sec.Cached, first, end), g.pieceBlocks(bs))
+		mine, theirs := g.st.fl.claim(ino, g.shares(meta.MissingRanges(sec.Cached, first, end), bs), g.pieceBlocks(bs))
 		errs := make(chan error, len(mine))
 		for _, p := range mine {
-			i := int(g.st.turn.Add(1) - 1)
+			i := g.pick(g.Owner(ino))
 			go func() { errs <- g.fetchPiece(ctx, ino, sec, p, i, bs, true) }()
+		}
+		if then != nil {
+			then()
+			then = nil
 		}
 		var failed error
 		for range mine {
@@ -247,15 +264,15 @@ func (g *Group) need(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, f
 	}
 }
 
-// fetchPiece has the i-th gateway after the owner store piece p, then
-// (record) the owner record it, and ends p. A file read at too many
-// scattered places to record its runs is fetched whole in the background
-// instead (fillWhole); the piece's blocks are stored all the same.
+// fetchPiece has gateway i (chosen by pick) store piece p, then (record)
+// the owner record it, and ends p. A file read at too many scattered
+// places to record its runs is fetched whole in the background instead
+// (fillWhole); the piece's blocks are stored all the same.
 func (g *Group) fetchPiece(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, p *piece, i int, bs int64, record bool) (err error) {
 	defer func() { g.st.fl.finish(ino, p, err) }()
-	o := g.Owner(ino)
-	x := g.gs[(o+i)%len(g.gs)]
-	if err := x.FetchData(ctx, ino, int64(p.first)*bs, int64(p.end-p.first)*bs); err != nil {
+	err = g.gs[i].FetchData(ctx, ino, int64(p.first)*bs, int64(p.end-p.first)*bs)
+	g.done(i)
+	if err != nil {
 		return err
 	}
 	if !record {
@@ -299,10 +316,11 @@ func (g *Group) fillWhole(ino meta.Ino, sec *meta.GatewayInfo) {
 		bs, nb := geometry(in, sec)
 		step := g.pieceBlocks(bs) * uint64(len(g.gs))
 		for pos := uint64(0); pos < nb; pos += step {
-			mine, theirs := g.st.fl.claim(ino, []meta.BlockRange{{First: pos, End: min(pos+step, nb)}}, g.pieceBlocks(bs))
+			run := []meta.BlockRange{{First: pos, End: min(pos+step, nb)}}
+			mine, theirs := g.st.fl.claim(ino, g.shares(run, bs), g.pieceBlocks(bs))
 			errs := make(chan error, len(mine))
 			for _, p := range mine {
-				i := int(g.st.turn.Add(1) - 1)
+				i := g.pick(g.Owner(ino))
 				go func() { errs <- g.fetchPiece(ctx, ino, sec, p, i, bs, false) }()
 			}
 			failed := false
@@ -335,23 +353,22 @@ func (g *Group) prefetch(ctx context.Context, ino meta.Ino, sec *meta.GatewayInf
 	switch f.Prefetch {
 	case meta.PrefetchRange:
 		w := uint64(max(1, (g.Window+bs-1)/bs))
-		if end < nb {
-			// The window is shared among the gateways: a piece each.
-			per := (w + uint64(len(g.gs)) - 1) / uint64(len(g.gs))
-			g.fillBackground(ino, end, min(end+w, nb), min(per, g.pieceBlocks(bs)))
+		if from, to := g.readAhead(ino, first, end, nb, w); from < to {
+			g.fillBackground(ino, from, to)
 		}
 	case meta.PrefetchWhole:
-		g.fillBackground(ino, 0, nb, g.pieceBlocks(bs))
+		g.fillBackground(ino, 0, nb)
 	}
 }
 
-// fillBackground fetches the missing blocks of [first, end) of ino in the
-// background, in pieces of at most maxBlocks, one at a time on each
-// gateway (pieces dealt in turn), skipping blocks that are cached or
-// being fetched. It
-// stops at the first error (home down: the next reader's miss tries
+// fillBackground fetches the blocks of [first, end) of ino that are
+// neither cached nor being fetched, in the background: cut into shares
+// (deal.go) when it starts, each share fetched as pieces of at most
+// RangeSize, up to one piece per gateway at a time, each dealt to the
+// least loaded gateway; blocks cached or claimed meanwhile are skipped.
+// It stops at the first error (home down: the next reader's miss tries
 // again) and when the Group closes.
-func (g *Group) fillBackground(ino meta.Ino, first, end, maxBlocks uint64) {
+func (g *Group) fillBackground(ino meta.Ino, first, end uint64) {
 	g.st.bg.Add(1)
 	go func() {
 		defer g.st.bg.Done()
@@ -361,6 +378,7 @@ func (g *Group) fillBackground(ino meta.Ino, first, end, maxBlocks uint64) {
 		defer wg.Wait()
 		var mu sync.Mutex
 		var failed bool
+		var shares []meta.BlockRange
 		for {
 			select {
 			case sem <- struct{}{}:
@@ -379,12 +397,22 @@ func (g *Group) fillBackground(ino meta.Ino, first, end, maxBlocks uint64) {
 			}
 			sec := in.Gateway
 			bs, nb := geometry(in, sec)
-			p := g.st.fl.next(ino, meta.MissingRanges(sec.Cached, first, min(end, nb)), maxBlocks)
+			if shares == nil {
+				shares = g.shares(g.st.fl.free(ino, meta.MissingRanges(sec.Cached, first, min(end, nb))), bs)
+			}
+			var p *piece
+			for p == nil && len(shares) > 0 {
+				s := shares[0]
+				if p = g.st.fl.next(ino, meta.MissingRanges(sec.Cached, s.First, min(s.End, nb)), g.pieceBlocks(bs)); p == nil || p.end >= s.End {
+					shares = shares[1:]
+				} else {
+					shares[0].First = p.end
+				}
+			}
 			if p == nil {
 				return
 			}
-			first = p.end
-			i := int(g.st.turn.Add(1) - 1)
+			i := g.pick(g.Owner(ino))
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
