@@ -150,6 +150,19 @@ func (g withWriteback) AddFilesetReads(ctx context.Context, root meta.Ino, d met
 	return ra.AddFilesetReads(ctx, root, d)
 }
 
+// Fileset passes the mount's reading of a fileset's settings on
+// (meta.FilesetAPI's Fileset: the mode, to refuse updates in read-only
+// filesets) when the gateway it wraps reads them.
+func (g withWriteback) Fileset(ctx context.Context, root meta.Ino) (meta.Fileset, error) {
+	fl, ok := g.Gateway.(interface {
+		Fileset(context.Context, meta.Ino) (meta.Fileset, error)
+	})
+	if !ok {
+		return meta.Fileset{}, fmt.Errorf("fileset %d: the gateway reads no fileset settings", root)
+	}
+	return fl.Fileset(ctx, root)
+}
+
 // hostWriteback starts a write-back applier per gateway client beside g.
 // They share the queues through the meta service's claims.
 func hostWriteback(g fuse.Gateway, svc *meta.Service, cs []*client.Client) fuse.Gateway {

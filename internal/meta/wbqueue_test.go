@@ -163,6 +163,17 @@ func TestWritebackReadOnlyAndBorders(t *testing.T) {
 	if _, err := e.s.SetAttr(e.ctx, ing.Ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o600}); !errors.Is(err, syscall.EROFS) {
 		t.Fatalf("chmod in ro fileset: %v, want EROFS", err)
 	}
+	// The xattr calls refuse before they look at the attribute: EROFS,
+	// not ENODATA for one absent or EEXIST for one present.
+	if err := e.s.RemoveXattr(e.ctx, ing.Ino, "user.absent"); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("removexattr of an absent attribute in ro fileset: %v, want EROFS", err)
+	}
+	if err := e.s.SetXattr(meta.WithoutWriteback(e.ctx), ing.Ino, "user.k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.SetXattr(e.ctx, ing.Ino, "user.k", []byte("w"), meta.XattrCreate); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("setxattr create of a present attribute in ro fileset: %v, want EROFS", err)
+	}
 	if got := e.depth(); got != 0 {
 		t.Fatalf("depth %d, want 0", got)
 	}
