@@ -90,7 +90,24 @@ func (a *Applier) setattr(ctx context.Context, h home.Store, op meta.WBOp) error
 // put writes the file's current content home, after the conflict check.
 func (a *Applier) put(ctx context.Context, f Fileset, op meta.WBOp) (string, error) {
 	h := f.Home
-	if !op.New {
+	if op.New {
+		// A file made in the cache: a name home has too was made there
+		// meanwhile (the directory was not listed, or was listed before
+		// home's was made, as in disconnected operation), so both sides
+		// made it: a conflict, not an overwrite. (A retry of this Put
+		// after it reached home finds its own file and settles it the
+		// same way; nothing is lost.)
+		at, err := h.Stat(ctx, op.Path)
+		switch {
+		case err == nil:
+			done, err := a.conflict(ctx, f, op, "", at.Token)
+			if done || err != nil {
+				return "", err
+			}
+		case !errors.Is(err, home.ErrNotFound):
+			return "", err
+		}
+	} else {
 		seen, err := a.cfg.Queue.WritebackToken(ctx, op.Ino)
 		if err != nil {
 			return "", fmt.Errorf("%w: %w", errSource, err)
