@@ -54,6 +54,13 @@
 // 10 s); every other update is refused by the meta service, the authority
 // (docs/design/2026-11-25-gateway-readonly.md).
 //
+// Home down (disconnected operation): a never-listed directory of an sw,
+// iw or lu fileset whose listing fails serves its local entries, so
+// updates in it work, and is listed when home returns; anything that
+// needs home's bytes and cannot get them fails with EIO, logged with the
+// fileset and its home (homedown.go;
+// docs/design/2026-11-25-gateway-disconnected.md).
+//
 // Interrupts: every request passes the kernel's INTERRUPT on to the
 // client's unbounded waits (killable) — for dirty budget and uploads, and
 // for the meta service while it is unavailable (client.Config.MetaTimeout,

@@ -48,6 +48,8 @@ type FS struct {
 	ready   ready      // inodes that need no gateway (gateway.go)
 	reads   readCounts // bytes read from filesets, to report (filesetreads.go)
 	modes   modes      // modes of the filesets met (readonly.go)
+	// homeLog keeps home down from logging every refused request.
+	homeLog ratelog.Limiter
 
 	mu struct {
 		sync.Mutex

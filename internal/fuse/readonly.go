@@ -32,14 +32,14 @@ type filesetLookup interface {
 // its updates; the mount's refusal then is stale, never unsafe).
 const modeTTL = 10 * time.Second
 
-// modes caches the modes of the filesets the mount has met.
+// modes caches the settings of the filesets the mount has met.
 type modes struct {
 	mu sync.Mutex
 	m  map[meta.Ino]modeEntry // by fileset root
 }
 
 type modeEntry struct {
-	mode  meta.FilesetMode
+	f     meta.Fileset
 	until time.Time
 }
 
@@ -52,7 +52,7 @@ func (fs *FS) refuseReadOnly(ctx context.Context, op string, in *meta.Inode) err
 		return nil
 	}
 	root := in.Gateway.Fileset
-	mode, err := fs.filesetMode(ctx, root)
+	f, err := fs.filesetOf(ctx, root)
 	if err != nil {
 		// Deleted (its inodes are ordinary ones now), or its settings
 		// not readable: the meta service refuses what it must.
@@ -61,37 +61,40 @@ func (fs *FS) refuseReadOnly(ctx context.Context, op string, in *meta.Inode) err
 		}
 		return nil
 	}
-	if mode == meta.ModeRO {
+	if f.Mode == meta.ModeRO {
 		return fmt.Errorf("%s inode %d: fileset %d is read-only: %w", op, in.Ino, root, meta.ErrReadOnly)
 	}
 	return nil
 }
 
-// filesetMode returns the mode of the fileset rooted at root, from the
-// cache while it is fresh.
-func (fs *FS) filesetMode(ctx context.Context, root meta.Ino) (meta.FilesetMode, error) {
+// errNoLookup: neither the Gateway nor the meta client reads filesets.
+var errNoLookup = errors.New("the mount has no way to read fileset settings")
+
+// filesetOf returns the settings of the fileset rooted at root, from the
+// cache while they are fresh.
+func (fs *FS) filesetOf(ctx context.Context, root meta.Ino) (meta.Fileset, error) {
 	now := time.Now()
 	fs.modes.mu.Lock()
 	e, ok := fs.modes.m[root]
 	fs.modes.mu.Unlock()
 	if ok && now.Before(e.until) {
-		return e.mode, nil
+		return e.f, nil
 	}
 	fl, ok := fs.opts.Gateway.(filesetLookup)
 	if !ok {
 		if fl, ok = fs.api.(filesetLookup); !ok {
-			return "", nil // nothing to ask: the meta service refuses alone
+			return meta.Fileset{}, errNoLookup
 		}
 	}
 	f, err := fl.Fileset(ctx, root)
 	if err != nil {
-		return "", err
+		return meta.Fileset{}, err
 	}
 	fs.modes.mu.Lock()
 	if fs.modes.m == nil {
 		fs.modes.m = make(map[meta.Ino]modeEntry)
 	}
-	fs.modes.m[root] = modeEntry{mode: f.Mode, until: now.Add(modeTTL)}
+	fs.modes.m[root] = modeEntry{f: f, until: now.Add(modeTTL)}
 	fs.modes.mu.Unlock()
-	return f.Mode, nil
+	return f, nil
 }

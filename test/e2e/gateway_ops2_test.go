@@ -4,15 +4,18 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"tessera/internal/wan"
 	"tessera/test/cluster"
 )
 
@@ -178,4 +181,75 @@ func equalMaps(a, b map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// TestGatewayDisconnectedUnlistedDir: an sw fileset over an S3 home
+// reached through a link the test cuts. With home down, creates and a
+// mkdir in a directory never listed succeed (they failed with the dial's
+// ECONNREFUSED), and the directory lists its local entries; what needs
+// home's bytes (a read, or an open for writing, of a file never fetched)
+// fails with EIO. With home back, the directory lists home's names beside
+// the local ones, and after flush home has the local ones, a name made on
+// both sides settled by keep-both (home's kept, the cache's under
+// .conflicts/ with a report).
+func TestGatewayDisconnectedUnlistedDir(t *testing.T) {
+	addr, backend, keyFile := startVersity(t)
+	link, err := wan.NewLink(addr, wan.LinkOptions{Name: "cache-home"})
+	must(t, err)
+	t.Cleanup(func() { link.Close() })
+	homeDir := filepath.Join(backend, "bkt", "pre")
+	must(t, os.MkdirAll(filepath.Join(homeDir, "d"), 0o755))
+	writeFile(t, filepath.Join(homeDir, "d", "x"), []byte("home's x\n"))
+	writeFile(t, filepath.Join(homeDir, "d", "both"), []byte("home"))
+	writeFile(t, filepath.Join(homeDir, "top"), []byte("never fetched\n"))
+
+	c := startCluster(t, withBlockServers(1), func(o *cluster.Options) { o.Args = append(o.Args, "--gateways", "1") })
+	cache := filepath.Join(c.Mount(), "cache")
+	q := url.Values{"endpoint": {"http://" + link.Addr()}, "region": {"us-east-1"}, "access_key_file": {keyFile}}
+	filesetCmd(t, c, "create", cache, "--home", "s3://bkt/pre?"+q.Encode(), "--mode", "sw", "--sync-lag", "1h")
+	if n := names(t, cache); len(n) != 2 { // d and top, as placeholders
+		t.Fatalf("the fileset lists %v, want d and top", n)
+	}
+
+	must(t, link.Cut(wan.Refuse))
+	d := filepath.Join(cache, "d")
+	if err := os.Mkdir(filepath.Join(d, "newdir"), 0o755); err != nil {
+		t.Errorf("mkdir in a directory never listed, home down: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "newfile"), []byte("made offline\n"), 0o644); err != nil {
+		t.Errorf("create in a directory never listed, home down: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "both"), []byte("cache"), 0o644); err != nil {
+		t.Errorf("create of a name home has too, home down: %v", err)
+	}
+	if n := names(t, d); len(n) != 3 {
+		t.Errorf("with home down the directory lists %v, want its three local entries", n)
+	}
+	if _, err := os.ReadFile(filepath.Join(cache, "top")); !errors.Is(err, syscall.EIO) {
+		t.Errorf("read of a file never fetched, home down: %v, want EIO", err)
+	}
+	if f, err := os.OpenFile(filepath.Join(cache, "top"), os.O_WRONLY, 0); !errors.Is(err, syscall.EIO) {
+		if err == nil {
+			f.Close()
+		}
+		t.Errorf("open for writing of a file never fetched, home down: %v, want EIO", err)
+	}
+
+	must(t, link.Heal())
+	if n := names(t, d); strings.Join(n, " ") != "both newdir newfile x" {
+		t.Errorf("with home back the directory lists %v, want both newdir newfile x", n)
+	}
+	wantContent(t, filepath.Join(d, "x"), []byte("home's x\n"))
+	wantContent(t, filepath.Join(d, "both"), []byte("cache"))
+	filesetCmd(t, c, "flush", cache)
+	wantContent(t, filepath.Join(homeDir, "d", "newfile"), []byte("made offline\n"))
+	if fi, err := os.Stat(filepath.Join(homeDir, "d", "newdir")); err != nil || !fi.IsDir() {
+		t.Errorf("home's d/newdir: %v, %v", fi, err)
+	}
+	wantContent(t, filepath.Join(homeDir, "d", "both"), []byte("home"))
+	reports, _ := filepath.Glob(filepath.Join(homeDir, ".conflicts", "d", "both.*.report"))
+	if len(reports) != 1 {
+		t.Fatalf("conflict reports %v, want one", reports)
+	}
+	wantContent(t, strings.TrimSuffix(reports[0], ".report"), []byte("cache"))
 }
