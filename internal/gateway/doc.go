@@ -65,10 +65,9 @@
 // mount, which refuses updates in a read-only fileset with EROFS before it
 // fetches anything (the meta service refuses them too, in the change's
 // transaction: docs/design/2026-11-25-gateway-readonly.md).
-//
-// Not built yet (issue 14): the ingest rate per gateway of tessera up
-// --gateways N in fileset status (Stats holds the counts; gateway
-// processes report theirs in their heartbeats).
+// Stats holds each gateway's counts: gateway processes send theirs with
+// their heartbeats, and tessera up --gateways N heartbeats those of its
+// in-process gateways (meta.GatewayInProcess) for fileset status.
 // See docs/design/2026-11-24-gateway.md,
 // docs/design/2026-11-25-gateway-ranges.md,
 // docs/design/2026-11-25-ingest-window.md and

@@ -26,6 +26,13 @@ const GatewayTTL = DefaultDownAfter
 // before a registration removes it.
 const gatewayForget = time.Hour
 
+// GatewayInProcess is the Addr of a gateway running inside another
+// process (`tessera up --gateways N`): it registers and heartbeats only so
+// that `fileset status` shows its counters beside the gateway processes'.
+// It serves no Gateway service, so it is never live: mounts and gateway
+// processes never route to it.
+const GatewayInProcess = "in-process"
+
 // GatewayCounters are what a gateway process did since it started, sent
 // with every heartbeat.
 type GatewayCounters struct {
@@ -170,7 +177,7 @@ func (t txn) gatewayNodes(now int64) ([]GatewayNode, error) {
 		if err := json.Unmarshal(v, &g); err != nil {
 			return false, corruptf("gateway record %q: %v", k[1:], err)
 		}
-		g.Live = now-g.Seen <= int64(GatewayTTL)
+		g.Live = now-g.Seen <= int64(GatewayTTL) && g.Addr != GatewayInProcess
 		out = append(out, g)
 		return true, nil
 	})

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -252,4 +253,49 @@ func TestGatewayDisconnectedUnlistedDir(t *testing.T) {
 		t.Fatalf("conflict reports %v, want one", reports)
 	}
 	wantContent(t, strings.TrimSuffix(reports[0], ".report"), []byte("cache"))
+}
+
+// upGatewayLine is a line of `fileset status` for an in-process gateway of
+// `tessera up --gateways N`, in the format of gateway processes' lines.
+var upGatewayLine = regexp.MustCompile(`(?m)^    (up-gateway-\d+) in-process live: ingested (\d+) bytes, \S+ \S+/s over the last [^;]+; (\d+) fetches, \d+ listings, (\d+) write-back ops$`)
+
+// TestGatewayUpReportsPerGateway: `fileset status` of a fileset served by
+// `tessera up --gateways 2` lists both in-process gateways with their
+// ingested bytes, rate, fetches and write-back ops, as it lists gateway
+// processes: the bytes of a file read through the mount (fetched in
+// ranges by both), and the write-back of a file made in the cache.
+func TestGatewayUpReportsPerGateway(t *testing.T) {
+	c := startCluster(t, withBlockServers(1), func(o *cluster.Options) {
+		o.Args = append(o.Args, "--gateways", "2")
+	})
+	home := filepath.Join(t.TempDir(), "home")
+	must(t, os.MkdirAll(home, 0o755))
+	data := randBytes(11, 40<<20) // several 16 MiB ranges, split among both
+	writeFile(t, filepath.Join(home, "big"), data)
+	cache := filepath.Join(c.Mount(), "cache")
+	filesetCmd(t, c, "create", cache, "--home", "file://"+home, "--mode", "sw", "--sync-lag", "1s", "--prefetch", "none")
+	wantContent(t, filepath.Join(cache, "big"), data)
+	writeFile(t, filepath.Join(cache, "made"), []byte("written back\n"))
+	filesetCmd(t, c, "flush", cache)
+
+	var out string
+	pollFor(t, "fileset status to show both in-process gateways with the ingest and the write-back", func() bool {
+		out = filesetCmd(t, c, "status", cache).Stdout
+		lines := upGatewayLine.FindAllStringSubmatch(out, -1)
+		var bytes, wb uint64
+		for _, l := range lines {
+			b, _ := strconv.ParseUint(l[2], 10, 64)
+			w, _ := strconv.ParseUint(l[4], 10, 64)
+			bytes, wb = bytes+b, wb+w
+		}
+		if len(lines) == 2 && bytes >= uint64(len(data)) && wb >= 1 {
+			return true
+		}
+		time.Sleep(300 * time.Millisecond) // the counters come with the next heartbeat
+		return false
+	})
+	if !strings.Contains(out, "gateways    2 registered") {
+		t.Errorf("fileset status does not count the two gateways:\n%s", out)
+	}
+	t.Logf("fileset status:\n%s", out)
 }
