@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -298,4 +299,41 @@ func TestGatewayUpReportsPerGateway(t *testing.T) {
 		t.Errorf("fileset status does not count the two gateways:\n%s", out)
 	}
 	t.Logf("fileset status:\n%s", out)
+}
+
+// TestGatewayPrefetchThroughProcesses: with gateway processes live,
+// `tessera fileset prefetch` has them fetch (each file through its owner,
+// split among both): their counters in fileset status grow by the file's
+// bytes, and the file then reads whole with home moved away (a hit).
+func TestGatewayPrefetchThroughProcesses(t *testing.T) {
+	m, home, cache := startGatewayCluster(t, 2, "ro")
+	big := randBytes(141, 20<<20+321)
+	writeFile(t, filepath.Join(home, "big"), big)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := m.Run(ctx, "fileset", "prefetch", filepath.Join(cache, "big"))
+	must(t, err)
+	if res.ExitCode != 0 {
+		t.Fatalf("fileset prefetch: exit %d: %s %s", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	got, out := gatewayCounts(t, m, cache, func(c map[string][3]uint64) bool {
+		var bytes uint64
+		for _, v := range c {
+			bytes += v[0]
+		}
+		return len(c) == 2 && bytes >= uint64(len(big))
+	})
+	var bytes uint64
+	shared := 0
+	for _, v := range got {
+		bytes += v[0]
+		if v[0] > 0 {
+			shared++
+		}
+	}
+	if bytes < uint64(len(big)) || shared < 2 {
+		t.Errorf("the gateways ingested %d bytes, %d of them any; want the file's %d split among both\n%s", bytes, shared, len(big), out)
+	}
+	must(t, os.Rename(home, home+".away"))
+	wantContent(t, filepath.Join(cache, "big"), big)
 }
