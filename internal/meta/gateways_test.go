@@ -67,3 +67,23 @@ func TestGatewayInProcess(t *testing.T) {
 		t.Fatalf("Gateways: %+v, %v; want p and up-0 (not live, its counters)", all, err)
 	}
 }
+
+// TestGatewayLeaving: a registration with the GatewayLeaving address
+// removes the gateway's record at once (a clean stop), the others stay.
+func TestGatewayLeaving(t *testing.T) {
+	api := memService(t, meta.Options{})
+	ga := api.(meta.GatewaysAPI)
+	ctx := context.Background()
+	for _, id := range []string{"a", "b"} {
+		if _, err := ga.RegisterGateway(ctx, meta.GatewayNode{ID: id, Addr: "127.0.0.1:1"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ga.RegisterGateway(ctx, meta.GatewayNode{ID: "a", Addr: meta.GatewayLeaving}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := ga.Gateways(ctx)
+	if err != nil || len(all) != 1 || all[0].ID != "b" || !all[0].Live {
+		t.Fatalf("Gateways after a left: %+v, %v; want b alone, live", all, err)
+	}
+}

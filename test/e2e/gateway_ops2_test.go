@@ -337,3 +337,19 @@ func TestGatewayPrefetchThroughProcesses(t *testing.T) {
 	must(t, os.Rename(home, home+".away"))
 	wantContent(t, filepath.Join(cache, "big"), big)
 }
+
+// TestGatewayStopDeregisters: a gateway process stopped with SIGTERM
+// removes its registry record on the way out: fileset status lists only
+// the other at once (not "silent" for the hour a crashed one is kept).
+func TestGatewayStopDeregisters(t *testing.T) {
+	m, _, cache := startGatewayCluster(t, 2, "ro")
+	g1 := m.Gateways()[1]
+	must(t, g1.Stop())
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := m.Run(ctx, "fileset", "status", cache)
+	must(t, err)
+	if !strings.Contains(res.Stdout, "gateways    1 registered") || strings.Contains(res.Stdout, " g1 ") {
+		t.Errorf("after g1's clean stop, fileset status still lists it:\n%s", res.Stdout)
+	}
+}
