@@ -353,3 +353,24 @@ func TestGatewayStopDeregisters(t *testing.T) {
 		t.Errorf("after g1's clean stop, fileset status still lists it:\n%s", res.Stdout)
 	}
 }
+
+// TestGatewayReadOnlyWithProcesses: with gateway processes (the mount
+// reads the fileset's mode through its Router), an open for writing and a
+// truncate in a read-only fileset fail with EROFS at once, and the file
+// still reads as home's.
+func TestGatewayReadOnlyWithProcesses(t *testing.T) {
+	_, home, cache := startGatewayCluster(t, 1, "ro")
+	data := randBytes(142, 5<<20+3)
+	writeFile(t, filepath.Join(home, "f"), data)
+	p := filepath.Join(cache, "f")
+	if f, err := os.OpenFile(p, os.O_WRONLY, 0); !errors.Is(err, syscall.EROFS) {
+		if err == nil {
+			f.Close()
+		}
+		t.Errorf("open for writing: %v, want EROFS at the open", err)
+	}
+	if err := os.Truncate(p, 1); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("truncate: %v, want EROFS", err)
+	}
+	wantContent(t, p, data)
+}
