@@ -8,7 +8,7 @@
 #
 #   bench/gateway.sh [--quick] [--runs 3] [--gateways 1,2,3] [--gateway-procs] [--files 16] [--file-mib 16]
 #                    [--large-mib 256] [--readers 4] [--creates 2000] [--writes 64] [--write-kib 1024]
-#                    [--rtt 30ms] [--rate 200Mbit] [--validity-lag D] [--no-rclone] [--workdir /var/tmp] [--keep]
+#                    [--rtt 30ms] [--rate 200Mbit] [--flow-rate 0] [--validity-lag D] [--no-rclone] [--workdir /var/tmp] [--keep]
 #   bench/gateway.sh --summary bench/out/gateway-TS/samples.tsv
 #
 # Needs root (FUSE, drop_caches). Installs rclone (apt) when missing; versitygw comes from
@@ -19,7 +19,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 . "$REPO/bench/lib.sh"
 
 RUNS=3 GWS=1,2,3 NFILES=16 FILE_MIB=16 LARGE_MIB=256 READERS=4 CREATES=2000 WRITES=64 WRITE_KIB=1024
-RTT=30ms RATE=200Mbit VLAG="" RCLONE=1 WORKDIR=/var/tmp KEEP=0 PROCS=0
+RTT=30ms RATE=200Mbit FLOW=0 VLAG="" RCLONE=1 WORKDIR=/var/tmp KEEP=0 PROCS=0
 usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 # summary SAMPLES.TSV: median (min..max) per kind and target, then the issue's ratios of medians.
@@ -63,6 +63,7 @@ while [ $# -gt 0 ]; do
     --write-kib) WRITE_KIB=$2; shift 2 ;;
     --rtt) RTT=$2; shift 2 ;;
     --rate) RATE=$2; shift 2 ;;
+    --flow-rate) FLOW=$2; shift 2 ;;
     --validity-lag) VLAG=$2; shift 2 ;;
     --no-rclone) RCLONE=0; shift ;;
     --workdir) WORKDIR=$2; shift 2 ;;
@@ -117,12 +118,12 @@ for _ in $(seq 300); do ss -ltn "sport = :$S3PORT" | grep -q LISTEN && break; al
 ss -ltn "sport = :$S3PORT" | grep -q LISTEN || die "versitygw did not listen on 127.0.0.1:$S3PORT: $(tail -n 3 "$OUT/versitygw.log")"
 
 LINKSTATS=$OUT/link.stats
-start_bg "$OUT/wanlink.log" srv "$OUT/bin/wanlink" -upstream "127.0.0.1:$S3PORT" -rtt "$RTT" -rate "$RATE" \
+start_bg "$OUT/wanlink.log" srv "$OUT/bin/wanlink" -upstream "127.0.0.1:$S3PORT" -rtt "$RTT" -rate "$RATE" -flow-rate "$FLOW" \
   -addr-file "$OUT/link.addr" -stats-file "$LINKSTATS" -stats-interval 200ms
 LINK_PID=$LASTPID
 wait_ready "$LINK_PID" "$OUT/wanlink.log" 'wanlink: listening' 20 || die "wanlink did not start"
 LINK=$(cat "$OUT/link.addr")
-log "versitygw 127.0.0.1:$S3PORT behind the link $LINK ($RTT RTT, $RATE)"
+log "versitygw 127.0.0.1:$S3PORT behind the link $LINK ($RTT RTT, $RATE, $FLOW per connection)"
 # link_bytes: bytes that crossed the link (both ways) so far; fresh numbers on demand (SIGUSR1).
 link_bytes() { kill -USR1 "$LINK_PID"; sleep 0.05; awk '{printf "%.0f\n", $1+$2}' "$LINKSTATS"; }
 
@@ -135,7 +136,7 @@ export RCLONE_CONFIG_HOME_TYPE=s3 RCLONE_CONFIG_HOME_PROVIDER=Other RCLONE_CONFI
 RCLONE_BIN=(env -u AWS_CA_BUNDLE rclone)
 
 # ---------------------------------------------------------------- measurement helpers
-{ echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); gateways $GWS $([ "$PROCS" = 1 ] && echo as processes || echo in tessera up); rtt $RTT rate $RATE; files $NFILES x $FILE_MIB MiB, large $LARGE_MIB MiB, readers $READERS; cap_mib_s $(awk -v b="$("$OUT/bin/wanlink" -print-rate "$RATE")" 'BEGIN{printf "%.2f", b/8/1048576}')"
+{ echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); gateways $GWS $([ "$PROCS" = 1 ] && echo as processes || echo in tessera up); rtt $RTT rate $RATE flow_rate $FLOW; files $NFILES x $FILE_MIB MiB, large $LARGE_MIB MiB, readers $READERS; cap_mib_s $(awk -v b="$("$OUT/bin/wanlink" -print-rate "$RATE")" 'BEGIN{printf "%.2f", b/8/1048576}')"
   printf '# kind\ttarget\trun\tvalue\tunit\tsecs\tlink_bytes\tcpu_s\tload1\n'; } > "$SAMPLES"
 # sample KIND TARGET RUN VALUE UNIT SECS LINKBYTES CPU
 sample() {

@@ -36,7 +36,8 @@
 //
 // Servers that are down or do not answer keep the release: it is retried
 // for them alone, with a backoff, until Config.GiveUpAfter, after which the
-// full walk finds their copies. A server's failures are logged once per
+// full walk finds their copies. A server that fails as unavailable is not
+// asked again in the same round. A server's failures are logged once per
 // outage. One reclaimer runs per store (the meta role's); two would only do
 // the same removals twice.
 //

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"tessera/internal/block"
@@ -230,13 +231,18 @@ type target struct {
 	server meta.Server
 	rm     Remover // nil when down or not dialable
 	err    error   // why rm is nil
+	// gone is set once a removal on this server failed as unavailable:
+	// the rest of the round skips it, or a server cut off after the map
+	// was read would make every release wait out the block client's
+	// budget in turn (the next round asks it again).
+	gone *atomic.Bool
 }
 
 // dialAll dials every server of the map that is not down.
 func (r *Reclaimer) dialAll(sm meta.ServerMap) map[string]target {
 	out := make(map[string]target, len(sm.Servers))
 	for _, s := range sm.Servers {
-		t := target{server: s}
+		t := target{server: s, gone: new(atomic.Bool)}
 		if s.State == meta.StateDown {
 			t.err = errors.New("server is down")
 		} else if t.rm, t.err = r.cfg.Dial(s); t.err != nil {
@@ -325,10 +331,17 @@ func (r *Reclaimer) remove(ctx context.Context, now time.Time, servers map[strin
 			left = append(left, sid)
 			continue
 		}
+		if t.gone.Load() {
+			left = append(left, sid) // failed earlier this round: logged then
+			continue
+		}
 		removed, err := t.rm.Remove(ctx, rel.Hash, rel.At)
 		if err != nil {
 			if ctx.Err() != nil {
 				return rep, false, ctx.Err()
+			}
+			if errors.Is(err, block.ErrUnavailable) {
+				t.gone.Store(true)
 			}
 			r.failed(sid, err)
 			left = append(left, sid)

@@ -324,3 +324,34 @@ func (failingMeta) Releases(context.Context, meta.Release, int64, int) ([]meta.R
 	return nil, false, meta.ErrIO
 }
 func (failingMeta) DropReleases(context.Context, []meta.Release) error { return meta.ErrIO }
+
+// TestReclaimSkipsAServerOutOfReachForTheRound: once a server fails as
+// unavailable, the rest of the round leaves its removals waiting without
+// asking it again; the copies on the servers that answer still go, and
+// the next round asks it again. (Before, every release of the round asked
+// it: a cut-off server cost each release a full timeout.)
+func TestReclaimSkipsAServerOutOfReachForTheRound(t *testing.T) {
+	e := newEnv(t)
+	f := e.create("f")
+	const n = 40
+	for i := range n {
+		e.commit(f, uint64(i), e.put(fmt.Sprintf("old%d", i), "b0", "b2"))
+		e.commit(f, uint64(i), e.put(fmt.Sprintf("new%d", i), "b0", "b1"))
+	}
+	r := e.reclaimer()
+	e.down["b2"].Store(true)
+	e.clock.Advance(time.Minute)
+	rep := e.round(r)
+	if rep.Removed != n || rep.Waiting != n {
+		t.Errorf("round with b2 down: %+v, want b0's %d copies removed and %d releases waiting", rep, n, n)
+	}
+	// Each worker may be asking b2 when the first failure comes back.
+	if got, most := e.calls["b2"].Load(), int64(r.cfg.Concurrency); got > most {
+		t.Errorf("the round asked the unreachable b2 %d times for %d releases; want at most %d (one per worker)", got, n, most)
+	}
+	e.down["b2"].Store(false)
+	e.clock.Advance(maxBackoff)
+	if rep := e.round(r); rep.Done != n {
+		t.Errorf("round with b2 back: %+v, want all %d releases done", rep, n)
+	}
+}

@@ -18,6 +18,11 @@
 //     up the time it lost: a lone connection gets the whole cap, not half of
 //     it. The price is a burst of at most 10 ms of the rate, after an idle
 //     spell or a late wake-up;
+//   - optionally, a cap per connection as well (LinkOptions.FlowRate): what
+//     one TCP flow gets over a long path whatever the pipe's size, bounded
+//     by its window or by loss; toxiproxy's own bandwidth toxic caps each
+//     connection so. Parallel connections then together get more than one
+//     (up to Rate), which is why parallel transfers pay on real WANs;
 //   - an outage, Cut(mode) until Heal(). Two kinds, because real partitions
 //     come in both:
 //     Refuse (a router that answers: ICMP unreachable, a reset): every open

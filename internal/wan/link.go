@@ -44,6 +44,12 @@ type LinkOptions struct {
 	// Rate caps each direction at this many bytes per second, shared by all
 	// connections; 0 is no cap.
 	Rate int64
+	// FlowRate caps each connection, in each direction, at this many
+	// bytes per second on top of Rate; 0 is no such cap. It stands for
+	// what one TCP flow gets over a long path whatever the pipe's size
+	// (a window or loss bound: toxiproxy's own bandwidth toxic caps each
+	// connection so): parallel connections together get more than one.
+	FlowRate int64
 	// Name labels the Link in errors; empty: the upstream address.
 	Name string
 }
@@ -72,8 +78,8 @@ func NewLink(upstream string, o LinkOptions) (*Link, error) {
 	if err := checkLoopback(o.Listen); err != nil {
 		return nil, fmt.Errorf("wan: link to %s: %w", upstream, err)
 	}
-	if o.Latency < 0 || o.Rate < 0 {
-		return nil, fmt.Errorf("wan: link to %s: negative latency %v or rate %d", upstream, o.Latency, o.Rate)
+	if o.Latency < 0 || o.Rate < 0 || o.FlowRate < 0 {
+		return nil, fmt.Errorf("wan: link to %s: negative latency %v, rate %d or flow rate %d", upstream, o.Latency, o.Rate, o.FlowRate)
 	}
 	if o.Latency%time.Millisecond != 0 {
 		return nil, fmt.Errorf("wan: link to %s: latency %v is not a whole number of milliseconds", upstream, o.Latency)
@@ -89,8 +95,10 @@ func NewLink(upstream string, o LinkOptions) (*Link, error) {
 		up:       &direction{gate: g},
 		down:     &direction{gate: g},
 	}
-	l.up.rate.Store(o.Rate)
-	l.down.rate.Store(o.Rate)
+	for _, d := range []*direction{l.up, l.down} {
+		d.rate.Store(o.Rate)
+		d.flowRate.Store(o.FlowRate)
+	}
 	server := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	l.proxy = toxiproxy.NewProxy(server, o.Name, o.Listen, upstream)
 	for _, s := range []struct {

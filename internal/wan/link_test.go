@@ -192,6 +192,39 @@ func TestLinkRate(t *testing.T) {
 		}
 		checkRate(t, 3*size/2, time.Since(start), rate)
 	})
+	t.Run("flow", func(t *testing.T) {
+		// FlowRate caps each connection by itself: each of three at once
+		// stays under it. (That they are not also held to it together is
+		// a lower bound on speed, which a busy machine may not give; the
+		// schedules are per connection by construction, see shapeToxic.)
+		addr := server(t, func(c net.Conn) {
+			c.Read(make([]byte, 1))
+			c.Write(bytes.Repeat([]byte{'d'}, size/2))
+		})
+		l := newLink(t, addr, LinkOptions{FlowRate: rate})
+		conns := []net.Conn{dial(t, l.Addr()), dial(t, l.Addr()), dial(t, l.Addr())}
+		errs := make(chan error, len(conns))
+		took := make(chan time.Duration, len(conns))
+		for _, c := range conns {
+			go func(c net.Conn) {
+				start := time.Now()
+				c.Write([]byte{'g'})
+				c.SetReadDeadline(time.Now().Add(hang))
+				_, err := io.ReadFull(c, make([]byte, size/2))
+				took <- time.Since(start)
+				errs <- err
+			}(c)
+		}
+		for range conns {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+			checkRate(t, size/2, <-took, rate)
+		}
+		if l.BytesDown() != 3*size/2 {
+			t.Fatalf("BytesDown %d, want %d", l.BytesDown(), 3*size/2)
+		}
+	})
 }
 
 func checkRate(t *testing.T, n int64, elapsed time.Duration, rate int64) {

@@ -25,35 +25,48 @@ import (
 const catchUp = 10 * time.Millisecond
 
 // direction is the state one direction of a Link shares among all its
-// connections: the cap's schedule and the byte counter.
+// connections: the cap's schedule and the byte counter, and the cap each
+// connection has of its own (flowRate).
 type direction struct {
-	gate  *gate
-	rate  atomic.Int64 // bytes per second; <= 0: no cap
-	bytes atomic.Int64
-
-	mu   sync.Mutex
-	next time.Time // when the cap has sent everything reserved so far
+	gate     *gate
+	rate     atomic.Int64 // bytes per second; <= 0: no cap
+	flowRate atomic.Int64 // bytes per second per connection; <= 0: none
+	bytes    atomic.Int64
+	sched    schedule
 }
 
-// reserve books n bytes on the direction's schedule and returns how long
-// the caller must wait, from now, before they may pass (0: at once).
+// reserve books n bytes on the direction's shared schedule and returns how
+// long the caller must wait, from now, before they may pass (0: at once).
 // Reservations follow each other back to back, across every connection
 // together, so bytes never pass faster than the rate beyond the catchUp
-// burst. A schedule that lags now by more than catchUp (the link was idle,
-// or its sleepers woke very late) is brought up to now - catchUp: a lag up
-// to that is made up, an older one is forgotten.
+// burst.
 func (d *direction) reserve(n int, now time.Time) time.Duration {
-	r := d.rate.Load()
+	return d.sched.reserve(d.rate.Load(), n, now)
+}
+
+// schedule is one cap's timeline: when everything reserved on it so far has
+// passed. A direction has one shared by its connections; each connection
+// has one of its own for the flow cap.
+type schedule struct {
+	mu   sync.Mutex
+	next time.Time
+}
+
+// reserve books n bytes at rate r (bytes per second; <= 0: no cap) and
+// returns how long to wait from now. A schedule that lags now by more than
+// catchUp (the link was idle, or its sleepers woke very late) is brought up
+// to now - catchUp: a lag up to that is made up, an older one is forgotten.
+func (s *schedule) reserve(r int64, n int, now time.Time) time.Duration {
 	if r <= 0 || n == 0 {
 		return 0
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if floor := now.Add(-catchUp); d.next.Before(floor) {
-		d.next = floor
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if floor := now.Add(-catchUp); s.next.Before(floor) {
+		s.next = floor
 	}
-	d.next = d.next.Add(time.Duration(int64(n) * int64(time.Second) / r))
-	if w := d.next.Sub(now); w > 0 {
+	s.next = s.next.Add(time.Duration(int64(n) * int64(time.Second) / r))
+	if w := s.next.Sub(now); w > 0 {
 		return w
 	}
 	return 0

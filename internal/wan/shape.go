@@ -85,6 +85,7 @@ type shapeToxic struct {
 
 // Pipe moves chunks from stub.Input to stub.Output until the input ends.
 func (t *shapeToxic) Pipe(stub *toxics.ToxicStub) {
+	var flow schedule // this connection's own cap (toxiproxy runs Pipe per connection)
 	for {
 		select {
 		case <-stub.Interrupt:
@@ -94,16 +95,17 @@ func (t *shapeToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Close()
 				return
 			}
-			if !t.pass(stub, c) {
+			if !t.pass(stub, c, &flow) {
 				return
 			}
 		}
 	}
 }
 
-// pass waits for the gate and the cap, then sends c on. It reports false
-// when Pipe must return.
-func (t *shapeToxic) pass(stub *toxics.ToxicStub, c *stream.StreamChunk) bool {
+// pass waits for the gate, the connection's own cap (flow) and the
+// direction's shared cap, then sends c on. It reports false when Pipe must
+// return.
+func (t *shapeToxic) pass(stub *toxics.ToxicStub, c *stream.StreamChunk, flow *schedule) bool {
 	ok, interrupted := t.dir.gate.wait(stub.Interrupt)
 	if interrupted {
 		stub.Output <- c
@@ -113,16 +115,15 @@ func (t *shapeToxic) pass(stub *toxics.ToxicStub, c *stream.StreamChunk) bool {
 		t.drain(stub)
 		return false
 	}
-	if d := t.dir.reserve(len(c.Data), time.Now()); d > 0 {
-		timer := time.NewTimer(d)
-		select {
-		case <-timer.C:
-		case <-stub.Interrupt:
-			timer.Stop()
+	for _, d := range []func() time.Duration{
+		func() time.Duration { return flow.reserve(t.dir.flowRate.Load(), len(c.Data), time.Now()) },
+		func() time.Duration { return t.dir.reserve(len(c.Data), time.Now()) },
+	} {
+		switch t.sleep(stub, d()) {
+		case interruptedSleep:
 			stub.Output <- c
 			return false
-		case <-t.dir.gate.closed:
-			timer.Stop()
+		case closedSleep:
 			t.drain(stub)
 			return false
 		}
@@ -131,6 +132,30 @@ func (t *shapeToxic) pass(stub *toxics.ToxicStub, c *stream.StreamChunk) bool {
 	c.Timestamp = time.Now()
 	stub.Output <- c
 	return true
+}
+
+// How a sleep of the shaper ended.
+const (
+	sleptOut = iota
+	interruptedSleep
+	closedSleep
+)
+
+// sleep waits d, or until the toxic is interrupted or the Link closed.
+func (t *shapeToxic) sleep(stub *toxics.ToxicStub, d time.Duration) int {
+	if d <= 0 {
+		return sleptOut
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return sleptOut
+	case <-stub.Interrupt:
+		return interruptedSleep
+	case <-t.dir.gate.closed:
+		return closedSleep
+	}
 }
 
 // drain discards what is left of a closed Link's connection, so that the

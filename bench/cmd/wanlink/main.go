@@ -4,7 +4,7 @@
 // address on 127.0.0.0/8 to an upstream address. bench/gateway.sh puts it
 // between a caching fileset and its home.
 //
-//	wanlink -upstream HOST:PORT [-listen 127.0.0.1:0] [-rtt 30ms] [-rate 200Mbit]
+//	wanlink -upstream HOST:PORT [-listen 127.0.0.1:0] [-rtt 30ms] [-rate 200Mbit] [-flow-rate 0]
 //	        [-addr-file F] [-stats-file F]
 //	wanlink -print-rate 200Mbit     (prints 200000000: the rate parser, for scripts)
 //
@@ -37,6 +37,7 @@ func main() {
 	upstream := flag.String("upstream", "", "address the link leads to (required)")
 	rtt := flag.Duration("rtt", 30*time.Millisecond, "round-trip time the link adds (an even number of milliseconds)")
 	rate := flag.String("rate", "200Mbit", "cap per direction in bits/s (suffix k, M, G; 0: none)")
+	flowRate := flag.String("flow-rate", "0", "cap of each connection per direction in bits/s, on top of -rate (0: none)")
 	addrFile := flag.String("addr-file", "", "write the listen address here once listening")
 	statsFile := flag.String("stats-file", "", "write \"up_bytes down_bytes\" here every -stats-interval, on SIGUSR1 and at exit")
 	every := flag.Duration("stats-interval", time.Second, "how often to write -stats-file")
@@ -57,10 +58,14 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	flowBps, err := parseRate(*flowRate)
+	if err != nil {
+		fail(fmt.Errorf("-flow-rate: %w", err))
+	}
 	if *rtt%(2*time.Millisecond) != 0 {
 		fail(fmt.Errorf("-rtt %v: want an even number of milliseconds (it is split into two whole one-way latencies)", *rtt))
 	}
-	l, err := wan.NewLink(*upstream, wan.LinkOptions{Listen: *listen, Latency: *rtt / 2, Rate: bps / 8, Name: "wanlink"})
+	l, err := wan.NewLink(*upstream, wan.LinkOptions{Listen: *listen, Latency: *rtt / 2, Rate: bps / 8, FlowRate: flowBps / 8, Name: "wanlink"})
 	if err != nil {
 		fail(err)
 	}
@@ -81,7 +86,8 @@ func main() {
 		}
 	}
 	writeStats()
-	fmt.Printf("wanlink: listening %s -> %s, rtt %v, rate %s (%d bytes/s per direction)\n", l.Addr(), *upstream, *rtt, *rate, bps/8)
+	fmt.Printf("wanlink: listening %s -> %s, rtt %v, rate %s (%d bytes/s per direction), flow rate %s (%d bytes/s per connection)\n",
+		l.Addr(), *upstream, *rtt, *rate, bps/8, *flowRate, flowBps/8)
 
 	sig := make(chan os.Signal, 4)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)

@@ -55,6 +55,9 @@ func race(s kv.Store, round int, wait time.Duration, a, b func(tx kv.Txn, hold f
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		errFirst = s.Update(context.Background(), func(tx kv.Txn) error { return first(tx, hold) })
+		// An Update that failed before its hold must still let the other
+		// start, or the race waits for ever.
+		heldOnce.Do(func() { close(held) })
 	})
 	wg.Go(func() {
 		<-held

@@ -230,3 +230,24 @@ func (tx *snapTxn) Scan(start, end []byte, fn func(key, value []byte) (bool, err
 	}
 	return nil
 }
+
+// failingStore is snapStore whose every Update fails before running its
+// function, as an engine does whose cluster is gone.
+type failingStore struct{ *snapStore }
+
+func (failingStore) Update(context.Context, func(kv.Txn) error) error {
+	return fmt.Errorf("cluster unreachable")
+}
+
+// An engine whose Updates fail before their reads makes a race case fail
+// with that error; the case must end (before the fix the other Update
+// waited for the holder's hold for ever).
+func TestRaceCasesEndWhenUpdatesFailEarly(t *testing.T) {
+	for name, fn := range map[string]func(testing.TB, kv.Store, time.Duration){
+		"RacingIncrements": racingIncrements, "WriteSkew": writeSkew, "Phantom": phantom,
+	} {
+		if msg := runCase(t, fn, failingStore{newSnapStore("ranges")}); !strings.Contains(msg, "cluster unreachable") {
+			t.Errorf("%s on an engine whose Updates fail: reported %q, want the Update's error", name, msg)
+		}
+	}
+}
