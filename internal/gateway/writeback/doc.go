@@ -35,7 +35,9 @@
 // the path and the cache's under the fileset's ".conflicts/" directory at
 // home (PATH.SEQ). A file made in the cache whose name home has by the
 // time its Put is applied (made on both sides, e.g. while home was down
-// and the directory not listed) is a conflict too, settled the same way.
+// and the directory not listed) is a conflict too, settled the same way,
+// unless home's file has the cache's bytes (this Put's own, applied
+// before a crash).
 // Every conflict leaves a report file
 // ".conflicts/PATH.SEQ.report" at home saying what happened.
 package writeback

@@ -352,6 +352,26 @@ func TestConflictMadeOnBothSides(t *testing.T) {
 	}
 }
 
+// TestNewPutFindsItsOwnBytes: a new file's Put that finds at home a file
+// with the cache's bytes (its own, applied before a crash) is no conflict.
+func TestNewPutFindsItsOwnBytes(t *testing.T) {
+	e := newEnv(t, meta.ConflictsKeepBoth)
+	f := e.fileset()
+	in, err := e.s.Create(e.ctx, meta.CreateReq{Parent: e.root, Name: "mine", Mode: syscall.S_IFREG | 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(in.Ino, []byte("the same bytes"))
+	if err := os.WriteFile(filepath.Join(e.homeDir, "mine"), []byte("the same bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.drain(e.applier("gw0", 0, 1), f)
+	if _, err := os.Stat(filepath.Join(e.homeDir, ".conflicts")); !os.IsNotExist(err) {
+		t.Fatalf(".conflicts after a Put that found its own bytes: %v", err)
+	}
+	e.sameTrees()
+}
+
 // TestDrainOverRPC: the applier works the queue through the meta
 // service's wire protocol, as a gateway process does.
 func TestDrainOverRPC(t *testing.T) {
