@@ -8,13 +8,16 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"tessera/internal/admin"
 	"tessera/internal/client"
 	"tessera/internal/fuse"
+	"tessera/internal/gateway"
 	"tessera/internal/gateway/writeback"
 	"tessera/internal/meta"
+	"tessera/internal/up"
 )
 
 // flushPoll is how often flush looks at the queue.
@@ -126,6 +129,44 @@ func init() {
 type withWriteback struct {
 	fuse.Gateway
 	hosts []*writeback.Host
+	// wbOps counts the operations each host applied, by gateway.
+	wbOps []*atomic.Uint64
+}
+
+// GatewayCounters reports each in-process gateway's counts (up.GatewayCounter:
+// `tessera up` heartbeats them, and `fileset status` shows them as it
+// shows gateway processes'): what its Ingester read from homes and the
+// write-back operations its applier carried home.
+func (g withWriteback) GatewayCounters() []meta.GatewayCounters {
+	sg, ok := g.Gateway.(interface{ Stats() []gateway.Stats })
+	if !ok {
+		return nil
+	}
+	st := sg.Stats()
+	out := make([]meta.GatewayCounters, len(st))
+	for i, s := range st {
+		out[i] = meta.GatewayCounters{BytesIngested: s.BytesFetch, Fetches: s.Ranges, Listings: s.Listings}
+		if i < len(g.wbOps) {
+			out[i].WritebackOps = g.wbOps[i].Load()
+		}
+	}
+	return out
+}
+
+var _ up.GatewayCounter = withWriteback{}
+
+// countingQueue counts the write-back operations an applier finished.
+type countingQueue struct {
+	writeback.Queue
+	n *atomic.Uint64
+}
+
+func (q countingQueue) WritebackDone(ctx context.Context, op meta.WBOp, token string) error {
+	err := q.Queue.WritebackDone(ctx, op, token)
+	if err == nil {
+		q.n.Add(1)
+	}
+	return err
 }
 
 func (g withWriteback) Close() error {
@@ -150,12 +191,27 @@ func (g withWriteback) AddFilesetReads(ctx context.Context, root meta.Ino, d met
 	return ra.AddFilesetReads(ctx, root, d)
 }
 
+// Fileset passes the mount's reading of a fileset's settings on
+// (meta.FilesetAPI's Fileset: the mode, to refuse updates in read-only
+// filesets) when the gateway it wraps reads them.
+func (g withWriteback) Fileset(ctx context.Context, root meta.Ino) (meta.Fileset, error) {
+	fl, ok := g.Gateway.(interface {
+		Fileset(context.Context, meta.Ino) (meta.Fileset, error)
+	})
+	if !ok {
+		return meta.Fileset{}, fmt.Errorf("fileset %d: the gateway reads no fileset settings", root)
+	}
+	return fl.Fileset(ctx, root)
+}
+
 // hostWriteback starts a write-back applier per gateway client beside g.
 // They share the queues through the meta service's claims.
 func hostWriteback(g fuse.Gateway, svc *meta.Service, cs []*client.Client) fuse.Gateway {
 	w := withWriteback{Gateway: g}
 	for i, c := range cs {
-		a, err := writeback.New(writeback.Config{Queue: svc, Source: writeback.ClientSource{C: c},
+		n := new(atomic.Uint64)
+		w.wbOps = append(w.wbOps, n)
+		a, err := writeback.New(writeback.Config{Queue: countingQueue{svc, n}, Source: writeback.ClientSource{C: c},
 			Owner: fmt.Sprintf("gateway-%d-%d", os.Getpid(), i)})
 		if err != nil {
 			panic(err) // the arguments above are all given

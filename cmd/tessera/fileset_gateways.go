@@ -13,8 +13,9 @@ import (
 // status`: each one's address, site, whether it is live, and what it
 // ingested (bytes in all, and the rate between its last two heartbeats),
 // fetched and wrote back, as its heartbeat reported (meta.GatewayNode).
-// Gateways of `tessera up --gateways N` run inside the mount and are not
-// listed.
+// Gateways of `tessera up --gateways N` run inside the mount and report
+// the same through the registry (address meta.GatewayInProcess, as
+// up-gateway-I), so they get the same lines.
 func printGatewayStatus(ctx context.Context, out io.Writer, api meta.API) error {
 	ga, ok := api.(meta.GatewaysAPI)
 	if !ok {
@@ -31,8 +32,13 @@ func printGatewayStatus(ctx context.Context, out io.Writer, api meta.API) error 
 	fmt.Fprintf(out, "  gateways    %d registered\n", len(l))
 	for _, g := range l {
 		state := "live"
-		if !g.Live {
-			state = "silent " + time.Since(time.Unix(0, g.Seen)).Round(time.Second).String()
+		silent := time.Since(time.Unix(0, g.Seen))
+		switch {
+		case g.Addr == meta.GatewayInProcess && silent <= meta.GatewayTTL:
+			// A gateway of `tessera up --gateways N`: never live for
+			// routing, but heard from (its counters are current).
+		case !g.Live:
+			state = "silent " + silent.Round(time.Second).String()
 		}
 		site := ""
 		if g.Site != "" {

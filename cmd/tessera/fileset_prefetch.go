@@ -14,8 +14,10 @@ import (
 	"syscall"
 
 	"tessera/internal/admin"
+	"tessera/internal/auth"
 	"tessera/internal/client"
 	"tessera/internal/gateway"
+	"tessera/internal/gateway/gwrpc"
 	"tessera/internal/meta"
 	"tessera/internal/up"
 )
@@ -33,12 +35,15 @@ type prefetchItem struct {
 
 // runFilesetPrefetch is `tessera fileset prefetch PATH... | --list FILE`:
 // it lists the directories given (through the mount, so their names come
-// from home as any listing's) and fetches every file under them whole.
+// from home as any listing's) and fetches every file under them whole,
+// through the live gateway processes when there are any (gwrpc.Router:
+// AFM runs prefetch on the gateway nodes), else through --gateways
+// clients of its own.
 func runFilesetPrefetch(ctx context.Context, args []string) error {
 	fset := flag.NewFlagSet("fileset prefetch", flag.ContinueOnError)
 	cf := addClusterFlags(fset)
 	list := fset.String("list", "", "a file naming the files and directories to fetch, one path on the mount a line (- for stdin)")
-	ngw := fset.Int("gateways", 3, "how many gateway clients fetch in parallel (each a data-path client of its own)")
+	ngw := fset.Int("gateways", 3, "how many gateway clients fetch in parallel (each a data-path client of its own) when no gateway process is live")
 	jsonOut := fset.Bool("json", false, "print progress and the result as JSON objects, one a line, on stdout")
 	pos, err := parseInterspersed(fset, args)
 	if err != nil {
@@ -100,18 +105,28 @@ func runFilesetPrefetch(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	dial := up.NewDialer(creds).Block
-	var gs []*gateway.Ingester
-	for range *ngw {
-		dc, err := client.New(ctx, client.Config{Meta: c.Meta, Dial: dial, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			return fmt.Errorf("fileset prefetch: %w", err)
+	var grp fetcher
+	if r := liveGateways(ctx, c.Meta, creds); r != nil {
+		// The cluster's gateway processes fetch (AFM runs prefetch on
+		// the gateway nodes): each file goes to its owner, which splits
+		// it among them all, and they count what they ingested.
+		defer r.Close()
+		grp = r
+	} else {
+		dial := up.NewDialer(creds).Block
+		var gs []*gateway.Ingester
+		for range *ngw {
+			dc, err := client.New(ctx, client.Config{Meta: c.Meta, Dial: dial, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				return fmt.Errorf("fileset prefetch: %w", err)
+			}
+			defer dc.Close(context.WithoutCancel(ctx))
+			gs = append(gs, gateway.NewIngester(ma, dc, gateway.Options{}))
 		}
-		defer dc.Close(context.WithoutCancel(ctx))
-		gs = append(gs, gateway.NewIngester(ma, dc, gateway.Options{}))
+		g := gateway.NewGroup(gs...)
+		defer g.Close()
+		grp = g
 	}
-	grp := gateway.NewGroup(gs...)
-	defer grp.Close()
 
 	var fetched, bytes int64
 	var failed []map[string]any
@@ -144,9 +159,34 @@ func runFilesetPrefetch(ctx context.Context, args []string) error {
 	return err
 }
 
+// fetcher is what fetches a file's blocks: the cluster's gateway
+// processes (gwrpc.Router) or the command's own clients (gateway.Group).
+type fetcher interface {
+	Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.Inode, error)
+}
+
+// liveGateways returns a Router over the cluster's gateway processes when
+// at least one is live (registered and heartbeating), else nil.
+func liveGateways(ctx context.Context, api meta.API, creds *auth.Credentials) *gwrpc.Router {
+	ga, ok := api.(meta.GatewaysAPI)
+	if !ok {
+		return nil
+	}
+	l, err := ga.Gateways(ctx)
+	if err != nil {
+		return nil // an older service, or none registered: fetch here
+	}
+	for _, g := range l {
+		if g.Live {
+			return gwrpc.NewRouter(ga, creds, nil)
+		}
+	}
+	return nil
+}
+
 // prefetchFile fetches file it whole through grp in chunks, calling step
 // with the bytes of each chunk. A file in no fileset is an error.
-func prefetchFile(ctx context.Context, grp *gateway.Group, it prefetchItem, step func(int64)) error {
+func prefetchFile(ctx context.Context, grp fetcher, it prefetchItem, step func(int64)) error {
 	for off := int64(0); ; off += prefetchChunk {
 		n := min(prefetchChunk, it.size-off)
 		in, err := grp.Fetch(ctx, it.ino, off, max(n, 0))

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
+	"time"
 
 	"tessera/internal/auth"
 	"tessera/internal/client"
@@ -81,11 +83,18 @@ func runGateway(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer n.Close()
+	leaving := false
+	defer func() {
+		n.Close()
+		if leaving {
+			deregisterGateway(mc, name, log)
+		}
+	}()
 	n.SetRangeSize(*rangeSize)
 	fmt.Printf("tessera gateway: ready id=%s listen=%s meta=%s\n", name, n.Addr(), mc.Addr())
 	select {
 	case <-ctx.Done():
+		leaving = true // SIGTERM or SIGINT: a clean stop
 		return nil
 	case err := <-n.Done():
 		if err == nil || errors.Is(err, net.ErrClosed) {
@@ -93,6 +102,20 @@ func runGateway(ctx context.Context, args []string) error {
 		}
 		return err
 	}
+}
+
+// deregisterGateway removes a cleanly stopping gateway's record (after
+// its heartbeats stopped), so that mounts stop routing to it at once
+// rather than when its heartbeat lapses. A failure only leaves the record
+// to lapse, as after a crash.
+func deregisterGateway(ga meta.GatewaysAPI, name string, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := ga.RegisterGateway(ctx, meta.GatewayNode{ID: name, Addr: meta.GatewayLeaving}); err != nil {
+		log.Warn("gateway: deregistering failed; the record lapses with its heartbeat", "err", err)
+		return
+	}
+	log.Info("gateway: deregistered")
 }
 
 // gatewayID is the gateway's registry name: --id, else its certificate's

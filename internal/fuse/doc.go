@@ -47,6 +47,20 @@
 // COLLAPSE_RANGE and INSERT_RANGE get EOPNOTSUPP
 // (docs/design/2026-11-24-tmpfile-fallocate.md).
 //
+// Read-only filesets: an open for writing or with O_TRUNC, a CREATE that
+// opens an existing file for writing, and a truncate of an inode in a
+// read-only fileset get EROFS before anything is fetched from home
+// (readonly.go; the fileset's mode is read through the Gateway and kept
+// 10 s); every other update is refused by the meta service, the authority
+// (docs/design/2026-11-25-gateway-readonly.md).
+//
+// Home down (disconnected operation): a never-listed directory of an sw,
+// iw or lu fileset whose listing fails serves its local entries, so
+// updates in it work, and is listed when home returns; anything that
+// needs home's bytes and cannot get them fails with EIO, logged with the
+// fileset and its home (homedown.go;
+// docs/design/2026-11-25-gateway-disconnected.md).
+//
 // Interrupts: every request passes the kernel's INTERRUPT on to the
 // client's unbounded waits (killable) — for dirty budget and uploads, and
 // for the meta service while it is unavailable (client.Config.MetaTimeout,

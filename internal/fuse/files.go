@@ -68,6 +68,16 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 	if err != nil {
 		return fs.status("create", err)
 	}
+	if !created && fs.opts.Gateway != nil && (trunc || input.Flags&syscall.O_ACCMODE != syscall.O_RDONLY) {
+		// An existing file opened for writing: refused in a read-only
+		// fileset (readonly.go).
+		if err := fs.refuseReadOnly(ctx, "create", &in); err != nil {
+			if rerr := fs.api.ReleaseOpen(ctx, in.Ino); rerr != nil {
+				fs.log.Warn("create: releasing the open failed", "inode", in.Ino, "err", rerr)
+			}
+			return fs.status("create", err)
+		}
+	}
 	if trunc && !created && in.IsRegular() {
 		ino := in.Ino
 		if fs.opts.Gateway != nil && needs(&in) {
@@ -103,7 +113,11 @@ func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.Ope
 	if input.Flags&syscall.O_ACCMODE != syscall.O_RDONLY || input.Flags&syscall.O_TRUNC != 0 {
 		// An open that may write completes a partly cached fileset file
 		// first (write-back sends files whole); one that reads fetches
-		// what its reads need (Read).
+		// what its reads need (Read). A read-only fileset refuses it
+		// before anything is fetched (readonly.go).
+		if err := fs.refuseReadOnly(ctx, "open", gin); err != nil {
+			return fs.status("open", err)
+		}
 		if err := fs.complete(ctx, gin); err != nil {
 			return fs.status("open", err)
 		}

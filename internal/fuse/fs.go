@@ -47,6 +47,9 @@ type FS struct {
 	noSpace ratelog.Limiter
 	ready   ready      // inodes that need no gateway (gateway.go)
 	reads   readCounts // bytes read from filesets, to report (filesetreads.go)
+	modes   modes      // modes of the filesets met (readonly.go)
+	// homeLog keeps home down from logging every refused request.
+	homeLog ratelog.Limiter
 
 	mu struct {
 		sync.Mutex

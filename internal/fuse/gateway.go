@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"syscall"
 
 	"tessera/internal/meta"
 )
@@ -85,9 +84,14 @@ func (fs *FS) fill(ctx context.Context, ino meta.Ino) (*meta.Inode, error) {
 		}
 	}
 	if needs(&in) && in.IsDir() {
-		if in, err = fs.opts.Gateway.ListDir(ctx, ino); err != nil {
-			return nil, err
+		listed, err := fs.opts.Gateway.ListDir(ctx, ino)
+		if err != nil {
+			if fs.listPending(ctx, &in, err) { // homedown.go
+				return &in, nil
+			}
+			return nil, fs.homeFailed(ctx, "list", &in, err)
 		}
+		in = listed
 	}
 	return &in, nil
 }
@@ -100,8 +104,10 @@ func (fs *FS) complete(ctx context.Context, in *meta.Inode) error {
 	if in == nil || !needs(in) || !in.IsRegular() {
 		return nil
 	}
-	_, err := fs.opts.Gateway.Fetch(ctx, in.Ino, 0, int64(in.Gateway.HomeSize))
-	return err
+	if _, err := fs.opts.Gateway.Fetch(ctx, in.Ino, 0, int64(in.Gateway.HomeSize)); err != nil {
+		return fs.homeFailed(ctx, "complete", in, err)
+	}
+	return nil
 }
 
 // partial is an open file of a fileset not cached whole: a read fetches
@@ -183,7 +189,7 @@ func (p *partial) ready(ctx context.Context, fs *FS, off, n int64) (fetched bool
 	}
 	out, err := fs.opts.Gateway.Fetch(ctx, p.ino, int64(first)*p.bs, int64(last-first)*p.bs)
 	if err != nil {
-		return false, fmt.Errorf("read inode %d: bytes [%d, %d) are not cached and fetching them failed: %v: %w", p.ino, off, end, err, syscall.EIO)
+		return false, fs.homeFailed(ctx, fmt.Sprintf("read [%d, %d)", off, end), &in, err)
 	}
 	p.learn(out.Gateway, meta.BlockRange{First: first, End: last})
 	return true, nil

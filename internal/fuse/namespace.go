@@ -84,6 +84,11 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, input *gofuse.SetAttrIn, out *gofu
 		if in.IsDir() {
 			return gofuse.Status(syscall.EISDIR)
 		}
+		if fs.opts.Gateway != nil {
+			if err := fs.refuseReadOnly(ctx, "truncate", &in); err != nil {
+				return fs.status("truncate", err)
+			}
+		}
 		if fs.opts.Gateway != nil && needs(&in) {
 			// A partly cached fileset file is completed before it changes.
 			if err := fs.complete(ctx, &in); err != nil {

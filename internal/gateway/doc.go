@@ -65,12 +65,16 @@
 // (hits served from the cache, misses that needed a fetch) to the meta
 // service (meta.FilesetReadsAPI), for the hit ratio of fileset status.
 //
-// Not built yet (issue 14): refusing local updates in ro filesets, and the
-// ingest rate per gateway of tessera up --gateways N in fileset status
-// (Stats holds the counts; gateway processes report theirs in their
-// heartbeats).
+// Group.Fileset (and the gwrpc Router's) read a fileset's settings for a
+// mount, which refuses updates in a read-only fileset with EROFS before it
+// fetches anything (the meta service refuses them too, in the change's
+// transaction: docs/design/2026-11-25-gateway-readonly.md).
+// Stats holds each gateway's counts: gateway processes send theirs with
+// their heartbeats, and tessera up --gateways N heartbeats those of its
+// in-process gateways (meta.GatewayInProcess) for fileset status.
 // See docs/design/2026-11-24-gateway.md,
 // docs/design/2026-11-25-gateway-ranges.md,
 // docs/design/2026-11-25-ingest-window.md and
-// docs/design/2026-11-25-gateway-split.md.
+// docs/design/2026-11-25-gateway-split.md and
+// docs/design/2026-11-25-gateway-readonly.md.
 package gateway

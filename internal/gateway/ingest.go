@@ -246,7 +246,7 @@ func (g *Ingester) Fetch(ctx context.Context, ino meta.Ino, off, n int64) (meta.
 		}
 		o, err := g.recordRun(ctx, ino, sec, meta.BlockRange{First: recorded, End: upto})
 		if err != nil {
-			return err
+			return recordErr{err} // names the fetch already
 		}
 		recorded, out = upto, o
 		return nil
@@ -324,6 +324,10 @@ func (g *Ingester) fetchData(ctx context.Context, ino meta.Ino, off, n int64, st
 		}
 		return stored(sec, pos+int64(len(p)))
 	})
+	var re recordErr
+	if errors.As(err, &re) {
+		return meta.Inode{}, nil, false, re.error
+	}
 	if err != nil {
 		return meta.Inode{}, nil, false, fmt.Errorf("fetch inode %d: %w", ino, err)
 	}
@@ -390,3 +394,10 @@ func (g *Ingester) recordRun(ctx context.Context, ino meta.Ino, sec *meta.Gatewa
 		return out, nil
 	}
 }
+
+// recordErr is an error of Fetch's recording (recordRun), passed through
+// the read window: it names the fetch and the inode already, so fetchData
+// returns it as it is rather than prefix it a second time.
+type recordErr struct{ error }
+
+func (e recordErr) Unwrap() error { return e.error }

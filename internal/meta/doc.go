@@ -324,7 +324,9 @@
 //
 // Every change under a fileset ("g" record; issue 14) (Create, Link, Unlink, Rmdir, Rename, Commit,
 // SetAttr, the xattr calls) runs one hook in wbqueue.go inside its own
-// transaction: a read-only fileset refuses it (EROFS), an lu one keeps it
+// transaction: a read-only fileset refuses it (EROFS; the xattr calls
+// before they look at the attribute, so EROFS wins over ENODATA and
+// EEXIST, as on a read-only mount), an lu one keeps it
 // local (nothing queued), an sw or iw one appends the operation, with its paths relative to the fileset root, to
 // the fileset's queue ("w" "q") in that transaction. Which fileset an
 // inode is in comes from the parent pointers; with no fileset the hook

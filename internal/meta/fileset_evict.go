@@ -25,9 +25,9 @@ var _ EvictAPI = (*Service)(nil)
 // marks it a placeholder, keeping home's size and times. It refuses, with
 // ErrDirty, a file whose data is not only home's: write-back of it
 // queued, or its size or mtime no longer home's (a local change in a
-// local-update fileset, or one already written back: its record of home
-// is stale); with ErrInvalid a file made locally (nothing at home to fetch
-// again) or outside filesets. A placeholder is returned as it is. Holders
+// local-update fileset; a change written back has brought the record of
+// home up to date: WritebackDone); with ErrInvalid a file made locally and
+// not written back (nothing at home to fetch again) or outside filesets. A placeholder is returned as it is. Holders
 // of a lease on ino are called back: their cached content is gone.
 func (s *Service) EvictData(ctx context.Context, ino Ino) (Inode, error) {
 	var out Inode

@@ -26,6 +26,19 @@ const GatewayTTL = DefaultDownAfter
 // before a registration removes it.
 const gatewayForget = time.Hour
 
+// GatewayInProcess is the Addr of a gateway running inside another
+// process (`tessera up --gateways N`): it registers and heartbeats only so
+// that `fileset status` shows its counters beside the gateway processes'.
+// It serves no Gateway service, so it is never live: mounts and gateway
+// processes never route to it.
+const GatewayInProcess = "in-process"
+
+// GatewayLeaving, as the Addr of a registration, removes the gateway's
+// record: a gateway stopping cleanly (SIGTERM) says so, and mounts stop
+// routing to it at once instead of when its heartbeat lapses. (An address
+// rather than a call of its own: the wire protocol is unchanged.)
+const GatewayLeaving = "leaving"
+
 // GatewayCounters are what a gateway process did since it started, sent
 // with every heartbeat.
 type GatewayCounters struct {
@@ -67,7 +80,8 @@ func (g GatewayNode) IngestRate() float64 {
 // RPC clients.
 type GatewaysAPI interface {
 	// RegisterGateway adds or refreshes gateway g (a heartbeat): Seen
-	// comes from the service's clock. It returns the live gateways.
+	// comes from the service's clock. It returns the live gateways. With
+	// Addr GatewayLeaving it removes g's record instead (returns none).
 	RegisterGateway(ctx context.Context, g GatewayNode) ([]GatewayNode, error)
 	// Gateways lists the gateways known, by ID, Live set on those heard
 	// from within GatewayTTL.
@@ -104,6 +118,10 @@ func (s *Service) RegisterGateway(ctx context.Context, g GatewayNode) ([]Gateway
 	err := s.update(ctx, func(t txn) error {
 		now := s.nowNs()
 		k := gatewayNodeKey(g.ID)
+		if g.Addr == GatewayLeaving {
+			out = nil
+			return t.Delete(k)
+		}
 		v, ok, err := t.Get(k)
 		if err != nil {
 			return err
@@ -170,7 +188,7 @@ func (t txn) gatewayNodes(now int64) ([]GatewayNode, error) {
 		if err := json.Unmarshal(v, &g); err != nil {
 			return false, corruptf("gateway record %q: %v", k[1:], err)
 		}
-		g.Live = now-g.Seen <= int64(GatewayTTL)
+		g.Live = now-g.Seen <= int64(GatewayTTL) && g.Addr != GatewayInProcess
 		out = append(out, g)
 		return true, nil
 	})

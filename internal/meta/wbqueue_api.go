@@ -136,7 +136,11 @@ func Overlaps(a, b string) bool {
 
 // WritebackDone deletes an applied operation (when it is still the one
 // claimed) and records home's token for its inode, which conflict checks
-// compare with later ("" keeps what is recorded; a removal drops it).
+// compare with later ("" keeps what is recorded; a removal drops it). A
+// Put with a token and nothing queued after it also brings the file's
+// gateway section up to date (wbReached): home now holds what the cache
+// does, so eviction and the removal of names gone at home take the file
+// as clean.
 func (s *Service) WritebackDone(ctx context.Context, op WBOp, token string) error {
 	err := s.update(ctx, func(t txn) error {
 		cur, err := t.wbOp(op.Root, op.Seq)
@@ -146,9 +150,11 @@ func (s *Service) WritebackDone(ctx context.Context, op WBOp, token string) erro
 		if err := t.Delete(wbQueueKey(op.Root, op.Seq)); err != nil {
 			return err
 		}
-		if l, err := t.wbLatestOp(op.Ino); err != nil {
+		l, err := t.wbLatestOp(op.Ino)
+		if err != nil {
 			return err
-		} else if l == nil {
+		}
+		if l == nil {
 			if err := t.Delete(wbKey(wbLatest, op.Ino)); err != nil {
 				return err
 			}
@@ -157,7 +163,12 @@ func (s *Service) WritebackDone(ctx context.Context, op WBOp, token string) erro
 		case op.Kind == OpRemove || op.Kind == OpRmdir:
 			return t.Delete(wbKey(wbToken, op.Ino))
 		case token != "":
-			return t.Put(wbKey(wbToken, op.Ino), encodeXattr([]byte(token)))
+			if err := t.Put(wbKey(wbToken, op.Ino), encodeXattr([]byte(token))); err != nil {
+				return err
+			}
+			if op.Kind == OpPut && l == nil {
+				return t.wbReached(op, token, s.nowNs())
+			}
 		}
 		return nil
 	})
@@ -283,3 +294,26 @@ type WritebackAPI interface {
 }
 
 var _ WritebackAPI = (*Service)(nil)
+
+// wbReached records in the gateway section of op's file that home holds
+// its current content, as home's object at op.Path with change token
+// token: the Put was the file's last queued change, so nothing local is
+// newer. A file made in the cache gets its home path (it is at home now).
+// The inode's Change is left alone: its content did not change.
+func (t txn) wbReached(op WBOp, token string, now int64) error {
+	rec, err := t.getInode(op.Ino)
+	if errors.Is(err, ErrNotFound) {
+		return nil // removed since; its removal follows
+	}
+	if err != nil {
+		return err
+	}
+	if rec.Gateway == nil || !rec.IsRegular() || rec.Gateway.State != CacheCached {
+		return nil
+	}
+	g := *rec.Gateway
+	g.HomePath, g.HomeSize, g.HomeMtime, g.HomeCtime, g.Token = op.Path, rec.Size, rec.Mtime, 0, token
+	g.Validated = now
+	rec.Gateway = &g
+	return t.putInode(rec)
+}

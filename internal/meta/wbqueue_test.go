@@ -3,6 +3,7 @@ package meta_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 	"testing"
 	"time"
@@ -163,6 +164,17 @@ func TestWritebackReadOnlyAndBorders(t *testing.T) {
 	if _, err := e.s.SetAttr(e.ctx, ing.Ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o600}); !errors.Is(err, syscall.EROFS) {
 		t.Fatalf("chmod in ro fileset: %v, want EROFS", err)
 	}
+	// The xattr calls refuse before they look at the attribute: EROFS,
+	// not ENODATA for one absent or EEXIST for one present.
+	if err := e.s.RemoveXattr(e.ctx, ing.Ino, "user.absent"); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("removexattr of an absent attribute in ro fileset: %v, want EROFS", err)
+	}
+	if err := e.s.SetXattr(meta.WithoutWriteback(e.ctx), ing.Ino, "user.k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.s.SetXattr(e.ctx, ing.Ino, "user.k", []byte("w"), meta.XattrCreate); !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("setxattr create of a present attribute in ro fileset: %v, want EROFS", err)
+	}
 	if got := e.depth(); got != 0 {
 		t.Fatalf("depth %d, want 0", got)
 	}
@@ -198,5 +210,42 @@ func TestOverlaps(t *testing.T) {
 		if got := meta.Overlaps(c.a, c.b); got != c.want {
 			t.Errorf("Overlaps(%q, %q) = %v", c.a, c.b, got)
 		}
+	}
+}
+
+// TestWritebackReachedIsClean: once a file's last Put is applied at home,
+// the file is clean: eviction takes a file read from home and changed
+// locally, and the removal of a name gone at home takes a file made in
+// the cache (both were refused as dirty, their sections stale).
+func TestWritebackReachedIsClean(t *testing.T) {
+	e := newWBEnv(t, meta.ModeIW)
+	ing := meta.WithoutWriteback(e.ctx)
+	h, err := e.s.Create(ing, meta.CreateReq{Parent: e.root, Name: "h", Mode: syscall.S_IFREG | 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.s.SetGateway(ing, h.Ino, meta.GatewayInfo{Fileset: e.root, HomePath: "h", HomeMtime: h.Mtime, Token: "t0", State: meta.CacheCached}, 0); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Second)
+	if _, err := e.s.SetAttr(e.ctx, h.Ino, meta.SetAttrReq{Valid: meta.SetSize, Size: 5}); err != nil {
+		t.Fatal(err)
+	}
+	l := e.mk(e.root, "l", syscall.S_IFREG|0o644)
+	ops, err := e.s.ClaimWriteback(e.ctx, meta.ClaimReq{Root: e.root, Owner: "gw", TTL: time.Hour, Limit: 10})
+	if err != nil || len(ops) != 2 {
+		t.Fatalf("claimed %v, %v; want the Puts of h and l", ops, err)
+	}
+	for _, op := range ops {
+		if err := e.s.WritebackDone(e.ctx, op, fmt.Sprintf("t-%d", op.Ino)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := e.s.EvictData(e.ctx, h.Ino)
+	if err != nil || in.Gateway.State != meta.CachePlaceholder || in.Gateway.HomeSize != 5 {
+		t.Fatalf("evict of h, written back: %+v, %v; want a placeholder of 5 bytes", in.Gateway, err)
+	}
+	if err := e.s.RemoveVanished(e.ctx, e.root, "l", l, false); err != nil {
+		t.Fatalf("removal of l, written back and gone at home: %v", err)
 	}
 }

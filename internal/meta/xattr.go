@@ -73,6 +73,11 @@ func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []by
 			if err != nil {
 				return err
 			}
+			// A read-only fileset refuses before anything else is
+			// looked at (as a read-only mount: EROFS, not ENODATA).
+			if err := s.wbCheck(ctx, t, rec); err != nil {
+				return err
+			}
 			if err := s.callBackIn(ctx, t, ino); err != nil {
 				return err
 			}
@@ -81,9 +86,6 @@ func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []by
 					return err
 				}
 				rec.touch(s.nowNs())
-				if err := s.wbCheck(ctx, t, rec); err != nil {
-					return err
-				}
 				return t.putInode(rec)
 			}
 			k := xattrKey(ino, name)
@@ -100,9 +102,6 @@ func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []by
 				return err
 			}
 			rec.touch(s.nowNs())
-			if err := s.wbCheck(ctx, t, rec); err != nil {
-				return err
-			}
 			return t.putInode(rec)
 		})
 	}
@@ -151,6 +150,11 @@ func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
 			if err != nil {
 				return err
 			}
+			// A read-only fileset refuses before anything else is
+			// looked at (as a read-only mount: EROFS, not ENODATA).
+			if err := s.wbCheck(ctx, t, rec); err != nil {
+				return err
+			}
 			if err := s.callBackIn(ctx, t, ino); err != nil {
 				return err
 			}
@@ -160,9 +164,6 @@ func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
 				}
 				fa.clear(rec)
 				rec.touch(s.nowNs())
-				if err := s.wbCheck(ctx, t, rec); err != nil {
-					return err
-				}
 				return t.putInode(rec)
 			}
 			k := xattrKey(ino, name)
@@ -175,9 +176,6 @@ func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
 				return err
 			}
 			rec.touch(s.nowNs())
-			if err := s.wbCheck(ctx, t, rec); err != nil {
-				return err
-			}
 			return t.putInode(rec)
 		})
 	}

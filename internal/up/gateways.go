@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"tessera/internal/auth"
 	"tessera/internal/client"
@@ -38,7 +39,9 @@ func startGateways(ctx context.Context, cfg Config, svc *meta.Service, dial clie
 	}
 	var gw fuse.Gateway
 	var clients []*client.Client
+	beats := func() {}
 	stop := func() {
+		beats()
 		if c, ok := gw.(interface{ Close() error }); ok {
 			c.Close()
 		}
@@ -61,6 +64,48 @@ func startGateways(ctx context.Context, cfg Config, svc *meta.Service, dial clie
 		return gw, stop, nil
 	}
 	gw = cfg.NewGateway(svc, clients)
+	if gc, ok := gw.(GatewayCounter); ok {
+		beats = startGatewayBeats(svc, gc, cfg.Site, log)
+	}
 	log.Info("fileset gateways started", "gateways", len(clients))
 	return gw, stop, nil
+}
+
+// GatewayCounter is implemented by a gateway group of GatewayFunc that
+// counts per gateway: one entry per gateway, in order, for the registry.
+type GatewayCounter interface {
+	GatewayCounters() []meta.GatewayCounters
+}
+
+// startGatewayBeats registers the in-process gateways of gc with the meta
+// service and heartbeats their counters as gateway processes do, under
+// the address meta.GatewayInProcess (never routed to), so that `tessera
+// fileset status` shows the same per-gateway lines for both. It returns
+// the function that stops the heartbeats and waits for them.
+func startGatewayBeats(svc *meta.Service, gc GatewayCounter, site string, log *slog.Logger) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	started := time.Now().UnixNano()
+	beat := func() {
+		for i, c := range gc.GatewayCounters() {
+			g := meta.GatewayNode{ID: fmt.Sprintf("up-gateway-%d", i), Addr: meta.GatewayInProcess, Site: site, Started: started, Counters: c}
+			if _, err := svc.RegisterGateway(ctx, g); err != nil && ctx.Err() == nil {
+				log.Debug("in-process gateway: heartbeat", "gateway", g.ID, "err", err)
+			}
+		}
+	}
+	go func() {
+		defer close(done)
+		t := time.NewTicker(meta.DefaultHeartbeat)
+		defer t.Stop()
+		for {
+			beat()
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }

@@ -71,7 +71,10 @@ type Config struct {
 	// 14; gateways.go); 0: none, and fileset inodes not cached yet are
 	// served as they are.
 	Gateways int
-	// NewGateway makes each gateway (needed when Gateways > 0).
+	// NewGateway makes each gateway (needed when Gateways > 0). When
+	// what it returns is a GatewayCounter, each gateway heartbeats its
+	// counters to the registry as up-gateway-I (meta.GatewayInProcess),
+	// for fileset status.
 	NewGateway GatewayFunc
 	// RemoteGateways, when set and Gateways is 0, is what the mount asks
 	// instead: the cluster's gateway processes (`tessera gateway`), over

@@ -13,6 +13,9 @@ import (
 // errNoReadCounts: the meta client given to NewRouter takes no read counts.
 var errNoReadCounts = errors.New("the meta client takes no fileset read counts")
 
+// errNoSettings: the meta client given to NewRouter reads no filesets.
+var errNoSettings = errors.New("the meta client reads no fileset settings")
+
 // settingsTTL is how long a Router trusts a fileset's settings it read
 // (its validity lag and mode): a changed lag is seen by mounts this much
 // later at most.
@@ -82,4 +85,19 @@ func (r *Router) AddFilesetReads(ctx context.Context, root meta.Ino, d meta.File
 		return errNoReadCounts
 	}
 	return ra.AddFilesetReads(ctx, root, d)
+}
+
+// Fileset returns the settings of the fileset rooted at root
+// (meta.FilesetAPI), as Due caches them: a mount asks it for the mode, to
+// refuse updates in a read-only fileset before anything is fetched.
+func (r *Router) Fileset(ctx context.Context, root meta.Ino) (meta.Fileset, error) {
+	if _, ok := r.meta.(meta.FilesetAPI); !ok {
+		return meta.Fileset{}, errNoSettings
+	}
+	if f, ok := r.filesetOf(ctx, root); ok {
+		return f, nil
+	}
+	// Not cached and not read: ask again for the error (ErrNotFound for
+	// a fileset deleted).
+	return r.meta.(meta.FilesetAPI).Fileset(ctx, root)
 }

@@ -351,3 +351,18 @@ func TestOwnerSplitsWithGatewaysJoinedSince(t *testing.T) {
 		t.Errorf("seq reads back %d bytes that differ from home's", len(got))
 	}
 }
+
+// TestRouterErrorNamesGateway: an error a gateway answers reaches the
+// mount naming that gateway (its registry name and address), not only
+// the address as a meta call's error would.
+func TestRouterErrorNamesGateway(t *testing.T) {
+	e := newEnv(t)
+	n := e.node(t, "gw0")
+	defer n.Close()
+	r := gwrpc.NewRouter(e.svc, e.creds(t, "mount", auth.RoleClientRW), nil)
+	defer r.Close()
+	_, err := r.Fetch(context.Background(), meta.RootIno, 0, 1) // in no fileset
+	if err == nil || !strings.HasPrefix(err.Error(), "gateway gw0 (") {
+		t.Fatalf("fetch of an inode in no fileset: %v; want an error starting with the gateway's name", err)
+	}
+}

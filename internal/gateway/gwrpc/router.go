@@ -162,7 +162,13 @@ func (r *Router) do(ctx context.Context, ino meta.Ino, call func(*Remote) error)
 			c, err := r.conn(g.Addr)
 			if err == nil {
 				err = call(c)
-				if err == nil || !gone(err) {
+				if err == nil {
+					return nil
+				}
+				// Name the gateway: the call's own text names only
+				// the address it dialed, as a meta call's would.
+				err = fmt.Errorf("gateway %s (%s): %w", g.ID, g.Addr, err)
+				if !gone(err) {
 					return err
 				}
 			}

@@ -1,9 +1,11 @@
 package writeback
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 	"time"
@@ -90,7 +92,25 @@ func (a *Applier) setattr(ctx context.Context, h home.Store, op meta.WBOp) error
 // put writes the file's current content home, after the conflict check.
 func (a *Applier) put(ctx context.Context, f Fileset, op meta.WBOp) (string, error) {
 	h := f.Home
-	if !op.New {
+	if op.New {
+		// A file made in the cache: a name home has too was made there
+		// meanwhile (the directory was not listed, or was listed before
+		// home's was made, as in disconnected operation), so both sides
+		// made it: a conflict, not an overwrite. Unless home's file has
+		// the cache's bytes: then it is this Put's own, applied before a
+		// crash (or the same bytes made twice), and is written again.
+		at, err := h.Stat(ctx, op.Path)
+		switch {
+		case err == nil && at.Kind == home.KindFile && a.sameBytes(ctx, h, op, at.Size):
+		case err == nil:
+			done, err := a.conflict(ctx, f, op, "", at.Token)
+			if done || err != nil {
+				return "", err
+			}
+		case !errors.Is(err, home.ErrNotFound):
+			return "", err
+		}
+	} else {
 		seen, err := a.cfg.Queue.WritebackToken(ctx, op.Ino)
 		if err != nil {
 			return "", fmt.Errorf("%w: %w", errSource, err)
@@ -191,3 +211,29 @@ func mkdirAll(ctx context.Context, h home.Store, dir string) error {
 }
 
 func stringsReader(s string) *strings.Reader { return strings.NewReader(s) }
+
+// sameBytes reports whether home's file at op.Path (size bytes) holds the
+// cache's content of op's file; any error reading either side says no.
+func (a *Applier) sameBytes(ctx context.Context, h home.Store, op meta.WBOp, size int64) bool {
+	r, n, err := a.cfg.Source.Open(ctx, op.Ino)
+	if err != nil {
+		return false
+	}
+	defer r.Close()
+	if n != size {
+		return false
+	}
+	mine, theirs := make([]byte, 1<<20), make([]byte, 1<<20)
+	for off := int64(0); off < size; {
+		k := int(min(int64(len(mine)), size-off))
+		if _, err := io.ReadFull(r, mine[:k]); err != nil {
+			return false
+		}
+		got, err := h.ReadAt(ctx, op.Path, theirs[:k], off)
+		if got != k || err != nil && !errors.Is(err, io.EOF) || !bytes.Equal(mine[:k], theirs[:k]) {
+			return false
+		}
+		off += int64(k)
+	}
+	return true
+}

@@ -33,6 +33,11 @@
 // the fileset's policy decides: cache-wins writes the cache's version;
 // home-wins keeps home's and drops the cache's; keep-both keeps home's at
 // the path and the cache's under the fileset's ".conflicts/" directory at
-// home (PATH.SEQ). Every conflict leaves a report file
+// home (PATH.SEQ). A file made in the cache whose name home has by the
+// time its Put is applied (made on both sides, e.g. while home was down
+// and the directory not listed) is a conflict too, settled the same way,
+// unless home's file has the cache's bytes (this Put's own, applied
+// before a crash).
+// Every conflict leaves a report file
 // ".conflicts/PATH.SEQ.report" at home saying what happened.
 package writeback

@@ -311,6 +311,67 @@ func TestConflicts(t *testing.T) {
 	}
 }
 
+// TestConflictMadeOnBothSides: a file made in the cache under a name
+// home got meanwhile (a directory not listed while home was down) is a
+// conflict settled by the policy, not an overwrite of home's file.
+func TestConflictMadeOnBothSides(t *testing.T) {
+	for _, c := range []struct {
+		policy, want string
+		loserKept    bool
+	}{
+		{meta.ConflictsCacheWins, "cache", false},
+		{meta.ConflictsHomeWins, "home", false},
+		{meta.ConflictsKeepBoth, "home", true},
+	} {
+		t.Run(c.policy, func(t *testing.T) {
+			e := newEnv(t, c.policy)
+			f := e.fileset()
+			f.Conflicts = c.policy
+			in, err := e.s.Create(e.ctx, meta.CreateReq{Parent: e.root, Name: "both", Mode: syscall.S_IFREG | 0o644})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.write(in.Ino, []byte("cache"))
+			p := filepath.Join(e.homeDir, "both")
+			if err := os.WriteFile(p, []byte("home"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			e.drain(e.applier("gw0", 0, 1), f)
+			if b, _ := os.ReadFile(p); string(b) != c.want {
+				t.Fatalf("home has %q, want %q", b, c.want)
+			}
+			reports, _ := filepath.Glob(filepath.Join(e.homeDir, ".conflicts", "both.*.report"))
+			if len(reports) != 1 {
+				t.Fatalf("reports %v, want one", reports)
+			}
+			b, err := os.ReadFile(strings.TrimSuffix(reports[0], ".report"))
+			if c.loserKept != (err == nil && string(b) == "cache") {
+				t.Fatalf("loser: %q %v; kept wanted: %v", b, err, c.loserKept)
+			}
+		})
+	}
+}
+
+// TestNewPutFindsItsOwnBytes: a new file's Put that finds at home a file
+// with the cache's bytes (its own, applied before a crash) is no conflict.
+func TestNewPutFindsItsOwnBytes(t *testing.T) {
+	e := newEnv(t, meta.ConflictsKeepBoth)
+	f := e.fileset()
+	in, err := e.s.Create(e.ctx, meta.CreateReq{Parent: e.root, Name: "mine", Mode: syscall.S_IFREG | 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.write(in.Ino, []byte("the same bytes"))
+	if err := os.WriteFile(filepath.Join(e.homeDir, "mine"), []byte("the same bytes"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.drain(e.applier("gw0", 0, 1), f)
+	if _, err := os.Stat(filepath.Join(e.homeDir, ".conflicts")); !os.IsNotExist(err) {
+		t.Fatalf(".conflicts after a Put that found its own bytes: %v", err)
+	}
+	e.sameTrees()
+}
+
 // TestDrainOverRPC: the applier works the queue through the meta
 // service's wire protocol, as a gateway process does.
 func TestDrainOverRPC(t *testing.T) {

@@ -1,0 +1,100 @@
+package fuse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"tessera/internal/meta"
+)
+
+// Read-only filesets (meta.ModeRO) refuse local updates with EROFS. The
+// meta service is the authority: every namespace and content change is
+// refused in its transaction (meta's write-back hook), for every mount and
+// NFS alike. The mount checks too, before the two things the service
+// cannot refuse in time: an open for writing (an open is not a change to
+// the service, and the first change, the commit at close, would come after
+// write(2) had said yes) and the fetch of a partly cached file that comes
+// before a truncate or a write open (it would fill the cache only to be
+// refused). See docs/design/2026-11-25-gateway-readonly.md.
+
+// filesetLookup is what can read a fileset's settings: meta.FilesetAPI's
+// Fileset, offered by the Gateway (Group, Router) or the meta client.
+type filesetLookup interface {
+	Fileset(ctx context.Context, root meta.Ino) (meta.Fileset, error)
+}
+
+// modeTTL is how long a mount trusts the mode it read of a fileset. A
+// fileset's mode does not change while it exists; a deleted one may still
+// be taken as read-only for this long (the meta service no longer refuses
+// its updates; the mount's refusal then is stale, never unsafe).
+const modeTTL = 10 * time.Second
+
+// modes caches the settings of the filesets the mount has met.
+type modes struct {
+	mu sync.Mutex
+	m  map[meta.Ino]modeEntry // by fileset root
+}
+
+type modeEntry struct {
+	f     meta.Fileset
+	until time.Time
+}
+
+// refuseReadOnly returns an error wrapping meta.ErrReadOnly (EROFS) when
+// in lies in a read-only fileset, before op changes it. An inode in no
+// fileset, or one whose fileset's settings cannot be read, is left to the
+// meta service's refusal.
+func (fs *FS) refuseReadOnly(ctx context.Context, op string, in *meta.Inode) error {
+	if in == nil || in.Gateway == nil || in.Gateway.Fileset == 0 {
+		return nil
+	}
+	root := in.Gateway.Fileset
+	f, err := fs.filesetOf(ctx, root)
+	if err != nil {
+		// Deleted (its inodes are ordinary ones now), or its settings
+		// not readable: the meta service refuses what it must.
+		if !errors.Is(err, meta.ErrNotFound) {
+			fs.log.Debug("fileset mode not read; the meta service decides", "op", op, "fileset", root, "err", err)
+		}
+		return nil
+	}
+	if f.Mode == meta.ModeRO {
+		return fmt.Errorf("%s inode %d: fileset %d is read-only: %w", op, in.Ino, root, meta.ErrReadOnly)
+	}
+	return nil
+}
+
+// errNoLookup: neither the Gateway nor the meta client reads filesets.
+var errNoLookup = errors.New("the mount has no way to read fileset settings")
+
+// filesetOf returns the settings of the fileset rooted at root, from the
+// cache while they are fresh.
+func (fs *FS) filesetOf(ctx context.Context, root meta.Ino) (meta.Fileset, error) {
+	now := time.Now()
+	fs.modes.mu.Lock()
+	e, ok := fs.modes.m[root]
+	fs.modes.mu.Unlock()
+	if ok && now.Before(e.until) {
+		return e.f, nil
+	}
+	fl, ok := fs.opts.Gateway.(filesetLookup)
+	if !ok {
+		if fl, ok = fs.api.(filesetLookup); !ok {
+			return meta.Fileset{}, errNoLookup
+		}
+	}
+	f, err := fl.Fileset(ctx, root)
+	if err != nil {
+		return meta.Fileset{}, err
+	}
+	fs.modes.mu.Lock()
+	if fs.modes.m == nil {
+		fs.modes.m = make(map[meta.Ino]modeEntry)
+	}
+	fs.modes.m[root] = modeEntry{f: f, until: now.Add(modeTTL)}
+	fs.modes.mu.Unlock()
+	return f, nil
+}
