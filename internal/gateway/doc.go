@@ -74,7 +74,7 @@
 // in-process gateways (meta.GatewayInProcess) for fileset status.
 // See docs/design/2026-11-24-gateway.md,
 // docs/design/2026-11-25-gateway-ranges.md,
-// docs/design/2026-11-25-ingest-window.md and
+// docs/design/2026-11-25-ingest-window.md,
 // docs/design/2026-11-25-gateway-split.md and
 // docs/design/2026-11-25-gateway-readonly.md.
 package gateway
