@@ -11,14 +11,14 @@
 #
 #   bench/multisite.sh [--sizes 1,4,16,64] [--runs 3] [--creates 400] [--create-workers 4]
 #        [--create-dirs one|each|both] [--batch on,off,N] [--etcd-delays none,full,tenth]
-#        [--update-reads leader|local|both] [--creates-only] [--quick]
+#        [--update-reads leader|local|both] [--creates-only] [--quick] [--cpu]
 #   bench/multisite.sh --summary bench/out/multisite-TS/io.tsv
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
-SIZES=1,4,16,64 RUNS=3 CREATES=400 WORKERS=4 DIRS=both BATCH=on,off DELAYS=none,full,tenth CREATES_ONLY=0 READS=leader
+SIZES=1,4,16,64 RUNS=3 CREATES=400 WORKERS=4 DIRS=both BATCH=on,off DELAYS=none,full,tenth CREATES_ONLY=0 READS=leader CPU=
 usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 # summary IO.TSV: median (min..max) seconds per kind, layout and size, and the issue's three ratios.
 summary() {
@@ -35,6 +35,21 @@ summary() {
       sr=med(v["syncread three "s]); lr=med(v["localread three "s]); pl=med(v["plainread local@A "s]); pc=med(v["plainread three@C "s])
       printf "%5s  %-28s %-38s %s\n", s, (w2>0 ? sprintf("%.2f (target <= 1.2)", w3/w2) : "nan"),
         (lr!="nan" ? sprintf("%.2f (target <= 1.2)", sr/(lr+0.060)) : "nan"), (pc>0 ? sprintf("%.2f (target >= 0.9)", pl/pc) : "nan") } }' "$1" | sort -n
+  if grep -q '^# cpu ' "$1"; then
+    echo
+    echo "CPU ms per operation, medians (-cpu): own = the sites' processes + the driver (WAN links, the reads' copies); other = the rest of the machine"
+    printf "%-10s %-9s %5s %6s %6s %6s  %s\n" kind layout MiB wall own other "own by kind (blockd mount etcd meta driver)"
+    awk "$med"' /^# cpu (write|plainread) / { k=$3" "$4" "$5; sub(/wall=/, "", $7); w[k]=w[k]" "$7; own=0
+        for (i=9; i<=NF; i++) { split($i, kv, "="); n=split(kv[1], q, "."); kind=q[n]; sub(/\(wan\)/, "", kind)
+          if (kind=="machine-other") { o[k]=o[k]" "kv[2]; continue }
+          own+=kv[2]; part[k" "kind]+=kv[2] }
+        for (kk in part) if (index(kk, k" ")==1) { split(kk, z, " "); by[k" "z[4]]=by[k" "z[4]]" "part[kk]; delete part[kk] }
+        ow[k]=ow[k]" "own; key[k]=1 }
+      END { for (k in key) { split(k, p, " "); s=""
+          for (j=1; j<=5; j++) { kind=(j==1?"blockd":j==2?"mount":j==3?"etcd":j==4?"meta":"driver"); s=s sprintf(" %s=%s", kind, med(by[k" "kind])) }
+          printf "%-10s %-9s %5s %6s %6s %6s  %s\n", p[1], p[2], p[3], med(w[k]), med(ow[k]), med(o[k]), s } }' "$1" |
+      grep -E '^(write +(three|two-60)|plainread)' | sort -k1,1 -k2,2 -k3,3n
+  fi
   echo
   printf "%-6s %-8s %-5s %7s %-6s %9s %8s %-21s %s\n" "etcd" batch dirs workers site creates/s seconds "etcd proposals/create" "etcd leader"
   cat "$@" | awk -F'\t' '$1=="creates" && NF>=9 { printf "%-6s %-8s %-5s %7s %-6s %9s %8s %-21s %s\n", $2, $3, $5, $6, $4, $8, $7, $9, $10 }
@@ -51,6 +66,7 @@ while [ $# -gt 0 ]; do
     --etcd-delays) DELAYS=$2; shift 2 ;;
     --update-reads) READS=$2; shift 2 ;;
     --creates-only) CREATES_ONLY=1; shift ;;
+    --cpu) CPU=-cpu; shift ;;
     --quick) SIZES=1,4; RUNS=1; CREATES=80; shift ;;
     --summary) shift; summary "$@"; exit ;;
     -h|--help) usage 0 ;;
@@ -74,7 +90,7 @@ D="$OUT/bin/multisite"
 { echo "# $(date -u +%FT%TZ) $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"; } > "$OUT/io.tsv"
 if [ "$CREATES_ONLY" = 0 ]; then
   log "figures 7 and 8: sizes $SIZES MiB, $RUNS runs; etcd members without WAN delay (see the results file)"
-  "$D" -bin "$OUT/bin/tessera" -sizes "$SIZES" -runs "$RUNS" -creates 0 | tee -a "$OUT/io.tsv"
+  "$D" -bin "$OUT/bin/tessera" -sizes "$SIZES" -runs "$RUNS" -creates 0 $CPU | tee -a "$OUT/io.tsv"
 fi
 # creates DELAY BATCH READS: the create phase on a fresh cluster, its rows tagged with the three.
 creates() {

@@ -61,6 +61,35 @@ func TestSitesEtcd(t *testing.T) {
 		}
 	}
 
+	// The benchmark's helpers: every member is listed with its process,
+	// the commits above crossed every member's peer link, and leadership
+	// moves where it is asked to.
+	procs := s.Procs()
+	if len(procs) != 3 {
+		t.Fatalf("Procs lists %v, want the 3 etcd members", procs)
+	}
+	for _, p := range procs {
+		if p.Name != "etcd" || p.PID != s.etcd[p.Site].cmd.Process.Pid {
+			t.Fatalf("Procs lists %+v, not site %d's etcd member", p, p.Site)
+		}
+	}
+	for i := range 3 {
+		if n := s.EtcdPeerBytes(i); n <= 0 {
+			t.Fatalf("site %d's etcd peer link counted %d bytes after three commits", i, n)
+		}
+	}
+	leader := s.EtcdLeader(ctx)
+	if leader < 0 {
+		t.Fatal("EtcdLeader: no member leads after three commits")
+	}
+	to := (leader + 1) % 3
+	if err := s.MoveEtcdLeader(ctx, to); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.EtcdLeader(ctx); got != to {
+		t.Fatalf("after MoveEtcdLeader(%d) site %d leads", to, got)
+	}
+
 	// Site C cut off: A and B go on; C's member answers nothing.
 	if err := s.Partition(2); err != nil {
 		t.Fatal(err)

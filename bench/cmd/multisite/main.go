@@ -8,6 +8,7 @@
 //	multisite -bin tessera -etcd etcd [-sizes 1,4,16,64] [-runs 3]
 //	          [-creates 400] [-threads 4] [-create-dirs one|each|both]
 //	          [-rtt-div 1] [-etcd-wan] [-etcd-query batch=0] [-skip-io]
+//	          [-cpu] [-etcd-leader SITE] [-settle D]
 //
 // Layouts (user.tessera.replicas of the directory; writer; sync reader):
 //
@@ -30,6 +31,15 @@
 //	kind layout size_mib run seconds [wan_bytes]
 //	creates site dirs workers seconds creates/s etcd_proposals/create etcd_leader_site
 //
+// With -cpu, each write and plain read is followed by comment lines: the
+// CPU time (ms, all threads) of every site's etcd, meta, block servers and
+// mounts, of this driver (which runs the WAN links and does the reads and
+// writes), and of the rest of the machine (other users, kernel threads);
+// the processes' system time; the bytes over every link; for writes the
+// block bytes the writer's site sent to each other site. -etcd-leader
+// moves the etcd leader to a site first; -settle waits before each plain
+// read (diagnostics of bench/results/2026-11-25-multisite-causes.md).
+//
 // etcd_proposals/create is the growth of the site's etcd member's
 // etcd_server_proposals_committed_total (Raft entries committed: one per
 // write Txn, several Updates in one when etcdkv batches them) per create,
@@ -40,6 +50,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"flag"
@@ -48,6 +59,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -86,6 +98,9 @@ func main() {
 	rttDiv := flag.Int("rtt-div", 1, "divide the Figure 6 RTTs by this")
 	etcdWAN := flag.Bool("etcd-wan", false, "etcd peer traffic pays the WAN too (default: etcd members without delay)")
 	skipIO := flag.Bool("skip-io", false, "only the create phase")
+	leaderAt := flag.String("etcd-leader", "", "make this site's etcd member the leader before the writes and reads (e.g. siteC; default: wherever etcd elected it)")
+	flag.DurationVar(&settle, "settle", 0, "diagnostic: wait this long before each plain read (background work after the writes ends first)")
+	flag.BoolVar(&showCPU, "cpu", false, "print (as # lines) each process's CPU time and the WAN bytes per site during every write and plain read")
 	flag.Parse()
 	if *bin == "" {
 		fail(fmt.Errorf("-bin is required"))
@@ -123,8 +138,21 @@ func main() {
 	a2, err := s.AddMount(0)
 	fail(err)
 	fmt.Printf("# rtt A-B %v A-C %v B-C %v; etcd across the WAN: %v; etcd URL parameters %q\n", s.RTT(0, 1), s.RTT(0, 2), s.RTT(1, 2), *etcdWAN, *etcdQuery)
+	if *leaderAt != "" {
+		i := slices.Index(s.Names(), *leaderAt)
+		if i < 0 {
+			fail(fmt.Errorf("-etcd-leader %q: no such site (%s)", *leaderAt, strings.Join(s.Names(), ", ")))
+		}
+		fail(s.MoveEtcdLeader(context.Background(), i))
+	}
+	if l := s.EtcdLeader(context.Background()); l >= 0 {
+		fmt.Printf("# etcd leader: %s\n", s.Names()[l])
+	}
 	if !*skipIO {
 		runIO(s, a2, mib, *runs)
+		if l := s.EtcdLeader(context.Background()); l >= 0 {
+			fmt.Printf("# etcd leader after the writes and reads: %s\n", s.Names()[l])
+		}
 	}
 	if *creates > 0 {
 		switch *createDirs {
@@ -158,9 +186,11 @@ func runIO(s *cluster.Sites, a2 *cluster.Daemon, mib []int, runs int) {
 				data := make([]byte, size<<20)
 				rand.Read(data)
 				w := filepath.Join(mnt(l.writer), l.name, name)
+				c0, up0 := measure(s), wanUp(s, l.writer)
 				sec, err := overwriteSync(w, data)
 				fail(err)
 				row("write", l.name, size, run, sec, -1)
+				note(s, c0, up0, l.writer, fmt.Sprintf("write %s %d %d", l.name, size, run))
 				r := filepath.Join(mnt(l.reader), l.name, name)
 				sec, err = readCheck(r, data, unix.O_SYNC|unix.O_RSYNC)
 				fail(err)
@@ -175,9 +205,12 @@ func runIO(s *cluster.Sites, a2 *cluster.Daemon, mib []int, runs int) {
 				// A plain read at C once C holds its copy (the mover
 				// completes it in the background; bounded wait).
 				waitCopies(s, 2, data)
+				time.Sleep(settle)
 				before := s.BlockBytesFrom(2)
+				c0 = measure(s)
 				sec, open, err := readCheckOpen(filepath.Join(mnt(2), l.name, name), data, 0)
 				fail(err)
+				note(s, c0, nil, 2, fmt.Sprintf("plainread three@C %d %d", size, run))
 				row("plainread", "three@C", size, run, sec, s.BlockBytesFrom(2)-before)
 				row("plainopen", "three@C", size, run, open, -1)
 				spread(s, 2, "three@C", size, data)
@@ -188,13 +221,94 @@ func runIO(s *cluster.Sites, a2 *cluster.Daemon, mib []int, runs int) {
 			rand.Read(data)
 			_, err := overwriteSync(filepath.Join(mnt(0), "local", name+"p"), data)
 			fail(err)
+			time.Sleep(settle)
+			c0 := measure(s)
 			sec, open, err := readCheckOpen(filepath.Join(a2.Mount(), "local", name+"p"), data, 0)
 			fail(err)
+			note(s, c0, nil, 0, fmt.Sprintf("plainread local@A %d %d", size, run))
 			row("plainread", "local@A", size, run, sec, -1)
 			row("plainopen", "local@A", size, run, open, -1)
 			spread(s, 0, "local@A", size, data)
 		}
 	}
+}
+
+// showCPU is -cpu; settle is -settle.
+var (
+	showCPU bool
+	settle  time.Duration
+)
+
+// measure samples the CPU counters (and the links' byte counters) when
+// -cpu is on.
+func measure(s *cluster.Sites) *cpuSample {
+	if !showCPU {
+		return nil
+	}
+	c := takeCPU(s)
+	c.mark = s.LogMark()
+	c.links = s.LinkBytes()
+	for i := range s.Names() {
+		c.peers = append(c.peers, s.EtcdPeerBytes(i))
+	}
+	return &c
+}
+
+// wanUp returns the bytes site from has sent into each site's block
+// servers so far (nil unless -cpu).
+func wanUp(s *cluster.Sites, from int) []int64 {
+	if !showCPU {
+		return nil
+	}
+	out := make([]int64, len(s.Names()))
+	for to := range out {
+		if to != from {
+			out[to] = s.BlockBytesTo(from, to)
+		}
+	}
+	return out
+}
+
+// note prints the -cpu lines of one measured operation started at c0
+// (with up0, the WAN bytes sent by site from into each site's servers
+// then).
+func note(s *cluster.Sites, c0 *cpuSample, up0 []int64, from int, what string) {
+	if c0 == nil {
+		return
+	}
+	printCPU(what, *c0, takeCPU(s))
+	var links []string
+	for from, row := range s.LinkBytes() {
+		for to, n := range row {
+			if d := n - c0.links[from][to]; d > 0 {
+				links = append(links, fmt.Sprintf("%c>%c=%d", 'A'+from, 'A'+to, d))
+			}
+		}
+	}
+	for i := range s.Names() {
+		if d := s.EtcdPeerBytes(i) - c0.peers[i]; d > 0 {
+			links = append(links, fmt.Sprintf("etcd-%c=%d", 'A'+i, d))
+		}
+	}
+	fmt.Printf("# link bytes %s: %s\n", what, strings.Join(links, " "))
+	if strings.Contains(os.Getenv("GODEBUG"), "gctrace=1") {
+		// The processes' Go collections meanwhile (run with GODEBUG=gctrace=1).
+		for _, line := range strings.Split(s.LogSince(c0.mark), "\n") {
+			if strings.Contains(line, "gc ") && strings.Contains(line, "@") {
+				fmt.Printf("# gc %s: %s\n", what, line)
+			}
+		}
+	}
+	if up0 == nil {
+		return
+	}
+	var parts []string
+	for to, n := range wanUp(s, from) {
+		if to != from {
+			parts = append(parts, fmt.Sprintf("%s=%d", s.Names()[to], n-up0[to]))
+		}
+	}
+	fmt.Printf("# wan block bytes from %s %s: %s\n", s.Names()[from], what, strings.Join(parts, " "))
 }
 
 // spread prints, as a comment line, how many of data's blocks each block
