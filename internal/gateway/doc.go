@@ -36,7 +36,7 @@
 // (flight.go; Regroup keeps this across a change of the live gateways).
 // While the reader waits, the fileset's prefetch setting starts in the
 // background on the owner, shared the same way: none, read-ahead
-// (range: the Group.Window after the read, and the next window as soon
+// (range: the Group.Window per gateway after the read, and the next window as soon
 // as the reader misses inside the last one: readahead.go), or the rest
 // of the file (whole). A file read at more
 // scattered places than its section can record (meta.MaxCachedRanges

@@ -29,10 +29,12 @@ type Group struct {
 	// to whole blocks); a larger fetch is split among the gateways.
 	// Default 16 MiB.
 	RangeSize int64
-	// Window is how far past a miss a fileset with prefetch "range"
-	// fetches in the background (rounded up to whole blocks), and how
-	// far the read-ahead goes on when the reader enters that window
-	// (readahead.go). Default 16 MiB.
+	// Window is, per live gateway, how far past a miss a fileset with
+	// prefetch "range" fetches in the background (rounded up to whole
+	// blocks), and how far the read-ahead goes on when the reader enters
+	// that window (readahead.go): three gateways prefetch three Windows,
+	// so each keeps its own home reads in flight (on a WAN whose single
+	// flows are capped, the flows in flight are the rate). Default 16 MiB.
 	Window int64
 
 	st *groupState // shared by the groups Regroup makes of this one
@@ -352,7 +354,7 @@ func (g *Group) prefetch(ctx context.Context, ino meta.Ino, sec *meta.GatewayInf
 	}
 	switch f.Prefetch {
 	case meta.PrefetchRange:
-		w := uint64(max(1, (g.Window+bs-1)/bs))
+		w := uint64(max(1, (g.Window*int64(len(g.gs))+bs-1)/bs))
 		if from, to := g.readAhead(ino, first, end, nb, w); from < to {
 			g.fillBackground(ino, from, to)
 		}

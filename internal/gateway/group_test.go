@@ -180,3 +180,25 @@ func freshRead(t *testing.T, r *rangeEnv, ino meta.Ino, off int64, n int) []byte
 	}
 	return buf[:k]
 }
+
+// TestWindowPerGateway: with prefetch range, a miss starts a window of
+// Window per live gateway: each gateway brings its own home reads, and
+// on a WAN whose single flows are capped (bench/results/2026-11-25-
+// gateway-flows.md) a window shared by three read with a third of the
+// flows. Before, three gateways prefetched the one Window among them.
+func TestWindowPerGateway(t *testing.T) {
+	r := newRangeEnv(t, meta.PrefetchRange, 3) // Window: 4 blocks
+	in, _ := r.file(t, 40*bs)
+	ctx := context.Background()
+	if _, err := r.grp.Fetch(ctx, in.Ino, 100, 4096); err != nil {
+		t.Fatal(err)
+	}
+	idle(t, r.grp)
+	cur, err := r.svc.GetAttr(ctx, in.Ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := uint64(1 + 3*4); !cur.Gateway.Holds(0, want) || cur.Gateway.Holds(want, want+1) {
+		t.Errorf("after a miss at block 0 the file holds %v; want blocks [0, %d): the miss and a window of 4 blocks per gateway", cur.Gateway.Cached, want)
+	}
+}
