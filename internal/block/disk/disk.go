@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"tessera/internal/block"
 )
 
@@ -218,8 +220,9 @@ func stampLocked(p string) error {
 	return os.Chtimes(p, now, now)
 }
 
-// writeTmp writes data to a new file in tmp/ and fsyncs it. On failure the
-// file is removed.
+// writeTmp writes data to a new file in tmp/ and fsyncs it, then drops
+// its pages from the page cache (see the package doc, Page cache). On
+// failure the file is removed.
 func (s *Store) writeTmp(data []byte) (name string, err error) {
 	f, err := os.CreateTemp(s.tmp, "put-*")
 	if err != nil {
@@ -228,6 +231,11 @@ func (s *Store) writeTmp(data []byte) (name string, err error) {
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
+	}
+	if err == nil {
+		// Advice only: the pages are clean once synced, so the kernel
+		// may free them; a file system that keeps them loses nothing.
+		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -21,6 +21,16 @@
 // Open. Remove does not fsync the directory: a removal lost in a crash brings
 // the block back, which is harmless (the garbage collector sweeps it again).
 //
+// Page cache. Once a Put's file is durable, Put drops its pages from the
+// page cache (posix_fadvise DONTNEED; advice, so a file system that keeps
+// them, such as tmpfs, loses nothing): a block server's writes do not fill
+// memory with blocks that are written once and read, if ever, mostly
+// through its clients' caches. The next Put's pages come from memory just
+// freed. Keeping them made every Put copy its block into memory the
+// machine had not touched yet, most of a block server's CPU per byte on a
+// virtual machine (bench/results/2026-11-27-write-cpu.md). The cost: a
+// block read soon after its Put comes from the disk.
+//
 // A block's mtime is the time of its latest Put (or Touch), read from the
 // process's clock when the file is installed or refreshed, never the kernel's
 // coarser file time: removals compare it with cutoffs taken a moment apart
