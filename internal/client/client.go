@@ -199,7 +199,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		sums:     newSegSums(DefaultSegSumsBytes),
 		files:    newLocalFiles(),
 		policies: policyTable(cfg.Policy),
-		bufs:     newBufList(meta.DefaultBlockSize, 16),
+		bufs:     newBufList(16 * meta.DefaultBlockSize),
 		uploads:  make(chan struct{}, cfg.Uploads),
 		fetches:  make(chan struct{}, cfg.Fetches),
 		metaKick: make(chan struct{}, 1),
