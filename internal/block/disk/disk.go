@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"tessera/internal/block"
 )
 
@@ -37,7 +35,8 @@ const hashSlack = 16 << 10
 // Store is a block store over a local directory. It is safe for concurrent
 // use. It must not be used after Close.
 //
-// Lock order: a hash stripe (lockFor) before usage.mu; nothing else nests.
+// Lock order: a hash stripe (lockFor) before usage.mu; nothing else nests
+// (recent is taken alone).
 type Store struct {
 	dir    string // as given to Open
 	blocks string // dir/blocks
@@ -55,6 +54,13 @@ type Store struct {
 	usage struct {
 		sync.Mutex
 		blocks, bytes int64
+	}
+
+	// recent is the window of the blocks written last, whose pages stay
+	// in the page cache (cache.go).
+	recent struct {
+		sync.Mutex
+		written
 	}
 
 	// verifyBufs is a free list of read buffers for verifyFile; unlike a
@@ -138,10 +144,13 @@ func (s *Store) putChecked(ctx context.Context, h block.Hash, data []byte) (crea
 	}
 
 	mu.Lock()
-	defer mu.Unlock()
 	created, err = s.installLocked(p, tmp, size)
+	mu.Unlock()
 	if err != nil {
 		return false, fmt.Errorf("put block %s: %w", h, err)
+	}
+	if created {
+		s.noteWritten(p, size)
 	}
 	return created, nil
 }
@@ -220,9 +229,8 @@ func stampLocked(p string) error {
 	return os.Chtimes(p, now, now)
 }
 
-// writeTmp writes data to a new file in tmp/ and fsyncs it, then drops
-// its pages from the page cache (see the package doc, Page cache). On
-// failure the file is removed.
+// writeTmp writes data to a new file in tmp/ and fsyncs it. On failure the
+// file is removed.
 func (s *Store) writeTmp(data []byte) (name string, err error) {
 	f, err := os.CreateTemp(s.tmp, "put-*")
 	if err != nil {
@@ -231,11 +239,6 @@ func (s *Store) writeTmp(data []byte) (name string, err error) {
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
-	}
-	if err == nil {
-		// Advice only: the pages are clean once synced, so the kernel
-		// may free them; a file system that keeps them loses nothing.
-		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

@@ -21,15 +21,19 @@
 // Open. Remove does not fsync the directory: a removal lost in a crash brings
 // the block back, which is harmless (the garbage collector sweeps it again).
 //
-// Page cache. Once a Put's file is durable, Put drops its pages from the
-// page cache (posix_fadvise DONTNEED; advice, so a file system that keeps
-// them, such as tmpfs, loses nothing): a block server's writes do not fill
-// memory with blocks that are written once and read, if ever, mostly
-// through its clients' caches. The next Put's pages come from memory just
-// freed. Keeping them made every Put copy its block into memory the
-// machine had not touched yet, most of a block server's CPU per byte on a
-// virtual machine (bench/results/2026-11-27-write-cpu.md). The cost: a
-// block read soon after its Put comes from the disk.
+// Page cache. A store leaves the pages of the blocks it wrote last in the
+// page cache, DefaultWriteCache bytes of them (a block read soon after its
+// Put, by a reader at another site or the mover, comes from memory), and
+// drops those of older ones (posix_fadvise DONTNEED; the pages are clean,
+// the block durable; advice, so a file system that keeps them, such as
+// tmpfs, loses nothing). Blocks are written once and read, if ever, mostly
+// through their clients' caches; keeping them all grew the page cache at
+// the write rate, so that every Put copied its block into memory the
+// machine had not used yet: most of a block server's CPU per byte on a
+// virtual machine, where such memory is first provided by the host
+// (bench/results/2026-11-27-write-cpu.md). With the window, a Put's pages
+// come from memory just freed. Reads of older blocks fill the page cache
+// as before, and the kernel reclaims it as before.
 //
 // A block's mtime is the time of its latest Put (or Touch), read from the
 // process's clock when the file is installed or refreshed, never the kernel's

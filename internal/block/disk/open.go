@@ -36,6 +36,7 @@ func open(dir string) (*Store, error) {
 
 		verifyBufs: make(chan []byte, 16),
 	}
+	s.recent.max = DefaultWriteCache
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
