@@ -90,6 +90,11 @@ func procCPU(t testing.TB, pid int) (user, sys time.Duration) {
 // (disk store, fsync) in another process, and reports that server's CPU
 // per 64 MiB: what a block server spends receiving, verifying and storing
 // a 64 MiB write. Set TESSERA_BENCH_BLOCKD_PROFILE to profile the server.
+//
+// Compare builds in alternation, and mind the order: on an ext4 without a
+// journal (the benchmark machine's), creating a file scans past the inodes
+// freed in the last minutes, so each run (whose temporary store is then
+// removed) makes the next one's Puts dearer.
 func BenchmarkPutTLSServerCPU(b *testing.B) {
 	const (
 		blockSize = 1 << 20

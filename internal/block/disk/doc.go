@@ -29,8 +29,10 @@
 // tmpfs, loses nothing). Blocks are written once and read, if ever, mostly
 // through their clients' caches; keeping them all grew the page cache at
 // the write rate, so that every Put copied its block into memory the
-// machine had not used yet: most of a block server's CPU per byte on a
-// virtual machine, where such memory is first provided by the host
+// machine had not used lately: most of a block server's CPU per byte on
+// the benchmark's virtual machine, whose host provides guest memory at
+// first touch and takes free memory back (virtio-balloon free page
+// reporting), a host page fault per 4 KiB page
 // (bench/results/2026-11-27-write-cpu.md). With the window, a Put's pages
 // come from memory just freed. Reads of older blocks fill the page cache
 // as before, and the kernel reclaims it as before.
