@@ -64,7 +64,7 @@ func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bo
 	if err != nil {
 		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
 	}
-	a, err := st.Stat(ctx, sec.HomePath)
+	a, err := statAs(ctx, st, sec.HomePath, in)
 	if errors.Is(err, home.ErrNotFound) {
 		// Gone at home: the revalidation of its directory removes the
 		// name (vanish.go); until then the cached copy is served.
@@ -118,6 +118,16 @@ func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bo
 		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
 	}
 	return true, nil
+}
+
+// statAs is st.Stat of p, the home path of inode in: where the store can
+// use what in is (home.KindStater), a directory is asked for as one (on
+// s3://, one request for a directory with a marker rather than two).
+func statAs(ctx context.Context, st home.Store, p string, in meta.Inode) (home.Attr, error) {
+	if ks, ok := st.(home.KindStater); ok && in.IsDir() {
+		return ks.StatKind(ctx, p, home.KindDir)
+	}
+	return st.Stat(ctx, p)
 }
 
 // same reports whether home's attributes a are those sec recorded.
