@@ -35,6 +35,22 @@ func RevalidationDue(ino meta.Ino, sec *meta.GatewayInfo, f meta.Fileset, now ti
 	return Revalidable(ino, sec, f) && now.Sub(time.Unix(0, sec.Validated)) >= f.ValidityLag
 }
 
+// Due reports whether inode in, as a mount just read it, is due for
+// revalidation at the Ingester's clock (RevalidationDue with its
+// fileset's settings); true when the settings cannot be read, and
+// Revalidate then decides. A mount asks it first (fuse's dueChecker,
+// through Group.Due), so that it knows when an open waits for home.
+func (g *Ingester) Due(ctx context.Context, in *meta.Inode) bool {
+	if in == nil || in.Gateway == nil {
+		return true
+	}
+	f, err := g.meta.Fileset(ctx, in.Gateway.Fileset)
+	if err != nil {
+		return true
+	}
+	return RevalidationDue(in.Ino, in.Gateway, f, g.now())
+}
+
 // Revalidate compares inode ino with home when its validity lag has
 // passed (or always, with force) and invalidates it if home changed. It
 // reports whether it invalidated. Inodes made locally (no home path) and
