@@ -149,8 +149,9 @@ sample() {
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" "$(cut -d' ' -f1 /proc/loadavg)" >> "$SAMPLES"
   log "$(printf '%-12s %-8s r%s %8s %-6s (%ss, link %s B, cpu %ss)' "$@")"
 }
-# timed CMD...: runs CMD, sets SECS (wall) and fails when CMD does.
-timed() { local t0 rc; t0=$(now); "$@"; rc=$?; SECS=$(fsub "$(now)" "$t0"); return $rc; }
+# timed CMD...: runs CMD, sets SECS (wall, in ms steps: a warm read of the large file takes about
+# 0.2 s, and lib.sh's fsub rounds to 10 ms) and fails when CMD does.
+timed() { local t0 rc; t0=$(now); "$@"; rc=$?; SECS=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.3f", a-b }'); return $rc; }
 # read_files DIR: the files of DIR/files, READERS at a time, then nothing else.
 read_files() { ls "$1/files" >/dev/null && find "$1/files" -type f -print0 | xargs -0 -P "$READERS" -n 1 cat > /dev/null; }
 read_large() { cat "$1/large.dat" > /dev/null; }
