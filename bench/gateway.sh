@@ -8,19 +8,23 @@
 #
 #   bench/gateway.sh [--quick] [--runs 3] [--gateways 1,2,3] [--gateway-procs] [--files 16] [--file-mib 16]
 #                    [--large-mib 256] [--readers 4] [--creates 2000] [--writes 64] [--write-kib 1024]
-#                    [--rtt 30ms] [--rate 200Mbit] [--flow-rate 0] [--validity-lag D] [--no-rclone] [--workdir /var/tmp] [--keep]
+#                    [--rtt 30ms] [--rate 200Mbit] [--flow-rate 0] [--validity-lag D] [--no-rclone] [--reads-only]
+#                    [--home-keep-alive] [--workdir /var/tmp] [--keep]
 #   bench/gateway.sh --summary bench/out/gateway-TS/samples.tsv
 #
 # Needs root (FUSE, drop_caches). Installs rclone (apt) when missing; versitygw comes from
-# scripts/deps.sh --test. Everything started is stopped by PID on exit (trap). See bench/README.md.
+# scripts/deps.sh --test. --reads-only skips the creates, writes and drain (reads and their ratios
+# only); --home-keep-alive starts versitygw with --keep-alive (by default it closes every connection
+# after one request, as its default is). Everything started is stopped by PID on exit (trap). See
+# bench/README.md.
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 . "$REPO/bench/lib.sh"
 
 RUNS=3 GWS=1,2,3 NFILES=16 FILE_MIB=16 LARGE_MIB=256 READERS=4 CREATES=2000 WRITES=64 WRITE_KIB=1024
-RTT=30ms RATE=200Mbit FLOW=0 VLAG="" RCLONE=1 WORKDIR=/var/tmp KEEP=0 PROCS=0
-usage() { sed -n '2,15p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+RTT=30ms RATE=200Mbit FLOW=0 VLAG="" RCLONE=1 WORKDIR=/var/tmp KEEP=0 PROCS=0 READS_ONLY=0 VGW_KA=()
+usage() { sed -n '2,19p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 
 # summary SAMPLES.TSV: median (min..max) per kind and target, then the issue's ratios of medians.
 # Columns: kind target run value unit secs link_bytes cpu_s
@@ -66,6 +70,8 @@ while [ $# -gt 0 ]; do
     --flow-rate) FLOW=$2; shift 2 ;;
     --validity-lag) VLAG=$2; shift 2 ;;
     --no-rclone) RCLONE=0; shift ;;
+    --reads-only) READS_ONLY=1; shift ;;
+    --home-keep-alive) VGW_KA=(--keep-alive); shift ;;
     --workdir) WORKDIR=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
     --quick) RUNS=1 NFILES=4 FILE_MIB=8 LARGE_MIB=32 CREATES=400 WRITES=16; shift ;;
@@ -112,7 +118,7 @@ free_port() { local p; for _ in $(seq 50); do p=$((20000 + RANDOM % 20000)); ss 
 S3PORT=$(free_port) || die "no free port"
 ACCESS=gwbench SECRET=gwbench-secret-$$
 echo "$ACCESS $SECRET" > "$W/s3key"; chmod 600 "$W/s3key"
-start_bg "$OUT/versitygw.log" srv "$VGW" --port "127.0.0.1:$S3PORT" --access "$ACCESS" --secret "$SECRET" --quiet posix "$W/s3"
+start_bg "$OUT/versitygw.log" srv "$VGW" --port "127.0.0.1:$S3PORT" --access "$ACCESS" --secret "$SECRET" --quiet "${VGW_KA[@]}" posix "$W/s3"
 VGW_PID=$LASTPID
 for _ in $(seq 300); do ss -ltn "sport = :$S3PORT" | grep -q LISTEN && break; alive "$VGW_PID" || break; sleep 0.1; done
 ss -ltn "sport = :$S3PORT" | grep -q LISTEN || die "versitygw did not listen on 127.0.0.1:$S3PORT: $(tail -n 3 "$OUT/versitygw.log")"
@@ -123,7 +129,7 @@ start_bg "$OUT/wanlink.log" srv "$OUT/bin/wanlink" -upstream "127.0.0.1:$S3PORT"
 LINK_PID=$LASTPID
 wait_ready "$LINK_PID" "$OUT/wanlink.log" 'wanlink: listening' 20 || die "wanlink did not start"
 LINK=$(cat "$OUT/link.addr")
-log "versitygw 127.0.0.1:$S3PORT behind the link $LINK ($RTT RTT, $RATE, $FLOW per connection)"
+log "versitygw 127.0.0.1:$S3PORT${VGW_KA:+ (keep-alive)} behind the link $LINK ($RTT RTT, $RATE, $FLOW per connection)"
 # link_bytes: bytes that crossed the link (both ways) so far; fresh numbers on demand (SIGUSR1).
 link_bytes() { kill -USR1 "$LINK_PID"; sleep 0.05; awk '{printf "%.0f\n", $1+$2}' "$LINKSTATS"; }
 
@@ -143,8 +149,9 @@ sample() {
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" "$(cut -d' ' -f1 /proc/loadavg)" >> "$SAMPLES"
   log "$(printf '%-12s %-8s r%s %8s %-6s (%ss, link %s B, cpu %ss)' "$@")"
 }
-# timed CMD...: runs CMD, sets SECS (wall) and fails when CMD does.
-timed() { local t0 rc; t0=$(now); "$@"; rc=$?; SECS=$(fsub "$(now)" "$t0"); return $rc; }
+# timed CMD...: runs CMD, sets SECS (wall, in ms steps: a warm read of the large file takes about
+# 0.2 s, and lib.sh's fsub rounds to 10 ms) and fails when CMD does.
+timed() { local t0 rc; t0=$(now); "$@"; rc=$?; SECS=$(awk -v a="$(now)" -v b="$t0" 'BEGIN { printf "%.3f", a-b }'); return $rc; }
 # read_files DIR: the files of DIR/files, READERS at a time, then nothing else.
 read_files() { ls "$1/files" >/dev/null && find "$1/files" -type f -print0 | xargs -0 -P "$READERS" -n 1 cat > /dev/null; }
 read_large() { cat "$1/large.dat" > /dev/null; }
@@ -249,6 +256,7 @@ for ((r=1; r<=RUNS; r++)); do
       drop_caches; "read_$w" "$m/plain"
       measure_read "plain-$w" "$t" "$r" "$p" "read_$w" "$m/plain" "$bytes"
     done
+    [ "$READS_ONLY" = 1 ] && continue
     # Updates: an sw fileset (sync lag an hour: nothing drains while measured) against a plain dir.
     fs=$m/wb.r$r
     "$TESSERA" fileset create "$fs" --home "$(home_url "wb-$n-$r")" --mode sw --sync-lag 1h >>"$OUT/fileset.log" 2>&1 || die "fileset create $fs"

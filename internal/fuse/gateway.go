@@ -68,10 +68,29 @@ func (fs *FS) fill(ctx context.Context, ino meta.Ino) (*meta.Inode, error) {
 		// same version of home's file as those it holds). Home
 		// unreachable is not an error here: what is cached is served
 		// while home is down (Panache's disconnected mode).
-		if d, ok := fs.opts.Gateway.(dueChecker); ok && !d.Due(ctx, &in) {
+		d, ok := fs.opts.Gateway.(dueChecker)
+		if ok && !d.Due(ctx, &in) {
 			return &in, nil
 		}
+		var warmed chan struct{}
+		if ok && in.IsRegular() && !needs(&in) {
+			// The open waits for home (a WAN round trip); meanwhile the
+			// blocks of the cached copy a reader reads first are fetched,
+			// as its read-ahead would right after the open. Nothing is
+			// served from them before the revalidation's answer, and a
+			// file found changed gets a new recipe naming other blocks.
+			warmed = make(chan struct{})
+			go func() {
+				defer close(warmed)
+				if err := fs.c.Warm(ctx, in); err != nil {
+					fs.log.Debug("warming the cached copy failed", "ino", ino, "err", err)
+				}
+			}()
+		}
 		changed, err := fs.opts.Gateway.Revalidate(ctx, ino, false)
+		if warmed != nil {
+			<-warmed
+		}
 		if err != nil {
 			fs.log.Debug("revalidation failed; serving what is cached", "ino", ino, "err", err)
 			return &in, nil

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -168,4 +170,189 @@ func TestPartialReadsAskOnlyForMisses(t *testing.T) {
 	if err := read(f, mid+32768, 100); err != nil {
 		t.Errorf("a cached block with the file gone at home: %v", err)
 	}
+}
+
+// countingBlocks counts the blocks read from a store.
+type countingBlocks struct {
+	block.Store
+	gets atomic.Int64
+}
+
+func (c *countingBlocks) Get(ctx context.Context, h block.Hash) ([]byte, error) {
+	c.gets.Add(1)
+	return c.Store.Get(ctx, h)
+}
+
+// watchedGateway records, when a revalidation is asked, how many blocks
+// the mount had read meanwhile: it waits for the first (or a minute)
+// before it asks the gateway, as a revalidation over a WAN waits for home.
+type watchedGateway struct {
+	*gateway.Group
+	blocks *countingBlocks
+	mu     sync.Mutex
+	seen   []int64 // blocks read before each revalidation answered
+}
+
+func (g *watchedGateway) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bool, error) {
+	for end := time.Now().Add(time.Minute); g.blocks.gets.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	g.mu.Lock()
+	g.seen = append(g.seen, g.blocks.gets.Load())
+	g.mu.Unlock()
+	return g.Group.Revalidate(ctx, ino, force)
+}
+
+func (g *watchedGateway) revalidations() []int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]int64(nil), g.seen...)
+}
+
+// TestRevalidationWarmsCachedCopy: an open of a cached fileset file once
+// its validity lag passed waits for home; meanwhile the mount fetches the
+// first blocks of the cached copy (its read-ahead depth), which an
+// unchanged file then reads from its cache. Within the lag the gateway is
+// not asked. A file changed at home reads home's new bytes after the lag,
+// whatever was warmed.
+func TestRevalidationWarmsCachedCopy(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("mounting needs root")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Skip("no /dev/fuse")
+	}
+	ctx := context.Background()
+	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: testBS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := disk.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	svc.RegisterServer(ctx, meta.Server{ID: "b0", Addr: "local", State: "up"})
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	blocks := &countingBlocks{Store: st}
+	c, err := client.New(ctx, client.Config{Meta: svc, Dial: func(meta.Server) (block.Store, error) { return blocks, nil },
+		Logger: log, ReadAheadBlocks: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gc, err := client.New(ctx, client.Config{Meta: svc, Dial: func(meta.Server) (block.Store, error) { return st, nil }, Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := t.TempDir()
+	const size = 10 * testBS
+	data := make([]byte, size)
+	rand.NewChaCha8([32]byte{2}).Read(data)
+	if err := os.WriteFile(filepath.Join(home, "f"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d, err := svc.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "cache", Mode: syscall.S_IFDIR | 0o755, Excl: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.CreateFileset(ctx, meta.Fileset{Root: d.Ino, Home: "file://" + home, Mode: meta.ModeRO,
+		ValidityLag: time.Minute, Prefetch: meta.PrefetchNone}); err != nil {
+		t.Fatal(err)
+	}
+	clk := &fakeClock{t: time.Now()}
+	grp := gateway.NewGroup(gateway.NewIngester(svc, gc, gateway.Options{Now: clk.Now}))
+	gw := &watchedGateway{Group: grp, blocks: blocks}
+	mnt := t.TempDir()
+	srv, err := fuse.Mount(fuse.New(c, fuse.Options{Logger: log, Gateway: gw}), mnt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Unmount(); err != nil {
+			t.Errorf("unmount %s: %v", mnt, err)
+		}
+		grp.Close()
+		c.Close(context.Background())
+		gc.Close(context.Background())
+	})
+	path := filepath.Join(mnt, "cache", "f")
+	// Cached whole by the gateway (its own client): the mount has read
+	// none of its blocks.
+	if _, err := os.Stat(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := svc.Lookup(ctx, d.Ino, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := grp.Fetch(ctx, f.Ino, 0, size); err != nil || in.Gateway.State != meta.CacheCached {
+		t.Fatalf("fetch of f: %+v, %v", in.Gateway, err)
+	}
+	openClose := func() {
+		t.Helper()
+		fh, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fh.Close()
+	}
+	openClose()
+	if got := gw.revalidations(); len(got) != 0 || blocks.gets.Load() != 0 {
+		t.Fatalf("an open within the lag: revalidations %v, %d blocks read; want none", got, blocks.gets.Load())
+	}
+	clk.Add(2 * time.Minute)
+	openClose()
+	if got := gw.revalidations(); len(got) != 1 || got[0] == 0 {
+		t.Fatalf("an open after the lag: blocks read before each revalidation answered %v; want one revalidation, with blocks read", got)
+	}
+	if got := waitGets(blocks, 4); got != 4 {
+		t.Errorf("the open after the lag warmed %d blocks; want the read-ahead depth, 4", got)
+	}
+	fh, err := os.Open(path) // within the lag again
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4*testBS)
+	if _, err := io.ReadFull(fh, buf); err != nil || !bytes.Equal(buf, data[:len(buf)]) {
+		t.Errorf("reading the warmed blocks: %v, or the bytes differ", err)
+	}
+	fh.Close()
+	// Home changes; after the lag the new bytes are read.
+	v2 := make([]byte, size+100)
+	rand.NewChaCha8([32]byte{3}).Read(v2)
+	if err := os.WriteFile(filepath.Join(home, "f"), v2, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(home, "f"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	clk.Add(2 * time.Minute)
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, v2) {
+		t.Errorf("after home changed and the lag: %d bytes, %v; want home's new %d", len(got), err, len(v2))
+	}
+}
+
+// waitGets waits until b has had want blocks read (or a minute) and
+// returns how many it had.
+func waitGets(b *countingBlocks, want int64) int64 {
+	for end := time.Now().Add(time.Minute); b.gets.Load() < want && time.Now().Before(end); {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // and no more come
+	return b.gets.Load()
+}
+
+// fakeClock is a gateway's injected clock.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *fakeClock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
 }

@@ -128,6 +128,21 @@ func (g *Group) ListDir(ctx context.Context, dir meta.Ino) (meta.Inode, error) {
 	return g.gs[g.Owner(dir)].ListDir(ctx, dir)
 }
 
+// Due reports whether in is due for revalidation, as the owner of in
+// tells (Ingester.Due); true when the owner cannot tell without being
+// asked (a gateway of another process: its Revalidate decides).
+func (g *Group) Due(ctx context.Context, in *meta.Inode) bool {
+	if in == nil {
+		return true
+	}
+	if d, ok := g.gs[g.Owner(in.Ino)].(interface {
+		Due(context.Context, *meta.Inode) bool
+	}); ok {
+		return d.Due(ctx, in)
+	}
+	return true
+}
+
 // Revalidate asks the owner of ino.
 func (g *Group) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bool, error) {
 	return g.gs[g.Owner(ino)].Revalidate(ctx, ino, force)

@@ -35,6 +35,22 @@ func RevalidationDue(ino meta.Ino, sec *meta.GatewayInfo, f meta.Fileset, now ti
 	return Revalidable(ino, sec, f) && now.Sub(time.Unix(0, sec.Validated)) >= f.ValidityLag
 }
 
+// Due reports whether inode in, as a mount just read it, is due for
+// revalidation at the Ingester's clock (RevalidationDue with its
+// fileset's settings); true when the settings cannot be read, and
+// Revalidate then decides. A mount asks it first (fuse's dueChecker,
+// through Group.Due), so that it knows when an open waits for home.
+func (g *Ingester) Due(ctx context.Context, in *meta.Inode) bool {
+	if in == nil || in.Gateway == nil {
+		return true
+	}
+	f, err := g.meta.Fileset(ctx, in.Gateway.Fileset)
+	if err != nil {
+		return true
+	}
+	return RevalidationDue(in.Ino, in.Gateway, f, g.now())
+}
+
 // Revalidate compares inode ino with home when its validity lag has
 // passed (or always, with force) and invalidates it if home changed. It
 // reports whether it invalidated. Inodes made locally (no home path) and
@@ -64,7 +80,7 @@ func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bo
 	if err != nil {
 		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
 	}
-	a, err := st.Stat(ctx, sec.HomePath)
+	a, err := statAs(ctx, st, sec.HomePath, in)
 	if errors.Is(err, home.ErrNotFound) {
 		// Gone at home: the revalidation of its directory removes the
 		// name (vanish.go); until then the cached copy is served.
@@ -118,6 +134,16 @@ func (g *Ingester) Revalidate(ctx context.Context, ino meta.Ino, force bool) (bo
 		return false, fmt.Errorf("revalidate inode %d: %w", ino, err)
 	}
 	return true, nil
+}
+
+// statAs is st.Stat of p, the home path of inode in: where the store can
+// use what in is (home.KindStater), a directory is asked for as one (on
+// s3://, one request for a directory with a marker rather than two).
+func statAs(ctx context.Context, st home.Store, p string, in meta.Inode) (home.Attr, error) {
+	if ks, ok := st.(home.KindStater); ok && in.IsDir() {
+		return ks.StatKind(ctx, p, home.KindDir)
+	}
+	return st.Stat(ctx, p)
 }
 
 // same reports whether home's attributes a are those sec recorded.

@@ -5,12 +5,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"tessera/internal/gateway"
+	"tessera/internal/gateway/home"
 	"tessera/internal/meta"
 )
 
@@ -105,5 +107,134 @@ func TestRevalidationAfterTheLag(t *testing.T) {
 	}
 	if err != nil || !slices.Equal(names, []string{"d", "f", "g", "h"}) {
 		t.Errorf("root after relisting: %v, %v; want d f g h", names, err)
+	}
+}
+
+// callCountingHome counts the calls a gateway makes of its home, by kind; it
+// is a home.KindStater whatever the store under it is.
+type callCountingHome struct {
+	home.Store
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (c *callCountingHome) count(op string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.calls[op]++
+}
+
+// take returns the counts since the last take.
+func (c *callCountingHome) take() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.calls
+	c.calls = map[string]int{}
+	return m
+}
+
+func (c *callCountingHome) Stat(ctx context.Context, p string) (home.Attr, error) {
+	c.count("Stat")
+	return c.Store.Stat(ctx, p)
+}
+
+func (c *callCountingHome) StatKind(ctx context.Context, p string, was home.Kind) (home.Attr, error) {
+	c.count("StatKind " + was.String())
+	return c.Store.Stat(ctx, p)
+}
+
+func (c *callCountingHome) ReadDir(ctx context.Context, p string) ([]home.Attr, error) {
+	c.count("ReadDir")
+	return c.Store.ReadDir(ctx, p)
+}
+
+func (c *callCountingHome) ReadAt(ctx context.Context, p string, b []byte, off int64) (int, error) {
+	c.count("ReadAt")
+	return c.Store.ReadAt(ctx, p, b, off)
+}
+
+// TestRevalidationOfUnchangedAsksHomeOnce: after the lag, an unchanged
+// file costs one question to home (one round trip over a WAN) and an
+// unchanged directory one question asked as of a directory (on s3://,
+// its marker: one request, not a missing file's first); nothing is
+// invalidated (same change counter, state, cached runs and recipe, and
+// no read of home afterwards). Within the lag nothing is asked.
+func TestRevalidationOfUnchangedAsksHomeOnce(t *testing.T) {
+	clk := &fakeClock{t: time.Now()}
+	ch := &callCountingHome{calls: map[string]int{}}
+	e := newEnvWith(t, meta.ModeRO, gateway.Options{Now: clk.Now, Open: func(ctx context.Context, url string) (home.Store, error) {
+		st, err := home.Open(ctx, url)
+		ch.Store = st
+		return ch, err
+	}})
+	ctx := context.Background()
+	data := randBytes(300<<10, 7)
+	e.put(t, "f", data)
+	if _, err := e.g.ListDir(ctx, e.root); err != nil {
+		t.Fatal(err)
+	}
+	f, err := e.svc.Lookup(ctx, e.root, "f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.svc.Lookup(ctx, e.root, "d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.g.ListDir(ctx, d.Ino); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.g.Fetch(ctx, f.Ino, 0, int64(len(data))); err != nil {
+		t.Fatal(err)
+	}
+	before, err := e.svc.GetAttr(ctx, f.Ino)
+	if err != nil || before.Gateway.State != meta.CacheCached {
+		t.Fatalf("f after the fetch: %+v, %v", before.Gateway, err)
+	}
+	rb, err := e.svc.GetRecipe(ctx, f.Ino, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch.take()
+	clk.Add(30 * time.Second)
+	for _, ino := range []meta.Ino{f.Ino, d.Ino} {
+		if changed, err := e.g.Revalidate(ctx, ino, false); err != nil || changed {
+			t.Fatalf("inode %d within the lag: changed %v, %v", ino, changed, err)
+		}
+	}
+	if got := ch.take(); len(got) != 0 {
+		t.Errorf("within the lag home was asked %v; want nothing", got)
+	}
+	clk.Add(31 * time.Second)
+	if changed, err := e.g.Revalidate(ctx, f.Ino, false); err != nil || changed {
+		t.Fatalf("f after the lag, unchanged: changed %v, %v", changed, err)
+	}
+	if got := ch.take(); !reflect.DeepEqual(got, map[string]int{"Stat": 1}) {
+		t.Errorf("revalidating unchanged file f asked home %v; want one Stat", got)
+	}
+	if changed, err := e.g.Revalidate(ctx, d.Ino, false); err != nil || changed {
+		t.Fatalf("d after the lag, unchanged: changed %v, %v", changed, err)
+	}
+	if got := ch.take(); !reflect.DeepEqual(got, map[string]int{"StatKind dir": 1}) {
+		t.Errorf("revalidating unchanged directory d asked home %v; want one StatKind of a dir", got)
+	}
+	after, err := e.svc.GetAttr(ctx, f.Ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Change != before.Change || after.Size != before.Size || after.Gateway.State != meta.CacheCached ||
+		!reflect.DeepEqual(after.Gateway.Cached, before.Gateway.Cached) || after.Gateway.Validated <= before.Gateway.Validated {
+		t.Errorf("f revalidated unchanged: change %d->%d, size %d->%d, state %v, runs %v->%v, validated %d->%d",
+			before.Change, after.Change, before.Size, after.Size, after.Gateway.State,
+			before.Gateway.Cached, after.Gateway.Cached, before.Gateway.Validated, after.Gateway.Validated)
+	}
+	if ra, err := e.svc.GetRecipe(ctx, f.Ino, 0, 100); err != nil || !reflect.DeepEqual(ra, rb) {
+		t.Errorf("f's recipe after revalidation: %+v, %v; was %+v", ra, err, rb)
+	}
+	if got := e.read(t, f.Ino); !bytes.Equal(got, data) {
+		t.Errorf("f after revalidation reads %d bytes, not what was cached", len(got))
+	}
+	if got := ch.take(); len(got) != 0 {
+		t.Errorf("reading f after its revalidation asked home %v; want nothing", got)
 	}
 }

@@ -103,3 +103,14 @@ type Setattrer interface {
 	// as it is.
 	Chtimes(ctx context.Context, path string, atime, mtime time.Time) error
 }
+
+// KindStater is implemented by stores where knowing what a path was makes
+// its Stat cheaper (s3://: a directory is a marker object, found in one
+// request when looked for first). Revalidation uses it: it knows what
+// each cached inode was.
+type KindStater interface {
+	// StatKind is Stat of a path last seen as kind was (0: not known):
+	// the same answer, unless another tool made both a file and a
+	// directory of that name, where the kind asked for wins.
+	StatKind(ctx context.Context, path string, was Kind) (Attr, error)
+}

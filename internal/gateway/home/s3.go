@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -20,6 +21,22 @@ import (
 // s3PartSize is the part size of multipart uploads; objects up to it go in
 // one PUT.
 const s3PartSize = 16 << 20
+
+// Connections to the S3 endpoint are kept between requests: across a WAN a
+// new one costs a round trip before its first request (TCP), two or three
+// with TLS, and starts at TCP's initial window. s3IdleConns is how many idle
+// ones are kept, at least every home read a gateway has in flight (fetches
+// of several files, each with its window of reads); net/http's default of
+// 2 per host closed all but two after every burst, and the next burst
+// dialed again. s3IdleTimeout is how long one is kept unused: well past a
+// fileset's default validity lag (15 s), so that the revalidation of a
+// file read a moment ago finds one, yet short enough not to hold sockets
+// of an endpoint long unused (the server may close them sooner: a request
+// then dials a new one).
+const (
+	s3IdleConns   = 64
+	s3IdleTimeout = 90 * time.Second
+)
 
 // S3Store is a home in an S3 bucket under a prefix (s3://). The mapping:
 //
@@ -40,7 +57,10 @@ type S3Store struct {
 	prefix string // "" or ending in "/"
 }
 
-var _ Store = (*S3Store)(nil)
+var (
+	_ Store      = (*S3Store)(nil)
+	_ KindStater = (*S3Store)(nil)
+)
 
 // OpenS3 opens the home s3://BUCKET/PREFIX with u's query: endpoint (the
 // server's URL; http:// is plain HTTP), region, access_key_file (a file
@@ -85,6 +105,7 @@ func OpenS3(ctx context.Context, u *url.URL) (*S3Store, error) {
 		}
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns, tr.MaxIdleConnsPerHost, tr.IdleConnTimeout = s3IdleConns, s3IdleConns, s3IdleTimeout
 	c, err := minio.New(epu.Host, &minio.Options{
 		Creds: creds, Secure: epu.Scheme == "https", Region: q.Get("region"),
 		BucketLookup: minio.BucketLookupPath, MaxRetries: retries, Transport: tr,
@@ -149,43 +170,78 @@ func objAttr(name string, o minio.ObjectInfo) Attr {
 }
 
 // kind reports what p is: KindFile, KindDir (a marker or objects under
-// it) or 0 when nothing is there. For a file it returns its info.
+// it) or 0 when nothing is there. For a file it returns its info, for a
+// directory its marker's (zero without one). A file's object is looked
+// for first (one HEAD when p is a file), so where another tool made both
+// a file and a directory of that name, p is the file.
 func (s *S3Store) kind(ctx context.Context, op, p string) (Kind, minio.ObjectInfo, error) {
 	if p == "" {
 		return KindDir, minio.ObjectInfo{}, nil
 	}
+	if k, o, err := s.fileKind(ctx, op, p); k != 0 || err != nil {
+		return k, o, err
+	}
+	return s.dirKind(ctx, op, p)
+}
+
+// fileKind is KindFile and the object's info if p's object exists, 0 if
+// not: one HEAD.
+func (s *S3Store) fileKind(ctx context.Context, op, p string) (Kind, minio.ObjectInfo, error) {
 	o, err := s.c.StatObject(ctx, s.bucket, s.key(p), minio.StatObjectOptions{})
 	if err == nil {
 		return KindFile, o, nil
 	}
 	if e := s.err(op, p, err); !errors.Is(e, ErrNotFound) {
-		return 0, o, e
+		return 0, minio.ObjectInfo{}, e
 	}
+	return 0, minio.ObjectInfo{}, nil
+}
+
+// dirKind is KindDir if p has a marker (its info returned: one HEAD) or
+// objects under it (one more request, a listing of one key), 0 if neither.
+func (s *S3Store) dirKind(ctx context.Context, op, p string) (Kind, minio.ObjectInfo, error) {
 	m, err := s.c.StatObject(ctx, s.bucket, s.dirKey(p), minio.StatObjectOptions{})
 	if err == nil {
 		return KindDir, m, nil
 	}
 	if e := s.err(op, p, err); !errors.Is(e, ErrNotFound) {
-		return 0, o, e
+		return 0, minio.ObjectInfo{}, e
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for o := range s.c.ListObjects(lctx, s.bucket, minio.ListObjectsOptions{Prefix: s.dirKey(p), MaxKeys: 1}) {
 		if o.Err != nil {
-			return 0, o, s.err(op, p, o.Err)
+			return 0, minio.ObjectInfo{}, s.err(op, p, o.Err)
 		}
 		return KindDir, minio.ObjectInfo{}, nil
 	}
-	return 0, o, nil
+	return 0, minio.ObjectInfo{}, nil
 }
 
 // Stat returns path's attributes.
 func (s *S3Store) Stat(ctx context.Context, path string) (Attr, error) {
+	return s.StatKind(ctx, path, 0)
+}
+
+// StatKind implements KindStater: for a path last seen as a directory,
+// its marker is looked for first, so that a directory with one costs one
+// HEAD rather than two (its name's object, missing, then the marker).
+// Where another tool made both a file and a directory of that name, the
+// kind asked for is what is returned.
+func (s *S3Store) StatKind(ctx context.Context, path string, was Kind) (Attr, error) {
 	p, err := clean("stat", path)
 	if err != nil {
 		return Attr{}, err
 	}
-	k, o, err := s.kind(ctx, "stat", p)
+	var k Kind
+	var o minio.ObjectInfo
+	if was == KindDir && p != "" {
+		if k, o, err = s.dirKind(ctx, "stat", p); k == 0 && err == nil {
+			k, o, err = s.fileKind(ctx, "stat", p)
+		}
+	} else {
+		k, o, err = s.kind(ctx, "stat", p)
+	}
 	if err != nil {
 		return Attr{}, err
 	}

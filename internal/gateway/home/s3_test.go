@@ -30,7 +30,7 @@ type versitygw struct {
 
 // startVersityGW starts the gateway, or skips the test when the binary is
 // missing (fails under CI=true: scripts/test.sh installs it).
-func startVersityGW(t *testing.T) *versitygw {
+func startVersityGW(t *testing.T, args ...string) *versitygw {
 	t.Helper()
 	bin, err := exec.LookPath("versitygw")
 	if err != nil {
@@ -58,7 +58,7 @@ func startVersityGW(t *testing.T) *versitygw {
 	// The port is picked free and handed over; should another process
 	// take it meanwhile, the gateway exits and is started again on another.
 	for attempt := 1; ; attempt++ {
-		out, exited := g.start(t, bin, access, secret)
+		out, exited := g.start(t, bin, access, secret, args...)
 		if exited == nil {
 			return g
 		}
@@ -71,7 +71,7 @@ func startVersityGW(t *testing.T) *versitygw {
 
 // start runs the gateway once on a free port and waits until it listens.
 // It returns the gateway's exit error and output if it exited first.
-func (g *versitygw) start(t *testing.T, bin, access, secret string) (string, error) {
+func (g *versitygw) start(t *testing.T, bin, access, secret string, args ...string) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func (g *versitygw) start(t *testing.T, bin, access, secret string) (string, err
 	addr := ln.Addr().String()
 	ln.Close()
 	g.Endpoint = "http://" + addr
-	cmd := exec.Command(bin, "--port", addr, "--access", access, "--secret", secret, "--quiet", "posix", g.Dir)
+	cmd := exec.Command(bin, append(append([]string{"--port", addr, "--access", access, "--secret", secret, "--quiet"}, args...), "posix", g.Dir)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	out, err := cmd.StderrPipe()
 	if err != nil {
