@@ -580,7 +580,7 @@ func (c *Client) fetch(ctx context.Context, h block.Hash) (*blockBuf, error) {
 			return newBlockBuf(data, false, c.pool), nil
 		}
 	}
-	data, local, own, err := c.router.get(ctx, h, c.pool.get)
+	data, local, own, err := c.router.get(ctx, h, c.allocFetch)
 	if err != nil {
 		return nil, err
 	}
