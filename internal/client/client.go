@@ -25,7 +25,10 @@ type Config struct {
 	Dial   Dialer
 	Logger *slog.Logger
 
-	MemCacheBytes  int64  // memory block cache; default DefaultMemCacheBytes()
+	// MemCacheBytes bounds the memory block cache (default
+	// DefaultMemCacheBytes()); evicted blocks' memory kept for the next
+	// fetches adds at most an eighth of it, 32 MiB at most (bufpool.go).
+	MemCacheBytes  int64
 	DiskCacheDir   string // local disk block cache; "" disables it
 	DiskCacheBytes int64  // default 1 GiB
 	DirtyBytes     int64  // bound on buffered and uploading data; default DefaultDirtyBytes()
