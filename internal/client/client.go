@@ -25,7 +25,10 @@ type Config struct {
 	Dial   Dialer
 	Logger *slog.Logger
 
-	MemCacheBytes  int64  // memory block cache; default DefaultMemCacheBytes()
+	// MemCacheBytes bounds the memory block cache (default
+	// DefaultMemCacheBytes()); evicted blocks' memory kept for the next
+	// fetches adds at most an eighth of it, 32 MiB at most (bufpool.go).
+	MemCacheBytes  int64
 	DiskCacheDir   string // local disk block cache; "" disables it
 	DiskCacheBytes int64  // default 1 GiB
 	DirtyBytes     int64  // bound on buffered and uploading data; default DefaultDirtyBytes()
@@ -133,6 +136,7 @@ type Client struct {
 	log    *slog.Logger
 	router *router
 	mem    *memCache
+	pool   *fetchPool // fetch buffers from evicted blocks (bufpool.go)
 	disk   *diskCache
 	tier   *cachetier.BlockCache // nil without a cache tier
 	attrs  *tierAPI              // stats from the cache tier; nil without one
@@ -178,8 +182,11 @@ const tierDrainTimeout = 3 * time.Second
 
 type flight struct {
 	done chan struct{}
-	data []byte
+	buf  *blockBuf // when err is nil: a reference for each waiter
 	err  error
+	// waiters joined the fetch (under Client.mu); each is given a
+	// reference to buf when it lands.
+	waiters int
 	// urgent: a reader waits for this block (not only read-ahead); its
 	// fetch then takes the next free slot of the server's lane.
 	urgent atomic.Bool
@@ -196,6 +203,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		api:      cfg.Meta,
 		log:      cfg.Logger,
 		mem:      newMemCache(cfg.MemCacheBytes),
+		pool:     newFetchPool(defaultFetchPoolBytes(cfg.MemCacheBytes)),
 		sums:     newSegSums(DefaultSegSumsBytes),
 		files:    newLocalFiles(),
 		policies: policyTable(cfg.Policy),
@@ -459,21 +467,46 @@ func (c *Client) Unlinked(ctx context.Context, ino meta.Ino) error {
 // getBlock returns a verified block from the caches or the block servers.
 // Concurrent requests for the same hash share one fetch. urgent says a
 // reader waits for it (false for read-ahead): its fetch goes before the
-// read-ahead queued for the same server.
+// read-ahead queued for the same server. The caller may keep the bytes:
+// their memory is never reused (blockBuf.keep).
 func (c *Client) getBlock(ctx context.Context, h block.Hash, urgent bool) ([]byte, error) {
-	if data, ok := c.mem.get(h); ok {
-		return data, nil
+	b, err := c.getBuf(ctx, h, urgent)
+	if err != nil {
+		return nil, err
+	}
+	data := b.keep()
+	b.release()
+	return data, nil
+}
+
+// getBuf is getBlock returning the block with a reference the caller must
+// release once done with its bytes, and must not use them after.
+func (c *Client) getBuf(ctx context.Context, h block.Hash, urgent bool) (*blockBuf, error) {
+	if b := c.mem.get(h); b != nil {
+		return b, nil
 	}
 	c.mu.Lock()
 	if fl, ok := c.mu.flights[h]; ok {
+		fl.waiters++
 		c.mu.Unlock()
 		if urgent {
 			fl.urgent.Store(true)
 		}
 		select {
 		case <-fl.done:
-			return fl.data, fl.err
+			return fl.buf, fl.err
 		case <-ctx.Done():
+			c.mu.Lock()
+			if c.mu.flights[h] == fl {
+				fl.waiters-- // no reference will be given
+				c.mu.Unlock()
+				return nil, ctx.Err()
+			}
+			c.mu.Unlock()
+			<-fl.done // landed: a reference was counted for this waiter
+			if fl.err == nil {
+				fl.buf.release()
+			}
 			return nil, ctx.Err()
 		}
 	}
@@ -486,7 +519,11 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash, urgent bool) ([]byt
 	if composed {
 		// Stored as pieces: fetched (each taking its own fetch slot)
 		// and put together.
-		fl.data, fl.err = c.assemble(withUrgency(ctx, &fl.urgent), h, comp)
+		var data []byte
+		data, fl.err = c.assemble(withUrgency(ctx, &fl.urgent), h, comp)
+		if fl.err == nil {
+			fl.buf = newBlockBuf(data, false, nil)
+		}
 		if fl.err == nil && c.cfg.CompactAfter > 0 {
 			c.compacts.addRead(compactJob{h: h, at: time.Now()})
 		}
@@ -498,11 +535,11 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash, urgent bool) ([]byt
 	}
 	if !composed {
 		c.fetches <- struct{}{}
-		fl.data, fl.err = c.fetch(withUrgency(ctx, &fl.urgent), h)
+		fl.buf, fl.err = c.fetch(withUrgency(ctx, &fl.urgent), h)
 		<-c.fetches
 	}
 	if fl.err == nil {
-		c.mem.put(h, fl.data)
+		c.mem.put(h, fl.buf)
 		// A fetch that lands is use: read-ahead still arriving after
 		// the read that started it must not find the cache released
 		// and fill it again for an idle client (memory.go).
@@ -510,20 +547,26 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash, urgent bool) ([]byt
 	}
 	c.mu.Lock()
 	delete(c.mu.flights, h)
+	n := fl.waiters
 	c.mu.Unlock()
+	if fl.err == nil {
+		fl.buf.refs.Add(int32(n)) // the waiters'; this fetch still holds its own
+	}
 	close(fl.done)
-	return fl.data, fl.err
+	return fl.buf, fl.err
 }
 
 // fetch finds a verified copy of h, nearest first: a local copy checked
 // against known segment sums, the disk cache, the cache tier, the block
-// servers. What came from further away is kept nearer.
-func (c *Client) fetch(ctx context.Context, h block.Hash) ([]byte, error) {
+// servers. What came from further away is kept nearer. The block comes
+// with the caller's reference; it is read into a pooled buffer when the
+// source can read into one (a local copy, a block server).
+func (c *Client) fetch(ctx context.Context, h block.Hash) (*blockBuf, error) {
 	if e, ok := c.sums.get(h); ok {
-		data := make([]byte, e.size)
+		data := c.allocFetch(int(e.size))
 		if c.preadLocal(h, data, 0) {
 			if e.check(data, 0) {
-				return data, nil
+				return newBlockBuf(data, true, c.pool), nil
 			}
 			c.localChanged(h)
 		}
@@ -531,27 +574,36 @@ func (c *Client) fetch(ctx context.Context, h block.Hash) ([]byte, error) {
 	if c.disk != nil {
 		if data, ok := c.disk.get(h); ok {
 			c.learnSums(h, data)
-			return data, nil
+			return newBlockBuf(data, false, c.pool), nil
 		}
 	}
 	if c.tier != nil {
 		if data, ok := c.tier.Lookup(ctx, h); ok {
 			c.learnSums(h, data)
-			return data, nil
+			return newBlockBuf(data, false, c.pool), nil
 		}
 	}
-	data, local, err := c.router.get(ctx, h)
+	data, local, own, err := c.router.get(ctx, h, c.allocFetch)
 	if err != nil {
 		return nil, err
 	}
 	c.learnSums(h, data)
-	if c.disk != nil && !local {
-		c.disk.put(h, data)
+	if c.disk != nil && !local && c.disk.put(h, data) {
+		own = false // the disk cache's writer holds it
 	}
 	if c.tier != nil {
-		c.tier.Fill(h, data)
+		c.tier.Fill(h, data) // copies
 	}
-	return data, nil
+	return newBlockBuf(data, own, c.pool), nil
+}
+
+// allocFetch returns a buffer of length n for a fetch: pooled, or fresh
+// with the hasher's slack.
+func (c *Client) allocFetch(n int) []byte {
+	if b := c.pool.get(n); b != nil {
+		return b
+	}
+	return make([]byte, n, n+hashSlack)
 }
 
 // readAheadBlocks is the read-ahead depth for blocks of bs bytes (see
@@ -593,9 +645,12 @@ func (c *Client) prefetch(h block.Hash) {
 		if e, ok := c.sums.get(h); ok && c.adviseLocal(h, e.size) {
 			return
 		}
-		if _, err := c.getBlock(context.Background(), h, false); err != nil {
+		b, err := c.getBuf(context.Background(), h, false)
+		if err != nil {
 			c.log.Debug("read-ahead failed", "block", h.Short(), "err", err)
+			return
 		}
+		b.release() // the cache holds it
 	}()
 }
 
@@ -626,18 +681,20 @@ func (c *Client) upload(ctx context.Context, data []byte, spec placement.Spec) (
 // the needed segments of a copy on this host when the block's segment sums
 // are known, else the whole block (verified, and cached).
 func (c *Client) readRange(ctx context.Context, h block.Hash, from int64, dst []byte) error {
-	if data, ok := c.mem.get(h); ok {
-		copyBlock(dst, data, from)
+	if b := c.mem.get(h); b != nil {
+		copyBlock(dst, b.data, from)
+		b.release()
 		return nil
 	}
 	if e, ok := c.sums.get(h); ok && c.readLocal(h, e, from, dst) {
 		return nil
 	}
-	data, err := c.getBlock(ctx, h, true)
+	b, err := c.getBuf(ctx, h, true)
 	if err != nil {
 		return err
 	}
-	copyBlock(dst, data, from)
+	copyBlock(dst, b.data, from)
+	b.release()
 	return nil
 }
 

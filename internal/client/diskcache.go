@@ -23,7 +23,7 @@ type diskCache struct {
 	dir   string
 	max   int64
 	log   *slog.Logger
-	queue chan memEntry
+	queue chan diskWrite
 	done  chan struct{}
 	// hits and misses count get's answers (Client.Stats).
 	hits, misses atomic.Uint64
@@ -45,7 +45,7 @@ func openDiskCache(dir string, maxBytes int64, log *slog.Logger) (*diskCache, er
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("disk cache %s: %w", dir, err)
 	}
-	c := &diskCache{dir: dir, max: maxBytes, log: log, queue: make(chan memEntry, 16), done: make(chan struct{})}
+	c := &diskCache{dir: dir, max: maxBytes, log: log, queue: make(chan diskWrite, 16), done: make(chan struct{})}
 	c.mu.ll = list.New()
 	c.mu.items = make(map[block.Hash]*list.Element)
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -111,17 +111,26 @@ func (c *diskCache) openFile(h block.Hash) (*os.File, error) {
 	return os.Open(c.path(h))
 }
 
-// put queues data for writing; it never blocks.
-func (c *diskCache) put(h block.Hash, data []byte) {
+// diskWrite is a block queued for the disk cache's writer.
+type diskWrite struct {
+	h    block.Hash
+	data []byte
+}
+
+// put queues data to be written as block h; it never blocks. It reports
+// whether it was queued: the writer then holds data until written, so it must not change.
+func (c *diskCache) put(h block.Hash, data []byte) bool {
 	c.mu.Lock()
 	_, ok := c.mu.items[h]
 	c.mu.Unlock()
 	if ok || int64(len(data)) > c.max {
-		return
+		return false
 	}
 	select {
-	case c.queue <- memEntry{h: h, data: data}:
+	case c.queue <- diskWrite{h: h, data: data}:
+		return true
 	default:
+		return false
 	}
 }
 

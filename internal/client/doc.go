@@ -69,7 +69,9 @@
 // localfiles.go); its read-ahead asks the kernel to cache the file.
 // Sequential reads trigger read-ahead of the next blocks, deeper with
 // more servers and bounded by the memory cache; a fetch a reader waits for
-// goes before read-ahead on its server's lane (fetchSlots). Caches are keyed
+// goes before read-ahead on its server's lane (fetchSlots). A block fetched
+// into the process is read into the memory of a block the memory cache
+// evicted once no reader holds it (bufpool.go). Caches are keyed
 // by hash, so they never need invalidation. With Config.CacheTier, blocks and
 // stat results are also looked up in a memcached pool (tierAPI for stats,
 // trusted only for the file policy's attribute TTL). Xattr reads of an open

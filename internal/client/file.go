@@ -434,7 +434,7 @@ func (f *file) scheduleLocked(d *dblock) {
 			// content, which would otherwise be assembled from its
 			// pieces. d.buf is never written again, so the cache may
 			// hold it.
-			f.c.mem.put(h, d.buf)
+			f.c.mem.putKept(h, d.buf)
 		} else if err == nil {
 			// No reader holds d.buf any more: uploadDone took it out of
 			// inflight, and readers copy from it under f.mu.

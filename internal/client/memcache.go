@@ -8,7 +8,10 @@ import (
 )
 
 // memCache is an LRU of whole blocks keyed by hash, bounded in bytes. The
-// slices it holds are never modified after insertion and may be shared.
+// bytes it holds are never modified while it holds them and may be shared:
+// it holds a reference to each block (bufpool.go), get hands out one
+// more, and an evicted block's reference is released, which gives its
+// memory to the fetch pool once no reader holds it.
 type memCache struct {
 	max int64
 	mu  struct {
@@ -22,8 +25,8 @@ type memCache struct {
 }
 
 type memEntry struct {
-	h    block.Hash
-	data []byte
+	h   block.Hash
+	buf *blockBuf
 }
 
 func newMemCache(maxBytes int64) *memCache {
@@ -33,16 +36,19 @@ func newMemCache(maxBytes int64) *memCache {
 	return c
 }
 
-func (c *memCache) get(h block.Hash) ([]byte, bool) {
+// get returns block h with a reference the caller must release, or nil.
+func (c *memCache) get(h block.Hash) *blockBuf {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.mu.items[h]; ok {
 		c.mu.ll.MoveToFront(e)
 		c.mu.hits++
-		return e.Value.(*memEntry).data, true
+		b := e.Value.(*memEntry).buf
+		b.ref()
+		return b
 	}
 	c.mu.miss++
-	return nil, false
+	return nil
 }
 
 func (c *memCache) contains(h block.Hash) bool {
@@ -52,8 +58,10 @@ func (c *memCache) contains(h block.Hash) bool {
 	return ok
 }
 
-func (c *memCache) put(h block.Hash, data []byte) {
-	if int64(len(data)) > c.max {
+// put caches b as block h, taking a reference of its own; the caller
+// must hold one.
+func (c *memCache) put(h block.Hash, b *blockBuf) {
+	if int64(len(b.data)) > c.max {
 		return
 	}
 	c.mu.Lock()
@@ -62,15 +70,25 @@ func (c *memCache) put(h block.Hash, data []byte) {
 		c.mu.ll.MoveToFront(e)
 		return
 	}
-	c.mu.items[h] = c.mu.ll.PushFront(&memEntry{h: h, data: data})
-	c.mu.used += int64(len(data))
+	b.ref()
+	c.mu.items[h] = c.mu.ll.PushFront(&memEntry{h: h, buf: b})
+	c.mu.used += int64(len(b.data))
 	for c.mu.used > c.max {
 		e := c.mu.ll.Back()
 		ent := e.Value.(*memEntry)
 		c.mu.ll.Remove(e)
 		delete(c.mu.items, ent.h)
-		c.mu.used -= int64(len(ent.data))
+		c.mu.used -= int64(len(ent.buf.data))
+		ent.buf.release()
 	}
+}
+
+// putKept caches data that stays valid for ever (a write buffer never
+// written again): it is never reused.
+func (c *memCache) putKept(h block.Hash, data []byte) {
+	b := newBlockBuf(data, false, nil)
+	c.put(h, b)
+	b.release()
 }
 
 // demote makes h the first block to evict: a sequential reader is done
@@ -88,6 +106,9 @@ func (c *memCache) demote(h block.Hash) {
 func (c *memCache) clear() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for e := c.mu.ll.Front(); e != nil; e = e.Next() {
+		e.Value.(*memEntry).buf.release()
+	}
 	c.mu.ll.Init()
 	clear(c.mu.items)
 	c.mu.used = 0

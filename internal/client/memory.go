@@ -18,9 +18,13 @@ import (
 // rereads of evicted pages, and need not grow with the machine.
 //
 // A client with no read or write for Config.IdleRelease (DefaultIdleRelease)
-// empties its memory block cache and its free list of write buffers and
-// asks the Go runtime to return free memory to the system; the next reader
-// fetches again (from the local disk cache or the servers).
+// empties its memory block cache and its free lists of write and fetch
+// buffers and asks the Go runtime to return free memory to the system; the
+// next reader fetches again (from the local disk cache or the servers).
+//
+// Besides the cache's bound, the free list of fetch buffers (bufpool.go)
+// holds up to an eighth of it (at most 32 MiB): the memory of evicted
+// blocks, which the next fetches read into.
 
 // DefaultIdleRelease is Config.IdleRelease's default.
 const DefaultIdleRelease = time.Minute
@@ -74,6 +78,7 @@ func (c *Client) releaseIdle(idle time.Duration, stop <-chan struct{}) {
 			}
 			c.mem.clear()
 			c.bufs.drain()
+			c.pool.drain()
 			debug.FreeOSMemory()
 			c.idleReleases.Add(1)
 			released = last

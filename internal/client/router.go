@@ -237,10 +237,14 @@ type remoteOf interface{ Remote() block.Store }
 // get fetches a verified copy of h; local reports that it came from a block
 // file on this host. Corrupt copies met on the way are repaired in the
 // background with the good bytes.
-func (r *router) get(ctx context.Context, h block.Hash) (data []byte, local bool, err error) {
+//
+// alloc (nil: none) gives the buffer a store that can read into one
+// (allocGetter) reads the block into; own reports that the result is the
+// caller's alone: read through alloc, and no repair holds it.
+func (r *router) get(ctx context.Context, h block.Hash, alloc func(n int) []byte) (data []byte, local, own bool, err error) {
 	stores := r.ranked(h)
 	if len(stores) == 0 {
-		return nil, false, fmt.Errorf("get block %s: no block server in the map: %w", h.Short(), block.ErrUnavailable)
+		return nil, false, false, fmt.Errorf("get block %s: no block server in the map: %w", h.Short(), block.ErrUnavailable)
 	}
 	var errs []error
 	var bad []rankedStore
@@ -251,19 +255,20 @@ func (r *router) get(ctx context.Context, h block.Hash) (data []byte, local bool
 		}
 		errs = append(errs, fmt.Errorf("server %s: %w", s.id, err))
 	}
-	found := func(data []byte) {
+	found := func(data []byte, mine bool) bool {
 		for _, b := range bad {
 			go r.repair(h, data, b)
 		}
+		return mine && len(bad) == 0
 	}
 	// With one copy on one of two candidates, ask both at once: the miss
 	// costs a small answer, not a turn at the back of the other's queue.
 	if len(stores) >= 2 && !stores[0].local && !stores[1].local && r.defaultReplicas() == 1 {
-		data, i, err := r.getEither(ctx, h, stores[:2], failed)
+		data, i, mine, err := r.getEither(ctx, h, stores[:2], alloc, failed)
 		if err == nil {
-			found(data)
+			own := found(data, mine)
 			r.received.Add(uint64(len(data)))
-			return data, stores[i].local, nil
+			return data, stores[i].local, own, nil
 		}
 		stores = stores[2:]
 	}
@@ -271,63 +276,73 @@ func (r *router) get(ctx context.Context, h block.Hash) (data []byte, local bool
 		if ctx.Err() != nil {
 			break
 		}
-		data, err := s.lane.get(ctx, s.st, h)
+		data, mine, err := s.lane.get(ctx, s.st, h, alloc)
 		if err == nil {
-			found(data)
+			own := found(data, mine)
 			r.received.Add(uint64(len(data)))
-			return data, s.local, nil
+			return data, s.local, own, nil
 		}
 		failed(s, err)
 	}
-	return nil, false, fmt.Errorf("get block %s: %w", h.Short(), errors.Join(errs...))
+	return nil, false, false, fmt.Errorf("get block %s: %w", h.Short(), errors.Join(errs...))
 }
 
 // getEither asks every store for h at once and returns the first good copy
 // (and its index), cancelling the others; failed sees the errors met
-// before it.
-func (r *router) getEither(ctx context.Context, h block.Hash, stores []rankedStore, failed func(rankedStore, error)) ([]byte, int, error) {
+// before it. Each ask reads into its own buffer from alloc; the others'
+// are left to the garbage collector (a cancelled read may still be
+// writing to its buffer after getEither returns).
+func (r *router) getEither(ctx context.Context, h block.Hash, stores []rankedStore, alloc func(n int) []byte, failed func(rankedStore, error)) ([]byte, int, bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
 		i    int
 		data []byte
+		mine bool
 		err  error
 	}
 	results := make(chan result, len(stores))
 	for i, s := range stores {
 		go func() {
-			data, err := s.lane.get(ctx, s.st, h)
-			results <- result{i, data, err}
+			data, mine, err := s.lane.get(ctx, s.st, h, alloc)
+			results <- result{i, data, mine, err}
 		}()
 	}
 	for range stores {
 		res := <-results
 		if res.err == nil {
-			return res.data, res.i, nil
+			return res.data, res.i, res.mine, nil
 		}
 		failed(stores[res.i], res.err)
 	}
-	return nil, 0, fmt.Errorf("get block %s: no copy on the first servers", h.Short())
+	return nil, 0, false, fmt.Errorf("get block %s: no copy on the first servers", h.Short())
 }
 
 // get fetches h from st through the lane: queued behind this client's other
 // fetches from the server (a reader's before read-ahead, see fetchSlots),
-// the local block files excepted.
-func (l *lane) get(ctx context.Context, st block.Store, h block.Hash) ([]byte, error) {
+// the local block files excepted. A store that reads into the caller's
+// buffer (allocGetter) reads into one from alloc, when given; mine then
+// reports that the result is the caller's alone.
+func (l *lane) get(ctx context.Context, st block.Store, h block.Hash, alloc func(n int) []byte) (data []byte, mine bool, err error) {
 	l.busy.Add(1)
 	defer l.busy.Add(-1)
 	if !isLocal(st) {
 		if err := l.gets.acquire(ctx, urgencyOf(ctx)); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		defer l.gets.release()
 	}
 	start := time.Now()
-	data, err := st.Get(ctx, h)
+	if ag, ok := st.(allocGetter); ok && alloc != nil {
+		data, err = ag.GetAlloc(ctx, h, alloc)
+		mine = err == nil
+	} else {
+		data, err = st.Get(ctx, h)
+	}
 	if err == nil {
 		l.measured(time.Since(start))
 	}
-	return data, err
+	return data, mine, err
 }
 
 // repair replaces a corrupt copy on s with good data. The server moves a

@@ -283,10 +283,10 @@ func TestMemCacheDemote(t *testing.T) {
 	c := newMemCache(3 * 10)
 	hs := testHashes(4)
 	for _, h := range hs[:3] {
-		c.put(h, make([]byte, 10))
+		c.putKept(h, make([]byte, 10))
 	}
 	c.demote(hs[2]) // the newest goes to the back
-	c.put(hs[3], make([]byte, 10))
+	c.putKept(hs[3], make([]byte, 10))
 	if c.contains(hs[2]) {
 		t.Fatal("the demoted block survived the eviction")
 	}
@@ -403,7 +403,7 @@ func TestReadAsksBothCandidates(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c2.Close(ctx)
-	got, _, err := c2.router.get(ctx, bh)
+	got, _, _, err := c2.router.get(ctx, bh, nil)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("get with the first candidate hanging: err=%v", err)
 	}

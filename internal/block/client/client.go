@@ -202,6 +202,22 @@ func (c *Client) Get(ctx context.Context, h block.Hash) ([]byte, error) {
 // shares buf's memory); otherwise it allocates the block's size (plus 16 KiB
 // that spare the hasher its own allocations).
 func (c *Client) GetInto(ctx context.Context, h block.Hash, buf []byte) ([]byte, error) {
+	return c.getInto(ctx, h, buf, nil)
+}
+
+// GetAlloc is Get reading into a buffer of the caller's: once the reply's
+// size n is known, alloc(n) returns a buffer of capacity at least n (16 KiB
+// more spare the hasher its own allocations), or nil, and GetAlloc then
+// allocates one itself. alloc is called at most once per call; the
+// buffer is kept for the call's retries. The result shares the buffer's
+// memory, or is a fresh allocation: either way it is the caller's alone,
+// and nothing writes to it after GetAlloc returns. A buffer alloc returned
+// is not used after a failed call either.
+func (c *Client) GetAlloc(ctx context.Context, h block.Hash, alloc func(n int) []byte) ([]byte, error) {
+	return c.getInto(ctx, h, nil, alloc)
+}
+
+func (c *Client) getInto(ctx context.Context, h block.Hash, buf []byte, alloc func(n int) []byte) ([]byte, error) {
 	op := "get block " + h.String()
 	var out []byte
 	err := c.do(ctx, op, 0, func(a *attempt) (bool, error) {
@@ -218,12 +234,14 @@ func (c *Client) GetInto(ctx context.Context, h block.Hash, buf []byte) ([]byte,
 			return false, c.errorf(op, "reply of %d bytes: want a Content-Length of at most %d", n, c.maxSize)
 		}
 		a.expect(n)
-		data := buf
-		if int64(cap(data)) < n {
-			// The slack spares the hasher a copy of the block's tail.
-			data = make([]byte, n, n+hashSlack)
+		if int64(cap(buf)) < n && alloc != nil {
+			buf, alloc = alloc(int(n)), nil
 		}
-		data = data[:n]
+		if int64(cap(buf)) < n {
+			// The slack spares the hasher a copy of the block's tail.
+			buf = make([]byte, n, n+hashSlack)
+		}
+		data := buf[:n]
 		raw, held := tlsconn.Raw(conn) // on TLS: the socket beneath
 		if _, err := lowat.ReadFullClock(c.clock, raw, a.progress(resp.Body, n), data, replyBuffer+held); err != nil {
 			return true, a.transportErr(op+": read body", err)

@@ -308,6 +308,42 @@ func TestGetAllocatesBlockSize(t *testing.T) {
 	t.Logf("%d bytes allocated per 4 MiB Get", perGet)
 }
 
+// GetAlloc asks alloc for the reply's size once, reads into the buffer it
+// returns, and allocates itself when alloc has none or one too small.
+func TestGetAlloc(t *testing.T) {
+	c := serve(t, server.New(openDisk(t, t.TempDir()), server.Options{}), client.Options{})
+	ctx := context.Background()
+	data := blocktest.Data(2, 300<<10)
+	sum := block.Sum(data)
+	if err := c.Put(ctx, sum, data); err != nil {
+		t.Fatal(err)
+	}
+	mine := make([]byte, 400<<10)
+	var asked []int
+	got, err := c.GetAlloc(ctx, sum, func(n int) []byte { asked = append(asked, n); return mine })
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("GetAlloc: %v (equal %v)", err, bytes.Equal(got, data))
+	}
+	if len(asked) != 1 || asked[0] != len(data) {
+		t.Fatalf("alloc asked for %v, want once for %d", asked, len(data))
+	}
+	if &got[0] != &mine[0] {
+		t.Fatal("the block was not read into alloc's buffer")
+	}
+	for _, give := range [][]byte{nil, make([]byte, 10)} {
+		got, err := c.GetAlloc(ctx, sum, func(int) []byte { return give })
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("GetAlloc with a buffer of %d: %v", cap(give), err)
+		}
+		if cap(give) > 0 && &got[0] == &give[0] {
+			t.Fatal("read into a buffer too small")
+		}
+	}
+	if _, err := c.GetAlloc(ctx, block.Sum([]byte("absent")), func(int) []byte { t.Fatal("alloc called for a miss"); return nil }); !errors.Is(err, block.ErrNotFound) {
+		t.Fatalf("GetAlloc of a missing block: %v", err)
+	}
+}
+
 func BenchmarkPut4MiB(b *testing.B) {
 	c := serve(b, server.New(openDisk(b, b.TempDir()), server.Options{}), client.Options{})
 	data := blocktest.Data(1, 4<<20)

@@ -298,3 +298,57 @@ func BenchmarkGet4MiB(b *testing.B) {
 		}
 	}
 }
+
+// allocNext is a server behind a LocalReader that reads into the caller's
+// buffers; it serves one block.
+type allocNext struct {
+	block.Store
+	data  []byte
+	calls int
+}
+
+func (n *allocNext) GetAlloc(ctx context.Context, h block.Hash, alloc func(int) []byte) ([]byte, error) {
+	n.calls++
+	if h != block.Sum(n.data) {
+		return nil, block.ErrNotFound
+	}
+	buf := alloc(len(n.data))
+	if cap(buf) < len(n.data) {
+		buf = make([]byte, len(n.data))
+	}
+	return append(buf[:0], n.data...), nil
+}
+
+// LocalReader.GetAlloc reads a block file into the caller's buffer, and
+// asks the server for a block it has no file of, into the caller's buffer
+// when the server can.
+func TestLocalReaderGetAlloc(t *testing.T) {
+	dir := t.TempDir()
+	s := open(t, dir)
+	data := blocktest.Data(3, 200<<10)
+	h := put(t, s, data)
+	remote := blocktest.Data(4, 100<<10)
+	next := &allocNext{Store: s, data: remote}
+	lr := disk.NewLocalReader(dir, next, nil)
+	if lr == nil {
+		t.Fatal("no LocalReader for a block store's directory")
+	}
+	ctx := context.Background()
+	mine := make([]byte, 300<<10)
+	got, err := lr.GetAlloc(ctx, h, func(n int) []byte {
+		if n != len(data) {
+			t.Errorf("alloc(%d), want the block's %d bytes", n, len(data))
+		}
+		return mine
+	})
+	if err != nil || !bytes.Equal(got, data) || &got[0] != &mine[0] {
+		t.Fatalf("GetAlloc of a local block: err %v, equal %v, into the buffer given %v", err, bytes.Equal(got, data), err == nil && &got[0] == &mine[0])
+	}
+	got, err = lr.GetAlloc(ctx, block.Sum(remote), func(int) []byte { return mine })
+	if err != nil || !bytes.Equal(got, remote) || &got[0] != &mine[0] || next.calls != 1 {
+		t.Fatalf("GetAlloc of a block with no file here: err %v, asked the server %d times", err, next.calls)
+	}
+	if got, err := lr.Get(ctx, h); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("Get: %v", err)
+	}
+}

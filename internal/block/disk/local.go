@@ -51,19 +51,35 @@ func (l *LocalReader) path(h block.Hash) string {
 
 // Get reads the block file directly and verifies it.
 func (l *LocalReader) Get(ctx context.Context, h block.Hash) ([]byte, error) {
+	return l.GetAlloc(ctx, h, nil)
+}
+
+// GetAlloc is Get reading into a buffer from alloc (nil: allocate) once the
+// block's size n is known, as block/client.Client.GetAlloc: alloc(n)
+// returns a buffer of capacity at least n, or nil. The result is the
+// caller's alone. A Get the file cannot serve goes to the server, with
+// alloc when it reads into the caller's buffers too.
+func (l *LocalReader) GetAlloc(ctx context.Context, h block.Hash, alloc func(n int) []byte) ([]byte, error) {
 	p := l.path(h)
 	f, err := os.Open(p)
 	if err != nil {
-		return l.next.Get(ctx, h)
+		return l.nextGet(ctx, h, alloc)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return l.next.Get(ctx, h)
+		return l.nextGet(ctx, h, alloc)
 	}
-	data := make([]byte, fi.Size(), fi.Size()+hashSlack)
+	var data []byte
+	if alloc != nil {
+		data, alloc = alloc(int(fi.Size())), nil
+	}
+	if int64(cap(data)) < fi.Size() {
+		data = make([]byte, fi.Size(), fi.Size()+hashSlack)
+	}
+	data = data[:fi.Size()]
 	if _, err := io.ReadFull(f, data); err != nil {
-		return l.next.Get(ctx, h)
+		return l.nextGet(ctx, h, nil)
 	}
 	if got := block.Sum(data); got != h {
 		err := corrupt(h, p, got)
@@ -71,6 +87,16 @@ func (l *LocalReader) Get(ctx context.Context, h block.Hash) ([]byte, error) {
 		return nil, err
 	}
 	return data, nil
+}
+
+// nextGet asks the server for h, into a buffer from alloc when it can.
+func (l *LocalReader) nextGet(ctx context.Context, h block.Hash, alloc func(n int) []byte) ([]byte, error) {
+	if ag, ok := l.next.(interface {
+		GetAlloc(context.Context, block.Hash, func(int) []byte) ([]byte, error)
+	}); ok && alloc != nil {
+		return ag.GetAlloc(ctx, h, alloc)
+	}
+	return l.next.Get(ctx, h)
 }
 
 // OpenBlockFile opens block h's file for reading, unverified: the caller
