@@ -8,7 +8,7 @@ import "sync"
 // buffer per block. Unlike a sync.Pool it survives garbage collections.
 //
 // It pools buffers of any block size: the capacities get was asked for
-// that are at least minPooled (a file's whole blocks are asked for at its
+// that are at least minWritePooled (a file's whole blocks are asked for at its
 // block size), at most maxSizes of them, and keeps at most maxBytes of
 // free buffers in all. (It kept 4 MiB buffers only, the default block
 // size: with 1 MiB blocks every block allocated a fresh buffer.)
@@ -21,9 +21,9 @@ type bufList struct {
 }
 
 const (
-	// minPooled is the smallest capacity pooled: smaller buffers are
+	// minWritePooled is the smallest capacity pooled: smaller buffers are
 	// small files' first blocks, which grow as they are written.
-	minPooled = 256 << 10
+	minWritePooled = 256 << 10
 	// maxSizes bounds the block sizes pooled at once.
 	maxSizes = 8
 )
@@ -34,7 +34,7 @@ func newBufList(maxBytes int64) *bufList {
 
 // get returns an empty buffer of capacity c.
 func (l *bufList) get(c int) []byte {
-	if c >= minPooled {
+	if c >= minWritePooled {
 		l.mu.Lock()
 		fs, ok := l.free[c]
 		if n := len(fs); n > 0 {

@@ -86,8 +86,8 @@ type fetchPool struct {
 // hasher a copy of its tail (as the block client allocates).
 const hashSlack = 16 << 10
 
-// minPooled is the smallest buffer kept: below it, allocating is cheap.
-const minPooled = 64 << 10
+// minFetchPooled is the smallest buffer kept: below it, allocating is cheap.
+const minFetchPooled = 64 << 10
 
 func newFetchPool(maxBytes int64) *fetchPool { return &fetchPool{max: maxBytes} }
 
@@ -116,7 +116,7 @@ func (p *fetchPool) get(n int) []byte {
 // put gives b to the pool; nobody may hold it any more.
 func (p *fetchPool) put(b []byte) {
 	c := int64(cap(b))
-	if c < minPooled || c > p.max {
+	if c < minFetchPooled || c > p.max {
 		return
 	}
 	p.mu.Lock()
