@@ -13,7 +13,8 @@
 //     (unlocked and older than a minute: a live writer holds a flock).
 //   - s3://BUCKET/PREFIX?endpoint=http://127.0.0.1:PORT&region=R — any
 //     S3-compatible store, through minio-go. Directories are prefixes with a
-//     marker object "DIR/"; the change token is the ETag; reads are ranged
+//     marker object "DIR/"; the change token is a file's ETag, a digest of
+//     the names under a directory (one listing); reads are ranged
 //     GETs; WriteFile streams in one PUT, multipart past 16 MiB; WriteAt and
 //     Truncate rewrite the object (read, change, PUT: atomic, but costly for
 //     large objects); Rename is a server-side copy then a delete of each

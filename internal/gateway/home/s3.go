@@ -3,6 +3,8 @@ package home
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -43,7 +45,8 @@ const (
 //   - a file is the object PREFIX/PATH; its Token is the ETag, its Mtime the
 //     object's Last-Modified; there is no Ctime and no mode;
 //   - a directory is the prefix PREFIX/PATH/ with a marker object of that
-//     name (empty); a prefix with objects under it and no marker (written by
+//     name (empty); its Token is a digest of the names listed under it
+//     (dirStat); a prefix with objects under it and no marker (written by
 //     another tool) is also a directory; the root always exists;
 //   - Create, Mkdir and WriteFile check that the parent directory exists
 //     and that the name is not taken by the other kind (one HEAD each):
@@ -223,9 +226,10 @@ func (s *S3Store) Stat(ctx context.Context, path string) (Attr, error) {
 	return s.StatKind(ctx, path, 0)
 }
 
-// StatKind implements KindStater: for a path last seen as a directory,
-// its marker is looked for first, so that a directory with one costs one
-// HEAD rather than two (its name's object, missing, then the marker).
+// StatKind implements KindStater: a path last seen as a directory (and
+// the root) is listed first (dirStat), so that a directory costs one
+// request rather than two or three (its name's object, missing, then the
+// marker, then the listing its token needs).
 // Where another tool made both a file and a directory of that name, the
 // kind asked for is what is returned.
 func (s *S3Store) StatKind(ctx context.Context, path string, was Kind) (Attr, error) {
@@ -233,28 +237,61 @@ func (s *S3Store) StatKind(ctx context.Context, path string, was Kind) (Attr, er
 	if err != nil {
 		return Attr{}, err
 	}
-	var k Kind
-	var o minio.ObjectInfo
-	if was == KindDir && p != "" {
-		if k, o, err = s.dirKind(ctx, "stat", p); k == 0 && err == nil {
-			k, o, err = s.fileKind(ctx, "stat", p)
+	_, name := split(p)
+	if was == KindDir || p == "" {
+		// One listing says whether the directory is there and gives its
+		// token: one request for a directory, as a HEAD of its marker was.
+		d, found, err := s.dirStat(ctx, p)
+		if err != nil || found {
+			d.Name = name
+			return d, err
 		}
-	} else {
-		k, o, err = s.kind(ctx, "stat", p)
 	}
+	k, o, err := s.kind(ctx, "stat", p)
 	if err != nil {
 		return Attr{}, err
 	}
-	_, name := split(p)
 	switch k {
 	case KindFile:
 		return objAttr(name, o), nil
 	case KindDir:
-		// A directory's token is its marker's ETag: S3 has nothing that
-		// changes with its entries, so revalidation lists it.
-		return Attr{Name: name, Kind: KindDir, Mtime: o.LastModified, Token: strings.Trim(o.ETag, `"`)}, nil
+		d, _, err := s.dirStat(ctx, p)
+		d.Name = name
+		return d, err
 	}
 	return Attr{}, permanent("stat", p, ErrNotFound, "")
+}
+
+// dirStat lists directory p (a request per 1,000 names) and reports
+// whether it is there (a marker, or anything under it; the root always
+// is) with its attributes: the marker's Last-Modified, and a change token.
+// S3 keeps nothing that changes with a prefix's entries (a marker's ETag
+// stays when objects are added under it), so the token is a digest of the
+// names directly under p and their kinds: it changes when home adds,
+// removes or renames an entry of p, as a directory's mtime does on a file
+// system. A changed file under p changes its own token, not p's.
+func (s *S3Store) dirStat(ctx context.Context, p string) (Attr, bool, error) {
+	dk := s.dirKey(p)
+	h := sha256.New()
+	found := p == ""
+	var mtime time.Time
+	for o := range s.c.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: dk}) {
+		if o.Err != nil {
+			return Attr{}, false, s.err("stat", p, o.Err)
+		}
+		found = true
+		name := strings.TrimPrefix(o.Key, dk)
+		if name == "" {
+			mtime = o.LastModified // the marker
+			continue
+		}
+		h.Write([]byte(name)) // a directory's name ends in "/"
+		h.Write([]byte{0})
+	}
+	if !found {
+		return Attr{}, false, nil
+	}
+	return Attr{Kind: KindDir, Mtime: mtime, Token: "names:" + hex.EncodeToString(h.Sum(nil)[:16])}, true, nil
 }
 
 // ReadDir lists the objects and prefixes directly under path.

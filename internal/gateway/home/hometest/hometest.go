@@ -42,6 +42,7 @@ func Run(t *testing.T, open func(t *testing.T) home.Store, o Options) {
 		{"EmptyRoot", testEmptyRoot},
 		{"WriteReadStat", testWriteReadStat},
 		{"Token", testToken},
+		{"DirToken", testDirToken},
 		{"WriteAtTruncate", testWriteAtTruncate},
 		{"CreateMkdir", testCreateMkdir},
 		{"ReadDir", testReadDir},
@@ -191,6 +192,41 @@ func testToken(t *testing.T, s home.Store) {
 	must(t, "Stat", err)
 	if d.Token == c.Token {
 		t.Fatalf("token %q did not change after WriteAt", d.Token)
+	}
+}
+
+// testDirToken: a directory's attributes change (token, or mtime where
+// the store has no token) when an entry is added to or removed from it
+// at home, and not otherwise: revalidation relies on it to see new names
+// (s3:// has no directory mtime; its token is derived from a listing).
+func testDirToken(t *testing.T, s home.Store) {
+	must(t, "Mkdir", s.Mkdir(ctx(t), "d", 0o755))
+	put(t, s, "d/a", []byte("a"))
+	stat := func() home.Attr {
+		a, err := s.Stat(ctx(t), "d")
+		must(t, "Stat", err)
+		return a
+	}
+	changed := func(x, y home.Attr) bool {
+		if x.Token != "" || y.Token != "" {
+			return x.Token != y.Token
+		}
+		return !x.Mtime.Equal(y.Mtime) || !x.Ctime.Equal(y.Ctime)
+	}
+	a, b := stat(), stat()
+	if changed(a, b) {
+		t.Fatalf("directory's attributes changed without a change: %+v then %+v", a, b)
+	}
+	time.Sleep(10 * time.Millisecond) // stores with coarse mtimes
+	put(t, s, "d/b", []byte("b"))
+	c := stat()
+	if !changed(b, c) {
+		t.Fatalf("directory's attributes did not change when an entry was added: %+v then %+v", b, c)
+	}
+	time.Sleep(10 * time.Millisecond)
+	must(t, "Remove", s.Remove(ctx(t), "d/a"))
+	if d := stat(); !changed(c, d) {
+		t.Fatalf("directory's attributes did not change when an entry was removed: %+v then %+v", c, d)
 	}
 }
 
