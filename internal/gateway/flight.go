@@ -91,6 +91,38 @@ func (f *flights) next(ino meta.Ino, runs []meta.BlockRange, maxBlocks uint64) *
 	return nil
 }
 
+// trim drops from piece p of ino, claimed and not yet fetched, the blocks
+// at its ends that held reports cached (a piece another fetch recorded
+// and finished between the caller's read of the file's cached runs and
+// its claim), and reports whether any block is left to fetch; when none
+// is, p is finished (its waiters find every block held). A cached block
+// inside p, between missing ones, is fetched again with them.
+func (f *flights) trim(ino meta.Ino, p *piece, held func(b uint64) bool) bool {
+	f.mu.Lock()
+	busy := f.m[ino]
+	for p.first < p.end && held(p.first) {
+		if busy[p.first] == p {
+			delete(busy, p.first)
+		}
+		p.first++
+	}
+	for p.end > p.first && held(p.end-1) {
+		if busy[p.end-1] == p {
+			delete(busy, p.end-1)
+		}
+		p.end--
+	}
+	left := p.first < p.end
+	if len(busy) == 0 {
+		delete(f.m, ino)
+	}
+	f.mu.Unlock()
+	if !left {
+		close(p.done)
+	}
+	return left
+}
+
 // finish ends piece p of ino with err and wakes its waiters.
 func (f *flights) finish(ino meta.Ino, p *piece, err error) {
 	f.mu.Lock()

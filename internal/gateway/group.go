@@ -233,6 +233,10 @@ func (g *Group) pieceBlocks(bs int64) uint64 {
 func (g *Group) need(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, first, end uint64, bs int64, then func()) error {
 	for attempt := 0; ; attempt++ {
 		mine, theirs := g.st.fl.claim(ino, g.shares(meta.MissingRanges(sec.Cached, first, end), bs), g.pieceBlocks(bs))
+		mine, err := g.unheld(ctx, ino, mine)
+		if err != nil {
+			return err
+		}
 		errs := make(chan error, len(mine))
 		for _, p := range mine {
 			i := g.pick(g.Owner(ino))
@@ -279,6 +283,38 @@ func (g *Group) need(ctx context.Context, ino meta.Ino, sec *meta.GatewayInfo, f
 			return nil
 		}
 	}
+}
+
+// unheld trims the pieces just claimed of ino to the blocks the file
+// still misses, read again after the claim (flights.trim), and returns
+// those left to fetch. A piece that finished between the caller's read
+// of the cached runs and its claim had recorded its blocks before it
+// ended, so this read sees them: without it they were fetched from home
+// twice. On an error every piece is ended with it.
+func (g *Group) unheld(ctx context.Context, ino meta.Ino, mine []*piece) ([]*piece, error) {
+	if len(mine) == 0 {
+		return nil, nil
+	}
+	in, err := g.local(ino).meta.GetAttr(ctx, ino)
+	if err == nil {
+		_, err = section(in)
+	}
+	if err != nil {
+		err = fmt.Errorf("fetch inode %d: %w", ino, err)
+		for _, p := range mine {
+			g.st.fl.finish(ino, p, err)
+		}
+		return nil, err
+	}
+	sec := in.Gateway
+	held := func(b uint64) bool { return sec.State == meta.CacheCached || sec.Holds(b, b+1) }
+	left := mine[:0]
+	for _, p := range mine {
+		if g.st.fl.trim(ino, p, held) {
+			left = append(left, p)
+		}
+	}
+	return left, nil
 }
 
 // fetchPiece has gateway i (chosen by pick) store piece p, then (record)
@@ -428,6 +464,13 @@ func (g *Group) fillBackground(ino meta.Ino, first, end uint64) {
 			}
 			if p == nil {
 				return
+			}
+			if left, err := g.unheld(ctx, ino, []*piece{p}); err != nil || len(left) == 0 {
+				<-sem
+				if err != nil {
+					return
+				}
+				continue
 			}
 			i := g.pick(g.Owner(ino))
 			wg.Add(1)
