@@ -48,19 +48,17 @@ func (g *countingGateway) count() int {
 
 const testBS = 64 << 10
 
-// TestPartialReadsAskOnlyForMisses: through a real mount of a fileset
-// (prefetch none) over a file:// home, opening a file fetches nothing; a
-// read asks the gateway for the one block it needs; reads of cached
-// blocks (also through another open) never ask the gateway; a read of a
-// block never fetched with the file gone at home fails with EIO.
-func TestPartialReadsAskOnlyForMisses(t *testing.T) {
+// mountableStore skips the test unless FUSE can be mounted here, and
+// returns an in-memory meta service (blocks of testBS) with one disk
+// block server, "b0", registered; the store closes at the test's end.
+func mountableStore(t *testing.T) (*meta.Service, *disk.Store) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting needs root")
 	}
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		t.Skip("no /dev/fuse")
 	}
-	ctx := context.Background()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: testBS})
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +68,20 @@ func TestPartialReadsAskOnlyForMisses(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	svc.RegisterServer(ctx, meta.Server{ID: "b0", Addr: "local", State: "up"})
+	if _, err := svc.RegisterServer(context.Background(), meta.Server{ID: "b0", Addr: "local", State: "up"}); err != nil {
+		t.Fatal(err)
+	}
+	return svc, st
+}
+
+// TestPartialReadsAskOnlyForMisses: through a real mount of a fileset
+// (prefetch none) over a file:// home, opening a file fetches nothing; a
+// read asks the gateway for the one block it needs; reads of cached
+// blocks (also through another open) never ask the gateway; a read of a
+// block never fetched with the file gone at home fails with EIO.
+func TestPartialReadsAskOnlyForMisses(t *testing.T) {
+	svc, st := mountableStore(t)
+	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	dial := func(meta.Server) (block.Store, error) { return st, nil }
 	c, err := client.New(ctx, client.Config{Meta: svc, Dial: dial, Logger: log})
@@ -216,23 +227,8 @@ func (g *watchedGateway) revalidations() []int64 {
 // not asked. A file changed at home reads home's new bytes after the lag,
 // whatever was warmed.
 func TestRevalidationWarmsCachedCopy(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting needs root")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("no /dev/fuse")
-	}
+	svc, st := mountableStore(t)
 	ctx := context.Background()
-	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: testBS})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := disk.Open(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	svc.RegisterServer(ctx, meta.Server{ID: "b0", Addr: "local", State: "up"})
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	blocks := &countingBlocks{Store: st}
 	c, err := client.New(ctx, client.Config{Meta: svc, Dial: func(meta.Server) (block.Store, error) { return blocks, nil },
