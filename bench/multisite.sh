@@ -11,7 +11,7 @@
 #
 #   bench/multisite.sh [--sizes 1,4,16,64] [--runs 3] [--creates 400] [--create-workers 4]
 #        [--create-dirs one|each|both] [--batch on,off,N] [--etcd-delays none,full,tenth]
-#        [--update-reads leader|local|both] [--creates-only] [--quick] [--cpu]
+#        [--update-reads leader|local|both] [--creates-only] [--quick] [--cpu] [--ops]
 #   bench/multisite.sh --summary bench/out/multisite-TS/io.tsv
 set -uo pipefail
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -66,7 +66,8 @@ while [ $# -gt 0 ]; do
     --etcd-delays) DELAYS=$2; shift 2 ;;
     --update-reads) READS=$2; shift 2 ;;
     --creates-only) CREATES_ONLY=1; shift ;;
-    --cpu) CPU=-cpu; shift ;;
+    --cpu) CPU="$CPU -cpu"; shift ;;
+    --ops) CPU="$CPU -ops"; shift ;;
     --quick) SIZES=1,4; RUNS=1; CREATES=80; shift ;;
     --summary) shift; summary "$@"; exit ;;
     -h|--help) usage 0 ;;

@@ -21,7 +21,9 @@
 //
 // Also, per size: a local read at A' (a second mount of A) of the three-
 // replica file, and a plain read at C of it once C holds its copy
-// (bytes fetched over C's block links are printed), each plain read's open
+// (bytes fetched over C's block links are printed), against the single-
+// site baseline: a plain read at A' of a file written at A with one copy
+// at A, in a directory of its own (baselineDir); each plain read's open
 // also timed alone (kind plainopen: the meta service's share). Creates: -threads
 // workers per site, each creating -creates/threads empty files, one site
 // at a time, all in one directory (-create-dirs one) or each worker in its
@@ -100,6 +102,7 @@ func main() {
 	skipIO := flag.Bool("skip-io", false, "only the create phase")
 	leaderAt := flag.String("etcd-leader", "", "make this site's etcd member the leader before the writes and reads (e.g. siteC; default: wherever etcd elected it)")
 	flag.DurationVar(&settle, "settle", 0, "diagnostic: wait this long before each plain read (background work after the writes ends first)")
+	flag.BoolVar(&showOps, "ops", false, "diagnostic: serve the mounts' and metas' /metrics and print (as # lines) the FUSE requests, meta calls and meta service calls of every plain read, with their total time")
 	flag.BoolVar(&showCPU, "cpu", false, "print (as # lines) each process's CPU time and the WAN bytes per site during every write and plain read")
 	flag.Parse()
 	if *bin == "" {
@@ -121,7 +124,8 @@ func main() {
 	}
 	s, err := cluster.NewSites(cluster.SitesOptions{
 		Bin: *bin, EtcdBin: *etcd, Dir: *dir, RTT: cluster.ScaleRTT(cluster.Figure6RTT(), *rttDiv),
-		EtcdNoWAN: !*etcdWAN, EtcdURLQuery: *etcdQuery, MetaArgs: []string{"--block-size", strconv.Itoa(1 << 20)},
+		EtcdNoWAN: !*etcdWAN, EtcdURLQuery: *etcdQuery, MetaArgs: append([]string{"--block-size", strconv.Itoa(1 << 20)}, metricsArgs()...),
+		MountArgs: metricsArgs(),
 	})
 	if s != nil {
 		defer func() {
@@ -174,7 +178,7 @@ func runIO(s *cluster.Sites, a2 *cluster.Daemon, mib []int, runs int) {
 		}
 		return s.Mount(site).Mount()
 	}
-	for _, l := range layouts {
+	for _, l := range append(layouts, layout{baselineDir, "siteA:1", 0, -1}) {
 		d := filepath.Join(mnt(0), l.name)
 		fail(os.Mkdir(d, 0o755))
 		fail(unix.Setxattr(d, "user.tessera.replicas", []byte(l.spec), 0))
@@ -208,23 +212,32 @@ func runIO(s *cluster.Sites, a2 *cluster.Daemon, mib []int, runs int) {
 				time.Sleep(settle)
 				before := s.BlockBytesFrom(2)
 				c0 = measure(s)
+				o0 := scrapeOps(s.Mount(2), s.Meta(2))
 				sec, open, err := readCheckOpen(filepath.Join(mnt(2), l.name, name), data, 0)
 				fail(err)
+				if showOps {
+					printOps(fmt.Sprintf("plainread three@C %d %d", size, run), o0, scrapeOps(s.Mount(2), s.Meta(2)))
+				}
 				note(s, c0, nil, 2, fmt.Sprintf("plainread three@C %d %d", size, run))
 				row("plainread", "three@C", size, run, sec, s.BlockBytesFrom(2)-before)
 				row("plainopen", "three@C", size, run, open, -1)
 				spread(s, 2, "three@C", size, data)
 			}
-			// The single-site baseline of plain reads: at A', data only at A.
+			// The single-site baseline of plain reads: at A', data only at A,
+			// in a directory only this baseline uses (baselineDir).
 			name := fmt.Sprintf("f%d", size)
 			data := make([]byte, size<<20)
 			rand.Read(data)
-			_, err := overwriteSync(filepath.Join(mnt(0), "local", name+"p"), data)
+			_, err := overwriteSync(filepath.Join(mnt(0), baselineDir, name), data)
 			fail(err)
 			time.Sleep(settle)
 			c0 := measure(s)
-			sec, open, err := readCheckOpen(filepath.Join(a2.Mount(), "local", name+"p"), data, 0)
+			o0 := scrapeOps(a2, s.Meta(0))
+			sec, open, err := readCheckOpen(filepath.Join(a2.Mount(), baselineDir, name), data, 0)
 			fail(err)
+			if showOps {
+				printOps(fmt.Sprintf("plainread local@A %d %d", size, run), o0, scrapeOps(a2, s.Meta(0)))
+			}
 			note(s, c0, nil, 0, fmt.Sprintf("plainread local@A %d %d", size, run))
 			row("plainread", "local@A", size, run, sec, -1)
 			row("plainopen", "local@A", size, run, open, -1)
@@ -233,8 +246,25 @@ func runIO(s *cluster.Sites, a2 *cluster.Daemon, mib []int, runs int) {
 	}
 }
 
-// showCPU is -cpu; settle is -settle.
+// metricsArgs are the daemons' flags for -ops.
+func metricsArgs() []string {
+	if showOps {
+		return []string{"--metrics", "127.0.0.1:0"}
+	}
+	return nil
+}
+
+// baselineDir holds the single-site baseline of plain reads (siteA:1). A'
+// reads nothing else in it, so its read, like C's of the three-replica
+// file, finds the kernel's entry of the directory as old as the previous
+// run's read: in the "local" layout's directory, which A' sync-reads
+// moments before, it would find it fresh and skip a lookup that C's read
+// makes (a directory entry is kept 1 s).
+const baselineDir = "single"
+
+// showCPU is -cpu; showOps is -ops; settle is -settle.
 var (
+	showOps bool
 	showCPU bool
 	settle  time.Duration
 )
@@ -384,7 +414,7 @@ func readCheckOpen(path string, want []byte, flags int) (sec, open float64, err 
 		return 0, 0, err
 	}
 	open = time.Since(start).Seconds()
-	got := make([]byte, len(want)+1)
+	got := readBuffer(len(want) + 1)
 	n := 0
 	for n < len(got) {
 		k, err := f.Read(got[n:])
@@ -399,6 +429,25 @@ func readCheckOpen(path string, want []byte, flags int) (sec, open float64, err 
 		return 0, 0, fmt.Errorf("%s: read %d bytes, not the %d written", path, n, len(want))
 	}
 	return sec, open, nil
+}
+
+// readBuf is what readCheckOpen reads into: one buffer, its pages touched
+// when it grows, so that a timed read copies into memory the driver
+// already has. A fresh buffer per read would fault in 4096 pages per 16
+// MiB in the driver during the read (fresh memory is dear on this VM), and
+// whether the Go heap hands a read fresh pages or reused ones depends on
+// the reads and collections before it: it made the read at C, which comes
+// first in each run, 8-10 ms of driver CPU dearer than A''s at 16 MiB.
+var readBuf []byte
+
+func readBuffer(n int) []byte {
+	if len(readBuf) < n {
+		readBuf = make([]byte, n)
+		for i := 0; i < n; i += 4096 {
+			readBuf[i] = 1
+		}
+	}
+	return readBuf[:n]
 }
 
 func runCreates(s *cluster.Sites, n, threads int, each bool) {
