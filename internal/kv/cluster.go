@@ -48,7 +48,11 @@ const (
 type consistencyKey struct{}
 
 // WithConsistency returns a context whose Views read at consistency c.
-// Update always reads at Linearizable for its conflict check.
+// An Update's outcome is linearizable whatever c: its commit checks that
+// what it read is unchanged. With Serializable a replicated store may read
+// an Update's snapshot from a replica (etcd: the member the client talks
+// to), saving the quorum round trip before fn runs; a snapshot that lags
+// fails that check like any conflict and fn runs again on the latest.
 func WithConsistency(ctx context.Context, c Consistency) context.Context {
 	return context.WithValue(ctx, consistencyKey{}, c)
 }

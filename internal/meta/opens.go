@@ -173,32 +173,56 @@ func (l *leaseTable) inGrace() bool { return l.now().Before(l.graceUntil) }
 
 // HoldOpen implements API.
 //
-// An open reads the inode linearizable. A caller that allows lag
-// (AllowSerializable) is held open in this Service's session only when the
-// store refuses its open record (a site cut off from the majority), and
-// then reads the inode serializable, if the inode's own policy allows lag
-// (cutoff.go); an inode whose policy does not allow lag waits for the
-// majority instead, as updates do.
+// An open reads the inode linearizable. In a shared store the open record
+// is written in the same transaction as that read (recordOpenReading): one
+// majority round instead of a record and then a quorum read. A caller that
+// allows lag (AllowSerializable) is held open in this Service's session
+// only when the store refuses its open record (a site cut off from the
+// majority), and then reads the inode serializable, if the inode's own
+// policy allows lag (cutoff.go); an inode whose policy does not allow lag
+// waits for the majority instead, as updates do.
 func (s *Service) HoldOpen(ctx context.Context, ino Ino) (Inode, error) {
 	id := sessionOf(ctx)
 	lag := SerializableAllowed(ctx)
-	ctx = linearizable(ctx)
-	held, recorded, err := s.holdLag(ctx, id, ino, lag)
+	lin := linearizable(ctx)
+	held, err := s.leases.hold(lin, id, ino)
 	if err != nil {
-		return Inode{}, err
+		return Inode{}, fmt.Errorf("open: %w", err)
 	}
-	rctx := ctx
-	if !recorded {
-		rctx = AllowSerializable(ctx)
+	var in Inode
+	getInode := func(t txn) error {
+		rec, err := t.getInode(ino)
+		if err == nil {
+			in = rec.Inode
+		}
+		return err
 	}
-	in, err := s.GetAttr(rctx, ino)
+	recorded, tried := true, false
+	// read is the leased read of the inode (leasedRead runs it again when
+	// a change met it before the grant: the record stands by then).
+	read := func() (Ino, error) {
+		if held && s.sh != nil && !tried {
+			tried = true
+			done, err := s.holdRecord(lin, ino, lag, getInode)
+			if err != nil || done == readDone {
+				return ino, err
+			}
+			recorded = done != readUnrecorded
+		}
+		rctx := lin
+		if !recorded {
+			rctx = AllowSerializable(lin)
+		}
+		return ino, s.view(rctx, getInode)
+	}
+	err = s.leasedRead(ctx, ino, read)
 	if err == nil && !recorded && !lagPolicy(in.Policy) {
 		// The inode's own policy wants what a lagging open cannot
 		// give: the open record and a linearizable read, waiting for
 		// the majority as every update does.
-		if err = s.recordOpen(ctx, ino); err == nil {
+		if err = s.recordOpen(lin, ino); err == nil {
 			s.cut.until.Store(0)
-			in, err = s.GetAttr(ctx, ino)
+			in, err = s.GetAttr(lin, ino)
 		}
 	}
 	if err != nil {

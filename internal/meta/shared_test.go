@@ -541,3 +541,108 @@ func TestLeaseRecordsTidied(t *testing.T) {
 		t.Fatalf("callback %+v, want an invalidation", cb)
 	}
 }
+
+// roundsStore records the store calls of a Service: each View's and
+// Update's consistency, and whether the Update wrote.
+type roundsStore struct {
+	kv.Store
+	mu    sync.Mutex
+	calls []string
+}
+
+func (s *roundsStore) View(ctx context.Context, fn func(tx kv.Txn) error) error {
+	s.note("view", ctx)
+	return s.Store.View(ctx, fn)
+}
+
+func (s *roundsStore) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
+	s.note("update", ctx)
+	return s.Store.Update(ctx, fn)
+}
+
+// Watch passes the change feed through (a shared store needs it).
+func (s *roundsStore) Watch(ctx context.Context, prefix []byte, from int64) (<-chan []kv.Change, error) {
+	return s.Store.(kv.Watcher).Watch(ctx, prefix, from)
+}
+
+func (s *roundsStore) note(kind string, ctx context.Context) {
+	if kv.ConsistencyOf(ctx) == kv.Serializable {
+		kind += "/serializable"
+	}
+	s.mu.Lock()
+	s.calls = append(s.calls, kind)
+	s.mu.Unlock()
+}
+
+func (s *roundsStore) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.calls
+	s.calls = nil
+	return out
+}
+
+// TestOpenRecordsAndReadsInOneTransaction: in a shared store, an open
+// that writes its open record reads the inode in the same transaction
+// (its snapshot may come from the nearest replica: the commit checks it),
+// not in a quorum read after it; an open whose record is there already
+// only reads, linearizable. An inode gone gets ENOENT and leaves no record.
+func TestOpenRecordsAndReadsInOneTransaction(t *testing.T) {
+	ctx := context.Background()
+	store := &roundsStore{Store: memkv.New()}
+	svcs := sharedServices(t, store, meta.Options{}, 2, false)
+	a, b := svcs[0], svcs[1]
+	f := mkfile(t, a, "f")
+	sb, err := b.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb := b.WithSession(sb.ID)
+	if _, err := bb.GetAttr(ctx, f.Ino); err != nil { // b's lease record
+		t.Fatal(err)
+	}
+	for _, lag := range []bool{false, true} {
+		octx := ctx
+		if lag {
+			octx = meta.AllowSerializable(ctx)
+		}
+		store.take()
+		in, err := bb.HoldOpen(octx, f.Ino)
+		if err != nil || in.Ino != f.Ino {
+			t.Fatalf("lag %v: HoldOpen = %d, %v", lag, in.Ino, err)
+		}
+		if got := store.take(); len(got) != 1 || got[0] != "update/serializable" {
+			t.Errorf("lag %v: first open made store calls %v, want one [update/serializable]", lag, got)
+		}
+		if !hasKeyOf(t, store, 'O', b.ID()) {
+			t.Fatalf("lag %v: no open record of b after the open", lag)
+		}
+		store.take()
+		if _, err := bb.HoldOpen(octx, f.Ino); err != nil {
+			t.Fatal(err)
+		}
+		if got := store.take(); len(got) != 1 || got[0] != "view" {
+			t.Errorf("lag %v: second open made store calls %v, want one linearizable [view]", lag, got)
+		}
+		for range 2 {
+			if err := bb.ReleaseOpen(ctx, f.Ino); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if hasKeyOf(t, store, 'O', b.ID()) {
+			t.Fatalf("lag %v: open record of b left after the last release", lag)
+		}
+	}
+	if _, err := a.Unlink(ctx, meta.RootIno, "f", f.Ino); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reap(ctx, f.Ino); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.HoldOpen(ctx, f.Ino); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("open of a deleted inode: %v, want ENOENT", err)
+	}
+	if hasKeyOf(t, store, 'O', b.ID()) {
+		t.Fatal("open record written for a deleted inode")
+	}
+}

@@ -2,6 +2,7 @@ package meta
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"tessera/internal/kv"
@@ -32,29 +33,63 @@ func (s *Service) hold(ctx context.Context, id SessionID, ino Ino) (bool, error)
 	return true, nil
 }
 
-// holdLag is hold for HoldOpen: when lag is allowed and the store refuses
-// the open record (lagRecord), ino is held in the session only and
-// recorded reports false.
-func (s *Service) holdLag(ctx context.Context, id SessionID, ino Ino, lag bool) (held, recorded bool, err error) {
-	if s.sh == nil || !lag {
-		held, err = s.hold(ctx, id, ino)
-		return held, true, err
+// holdRecord's outcomes.
+type recordOutcome int
+
+const (
+	readDone       recordOutcome = iota // the record written, read ran in its transaction
+	recordedBefore                      // the record was there already; read did not run
+	readUnrecorded                      // lag allowed and the store refused the record; read did not run
+)
+
+// holdRecord writes, for HoldOpen, the open record of ino with read (the
+// inode's read) in the same transaction. When lag is allowed and the store
+// refuses the record (lagRecord), ino stays held in the session only.
+func (s *Service) holdRecord(ctx context.Context, ino Ino, lag bool, read func(t txn) error) (recordOutcome, error) {
+	out := recordedBefore
+	var readErr error
+	write := func(ctx context.Context) error {
+		did, err := s.recordOpenReading(ctx, ino, read)
+		if did {
+			out = readDone
+		}
+		if err != nil && errors.Is(err, ErrNotFound) {
+			// The inode is gone: no record, and no cut either.
+			out, readErr = readDone, err
+			return nil
+		}
+		return err
 	}
-	if held, err = s.leases.hold(ctx, id, ino); err != nil || !held {
-		return held, true, err
+	if !lag {
+		err := write(ctx)
+		if err == nil {
+			err = readErr
+		}
+		return out, err
 	}
-	recorded, err = s.lagRecord(AllowSerializable(ctx), "open record", func(ctx context.Context) error {
-		return s.recordOpen(ctx, ino)
-	})
+	recorded, err := s.lagRecord(AllowSerializable(ctx), "open record", write)
 	if err != nil {
-		s.leases.unhold(id, ino)
-		return false, false, err
+		return out, err
 	}
-	return true, recorded, nil
+	if !recorded {
+		return readUnrecorded, nil
+	}
+	return out, readErr
 }
 
 // recordOpen writes the open record of ino unless it is written already.
 func (s *Service) recordOpen(ctx context.Context, ino Ino) error {
+	_, err := s.recordOpenReading(ctx, ino, nil)
+	return err
+}
+
+// recordOpenReading is recordOpen that also runs read, when given, in the
+// transaction that writes the record, and reports whether it did (false:
+// the record was there already, nothing ran). That transaction may read
+// its snapshot from the nearest store replica (kv.Serializable): its
+// commit checks what read saw, which is therefore current at the commit,
+// when the record is in place.
+func (s *Service) recordOpenReading(ctx context.Context, ino Ino, read func(t txn) error) (bool, error) {
 	mu := s.sh.stripe(ino)
 	mu.Lock()
 	defer mu.Unlock()
@@ -62,16 +97,27 @@ func (s *Service) recordOpen(ctx context.Context, ino Ino) error {
 	done := s.sh.mu.opened[ino]
 	s.sh.mu.Unlock()
 	if done {
-		return nil
+		return false, nil
 	}
-	err := s.update(ctx, func(t txn) error { return t.Put(openRecKey(ino, s.sh.id), []byte{recordV1}) })
+	if read != nil {
+		ctx = kv.WithConsistency(ctx, kv.Serializable)
+	}
+	err := s.update(ctx, func(t txn) error {
+		if err := t.Put(openRecKey(ino, s.sh.id), []byte{recordV1}); err != nil {
+			return err
+		}
+		if read != nil {
+			return read(t)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("record open of %d: %w", ino, err)
+		return false, fmt.Errorf("record open of %d: %w", ino, err)
 	}
 	s.sh.mu.Lock()
 	s.sh.mu.opened[ino] = true
 	s.sh.mu.Unlock()
-	return nil
+	return read != nil, nil
 }
 
 // dropOpen deletes the open record of ino when no session of s holds ino

@@ -30,7 +30,8 @@
 // randomized backoff, up to MaxAttempts times; then Update returns
 // kv.ErrConflict. An Update that only read commits nothing.
 //
-// With Options.LocalUpdateReads (URL parameter update-reads=local) an
+// With Options.LocalUpdateReads (URL parameter update-reads=local), or for
+// one Update whose context asks for kv.Serializable, an
 // Update's first read is answered by the member alone, saving the quorum
 // round trip before fn runs: a snapshot that lags is caught by the
 // commit's compares like any conflict. An Update that only read, or whose

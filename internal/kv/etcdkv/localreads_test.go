@@ -16,8 +16,20 @@ import (
 // would show), fn runs again on the latest snapshot.
 func TestLocalUpdateReadsChecked(t *testing.T) {
 	c := etcdtest.Start(t, 1)
-	ctx := context.Background()
-	s := open(t, c, etcdkv.Options{LocalUpdateReads: true})
+	localReadsChecked(t, c, open(t, c, etcdkv.Options{LocalUpdateReads: true}), context.Background())
+}
+
+// TestSerializableUpdateReadsLocally: an Update whose context asks for
+// kv.Serializable reads as update-reads=local does, on a store without
+// it. (Reading at the leader, the failing fn's first run would end the
+// Update with its error: nothing checks a read that is current by
+// construction.)
+func TestSerializableUpdateReadsLocally(t *testing.T) {
+	c := etcdtest.Start(t, 1)
+	localReadsChecked(t, c, open(t, c, etcdkv.Options{}), kv.WithConsistency(context.Background(), kv.Serializable))
+}
+
+func localReadsChecked(t *testing.T, c *etcdtest.Cluster, s *etcdkv.Store, ctx context.Context) {
 	other := open(t, c, etcdkv.Options{Prefix: "/" + t.Name(), NoBatch: true})
 	set := func(v string) {
 		if err := other.Update(ctx, func(tx kv.Txn) error { return tx.Put([]byte("k"), []byte(v)) }); err != nil {

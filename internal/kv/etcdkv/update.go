@@ -31,7 +31,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			reads: make(map[string]read),
 			// After a conflict the snapshot is the latest: the local
 			// member lagged, or the key is hot.
-			local: s.opts.LocalUpdateReads && attempt == 1,
+			local: (s.opts.LocalUpdateReads || kv.ConsistencyOf(ctx) == kv.Serializable) && attempt == 1,
 		}
 		err := fn(t)
 		t.finish()
