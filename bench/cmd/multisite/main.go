@@ -437,7 +437,8 @@ func readCheckOpen(path string, want []byte, flags int) (sec, open float64, err 
 // MiB in the driver during the read (fresh memory is dear on this VM), and
 // whether the Go heap hands a read fresh pages or reused ones depends on
 // the reads and collections before it: it made the read at C, which comes
-// first in each run, 8-10 ms of driver CPU dearer than A''s at 16 MiB.
+// first in each run, 8-10 ms of driver CPU dearer than the one at A' at
+// 16 MiB.
 var readBuf []byte
 
 func readBuffer(n int) []byte {
