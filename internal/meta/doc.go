@@ -295,8 +295,10 @@
 //
 // Like leases, opens are soft state of the Service: a restarted service
 // knows none. In a shared store a Service also keeps an open record ("O")
-// per inode its sessions hold open, written before the open reads the
-// inode, and every delete reads them in its transaction: an orphan held
+// per inode its sessions hold open, written in the transaction that reads
+// the inode for the open (its compares make that read current at the
+// commit, so it may come from the nearest store replica: one majority
+// round per open), and every delete reads them in its transaction: an orphan held
 // open through one Service is not deleted through another. The records of
 // a Service whose liveness lapsed hold for OrphanGrace more, while its
 // clients fail over and re-announce their opens elsewhere; then the

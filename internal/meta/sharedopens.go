@@ -10,12 +10,14 @@ import (
 
 // This file keeps the open records ("O" ino meta) of a Service of a shared
 // store (shared.go): one per inode some session of the Service holds open,
-// written before the open reads the inode and deleted when the last of
-// its sessions' opens ends. A delete anywhere reads them in its
-// transaction (heldElsewhere), so an orphan held open through one Service
-// is not deleted through another. The records of a Service whose liveness
-// lapsed hold their inodes for the orphan grace more, the time its clients
-// have to fail over and announce their opens again elsewhere.
+// written in the transaction that reads the inode for the open
+// (holdRecord; a create that opens writes it in a transaction of its own,
+// hold) and deleted when the last of its sessions' opens ends. A delete
+// anywhere reads them in its transaction (heldElsewhere), so an orphan
+// held open through one Service is not deleted through another. The
+// records of a Service whose liveness lapsed hold their inodes for the
+// orphan grace more, the time its clients have to fail over and announce
+// their opens again elsewhere.
 
 // hold is leases.hold plus, in a shared store, the open record of ino. The
 // record is written before the caller reads the inode: a delete that
