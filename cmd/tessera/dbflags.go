@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"tessera/internal/block/disk"
 	"tessera/internal/block/scrub"
 	"tessera/internal/up"
 )
@@ -47,6 +48,26 @@ func addScrubFlags(fs *flag.FlagSet) scrubFlags {
 			"(corrupt copies are moved aside and restored from good ones; 0: no scrub; negative: unlimited)"),
 		interval: fs.Duration("scrub-interval", scrub.DefaultInterval, "least time between the starts of two scrub rounds"),
 	}
+}
+
+// pageCacheFlag is the block servers' --page-cache-window (blockd and up).
+type pageCacheFlag struct{ bytes *int64 }
+
+func addPageCacheFlag(fs *flag.FlagSet) pageCacheFlag {
+	return pageCacheFlag{fs.Int64("page-cache-window", disk.DefaultWriteCache,
+		"bytes of the blocks a server wrote last that it leaves in the page cache, per store, for the reads that "+
+			"follow a write (other sites, the mover); older blocks' pages are dropped once durable (0: none)")}
+}
+
+// config is the flag as up.BlockServerConfig.WriteCache takes it.
+func (f pageCacheFlag) config() (int64, error) {
+	switch {
+	case *f.bytes < 0:
+		return 0, fmt.Errorf("%w: --page-cache-window %d: want 0 or more bytes", errUsage, *f.bytes)
+	case *f.bytes == 0:
+		return -1, nil
+	}
+	return *f.bytes, nil
 }
 
 func (f scrubFlags) check() error {

@@ -99,6 +99,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	siteF := addSiteFlag(fs, "failure domain: site (replicas per site: docs/replication.md)")
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "re-register with the meta service this often")
 	sf := addScrubFlags(fs)
+	pc := addPageCacheFlag(fs)
 	lf := addLimitFlags(fs)
 	pprofAddr := addPprofFlag(fs)
 	tf := addTLSFlags(fs)
@@ -130,6 +131,10 @@ func runBlockd(ctx context.Context, args []string) error {
 	if err := sf.check(); err != nil {
 		return err
 	}
+	writeCache, err := pc.config()
+	if err != nil {
+		return err
+	}
 	if *host == "" {
 		*host, _ = os.Hostname()
 	}
@@ -150,7 +155,7 @@ func runBlockd(ctx context.Context, args []string) error {
 	defer mc.Close()
 	bn, err := up.StartBlockServer(ctx, mc, up.BlockServerConfig{
 		ID: *id, Dir: *data, Listen: *listen, Host: *host, Rack: *rack, Site: site,
-		Heartbeat: *heartbeat, ScrubRate: *sf.rate, ScrubInterval: *sf.interval, Limits: limits, Creds: creds, Logger: log, Metrics: mf.reg,
+		Heartbeat: *heartbeat, ScrubRate: *sf.rate, ScrubInterval: *sf.interval, WriteCache: writeCache, Limits: limits, Creds: creds, Logger: log, Metrics: mf.reg,
 	})
 	if err != nil {
 		return fmt.Errorf("block server with meta service %s: %w", *ma.meta, err)

@@ -24,6 +24,7 @@ func runUp(ctx context.Context, args []string) error {
 	replicas := fs.Int("replicas", 0, "the cluster's default replication factor (default 1: the block servers share the data directory's file system; 2 when their directories are separate file systems)")
 	dbURL := addMetaDBFlag(fs)
 	sf := addScrubFlags(fs)
+	pc := addPageCacheFlag(fs)
 	lf := addLimitFlags(fs)
 	mlf := addMetaLimitFlags(fs)
 	role := addMetaRoleFlags(fs)
@@ -74,6 +75,10 @@ func runUp(ctx context.Context, args []string) error {
 	if err := sf.check(); err != nil {
 		return err
 	}
+	writeCache, err := pc.config()
+	if err != nil {
+		return err
+	}
 	limits, err := lf.limits()
 	if err != nil {
 		return err
@@ -114,6 +119,7 @@ func runUp(ctx context.Context, args []string) error {
 		MetaDB:        db,
 		ScrubRate:     *sf.rate,
 		ScrubInterval: *sf.interval,
+		WriteCache:    writeCache,
 		BlockLimits:   limits,
 		MetaLimits:    metaLimits,
 		Replicas:      *replicas,

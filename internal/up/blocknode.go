@@ -41,6 +41,10 @@ type BlockServerConfig struct {
 	// its rounds (scrub.DefaultInterval when 0).
 	ScrubRate     int64
 	ScrubInterval time.Duration
+	// WriteCache is how many bytes of the blocks it wrote last the store
+	// leaves in the page cache (disk.Store.SetWriteCache):
+	// disk.DefaultWriteCache when 0, none when negative.
+	WriteCache int64
 	// Limits bound connections, in-flight bytes and timeouts
 	// (blockserver.DefaultLimits for zero fields).
 	Limits blockserver.Limits
@@ -92,6 +96,9 @@ func StartBlockServer(ctx context.Context, reg Registry, cfg BlockServerConfig) 
 	}
 	if n.Store, err = disk.Open(cfg.Dir); err != nil {
 		return nil, err
+	}
+	if cfg.WriteCache != 0 {
+		n.Store.SetWriteCache(cfg.WriteCache)
 	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -95,6 +95,9 @@ type Config struct {
 	// (BlockServerConfig).
 	ScrubRate     int64
 	ScrubInterval time.Duration
+	// WriteCache is every block server's page-cache window
+	// (BlockServerConfig.WriteCache).
+	WriteCache int64
 	// BlockLimits bound every block server's connections and in-flight
 	// bytes (blockserver.DefaultLimits for zero fields).
 	BlockLimits blockserver.Limits
@@ -239,6 +242,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 			Heartbeat:     cfg.Heartbeat,
 			ScrubRate:     cfg.ScrubRate,
 			ScrubInterval: cfg.ScrubInterval,
+			WriteCache:    cfg.WriteCache,
 			Creds:         lt.Blocks[i],
 			Limits:        cfg.BlockLimits,
 			Logger:        log,

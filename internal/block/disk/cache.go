@@ -13,6 +13,15 @@ import (
 // within a few writes.
 const DefaultWriteCache = 64 << 20
 
+// SetWriteCache sets how many bytes of the blocks it wrote last s leaves
+// in the page cache (DefaultWriteCache until then; 0: none, every block's
+// pages are dropped once it is durable). It applies from the next Put.
+func (s *Store) SetWriteCache(bytes int64) {
+	s.recent.Lock()
+	defer s.recent.Unlock()
+	s.recent.max = max(bytes, 0)
+}
+
 // written is the window of the blocks a store wrote last whose pages it
 // leaves in the page cache, oldest first, at most max bytes.
 type written struct {

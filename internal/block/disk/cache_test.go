@@ -9,7 +9,6 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/block/blocktest"
-	"tessera/internal/block/disk"
 )
 
 // resident returns how many of the pages of file name are in the page
@@ -61,7 +60,7 @@ func TestPutCachesRecentWritesOnly(t *testing.T) {
 	}
 	s := open(t, dir)
 	const size = 1<<20 + 123
-	disk.SetWriteCache(s, 2*size+size/2) // two blocks
+	s.SetWriteCache(2*size + size/2) // two blocks
 	var hs []block.Hash
 	for i := range 5 {
 		hs = append(hs, put(t, s, blocktest.Data(uint64(i+10), size)))
@@ -81,5 +80,29 @@ func TestPutCachesRecentWritesOnly(t *testing.T) {
 		if err != nil || string(got) != string(blocktest.Data(uint64(i+10), size)) {
 			t.Fatalf("get block %d: %d bytes, %v", i, len(got), err)
 		}
+	}
+}
+
+// TestWriteCacheZeroKeepsNone: with a window of 0 (--page-cache-window 0)
+// every block's pages are dropped once it is durable; the blocks read
+// back whole.
+func TestWriteCacheZeroKeepsNone(t *testing.T) {
+	dir := t.TempDir()
+	var sf unix.Statfs_t
+	if err := unix.Statfs(dir, &sf); err != nil {
+		t.Fatal(err)
+	}
+	if sf.Type == unix.TMPFS_MAGIC {
+		t.Skip("tmpfs: the page cache is the store")
+	}
+	s := open(t, dir)
+	s.SetWriteCache(0)
+	data := blocktest.Data(7, 1<<20)
+	h := put(t, s, data)
+	if in, pages := resident(t, s.Path(h)); in != 0 {
+		t.Errorf("%d of the block's %d pages cached with a window of 0, want none", in, pages)
+	}
+	if got, err := s.Get(t.Context(), h); err != nil || string(got) != string(data) {
+		t.Fatalf("get: %d bytes, %v", len(got), err)
 	}
 }

@@ -22,8 +22,9 @@
 // the block back, which is harmless (the garbage collector sweeps it again).
 //
 // Page cache. A store leaves the pages of the blocks it wrote last in the
-// page cache, DefaultWriteCache bytes of them (a block read soon after its
-// Put, by a reader at another site or the mover, comes from memory), and
+// page cache, DefaultWriteCache bytes of them unless SetWriteCache (blockd's
+// --page-cache-window) says otherwise, so that a block read soon after its
+// Put, by a reader at another site or the mover, comes from memory; it
 // drops those of older ones (posix_fadvise DONTNEED; the pages are clean,
 // the block durable; advice, so a file system that keeps them, such as
 // tmpfs, loses nothing). Blocks are written once and read, if ever, mostly
