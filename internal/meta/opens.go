@@ -235,8 +235,11 @@ func (s *Service) HoldOpen(ctx context.Context, ino Ino) (Inode, error) {
 		// An orphan a reap has begun to drop is as good as gone: its
 		// recipe is partly dropped (a crash stopped the reap between
 		// segments), and the reaper will finish it.
+		// Linearizable: a reap's first segment marks the inode
+		// without touching its record, so the open's transaction did
+		// not check the mark, and a lagging member may not show it.
 		reaping := false
-		err := s.view(ctx, func(t txn) (err error) {
+		err := s.view(lin, func(t txn) (err error) {
 			reaping, err = t.beingReaped(ino)
 			return err
 		})

@@ -646,3 +646,38 @@ func TestOpenRecordsAndReadsInOneTransaction(t *testing.T) {
 		t.Fatal("open record written for a deleted inode")
 	}
 }
+
+// TestOpenOfOrphanChecksReapLinearizable: an open that finds the inode
+// unlinked (an orphan held open) asks whether a reap has begun with a
+// linearizable read, whatever lag the caller allows: a reap's first
+// segment marks the inode without changing its record, so neither the
+// open's transaction nor a lagging member would show the mark.
+func TestOpenOfOrphanChecksReapLinearizable(t *testing.T) {
+	ctx := context.Background()
+	store := &roundsStore{Store: memkv.New()}
+	svcs := sharedServices(t, store, meta.Options{}, 2, false)
+	a, b := svcs[0], svcs[1]
+	f := mkfile(t, a, "f")
+	sb, err := b.OpenSession(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb := b.WithSession(sb.ID)
+	if _, err := bb.HoldOpen(ctx, f.Ino); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Unlink(ctx, meta.RootIno, "f", f.Ino); err != nil {
+		t.Fatal(err)
+	}
+	store.take()
+	in, err := bb.HoldOpen(meta.AllowSerializable(ctx), f.Ino)
+	if err != nil || in.Nlink != 0 {
+		t.Fatalf("open of the held orphan: nlink %d, %v; want it open with nlink 0", in.Nlink, err)
+	}
+	calls := store.take()
+	for _, c := range calls {
+		if c == "view/serializable" {
+			t.Fatalf("open of an orphan made store calls %v: a serializable view may miss a reap under way", calls)
+		}
+	}
+}
