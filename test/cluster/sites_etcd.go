@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -63,8 +64,44 @@ func freeAddr() (string, error) {
 }
 
 // startEtcd starts one member per site, peers through links, and waits
-// until the cluster answers a linearizable read.
+// until the cluster answers a linearizable read. freeAddr's ports are free
+// when it looks; another process (a test package running beside this one,
+// an outgoing connection's ephemeral port) may take one before its member
+// binds it: then the members are stopped and started again on new ports,
+// a few times at most.
 func (s *Sites) startEtcd() error {
+	for attempt := 1; ; attempt++ {
+		err := s.startEtcdOnce()
+		if err == nil || attempt == 5 || !s.etcdPortTaken() {
+			return err
+		}
+		s.stopEtcd()
+		for _, m := range s.etcd {
+			if err := os.RemoveAll(m.dir); err != nil {
+				return err
+			}
+			os.Remove(m.dir + ".log") // its lines are this attempt's
+		}
+		s.etcd = nil
+	}
+}
+
+// etcdPortTaken reports whether a member exited because its port was taken.
+func (s *Sites) etcdPortTaken() bool {
+	for _, m := range s.etcd {
+		select {
+		case <-m.exited:
+			b, _ := os.ReadFile(m.dir + ".log")
+			if bytes.Contains(b, []byte("address already in use")) {
+				return true
+			}
+		default:
+		}
+	}
+	return false
+}
+
+func (s *Sites) startEtcdOnce() error {
 	var initial []string
 	oneWay := etcdPeerLatency(s.opts.RTT)
 	if s.opts.EtcdNoWAN {

@@ -95,28 +95,59 @@ func start(t testing.TB, n int, withTLS bool) *Cluster {
 		c.PKI = newPKI(t, filepath.Join(root, "pki"))
 		c.certFile, c.keyFile = c.PKI.issue(t, "etcd-member")
 	}
-	var initial []string
-	for i := range n {
-		m := &Member{
-			Name:      fmt.Sprintf("m%d", i),
-			Dir:       filepath.Join(root, fmt.Sprintf("m%d", i)),
-			ClientURL: scheme + freeAddr(t),
-			PeerURL:   scheme + freeAddr(t),
-		}
-		c.Members = append(c.Members, m)
-		initial = append(initial, m.Name+"="+m.PeerURL)
-	}
-	c.initial = strings.Join(initial, ",")
 	t.Cleanup(c.stopAll)
-	for i := range c.Members {
-		c.start(i)
+	for attempt := 1; ; attempt++ {
+		var initial []string
+		c.Members = nil
+		for i := range n {
+			m := &Member{
+				Name:      fmt.Sprintf("m%d", i),
+				Dir:       filepath.Join(root, fmt.Sprintf("try%d", attempt), fmt.Sprintf("m%d", i)),
+				ClientURL: scheme + freeAddr(t),
+				PeerURL:   scheme + freeAddr(t),
+			}
+			c.Members = append(c.Members, m)
+			initial = append(initial, m.Name+"="+m.PeerURL)
+		}
+		c.initial = strings.Join(initial, ",")
+		for i := range c.Members {
+			c.start(i)
+		}
+		err := c.waitReady()
+		if err == nil {
+			return c
+		}
+		// freeAddr's port is free when it looks; another process (a
+		// test running beside this one, an outgoing connection's
+		// ephemeral port) may take it before the member binds it.
+		if attempt >= maxStartAttempts || !c.portTaken() {
+			t.Fatal(err)
+		}
+		c.stopAll()
 	}
-	c.WaitReady()
-	return c
 }
 
-// freeAddr returns a 127.0.0.1 address with a port nobody listens on now.
-func freeAddr(t testing.TB) string {
+// maxStartAttempts bounds how many times start picks new ports for a
+// cluster whose member found its port taken.
+const maxStartAttempts = 5
+
+// portTaken reports whether a member exited because its port was taken.
+func (c *Cluster) portTaken() bool {
+	for _, m := range c.Members {
+		select {
+		case <-m.exited:
+			if strings.Contains(c.logTail(m), "address already in use") {
+				return true
+			}
+		default:
+		}
+	}
+	return false
+}
+
+// freeAddr returns a 127.0.0.1 address with a port nobody listens on now
+// (a variable: a test makes it hand out a taken one).
+var freeAddr = func(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -211,6 +242,12 @@ func (c *Cluster) TLS() *tls.Config {
 // its members' logs).
 func (c *Cluster) WaitReady() {
 	c.t.Helper()
+	if err := c.waitReady(); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *Cluster) waitReady() error {
 	var live []string
 	for _, m := range c.Members {
 		if m.cmd != nil {
@@ -219,7 +256,7 @@ func (c *Cluster) WaitReady() {
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: live, DialTimeout: 5 * time.Second, Logger: zap.NewNop(), TLS: c.TLS()})
 	if err != nil {
-		c.t.Fatalf("etcdtest: client: %v", err)
+		return fmt.Errorf("etcdtest: client: %w", err)
 	}
 	defer cli.Close()
 	var last error
@@ -230,7 +267,7 @@ func (c *Cluster) WaitReady() {
 			}
 			select {
 			case <-m.exited:
-				c.t.Fatalf("etcdtest: member %s exited: %s", m.Name, c.logTail(m))
+				return fmt.Errorf("etcdtest: member %s exited: %s", m.Name, c.logTail(m))
 			default:
 			}
 		}
@@ -238,11 +275,11 @@ func (c *Cluster) WaitReady() {
 		_, last = cli.Get(ctx, "etcdtest-ready")
 		cancel()
 		if last == nil {
-			return
+			return nil
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	c.t.Fatalf("etcdtest: cluster not ready: %v\n%s", last, c.logTail(c.Members[0]))
+	return fmt.Errorf("etcdtest: cluster not ready: %v\n%s", last, c.logTail(c.Members[0]))
 }
 
 func (c *Cluster) logTail(m *Member) string {
