@@ -422,19 +422,41 @@ func (c *Client) Remove(ctx context.Context, h block.Hash, notAfter int64) (bool
 
 // RemoveMany asks the server to delete each rs[i].Hash if its latest Put is
 // before rs[i].NotAfter (block.BatchRemover), in batches of at most the
-// server's limit (POST /v1/remove). A retried batch may report false for
-// a block its lost first try removed: the count is a floor, the removals
-// are right.
+// server's limit (POST /v1/remove; one DELETE per removal on a server
+// older than that route). A retried batch may report false for a block
+// its lost first try removed: the count is a floor, the removals are
+// right.
 func (c *Client) RemoveMany(ctx context.Context, rs []block.Removal) ([]bool, error) {
 	out := make([]bool, 0, len(rs))
 	for len(rs) > 0 {
 		batch := rs[:min(len(rs), maxRemoveBatch)]
 		rs = rs[len(batch):]
 		removed, err := c.removeBatch(ctx, batch)
+		if errors.Is(err, errNoRemoveRoute) {
+			removed, err = c.removeEach(ctx, batch)
+		}
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, removed...)
+	}
+	return out, nil
+}
+
+// errNoRemoveRoute reports a server that does not know POST /v1/remove
+// (one of a release before it, during a rolling upgrade).
+var errNoRemoveRoute = errors.New("server has no POST /v1/remove")
+
+// removeEach is RemoveMany for a server without POST /v1/remove: one
+// DELETE per removal, each with its own cutoff.
+func (c *Client) removeEach(ctx context.Context, rs []block.Removal) ([]bool, error) {
+	out := make([]bool, len(rs))
+	for i, r := range rs {
+		removed, err := c.Remove(ctx, r.Hash, r.NotAfter)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = removed
 	}
 	return out, nil
 }
@@ -458,6 +480,10 @@ func (c *Client) removeBatch(ctx context.Context, rs []block.Removal) ([]bool, e
 			return true, a.transportErr(op, err)
 		}
 		defer drain(resp)
+		if (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) && resp.Header.Get(errorHeader) == "" {
+			// The router's refusal, not the handler's: an older server.
+			return false, c.errorf(op, "%w", errNoRemoveRoute)
+		}
 		if resp.StatusCode != http.StatusOK {
 			return c.statusErr(op, resp)
 		}

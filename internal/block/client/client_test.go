@@ -478,19 +478,28 @@ func TestStalledTransfer(t *testing.T) {
 // TestRemoveMany: RemoveMany sends its removals in batches of at most the
 // server's limit, one request each, and reports for each record whether
 // its own cutoff removed the block; on a backend without batches the
-// server removes them one by one with the same result.
+// server removes them one by one with the same result, and a server
+// without the route gets a DELETE per record.
 func TestRemoveMany(t *testing.T) {
 	for name, wrap := range map[string]func(*disk.Store) server.Backend{
 		"batch": func(d *disk.Store) server.Backend { return d },
 		"plain": func(d *disk.Store) server.Backend { return plain{d} },
+		"old":   func(d *disk.Store) server.Backend { return d }, // a server without the route
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := openDisk(t, t.TempDir())
-			var posts atomic.Int64
+			var posts, deletes atomic.Int64
 			hd := server.New(wrap(d), server.Options{})
 			c := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if r.Method == http.MethodPost && r.URL.Path == "/v1/remove" {
+				switch {
+				case r.Method == http.MethodPost && r.URL.Path == "/v1/remove":
 					posts.Add(1)
+					if name == "old" {
+						http.NotFound(w, r)
+						return
+					}
+				case r.Method == http.MethodDelete:
+					deletes.Add(1)
 				}
 				hd.ServeHTTP(w, r)
 			}), client.Options{})
@@ -520,8 +529,11 @@ func TestRemoveMany(t *testing.T) {
 			if len(removed) != len(rs) || removed[0] || !removed[len(rs)-1] || slices.Contains(removed[:len(rs)-1], true) {
 				t.Fatalf("RemoveMany: %d results, young removed %v, old removed %v", len(removed), removed[0], removed[len(removed)-1])
 			}
-			if n := posts.Load(); n != 2 {
-				t.Errorf("%d requests for %d records, want 2 (at most %d per request)", n, len(rs), server.MaxRemoveBatch)
+			switch n, dn := posts.Load(), deletes.Load(); {
+			case name == "old" && (n != 2 || dn != int64(len(rs))):
+				t.Errorf("a server without POST /v1/remove: %d POSTs and %d DELETEs for %d records; want each batch tried once, then a DELETE per record", n, dn, len(rs))
+			case name != "old" && (n != 2 || dn != 0):
+				t.Errorf("%d requests and %d DELETEs for %d records, want 2 requests (at most %d per request)", n, dn, len(rs), server.MaxRemoveBatch)
 			}
 			if has, err := d.Has(ctx, []block.Hash{block.Sum(young), block.Sum(old)}); err != nil || !has[0] || has[1] {
 				t.Errorf("after RemoveMany: held %v, %v; want young kept, old gone", has, err)
