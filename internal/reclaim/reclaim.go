@@ -287,10 +287,12 @@ func (r *Reclaimer) removeAll(ctx context.Context, now time.Time, servers map[st
 		ps, t := asks[sid], servers[sid]
 		if t.gone.Load() {
 			// Failed as unavailable on an earlier page of the round:
-			// logged then.
+			// logged then. (The servers asked already may be answering.)
+			mu.Lock()
 			for _, p := range ps {
 				p.left = append(p.left, sid)
 			}
+			mu.Unlock()
 			continue
 		}
 		wg.Go(func() {
