@@ -123,6 +123,28 @@ type Lister interface {
 	Usage(ctx context.Context) (blocks, bytes int64, err error)
 }
 
+// Removal is one conditional removal of a batch: Hash goes if its latest
+// Put is older than NotAfter (unix ns), exactly as Lister.Remove(Hash,
+// NotAfter). Each removal carries its own cutoff: the reclaimer's cutoff
+// is the time of the block's release, and one cutoff for a whole batch
+// would take copies written or touched after their own release.
+type Removal struct {
+	Hash     Hash
+	NotAfter int64
+}
+
+// BatchRemover is the optional capability of removing many blocks in one
+// call (over HTTP, one request instead of one per block): the reclaimer
+// needs it. Without it, a caller calls Lister.Remove per removal.
+type BatchRemover interface {
+	// RemoveMany does rs[i] for every i and reports, for each, whether
+	// it removed the block (false: absent, or written or touched at or
+	// after its NotAfter). On an error the removals made before it stand
+	// (each is conditional and idempotent: doing them again is
+	// harmless); the results are then nil.
+	RemoveMany(ctx context.Context, rs []Removal) ([]bool, error)
+}
+
 // ErrNoSpaceInfo is returned by Spacer.Space when the store cannot say
 // (a block server whose backend does not report it).
 var ErrNoSpaceInfo = errors.New("block store does not report its free space")

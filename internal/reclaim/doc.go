@@ -8,11 +8,24 @@
 // entry (see "Reference counts" in package meta). A Reclaimer reads the
 // releases older than its safety window (Config.After) and, for each whose
 // block still has no reference, asks every block server of the map to
-// remove the block if its latest Put is older than the release
-// (block.Lister.Remove with the release time as cutoff; over HTTP,
-// DELETE /v1/blocks/HASH?older-than=T). The release goes from the log once
-// every server has answered. A block named again since its release has a
-// count again: its release is dropped and nothing is removed.
+// remove the block if its latest Put is older than the release: the
+// conditional removal of block.Lister.Remove with the release time as
+// cutoff. The release goes from the log once every server has answered. A
+// block named again since its release has a count again: its release is
+// dropped and nothing is removed.
+//
+// Batches. Releases are read a page (256) at a time, and each server is
+// asked once per page, for all of the page's releases it has to answer
+// for (block.BatchRemover; over HTTP one POST /v1/remove instead of a
+// DELETE /v1/blocks/HASH?older-than=T per block), at most
+// Config.Concurrency servers at once: a page costs about one round trip
+// to the farthest server, not one per block. Every record of a batch
+// carries its own release's time as its cutoff (block.Removal): one cutoff
+// for the page would take copies written or touched after their own
+// release but before a later one's. A server's answer is one bit per
+// record; a failed batch leaves every release of it waiting for that
+// server (the removals the server made before failing stand: each is
+// conditional, and asked again, harmless).
 //
 // Why the copies it removes are dead. After the release, a recipe names the
 // block again only through a commit, and a client commits only blocks it
@@ -37,7 +50,8 @@
 // Servers that are down or do not answer keep the release: it is retried
 // for them alone, with a backoff, until Config.GiveUpAfter, after which the
 // full walk finds their copies. A server that fails as unavailable is not
-// asked again in the same round. A server's failures are logged once per
+// asked again in the same round (the later pages leave its removals
+// waiting). A server's failures are logged once per
 // outage. One reclaimer runs per store (the meta role's); two would only do
 // the same removals twice.
 //

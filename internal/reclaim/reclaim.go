@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +26,10 @@ const (
 	// DefaultGiveUpAfter is how long a release waits for servers that do
 	// not answer before it is left to the full walk (hourly by default).
 	DefaultGiveUpAfter = time.Hour
-	// DefaultConcurrency bounds the releases being removed at once.
-	DefaultConcurrency = 4
+	// DefaultConcurrency bounds the block servers asked at once. Each is
+	// asked once per page, so a page costs about one round trip to the
+	// farthest server when the map has no more servers than this.
+	DefaultConcurrency = 16
 )
 
 // page is the number of releases one Meta.Releases call returns.
@@ -44,11 +48,11 @@ type Meta interface {
 
 var _ Meta = (*meta.Service)(nil)
 
-// Remover is what the reclaimer needs of a block server (block.Lister's
-// Remove).
-type Remover interface {
-	Remove(ctx context.Context, h block.Hash, notAfter int64) (bool, error)
-}
+// Remover is what the reclaimer needs of a block server: conditional
+// removals in batches, each with its own cutoff (block.BatchRemover; the
+// block client sends a batch as one POST /v1/remove, *disk.Store removes
+// in process).
+type Remover = block.BatchRemover
 
 // Config configures a Reclaimer; Meta and Dial are required.
 type Config struct {
@@ -61,8 +65,8 @@ type Config struct {
 	// GiveUpAfter is how long after its release a block is retried on
 	// servers that do not answer (DefaultGiveUpAfter when 0).
 	GiveUpAfter time.Duration
-	// Concurrency bounds the releases being removed at once
-	// (DefaultConcurrency when 0).
+	// Concurrency bounds the block servers being asked at once, each for
+	// a page of releases (DefaultConcurrency when 0).
 	Concurrency int
 	// Now is the clock (time.Now when nil); After waits on it (time.After
 	// when nil). Release times are the meta service's clock.
@@ -231,10 +235,10 @@ type target struct {
 	server meta.Server
 	rm     Remover // nil when down or not dialable
 	err    error   // why rm is nil
-	// gone is set once a removal on this server failed as unavailable:
-	// the rest of the round skips it, or a server cut off after the map
-	// was read would make every release wait out the block client's
-	// budget in turn (the next round asks it again).
+	// gone is set once a batch of removals on this server failed as
+	// unavailable: the rest of the round skips it, or a server cut off
+	// after the map was read would make every page wait out the block
+	// client's budget in turn (the next round asks it again).
 	gone *atomic.Bool
 }
 
@@ -253,125 +257,185 @@ func (r *Reclaimer) dialAll(sm meta.ServerMap) map[string]target {
 	return out
 }
 
-// removeAll acts on one page of releases with Concurrency workers, then
-// drops the finished ones from the log in one transaction.
+// removeAll acts on one page of releases: it asks each server once for
+// all the page's releases it has to answer for (one RemoveMany), at most
+// Concurrency servers at once, then settles each release from the answers
+// and drops the finished ones from the log in one transaction.
 func (r *Reclaimer) removeAll(ctx context.Context, now time.Time, servers map[string]target, rs []meta.Release) (Report, error) {
-	var mu sync.Mutex // guards total, drop and errs
 	var total Report
 	var drop []meta.Release
-	var errs []error
-	work := make(chan meta.Release)
+	var todo []*pending
+	asks := map[string][]*pending{} // per server, the releases to ask it for
+	for _, rel := range rs {
+		if p := r.plan(now, servers, rel, &total); p == nil {
+			if rel.Refs > 0 {
+				drop = append(drop, rel)
+			}
+		} else {
+			todo = append(todo, p)
+			for _, sid := range p.ask {
+				asks[sid] = append(asks[sid], p)
+			}
+		}
+	}
+
+	// Each server's answers go to its releases (removed, left) under mu.
+	var mu sync.Mutex
+	sem := make(chan struct{}, r.cfg.Concurrency)
 	var wg sync.WaitGroup
-	for range min(r.cfg.Concurrency, max(len(rs), 1)) {
+	for _, sid := range sortedKeys(asks) {
+		ps, t := asks[sid], servers[sid]
+		if t.gone.Load() {
+			// Failed as unavailable on an earlier page of the round:
+			// logged then. (The servers asked already may be answering.)
+			mu.Lock()
+			for _, p := range ps {
+				p.left = append(p.left, sid)
+			}
+			mu.Unlock()
+			continue
+		}
 		wg.Go(func() {
-			for rel := range work {
-				rep, done, err := r.remove(ctx, now, servers, rel)
-				mu.Lock()
-				total.add(rep)
-				if done {
-					drop = append(drop, rel)
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			batch := make([]block.Removal, len(ps))
+			for i, p := range ps {
+				batch[i] = block.Removal{Hash: p.rel.Hash, NotAfter: p.rel.At}
+			}
+			removed, err := t.rm.RemoveMany(ctx, batch)
+			if err == nil && len(removed) != len(batch) {
+				err = fmt.Errorf("remove %d blocks: %d answers", len(batch), len(removed))
+			}
+			if err != nil && ctx.Err() == nil {
+				if errors.Is(err, block.ErrUnavailable) {
+					t.gone.Store(true)
 				}
-				if err != nil {
-					errs = append(errs, err)
+				r.failed(sid, err)
+			} else if err == nil {
+				r.answered(sid)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i, p := range ps {
+				switch {
+				case err != nil:
+					p.left = append(p.left, sid)
+				case removed[i]:
+					p.removed++
 				}
-				mu.Unlock()
 			}
 		})
 	}
-	for _, rel := range rs {
-		if ctx.Err() != nil {
-			break
-		}
-		work <- rel
-	}
-	close(work)
 	wg.Wait()
+
+	var errs []error
+	if err := ctx.Err(); err != nil {
+		// Answers are missing: the releases stay as they were, for the
+		// next round.
+		errs = append(errs, err)
+		todo = nil
+	}
+	for _, p := range todo {
+		rep, done := r.settle(now, p)
+		total.add(rep)
+		if done {
+			drop = append(drop, p.rel)
+		}
+	}
 	if err := r.cfg.Meta.DropReleases(ctx, drop); err != nil {
 		errs = append(errs, err) // listed again next round, removed again: harmless
 	}
 	return total, errors.Join(errs...)
 }
 
-// remove acts on one due release; done reports that it can leave the log.
-func (r *Reclaimer) remove(ctx context.Context, now time.Time, servers map[string]target, rel meta.Release) (rep Report, done bool, err error) {
-	rep = Report{Due: 1}
+// pending is a due release being removed in a round.
+type pending struct {
+	rel     meta.Release
+	w       *waiting // its retry state, nil on its first try
+	ask     []string // the servers to ask
+	left    []string // the servers that did not answer
+	removed int      // copies removed
+}
+
+// plan looks at one due release and returns what to ask for it, or nil
+// when nothing is: a block named again (Stale: its release is dropped),
+// or one waiting out its backoff. rep counts it as due, and as stale or
+// waiting.
+func (r *Reclaimer) plan(now time.Time, servers map[string]target, rel meta.Release, rep *Report) *pending {
+	rep.Due++
 	id := releaseID{rel.Hash, rel.At}
 	if rel.Refs > 0 {
-		rep.Stale = 1
+		rep.Stale++
 		r.forget(id)
-		return rep, true, nil
+		return nil
 	}
-	r.mu.Lock()
-	w := r.mu.waiting[id]
+	p := &pending{rel: rel}
 	var ids []string
-	if w != nil {
-		w.seen = true
-		if now.Before(w.next) {
+	r.mu.Lock()
+	p.w = r.mu.waiting[id]
+	if p.w != nil {
+		p.w.seen = true
+		if now.Before(p.w.next) {
 			r.mu.Unlock()
-			rep.Waiting = 1
-			return rep, false, nil
+			rep.Waiting++
+			return nil
 		}
-		ids = w.servers
+		ids = p.w.servers
 	}
 	r.mu.Unlock()
-	if w == nil {
-		for sid := range servers {
-			ids = append(ids, sid)
-		}
+	if p.w == nil {
+		ids = sortedKeys(servers)
 	}
-
-	var left []string
 	for _, sid := range ids {
 		t, ok := servers[sid]
-		if !ok {
-			continue // left the map: its copies went with it
-		}
-		if t.rm == nil {
+		switch {
+		case !ok:
+			// Left the map: its copies went with it.
+		case t.rm == nil:
 			r.failed(sid, t.err)
-			left = append(left, sid)
-			continue
-		}
-		if t.gone.Load() {
-			left = append(left, sid) // failed earlier this round: logged then
-			continue
-		}
-		removed, err := t.rm.Remove(ctx, rel.Hash, rel.At)
-		if err != nil {
-			if ctx.Err() != nil {
-				return rep, false, ctx.Err()
-			}
-			if errors.Is(err, block.ErrUnavailable) {
-				t.gone.Store(true)
-			}
-			r.failed(sid, err)
-			left = append(left, sid)
-			continue
-		}
-		r.answered(sid)
-		if removed {
-			rep.Removed++
+			p.left = append(p.left, sid)
+		default:
+			p.ask = append(p.ask, sid)
 		}
 	}
-	if len(left) == 0 || now.Sub(time.Unix(0, rel.At)) >= r.cfg.GiveUpAfter {
-		if len(left) == 0 {
+	return p
+}
+
+// settle counts what the servers answered for p and reports whether its
+// release can leave the log: every server it needed answered, or it is
+// older than GiveUpAfter. Otherwise it waits, with a backoff, for the
+// servers left.
+func (r *Reclaimer) settle(now time.Time, p *pending) (rep Report, done bool) {
+	rep.Removed = p.removed
+	id := releaseID{p.rel.Hash, p.rel.At}
+	if len(p.left) == 0 || now.Sub(time.Unix(0, p.rel.At)) >= r.cfg.GiveUpAfter {
+		if len(p.left) == 0 {
 			rep.Done = 1
 		} else {
 			rep.GaveUp = 1
 		}
 		r.forget(id)
-		return rep, true, nil
+		return rep, true
 	}
 	rep.Waiting = 1
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	w := p.w
 	if w == nil {
 		w = &waiting{seen: true}
 		r.mu.waiting[id] = w
 	}
-	w.servers = left
+	slices.Sort(p.left)
+	w.servers = p.left
 	w.tries++
 	w.next = now.Add(min(r.cfg.Poll<<min(w.tries, 16), maxBackoff))
-	return rep, false, nil
+	return rep, false
+}
+
+// sortedKeys returns m's keys in order: servers are asked, and their
+// failures logged, in the same order every round.
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
 }
 
 // forget drops the retry state of a release.

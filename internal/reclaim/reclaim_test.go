@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -34,8 +35,9 @@ type env struct {
 	clock  *metatest.Clock
 	stores map[string]*disk.Store
 	addrs  map[string]string
-	down   map[string]*atomic.Bool // a server that fails every removal while set
-	calls  map[string]*atomic.Int64
+	down   map[string]*atomic.Bool  // a server that fails every removal while set
+	calls  map[string]*atomic.Int64 // RemoveMany calls per server
+	asked  map[string]*atomic.Int64 // removals asked of each server
 	logs   *logtest.Buffer
 }
 
@@ -47,7 +49,8 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	e := &env{t: t, ctx: context.Background(), svc: svc, clock: metatest.NewClock(), stores: map[string]*disk.Store{},
-		addrs: map[string]string{}, down: map[string]*atomic.Bool{}, calls: map[string]*atomic.Int64{}, logs: &logtest.Buffer{}}
+		addrs: map[string]string{}, down: map[string]*atomic.Bool{}, calls: map[string]*atomic.Int64{},
+		asked: map[string]*atomic.Int64{}, logs: &logtest.Buffer{}}
 	for _, id := range []string{"b0", "b1", "b2"} {
 		st, err := disk.Open(t.TempDir())
 		if err != nil {
@@ -56,7 +59,7 @@ func newEnv(t *testing.T) *env {
 		hs := httptest.NewServer(blockserver.New(st, blockserver.Options{}))
 		t.Cleanup(func() { hs.Close(); st.Close() })
 		e.stores[id], e.addrs[id] = st, strings.TrimPrefix(hs.URL, "http://")
-		e.down[id], e.calls[id] = new(atomic.Bool), new(atomic.Int64)
+		e.down[id], e.calls[id], e.asked[id] = new(atomic.Bool), new(atomic.Int64), new(atomic.Int64)
 		if _, err := svc.RegisterServer(e.ctx, meta.Server{ID: id, Addr: e.addrs[id]}); err != nil {
 			t.Fatal(err)
 		}
@@ -71,7 +74,7 @@ func (e *env) reclaimer() *Reclaimer {
 	return New(Config{
 		Meta: e.svc,
 		Dial: func(s meta.Server) (Remover, error) {
-			return &flaky{Remover: blockclient.New(s.Addr, blockclient.Options{Tries: 1}), down: e.down[s.ID], calls: e.calls[s.ID]}, nil
+			return &flaky{Remover: blockclient.New(s.Addr, blockclient.Options{Tries: 1}), down: e.down[s.ID], calls: e.calls[s.ID], asked: e.asked[s.ID]}, nil
 		},
 		After:  30 * time.Second,
 		Now:    e.clock.Now,
@@ -79,19 +82,22 @@ func (e *env) reclaimer() *Reclaimer {
 	})
 }
 
-// flaky is a Remover that fails while down is set.
+// flaky is a Remover that fails while down is set, and counts the calls
+// made to it and the removals they asked for.
 type flaky struct {
 	Remover
 	down  *atomic.Bool
 	calls *atomic.Int64
+	asked *atomic.Int64
 }
 
-func (f *flaky) Remove(ctx context.Context, h block.Hash, notAfter int64) (bool, error) {
+func (f *flaky) RemoveMany(ctx context.Context, rs []block.Removal) ([]bool, error) {
 	f.calls.Add(1)
+	f.asked.Add(int64(len(rs)))
 	if f.down.Load() {
-		return false, fmt.Errorf("remove %s: %w", h.Short(), block.ErrUnavailable)
+		return nil, fmt.Errorf("remove %d blocks: %w", len(rs), block.ErrUnavailable)
 	}
-	return f.Remover.Remove(ctx, h, notAfter)
+	return f.Remover.RemoveMany(ctx, rs)
 }
 
 // put stores a block with the given content on the servers named.
@@ -329,11 +335,13 @@ func (failingMeta) DropReleases(context.Context, []meta.Release) error { return 
 // unavailable, the rest of the round leaves its removals waiting without
 // asking it again; the copies on the servers that answer still go, and
 // the next round asks it again. (Before, every release of the round asked
-// it: a cut-off server cost each release a full timeout.)
+// it: a cut-off server cost each release a full timeout.) The releases
+// span two pages: the second does not ask the server the first found
+// unreachable.
 func TestReclaimSkipsAServerOutOfReachForTheRound(t *testing.T) {
 	e := newEnv(t)
 	f := e.create("f")
-	const n = 40
+	const n = page + 40
 	for i := range n {
 		e.commit(f, uint64(i), e.put(fmt.Sprintf("old%d", i), "b0", "b2"))
 		e.commit(f, uint64(i), e.put(fmt.Sprintf("new%d", i), "b0", "b1"))
@@ -345,13 +353,63 @@ func TestReclaimSkipsAServerOutOfReachForTheRound(t *testing.T) {
 	if rep.Removed != n || rep.Waiting != n {
 		t.Errorf("round with b2 down: %+v, want b0's %d copies removed and %d releases waiting", rep, n, n)
 	}
-	// Each worker may be asking b2 when the first failure comes back.
-	if got, most := e.calls["b2"].Load(), int64(r.cfg.Concurrency); got > most {
-		t.Errorf("the round asked the unreachable b2 %d times for %d releases; want at most %d (one per worker)", got, n, most)
+	if got := e.calls["b2"].Load(); got != 1 {
+		t.Errorf("the round asked the unreachable b2 %d times over 2 pages; want once (the first page)", got)
+	}
+	if got := e.calls["b0"].Load(); got != 2 {
+		t.Errorf("the round asked b0 %d times over 2 pages; want once per page", got)
+	}
+	if n := strings.Count(e.logs.String(), "not reachable"); n != 1 {
+		t.Errorf("the unreachable server was logged %d times, want once:\n%s", n, e.logs)
 	}
 	e.down["b2"].Store(false)
 	e.clock.Advance(maxBackoff)
-	if rep := e.round(r); rep.Done != n {
-		t.Errorf("round with b2 back: %+v, want all %d releases done", rep, n)
+	before := e.calls["b2"].Load()
+	if rep := e.round(r); rep.Done != n || rep.Removed != n {
+		t.Errorf("round with b2 back: %+v, want all %d releases done and b2's %d copies removed", rep, n, n)
+	}
+	if got := e.calls["b2"].Load() - before; got != 2 {
+		t.Errorf("the next round asked b2 %d times over 2 pages; want once per page", got)
+	}
+}
+
+// TestReclaimBatchesPerServer: a round asks each server once per page of
+// releases, for all of the page's releases at once, not once per block;
+// every server is asked for every release (copies beyond the placement
+// included), each with its own release time as the cutoff: a copy touched
+// after its release stays, though the page has later releases.
+func TestReclaimBatchesPerServer(t *testing.T) {
+	e := newEnv(t)
+	f := e.create("f")
+	const n = page + 10 // two pages
+	for i := range n {
+		e.commit(f, uint64(i), e.put(fmt.Sprintf("old%d", i), "b0", "b1", "b2"))
+		e.commit(f, uint64(i), e.put(fmt.Sprintf("new%d", i), "b0", "b1"))
+	}
+	// The first release's copy on b2 is touched after that release but
+	// before the last release of the page: a cutoff shared by the page
+	// would take it.
+	rs := e.releases()
+	first, last := rs[0], rs[page-1]
+	if last.At-first.At < 2 {
+		t.Fatalf("the page's releases are %d ns apart: no time between them", last.At-first.At)
+	}
+	between := time.Unix(0, first.At+(last.At-first.At)/2)
+	if err := os.Chtimes(e.stores["b2"].Path(first.Hash), between, between); err != nil {
+		t.Fatal(err)
+	}
+	r := e.reclaimer()
+	e.clock.Advance(time.Minute)
+	if rep := e.round(r); rep.Due != n || rep.Done != n || rep.Removed != 3*n-1 || rep.Waiting != 0 {
+		t.Errorf("round: %+v, want %d releases done and %d copies removed", rep, n, 3*n-1)
+	}
+	e.wantHolders("a copy touched after its release", first.Hash, "b2")
+	for _, id := range []string{"b0", "b1", "b2"} {
+		if calls, asked := e.calls[id].Load(), e.asked[id].Load(); calls != 2 || asked != n {
+			t.Errorf("server %s: %d calls for %d removals; want 2 (one per page) for %d", id, calls, asked, n)
+		}
+	}
+	if rs := e.releases(); len(rs) != 0 {
+		t.Errorf("%d releases left", len(rs))
 	}
 }

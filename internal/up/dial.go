@@ -58,6 +58,15 @@ func (d *Dialer) Admin(s meta.Server) (admin.BlockServer, error) {
 	return blockclient.New(s.Addr, blockclient.Options{Transport: d.tr, Creds: d.creds}), nil
 }
 
+// Remover is Admin for the reclaimer, which removes blocks in batches
+// (block.BatchRemover: one POST /v1/remove per batch).
+func (d *Dialer) Remover(s meta.Server) (block.BatchRemover, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	return blockclient.New(s.Addr, blockclient.Options{Transport: d.tr, Creds: d.creds}), nil
+}
+
 // insecure is the Dialer of DialBlockServer and DialAdmin.
 var insecure = sync.OnceValue(func() *Dialer { return NewDialer(nil) })
 

@@ -92,7 +92,7 @@ func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop f
 	if cfg.ReclaimAfter >= 0 {
 		rc := reclaim.New(reclaim.Config{
 			Meta:   svc,
-			Dial:   func(s meta.Server) (reclaim.Remover, error) { return dial.Admin(s) },
+			Dial:   dial.Remover,
 			After:  cfg.ReclaimAfter,
 			Logger: cfg.Logger,
 		})

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,8 +26,9 @@ import (
 )
 
 var (
-	_ block.Store  = (*Client)(nil)
-	_ block.Lister = (*Client)(nil)
+	_ block.Store        = (*Client)(nil)
+	_ block.Lister       = (*Client)(nil)
+	_ block.BatchRemover = (*Client)(nil)
 )
 
 // Protocol constants shared with package server (see its doc).
@@ -38,7 +40,16 @@ const (
 	listErrorTrailer = "Tessera-List-Error"
 	listRecordSize   = block.HashSize + 8 + 8
 	maxHasBatch      = 1 << 16
+	maxRemoveBatch   = 4096
+	removeRecordSize = block.HashSize + 8
 )
+
+// removeWork is what one removal of POST /v1/remove adds to a try's
+// timeout, counted as bytes at MinRate (16 KiB: 16 ms at 1 MiB/s): the
+// server unlinks every block before it answers, a few milliseconds each on
+// a busy disk, so a full batch would not fit in a small request's two
+// seconds.
+const removeWork = 16 << 10
 
 // hashSlack is spare capacity after a block handed to block.Sum: with less
 // than 16 KiB of capacity past its tail the BLAKE3 hasher allocates copies.
@@ -407,6 +418,91 @@ func (c *Client) Remove(ctx context.Context, h block.Hash, notAfter int64) (bool
 	url := c.blockURL(h) + "?older-than=" + strconv.FormatInt(notAfter, 10)
 	err := c.doJSON(ctx, op, http.MethodDelete, url, &reply)
 	return reply.Removed, err
+}
+
+// RemoveMany asks the server to delete each rs[i].Hash if its latest Put is
+// before rs[i].NotAfter (block.BatchRemover), in batches of at most the
+// server's limit (POST /v1/remove; one DELETE per removal on a server
+// older than that route). A retried batch may report false for a block
+// its lost first try removed: the count is a floor, the removals are
+// right.
+func (c *Client) RemoveMany(ctx context.Context, rs []block.Removal) ([]bool, error) {
+	out := make([]bool, 0, len(rs))
+	for len(rs) > 0 {
+		batch := rs[:min(len(rs), maxRemoveBatch)]
+		rs = rs[len(batch):]
+		removed, err := c.removeBatch(ctx, batch)
+		if errors.Is(err, errNoRemoveRoute) {
+			removed, err = c.removeEach(ctx, batch)
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, removed...)
+	}
+	return out, nil
+}
+
+// errNoRemoveRoute reports a server that does not know POST /v1/remove
+// (one of a release before it, during a rolling upgrade).
+var errNoRemoveRoute = errors.New("server has no POST /v1/remove")
+
+// removeEach is RemoveMany for a server without POST /v1/remove: one
+// DELETE per removal, each with its own cutoff.
+func (c *Client) removeEach(ctx context.Context, rs []block.Removal) ([]bool, error) {
+	out := make([]bool, len(rs))
+	for i, r := range rs {
+		removed, err := c.Remove(ctx, r.Hash, r.NotAfter)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = removed
+	}
+	return out, nil
+}
+
+func (c *Client) removeBatch(ctx context.Context, rs []block.Removal) ([]bool, error) {
+	op, url := fmt.Sprintf("remove %d blocks", len(rs)), c.base+"/v1/remove"
+	body := make([]byte, 0, len(rs)*removeRecordSize)
+	for _, r := range rs {
+		body = append(body, r.Hash[:]...)
+		body = binary.BigEndian.AppendUint64(body, uint64(r.NotAfter))
+	}
+	out := make([]bool, len(rs))
+	err := c.do(ctx, op, int64(len(body))+int64(len(rs))*removeWork, func(a *attempt) (bool, error) {
+		req, err := http.NewRequestWithContext(a.ctx, http.MethodPost, url, bytes.NewReader(body))
+		if err != nil {
+			return false, c.errorf(op, "%w", err)
+		}
+		req.Header.Set("Content-Type", "application/octet-stream")
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			return true, a.transportErr(op, err)
+		}
+		defer drain(resp)
+		if (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) && resp.Header.Get(errorHeader) == "" {
+			// The router's refusal, not the handler's: an older server.
+			return false, c.errorf(op, "%w", errNoRemoveRoute)
+		}
+		if resp.StatusCode != http.StatusOK {
+			return c.statusErr(op, resp)
+		}
+		reply, err := io.ReadAll(io.LimitReader(resp.Body, int64(len(rs))+1))
+		if err != nil {
+			return true, a.transportErr(op+": read body", err)
+		}
+		if len(reply) != len(rs) {
+			return false, c.errorf(op, "reply of %d bytes, want %d", len(reply), len(rs))
+		}
+		for i, b := range reply {
+			out[i] = b == 1
+		}
+		return false, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Usage returns the server's block count and bytes.

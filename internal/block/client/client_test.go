@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -472,4 +473,71 @@ func TestStalledTransfer(t *testing.T) {
 		t.Fatalf("a stalled Get took %v of clock time to fail, want at most 213 ms", d)
 	}
 	t.Logf("%v after %v of clock time", err, clock.Since(clk, start))
+}
+
+// TestRemoveMany: RemoveMany sends its removals in batches of at most the
+// server's limit, one request each, and reports for each record whether
+// its own cutoff removed the block; on a backend without batches the
+// server removes them one by one with the same result, and a server
+// without the route gets a DELETE per record.
+func TestRemoveMany(t *testing.T) {
+	for name, wrap := range map[string]func(*disk.Store) server.Backend{
+		"batch": func(d *disk.Store) server.Backend { return d },
+		"plain": func(d *disk.Store) server.Backend { return plain{d} },
+		"old":   func(d *disk.Store) server.Backend { return d }, // a server without the route
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := openDisk(t, t.TempDir())
+			var posts, deletes atomic.Int64
+			hd := server.New(wrap(d), server.Options{})
+			c := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case r.Method == http.MethodPost && r.URL.Path == "/v1/remove":
+					posts.Add(1)
+					if name == "old" {
+						http.NotFound(w, r)
+						return
+					}
+				case r.Method == http.MethodDelete:
+					deletes.Add(1)
+				}
+				hd.ServeHTTP(w, r)
+			}), client.Options{})
+			ctx := context.Background()
+			old, young := []byte("old block"), []byte("young block")
+			now := time.Now()
+			for _, b := range [][]byte{old, young} {
+				if err := c.Put(ctx, block.Sum(b), b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			long := now.Add(-2 * time.Hour)
+			if err := os.Chtimes(d.Path(block.Sum(old)), long, long); err != nil {
+				t.Fatal(err)
+			}
+			cutoff := now.Add(-time.Hour).UnixNano()
+			rs := make([]block.Removal, server.MaxRemoveBatch+1)
+			for i := range rs {
+				rs[i] = block.Removal{Hash: block.Sum([]byte(strconv.Itoa(i))), NotAfter: cutoff}
+			}
+			rs[0] = block.Removal{Hash: block.Sum(young), NotAfter: cutoff}       // written after: stays
+			rs[len(rs)-1] = block.Removal{Hash: block.Sum(old), NotAfter: cutoff} // in the second batch: goes
+			removed, err := c.RemoveMany(ctx, rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(removed) != len(rs) || removed[0] || !removed[len(rs)-1] || slices.Contains(removed[:len(rs)-1], true) {
+				t.Fatalf("RemoveMany: %d results, young removed %v, old removed %v", len(removed), removed[0], removed[len(removed)-1])
+			}
+			switch n, dn := posts.Load(), deletes.Load(); {
+			case name == "old" && (n != 2 || dn != int64(len(rs))):
+				t.Errorf("a server without POST /v1/remove: %d POSTs and %d DELETEs for %d records; want each batch tried once, then a DELETE per record", n, dn, len(rs))
+			case name != "old" && (n != 2 || dn != 0):
+				t.Errorf("%d requests and %d DELETEs for %d records, want 2 requests (at most %d per request)", n, dn, len(rs), server.MaxRemoveBatch)
+			}
+			if has, err := d.Has(ctx, []block.Hash{block.Sum(young), block.Sum(old)}); err != nil || !has[0] || has[1] {
+				t.Errorf("after RemoveMany: held %v, %v; want young kept, old gone", has, err)
+			}
+		})
+	}
 }

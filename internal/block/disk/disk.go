@@ -18,9 +18,10 @@ import (
 )
 
 var (
-	_ block.Store   = (*Store)(nil)
-	_ block.Lister  = (*Store)(nil)
-	_ block.Checker = (*Store)(nil)
+	_ block.Store        = (*Store)(nil)
+	_ block.Lister       = (*Store)(nil)
+	_ block.Checker      = (*Store)(nil)
+	_ block.BatchRemover = (*Store)(nil)
 )
 
 // verifyBufSize is the read size used when a whole block is hashed as it is
@@ -502,6 +503,20 @@ func (s *Store) Remove(ctx context.Context, h block.Hash, notAfter int64) (bool,
 	}
 	s.addUsage(-1, -fi.Size())
 	return true, nil
+}
+
+// RemoveMany is Remove for each of rs, in order (block.BatchRemover): the
+// block server's POST /v1/remove and an in-process reclaimer use it.
+func (s *Store) RemoveMany(ctx context.Context, rs []block.Removal) ([]bool, error) {
+	out := make([]bool, len(rs))
+	for i, r := range rs {
+		removed, err := s.Remove(ctx, r.Hash, r.NotAfter)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = removed
+	}
+	return out, nil
 }
 
 // Usage returns the number of blocks and their total size, kept up to date

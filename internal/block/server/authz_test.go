@@ -92,6 +92,8 @@ func (s *secure) do(t *testing.T, tc *tls.Config, method, pattern, token string)
 		body = strings.NewReader("a block to read")
 	case path == "/v1/has":
 		body = bytes.NewReader(s.block[:])
+	case path == "/v1/remove": // older-than 0: the block stays
+		body = bytes.NewReader(append(s.block[:], make([]byte, 8)...))
 	case method == http.MethodDelete:
 		path += "?older-than=0"
 	}
@@ -142,7 +144,7 @@ func TestEveryRouteRefusesCallersWithoutIdentity(t *testing.T) {
 			}
 		}
 	}
-	if n := len(server.Routes()); n < 8 {
+	if n := len(server.Routes()); n < 9 {
 		t.Fatalf("only %d routes in the table", n)
 	}
 	if _, err := s.do(t, caOnly, http.MethodGet, "/v1/list", ""); err != nil {
@@ -189,6 +191,21 @@ func TestRoutesNeedTheirPermission(t *testing.T) {
 		if code, err := s.do(t, ro.ClientConfig(), m, "/v1/blocks/{hex}", ""); err != nil || code != http.StatusForbidden {
 			t.Errorf("client-ro %s: status %d, %v; want 403", m, code, err)
 		}
+	}
+	// Removing many blocks needs what removing one does (the meta
+	// service's and admins'): a client's role cannot.
+	for _, role := range auth.Roles {
+		c := issueCreds(t, s.ca, "remover-"+string(role), role, time.Hour)
+		want := http.StatusForbidden
+		if role.Can(auth.ManageBlocks) {
+			want = http.StatusOK
+		}
+		if code, err := s.do(t, c.ClientConfig(), http.MethodPost, "/v1/remove", ""); err != nil || code != want {
+			t.Errorf("%s POST /v1/remove: status %d, %v; want %d", role, code, err, want)
+		}
+	}
+	if auth.RoleClientRW.Can(auth.ManageBlocks) || !auth.RoleMeta.Can(auth.ManageBlocks) {
+		t.Errorf("client-rw may manage blocks, or meta may not")
 	}
 	if l := s.log.String(); !strings.Contains(l, "block request refused") || !strings.Contains(l, "may not") {
 		t.Errorf("refusal not logged with who and why:\n%s", l)

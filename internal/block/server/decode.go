@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -22,6 +23,35 @@ func DecodeHashes(body []byte) ([]block.Hash, error) {
 		hs[i] = block.Hash(body[i*block.HashSize:])
 	}
 	return hs, nil
+}
+
+// DecodeRemovals decodes the body of POST /v1/remove: RemoveRecordSize-byte
+// records, each a hash and its older-than (int64 unix ns, big endian), at
+// most MaxRemoveBatch of them.
+func DecodeRemovals(body []byte) ([]block.Removal, error) {
+	if len(body)%RemoveRecordSize != 0 {
+		return nil, fmt.Errorf("body of %d bytes is not a sequence of %d-byte records (hash, older-than)", len(body), RemoveRecordSize)
+	}
+	if len(body)/RemoveRecordSize > MaxRemoveBatch {
+		return nil, fmt.Errorf("%d records: at most %d per request", len(body)/RemoveRecordSize, MaxRemoveBatch)
+	}
+	rs := make([]block.Removal, len(body)/RemoveRecordSize)
+	for i := range rs {
+		rec := body[i*RemoveRecordSize:]
+		rs[i] = block.Removal{Hash: block.Hash(rec), NotAfter: int64(binary.BigEndian.Uint64(rec[block.HashSize:]))}
+	}
+	return rs, nil
+}
+
+// EncodeRemovals is the body of POST /v1/remove for rs (DecodeRemovals'
+// inverse).
+func EncodeRemovals(rs []block.Removal) []byte {
+	body := make([]byte, 0, len(rs)*RemoveRecordSize)
+	for _, r := range rs {
+		body = append(body, r.Hash[:]...)
+		body = binary.BigEndian.AppendUint64(body, uint64(r.NotAfter))
+	}
+	return body
 }
 
 // ParseOlderThan decodes the older-than parameter of DELETE

@@ -26,6 +26,17 @@
 //	DELETE /v1/blocks/{hex}?older-than=<unix ns>
 //	                          block.Lister.Remove: 200 with {"removed":bool}.
 //	                          older-than is required.
+//	POST   /v1/remove         DELETE for many blocks in one request (the
+//	                          reclaimer's): body = 40-byte records, hash (32
+//	                          bytes) then older-than (int64 unix ns, big
+//	                          endian), at most MaxRemoveBatch; reply = one
+//	                          byte per record, 1 if removed, else 0 (absent,
+//	                          or written or touched at or after its
+//	                          older-than). Each record has its own cutoff
+//	                          (block.Removal). 413 more records, 400 a body
+//	                          that is not whole records. A store error fails
+//	                          the request; removals made before it stand
+//	                          (each is conditional and idempotent).
 //	POST   /v1/has            body = concatenated 32-byte hashes (at most
 //	                          MaxHasBatch); reply = one byte per hash, 1 if
 //	                          the block is held, else 0. With ?touch=1 the
@@ -64,6 +75,7 @@
 //	GET    /v1/blocks/{hex}   ReadBlocks    (meta, client-rw, client-ro, admin)
 //	HEAD   /v1/blocks/{hex}   ReadBlocks
 //	DELETE /v1/blocks/{hex}   ManageBlocks  (meta, admin)
+//	POST   /v1/remove         ManageBlocks
 //	POST   /v1/has            ReadBlocks; with ?touch=1 also WriteBlocks
 //	GET    /v1/list           ManageBlocks
 //	GET    /v1/usage          ManageBlocks
@@ -95,15 +107,16 @@
 //   - Headers: read within 10 s, at most 64 KiB; a kept-alive connection
 //     idle for 2 minutes is closed.
 //   - Bodies: a PUT declaring more than the maximum block size is a 413
-//     before its body is read. A PUT or /v1/has reserves its declared
-//     length (a chunked one: the maximum) from an in-flight budget of
-//     256 MiB in all and 128 MiB per peer before its buffer is allocated;
-//     one that does not fit waits, holding no buffer, up to a minute, then
-//     gets "503 busy" with Retry-After. A body must not go 15 s without a
-//     byte nor arrive slower than 1 MiB/s on average after a 30 s head
-//     start; otherwise the request ends with 400 and its bytes are given
-//     back. Every error reply to a request with a body closes the
-//     connection: what is left of the body is not read.
+//     before its body is read, as is a /v1/has or /v1/remove declaring
+//     more than its batch limit. A PUT, /v1/has or /v1/remove reserves
+//     its declared length (a chunked one: the maximum) from an in-flight
+//     budget of 256 MiB in all and 128 MiB per peer before its buffer is
+//     allocated; one that does not fit waits, holding no buffer, up to a
+//     minute, then gets "503 busy" with Retry-After. A body must not go
+//     15 s without a byte nor arrive slower than 1 MiB/s on average after
+//     a 30 s head start; otherwise the request ends with 400 and its bytes
+//     are given back. Every error reply to a request with a body closes
+//     the connection: what is left of the body is not read.
 //   - Replies: a minute from when the reply starts (block bodies: their
 //     length at 1 MiB/s plus 30 s; listings: a minute per write).
 //   - Memory: receive buffers are pooled (64 MiB per size class, 128 MiB

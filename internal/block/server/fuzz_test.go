@@ -39,6 +39,24 @@ func FuzzDecodeHashes(f *testing.F) {
 	})
 }
 
+func FuzzDecodeRemovals(f *testing.F) {
+	a := block.Sum([]byte("a"))
+	f.Add([]byte{})
+	f.Add(EncodeRemovals([]block.Removal{{Hash: a, NotAfter: 5}}))
+	f.Add(EncodeRemovals([]block.Removal{{Hash: a, NotAfter: -1}, {Hash: a, NotAfter: 1 << 62}}))
+	f.Add(a[:])
+	f.Fuzz(func(t *testing.T, body []byte) {
+		rs, err := DecodeRemovals(body)
+		ok := len(body)%RemoveRecordSize == 0 && len(body)/RemoveRecordSize <= MaxRemoveBatch
+		if (err == nil) != ok {
+			t.Fatalf("body of %d bytes: err %v", len(body), err)
+		}
+		if err == nil && !bytes.Equal(EncodeRemovals(rs), body) && len(body) > 0 {
+			t.Fatalf("decoded records do not re-encode to the body")
+		}
+	})
+}
+
 func FuzzParseOlderThan(f *testing.F) {
 	for _, q := range []string{"older-than=123", "older-than=-1", "older-than=", "", "older-than=1&older-than=2",
 		"older-than=99999999999999999999", "older-than=%2B5", "older-than=0x10"} {
@@ -87,6 +105,8 @@ func FuzzHandler(f *testing.F) {
 	f.Add(uint8(4), "/v1/has", "", "", append(h[:], h[:5]...))
 	f.Add(uint8(4), "/v1/has", "touch=1", "", h[:])
 	f.Add(uint8(4), "/v1/check/"+h.String(), "quarantine=1", "", []byte(nil))
+	f.Add(uint8(4), "/v1/remove", "", "", EncodeRemovals([]block.Removal{{Hash: h, NotAfter: 1 << 62}, {Hash: h, NotAfter: 0}}))
+	f.Add(uint8(4), "/v1/remove", "", "", append(h[:], 1, 2))
 	f.Add(uint8(0), "/v1/list", "", "", []byte(nil))
 	f.Add(uint8(0), "/v1/usage", "", "", []byte(nil))
 	f.Add(uint8(0), "/v1/scrub", "", "", []byte(nil))
@@ -140,6 +160,10 @@ func FuzzHandler(f *testing.F) {
 				if want := [block.HashSize]byte(body[i*block.HashSize:]) == h; want && !held {
 					t.Fatalf("has: the stored block reported absent")
 				}
+			}
+		case method == http.MethodPost && path == "/v1/remove" && code == http.StatusOK:
+			if rec.Body.Len() != len(body)/RemoveRecordSize {
+				t.Fatalf("remove: %d replies for %d records", rec.Body.Len(), len(body)/RemoveRecordSize)
 			}
 		case method == http.MethodGet && code == http.StatusOK && path == "/v1/blocks/"+h.String():
 			if !bytes.Equal(rec.Body.Bytes(), data) {

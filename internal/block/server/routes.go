@@ -23,6 +23,7 @@ var routes = []Route{
 	{"PUT", "/v1/blocks/{hex}", auth.WriteBlocks, (*Handler).put},
 	{"GET", "/v1/blocks/{hex}", auth.ReadBlocks, (*Handler).get},
 	{"DELETE", "/v1/blocks/{hex}", auth.ManageBlocks, (*Handler).remove},
+	{"POST", "/v1/remove", auth.ManageBlocks, (*Handler).removeMany},
 	{"POST", "/v1/has", auth.ReadBlocks, (*Handler).has},
 	{"GET", "/v1/list", auth.ManageBlocks, (*Handler).list},
 	{"GET", "/v1/usage", auth.ManageBlocks, (*Handler).usage},

@@ -28,6 +28,15 @@ const DefaultMaxBlockSize = 64 << 20
 // MaxHasBatch is the largest number of hashes one POST /v1/has may ask about.
 const MaxHasBatch = 1 << 16
 
+// MaxRemoveBatch is the largest number of records one POST /v1/remove may
+// carry: 160 KiB of body, and at a few milliseconds per removal on a busy
+// disk well within the reply's minute.
+const MaxRemoveBatch = 4096
+
+// RemoveRecordSize is the size of one record of POST /v1/remove: a hash and
+// its older-than (int64 unix ns, big endian).
+const RemoveRecordSize = block.HashSize + 8
+
 // ErrorHeader is the reply header that names the class of an error reply.
 const ErrorHeader = "Tessera-Error"
 
@@ -355,6 +364,75 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, struct {
 		Removed bool `json:"removed"`
 	}{removed})
+}
+
+// removeMany is POST /v1/remove: the conditional removal of DELETE for
+// each record, with the record's own cutoff.
+func (h *Handler) removeMany(w http.ResponseWriter, r *http.Request) {
+	const max = MaxRemoveBatch * RemoveRecordSize
+	if r.ContentLength > max {
+		h.fail(w, r, http.StatusRequestEntityTooLarge, ClassTooLarge,
+			fmt.Errorf("remove: body of %d bytes: at most %d records of %d bytes per request", r.ContentLength, MaxRemoveBatch, RemoveRecordSize))
+		return
+	}
+	n := r.ContentLength
+	if n < 0 {
+		n = max
+	}
+	release, err := h.reserve(r, n)
+	if err != nil {
+		h.failErr(w, r, fmt.Errorf("remove: %w", err))
+		return
+	}
+	defer release()
+	pr := newPaceReader(w, r.Body, h.lim, n)
+	body, err := io.ReadAll(http.MaxBytesReader(nil, io.NopCloser(pr), max))
+	pr.done()
+	h.replyDeadline(w) // the removals are made before the reply
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) { // chunked, without a length to refuse first
+			h.fail(w, r, http.StatusRequestEntityTooLarge, ClassTooLarge,
+				fmt.Errorf("remove: at most %d records of %d bytes per request", MaxRemoveBatch, RemoveRecordSize))
+			return
+		}
+		h.fail(w, r, http.StatusBadRequest, ClassBadRequest, fmt.Errorf("remove: read body: %w", err))
+		return
+	}
+	rs, err := DecodeRemovals(body)
+	if err != nil {
+		h.fail(w, r, http.StatusBadRequest, ClassBadRequest, fmt.Errorf("remove: %w", err))
+		return
+	}
+	var removed []bool
+	if br, ok := h.b.(block.BatchRemover); ok {
+		removed, err = br.RemoveMany(r.Context(), rs)
+	} else {
+		removed = make([]bool, len(rs))
+		for i, rm := range rs {
+			if removed[i], err = h.b.Remove(r.Context(), rm.Hash, rm.NotAfter); err != nil {
+				break
+			}
+		}
+	}
+	if err == nil && len(removed) != len(rs) {
+		err = fmt.Errorf("remove: the store answered for %d of %d records", len(removed), len(rs))
+	}
+	if err != nil {
+		// The removals made before the error stand: each is conditional
+		// and idempotent, and the caller asks again.
+		h.failErr(w, r, err)
+		return
+	}
+	reply := make([]byte, len(removed))
+	for i, ok := range removed {
+		if ok {
+			reply[i] = 1
+		}
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.Itoa(len(reply)))
+	w.Write(reply)
 }
 
 func (h *Handler) has(w http.ResponseWriter, r *http.Request) {

@@ -216,3 +216,96 @@ func TestTouchSparesFromCollection(t *testing.T) {
 	expect(t, "DELETE of the touched block", f.do(t, "DELETE", "/v1/blocks/"+ha.String()+"?older-than="+cutoff, nil), 200, `{"removed":false}`)
 	expect(t, "DELETE of an untouched block as old", f.do(t, "DELETE", "/v1/blocks/"+hc.String()+"?older-than="+cutoff, nil), 200, `{"removed":true}`)
 }
+
+// TestRemoveMany: POST /v1/remove removes each block only if it is older
+// than its own record's cutoff (a block written after its cutoff stays
+// even when another record's cutoff is later than its write), answers one
+// byte per record, and refuses too many records before reading them and a
+// body that is not whole records, saying why.
+func TestRemoveMany(t *testing.T) {
+	for name, wrap := range map[string]func(*disk.Store) server.Backend{
+		"batch": func(s *disk.Store) server.Backend { return s },
+		"plain": func(s *disk.Store) server.Backend { return plainBackend{s} }, // Remove per record
+	} {
+		t.Run(name, func(t *testing.T) {
+			st, err := disk.Open(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+			ts := httptest.NewServer(server.New(wrap(st), server.Options{}))
+			t.Cleanup(ts.Close)
+			f := &fixture{store: st, url: ts.URL}
+
+			a, b := []byte("block a"), []byte("block b")
+			ha, hb, absent := block.Sum(a), block.Sum(b), block.Sum([]byte("absent"))
+			now := time.Now()
+			for blk, at := range map[*[]byte]time.Time{&a: now.Add(-2 * time.Hour), &b: now.Add(-30 * time.Minute)} {
+				h := block.Sum(*blk)
+				f.do(t, "PUT", "/v1/blocks/"+h.String(), *blk)
+				if err := os.Chtimes(st.Path(h), at, at); err != nil {
+					t.Fatal(err)
+				}
+			}
+			body := server.EncodeRemovals([]block.Removal{
+				{Hash: ha, NotAfter: now.Add(-10 * time.Minute).UnixNano()}, // written before: goes
+				{Hash: hb, NotAfter: now.Add(-40 * time.Minute).UnixNano()}, // written after: stays
+				{Hash: absent, NotAfter: now.UnixNano()},
+			})
+			r := f.do(t, "POST", "/v1/remove", body)
+			if r.code != 200 || r.body != "\x01\x00\x00" {
+				t.Fatalf("remove: %d %q, want 200 \"\\x01\\x00\\x00\"", r.code, r.body)
+			}
+			if has, err := st.Has(context.Background(), []block.Hash{ha, hb}); err != nil || has[0] || !has[1] {
+				t.Fatalf("after remove: held %v, %v; want a gone and b kept", has, err)
+			}
+			r = f.do(t, "POST", "/v1/remove", body)
+			if r.code != 200 || r.body != "\x00\x00\x00" {
+				t.Fatalf("remove again: %d %q, want nothing removed", r.code, r.body)
+			}
+			expect(t, "remove ragged", f.do(t, "POST", "/v1/remove", body[:server.RemoveRecordSize+1]), 400, "40-byte records")
+			if r := f.do(t, "POST", "/v1/remove", nil); r.code != 200 || r.body != "" {
+				t.Fatalf("remove of nothing: %d %q", r.code, r.body)
+			}
+		})
+	}
+
+	// Too many records: refused on the declared length, before the body
+	// is read.
+	st, err := disk.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	body := &watchedBody{Reader: bytes.NewReader(make([]byte, (server.MaxRemoveBatch+1)*server.RemoveRecordSize))}
+	req := httptest.NewRequest("POST", "/v1/remove", body)
+	req.ContentLength = (server.MaxRemoveBatch + 1) * server.RemoveRecordSize
+	rec := httptest.NewRecorder()
+	server.New(st, server.Options{}).ServeHTTP(rec, req)
+	if rec.Code != 413 || !strings.Contains(rec.Body.String(), "at most 4096 records") || body.read {
+		t.Fatalf("remove of %d records: %d %q, body read %v; want 413 naming the limit, the body unread",
+			server.MaxRemoveBatch+1, rec.Code, rec.Body, body.read)
+	}
+	// Chunked, without a length to refuse on: refused once past the limit.
+	req = httptest.NewRequest("POST", "/v1/remove", io.MultiReader(bytes.NewReader(make([]byte, (server.MaxRemoveBatch+1)*server.RemoveRecordSize))))
+	rec = httptest.NewRecorder()
+	server.New(st, server.Options{}).ServeHTTP(rec, req)
+	if rec.Code != 413 || !strings.Contains(rec.Body.String(), "at most 4096 records") {
+		t.Fatalf("chunked remove of %d records: %d %q; want 413 naming the limit", server.MaxRemoveBatch+1, rec.Code, rec.Body)
+	}
+}
+
+// plainBackend hides disk.Store's optional capabilities, as a Backend
+// without block.BatchRemover.
+type plainBackend struct{ server.Backend }
+
+// watchedBody is a request body that notes whether it was read.
+type watchedBody struct {
+	io.Reader
+	read bool
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	b.read = true
+	return b.Reader.Read(p)
+}
