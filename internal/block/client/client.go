@@ -379,8 +379,16 @@ func (c *Client) hasBatch(ctx context.Context, hs []block.Hash, touch bool) ([]b
 	for _, h := range hs {
 		body = append(body, h[:]...)
 	}
-	out := make([]bool, len(hs))
-	err := c.do(ctx, op, int64(len(body)), func(a *attempt) (bool, error) {
+	return c.postForBits(ctx, op, url, body, len(hs), int64(len(body)), nil)
+}
+
+// postForBits POSTs body, a batch of n items, to url and returns the
+// reply's one byte per item as booleans (POST /v1/has, /v1/remove). work
+// is the try's size at MinRate; refused, when given, may turn a reply into
+// an error of its own before its status is judged.
+func (c *Client) postForBits(ctx context.Context, op, url string, body []byte, n int, work int64, refused func(*http.Response) error) ([]bool, error) {
+	out := make([]bool, n)
+	err := c.do(ctx, op, work, func(a *attempt) (bool, error) {
 		req, err := http.NewRequestWithContext(a.ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
 			return false, c.errorf(op, "%w", err)
@@ -391,22 +399,30 @@ func (c *Client) hasBatch(ctx context.Context, hs []block.Hash, touch bool) ([]b
 			return true, a.transportErr(op, err)
 		}
 		defer drain(resp)
+		if refused != nil {
+			if err := refused(resp); err != nil {
+				return false, c.errorf(op, "%w", err)
+			}
+		}
 		if resp.StatusCode != http.StatusOK {
 			return c.statusErr(op, resp)
 		}
-		reply, err := io.ReadAll(io.LimitReader(resp.Body, int64(len(hs))+1))
+		reply, err := io.ReadAll(io.LimitReader(resp.Body, int64(n)+1))
 		if err != nil {
 			return true, a.transportErr(op+": read body", err)
 		}
-		if len(reply) != len(hs) {
-			return false, c.errorf(op, "reply of %d bytes, want %d", len(reply), len(hs))
+		if len(reply) != n {
+			return false, c.errorf(op, "reply of %d bytes, want %d", len(reply), n)
 		}
 		for i, b := range reply {
 			out[i] = b == 1
 		}
 		return false, nil
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Remove asks the server to delete h if its latest Put is before notAfter.
@@ -468,41 +484,13 @@ func (c *Client) removeBatch(ctx context.Context, rs []block.Removal) ([]bool, e
 		body = append(body, r.Hash[:]...)
 		body = binary.BigEndian.AppendUint64(body, uint64(r.NotAfter))
 	}
-	out := make([]bool, len(rs))
-	err := c.do(ctx, op, int64(len(body))+int64(len(rs))*removeWork, func(a *attempt) (bool, error) {
-		req, err := http.NewRequestWithContext(a.ctx, http.MethodPost, url, bytes.NewReader(body))
-		if err != nil {
-			return false, c.errorf(op, "%w", err)
-		}
-		req.Header.Set("Content-Type", "application/octet-stream")
-		resp, err := c.hc.Do(req)
-		if err != nil {
-			return true, a.transportErr(op, err)
-		}
-		defer drain(resp)
+	return c.postForBits(ctx, op, url, body, len(rs), int64(len(body))+int64(len(rs))*removeWork, func(resp *http.Response) error {
 		if (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) && resp.Header.Get(errorHeader) == "" {
 			// The router's refusal, not the handler's: an older server.
-			return false, c.errorf(op, "%w", errNoRemoveRoute)
+			return errNoRemoveRoute
 		}
-		if resp.StatusCode != http.StatusOK {
-			return c.statusErr(op, resp)
-		}
-		reply, err := io.ReadAll(io.LimitReader(resp.Body, int64(len(rs))+1))
-		if err != nil {
-			return true, a.transportErr(op+": read body", err)
-		}
-		if len(reply) != len(rs) {
-			return false, c.errorf(op, "reply of %d bytes, want %d", len(reply), len(rs))
-		}
-		for i, b := range reply {
-			out[i] = b == 1
-		}
-		return false, nil
+		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Usage returns the server's block count and bytes.

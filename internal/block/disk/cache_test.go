@@ -9,6 +9,7 @@ import (
 
 	"tessera/internal/block"
 	"tessera/internal/block/blocktest"
+	"tessera/internal/block/disk"
 )
 
 // resident returns how many of the pages of file name are in the page
@@ -42,14 +43,11 @@ func resident(t *testing.T, name string) (in, pages int) {
 	return in, len(vec)
 }
 
-// TestPutCachesRecentWritesOnly: a store leaves the pages of the blocks it
-// wrote last in the page cache, up to its window (DefaultWriteCache), and
-// drops those of older ones once they are durable. Before, every block
-// stayed (and each Put copied its block into memory the machine had never
-// touched: most of a block server's CPU per byte on the VM); and then every
-// block was dropped at once, so that a read right after a write went to
-// the disk. Blocks read back whole either way.
-func TestPutCachesRecentWritesOnly(t *testing.T) {
+// pageCachedStore opens a store in a temporary directory whose file system
+// keeps files apart from the page cache (not tmpfs, where the page cache
+// is the store: the test is skipped).
+func pageCachedStore(t *testing.T) *disk.Store {
+	t.Helper()
 	dir := t.TempDir()
 	var sf unix.Statfs_t
 	if err := unix.Statfs(dir, &sf); err != nil {
@@ -58,7 +56,18 @@ func TestPutCachesRecentWritesOnly(t *testing.T) {
 	if sf.Type == unix.TMPFS_MAGIC {
 		t.Skip("tmpfs: the page cache is the store")
 	}
-	s := open(t, dir)
+	return open(t, dir)
+}
+
+// TestPutCachesRecentWritesOnly: a store leaves the pages of the blocks it
+// wrote last in the page cache, up to its window (DefaultWriteCache), and
+// drops those of older ones once they are durable. Before, every block
+// stayed (and each Put copied its block into memory the machine had never
+// touched: most of a block server's CPU per byte on the VM); and then every
+// block was dropped at once, so that a read right after a write went to
+// the disk. Blocks read back whole either way.
+func TestPutCachesRecentWritesOnly(t *testing.T) {
+	s := pageCachedStore(t)
 	const size = 1<<20 + 123
 	s.SetWriteCache(2*size + size/2) // two blocks
 	var hs []block.Hash
@@ -87,15 +96,7 @@ func TestPutCachesRecentWritesOnly(t *testing.T) {
 // every block's pages are dropped once it is durable; the blocks read
 // back whole.
 func TestWriteCacheZeroKeepsNone(t *testing.T) {
-	dir := t.TempDir()
-	var sf unix.Statfs_t
-	if err := unix.Statfs(dir, &sf); err != nil {
-		t.Fatal(err)
-	}
-	if sf.Type == unix.TMPFS_MAGIC {
-		t.Skip("tmpfs: the page cache is the store")
-	}
-	s := open(t, dir)
+	s := pageCachedStore(t)
 	s.SetWriteCache(0)
 	data := blocktest.Data(7, 1<<20)
 	h := put(t, s, data)

@@ -369,26 +369,12 @@ func (h *Handler) remove(w http.ResponseWriter, r *http.Request) {
 // removeMany is POST /v1/remove: the conditional removal of DELETE for
 // each record, with the record's own cutoff.
 func (h *Handler) removeMany(w http.ResponseWriter, r *http.Request) {
-	const max = MaxRemoveBatch * RemoveRecordSize
-	if r.ContentLength > max {
-		h.fail(w, r, http.StatusRequestEntityTooLarge, ClassTooLarge,
-			fmt.Errorf("remove: body of %d bytes: at most %d records of %d bytes per request", r.ContentLength, MaxRemoveBatch, RemoveRecordSize))
+	body, release, err := h.readBatch(w, r, "remove", MaxRemoveBatch*RemoveRecordSize,
+		fmt.Sprintf("at most %d records of %d bytes per request", MaxRemoveBatch, RemoveRecordSize))
+	if release == nil {
 		return
 	}
-	n := r.ContentLength
-	if n < 0 {
-		n = max
-	}
-	release, err := h.reserve(r, n)
-	if err != nil {
-		h.failErr(w, r, fmt.Errorf("remove: %w", err))
-		return
-	}
-	defer release()
-	pr := newPaceReader(w, r.Body, h.lim, n)
-	body, err := io.ReadAll(http.MaxBytesReader(nil, io.NopCloser(pr), max))
-	pr.done()
-	h.replyDeadline(w) // the removals are made before the reply
+	defer release() // the removals are made before the reply
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) { // chunked, without a length to refuse first
@@ -435,27 +421,40 @@ func (h *Handler) removeMany(w http.ResponseWriter, r *http.Request) {
 	w.Write(reply)
 }
 
-func (h *Handler) has(w http.ResponseWriter, r *http.Request) {
-	const max = MaxHasBatch * block.HashSize
+// readBatch reads the body of a batched POST (/v1/has, /v1/remove) of at
+// most max bytes: one declaring more is refused (413, limit says what the
+// most is) before anything is read, and its declared length (a chunked
+// one: max) is reserved from the in-flight budget first. A nil release:
+// the reply is sent. Otherwise release gives the reservation back, err is
+// the body's read error (the caller answers it), and the reply's deadline
+// runs from now.
+func (h *Handler) readBatch(w http.ResponseWriter, r *http.Request, op string, max int64, limit string) (body []byte, release func(), err error) {
 	if r.ContentLength > max {
-		h.fail(w, r, http.StatusRequestEntityTooLarge, ClassTooLarge,
-			fmt.Errorf("has: at most %d hashes per request", MaxHasBatch))
-		return
+		h.fail(w, r, http.StatusRequestEntityTooLarge, ClassTooLarge, fmt.Errorf("%s: body of %d bytes: %s", op, r.ContentLength, limit))
+		return nil, nil, nil
 	}
 	n := r.ContentLength
 	if n < 0 {
 		n = max
 	}
-	release, err := h.reserve(r, n)
+	release, err = h.reserve(r, n)
 	if err != nil {
-		h.failErr(w, r, fmt.Errorf("has: %w", err))
+		h.failErr(w, r, fmt.Errorf("%s: %w", op, err))
+		return nil, nil, nil
+	}
+	pr := newPaceReader(w, r.Body, h.lim, n)
+	body, err = io.ReadAll(http.MaxBytesReader(nil, io.NopCloser(pr), max))
+	pr.done()
+	h.replyDeadline(w)
+	return body, release, err
+}
+
+func (h *Handler) has(w http.ResponseWriter, r *http.Request) {
+	body, release, err := h.readBatch(w, r, "has", MaxHasBatch*block.HashSize, fmt.Sprintf("at most %d hashes per request", MaxHasBatch))
+	if release == nil {
 		return
 	}
 	defer release()
-	pr := newPaceReader(w, r.Body, h.lim, n)
-	body, err := io.ReadAll(http.MaxBytesReader(nil, io.NopCloser(pr), max))
-	pr.done()
-	h.replyDeadline(w)
 	if err != nil {
 		h.fail(w, r, http.StatusBadRequest, ClassBadRequest, fmt.Errorf("has: read body: %w", err))
 		return
