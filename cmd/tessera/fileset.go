@@ -37,7 +37,7 @@ subcommand takes --data DIR or --meta ADDR (and the TLS flags) to reach the clus
 as an admin; given a PATH on a mount of a running ` + "`tessera up`" + ` it finds its data directory. A home URL is file:///DIR, s3://BUCKET/PREFIX or tessera://META/PATH.`
 
 // runFileset is `tessera fileset create|list|status|delete`.
-func runFileset(ctx context.Context, args []string) error {
+func runFileset(ctx context.Context, args []string) (err error) {
 	if len(args) == 0 {
 		return fmt.Errorf("%w: %s", errUsage, filesetUsage)
 	}
@@ -94,8 +94,18 @@ func runFileset(ctx context.Context, args []string) error {
 	}
 	var root meta.Ino
 	if want == 1 {
-		if root, err = mountIno(pos[0], op == "create"); err != nil {
+		var made bool
+		if root, made, err = mountIno(pos[0], op == "create"); err != nil {
 			return fmt.Errorf("fileset %s: %w", op, err)
+		}
+		if made {
+			// A create that fails leaves nothing behind: not the
+			// directory it made (Remove takes only an empty one).
+			defer func() {
+				if err != nil {
+					os.Remove(pos[0])
+				}
+			}()
 		}
 	}
 	if *cf.data == "" && *cf.meta.meta == "" && want == 1 {
@@ -179,24 +189,33 @@ func runFileset(ctx context.Context, args []string) error {
 
 // mountIno returns the inode of directory path on a Tessera mount (the
 // mount's inode numbers are the meta service's), making it first when
-// mkdir is set and it does not exist.
-func mountIno(path string, mkdir bool) (meta.Ino, error) {
+// mkdir is set and it does not exist; made reports that it did (and is
+// false with an error: what it made is removed again).
+func mountIno(path string, mkdir bool) (ino meta.Ino, made bool, err error) {
 	if mkdir {
-		if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return 0, err
+		err := os.Mkdir(path, 0o755)
+		if err != nil && !errors.Is(err, os.ErrExist) {
+			return 0, false, err
 		}
+		made = err == nil
 	}
+	defer func() {
+		if err != nil && made {
+			os.Remove(path)
+			made = false
+		}
+	}()
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
-		return 0, &os.PathError{Op: "stat", Path: path, Err: err}
+		return 0, made, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-		return 0, fmt.Errorf("%s is not a directory", path)
+		return 0, made, fmt.Errorf("%s is not a directory", path)
 	}
 	if err := (sysXattrs{}).check(path); err != nil {
-		return 0, err
+		return 0, made, err
 	}
-	return meta.Ino(st.Ino), nil
+	return meta.Ino(st.Ino), made, nil
 }
 
 func printFilesets(out io.Writer, l []meta.Fileset) {
