@@ -19,7 +19,7 @@ import (
 
 func runMeta(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("meta", flag.ContinueOnError)
-	data := fs.String("data", "", "data directory: the database is DIR/meta (where `tessera up --data DIR` keeps it; DIR may also be the database itself); this or --meta-db is required")
+	data := fs.String("data", "", "data directory: the database is DIR/meta (where tessera up --data DIR keeps it; DIR may also be the database itself); this or --meta-db is required")
 	dbURL := addMetaDBFlag(fs)
 	listen := fs.String("listen", "127.0.0.1:7400", "address to listen on")
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
