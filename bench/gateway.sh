@@ -195,7 +195,7 @@ start_gateways() {
 for n in "${GWLIST[@]}"; do
   mkdir -p "$W/up$n" "$W/mnt$n"
   if [ "$PROCS" = 1 ]; then
-    start_bg "$OUT/up$n.log" mount "$TESSERA" up --data "$W/up$n" --mount "$W/mnt$n"
+    start_bg "$OUT/up$n.log" mount "$TESSERA" up --data "$W/up$n" --mount "$W/mnt$n" --gateways 0
   else
     start_bg "$OUT/up$n.log" mount "$TESSERA" up --data "$W/up$n" --mount "$W/mnt$n" --gateways "$n"
   fi

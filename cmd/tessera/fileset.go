@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -17,8 +19,49 @@ import (
 	"tessera/internal/meta"
 )
 
-// filesetUsage is the one line `tessera fileset` prints for bad arguments.
-const filesetUsage = "want create PATH --home URL, list, status PATH, revalidate PATH, delete PATH, flush PATH, prefetch PATH or evict PATH (see tessera fileset -h)"
+// filesetCommand is one subcommand of tessera fileset: its name, its
+// arguments for the usage line, and its own run function (nil: runFileset
+// handles it).
+type filesetCommand struct {
+	name, args string
+	run        func(ctx context.Context, args []string) error
+}
+
+// filesetCommands are the subcommands of tessera fileset, in the order the
+// help lists them; the usage line and tessera -h are made from it.
+var filesetCommands = []filesetCommand{
+	{"create", "PATH --home URL", nil},
+	{"list", "", nil},
+	{"status", "PATH", nil},
+	{"revalidate", "PATH", nil},
+	{"delete", "PATH", nil},
+	{"flush", "PATH", runFilesetFlush},          // fileset_flush.go
+	{"prefetch", "PATH...", runFilesetPrefetch}, // fileset_prefetch.go
+	{"evict", "PATH", runFilesetEvict},          // fileset_evict.go
+}
+
+// filesetNames lists the subcommands' names: "a, b, ... or z".
+func filesetNames(withArgs bool) string {
+	var l []string
+	for _, c := range filesetCommands {
+		if withArgs && c.args != "" {
+			l = append(l, c.name+" "+c.args)
+		} else {
+			l = append(l, c.name)
+		}
+	}
+	return strings.Join(l[:len(l)-1], ", ") + " or " + l[len(l)-1]
+}
+
+// filesetUsage is the one line tessera fileset prints for bad arguments.
+func filesetUsage() string {
+	return "want " + filesetNames(true) + " (see tessera fileset -h)"
+}
+
+// filesetSummary is the line of tessera -h.
+func filesetSummary() string {
+	return filesetNames(false) + " filesets caching a home store"
+}
 
 const filesetHelp = `usage: tessera fileset create PATH --home URL [--mode ro|sw|lu|iw] [--validity-lag D] [--sync-lag D]
                               [--prefetch none|range|whole] [--conflicts cache-wins|home-wins|keep-both]
@@ -37,23 +80,21 @@ subcommand takes --data DIR or --meta ADDR (and the TLS flags) to reach the clus
 as an admin; given a PATH on a mount of a running ` + "`tessera up`" + ` it finds its data directory. A home URL is file:///DIR, s3://BUCKET/PREFIX or tessera://META/PATH.`
 
 // runFileset is `tessera fileset create|list|status|delete`.
-func runFileset(ctx context.Context, args []string) error {
+func runFileset(ctx context.Context, args []string) (err error) {
 	if len(args) == 0 {
-		return fmt.Errorf("%w: %s", errUsage, filesetUsage)
+		return fmt.Errorf("%w: %s", errUsage, filesetUsage())
 	}
 	if args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		fmt.Println(filesetHelp)
 		return nil
 	}
 	op := args[0]
-	switch op {
-	case "flush":
-		return runFilesetFlush(ctx, args[1:]) // fileset_flush.go
-	case "evict":
-		return runFilesetEvict(ctx, args[1:]) // fileset_evict.go
+	i := slices.IndexFunc(filesetCommands, func(c filesetCommand) bool { return c.name == op })
+	if i < 0 {
+		return fmt.Errorf("%w: unknown subcommand %q: %s", errUsage, op, filesetUsage())
 	}
-	if op == "prefetch" {
-		return runFilesetPrefetch(ctx, args[1:]) // fileset_prefetch.go
+	if run := filesetCommands[i].run; run != nil {
+		return run(ctx, args[1:])
 	}
 	fs := flag.NewFlagSet("fileset "+op, flag.ContinueOnError)
 	cf := addClusterFlags(fs)
@@ -75,13 +116,8 @@ func runFileset(ctx context.Context, args []string) error {
 	if op == "list" {
 		want = 0
 	}
-	switch op {
-	case "create", "list", "status", "delete", "revalidate":
-	default:
-		return fmt.Errorf("%w: unknown subcommand %q: %s", errUsage, op, filesetUsage)
-	}
 	if len(pos) != want {
-		return fmt.Errorf("%w: fileset %s takes %d PATH argument(s), got %d: %s", errUsage, op, want, len(pos), filesetUsage)
+		return fmt.Errorf("%w: fileset %s takes %d PATH argument(s), got %d: %s", errUsage, op, want, len(pos), filesetUsage())
 	}
 	if op == "create" {
 		if f.Home == "" {
@@ -94,8 +130,18 @@ func runFileset(ctx context.Context, args []string) error {
 	}
 	var root meta.Ino
 	if want == 1 {
-		if root, err = mountIno(pos[0], op == "create"); err != nil {
+		var made bool
+		if root, made, err = mountIno(pos[0], op == "create"); err != nil {
 			return fmt.Errorf("fileset %s: %w", op, err)
+		}
+		if made {
+			// A create that fails leaves nothing behind: not the
+			// directory it made (Remove takes only an empty one).
+			defer func() {
+				if err != nil {
+					os.Remove(pos[0])
+				}
+			}()
 		}
 	}
 	if *cf.data == "" && *cf.meta.meta == "" && want == 1 {
@@ -179,24 +225,33 @@ func runFileset(ctx context.Context, args []string) error {
 
 // mountIno returns the inode of directory path on a Tessera mount (the
 // mount's inode numbers are the meta service's), making it first when
-// mkdir is set and it does not exist.
-func mountIno(path string, mkdir bool) (meta.Ino, error) {
+// mkdir is set and it does not exist; made reports that it did (and is
+// false with an error: what it made is removed again).
+func mountIno(path string, mkdir bool) (ino meta.Ino, made bool, err error) {
 	if mkdir {
-		if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return 0, err
+		err := os.Mkdir(path, 0o755)
+		if err != nil && !errors.Is(err, os.ErrExist) {
+			return 0, false, err
 		}
+		made = err == nil
 	}
+	defer func() {
+		if err != nil && made {
+			os.Remove(path)
+			made = false
+		}
+	}()
 	var st syscall.Stat_t
 	if err := syscall.Stat(path, &st); err != nil {
-		return 0, &os.PathError{Op: "stat", Path: path, Err: err}
+		return 0, made, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
-		return 0, fmt.Errorf("%s is not a directory", path)
+		return 0, made, fmt.Errorf("%s is not a directory", path)
 	}
 	if err := (sysXattrs{}).check(path); err != nil {
-		return 0, err
+		return 0, made, err
 	}
-	return meta.Ino(st.Ino), nil
+	return meta.Ino(st.Ino), made, nil
 }
 
 func printFilesets(out io.Writer, l []meta.Fileset) {

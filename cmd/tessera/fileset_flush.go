@@ -38,7 +38,7 @@ func runFilesetFlush(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: tessera fileset flush [flags] PATH (the fileset's directory on a mount)", errUsage)
 	}
 	p := pos[0]
-	root, err := mountIno(p, false)
+	root, _, err := mountIno(p, false)
 	if err != nil {
 		return fmt.Errorf("fileset flush: %w", err)
 	}

@@ -36,7 +36,7 @@ var commands = map[string]command{
 	"server":  {"list block servers; drain, undrain or remove one", runServer},
 	"policy":  {"get or set a file's consistency policy; list the policies", runPolicy},
 	"certs":   {"make a cluster CA, issue certificates and admin tokens", runCerts},
-	"fileset": {"create, list, show, delete or flush filesets caching a home store", runFileset},
+	"fileset": {filesetSummary(), runFileset},
 }
 
 func usage(w io.Writer) {

@@ -19,7 +19,7 @@ import (
 
 func runMeta(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("meta", flag.ContinueOnError)
-	data := fs.String("data", "", "data directory: the database is DIR/meta (where `tessera up --data DIR` keeps it; DIR may also be the database itself); this or --meta-db is required")
+	data := fs.String("data", "", "data directory: the database is DIR/meta (where tessera up --data DIR keeps it; DIR may also be the database itself); this or --meta-db is required")
 	dbURL := addMetaDBFlag(fs)
 	listen := fs.String("listen", "127.0.0.1:7400", "address to listen on")
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
@@ -239,12 +239,18 @@ func runMount(ctx context.Context, args []string) error {
 	// (tessera gateway); with none live, reading them fails naming that.
 	router := gwrpc.NewRouter(mc, creds, log)
 	defer router.Close()
-	node, err := up.StartMountWith(ctx, up.MountConfig{Dir: mnt, Debug: *debug, Metrics: mf.reg, Gateway: router, Client: client.Config{
+	// An identity that may not change the namespace (client-ro) mounts
+	// read-only: writes fail at open, not at the commit after write(2).
+	readOnly := creds != nil && creds.HasCert() && !creds.Identity.Role.Can(auth.WriteNamespace)
+	node, err := up.StartMountWith(ctx, up.MountConfig{Dir: mnt, Debug: *debug, Metrics: mf.reg, Gateway: router, ReadOnly: readOnly, Client: client.Config{
 		Meta: api, Dial: up.NewDialer(creds).Block, Logger: log,
 		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String(),
 		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta, Site: site}})
 	if err != nil {
 		return err
+	}
+	if readOnly {
+		log.Info("mount: read-only, the identity may only read", "identity", creds.Identity.Name, "role", string(creds.Identity.Role))
 	}
 	fmt.Printf("tessera mount: ready mount=%s meta=%s%s%s\n", mnt, mc.Addr(), src.ready(), mf.ready())
 	err = node.Serve(ctx)

@@ -18,7 +18,7 @@ func runUp(ctx context.Context, args []string) error {
 	data := fs.String("data", "", "data directory (meta database, blocks, cache); required")
 	mnt := fs.String("mount", "", "mount point (an existing directory); required")
 	n := fs.Int("block-servers", 3, "number of block servers to run")
-	gateways := fs.Int("gateways", 0, "number of fileset gateways to run in this process (tessera fileset); 0: none, the cluster's gateway processes (tessera gateway) if any register")
+	gateways := fs.Int("gateways", 1, "number of fileset gateways to run in this process, which fetch what a fileset (tessera fileset) has not cached; 0: none, the cluster's gateway processes (tessera gateway) are asked instead")
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	metaListen := fs.String("meta-listen", "127.0.0.1:0", "address the meta service listens on")
 	replicas := fs.Int("replicas", 0, "the cluster's default replication factor (default 1: the block servers share the data directory's file system; 2 when their directories are separate file systems)")

@@ -3,6 +3,7 @@ package fuse
 import (
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
@@ -41,6 +42,9 @@ func (fs *FS) opened(h *client.Handle, ino meta.Ino, mode client.OpenMode, creat
 }
 
 func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string, out *gofuse.CreateOut) gofuse.Status {
+	if fs.opts.ReadOnly { // readonly.go
+		return fs.status("create", fmt.Errorf("create %q: the mount's identity may only read: %w", name, meta.ErrReadOnly))
+	}
 	req := meta.CreateReq{
 		Parent: meta.Ino(input.NodeId),
 		Name:   name,
@@ -105,6 +109,9 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
+	if err := fs.refuseWriteOpen("open", input.Flags); err != nil { // readonly.go
+		return fs.status("open", err)
+	}
 	ctx := ctxOf(cancel, &input.InHeader)
 	gin, err := fs.fill(ctx, meta.Ino(input.NodeId))
 	if err != nil {

@@ -33,6 +33,12 @@ type Options struct {
 	// Gateway, if set, is asked to list fileset directories and fetch
 	// fileset files not cached yet, before they are served (gateway.go).
 	Gateway Gateway
+	// ReadOnly mounts read-only in the kernel, and the mount refuses an
+	// open for writing and a create with EROFS itself too: for an
+	// identity that may not change the namespace (client-ro), whose
+	// writes the meta service would refuse only at the commit, after
+	// write(2) said yes (readonly.go).
+	ReadOnly bool
 }
 
 // FS implements gofuse.RawFileSystem over a client.
@@ -105,6 +111,11 @@ func Mount(fs *FS, dir string) (*gofuse.Server, error) {
 		// around each direct write (docs/design/2026-11-24-posix-mmap.md).
 		ExtraCapabilities: gofuse.CAP_DIRECT_IO_ALLOW_MMAP,
 		Debug:             fs.opts.Debug,
+	}
+	if fs.opts.ReadOnly {
+		// A flag of mount(2), not an option string (the kernel refuses
+		// "ro" among FUSE's options); go-fuse's default flags plus it.
+		mo.DirectMountFlags = syscall.MS_NOSUID | syscall.MS_NODEV | syscall.MS_RDONLY
 	}
 	var raw gofuse.RawFileSystem = fs
 	if fs.opts.Wrap != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
 	"tessera/internal/meta"
@@ -19,6 +20,23 @@ import (
 // write(2) had said yes) and the fetch of a partly cached file that comes
 // before a truncate or a write open (it would fill the cache only to be
 // refused). See docs/design/2026-11-25-gateway-readonly.md.
+
+// A mount whose identity may only read (Options.ReadOnly) is mounted
+// read-only in the kernel, so every change fails with EROFS before it
+// reaches the mount; refuseWriteOpen answers the opens and creates that
+// come anyway (a mount made by a helper that did not pass the flag). The
+// meta service refuses the identity's changes regardless (EACCES), but
+// for a write that refusal came only at the commit, at fsync or close:
+// "echo x >> f" exited 0 and the data was dropped.
+
+// refuseWriteOpen returns EROFS for an open with flags that may write,
+// on a read-only mount.
+func (fs *FS) refuseWriteOpen(op string, flags uint32) error {
+	if fs.opts.ReadOnly && (flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0) {
+		return fmt.Errorf("%s: the mount's identity may only read: %w", op, meta.ErrReadOnly)
+	}
+	return nil
+}
 
 // filesetLookup is what can read a fileset's settings: meta.FilesetAPI's
 // Fileset, offered by the Gateway (Group, Router) or the meta client.

@@ -82,32 +82,24 @@ func resultOf(err error) string {
 }
 
 // MetaAPI returns api counting and timing every call in m. The result
-// implements meta.SessionBinder (bound copies count in m too) and, when api
-// does, meta.BlockLister, so that whoever checks for those capabilities
-// finds what api offers.
+// implements every optional meta interface (meta.OptionalInterfaces),
+// passing each call on to api, counted, when api has the capability and
+// answering meta.ErrNotSupported when not (metaoptional.go); bound copies
+// (meta.SessionBinder) count in m too.
 func MetaAPI(api meta.API, m *MetaCalls) meta.API {
-	a := &metaAPI{api: api, m: m}
-	if l, ok := api.(meta.BlockLister); ok {
-		return &metaAPILister{metaAPI: a, l: l}
-	}
-	return a
+	return &metaAPI{api: api, m: m, fwd: meta.Forward{Next: api}}
 }
 
-// metaAPI is the decorator; metaAPILister adds ListBlocks.
+// metaAPI is the decorator.
 type metaAPI struct {
 	api meta.API
 	m   *MetaCalls
-}
-
-type metaAPILister struct {
-	*metaAPI
-	l meta.BlockLister
+	fwd meta.Forward // the optional calls, passed on to api
 }
 
 var (
 	_ meta.API           = (*metaAPI)(nil)
 	_ meta.SessionBinder = (*metaAPI)(nil)
-	_ meta.BlockLister   = (*metaAPILister)(nil)
 )
 
 // WithSession implements meta.SessionBinder when the wrapped API does
@@ -118,10 +110,4 @@ func (a *metaAPI) WithSession(id meta.SessionID) meta.API {
 		return a
 	}
 	return MetaAPI(b.WithSession(id), a.m)
-}
-
-// ListBlocks implements meta.BlockLister.
-func (a *metaAPILister) ListBlocks(ctx context.Context, afterIno meta.Ino, afterIndex uint64, limit int) (refs []meta.BlockRef, more bool, err error) {
-	defer a.m.done("list_blocks", time.Now(), &err)
-	return a.l.ListBlocks(ctx, afterIno, afterIndex, limit)
 }

@@ -82,8 +82,19 @@ func (a *API) m(ino meta.Ino) meta.Ino {
 }
 
 func (a *API) inode(in meta.Inode, err error) (meta.Inode, error) {
-	in.Ino = a.m(in.Ino)
+	a.mapInode(&in)
 	return in, a.e(err)
+}
+
+// mapInode maps an inode's number and its fileset's root (on a copy of
+// the gateway section: the caller's may be shared).
+func (a *API) mapInode(in *meta.Inode) {
+	in.Ino = a.m(in.Ino)
+	if in.Gateway != nil {
+		g := *in.Gateway
+		g.Fileset = a.m(g.Fileset)
+		in.Gateway = &g
+	}
 }
 
 // e maps the inode of a commit conflict.
@@ -158,7 +169,7 @@ func (a *API) ReadDir(ctx context.Context, dir meta.Ino, after string, limit int
 	for i := range ents {
 		ents[i].Ino = a.m(ents[i].Ino)
 		if ents[i].Inode != nil {
-			ents[i].Inode.Ino = a.m(ents[i].Inode.Ino)
+			a.mapInode(ents[i].Inode)
 		}
 	}
 	return ents, more, err
@@ -252,14 +263,10 @@ func (a *API) WalkBlocks(ctx context.Context, fn func(ino meta.Ino, index uint64
 }
 
 // ListBlocks implements meta.BlockLister, through WalkBlocks' pages when
-// the API below lists none itself.
+// the API below lists none itself (meta.ListBlocksOf).
 func (a *API) ListBlocks(ctx context.Context, afterIno meta.Ino, afterIndex uint64, limit int) ([]meta.BlockRef, bool, error) {
-	bl, ok := a.api.(meta.BlockLister)
-	if !ok {
-		return nil, false, fmt.Errorf("mountroot: the meta API lists no blocks: %w", meta.ErrInvalid)
-	}
 	// The cursor is the last ref the caller read, mapped: map it back.
-	refs, more, err := bl.ListBlocks(ctx, a.m(afterIno), afterIndex, limit)
+	refs, more, err := meta.ListBlocksOf(ctx, a.api, a.m(afterIno), afterIndex, limit)
 	for i := range refs {
 		refs[i].Ino = a.m(refs[i].Ino)
 	}

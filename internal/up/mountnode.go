@@ -44,6 +44,9 @@ type MountConfig struct {
 	// Gateway, if set, is asked for fileset directories and files not
 	// cached yet (fuse.Options.Gateway).
 	Gateway fuse.Gateway
+	// ReadOnly mounts read-only (fuse.Options.ReadOnly): the mount's
+	// identity may not change the namespace.
+	ReadOnly bool
 }
 
 // StartMountWith is StartMount with the whole MountConfig.
@@ -57,7 +60,7 @@ func StartMountWith(ctx context.Context, mc MountConfig) (*MountNode, error) {
 		return nil, err
 	}
 	inv := new(fuse.Invalidator)
-	fo := fuse.Options{Logger: log, Debug: debug, Gateway: mc.Gateway}
+	fo := fuse.Options{Logger: log, Debug: debug, Gateway: mc.Gateway, ReadOnly: mc.ReadOnly}
 	if mc.Metrics != nil {
 		cfg.Meta = metrics.MetaAPI(cfg.Meta, metrics.NewMetaCalls(mc.Metrics, metrics.SideClient))
 		ops := metrics.NewFUSEOps(mc.Metrics)

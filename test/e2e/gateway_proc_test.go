@@ -263,11 +263,11 @@ func TestGatewayProcessesWriteback(t *testing.T) {
 	}
 }
 
-// TestGatewayProcessWithUp: `tessera up` without --gateways, and a
+// TestGatewayProcessWithUp: `tessera up --gateways 0`, and a
 // `tessera gateway` process registered with its meta service: the up's
 // mount asks the gateway process for what a fileset has not cached.
 func TestGatewayProcessWithUp(t *testing.T) {
-	c := startCluster(t, withBlockServers(1))
+	c := startCluster(t, withBlockServers(1), func(o *cluster.Options) { o.Args = append(o.Args, "--gateways", "0") })
 	g, err := c.StartGateway("g0")
 	must(t, err)
 	t.Cleanup(func() {

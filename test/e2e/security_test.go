@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -274,7 +275,7 @@ func TestRogueBlockServerCannotJoin(t *testing.T) {
 // certificate issued with --root /proj sees /proj as its root (nothing of
 // the rest of the namespace) and writes land in /proj; a client-ro
 // certificate reads everything and every write is refused with a
-// permission error, changing nothing.
+// permission error or EROFS (the mount is read-only), changing nothing.
 func TestConfinedAndReadOnlyMounts(t *testing.T) {
 	m := startMulti(t, 2)
 	admin := addMount(t, m)
@@ -315,12 +316,53 @@ func TestConfinedAndReadOnlyMounts(t *testing.T) {
 		"rename": os.Rename(filepath.Join(r.Mount(), "secret"), filepath.Join(r.Mount(), "s2")),
 		"chmod":  os.Chmod(filepath.Join(r.Mount(), "secret"), 0o600),
 	} {
-		if !errors.Is(err, syscall.EACCES) && !errors.Is(err, syscall.EPERM) {
-			t.Errorf("%s through the client-ro mount: %v, want a permission error", what, err)
+		if !errors.Is(err, syscall.EACCES) && !errors.Is(err, syscall.EPERM) && !errors.Is(err, syscall.EROFS) {
+			t.Errorf("%s through the client-ro mount: %v, want a permission error or EROFS", what, err)
 		}
 	}
 	if got, err := os.ReadFile(filepath.Join(admin.Mount(), "secret")); err != nil || string(got) != "out" {
 		t.Fatalf("secret after the client-ro mount's attempts: %q, %v", got, err)
+	}
+}
+
+// TestReadOnlyIdentityRefusedAtOpen (issue 23): a client-ro mount refuses
+// an open for writing with EROFS at the open, so "echo x >> f" fails
+// instead of exiting 0 and dropping the data at close; reads still work
+// and the file is unchanged.
+func TestReadOnlyIdentityRefusedAtOpen(t *testing.T) {
+	m := startMulti(t, 1)
+	admin := addMount(t, m)
+	must(t, os.WriteFile(filepath.Join(admin.Mount(), "f"), []byte("old\n"), 0o666))
+	pki := m.PKI()
+	must(t, pki.Issue("reader", "client-ro"))
+	r := addMount(t, m, pki.Args("reader")...)
+	f := filepath.Join(r.Mount(), "f")
+	for what, flags := range map[string]int{
+		"O_WRONLY":          os.O_WRONLY,
+		"O_RDWR":            os.O_RDWR,
+		"O_WRONLY|O_APPEND": os.O_WRONLY | os.O_APPEND,
+		"O_RDONLY|O_TRUNC":  os.O_RDONLY | os.O_TRUNC,
+		"O_CREAT new":       os.O_WRONLY | os.O_CREATE,
+	} {
+		name := f
+		if what == "O_CREAT new" {
+			name = filepath.Join(r.Mount(), "new")
+		}
+		h, err := os.OpenFile(name, flags, 0o644)
+		if err == nil {
+			h.Close()
+		}
+		wantErrno(t, "open "+what+" through the client-ro mount", err, syscall.EROFS)
+	}
+	out, err := exec.Command("sh", "-c", "echo x >> "+f).CombinedOutput()
+	if err == nil {
+		t.Errorf("echo x >> f through the client-ro mount exited 0 (%s)", out)
+	}
+	if got, err := os.ReadFile(f); err != nil || string(got) != "old\n" {
+		t.Errorf("read through the client-ro mount: %q, %v", got, err)
+	}
+	if got, err := os.ReadFile(filepath.Join(admin.Mount(), "f")); err != nil || string(got) != "old\n" {
+		t.Errorf("f after the client-ro mount's attempts: %q, %v", got, err)
 	}
 }
 

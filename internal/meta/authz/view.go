@@ -315,9 +315,5 @@ func (v *view) ListBlocks(ctx context.Context, afterIno meta.Ino, afterIndex uin
 	if err != nil {
 		return nil, false, err
 	}
-	l, ok := api.(meta.BlockLister)
-	if !ok {
-		return nil, false, fmt.Errorf("list blocks: the service cannot list by page: %w", meta.ErrIO)
-	}
-	return l.ListBlocks(ctx, afterIno, afterIndex, limit)
+	return meta.ListBlocksOf(ctx, api, afterIno, afterIndex, limit)
 }

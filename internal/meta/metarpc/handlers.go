@@ -2,11 +2,9 @@ package metarpc
 
 import (
 	"context"
-	"errors"
 	"io"
 	"time"
 
-	"tessera/internal/block"
 	"tessera/internal/meta"
 	pb "tessera/internal/meta/metarpc/metapb"
 )
@@ -229,50 +227,18 @@ func (s *server) Decompose(ctx context.Context, r *pb.DecomposeRequest) (*pb.Emp
 }
 
 // ListBlocks serves one page of meta.API.WalkBlocks: meta.BlockLister's
-// ListBlocks when the API has it, else a walk that skips to the cursor.
+// ListBlocks when the API has it, else a walk that skips to the cursor
+// (meta.ListBlocksOf).
 func (s *server) ListBlocks(ctx context.Context, r *pb.ListBlocksRequest) (*pb.ListBlocksReply, error) {
 	limit, err := intIn("list_blocks.limit", r.Limit)
 	if err != nil {
 		return nil, statusOf(err)
 	}
-	var refs []meta.BlockRef
-	var more bool
-	api := s.on(ctx)
-	if l, ok := api.(meta.BlockLister); ok {
-		refs, more, err = l.ListBlocks(ctx, meta.Ino(r.AfterIno), r.AfterIndex, limit)
-	} else {
-		refs, more, err = walkPage(ctx, api, meta.Ino(r.AfterIno), r.AfterIndex, limit)
-	}
+	refs, more, err := meta.ListBlocksOf(ctx, s.on(ctx), meta.Ino(r.AfterIno), r.AfterIndex, limit)
 	if err != nil {
 		return nil, statusOf(err)
 	}
 	return refsOut(refs, more), nil
-}
-
-// errPageFull stops walkPage's walk.
-var errPageFull = errors.New("page full")
-
-func walkPage(ctx context.Context, api meta.API, afterIno meta.Ino, afterIndex uint64, limit int) ([]meta.BlockRef, bool, error) {
-	if limit <= 0 || limit > meta.WalkPage {
-		limit = meta.WalkPage
-	}
-	var refs []meta.BlockRef
-	more := false
-	err := api.WalkBlocks(ctx, func(ino meta.Ino, idx uint64, hs block.Hash) error {
-		if ino < afterIno || ino == afterIno && idx <= afterIndex {
-			return nil
-		}
-		if len(refs) == limit {
-			more = true
-			return errPageFull
-		}
-		refs = append(refs, meta.BlockRef{Ino: ino, Index: idx, Hash: hs})
-		return nil
-	})
-	if err != nil && !errors.Is(err, errPageFull) {
-		return nil, false, err
-	}
-	return refs, more, nil
 }
 
 // OpenSession serves meta.API.OpenSession.

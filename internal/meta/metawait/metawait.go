@@ -54,15 +54,26 @@ type Options struct {
 }
 
 // API is a meta.API that waits out outages of the one it wraps. Copies
-// made by WithSession share its state.
+// made by WithSession share its state. The optional meta interfaces
+// (meta.OptionalInterfaces) are passed on as they are, without waiting
+// (meta.Forward): they are the calls of gateways and admin commands, which
+// retry on their own terms.
 type API struct {
 	meta.API
+	meta.Forward
 	st *state
 }
 
 var (
-	_ meta.API           = (*API)(nil)
-	_ meta.SessionBinder = (*API)(nil)
+	_ meta.API             = (*API)(nil)
+	_ meta.SessionBinder   = (*API)(nil)
+	_ meta.BlockLister     = (*API)(nil)
+	_ meta.FilesetAPI      = (*API)(nil)
+	_ meta.FilesetReadsAPI = (*API)(nil)
+	_ meta.EvictAPI        = (*API)(nil)
+	_ meta.VanishAPI       = (*API)(nil)
+	_ meta.WritebackAPI    = (*API)(nil)
+	_ meta.GatewaysAPI     = (*API)(nil)
 )
 
 // state is what an API and its session-bound copies share.
@@ -82,7 +93,7 @@ func New(api meta.API, opts Options) *API {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &API{API: api, st: &state{opts: opts}}
+	return &API{API: api, Forward: meta.Forward{Next: api}, st: &state{opts: opts}}
 }
 
 // WithSession implements meta.SessionBinder when the wrapped API does (else
@@ -93,7 +104,8 @@ func (a *API) WithSession(id meta.SessionID) meta.API {
 	if !ok {
 		return a
 	}
-	return &API{API: b.WithSession(id), st: a.st}
+	bound := b.WithSession(id)
+	return &API{API: bound, Forward: meta.Forward{Next: bound}, st: a.st}
 }
 
 // Down reports whether the latest call found the service unavailable.
