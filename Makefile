@@ -1,7 +1,7 @@
 # Tessera's developer targets. `make test` is what CI runs (.ci/run).
 GO ?= go
 
-.PHONY: build test race unit e2e fuzz bench verify up
+.PHONY: build test race unit e2e fuzz bench verify up docs
 
 build:
 	$(GO) build -o bin/tessera ./cmd/tessera
@@ -40,6 +40,11 @@ verify:
 
 up:
 	bash scripts/up.sh
+
+# Regenerates docs/reference/ and the package map of docs/architecture.md from
+# the code; TestGeneratedDocsAreCurrent (cmd/tessera) fails when they are stale.
+docs:
+	$(GO) run ./cmd/tessera gendocs docs
 
 # Regenerates the meta protocol's Go code (proto/ -> internal/meta/metarpc/metapb).
 # protoc comes from Debian's protobuf-compiler; the Go plugins are installed

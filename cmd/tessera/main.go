@@ -61,6 +61,9 @@ func main() {
 	}
 	name := os.Args[1]
 	cmd, ok := commands[name]
+	if name == "gendocs" { // hidden: the generated reference (make docs)
+		cmd, ok = command{run: runGendocs}, true
+	}
 	if !ok {
 		fmt.Fprintf(os.Stderr, "tessera: unknown command %q (try tessera -h)\n", name)
 		os.Exit(2)

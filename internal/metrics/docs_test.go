@@ -7,46 +7,25 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"tessera/internal/block/scrub"
 )
-
-// captured records the collectors registered with it.
-type captured struct{ cs []prometheus.Collector }
-
-func (c *captured) Register(col prometheus.Collector) error { c.cs = append(c.cs, col); return nil }
-func (c *captured) MustRegister(cols ...prometheus.Collector) {
-	c.cs = append(c.cs, cols...)
-}
-func (c *captured) Unregister(prometheus.Collector) bool { return false }
-
-var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
 
 // allSeries returns the name of every series this package makes.
 func allSeries(t *testing.T) []string {
-	var reg captured
-	NewMetaCalls(&reg, SideMeta)
-	NewMetaCalls(&reg, SideClient)
-	NewFUSEOps(&reg)
-	NewBlockRequests(&reg)
-	reg.MustRegister(&clientCollector{}, &metaCollector{}, &storeCollector{sc: scrub.New(scrub.Config{})})
-	ch := make(chan *prometheus.Desc, 1000)
-	for _, c := range reg.cs {
-		c.Describe(ch)
+	cat, err := Catalog()
+	if err != nil {
+		t.Fatal(err)
 	}
-	close(ch)
+	if len(cat) < 20 {
+		t.Fatalf("Catalog found %d series; the package makes dozens", len(cat))
+	}
 	var names []string
-	for d := range ch {
-		m := fqName.FindStringSubmatch(d.String())
-		if m == nil {
-			t.Fatalf("no name in %s", d)
+	for _, s := range cat {
+		if s.Help == "" {
+			t.Errorf("series %s has no help text", s.Name)
 		}
-		names = append(names, m[1])
+		names = append(names, s.Name)
 	}
-	slices.Sort(names)
-	return slices.Compact(names)
+	return names
 }
 
 var seriesRef = regexp.MustCompile(`tessera_[a-z_]+`)
