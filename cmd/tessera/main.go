@@ -46,8 +46,12 @@ func usage(w io.Writer) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-7s %s\n", n, commands[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s %s\n", width, n, commands[n].summary)
 	}
 }
 
@@ -99,8 +103,11 @@ func parse(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
+			if helpHook != nil {
+				helpHook(fs)
+				return err
+			}
+			printHelp(os.Stdout, fs)
 			return err
 		}
 		return fmt.Errorf("%w: %v (see tessera %s -h)", errUsage, err, fs.Name())
