@@ -90,6 +90,9 @@ func main() {
 		os.Exit(2)
 	default:
 		fmt.Fprintf(os.Stderr, "tessera %s: %v\n", name, err)
+		if next := nextStep(err); next != "" {
+			fmt.Fprintf(os.Stderr, "tessera %s: next: %s\n", name, next)
+		}
 		os.Exit(1)
 	}
 }
