@@ -545,18 +545,6 @@ func (s *Store) OnDisk() int64 {
 	return s.usage.disk
 }
 
-// Space returns the bytes free to an unprivileged writer and the size of
-// the file system the store is on (statfs of its directory).
-func (s *Store) Space(ctx context.Context) (free, size int64, err error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(s.dir, &st); err != nil {
-		return 0, 0, fmt.Errorf("statfs %s: %w", s.dir, err)
-	}
-	return int64(st.Bavail) * st.Bsize, int64(st.Blocks) * st.Bsize, nil
-}
-
-var _ block.Spacer = (*Store)(nil)
-
 func (s *Store) addUsage(blocks, bytes, disk int64) {
 	s.usage.Lock()
 	s.usage.blocks += blocks
