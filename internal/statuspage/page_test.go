@@ -143,6 +143,7 @@ func TestPageListsServers(t *testing.T) {
 		`id="mover"`, `id="throughput"`, "measuring", "reads go from the mounts",
 		"meta database in memory", // the meta role's warning, from the ring
 		"free of its file system", "(3 servers reporting)",
+		"on disk (stores as du counts them, 3 servers reporting)",
 	} {
 		if !strings.Contains(page, s) {
 			t.Errorf("the page lacks %q", s)
@@ -179,6 +180,10 @@ func TestStatusJSON(t *testing.T) {
 	}
 	if c := s.Capacity; c.SpaceReporting != 3 || c.FreeBytes <= 0 || c.SizeBytes < c.FreeBytes || s.Servers[1].Free == nil {
 		t.Fatalf("capacity %+v, servers %+v: want the free space of 3 servers' file systems", c, s.Servers)
+	}
+	// Two blocks take a file-system block each, and their directories more.
+	if c := s.Capacity; c.OnDiskReporting != 3 || c.OnDiskBytes < 2*4096 || s.Servers[0].OnDisk == nil || *s.Servers[0].OnDisk < 2*4096 {
+		t.Fatalf("capacity %+v, servers %+v: want what 3 servers' stores take on disk", c, s.Servers)
 	}
 	if len(s.Errors) == 0 || !strings.Contains(s.Errors[len(s.Errors)-1].Msg, "in memory") {
 		t.Fatalf("errors %+v, want the meta role's warning about its engine", s.Errors)
