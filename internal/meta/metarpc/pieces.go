@@ -57,7 +57,7 @@ type piecesConn struct {
 	maxima  map[string]int64  // the largest message by method path (methodMaxima)
 	paths   map[uint32]string // the method of each bounded stream, for the log
 	reads   int               // scans so far: which read a prefix byte came in
-	refused func(method string, size, most int64)
+	refused func(peer, method string, size, most int64)
 }
 
 // dropped marks in piecesConn.bounded a stream whose message was refused:
@@ -95,7 +95,7 @@ const (
 
 // newPiecesConn watches c; maxima are the methods' largest messages by
 // path, refused is told of each message refused on its prefix (nil: none).
-func newPiecesConn(c net.Conn, log *slog.Logger, maxima map[string]int64, refused func(method string, size, most int64)) *piecesConn {
+func newPiecesConn(c net.Conn, log *slog.Logger, maxima map[string]int64, refused func(peer, method string, size, most int64)) *piecesConn {
 	p := &piecesConn{Conn: c, log: log, peer: c.RemoteAddr().String(), maxima: maxima, refused: refused}
 	p.reset()
 	return p
@@ -231,7 +231,7 @@ func (c *piecesConn) feed(d []byte) string {
 				}
 				*top = 0xff // gRPC refuses it on its length: more than MaxRecvMsg
 				if c.refused != nil {
-					c.refused(c.paths[c.stream], m.left, most)
+					c.refused(c.peer, c.paths[c.stream], m.left, most)
 				}
 				delete(c.msgs, c.stream)
 				c.bounded[c.stream] = dropped

@@ -190,7 +190,7 @@ func TestPiecesRefuseOnPrefix(t *testing.T) {
 		fr.WriteData(1, false, make([]byte, 1000)) // its body goes on
 		c := testPieces()
 		var told []string
-		c.refused = func(method string, size, most int64) {
+		c.refused = func(_, method string, size, most int64) {
 			told = append(told, fmt.Sprintf("%s %d>%d", method, size, most))
 		}
 		b := w.Bytes()

@@ -171,8 +171,8 @@ func ServeWith(ln net.Listener, opts ServeOptions, what string, register func(gr
 	if err := budgets.validate(); err != nil {
 		return err
 	}
-	guard := &msgGuard{refused: func(method string, size, most int64) {
-		opts.Logger.Warn(what+" refused a call", "method", method, "why",
+	guard := &msgGuard{refused: func(peer, method string, size, most int64) {
+		opts.Logger.Warn(what+" refused a call", "peer", peer, "method", method, "why",
 			fmt.Sprintf("a request of %d bytes, the most this method takes is %d", size, most))
 	}}
 	if opts.budgetWatch != nil {
@@ -219,7 +219,7 @@ func ServeWith(ln net.Listener, opts ServeOptions, what string, register func(gr
 // services are registered, before the first connection.
 type msgGuard struct {
 	maxima  map[string]int64
-	refused func(method string, size, most int64)
+	refused func(peer, method string, size, most int64)
 }
 
 func (g *msgGuard) watch(c net.Conn, log *slog.Logger) net.Conn {
