@@ -245,13 +245,15 @@ func TestRefusedCallersNotShown(t *testing.T) {
 			"why", "permission denied: client-ro (role ro, root /secret/alice) may not write")
 	}
 	log.With("peer", "192.0.2.9:1").Warn("meta rpc refused a connection", "why", "handshake: certificate of client-ro")
+	log.Warn("meta call refused", "who", "reader (client-ro, root /secret/alice)", "via", "cert", "method", "SetXattr",
+		"why", "permission denied: reader (client-ro) may not change the namespace")
 	h := statuspage.New(statuspage.Config{Cluster: &admin.Cluster{Meta: c.node.Svc, Dial: up.DialAdmin}, Errors: c.node.Errors})
 	for _, path := range []string{"/", "/status.json"} {
 		code, body := get(t, h, "GET", path)
 		if code != 200 {
 			t.Fatalf("GET %s: %d", path, code)
 		}
-		for _, secret := range []string{"192.0.2.", "client-ro", "/secret/alice", "role ro"} {
+		for _, secret := range []string{"192.0.2.", "client-ro", "/secret/alice", "role ro", "reader"} {
 			if strings.Contains(body, secret) {
 				t.Errorf("GET %s shows %q of a refused caller", path, secret)
 			}
@@ -262,7 +264,8 @@ func TestRefusedCallersNotShown(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &s); err != nil {
 		t.Fatal(err)
 	}
-	want := []statuspage.Refusals{{Reason: "meta rpc refused a call", Count: 3}, {Reason: "meta rpc refused a connection", Count: 1}}
+	want := []statuspage.Refusals{{Reason: "meta call refused", Count: 1}, {Reason: "meta rpc refused a call", Count: 3},
+		{Reason: "meta rpc refused a connection", Count: 1}}
 	if !reflect.DeepEqual(s.Refused, want) {
 		t.Errorf("refused %+v, want %+v", s.Refused, want)
 	}

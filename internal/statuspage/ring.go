@@ -32,11 +32,12 @@ type Refusals struct {
 	Count  uint64 `json:"count"`
 }
 
-// callerKeys are the attributes naming a caller: a record with one is
+// callerKeys are the attributes naming a caller (peer: its address; who:
+// its identity, as authz logs a denied call): a record with one is
 // about a remote peer (a refused connection or call, whose "why" may name
 // the identity, its role and --root), so the page, which needs no
 // credentials, shows only how many there were by message.
-var callerKeys = map[string]bool{"peer": true, "identity": true, "caller": true}
+var callerKeys = map[string]bool{"peer": true, "who": true, "identity": true, "caller": true}
 
 // maxReasons bounds the messages Refusals are counted under; the rest
 // are counted as otherReason.
