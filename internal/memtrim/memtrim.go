@@ -5,9 +5,10 @@
 // minutes later, and its pages return to the system slowly after that (the
 // issue saw a meta service hold 2.5 GiB for minutes after 40 calls). Run
 // looks every Every at how much the heap holds beyond what was live after
-// the last collection and, when that excess is more than Floor and more
-// than half the live heap, calls debug.FreeOSMemory: a collection, then
-// every free page given back.
+// the last collection and, when that excess is more than Floor and either
+// more than half the live heap or no collection ran since the last look
+// (the process is idle: what was live then may be garbage now), calls
+// debug.FreeOSMemory: a collection, then every free page given back.
 //
 // The rate is bounded: at most one trim per Every, and only after a growth
 // of at least Floor, so a daemon whose live heap is large or steadily
@@ -45,6 +46,7 @@ type Config struct {
 type Sample struct {
 	Held uint64 // objects (live and not yet swept), their spans' slack, free pages not given back
 	Live uint64 // live after the last collection
+	GCs  uint64 // collections so far
 }
 
 var names = []string{
@@ -52,6 +54,7 @@ var names = []string{
 	"/memory/classes/heap/unused:bytes",
 	"/memory/classes/heap/free:bytes",
 	"/gc/heap/live:bytes",
+	"/gc/cycles/total:gc-cycles",
 }
 
 // Read samples the runtime's heap (no stop of the world).
@@ -67,16 +70,17 @@ func Read() Sample {
 		}
 		return s[i].Value.Uint64()
 	}
-	return Sample{Held: v(0) + v(1) + v(2), Live: v(3)}
+	return Sample{Held: v(0) + v(1) + v(2), Live: v(3), GCs: v(4)}
 }
 
-// Due reports whether a heap holding s is worth a trim under floor.
-func Due(s Sample, floor uint64) bool {
+// Due reports whether a heap holding s is worth a trim under floor, prev
+// being the sample of the last look.
+func Due(s, prev Sample, floor uint64) bool {
 	if s.Held <= s.Live {
 		return false
 	}
 	excess := s.Held - s.Live
-	return excess > floor && excess > s.Live/2
+	return excess > floor && (excess > s.Live/2 || s.GCs == prev.GCs)
 }
 
 // Run trims every cfg.Every while due, until ctx is done.
@@ -94,6 +98,7 @@ func Run(ctx context.Context, cfg Config) {
 	if cfg.read == nil {
 		cfg.read = Read
 	}
+	prev := cfg.read()
 	t := clk.NewTimer(cfg.Every)
 	defer t.Stop()
 	for {
@@ -102,9 +107,12 @@ func Run(ctx context.Context, cfg Config) {
 			return
 		case <-t.C():
 		}
-		if Due(cfg.read(), cfg.Floor) {
+		s := cfg.read()
+		if Due(s, prev, cfg.Floor) {
 			cfg.trim()
+			s = cfg.read()
 		}
+		prev = s
 		t.Reset(cfg.Every)
 	}
 }

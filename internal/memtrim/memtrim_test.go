@@ -15,16 +15,25 @@ func TestDue(t *testing.T) {
 	const floor = 64 << 20
 	for _, tc := range []struct {
 		s    Sample
+		idle bool // no collection since the last look
 		want bool
 	}{
-		{Sample{Held: 50 << 20, Live: 40 << 20}, false},  // small
-		{Sample{Held: 3 << 30, Live: 50 << 20}, true},    // after a burst
-		{Sample{Held: 1400 << 20, Live: 1 << 30}, false}, // a large live heap's normal slack
-		{Sample{Held: 1700 << 20, Live: 1 << 30}, true},  // beyond half of it
-		{Sample{Held: 40 << 20, Live: 60 << 20}, false},  // live counted before a sweep
+		{Sample{Held: 50 << 20, Live: 40 << 20}, true, false},   // small
+		{Sample{Held: 3 << 30, Live: 50 << 20}, false, true},    // after a burst
+		{Sample{Held: 1400 << 20, Live: 1 << 30}, false, false}, // a large live heap's normal slack
+		{Sample{Held: 1700 << 20, Live: 1 << 30}, false, true},  // beyond half of it
+		{Sample{Held: 1400 << 20, Live: 1 << 30}, true, true},   // idle: what was live may be garbage
+		{Sample{Held: 1050 << 20, Live: 1 << 30}, true, false},  // idle, but within the floor
+		{Sample{Held: 40 << 20, Live: 60 << 20}, true, false},   // live counted before a sweep
 	} {
-		if got := Due(tc.s, floor); got != tc.want {
-			t.Errorf("Due(%+v) = %v, want %v", tc.s, got, tc.want)
+		prev := Sample{GCs: 7}
+		s := tc.s
+		s.GCs = 8
+		if tc.idle {
+			s.GCs = 7
+		}
+		if got := Due(s, prev, floor); got != tc.want {
+			t.Errorf("Due(%+v, idle %v) = %v, want %v", tc.s, tc.idle, got, tc.want)
 		}
 	}
 }
@@ -42,7 +51,7 @@ func TestRunTrimsOncePerIntervalWhileDue(t *testing.T) {
 	go func() {
 		defer close(done)
 		Run(ctx, Config{Every: time.Second, Clock: clk,
-			read: func() Sample { return Sample{Held: held.Load(), Live: 50 << 20} },
+			read: func() Sample { return Sample{Held: held.Load(), Live: 50 << 20, GCs: uint64(trims.Load())} },
 			trim: func() { trims.Add(1); held.Store(60 << 20); trimmed <- struct{}{} }})
 	}()
 	for clk.Pending() == 0 {
@@ -85,7 +94,7 @@ func TestTrimGivesBurstBack(t *testing.T) {
 	}
 	sink = nil
 	before := Read()
-	if !Due(before, DefaultFloor) {
+	if !Due(before, Sample{}, DefaultFloor) {
 		t.Fatalf("after a 256 MiB burst the heap holds %+v: not due", before)
 	}
 	clk := clock.NewFake(time.Unix(0, 0))
@@ -102,7 +111,7 @@ func TestTrimGivesBurstBack(t *testing.T) {
 	cancel()
 	<-done
 	after := Read()
-	if Due(after, DefaultFloor) || after.Held > before.Held-200<<20 {
+	if after.Held > before.Held-200<<20 {
 		t.Errorf("heap held %d MiB before the trim, %d MiB after (live %d MiB)", before.Held>>20, after.Held>>20, after.Live>>20)
 	}
 }
