@@ -60,6 +60,7 @@ type budgets struct {
 
 	mu    sync.Mutex
 	peers map[string]*peerBudget
+	conns map[string]*connOwed // by remote address (IP:port): replies queued (replies.go)
 }
 
 // peerBudget is one peer's share; guarded by budgets.mu.
@@ -312,6 +313,14 @@ type budgetedStream struct {
 	grpc.ServerStream
 	c      *call
 	charge int64 // the largest message the stream may receive
+}
+
+// SendMsg charges the message sent to the peer until it is written.
+func (s *budgetedStream) SendMsg(m any) error {
+	if pm, ok := m.(proto.Message); ok {
+		s.c.b.owe(s.Context(), int64(proto.Size(pm)))
+	}
+	return s.ServerStream.SendMsg(m)
 }
 
 func (s *budgetedStream) RecvMsg(m any) error {

@@ -171,7 +171,7 @@ func ServeWith(ln net.Listener, opts ServeOptions, what string, register func(gr
 	if err := budgets.validate(); err != nil {
 		return err
 	}
-	guard := &msgGuard{refused: func(peer, method string, size, most int64) {
+	guard := &msgGuard{budgets: budgets, refused: func(peer, method string, size, most int64) {
 		opts.Logger.Warn(what+" refused a call", "peer", peer, "method", method, "why",
 			fmt.Sprintf("a request of %d bytes, the most this method takes is %d", size, most))
 	}}
@@ -186,7 +186,7 @@ func ServeWith(ln net.Listener, opts ServeOptions, what string, register func(gr
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionIdle: opts.IdleTimeout, Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingGap, PermitWithoutStream: true}),
-		grpc.ChainUnaryInterceptor(gate.unary),
+		grpc.ChainUnaryInterceptor(gate.unary, budgets.unaryReply),
 		grpc.ChainStreamInterceptor(gate.stream, budgets.stream),
 		grpc.InTapHandle(budgets.tap),
 		grpc.StatsHandler(budgetStats{budgets}),
@@ -220,8 +220,9 @@ func ServeWith(ln net.Listener, opts ServeOptions, what string, register func(gr
 type msgGuard struct {
 	maxima  map[string]int64
 	refused func(peer, method string, size, most int64)
+	budgets *budgets // charged the replies queued on each connection
 }
 
 func (g *msgGuard) watch(c net.Conn, log *slog.Logger) net.Conn {
-	return newPiecesConn(c, log, g.maxima, g.refused)
+	return newPiecesConn(g.budgets.track(c), log, g.maxima, g.refused)
 }
