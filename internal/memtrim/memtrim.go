@@ -8,16 +8,18 @@
 // the last collection and, when that excess is more than Floor and either
 // more than half the live heap or no collection ran since the last look
 // (the process is idle: what was live then may be garbage now), calls
-// debug.FreeOSMemory: a collection, then every free page given back.
+// debug.FreeOSMemory after one more collection (trim): every free page
+// given back, the sync.Pools' buffers included.
 //
 // The rate is bounded: at most one trim per Every, and only after a growth
 // of at least Floor, so a daemon whose live heap is large or steadily
-// churning pays at most one extra collection per Every. Time is a
+// churning pays at most two extra collections per Every. Time is a
 // clock.Clock, so tests step it.
 package memtrim
 
 import (
 	"context"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"time"
@@ -93,7 +95,7 @@ func Run(ctx context.Context, cfg Config) {
 	}
 	clk := clock.Or(cfg.Clock)
 	if cfg.trim == nil {
-		cfg.trim = debug.FreeOSMemory
+		cfg.trim = trim
 	}
 	if cfg.read == nil {
 		cfg.read = Read
@@ -115,4 +117,13 @@ func Run(ctx context.Context, cfg Config) {
 		prev = s
 		t.Reset(cfg.Every)
 	}
+}
+
+// trim collects twice, then gives every free page back: the first
+// collection moves what sync.Pools hold (gRPC's and TLS's buffers, up to a
+// request's 16 MiB) to their victim caches, the second frees them, where
+// an idle process would otherwise keep them until its next collection.
+func trim() {
+	runtime.GC()
+	debug.FreeOSMemory()
 }
