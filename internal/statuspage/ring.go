@@ -57,7 +57,26 @@ type Ring struct {
 	refused map[string]uint64 // records about callers, by message
 }
 
-func (r *Ring) refusal(msg string) {
+// held is the count of like lines a rate limit held back before r
+// (ratelog's "suppressed" attribute), 0 when none.
+func held(r slog.Record) uint64 {
+	var n uint64
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key != "suppressed" {
+			return true
+		}
+		switch v := a.Value.Resolve(); v.Kind() {
+		case slog.KindInt64:
+			n = uint64(max(v.Int64(), 0))
+		case slog.KindUint64:
+			n = v.Uint64()
+		}
+		return false
+	})
+	return n
+}
+
+func (r *Ring) refusal(msg string, n uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.refused == nil {
@@ -66,7 +85,7 @@ func (r *Ring) refusal(msg string) {
 	if _, ok := r.refused[msg]; !ok && len(r.refused) >= maxReasons {
 		msg = otherReason
 	}
-	r.refused[msg]++
+	r.refused[msg] += n
 }
 
 // Refused returns the counts of records about callers, by reason, in
@@ -153,7 +172,7 @@ func (h *teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
 
 func (h *teeHandler) Handle(ctx context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelWarn && (h.caller || aboutCaller(r)) {
-		h.ring.refusal(cut(r.Message))
+		h.ring.refusal(cut(r.Message), 1+held(r))
 	} else if r.Level >= slog.LevelWarn {
 		var b strings.Builder
 		b.WriteString(h.prefix)
