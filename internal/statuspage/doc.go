@@ -13,7 +13,9 @@
 // the previous counter sample, from which the throughput is computed (see
 // throughput.go for what is and is not measured), and the ring of recent
 // errors (Ring, fed by a slog handler, Tee, wrapped around the meta role's
-// logger).
+// logger). The page needs no credentials, so records about callers (those
+// naming a peer: refused connections and calls, whose reasons may name an
+// identity, its role and --root) are not kept, only counted by message.
 //
 // The handler only reads: it calls no method of meta.API that changes
 // anything and no block-server method but usage, space and scrub

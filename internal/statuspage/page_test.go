@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -231,5 +233,51 @@ func TestPageMetaUnreachable(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "/", nil))
 	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "could not be read") {
 		t.Fatalf("GET / with the cluster unreadable: %d\n%s", rec.Code, rec.Body)
+	}
+}
+
+// TestRefusedCallersNotShown: the page needs no credentials, so refusals
+// of callers (records naming a peer: the meta port's refused connections
+// and calls, whose reason may name the identity, its role and --root) are
+// shown only as counts by reason; neither the page nor its JSON shows an
+// address, an identity or a path of theirs. Before, the recent-errors table
+// listed each with all its attributes.
+func TestRefusedCallersNotShown(t *testing.T) {
+	c := startCluster(t)
+	log := slog.New(statuspage.Tee(slog.DiscardHandler, c.node.Errors))
+	for i := range 2 {
+		log.Warn("meta rpc refused a call", "peer", fmt.Sprintf("192.0.2.%d:4242", 5+i), "method", "/tessera.meta.v1.Meta/SetXattr",
+			"why", "permission denied: client-ro (role ro, root /secret/alice) may not write")
+	}
+	// A line of a rate-limited log (ratelog.Handler) stands for those it held back too.
+	log.Warn("meta rpc refused a call", "peer", "192.0.2.7:4242", "method", "/tessera.meta.v1.Meta/Lookup",
+		"why", "a request of 15728647 bytes", "suppressed", 40)
+	log.With("peer", "192.0.2.9:1").Warn("meta rpc refused a connection", "why", "handshake: certificate of client-ro")
+	log.Warn("meta call refused", "who", "reader (client-ro, root /secret/alice)", "via", "cert", "method", "SetXattr",
+		"why", "permission denied: reader (client-ro) may not change the namespace")
+	h := statuspage.New(statuspage.Config{Cluster: &admin.Cluster{Meta: c.node.Svc, Dial: up.DialAdmin}, Errors: c.node.Errors})
+	for _, path := range []string{"/", "/status.json"} {
+		code, body := get(t, h, "GET", path)
+		if code != 200 {
+			t.Fatalf("GET %s: %d", path, code)
+		}
+		for _, secret := range []string{"192.0.2.", "client-ro", "/secret/alice", "role ro", "reader"} {
+			if strings.Contains(body, secret) {
+				t.Errorf("GET %s shows %q of a refused caller", path, secret)
+			}
+		}
+	}
+	_, body := get(t, h, "GET", "/status.json")
+	var s statuspage.Snapshot
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	want := []statuspage.Refusals{{Reason: "meta call refused", Count: 1}, {Reason: "meta rpc refused a call", Count: 43},
+		{Reason: "meta rpc refused a connection", Count: 1}}
+	if !reflect.DeepEqual(s.Refused, want) {
+		t.Errorf("refused %+v, want %+v", s.Refused, want)
+	}
+	if _, page := get(t, h, "GET", "/"); !strings.Contains(page, "meta rpc refused a call</td><td class=\"n\">43") {
+		t.Errorf("the page does not count the refusals:\n%s", page)
 	}
 }

@@ -35,6 +35,10 @@ type Snapshot struct {
 	// newest first; ErrorsTotal counts all since it started.
 	Errors      []Record `json:"errors"`
 	ErrorsTotal uint64   `json:"errors_total"`
+	// Refused counts the refused callers (connections, calls) by reason
+	// since it started; the page needs no credentials, so who they were
+	// (addresses, identities, roots) is only in the log.
+	Refused []Refusals `json:"refused"`
 }
 
 // Server is one block server's row.
