@@ -222,6 +222,7 @@ func (s *Service) RequestFlush(ctx context.Context, root Ino) error {
 func (s *Service) WritebackToken(ctx context.Context, ino Ino) (string, error) {
 	var tok string
 	err := s.view(ctx, func(t txn) error {
+		tok = "" // a rerun (kv.Store.View) starts afresh
 		v, ok, err := t.Get(wbKey(wbToken, ino))
 		if err != nil {
 			return err
