@@ -96,6 +96,7 @@ func Run(cfg Config) (*Summary, error) {
 		if err := w.close(); err != nil {
 			r.rec.violate("daemons", err.Error())
 		}
+		sum.LogFile, sum.LogSignatures = r.saveLog()
 		r.rec.mu.Lock()
 		sum.fill(r.rec)
 		r.rec.mu.Unlock()

@@ -86,6 +86,8 @@ type Summary struct {
 	ReadbackMounts int
 	Linear         string
 	Fsck           string
+	LogFile        string         // the cluster's output, kept
+	LogSignatures  map[string]int // known error lines in it, counted
 }
 
 func (s *Summary) fill(r *recorder) {
@@ -134,7 +136,36 @@ func (s *Summary) String() string {
 	if !s.OK() {
 		verdict = "FAIL"
 	}
-	return fmt.Sprintf("chaos %s: seed %d, %v of faults; ops %d (%s); faults %d (%s); errors %d (%s); invariants: %s",
+	return fmt.Sprintf("chaos %s: seed %d, %v of faults; ops %d (%s); faults %d (%s); errors %d (%s); cluster log lines %s; invariants: %s",
 		verdict, s.Seed, s.Duration, total(s.Ops), counts(s.Ops), total(s.Faults), counts(s.Faults),
-		total(s.Errors), counts(s.Errors), strings.Join(inv, " "))
+		total(s.Errors), counts(s.Errors), counts(s.LogSignatures), strings.Join(inv, " "))
+}
+
+// logSignatures are error lines of the daemons worth counting: the
+// summary's "errors by kind" as the processes saw them.
+var logSignatures = map[string]string{
+	"etcd future revision": "required revision is a future revision",
+	"etcd compacted":       "required revision has been compacted",
+	"etcdkv error":         "etcdkv:",
+	"panic":                "panic:",
+	"data race":            "DATA RACE",
+}
+
+// saveLog writes the cluster's output (as far as it is kept) to
+// Dir/cluster.log and counts the signatures' lines in it.
+func (r *run) saveLog() (string, map[string]int) {
+	text := r.w.multi.LogTail(64 << 20)
+	p := filepath.Join(r.cfg.Dir, "cluster.log")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		p = ""
+	}
+	found := map[string]int{}
+	for _, line := range strings.Split(text, "\n") {
+		for name, sig := range logSignatures {
+			if strings.Contains(line, sig) {
+				found[name]++
+			}
+		}
+	}
+	return p, found
 }

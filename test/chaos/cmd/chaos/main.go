@@ -10,6 +10,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -28,23 +29,37 @@ func main() {
 	bin := flag.String("bin", "", "the tessera binary (default: built from the repository around the working directory)")
 	etcd := flag.String("etcd", "", "the etcd server binary (default: $TESSERA_ETCD, else etcd on PATH)")
 	flag.Parse()
-	if err := run(*minutes, *seed, *dir, *bin, *etcd); err != nil {
+	err := run(*minutes, *seed, *dir, *bin, *etcd)
+	if errors.Is(err, errInvariants) {
+		os.Exit(1)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
 		fmt.Println("chaos ERROR: the run could not be made:", err)
 		os.Exit(2)
 	}
 }
 
+// errInvariants ends a run whose summary (already printed) says an
+// invariant failed.
+var errInvariants = errors.New("an invariant failed")
+
 func run(minutes float64, seed uint64, dir, bin, etcd string) error {
 	if minutes <= 0 || minutes > 24*60 {
 		return fmt.Errorf("--minutes %v: want more than 0 and at most a day", minutes)
 	}
+	var keep *bool // a temporary directory, kept when the run fails
 	if dir == "" {
 		d, err := os.MkdirTemp("", "tessera-chaos-")
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(d)
+		keep = new(bool)
+		defer func() {
+			if !*keep {
+				os.RemoveAll(d)
+			}
+		}()
 		dir = d
 	}
 	if etcd == "" {
@@ -76,9 +91,13 @@ func run(minutes float64, seed uint64, dir, bin, etcd string) error {
 		return err
 	}
 	fmt.Print(sum.Report())
+	if !sum.OK() && keep != nil {
+		*keep = true
+		fmt.Printf("chaos: the run's directory is kept: %s (cluster output: %s)\n", dir, sum.LogFile)
+	}
 	fmt.Println(sum)
 	if !sum.OK() {
-		os.Exit(1)
+		return errInvariants
 	}
 	return nil
 }
