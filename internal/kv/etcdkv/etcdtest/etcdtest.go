@@ -4,7 +4,10 @@
 // them speak TLS only, to clients and to each other, and require client
 // certificates of its own CA (made with package auth). Members are
 // stopped by their process id when the test ends, and a test can kill one
-// with SIGKILL and restart it on the same data directory.
+// with SIGKILL and restart it on the same data directory, or freeze it
+// with SIGSTOP. StartPartitionable puts a proxy in front of each member's
+// peer port (partition.go): Isolate cuts a member off from its peers while
+// its clients still reach it (a member that lags), Heal ends that.
 //
 // The binary is `etcd` on PATH (or $TESSERA_ETCD). scripts/test.sh
 // installs it (Debian's etcd-server) when missing; a test without it fails
