@@ -298,14 +298,29 @@ func (f *file) fetchLocked(ctx context.Context, idx uint64, h block.Hash) ([]byt
 	return buf, nil
 }
 
-// cloneBlock returns a copy of at most lim bytes of buf with capacity c.
-func cloneBlock(buf []byte, lim, c int64) []byte {
+// cloneBlock returns a copy of at most lim bytes of buf, with room to grow
+// within a block of bs bytes (blockCap).
+//
+// The copy is not of the block's whole size: a small write into a block
+// that is being uploaded or waits for its commit copies the block's bytes,
+// and the copy is kept after its upload (the memory cache holds composed
+// blocks). A copy of bs bytes for a short block (an SQLite WAL's or
+// journal's first block, written a page at a time) held up to 64 times
+// the block's bytes; the cache counted their length, so it held gigabytes
+// within its bound.
+func cloneBlock(buf []byte, lim, bs int64) []byte {
 	if int64(len(buf)) > lim {
 		buf = buf[:max(lim, 0)]
 	}
-	out := make([]byte, len(buf), max(c, int64(len(buf))))
+	out := make([]byte, len(buf), blockCap(int64(len(buf)), bs))
 	copy(out, buf)
 	return out
+}
+
+// blockCap is the capacity given to n bytes of a block of bs bytes: a
+// quarter more (at least 64 KiB) for appends, at most the block.
+func blockCap(n, bs int64) int64 {
+	return max(n, min(bs, n+max(n/4, 64<<10)))
 }
 
 // write copies data into the file at off.
@@ -362,7 +377,7 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 		}
 		end := bo + n
 		if old := int64(len(d.buf)); end > old {
-			d.buf = extend(d.buf, int(end))
+			d.buf = extend(d.buf, int(end), f.bs)
 			if bo > old {
 				clear(d.buf[old:bo]) // a gap: zeros; the rest is copied over
 			}
@@ -392,11 +407,12 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 
 // extend returns b with length n (> len(b)); the added bytes are not
 // cleared when b's capacity suffices (the caller overwrites or clears them).
-func extend(b []byte, n int) []byte {
+// A new buffer doubles the capacity, up to the block size bs.
+func extend(b []byte, n int, bs int64) []byte {
 	if n <= cap(b) {
 		return b[:n]
 	}
-	nb := make([]byte, n, max(n, 2*cap(b)))
+	nb := make([]byte, n, max(n, int(min(2*int64(cap(b)), bs))))
 	copy(nb, b)
 	return nb
 }
