@@ -43,9 +43,10 @@ type file struct {
 	windows map[uint64][]block.Hash // committed recipe, by window
 	// comps are the compositions of composed blocks this file met in its
 	// recipe, its conflicts and its own uploads (compose.go).
-	comps     map[block.Hash]meta.Composition
-	hasInline bool
-	inline    []byte
+	comps        map[block.Hash]meta.Composition
+	compsPruneAt int // prune comps past this many (learnCompsLocked)
+	hasInline    bool
+	inline       []byte
 
 	dirty     map[uint64]*dblock // written, not yet uploading
 	inflight  map[uint64]*dblock // uploading
@@ -82,6 +83,13 @@ type file struct {
 	// repls are the replications of blocks uploaded since the last fsync,
 	// which waits until every copy was tried.
 	repls []*replication
+	// versions is, by block index, the newest version of a block this
+	// client uploaded (scheduleLocked): the memory cache keeps a composed
+	// one's write buffer, and a version fetched while it waited for its
+	// commit; an older one is dropped from the cache when a newer one is
+	// uploaded, so a block under small writes holds one buffer there, not
+	// one per version.
+	versions map[uint64]version
 	// superseded are uploads replaced before a commit named them; the
 	// next commit has the meta service release them (CommitReq.Superseded).
 	superseded []block.Hash
@@ -119,6 +127,12 @@ type dblock struct {
 	retryAt time.Time
 	// cut: a truncate cut the block, so it is never composed (compose.go).
 	cut bool
+}
+
+// version is a version of a block this client uploaded.
+type version struct {
+	h   block.Hash
+	seq uint64
 }
 
 // pend is an uploaded block waiting for its commit.
@@ -451,13 +465,35 @@ func (f *file) scheduleLocked(d *dblock) {
 			// pieces. d.buf is never written again, so the cache may
 			// hold it.
 			f.c.mem.putKept(h, d.buf)
+			f.newVersion(d.idx, h, d.seq)
 		} else if err == nil {
 			// No reader holds d.buf any more: uploadDone took it out of
 			// inflight, and readers copy from it under f.mu.
 			f.c.bufs.put(d.buf)
+			f.newVersion(d.idx, h, d.seq)
 		}
 		f.c.budget.release(f.bs)
 	}()
+}
+
+// newVersion notes that version seq of block idx was uploaded as h, and
+// drops the older version from the memory cache, if it holds it.
+func (f *file) newVersion(idx uint64, h block.Hash, seq uint64) {
+	f.mu.Lock()
+	old, ok := f.versions[idx]
+	if ok && old.seq > seq {
+		f.mu.Unlock()
+		f.c.mem.drop(h) // a newer version was uploaded already
+		return
+	}
+	if f.versions == nil {
+		f.versions = make(map[uint64]version)
+	}
+	f.versions[idx] = version{h: h, seq: seq}
+	f.mu.Unlock()
+	if ok && old.h != h {
+		f.c.mem.drop(old.h)
+	}
 }
 
 func (f *file) uploadDone(d *dblock, h block.Hash, comp *meta.Composition, rep *replication, err error) {

@@ -100,6 +100,19 @@ func (c *memCache) putKept(h block.Hash, data []byte) {
 	b.release()
 }
 
+// drop removes h from the cache (a newer version of the block replaced it).
+func (c *memCache) drop(h block.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.mu.items[h]; ok {
+		ent := e.Value.(*memEntry)
+		c.mu.ll.Remove(e)
+		delete(c.mu.items, h)
+		c.mu.used -= charge(ent.buf.data)
+		ent.buf.release()
+	}
+}
+
 // demote makes h the first block to evict: a sequential reader is done
 // with it (the kernel's page cache has its bytes), so the blocks fetched
 // ahead of the reader stay instead.

@@ -59,6 +59,20 @@ func TestSmallCommittedAppendsStayWithinTheCache(t *testing.T) {
 		}
 	}
 	runtime.ReadMemStats(&after)
+	c.bg.Wait() // the last upload's goroutine keeps its buffer in the cache
+	// One version of the block is kept in the cache, not one per commit
+	// (and the block this one was fetched as, if it was);
+	// the file remembers the compositions its blocks name, not all.
+	if _, n := c.mem.heldBytes(); n > 2 {
+		t.Errorf("the memory cache holds %d blocks of a one-block file", n)
+	}
+	f := h.f
+	f.mu.Lock()
+	nc := len(f.comps)
+	f.mu.Unlock()
+	if nc > 64+2 {
+		t.Errorf("the file holds %d compositions after %d commits of one block", nc, pages)
+	}
 	// The block is 64-464 KiB long here: a write copies it and uploads a
 	// patch; a buffer of the block size would be 4 MiB a write.
 	if per := (after.TotalAlloc - before.TotalAlloc) / pages; per > bs/4 {
@@ -73,5 +87,31 @@ func TestSmallCommittedAppendsStayWithinTheCache(t *testing.T) {
 	}
 	if len(r.Composed) == 0 {
 		t.Fatal("the appends were not uploaded composed: the test does not exercise the cache's kept blocks")
+	}
+}
+
+// TestCompCacheBoundedByPatches: the client's cache of compositions counts
+// their patches, so compositions of many patches cannot fill it with
+// hundreds of MB (2^17 entries of up to meta.MaxPatches patches were
+// allowed).
+func TestCompCacheBoundedByPatches(t *testing.T) {
+	var c compCache
+	patches := make([]meta.Patch, meta.MaxPatches)
+	hs := testHashes(maxCompEntries)
+	for _, h := range hs {
+		c.add(h, meta.Composition{Len: 1, Patches: patches})
+	}
+	per := compCost(meta.Composition{Patches: patches})
+	if n := len(c.m); n*per > maxCompEntries {
+		t.Fatalf("the cache holds %d compositions of %d patches: cost %d, bound %d", n, len(patches), n*per, maxCompEntries)
+	}
+	if _, ok := c.get(hs[len(hs)-1]); !ok {
+		t.Fatal("the composition added last is not in the cache")
+	}
+	for h := range c.m {
+		c.drop(h)
+	}
+	if c.cost != 0 {
+		t.Fatalf("an empty cache counts %d", c.cost)
 	}
 }
