@@ -207,7 +207,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		sums:     newSegSums(DefaultSegSumsBytes),
 		files:    newLocalFiles(),
 		policies: policyTable(cfg.Policy),
-		bufs:     newBufList(16 * meta.DefaultBlockSize),
+		bufs:     newBufList(writeFreeBytes(cfg.DirtyBytes)),
 		uploads:  make(chan struct{}, cfg.Uploads),
 		fetches:  make(chan struct{}, cfg.Fetches),
 		metaKick: make(chan struct{}, 1),

@@ -57,6 +57,9 @@ const maxCompEntries = 1 << 16
 // 2^17 compositions of up to meta.MaxPatches patches: 500 MB.
 func compCost(comp meta.Composition) int { return 1 + len(comp.Patches)/4 }
 
+// compCacheBytes is about what maxCompEntries allows a cache to hold.
+const compCacheBytes = maxCompEntries * 160
+
 // compCache maps composed block hashes to their compositions. They are
 // content-addressed, so they never go stale; the bound (maxCompEntries)
 // drops arbitrary entries (files re-add theirs before reading:

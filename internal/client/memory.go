@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"tessera/internal/meta"
 )
 
 // Memory: the client's caches are sized from the machine, and what an idle
@@ -24,7 +26,49 @@ import (
 //
 // Besides the cache's bound, the free list of fetch buffers (bufpool.go)
 // holds up to an eighth of it (at most 32 MiB): the memory of evicted
-// blocks, which the next fetches read into.
+// blocks, which the next fetches read into. MemoryBound sums every bounded
+// part; tessera up states the sum with its other roles' in -h and at start.
+
+// MemoryBound is the most memory a client configured with cfg holds for
+// file data, the sum of its parts' bounds (MemoryParts): the memory
+// cache, the free fetch buffers, the dirty budget (written blocks from
+// the write until every copy of their upload was tried), the free write
+// buffers, the segment sums, the compositions, and the fetches under way
+// (each holds one block until it lands in the cache; counted at the
+// default block size: files made with larger blocks take more). What the
+// client holds besides (per open file, per inode it caches) is small and
+// bounded by the meta service's leases.
+func MemoryBound(cfg Config) int64 {
+	var n int64
+	for _, p := range MemoryParts(cfg) {
+		n += p.Bytes
+	}
+	return n
+}
+
+// MemoryPart is one bounded part of a client's memory.
+type MemoryPart struct {
+	Name  string
+	Bytes int64
+}
+
+// MemoryParts lists the parts MemoryBound sums.
+func MemoryParts(cfg Config) []MemoryPart {
+	cfg.setDefaults()
+	return []MemoryPart{
+		{"memory cache", cfg.MemCacheBytes},
+		{"free fetch buffers", defaultFetchPoolBytes(cfg.MemCacheBytes)},
+		{"dirty blocks", cfg.DirtyBytes},
+		{"free write buffers", writeFreeBytes(cfg.DirtyBytes)},
+		{"segment sums", DefaultSegSumsBytes},
+		{"compositions", compCacheBytes},
+		{"fetches under way", int64(cfg.Fetches) * (meta.DefaultBlockSize + hashSlack)},
+	}
+}
+
+// writeFreeBytes bounds the free list of write buffers of a client with a
+// dirty budget of dirty: a quarter of it, at most 16 default blocks.
+func writeFreeBytes(dirty int64) int64 { return min(dirty/4, 16*meta.DefaultBlockSize) }
 
 // DefaultIdleRelease is Config.IdleRelease's default.
 const DefaultIdleRelease = time.Minute
