@@ -45,7 +45,7 @@ type Config struct {
 	// DefaultTouchAfter.
 	TouchAfter time.Duration
 	Uploads    int // concurrent block uploads; default 32
-	Fetches    int // concurrent block fetches; default 64
+	Fetches    int // concurrent block fetches; default defaultFetches(MemCacheBytes), 16 to 64
 	// ReadAheadBlocks is how many blocks are fetched ahead of a sequential
 	// reader. 0 (the default) scales it with the servers: 6 per up server,
 	// at least 8, at most what fits in 3/4 of MemCacheBytes (the fetched
@@ -125,7 +125,7 @@ func (c *Config) setDefaults() {
 		c.Uploads = 32
 	}
 	if c.Fetches == 0 {
-		c.Fetches = 64
+		c.Fetches = defaultFetches(c.MemCacheBytes)
 	}
 }
 

@@ -14,10 +14,14 @@ import (
 //
 // The memory block cache and the dirty budget default to a share of the
 // machine's memory with a cap (DefaultMemCacheBytes, DefaultDirtyBytes): on
-// a laptop of 4 GiB a mount takes 64 + 32 MiB, on 16 GiB and up 256 + 128
+// a laptop of 4 GiB a mount takes 32 + 32 MiB, on 16 GiB and up 64 + 64
 // MiB. The kernel's page cache keeps what a reader reads hot (the FUSE layer
 // keeps it across opens), so the block cache mostly serves read-ahead and
-// rereads of evicted pages, and need not grow with the machine.
+// rereads of evicted pages, and need not grow with the machine. (The caps
+// were 256 + 128 MiB: under fsx a mount's cache filled with versions of
+// small files' blocks the page cache held anyway, and tessera up peaked at
+// 528 MiB where 64 + 64 MiB gave 207 MiB and ran no slower:
+// docs/design/2026-11-28-memory-bounds.md.)
 //
 // A client with no read or write for Config.IdleRelease (DefaultIdleRelease)
 // empties its memory block cache and its free lists of write and fetch
@@ -70,8 +74,9 @@ func MemoryParts(cfg Config) []MemoryPart {
 // dirty budget of dirty: a quarter of it, at most 16 default blocks.
 func writeFreeBytes(dirty int64) int64 { return min(dirty/4, 16*meta.DefaultBlockSize) }
 
-// DefaultIdleRelease is Config.IdleRelease's default.
-const DefaultIdleRelease = time.Minute
+// DefaultIdleRelease is Config.IdleRelease's default: short enough that a
+// mount left alone is back to its floor within half a minute.
+const DefaultIdleRelease = 20 * time.Second
 
 // machineMemory is the machine's RAM in bytes (0 if unknown).
 func machineMemory() int64 {
@@ -83,12 +88,19 @@ func machineMemory() int64 {
 }
 
 // DefaultMemCacheBytes is Config.MemCacheBytes's default on this machine:
-// 1/64 of its memory, from 32 to 256 MiB.
-func DefaultMemCacheBytes() int64 { return shareOfMemory(machineMemory(), 64, 32<<20, 256<<20) }
+// 1/256 of its memory, from 32 to 64 MiB.
+func DefaultMemCacheBytes() int64 { return shareOfMemory(machineMemory(), 256, 32<<20, 64<<20) }
 
-// DefaultDirtyBytes is Config.DirtyBytes's default on this machine: 1/128
-// of its memory, from 32 to 128 MiB.
-func DefaultDirtyBytes() int64 { return shareOfMemory(machineMemory(), 128, 32<<20, 128<<20) }
+// DefaultDirtyBytes is Config.DirtyBytes's default on this machine: 1/256
+// of its memory, from 32 to 64 MiB.
+func DefaultDirtyBytes() int64 { return shareOfMemory(machineMemory(), 256, 32<<20, 64<<20) }
+
+// defaultFetches is Config.Fetches's default for a memory cache of
+// memBytes: a fetch holds a block until it lands in the cache, so as many
+// as a quarter of the cache holds in default blocks, from 16 to 64.
+func defaultFetches(memBytes int64) int {
+	return int(min(max(memBytes/4/meta.DefaultBlockSize, 16), 64))
+}
 
 // shareOfMemory is total/div, within [lo, hi]; hi when total is unknown.
 func shareOfMemory(total, div, lo, hi int64) int64 {
