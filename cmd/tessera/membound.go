@@ -1,9 +1,11 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -41,6 +43,36 @@ func upMemParts(mem client.Config, servers int, block blockserver.Limits, metaLi
 		memPart{"runtime, KV engine caches, FUSE buffers, leases", upFixedBytes},
 	)
 	return out
+}
+
+// roleFixedBytes is what a single role's process holds besides its bounded
+// parts: the Go runtime, goroutine stacks, buffers and code.
+const roleFixedBytes = 48 << 20
+
+// mountMemParts are the parts of tessera mount's memory.
+func mountMemParts(mem client.Config) []memPart {
+	var out []memPart
+	for _, p := range client.MemoryParts(mem) {
+		out = append(out, memPart{p.Name, p.Bytes})
+	}
+	return append(out, memPart{"runtime, FUSE buffers, per-inode state", roleFixedBytes})
+}
+
+// blockdMemParts are the parts of tessera blockd's memory.
+func blockdMemParts(block blockserver.Limits) []memPart {
+	block = block.WithDefaults(blockserver.DefaultMaxBlockSize)
+	return []memPart{
+		{"request bodies in flight (--max-inflight)", block.MaxInFlight},
+		{"runtime, connections' buffers", roleFixedBytes},
+	}
+}
+
+// helpMem prints parts after a role's flags when err asked for help.
+func helpMem(err error, parts func() []memPart) error {
+	if errors.Is(err, flag.ErrHelp) {
+		writeMemBound(os.Stdout, parts())
+	}
+	return err
 }
 
 // memTotal sums parts.

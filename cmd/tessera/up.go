@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"os"
 
 	"tessera/internal/auth"
 	"tessera/internal/client"
@@ -48,10 +46,7 @@ func runUp(ctx context.Context, args []string) error {
 		return upMemParts(client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty}, *n, lim, mlim)
 	}
 	if err := parse(fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			writeMemBound(os.Stdout, memParts())
-		}
-		return err
+		return helpMem(err, memParts)
 	}
 	if *insecure {
 		if err := loopbackOnly(*metaListen); err != nil {
