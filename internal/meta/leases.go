@@ -29,7 +29,7 @@ type session struct {
 	order      *list.List            // of Ino, oldest grant first
 	// leasesPeak is the most leases held since leases was last made
 	// anew: a Go map keeps its size after deletes, so one that fell to a
-	// quarter of it is copied (shrinkLeasesLocked).
+	// quarter of it is copied (dropLeaseLocked).
 	leasesPeak int
 	// opens counts the session's opens of each inode it has open
 	// (opens.go).
