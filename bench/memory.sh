@@ -11,7 +11,9 @@ set -uo pipefail
 # gives its caches back after a minute idle, so the default waits 70 s). `tessera up` runs
 # every role (meta service, block servers, mount) in one process, so its line is all roles;
 # its stated bound is the total of the "memory bound" line it logs at start (tessera up -h
-# lists the parts). JuiceFS is one process too (its metadata engine is SQLite in-process).
+# lists the parts). `juicefs mount` is a supervisor and the file system in its child (the
+# metadata engine, SQLite, in-process): figures are summed over the process tree (peaks
+# summed are an upper bound of the tree's peak).
 # Every workload checks what it reads back (memload, sqlite's row count); a failed
 # workload prints FAIL and no ratio.
 #
@@ -126,6 +128,15 @@ stop_target() { # stop_target KEY
   unset "PID[$k]"
 }
 status_kib() { awk -v f="$2:" '$1 == f { print $2 }' "/proc/$1/status" 2>/dev/null || echo 0; }
+tree_pids() { # tree_pids PID: PID and its descendants (juicefs mount runs its file system in a child)
+  local c; echo "$1"
+  for c in $(cat /proc/"$1"/task/*/children 2>/dev/null); do tree_pids "$c"; done
+}
+tree_kib() { # tree_kib PID FIELD: FIELD of /proc/PID/status summed over the process tree
+  local p t=0 v
+  for p in $(tree_pids "$1"); do v=$(status_kib "$p" "$2"); t=$((t + ${v:-0})); done
+  echo "$t"
+}
 bound_mib() { # the total tessera up logged at start
   sed -n 's/.*msg="memory bound" total_mib=\([0-9]*\).*/\1/p' "$OUT/logs/$1.log" | head -n 1
 }
@@ -137,7 +148,7 @@ run_workload() { # run_workload WORKLOAD MNT LOG
     fsx) "$MEMLOAD" fsx "$m" "$FSX_OPS" 7 ;;
     mmap) "$MEMLOAD" mmap "$m" "$MMAP_OPS" 7 ;;
     create) "$MEMLOAD" create "$m" "$CREATE_N" ;;
-    untar) tar -C "$m" -xf "$TARBALL" && diff -rq <(cd "$m" && find . -type f | sort) <(tar -tf "$TARBALL" | grep -v '/$' | sed 's|^|./|' | sort) ;;
+    untar) tar -C "$m" -xf "$TARBALL" && diff -q <(cd "$m" && find src -type f | sort) <(tar -tf "$TARBALL" | grep -v '/$' | sort) ;;
     sqlite-wal|sqlite-rollback)
       local mode=wal; [ "$w" = sqlite-rollback ] && mode=delete
       python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma journal_mode=$mode'); c.execute('create table t(id integer primary key, pid int, v text)'); c.commit()" "$m/db" \
@@ -160,9 +171,9 @@ for w in ${WORKLOADS//,/ }; do
     p=${PID[$k]} t0=$(now)
     st=ok; run_workload "$w" "${MNT[$k]}" "$OUT/logs/$k-work.log" || { st=FAIL; log "$w on $t failed: $(tail -n 2 "$OUT/logs/$k-work.log" | tr '\n' ' ')"; }
     secs=$(fsub "$(now)" "$t0")
-    peak=$(status_kib "$p" VmHWM)
+    peak=$(tree_kib "$p" VmHWM)
     sleep "$SETTLE"
-    settled=$(status_kib "$p" VmRSS)
+    settled=$(tree_kib "$p" VmRSS)
     peak=$(( ${peak:-0} / 1024 )) settled=$(( ${settled:-0} / 1024 ))
     bound=nan; [ "$t" != juicefs ] && bound=$(bound_mib "$k")
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$w" "$t" "$st" "$secs" "$peak" "$settled" "${bound:-nan}" >> "$RES"
