@@ -389,6 +389,9 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 		}
 	}
 	s.changed(ctx, change{ino: out.Ino, inode: &out}, false)
+	if out.Nlink == 0 {
+		s.leases.gone(sessionOf(ctx), out.Ino)
+	}
 	return out, nil
 }
 
@@ -440,6 +443,7 @@ func (t txn) linkOrphan(rec *inodeRec) error {
 func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 	cl := s.newClaims()
 	err := checkName(name)
+	var removed Ino
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
 			dir, err := t.getDir(parent)
@@ -447,6 +451,7 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 				return err
 			}
 			ino, typ, ok, err := t.getDentry(parent, name)
+			removed = ino
 			if err != nil {
 				return err
 			}
@@ -474,6 +479,7 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 	if err != nil {
 		return fmt.Errorf("rmdir %d/%s: %w", parent, Quote(name), err)
 	}
+	s.leases.gone(sessionOf(ctx), removed)
 	return nil
 }
 
