@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"tessera/internal/memtrim"
 )
 
 // command is one subcommand.
@@ -81,6 +83,9 @@ func main() {
 	// The first signal starts an orderly stop; a second one kills at once
 	// (the default action, back once the handler is gone).
 	go func() { <-ctx.Done(); stop() }()
+	// After a burst the heap's garbage goes back to the system within
+	// seconds, not minutes (internal/memtrim).
+	go memtrim.Run(ctx, memtrim.Config{})
 	err := cmd.run(ctx, os.Args[2:])
 	switch {
 	case err == nil:

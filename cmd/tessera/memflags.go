@@ -17,9 +17,9 @@ type memFlags struct {
 func addMemFlags(fs *flag.FlagSet) memFlags {
 	return memFlags{
 		cache: fs.Int64("mem-cache", client.DefaultMemCacheBytes(),
-			"memory block cache in bytes (default: 1/64 of this machine's memory, 32 MiB to 256 MiB; evicted blocks' memory kept for the next fetches adds up to an eighth); an idle mount empties both after a minute"),
+			"memory block cache in bytes (default: 1/256 of this machine's memory, 32 MiB to 64 MiB; evicted blocks' memory kept for the next fetches adds up to an eighth); an idle mount empties both after 20 s"),
 		dirty: fs.Int64("dirty-bytes", client.DefaultDirtyBytes(),
-			"written data a mount buffers and uploads at once, in bytes (default: 1/128 of this machine's memory, 32 MiB to 128 MiB); writers wait beyond it"),
+			"written data a mount buffers and uploads at once, in bytes (default: 1/256 of this machine's memory, 32 MiB to 64 MiB); writers wait beyond it"),
 	}
 }
 

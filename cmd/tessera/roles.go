@@ -105,7 +105,13 @@ func runBlockd(ctx context.Context, args []string) error {
 	tf := addTLSFlags(fs)
 	metricsAddr := addMetricsFlag(fs)
 	if err := parse(fs, args); err != nil {
-		return err
+		return helpMem(err, func() []memPart {
+			lim, _ := lf.limits()
+			return blockdMemParts(lim)
+		})
+	}
+	if lim, err := lf.limits(); err == nil {
+		limitMemory(memTotal(blockdMemParts(lim)))
 	}
 	site, err := siteF.value()
 	if err != nil {
@@ -188,11 +194,14 @@ func runMount(ctx context.Context, args []string) error {
 	tf := addTLSFlags(fs)
 	metricsAddr := addMetricsFlag(fs)
 	if err := parse(fs, args); err != nil {
-		return err
+		return helpMem(err, func() []memPart {
+			return mountMemParts(client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty})
+		})
 	}
 	if err := mem.check(); err != nil {
 		return err
 	}
+	limitMemory(memTotal(mountMemParts(client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty})))
 	site, err := siteF.value()
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"tessera/internal/auth"
+	"tessera/internal/client"
 	"tessera/internal/fuse"
 	"tessera/internal/gateway/gwrpc"
 	"tessera/internal/meta"
@@ -26,6 +27,7 @@ func runUp(ctx context.Context, args []string) error {
 	sf := addScrubFlags(fs)
 	pc := addPageCacheFlag(fs)
 	lf := addLimitFlags(fs)
+	setUpInFlight(fs)
 	mlf := addMetaLimitFlags(fs)
 	role := addMetaRoleFlags(fs)
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "how often the block servers re-register")
@@ -38,8 +40,13 @@ func runUp(ctx context.Context, args []string) error {
 	insecure := fs.Bool("insecure", false, "plain TCP without authentication (every caller trusted as an admin); --meta-listen must then be a loopback address. "+
 		"Without it up makes a CA and certificates in DIR/tls/ on first start and uses them")
 	metricsAddr := addMetricsFlag(fs)
+	memParts := func() []memPart {
+		lim, _ := lf.limits()
+		mlim, _ := mlf.limits()
+		return upMemParts(client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty}, *n, lim, mlim)
+	}
 	if err := parse(fs, args); err != nil {
-		return err
+		return helpMem(err, memParts)
 	}
 	if *insecure {
 		if err := loopbackOnly(*metaListen); err != nil {
@@ -101,6 +108,9 @@ func runUp(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: --replicas %d is more than the %d block servers (--block-servers): every block would stay under-replicated", errUsage, *replicas, *n)
 	}
 	log := newLogger(false)
+	parts := memParts()
+	limitMemory(memTotal(parts))
+	log.Info("memory bound", "total_mib", memTotal(parts)>>20, "parts", memBoundLine(parts))
 	mf, err := startMetrics(*metricsAddr, log)
 	if err != nil {
 		return err

@@ -75,11 +75,14 @@ type StatusReport struct {
 	Files        uint64
 	LogicalBytes uint64
 	StoredBytes  int64
-	Blocks       int64
-	Servers      []ServerStatus
-	Replicas     int    // the cluster's default replication factor
-	Epoch        uint64 // of the block-server map
-	Mover        meta.MoverProgress
+	// OnDiskBytes is what the stores that could say take on disk, as du
+	// counts it (block files, their directories, quarantined copies).
+	OnDiskBytes int64
+	Blocks      int64
+	Servers     []ServerStatus
+	Replicas    int    // the cluster's default replication factor
+	Epoch       uint64 // of the block-server map
+	Mover       meta.MoverProgress
 	// View is the cluster as its meta processes describe it (nil without
 	// Cluster.Describe); Sites groups servers and metas by site.
 	View  *ClusterView
@@ -98,6 +101,10 @@ type ServerStatus struct {
 	// server stores on, when HasSpace (block.Spacer).
 	Free, Size int64
 	HasSpace   bool
+	// OnDisk is what the server's store takes on disk, when HasOnDisk
+	// (block.SpaceReporter).
+	OnDisk    int64
+	HasOnDisk bool
 }
 
 // ScrubReporter is the optional capability of a BlockServer to report its
@@ -137,9 +144,10 @@ func Status(ctx context.Context, c *Cluster) (StatusReport, error) {
 			r.Blocks += ss.Blocks
 			r.StoredBytes += ss.Bytes
 		}
-		if sp, ok := stores[s.ID].(block.Spacer); ok && ss.Err == nil {
-			if free, size, err := sp.Space(ctx); err == nil {
-				ss.Free, ss.Size, ss.HasSpace = free, size, true
+		if ss.Err == nil {
+			space(ctx, stores[s.ID], &ss)
+			if ss.HasOnDisk {
+				r.OnDiskBytes += ss.OnDisk
 			}
 		}
 		if sr, ok := stores[s.ID].(ScrubReporter); ok && ss.Err == nil {
@@ -180,6 +188,7 @@ func (r StatusReport) Print(w io.Writer) {
 	fmt.Fprintf(w, "files: %d\n", r.Files)
 	fmt.Fprintf(w, "logical bytes: %d\n", r.LogicalBytes)
 	fmt.Fprintf(w, "stored block bytes: %d\n", r.StoredBytes)
+	fmt.Fprintf(w, "bytes on disk: %d\n", r.OnDiskBytes)
 	fmt.Fprintf(w, "blocks: %d\n", r.Blocks)
 	fmt.Fprintf(w, "servers: %d (%d up)\n", len(r.Servers), up)
 	fmt.Fprintf(w, "replicas: %d\n", r.Replicas)
@@ -217,6 +226,9 @@ func (r StatusReport) Print(w io.Writer) {
 			state = "unreachable: " + s.Err.Error()
 		}
 		fmt.Fprintf(w, "server %s: addr=%s state=%s blocks=%d bytes=%d", s.ID, s.Addr, state, s.Blocks, s.Bytes)
+		if s.HasOnDisk {
+			fmt.Fprintf(w, " on_disk=%d", s.OnDisk)
+		}
 		if s.Site != "" {
 			fmt.Fprintf(w, " site=%s", s.Site)
 		}
@@ -225,6 +237,23 @@ func (r StatusReport) Print(w io.Writer) {
 				p.Rounds, p.Blocks, p.Bytes, p.Corrupt, p.Running)
 		}
 		fmt.Fprintln(w)
+	}
+}
+
+// space fills in ss's free, size and on-disk bytes from bs, as far as it
+// can tell them (block.SpaceReporter, else block.Spacer).
+func space(ctx context.Context, bs BlockServer, ss *ServerStatus) {
+	if sr, ok := bs.(block.SpaceReporter); ok {
+		if sp, err := sr.SpaceInfo(ctx); err == nil {
+			ss.Free, ss.Size, ss.HasSpace = sp.Free, sp.Size, true
+			ss.OnDisk, ss.HasOnDisk = sp.OnDisk, sp.OnDisk >= 0
+			return
+		}
+	}
+	if sp, ok := bs.(block.Spacer); ok {
+		if free, size, err := sp.Space(ctx); err == nil {
+			ss.Free, ss.Size, ss.HasSpace = free, size, true
+		}
 	}
 }
 

@@ -156,6 +156,31 @@ type Spacer interface {
 	Space(ctx context.Context) (free, size int64, err error)
 }
 
+// Space is what a block store takes on disk and what its file system has.
+type Space struct {
+	// OnDisk is what the store takes on its file system as du counts it
+	// (allocated blocks: block files, directories, quarantined copies);
+	// -1 when the store cannot say.
+	OnDisk int64
+	// Free is what an unprivileged writer may still write, Size the file
+	// system's total, both in bytes.
+	Free, Size int64
+	// FS names the file system the store is on: stores on one file
+	// system of one host give the same name (so that a sum of Free and
+	// Size counts it once), others different ones. At most MaxFSName
+	// bytes; empty when the store cannot say.
+	FS string
+}
+
+// MaxFSName bounds Space.FS as a peer may send it.
+const MaxFSName = 128
+
+// SpaceReporter is the optional capability of a store to tell its Space:
+// the status command's bytes on disk, a mount's df.
+type SpaceReporter interface {
+	SpaceInfo(ctx context.Context) (Space, error)
+}
+
 // AllZero reports whether data is all zero bytes (a block of zeros is a
 // hole, never stored).
 func AllZero(data []byte) bool {

@@ -45,7 +45,7 @@ type Config struct {
 	// DefaultTouchAfter.
 	TouchAfter time.Duration
 	Uploads    int // concurrent block uploads; default 32
-	Fetches    int // concurrent block fetches; default 64
+	Fetches    int // concurrent block fetches; default defaultFetches(MemCacheBytes), 16 to 64
 	// ReadAheadBlocks is how many blocks are fetched ahead of a sequential
 	// reader. 0 (the default) scales it with the servers: 6 per up server,
 	// at least 8, at most what fits in 3/4 of MemCacheBytes (the fetched
@@ -125,7 +125,7 @@ func (c *Config) setDefaults() {
 		c.Uploads = 32
 	}
 	if c.Fetches == 0 {
-		c.Fetches = 64
+		c.Fetches = defaultFetches(c.MemCacheBytes)
 	}
 }
 
@@ -207,7 +207,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		sums:     newSegSums(DefaultSegSumsBytes),
 		files:    newLocalFiles(),
 		policies: policyTable(cfg.Policy),
-		bufs:     newBufList(16 * meta.DefaultBlockSize),
+		bufs:     newBufList(writeFreeBytes(cfg.DirtyBytes)),
 		uploads:  make(chan struct{}, cfg.Uploads),
 		fetches:  make(chan struct{}, cfg.Fetches),
 		metaKick: make(chan struct{}, 1),

@@ -162,7 +162,8 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode, ours []*ourBlock
 				d.old = block.Sum(ch.NewInline)
 			}
 			if o.redone {
-				buf := make([]byte, max(int64(len(o.merged)), d.own.end), max(f.bs, int64(len(o.merged))))
+				n := max(int64(len(o.merged)), d.own.end)
+				buf := make([]byte, n, blockCap(n, f.bs))
 				copy(buf, o.merged)
 				d.own.overlay(buf, d.buf)
 				d.buf = buf

@@ -46,15 +46,28 @@ import (
 // maxPatchRuns is the most changed ranges one composition takes.
 const maxPatchRuns = 4
 
-// maxCompCache bounds the client-wide cache of compositions.
-const maxCompCache = 1 << 17
+// maxCompEntries bounds the compositions a cache of them holds (the
+// client's, and each open file's): with their patches (compCost) at most
+// 64 KiB entries' worth, 4 MiB.
+const maxCompEntries = 1 << 16
+
+// compCost is what a composition counts against maxCompEntries: one for
+// the entry and one for every four patches (a patch is 40 bytes, an entry
+// with its map slot about 160). A bound of entries alone let a client hold
+// 2^17 compositions of up to meta.MaxPatches patches: 500 MB.
+func compCost(comp meta.Composition) int { return 1 + len(comp.Patches)/4 }
+
+// compCacheBytes is about what maxCompEntries allows a cache to hold.
+const compCacheBytes = maxCompEntries * 160
 
 // compCache maps composed block hashes to their compositions. They are
-// content-addressed, so they never go stale; the bound drops arbitrary
-// entries (files re-add theirs before reading: file.noteCompLocked).
+// content-addressed, so they never go stale; the bound (maxCompEntries)
+// drops arbitrary entries (files re-add theirs before reading:
+// file.noteCompLocked).
 type compCache struct {
-	mu sync.Mutex
-	m  map[block.Hash]meta.Composition
+	mu   sync.Mutex
+	m    map[block.Hash]meta.Composition
+	cost int
 }
 
 func (c *compCache) get(h block.Hash) (meta.Composition, bool) {
@@ -70,10 +83,17 @@ func (c *compCache) add(h block.Hash, comp meta.Composition) {
 	if c.m == nil {
 		c.m = make(map[block.Hash]meta.Composition)
 	}
-	if _, ok := c.m[h]; !ok && len(c.m) >= maxCompCache {
-		for k := range c.m {
-			delete(c.m, k)
+	if old, ok := c.m[h]; ok {
+		c.cost -= compCost(old)
+	}
+	c.cost += compCost(comp)
+	for k, old := range c.m {
+		if c.cost <= maxCompEntries {
 			break
+		}
+		if k != h {
+			delete(c.m, k)
+			c.cost -= compCost(old)
 		}
 	}
 	c.m[h] = comp
@@ -243,12 +263,50 @@ func mergeReplications(reps []*replication) *replication {
 }
 
 // learnCompsLocked records compositions met in a recipe or a conflict.
+// Past twice what it kept at its last pruning, the file forgets those no
+// block of its recipe or of its changes names any more: a block under
+// small writes has a new composition per commit, and a file held open
+// for thousands of commits (a database) kept them all.
 func (f *file) learnCompsLocked(comps map[block.Hash]meta.Composition) {
 	for h, comp := range comps {
 		if f.comps == nil {
 			f.comps = make(map[block.Hash]meta.Composition)
 		}
 		f.comps[h] = comp
+	}
+	if len(f.comps) > f.compsPruneAt {
+		f.pruneCompsLocked(comps)
+		f.compsPruneAt = 2*len(f.comps) + 64
+	}
+}
+
+// pruneCompsLocked drops the compositions no block of the file's recipe
+// windows, uploads or changes names, except those just learned.
+func (f *file) pruneCompsLocked(learned map[block.Hash]meta.Composition) {
+	live := make(map[block.Hash]bool, len(learned))
+	for h := range learned {
+		live[h] = true
+	}
+	for _, hs := range f.windows {
+		for _, h := range hs {
+			if _, ok := f.comps[h]; ok {
+				live[h] = true
+			}
+		}
+	}
+	for _, p := range f.pending {
+		live[p.h], live[p.old] = true, true
+	}
+	for _, d := range f.dirty {
+		live[d.old] = true
+	}
+	for _, d := range f.inflight {
+		live[d.old] = true
+	}
+	for h := range f.comps {
+		if !live[h] {
+			delete(f.comps, h)
+		}
 	}
 }
 
@@ -388,5 +446,8 @@ func (c *Client) compact(ctx context.Context, j compactJob) error {
 func (c *compCache) drop(h block.Hash) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.m, h)
+	if old, ok := c.m[h]; ok {
+		c.cost -= compCost(old)
+		delete(c.m, h)
+	}
 }

@@ -43,9 +43,10 @@ type file struct {
 	windows map[uint64][]block.Hash // committed recipe, by window
 	// comps are the compositions of composed blocks this file met in its
 	// recipe, its conflicts and its own uploads (compose.go).
-	comps     map[block.Hash]meta.Composition
-	hasInline bool
-	inline    []byte
+	comps        map[block.Hash]meta.Composition
+	compsPruneAt int // prune comps past this many (learnCompsLocked)
+	hasInline    bool
+	inline       []byte
 
 	dirty     map[uint64]*dblock // written, not yet uploading
 	inflight  map[uint64]*dblock // uploading
@@ -82,6 +83,13 @@ type file struct {
 	// repls are the replications of blocks uploaded since the last fsync,
 	// which waits until every copy was tried.
 	repls []*replication
+	// versions is, by block index, the newest version of a block this
+	// client uploaded (scheduleLocked): the memory cache keeps a composed
+	// one's write buffer, and a version fetched while it waited for its
+	// commit; an older one is dropped from the cache when a newer one is
+	// uploaded, so a block under small writes holds one buffer there, not
+	// one per version.
+	versions map[uint64]version
 	// superseded are uploads replaced before a commit named them; the
 	// next commit has the meta service release them (CommitReq.Superseded).
 	superseded []block.Hash
@@ -119,6 +127,12 @@ type dblock struct {
 	retryAt time.Time
 	// cut: a truncate cut the block, so it is never composed (compose.go).
 	cut bool
+}
+
+// version is a version of a block this client uploaded.
+type version struct {
+	h   block.Hash
+	seq uint64
 }
 
 // pend is an uploaded block waiting for its commit.
@@ -298,14 +312,29 @@ func (f *file) fetchLocked(ctx context.Context, idx uint64, h block.Hash) ([]byt
 	return buf, nil
 }
 
-// cloneBlock returns a copy of at most lim bytes of buf with capacity c.
-func cloneBlock(buf []byte, lim, c int64) []byte {
+// cloneBlock returns a copy of at most lim bytes of buf, with room to grow
+// within a block of bs bytes (blockCap).
+//
+// The copy is not of the block's whole size: a small write into a block
+// that is being uploaded or waits for its commit copies the block's bytes,
+// and the copy is kept after its upload (the memory cache holds composed
+// blocks). A copy of bs bytes for a short block (an SQLite WAL's or
+// journal's first block, written a page at a time) held up to 64 times
+// the block's bytes; the cache counted their length, so it held gigabytes
+// within its bound.
+func cloneBlock(buf []byte, lim, bs int64) []byte {
 	if int64(len(buf)) > lim {
 		buf = buf[:max(lim, 0)]
 	}
-	out := make([]byte, len(buf), max(c, int64(len(buf))))
+	out := make([]byte, len(buf), blockCap(int64(len(buf)), bs))
 	copy(out, buf)
 	return out
+}
+
+// blockCap is the capacity given to n bytes of a block of bs bytes: a
+// quarter more (at least 64 KiB) for appends, at most the block.
+func blockCap(n, bs int64) int64 {
+	return max(n, min(bs, n+max(n/4, 64<<10)))
 }
 
 // write copies data into the file at off.
@@ -362,7 +391,7 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 		}
 		end := bo + n
 		if old := int64(len(d.buf)); end > old {
-			d.buf = extend(d.buf, int(end))
+			d.buf = extend(d.buf, int(end), f.bs)
 			if bo > old {
 				clear(d.buf[old:bo]) // a gap: zeros; the rest is copied over
 			}
@@ -392,11 +421,12 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 
 // extend returns b with length n (> len(b)); the added bytes are not
 // cleared when b's capacity suffices (the caller overwrites or clears them).
-func extend(b []byte, n int) []byte {
+// A new buffer doubles the capacity, up to the block size bs.
+func extend(b []byte, n int, bs int64) []byte {
 	if n <= cap(b) {
 		return b[:n]
 	}
-	nb := make([]byte, n, max(n, 2*cap(b)))
+	nb := make([]byte, n, max(n, int(min(2*int64(cap(b)), bs))))
 	copy(nb, b)
 	return nb
 }
@@ -435,13 +465,35 @@ func (f *file) scheduleLocked(d *dblock) {
 			// pieces. d.buf is never written again, so the cache may
 			// hold it.
 			f.c.mem.putKept(h, d.buf)
+			f.newVersion(d.idx, h, d.seq)
 		} else if err == nil {
 			// No reader holds d.buf any more: uploadDone took it out of
 			// inflight, and readers copy from it under f.mu.
 			f.c.bufs.put(d.buf)
+			f.newVersion(d.idx, h, d.seq)
 		}
 		f.c.budget.release(f.bs)
 	}()
+}
+
+// newVersion notes that version seq of block idx was uploaded as h, and
+// drops the older version from the memory cache, if it holds it.
+func (f *file) newVersion(idx uint64, h block.Hash, seq uint64) {
+	f.mu.Lock()
+	old, ok := f.versions[idx]
+	if ok && old.seq > seq {
+		f.mu.Unlock()
+		f.c.mem.drop(h) // a newer version was uploaded already
+		return
+	}
+	if f.versions == nil {
+		f.versions = make(map[uint64]version)
+	}
+	f.versions[idx] = version{h: h, seq: seq}
+	f.mu.Unlock()
+	if ok && old.h != h {
+		f.c.mem.drop(old.h)
+	}
 }
 
 func (f *file) uploadDone(d *dblock, h block.Hash, comp *meta.Composition, rep *replication, err error) {

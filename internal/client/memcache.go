@@ -7,7 +7,9 @@ import (
 	"tessera/internal/block"
 )
 
-// memCache is an LRU of whole blocks keyed by hash, bounded in bytes. The
+// memCache is an LRU of whole blocks keyed by hash, bounded in bytes: the
+// capacity of the buffers it holds (charge), not only their length, since
+// a buffer's whole capacity stays in memory while the cache holds it. The
 // bytes it holds are never modified while it holds them and may be shared:
 // it holds a reference to each block (bufpool.go), get hands out one
 // more, and an evicted block's reference is released, which gives its
@@ -61,7 +63,7 @@ func (c *memCache) contains(h block.Hash) bool {
 // put caches b as block h, taking a reference of its own; the caller
 // must hold one.
 func (c *memCache) put(h block.Hash, b *blockBuf) {
-	if int64(len(b.data)) > c.max {
+	if charge(b.data) > c.max {
 		return
 	}
 	c.mu.Lock()
@@ -72,15 +74,22 @@ func (c *memCache) put(h block.Hash, b *blockBuf) {
 	}
 	b.ref()
 	c.mu.items[h] = c.mu.ll.PushFront(&memEntry{h: h, buf: b})
-	c.mu.used += int64(len(b.data))
+	c.mu.used += charge(b.data)
 	for c.mu.used > c.max {
 		e := c.mu.ll.Back()
 		ent := e.Value.(*memEntry)
 		c.mu.ll.Remove(e)
 		delete(c.mu.items, ent.h)
-		c.mu.used -= int64(len(ent.buf.data))
+		c.mu.used -= charge(ent.buf.data)
 		ent.buf.release()
 	}
+}
+
+// charge is what a cached buffer counts against the bound: its capacity,
+// less the hasher's slack of a fetched block (hashSlack, at most 16 KiB a
+// block beyond the bound), and at least its length.
+func charge(b []byte) int64 {
+	return int64(max(len(b), cap(b)-hashSlack))
 }
 
 // putKept caches data that stays valid for ever (a write buffer never
@@ -89,6 +98,19 @@ func (c *memCache) putKept(h block.Hash, data []byte) {
 	b := newBlockBuf(data, false, nil)
 	c.put(h, b)
 	b.release()
+}
+
+// drop removes h from the cache (a newer version of the block replaced it).
+func (c *memCache) drop(h block.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.mu.items[h]; ok {
+		ent := e.Value.(*memEntry)
+		c.mu.ll.Remove(e)
+		delete(c.mu.items, h)
+		c.mu.used -= charge(ent.buf.data)
+		ent.buf.release()
+	}
 }
 
 // demote makes h the first block to evict: a sequential reader is done

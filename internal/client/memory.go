@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"tessera/internal/meta"
 )
 
 // Memory: the client's caches are sized from the machine, and what an idle
@@ -12,10 +14,14 @@ import (
 //
 // The memory block cache and the dirty budget default to a share of the
 // machine's memory with a cap (DefaultMemCacheBytes, DefaultDirtyBytes): on
-// a laptop of 4 GiB a mount takes 64 + 32 MiB, on 16 GiB and up 256 + 128
+// a laptop of 4 GiB a mount takes 32 + 32 MiB, on 16 GiB and up 64 + 64
 // MiB. The kernel's page cache keeps what a reader reads hot (the FUSE layer
 // keeps it across opens), so the block cache mostly serves read-ahead and
-// rereads of evicted pages, and need not grow with the machine.
+// rereads of evicted pages, and need not grow with the machine. (The caps
+// were 256 + 128 MiB: under fsx a mount's cache filled with versions of
+// small files' blocks the page cache held anyway, and tessera up peaked at
+// 528 MiB where 64 + 64 MiB gave 207 MiB and ran no slower:
+// docs/design/2026-11-28-memory-bounds.md.)
 //
 // A client with no read or write for Config.IdleRelease (DefaultIdleRelease)
 // empties its memory block cache and its free lists of write and fetch
@@ -24,10 +30,53 @@ import (
 //
 // Besides the cache's bound, the free list of fetch buffers (bufpool.go)
 // holds up to an eighth of it (at most 32 MiB): the memory of evicted
-// blocks, which the next fetches read into.
+// blocks, which the next fetches read into. MemoryBound sums every bounded
+// part; tessera up states the sum with its other roles' in -h and at start.
 
-// DefaultIdleRelease is Config.IdleRelease's default.
-const DefaultIdleRelease = time.Minute
+// MemoryBound is the most memory a client configured with cfg holds for
+// file data, the sum of its parts' bounds (MemoryParts): the memory
+// cache, the free fetch buffers, the dirty budget (written blocks from
+// the write until every copy of their upload was tried), the free write
+// buffers, the segment sums, the compositions, and the fetches under way
+// (each holds one block until it lands in the cache; counted at the
+// default block size: files made with larger blocks take more). What the
+// client holds besides (per open file, per inode it caches) is small and
+// bounded by the meta service's leases.
+func MemoryBound(cfg Config) int64 {
+	var n int64
+	for _, p := range MemoryParts(cfg) {
+		n += p.Bytes
+	}
+	return n
+}
+
+// MemoryPart is one bounded part of a client's memory.
+type MemoryPart struct {
+	Name  string
+	Bytes int64
+}
+
+// MemoryParts lists the parts MemoryBound sums.
+func MemoryParts(cfg Config) []MemoryPart {
+	cfg.setDefaults()
+	return []MemoryPart{
+		{"memory cache", cfg.MemCacheBytes},
+		{"free fetch buffers", defaultFetchPoolBytes(cfg.MemCacheBytes)},
+		{"dirty blocks", cfg.DirtyBytes},
+		{"free write buffers", writeFreeBytes(cfg.DirtyBytes)},
+		{"segment sums", DefaultSegSumsBytes},
+		{"compositions", compCacheBytes},
+		{"fetches under way", int64(cfg.Fetches) * (meta.DefaultBlockSize + hashSlack)},
+	}
+}
+
+// writeFreeBytes bounds the free list of write buffers of a client with a
+// dirty budget of dirty: a quarter of it, at most 16 default blocks.
+func writeFreeBytes(dirty int64) int64 { return min(dirty/4, 16*meta.DefaultBlockSize) }
+
+// DefaultIdleRelease is Config.IdleRelease's default: short enough that a
+// mount left alone is back to its floor within half a minute.
+const DefaultIdleRelease = 20 * time.Second
 
 // machineMemory is the machine's RAM in bytes (0 if unknown).
 func machineMemory() int64 {
@@ -39,12 +88,19 @@ func machineMemory() int64 {
 }
 
 // DefaultMemCacheBytes is Config.MemCacheBytes's default on this machine:
-// 1/64 of its memory, from 32 to 256 MiB.
-func DefaultMemCacheBytes() int64 { return shareOfMemory(machineMemory(), 64, 32<<20, 256<<20) }
+// 1/256 of its memory, from 32 to 64 MiB.
+func DefaultMemCacheBytes() int64 { return shareOfMemory(machineMemory(), 256, 32<<20, 64<<20) }
 
-// DefaultDirtyBytes is Config.DirtyBytes's default on this machine: 1/128
-// of its memory, from 32 to 128 MiB.
-func DefaultDirtyBytes() int64 { return shareOfMemory(machineMemory(), 128, 32<<20, 128<<20) }
+// DefaultDirtyBytes is Config.DirtyBytes's default on this machine: 1/256
+// of its memory, from 32 to 64 MiB.
+func DefaultDirtyBytes() int64 { return shareOfMemory(machineMemory(), 256, 32<<20, 64<<20) }
+
+// defaultFetches is Config.Fetches's default for a memory cache of
+// memBytes: a fetch holds a block until it lands in the cache, so as many
+// as a quarter of the cache holds in default blocks, from 16 to 64.
+func defaultFetches(memBytes int64) int {
+	return int(min(max(memBytes/4/meta.DefaultBlockSize, 16), 64))
+}
 
 // shareOfMemory is total/div, within [lo, hi]; hi when total is unknown.
 func shareOfMemory(total, div, lo, hi int64) int64 {

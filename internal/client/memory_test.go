@@ -48,3 +48,24 @@ func TestIdleClientReleasesMemory(t *testing.T) {
 		t.Fatalf("%d bytes of blocks cached after the second idle period; want 0", st.MemBytes)
 	}
 }
+
+// TestMemoryBoundSumsItsParts: the stated bound follows the flags (the
+// cache and the dirty budget, the parts sized from them) and counts the
+// fetches under way.
+func TestMemoryBoundSumsItsParts(t *testing.T) {
+	small := MemoryBound(Config{MemCacheBytes: 32 << 20, DirtyBytes: 16 << 20, Fetches: 8})
+	large := MemoryBound(Config{MemCacheBytes: 64 << 20, DirtyBytes: 32 << 20, Fetches: 8})
+	if d := large - small; d < (32<<20)+(16<<20) {
+		t.Fatalf("doubling the cache and the dirty budget raised the bound by %d MiB; want at least 48", d>>20)
+	}
+	var sum int64
+	for _, p := range MemoryParts(Config{MemCacheBytes: 32 << 20, DirtyBytes: 16 << 20, Fetches: 8}) {
+		if p.Bytes <= 0 {
+			t.Errorf("part %q is bounded by %d bytes", p.Name, p.Bytes)
+		}
+		sum += p.Bytes
+	}
+	if sum != small || small < (32<<20)+(16<<20)+8*(4<<20) {
+		t.Fatalf("bound %d MiB, parts %d MiB", small>>20, sum>>20)
+	}
+}

@@ -303,20 +303,29 @@ func (fs *FS) file(fh uint64) *client.Handle {
 	return fs.mu.files[fh]
 }
 
-// StatFs reports usage from the meta service. Capacity is not bounded by a
-// quota yet, so the totals are nominal (1 PiB, 1 G inodes) as JuiceFS does.
+// StatFs reports the room the block servers have for new data, as
+// client.Space tells it: their file systems' free and total bytes (each
+// counted once) divided by the replicas. Without an answer from any
+// server the totals are nominal (1 PiB, as JuiceFS does), the used bytes
+// the meta service's. Inodes are not bounded by a quota yet: 1 G nominal.
 func (fs *FS) StatFs(cancel <-chan struct{}, header *gofuse.InHeader, out *gofuse.StatfsOut) gofuse.Status {
-	st, err := fs.api.StatFS(ctxOf(cancel, header))
+	ctx := ctxOf(cancel, header)
+	st, err := fs.api.StatFS(ctx)
 	if err != nil {
 		return fs.status("statfs", err)
 	}
 	const bsize = 4096
-	total := uint64(1<<50) / bsize
-	used := (st.LogicalBytes + bsize - 1) / bsize
 	out.Bsize = bsize
 	out.Frsize = bsize
-	out.Blocks = total
-	out.Bfree = total - min(used, total)
+	if free, size, err := fs.c.Space(ctx); err == nil && size > 0 {
+		out.Blocks = uint64(size) / bsize
+		out.Bfree = min(uint64(free)/bsize, out.Blocks)
+	} else {
+		total := uint64(1<<50) / bsize
+		used := (st.LogicalBytes + bsize - 1) / bsize
+		out.Blocks = total
+		out.Bfree = total - min(used, total)
+	}
 	out.Bavail = out.Bfree
 	out.Files = 1 << 30
 	out.Ffree = out.Files - min(st.Files, out.Files)

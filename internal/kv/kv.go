@@ -8,7 +8,13 @@
 // that nothing the transaction read was changed by a transaction that committed
 // in the meantime, and if so the commit fails with ErrConflict. Update retries
 // conflicting transactions itself (bounded), so fn must be free of side effects
-// other than on the Txn: it may run more than once. When Update returns nil the
+// other than on the Txn: it may run more than once. View's fn may run more
+// than once too: a replicated engine runs it again on a fresh snapshot when
+// the first can no longer be read (etcdkv: its revision was compacted away
+// while fn read it). So a View's fn sets everything it hands out afresh at
+// its start (resets the slices it appends to, starts a paged scan again from
+// where the call began), and what it returns counts only from the run that
+// ended the View. When Update returns nil the
 // writes are visible to every later View and durable (for durable engines),
 // unless the store implements Syncer: then they survive a crash of the
 // process, and are durable once a later Sync returns nil.
@@ -38,6 +44,7 @@ var ErrClosed = errors.New("kv: store closed")
 // Store is a transactional, ordered key-value store.
 type Store interface {
 	// View runs fn in a read-only transaction over a consistent snapshot.
+	// fn may run more than once; see the package comment.
 	View(ctx context.Context, fn func(tx Txn) error) error
 	// Update runs fn in a read-write transaction and commits it if fn
 	// returns nil. It retries fn on conflicts; see the package comment.

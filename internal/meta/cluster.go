@@ -134,7 +134,7 @@ func (s *Service) SetServerState(ctx context.Context, id, state string) (ServerM
 		return err
 	})
 	if err != nil {
-		return ServerMap{}, fmt.Errorf("set server %q %s: %w", id, state, err)
+		return ServerMap{}, fmt.Errorf("set server %s %s: %w", Quote(id), Quote(state), err)
 	}
 	return out, nil
 }

@@ -248,7 +248,9 @@
 // without Sync the callbacks are queued and the call returns at once. A
 // session expires SessionTTL (default 5 s) after its latest poll, dropping
 // its leases and releasing any Sync waiter; a session caps its leases at
-// MaxLeases, dropping the oldest with an invalidation. All of this is soft
+// MaxLeases (default 65,536, about 150 bytes each: 10 MiB a session),
+// dropping the oldest with an invalidation, and the leases on an inode that
+// lost its last name go when it does, but for its openers'. All of this is soft
 // state in the Service's memory: a restarted service, or another Service
 // sharing the store, knows no session, and its clients get ErrSessionExpired
 // (they open a new session and revalidate what they cached). Expiry and long

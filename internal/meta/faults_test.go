@@ -3,6 +3,7 @@ package meta_test
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	"tessera/internal/kv"
@@ -47,6 +48,29 @@ func TestConformanceConflicts(t *testing.T) {
 	if st := last().Stats(); st.Conflicts == 0 {
 		t.Fatalf("no conflict injected: %+v", st)
 	}
+}
+
+// TestConformanceViewReruns: the conformance suite with a third of the
+// Views cut short at one of their first reads and run again (as etcdkv
+// does when a snapshot is compacted away): what a View's function keeps
+// across runs shows as a failed case.
+func TestConformanceViewReruns(t *testing.T) {
+	f, last := faultyService(faultkv.Options{Seed: 12, Rerun: 0.3})
+	var views, reruns atomic.Int64
+	metatest.Run(t, func(t *testing.T, o meta.Options) meta.API {
+		api := f(t, o)
+		store := last()
+		t.Cleanup(func() {
+			st := store.Stats()
+			views.Add(int64(st.Views))
+			reruns.Add(int64(st.Reruns))
+		})
+		return api
+	})
+	if reruns.Load() == 0 {
+		t.Fatalf("no rerun injected in %d views", views.Load())
+	}
+	t.Logf("%d of %d views run again", reruns.Load(), views.Load())
 }
 
 // TestModelConflicts is the model-based random test with conflicts: every

@@ -96,12 +96,12 @@ func (f *Fileset) Normalize() error {
 	}
 	u, err := url.Parse(f.Home)
 	if err != nil {
-		return fmt.Errorf("fileset: home URL %q: %v: %w", f.Home, err, ErrInvalid)
+		return fmt.Errorf("fileset: home URL %s: %v: %w", Quote(f.Home), err, ErrInvalid)
 	}
 	switch u.Scheme {
 	case "file", "s3", "tessera":
 	default:
-		return fmt.Errorf("fileset: home URL %q: scheme %q is not file, s3 or tessera: %w", f.Home, u.Scheme, ErrInvalid)
+		return fmt.Errorf("fileset: home URL %s: scheme %s is not file, s3 or tessera: %w", Quote(f.Home), Quote(u.Scheme), ErrInvalid)
 	}
 	if f.Mode == "" {
 		f.Mode = ModeRO
@@ -109,7 +109,7 @@ func (f *Fileset) Normalize() error {
 	switch f.Mode {
 	case ModeRO, ModeSW, ModeLU, ModeIW:
 	default:
-		return fmt.Errorf("fileset: mode %q is not ro, sw, lu or iw: %w", f.Mode, ErrInvalid)
+		return fmt.Errorf("fileset: mode %s is not ro, sw, lu or iw: %w", Quote(string(f.Mode)), ErrInvalid)
 	}
 	if f.ValidityLag == 0 {
 		f.ValidityLag = DefaultValidityLag
@@ -126,7 +126,7 @@ func (f *Fileset) Normalize() error {
 	switch f.Prefetch {
 	case PrefetchNone, PrefetchRange, PrefetchWhole:
 	default:
-		return fmt.Errorf("fileset: prefetch %q is not none, range or whole: %w", f.Prefetch, ErrInvalid)
+		return fmt.Errorf("fileset: prefetch %s is not none, range or whole: %w", Quote(string(f.Prefetch)), ErrInvalid)
 	}
 	if f.Conflicts == "" {
 		f.Conflicts = ConflictsKeepBoth
@@ -134,7 +134,7 @@ func (f *Fileset) Normalize() error {
 	switch f.Conflicts {
 	case ConflictsCacheWins, ConflictsHomeWins, ConflictsKeepBoth:
 	default:
-		return fmt.Errorf("fileset: conflicts %q is not cache-wins, home-wins or keep-both: %w", f.Conflicts, ErrInvalid)
+		return fmt.Errorf("fileset: conflicts %s is not cache-wins, home-wins or keep-both: %w", Quote(string(f.Conflicts)), ErrInvalid)
 	}
 	if f.State == "" {
 		f.State = FilesetActive

@@ -59,7 +59,7 @@ func (s *Service) EvictData(ctx context.Context, ino Ino) (Inode, error) {
 		if op, err := t.wbLatestOp(ino); err != nil {
 			return err
 		} else if op != nil {
-			return fmt.Errorf("write-back queued (%v %q): %w", op.Kind, op.Path, ErrDirty)
+			return fmt.Errorf("write-back queued (%v %s): %w", op.Kind, Quote(op.Path), ErrDirty)
 		}
 		if rec.Size != sec.HomeSize || rec.Mtime != sec.HomeMtime {
 			return fmt.Errorf("changed in the cache: %w", ErrDirty)

@@ -56,14 +56,14 @@ type vanishReq struct {
 func (s *Service) RemoveVanished(ctx context.Context, parent Ino, name string, ino Ino, isDir bool) error {
 	in, err := s.GetAttr(ctx, ino)
 	if err != nil {
-		return fmt.Errorf("remove %d/%q, gone at home: %w", parent, name, err)
+		return fmt.Errorf("remove %d/%s, gone at home: %w", parent, Quote(name), err)
 	}
 	if in.Gateway == nil {
-		return fmt.Errorf("remove %d/%q, gone at home: not in a fileset: %w", parent, name, ErrInvalid)
+		return fmt.Errorf("remove %d/%s, gone at home: not in a fileset: %w", parent, Quote(name), ErrInvalid)
 	}
 	f, err := s.Fileset(ctx, in.Gateway.Fileset)
 	if err != nil {
-		return fmt.Errorf("remove %d/%q, gone at home: %w", parent, name, err)
+		return fmt.Errorf("remove %d/%s, gone at home: %w", parent, Quote(name), err)
 	}
 	any := f.Mode == ModeRO
 	fromHome := in.Gateway.HomePath != ""
@@ -74,7 +74,7 @@ func (s *Service) RemoveVanished(ctx context.Context, parent Ino, name string, i
 		_, err = s.Unlink(ctx, parent, name, 0)
 	}
 	if err != nil {
-		return fmt.Errorf("remove %d/%q, gone at home: %w", parent, name, err)
+		return fmt.Errorf("remove %d/%s, gone at home: %w", parent, Quote(name), err)
 	}
 	return nil
 }
@@ -99,7 +99,7 @@ func (t txn) vanishGuard(ctx context.Context, ino Ino) error {
 	}
 	if op, err := t.wbLatestOp(ino); err != nil || op != nil {
 		if err == nil {
-			err = fmt.Errorf("write-back queued (%v %q): %w", op.Kind, op.Path, ErrDirty)
+			err = fmt.Errorf("write-back queued (%v %s): %w", op.Kind, Quote(op.Path), ErrDirty)
 		}
 		return err
 	}

@@ -196,19 +196,19 @@ func (s *Service) IngestDir(ctx context.Context, req IngestDirReq) (Inode, error
 	}
 	for _, e := range req.Entries {
 		if err := checkName(e.Name); err != nil {
-			return Inode{}, fmt.Errorf("ingest into directory %d: entry %q: %w", req.Dir, e.Name, err)
+			return Inode{}, fmt.Errorf("ingest into directory %d: entry %s: %w", req.Dir, Quote(e.Name), err)
 		}
 		switch typeOf(e.Mode) {
 		case syscall.S_IFREG, syscall.S_IFDIR:
 		case syscall.S_IFLNK:
 			if e.Target == "" || len(e.Target) > MaxTargetLen {
-				return Inode{}, fmt.Errorf("ingest into directory %d: symlink %q: target of %d bytes: %w", req.Dir, e.Name, len(e.Target), ErrInvalid)
+				return Inode{}, fmt.Errorf("ingest into directory %d: symlink %s: target of %d bytes: %w", req.Dir, Quote(e.Name), len(e.Target), ErrInvalid)
 			}
 		default:
-			return Inode{}, fmt.Errorf("ingest into directory %d: entry %q: type %#o is not a file, directory or symlink: %w", req.Dir, e.Name, typeOf(e.Mode), ErrInvalid)
+			return Inode{}, fmt.Errorf("ingest into directory %d: entry %s: type %#o is not a file, directory or symlink: %w", req.Dir, Quote(e.Name), typeOf(e.Mode), ErrInvalid)
 		}
 		if len(e.Token) > MaxToken {
-			return Inode{}, fmt.Errorf("ingest into directory %d: entry %q: change token of %d bytes: %w", req.Dir, e.Name, len(e.Token), ErrInvalid)
+			return Inode{}, fmt.Errorf("ingest into directory %d: entry %s: change token of %d bytes: %w", req.Dir, Quote(e.Name), len(e.Token), ErrInvalid)
 		}
 	}
 	inos := make([]Ino, len(req.Entries))

@@ -95,16 +95,16 @@ func gatewayNodeKey(id string) []byte { return append([]byte{pfxGatewayNode}, id
 // checkGatewayNode validates g's fields against the record's limits.
 func checkGatewayNode(g *GatewayNode) error {
 	if g.ID == "" || strings.IndexByte(g.ID, 0) >= 0 {
-		return fmt.Errorf("gateway id %q: %w", g.ID, ErrInvalid)
+		return fmt.Errorf("gateway id %s: %w", Quote(g.ID), ErrInvalid)
 	}
 	if len(g.ID) > MaxServerID {
 		return fmt.Errorf("gateway id of %d bytes: %w", len(g.ID), ErrNameTooLong)
 	}
 	if g.Addr == "" {
-		return fmt.Errorf("gateway %q: no address: %w", g.ID, ErrInvalid)
+		return fmt.Errorf("gateway %s: no address: %w", Quote(g.ID), ErrInvalid)
 	}
 	if len(g.Addr) > maxServerField || len(g.Site) > maxServerField {
-		return fmt.Errorf("gateway %q: address or site too long: %w", g.ID, ErrNameTooLong)
+		return fmt.Errorf("gateway %s: address or site too long: %w", Quote(g.ID), ErrNameTooLong)
 	}
 	return nil
 }
@@ -161,7 +161,7 @@ func (s *Service) RegisterGateway(ctx context.Context, g GatewayNode) ([]Gateway
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("register gateway %q: %w", g.ID, err)
+		return nil, fmt.Errorf("register gateway %s: %w", Quote(g.ID), err)
 	}
 	return out, nil
 }

@@ -27,6 +27,10 @@ type session struct {
 	ended      bool
 	leases     map[Ino]*list.Element // values of order
 	order      *list.List            // of Ino, oldest grant first
+	// leasesPeak is the most leases held since leases was last made
+	// anew: a Go map keeps its size after deletes, so one that fell to a
+	// quarter of it is copied (dropLeaseLocked).
+	leasesPeak int
 	// opens counts the session's opens of each inode it has open
 	// (opens.go).
 	opens map[Ino]int
@@ -55,12 +59,16 @@ type leaseTable struct {
 
 	mu struct {
 		sync.Mutex
-		sessions  map[SessionID]*session
-		holders   map[Ino]map[SessionID]*session
-		gen       uint64 // counts changes called back
-		queued    uint64 // counts callbacks queued (LeaseStats)
-		recent    [recentChanges]recentChange
-		nextSweep time.Time
+		sessions map[SessionID]*session
+		// holders are the sessions holding a lease on each inode: a
+		// slice, mostly of one, where a map per inode cost ~200 bytes a
+		// lease (580 bytes a file with the rest, to a million files).
+		holders     map[Ino][]*session
+		holdersPeak int    // as session.leasesPeak
+		gen         uint64 // counts changes called back
+		queued      uint64 // counts callbacks queued (LeaseStats)
+		recent      [recentChanges]recentChange
+		nextSweep   time.Time
 		// changing holds the inodes a Sync change is under way on; the
 		// channel is closed when it ends (see begin).
 		changing map[Ino]chan struct{}
@@ -95,7 +103,7 @@ func newLeaseTable(opts Options, now func() time.Time) *leaseTable {
 		l.maxLeases = DefaultMaxLeases
 	}
 	l.mu.sessions = make(map[SessionID]*session)
-	l.mu.holders = make(map[Ino]map[SessionID]*session)
+	l.mu.holders = make(map[Ino][]*session)
 	l.mu.changing = make(map[Ino]chan struct{})
 	l.mu.openers = make(map[Ino]map[SessionID]*session)
 	l.mu.reaping = make(map[Ino]chan struct{})
@@ -187,12 +195,37 @@ func (l *leaseTable) endLocked(s *session) {
 }
 
 func (l *leaseTable) unholdLocked(ino Ino, id SessionID) {
-	if hs := l.mu.holders[ino]; hs != nil {
-		delete(hs, id)
-		if len(hs) == 0 {
-			delete(l.mu.holders, ino)
+	hs := l.mu.holders[ino]
+	for i, s := range hs {
+		if s.id == id {
+			hs[i] = hs[len(hs)-1]
+			hs[len(hs)-1] = nil
+			hs = hs[:len(hs)-1]
+			break
 		}
 	}
+	if len(hs) > 0 {
+		l.mu.holders[ino] = hs
+		return
+	}
+	delete(l.mu.holders, ino)
+	if n := len(l.mu.holders); l.mu.holdersPeak >= minShrink && n < l.mu.holdersPeak/4 {
+		l.mu.holders = resized(l.mu.holders)
+		l.mu.holdersPeak = n
+	}
+}
+
+// minShrink is the smallest peak of a lease map worth copying smaller.
+const minShrink = 4096
+
+// resized returns a copy of m sized for its entries (maps.Clone keeps the
+// original's size).
+func resized[K comparable, V any](m map[K]V) map[K]V {
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // sweepLocked ends expired sessions, at most twice per TTL, so that clients
@@ -281,9 +314,9 @@ func (l *leaseTable) begin(ctx context.Context, ino Ino, from SessionID) (end fu
 	l.mu.changing[ino] = gate
 	now := l.now()
 	var waits []ackWait
-	for id, s := range l.mu.holders[ino] {
+	for _, s := range slices.Clone(l.mu.holders[ino]) {
 		switch {
-		case id == from:
+		case s.id == from:
 		case now.After(s.deadline):
 			l.endLocked(s)
 		default:
@@ -322,12 +355,9 @@ func (l *leaseTable) grantLocked(id SessionID, ino Ino, since uint64) bool {
 		return true
 	}
 	s.leases[ino] = s.order.PushBack(ino)
-	hs := l.mu.holders[ino]
-	if hs == nil {
-		hs = make(map[SessionID]*session)
-		l.mu.holders[ino] = hs
-	}
-	hs[id] = s
+	s.leasesPeak = max(s.leasesPeak, len(s.leases))
+	l.mu.holders[ino] = append(l.mu.holders[ino], s)
+	l.mu.holdersPeak = max(l.mu.holdersPeak, len(l.mu.holders))
 	for len(s.leases) > l.maxLeases {
 		old := s.order.Front().Value.(Ino)
 		l.dropLeaseLocked(s, old)
@@ -401,7 +431,7 @@ func (l *leaseTable) invalidateAll(ino Ino) []ackWait {
 	l.changedLocked(ino)
 	var waits []ackWait
 	now := l.now()
-	for _, s := range l.mu.holders[ino] {
+	for _, s := range slices.Clone(l.mu.holders[ino]) {
 		if now.After(s.deadline) {
 			l.endLocked(s)
 			continue
@@ -410,6 +440,27 @@ func (l *leaseTable) invalidateAll(ino Ino) []ackWait {
 		l.dropLeaseLocked(s, ino)
 	}
 	return waits
+}
+
+// gone ends the leases on ino, which lost its last name (an unlinked
+// file, a removed directory), of the sessions that do not hold it open:
+// nothing can reach it any more but their open handles. The other holders
+// get an invalidation, the session that removed it (from) none. Without
+// it the leases on removed inodes stayed until each session's MaxLeases
+// pushed them out.
+func (l *leaseTable) gone(from SessionID, ino Ino) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.changedLocked(ino)
+	for _, s := range slices.Clone(l.mu.holders[ino]) {
+		if _, open := l.mu.openers[ino][s.id]; open {
+			continue
+		}
+		if s.id != from {
+			l.queueLocked(s, Callback{Ino: ino, Kind: CallbackInvalidate})
+		}
+		l.dropLeaseLocked(s, ino)
+	}
 }
 
 // changedSinceLocked reports whether ino may have changed after since.
@@ -433,6 +484,10 @@ func (l *leaseTable) dropLeaseLocked(s *session, ino Ino) {
 		s.order.Remove(e)
 		delete(s.leases, ino)
 		l.unholdLocked(ino, s.id)
+		if n := len(s.leases); s.leasesPeak >= minShrink && n < s.leasesPeak/4 {
+			s.leases = resized(s.leases)
+			s.leasesPeak = n
+		}
 	}
 }
 
@@ -472,9 +527,9 @@ func (l *leaseTable) notify(c change) []ackWait {
 	l.changedLocked(c.ino)
 	var others []*session
 	now := l.now()
-	for id, s := range l.mu.holders[c.ino] {
+	for _, s := range slices.Clone(l.mu.holders[c.ino]) {
 		switch {
-		case id == c.from:
+		case s.id == c.from:
 		case now.After(s.deadline):
 			l.endLocked(s)
 		default:

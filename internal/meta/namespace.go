@@ -40,7 +40,7 @@ func (s *Service) Lookup(ctx context.Context, parent Ino, name string) (Inode, e
 		})
 	}
 	if err != nil {
-		return Inode{}, fmt.Errorf("lookup %d/%q: %w", parent, name, err)
+		return Inode{}, fmt.Errorf("lookup %d/%s: %w", parent, Quote(name), err)
 	}
 	return out, nil
 }
@@ -70,7 +70,7 @@ func (s *Service) Create(ctx context.Context, req CreateReq) (Inode, error) {
 		mark := s.readMark()
 		out, again, err := s.create(ctx, req)
 		if err != nil {
-			return Inode{}, fmt.Errorf("create %d/%q: %w", req.Parent, req.Name, err)
+			return Inode{}, fmt.Errorf("create %d/%s: %w", req.Parent, Quote(req.Name), err)
 		}
 		if again {
 			continue // the file it found went before it was held open
@@ -302,7 +302,7 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 		})
 	}
 	if err != nil {
-		return Inode{}, fmt.Errorf("link %d to %d/%q: %w", ino, newParent, newName, err)
+		return Inode{}, fmt.Errorf("link %d to %d/%s: %w", ino, newParent, Quote(newName), err)
 	}
 	s.changed(ctx, change{ino: ino, inode: &out}, false)
 	return out, nil
@@ -375,7 +375,7 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 	}
 	cl.end(err == nil)
 	if err != nil {
-		return Inode{}, fmt.Errorf("unlink %d/%q: %w", parent, name, err)
+		return Inode{}, fmt.Errorf("unlink %d/%s: %w", parent, Quote(name), err)
 	}
 	if out.Nlink == 0 && !deleted {
 		// Held open when the transaction looked. Mark it again (a release
@@ -389,6 +389,9 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 		}
 	}
 	s.changed(ctx, change{ino: out.Ino, inode: &out}, false)
+	if out.Nlink == 0 {
+		s.leases.gone(sessionOf(ctx), out.Ino)
+	}
 	return out, nil
 }
 
@@ -440,6 +443,7 @@ func (t txn) linkOrphan(rec *inodeRec) error {
 func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 	cl := s.newClaims()
 	err := checkName(name)
+	var removed Ino
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
 			dir, err := t.getDir(parent)
@@ -447,6 +451,7 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 				return err
 			}
 			ino, typ, ok, err := t.getDentry(parent, name)
+			removed = ino
 			if err != nil {
 				return err
 			}
@@ -472,8 +477,9 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 	}
 	cl.end(err == nil)
 	if err != nil {
-		return fmt.Errorf("rmdir %d/%q: %w", parent, name, err)
+		return fmt.Errorf("rmdir %d/%s: %w", parent, Quote(name), err)
 	}
+	s.leases.gone(sessionOf(ctx), removed)
 	return nil
 }
 
@@ -580,7 +586,7 @@ func (s *Service) ReadDir(ctx context.Context, dir Ino, after string, limit int,
 		return nil
 	})
 	if err != nil {
-		return nil, false, fmt.Errorf("readdir %d after %q: %w", dir, after, err)
+		return nil, false, fmt.Errorf("readdir %d after %s: %w", dir, Quote(after), err)
 	}
 	return ents, more, nil
 }

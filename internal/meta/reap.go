@@ -90,6 +90,9 @@ func (s *Service) reap(ctx context.Context, ino Ino) (bool, error) {
 	// Either way it is no orphan (any more): its last release need not
 	// try again.
 	s.leases.endReap(ino, err == nil && (gone || linked))
+	if err == nil && gone {
+		s.leases.gone(0, ino)
+	}
 	return err == nil && gone, err
 }
 

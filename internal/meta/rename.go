@@ -19,7 +19,7 @@ const maxDepth = 1 << 16
 func (s *Service) Rename(ctx context.Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) (Inode, error) {
 	replaced, err := s.rename(ctx, oldParent, oldName, newParent, newName, flags)
 	if err != nil {
-		return Inode{}, fmt.Errorf("rename %d/%q to %d/%q: %w", oldParent, oldName, newParent, newName, err)
+		return Inode{}, fmt.Errorf("rename %d/%s to %d/%s: %w", oldParent, Quote(oldName), newParent, Quote(newName), err)
 	}
 	if replaced.Ino != 0 {
 		s.changed(ctx, change{ino: replaced.Ino, inode: &replaced}, false)

@@ -343,8 +343,10 @@ func (s *Service) FinishDrops(ctx context.Context) (int, error) {
 	after := Ino(0)
 	for {
 		var inos []Ino
+		next := after
 		err := s.view(ctx, func(t txn) error {
-			inos = inos[:0]
+			// A rerun (kv.Store.View) starts again from after.
+			inos, next = inos[:0], after
 			p := []byte{pfxPending}
 			return t.Scan(pendingKey(after+1), kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
 				if len(k) != 9 {
@@ -358,13 +360,14 @@ func (s *Service) FinishDrops(ctx context.Context) (int, error) {
 				if !pd.reap {
 					inos = append(inos, ino)
 				}
-				after = ino
+				next = ino
 				return len(inos) < ReleasePage, nil
 			})
 		})
 		if err != nil {
 			return n, fmt.Errorf("list pending drops: %w", err)
 		}
+		after = next
 		for _, ino := range inos {
 			if err := s.finishDrop(ctx, ino); err != nil {
 				return n, err

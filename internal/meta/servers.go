@@ -142,7 +142,7 @@ func (s *Service) RegisterServer(ctx context.Context, srv Server) (ServerMap, er
 		})
 	}
 	if err != nil {
-		return ServerMap{}, fmt.Errorf("register server %q: %w", srv.ID, err)
+		return ServerMap{}, fmt.Errorf("register server %s: %w", Quote(srv.ID), err)
 	}
 	return out, nil
 }

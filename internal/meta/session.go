@@ -75,7 +75,7 @@ type SessionBinder interface {
 // Defaults of Options.SessionTTL and Options.MaxLeases.
 const (
 	DefaultSessionTTL = 5 * time.Second
-	DefaultMaxLeases  = 1 << 20
+	DefaultMaxLeases  = 1 << 16
 )
 
 // maxUpdateChanges is the most block changes an update callback carries; a

@@ -39,7 +39,7 @@ const WBWindow = 4096
 // Permanently failed operations do not hold later ones back.
 func (s *Service) ClaimWriteback(ctx context.Context, req ClaimReq) ([]WBOp, error) {
 	if req.Limit <= 0 || req.Owner == "" || req.TTL <= 0 {
-		return nil, fmt.Errorf("claim write-back of %d: limit %d, owner %q, ttl %v: %w", req.Root, req.Limit, req.Owner, req.TTL, ErrInvalid)
+		return nil, fmt.Errorf("claim write-back of %d: limit %d, owner %s, ttl %v: %w", req.Root, req.Limit, Quote(req.Owner), req.TTL, ErrInvalid)
 	}
 	var out []WBOp
 	err := s.update(ctx, func(t txn) error {
@@ -222,6 +222,7 @@ func (s *Service) RequestFlush(ctx context.Context, root Ino) error {
 func (s *Service) WritebackToken(ctx context.Context, ino Ino) (string, error) {
 	var tok string
 	err := s.view(ctx, func(t txn) error {
+		tok = "" // a rerun (kv.Store.View) starts afresh
 		v, ok, err := t.Get(wbKey(wbToken, ino))
 		if err != nil {
 			return err

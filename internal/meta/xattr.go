@@ -50,7 +50,7 @@ func (s *Service) GetXattr(ctx context.Context, ino Ino, name string) ([]byte, e
 		})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("getxattr %d %q: %w", ino, name, err)
+		return nil, fmt.Errorf("getxattr %d %s: %w", ino, Quote(name), err)
 	}
 	return out, nil
 }
@@ -106,7 +106,7 @@ func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []by
 		})
 	}
 	if err != nil {
-		return fmt.Errorf("setxattr %d %q: %w", ino, name, err)
+		return fmt.Errorf("setxattr %d %s: %w", ino, Quote(name), err)
 	}
 	s.changed(ctx, change{ino: ino}, false)
 	return nil
@@ -180,7 +180,7 @@ func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
 		})
 	}
 	if err != nil {
-		return fmt.Errorf("removexattr %d %q: %w", ino, name, err)
+		return fmt.Errorf("removexattr %d %s: %w", ino, Quote(name), err)
 	}
 	s.changed(ctx, change{ino: ino}, false)
 	return nil

@@ -78,6 +78,10 @@ func (h *Handler) Snapshot(ctx context.Context) Snapshot {
 	if s.Errors == nil {
 		s.Errors = []Record{}
 	}
+	s.Refused = h.cfg.Errors.Refused()
+	if s.Refused == nil {
+		s.Refused = []Refusals{}
+	}
 	return s
 }
 

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"syscall"
 	"testing"
@@ -143,6 +145,7 @@ func TestPageListsServers(t *testing.T) {
 		`id="mover"`, `id="throughput"`, "measuring", "reads go from the mounts",
 		"meta database in memory", // the meta role's warning, from the ring
 		"free of its file system", "(3 servers reporting)",
+		"on disk (stores as du counts them, 3 servers reporting)",
 	} {
 		if !strings.Contains(page, s) {
 			t.Errorf("the page lacks %q", s)
@@ -179,6 +182,10 @@ func TestStatusJSON(t *testing.T) {
 	}
 	if c := s.Capacity; c.SpaceReporting != 3 || c.FreeBytes <= 0 || c.SizeBytes < c.FreeBytes || s.Servers[1].Free == nil {
 		t.Fatalf("capacity %+v, servers %+v: want the free space of 3 servers' file systems", c, s.Servers)
+	}
+	// Two blocks take a file-system block each, and their directories more.
+	if c := s.Capacity; c.OnDiskReporting != 3 || c.OnDiskBytes < 2*4096 || s.Servers[0].OnDisk == nil || *s.Servers[0].OnDisk < 2*4096 {
+		t.Fatalf("capacity %+v, servers %+v: want what 3 servers' stores take on disk", c, s.Servers)
 	}
 	if len(s.Errors) == 0 || !strings.Contains(s.Errors[len(s.Errors)-1].Msg, "in memory") {
 		t.Fatalf("errors %+v, want the meta role's warning about its engine", s.Errors)
@@ -226,5 +233,51 @@ func TestPageMetaUnreachable(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "/", nil))
 	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "could not be read") {
 		t.Fatalf("GET / with the cluster unreadable: %d\n%s", rec.Code, rec.Body)
+	}
+}
+
+// TestRefusedCallersNotShown: the page needs no credentials, so refusals
+// of callers (records naming a peer: the meta port's refused connections
+// and calls, whose reason may name the identity, its role and --root) are
+// shown only as counts by reason; neither the page nor its JSON shows an
+// address, an identity or a path of theirs. Before, the recent-errors table
+// listed each with all its attributes.
+func TestRefusedCallersNotShown(t *testing.T) {
+	c := startCluster(t)
+	log := slog.New(statuspage.Tee(slog.DiscardHandler, c.node.Errors))
+	for i := range 2 {
+		log.Warn("meta rpc refused a call", "peer", fmt.Sprintf("192.0.2.%d:4242", 5+i), "method", "/tessera.meta.v1.Meta/SetXattr",
+			"why", "permission denied: client-ro (role ro, root /secret/alice) may not write")
+	}
+	// A line of a rate-limited log (ratelog.Handler) stands for those it held back too.
+	log.Warn("meta rpc refused a call", "peer", "192.0.2.7:4242", "method", "/tessera.meta.v1.Meta/Lookup",
+		"why", "a request of 15728647 bytes", "suppressed", 40)
+	log.With("peer", "192.0.2.9:1").Warn("meta rpc refused a connection", "why", "handshake: certificate of client-ro")
+	log.Warn("meta call refused", "who", "reader (client-ro, root /secret/alice)", "via", "cert", "method", "SetXattr",
+		"why", "permission denied: reader (client-ro) may not change the namespace")
+	h := statuspage.New(statuspage.Config{Cluster: &admin.Cluster{Meta: c.node.Svc, Dial: up.DialAdmin}, Errors: c.node.Errors})
+	for _, path := range []string{"/", "/status.json"} {
+		code, body := get(t, h, "GET", path)
+		if code != 200 {
+			t.Fatalf("GET %s: %d", path, code)
+		}
+		for _, secret := range []string{"192.0.2.", "client-ro", "/secret/alice", "role ro", "reader"} {
+			if strings.Contains(body, secret) {
+				t.Errorf("GET %s shows %q of a refused caller", path, secret)
+			}
+		}
+	}
+	_, body := get(t, h, "GET", "/status.json")
+	var s statuspage.Snapshot
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	want := []statuspage.Refusals{{Reason: "meta call refused", Count: 1}, {Reason: "meta rpc refused a call", Count: 43},
+		{Reason: "meta rpc refused a connection", Count: 1}}
+	if !reflect.DeepEqual(s.Refused, want) {
+		t.Errorf("refused %+v, want %+v", s.Refused, want)
+	}
+	if _, page := get(t, h, "GET", "/"); !strings.Contains(page, "meta rpc refused a call</td><td class=\"n\">43") {
+		t.Errorf("the page does not count the refusals:\n%s", page)
 	}
 }

@@ -35,6 +35,10 @@ type Snapshot struct {
 	// newest first; ErrorsTotal counts all since it started.
 	Errors      []Record `json:"errors"`
 	ErrorsTotal uint64   `json:"errors_total"`
+	// Refused counts the refused callers (connections, calls) by reason
+	// since it started; the page needs no credentials, so who they were
+	// (addresses, identities, roots) is only in the log.
+	Refused []Refusals `json:"refused"`
 }
 
 // Server is one block server's row.
@@ -53,6 +57,9 @@ type Server struct {
 	// server stores on; nil when it does not say.
 	Free *int64 `json:"free,omitempty"`
 	Size *int64 `json:"size,omitempty"`
+	// OnDisk is what its store takes on disk (du); nil when it does not
+	// say.
+	OnDisk *int64 `json:"on_disk,omitempty"`
 	// Err is why its usage could not be read ("" when it was, or when
 	// it is down and was not asked).
 	Err   string `json:"error,omitempty"`
@@ -81,6 +88,10 @@ type Capacity struct {
 	FreeBytes      int64 `json:"free_bytes"`
 	SizeBytes      int64 `json:"size_bytes"`
 	SpaceReporting int   `json:"servers_reporting_space"`
+	// OnDiskBytes sums what the stores of the OnDiskReporting servers
+	// take on disk (du: block files, their directories, quarantine).
+	OnDiskBytes     int64 `json:"on_disk_bytes"`
+	OnDiskReporting int   `json:"servers_reporting_on_disk"`
 }
 
 // Health is the replication health, from the mover's latest round.
@@ -156,6 +167,12 @@ func FromReport(r admin.StatusReport, now time.Time) Snapshot {
 			s.Capacity.FreeBytes += free
 			s.Capacity.SizeBytes += size
 			s.Capacity.SpaceReporting++
+		}
+		if ss.HasOnDisk {
+			onDisk := ss.OnDisk
+			row.OnDisk = &onDisk
+			s.Capacity.OnDiskBytes += onDisk
+			s.Capacity.OnDiskReporting++
 		}
 		if p := ss.Scrub; p != nil {
 			row.Scrub = &Scrub{Rounds: p.Rounds, Blocks: p.Blocks, Bytes: p.Bytes, Corrupt: p.Corrupt, Running: p.Running}

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"golang.org/x/sys/unix"
+
+	"tessera/test/lincheck"
 )
 
 // Linearizability of small files read and written from three mounts,
@@ -44,56 +45,14 @@ const (
 	linWorkersPerMount = 2
 	linOpsPerWorker    = 100
 	linInitial         = 1 // every file's value before the run
-	linTorn            = ^uint64(0)
+	linTorn            = lincheck.Torn
 )
 
-// linInput is one operation on a register: a read, or a write of value.
-type linInput struct {
-	file  int
-	write bool
-	value uint64
-}
+// linInput is one operation on a register (lincheck's model).
+type linInput = lincheck.Input
 
-// linModel is a register per file (porcupine partitions by file); a read
-// returns the last value written, linInitial at first.
-var linModel = porcupine.Model{
-	Partition: func(h []porcupine.Operation) [][]porcupine.Operation {
-		by := map[int][]porcupine.Operation{}
-		for _, op := range h {
-			f := op.Input.(linInput).file
-			by[f] = append(by[f], op)
-		}
-		keys := make([]int, 0, len(by))
-		for f := range by {
-			keys = append(keys, f)
-		}
-		sort.Ints(keys)
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, f := range keys {
-			out = append(out, by[f])
-		}
-		return out
-	},
-	Init: func() any { return uint64(linInitial) },
-	Step: func(state, input, output any) (bool, any) {
-		in := input.(linInput)
-		if in.write {
-			return true, in.value
-		}
-		return output.(uint64) == state.(uint64), state
-	},
-	DescribeOperation: func(input, output any) string {
-		in := input.(linInput)
-		if in.write {
-			return fmt.Sprintf("f%d: write %#x", in.file, in.value)
-		}
-		if output.(uint64) == linTorn {
-			return fmt.Sprintf("f%d: read torn/short", in.file)
-		}
-		return fmt.Sprintf("f%d: read %#x", in.file, output.(uint64))
-	},
-	DescribeState: func(state any) string { return fmt.Sprintf("%#x", state.(uint64)) },
-}
+// linModel is a register per file, linInitial at first.
+var linModel = lincheck.Model(linInitial)
 
 // checkLinearizable creates the files of linFiles in the test's directory,
 // then on each of the cluster's mounts runs linWorkersPerMount goroutines,
@@ -133,7 +92,7 @@ func checkLinearizable(t *testing.T, c *ccluster, extraFlags int) {
 	elapsed := time.Since(start)
 	torn := 0
 	for _, op := range hist {
-		if !op.Input.(linInput).write && op.Output.(uint64) == linTorn {
+		if !op.Input.(linInput).Write && op.Output.(uint64) == linTorn {
 			torn++
 		}
 	}
@@ -159,7 +118,7 @@ func checkLinearizable(t *testing.T, c *ccluster, extraFlags int) {
 		var b strings.Builder
 		for _, op := range hist {
 			in := op.Input.(linInput)
-			fmt.Fprintf(&b, "%d %d %v %d %d %d\n", op.ClientId, in.file, in.write, in.value, op.Output.(uint64), op.Call)
+			fmt.Fprintf(&b, "%d %d %v %d %d %d\n", op.ClientId, in.File, in.Write, in.Value, op.Output.(uint64), op.Call)
 			fmt.Fprintf(&b, "R %d\n", op.Return)
 		}
 		os.WriteFile(d, []byte(b.String()), 0o644)
@@ -192,12 +151,12 @@ func linWorker(c *ccluster, m, client, extraFlags int, start time.Time, record f
 	for i := range linOpsPerWorker {
 		f := rng.IntN(len(linFiles))
 		size := linFiles[f]
-		in := linInput{file: f, write: rng.IntN(2) == 0}
+		in := linInput{File: f, Write: rng.IntN(2) == 0}
 		op := porcupine.Operation{ClientId: client}
 		var out uint64
-		if in.write {
-			in.value = uint64(client+1)<<32 | uint64(i+1)
-			data := stamped(in.value, size)
+		if in.Write {
+			in.Value = uint64(client+1)<<32 | uint64(i+1)
+			data := stamped(in.Value, size)
 			op.Call = int64(time.Since(start))
 			_, err := hs[f].WriteAt(data, 0)
 			op.Return = int64(time.Since(start))
@@ -236,36 +195,5 @@ func TestConsistencyLinearizableOneMount(t *testing.T) {
 	checkLinearizable(t, c, 0)
 }
 
-// staleReads lists, for failure messages, the reads that returned a value
-// overwritten before the read began: a write of another value to the same
-// file started after the read value's write returned and returned before the
-// read was called. Any one is a violation; the list is not all of them.
-func staleReads(hist []porcupine.Operation) []string {
-	writes := map[uint64]porcupine.Operation{}
-	for _, op := range hist {
-		if in := op.Input.(linInput); in.write {
-			writes[in.value] = op
-		}
-	}
-	var out []string
-	for _, r := range hist {
-		in := r.Input.(linInput)
-		v := r.Output.(uint64)
-		if in.write || v == linTorn {
-			continue
-		}
-		var vRet int64 = -1 // the initial value "returned" before everything
-		if w, ok := writes[v]; ok {
-			vRet = w.Return
-		}
-		for _, w := range hist {
-			win := w.Input.(linInput)
-			if win.write && win.file == in.file && win.value != v && w.Call > vRet && w.Return < r.Call {
-				out = append(out, fmt.Sprintf("client %d read %#x from f%d at %v, but client %d's write of %#x to it had returned at %v",
-					r.ClientId, v, in.file, time.Duration(r.Call), w.ClientId, win.value, time.Duration(w.Return)))
-				break
-			}
-		}
-	}
-	return out
-}
+// staleReads lists the reads that returned an overwritten value.
+func staleReads(hist []porcupine.Operation) []string { return lincheck.StaleReads(hist) }

@@ -2,7 +2,6 @@ package disk
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -36,8 +34,8 @@ const hashSlack = 16 << 10
 // Store is a block store over a local directory. It is safe for concurrent
 // use. It must not be used after Close.
 //
-// Lock order: a hash stripe (lockFor) before usage.mu; nothing else nests
-// (recent is taken alone).
+// Lock order: a first-level fan-out lock (lockDir) before a hash stripe
+// (lockFor) before usage.mu; nothing else nests (recent is taken alone).
 type Store struct {
 	dir    string // as given to Open
 	blocks string // dir/blocks
@@ -48,13 +46,16 @@ type Store struct {
 	// same hash (see the package doc).
 	stripes [256]sync.Mutex
 
-	// made[i] is set once the fan-out directory blocks/xx/yy with
-	// i == 0xxxyy exists and is durable.
-	made [1 << 16]atomic.Bool
+	// fan is the state of the fan-out directories (fanout.go).
+	fan fanOut
 
 	usage struct {
 		sync.Mutex
 		blocks, bytes int64
+		// disk is what the store takes on its file system: block
+		// files, fan-out directories and quarantined copies
+		// (st_blocks, as du counts).
+		disk int64
 	}
 
 	// recent is the window of the blocks written last, whose pages stay
@@ -133,20 +134,23 @@ func (s *Store) putChecked(ctx context.Context, h block.Hash, data []byte) (crea
 		return false, err
 	}
 
-	tmp, err := s.writeTmp(data)
+	tmp, alloc, err := s.writeTmp(data)
 	if err != nil {
 		return false, fmt.Errorf("put block %s: %w", h, err)
 	}
 	// After a successful install tmp is only a second link (or gone after
 	// a rename); either way it must not stay.
 	defer os.Remove(tmp)
-	if err := s.ensureDir(h); err != nil {
-		return false, fmt.Errorf("put block %s: %w", h, err)
+	// The leaf cannot be pruned from ensureDir until the block is linked
+	// into it (fanout.go).
+	dmu := s.lockDir(h)
+	dmu.RLock()
+	if err = s.ensureDir(h); err == nil {
+		mu.Lock()
+		created, err = s.installLocked(h, p, tmp, size, alloc)
+		mu.Unlock()
 	}
-
-	mu.Lock()
-	created, err = s.installLocked(p, tmp, size)
-	mu.Unlock()
+	dmu.RUnlock()
 	if err != nil {
 		return false, fmt.Errorf("put block %s: %w", h, err)
 	}
@@ -178,10 +182,10 @@ func (s *Store) refreshLocked(p string, size int64) (done bool, err error) {
 	return true, nil
 }
 
-// installLocked gives the durable temporary file tmp its final name p. It
-// links rather than renames so that a concurrent Put of the same block is
-// noticed (and counted once).
-func (s *Store) installLocked(p, tmp string, size int64) (created bool, err error) {
+// installLocked gives the durable temporary file tmp, which takes alloc
+// bytes on disk, its final name p. It links rather than renames so that a
+// concurrent Put of the same block is noticed (and counted once).
+func (s *Store) installLocked(h block.Hash, p, tmp string, size, alloc int64) (created bool, err error) {
 	err = os.Link(tmp, p)
 	if errors.Is(err, fs.ErrExist) {
 		fi, serr := os.Stat(p)
@@ -200,7 +204,7 @@ func (s *Store) installLocked(p, tmp string, size int64) (created bool, err erro
 		if err := stampLocked(p); err != nil {
 			return false, classify(err)
 		}
-		if err := syncDir(filepath.Dir(p)); err != nil {
+		if _, err := syncDir(filepath.Dir(p)); err != nil {
 			return false, classify(err)
 		}
 		// Usage counted the block at its true size (unless the damage
@@ -211,13 +215,17 @@ func (s *Store) installLocked(p, tmp string, size int64) (created bool, err erro
 	if err != nil {
 		return false, classify(err)
 	}
+	i := leafIndex(h)
+	s.fan.leaves[i].n.Add(1)
+	s.addUsage(1, size, alloc)
 	if err := stampLocked(p); err != nil {
-		return false, classify(err)
+		return true, classify(err)
 	}
-	if err := syncDir(filepath.Dir(p)); err != nil {
-		return false, classify(err)
+	dirAlloc, err := syncDir(filepath.Dir(p))
+	if err != nil {
+		return true, classify(err)
 	}
-	s.addUsage(1, size)
+	s.raiseLeaf(i, dirAlloc)
 	return true, nil
 }
 
@@ -230,48 +238,31 @@ func stampLocked(p string) error {
 	return os.Chtimes(p, now, now)
 }
 
-// writeTmp writes data to a new file in tmp/ and fsyncs it. On failure the
-// file is removed.
-func (s *Store) writeTmp(data []byte) (name string, err error) {
+// writeTmp writes data to a new file in tmp/ and fsyncs it; it returns the
+// file's name and what it takes on disk. On failure the file is removed.
+func (s *Store) writeTmp(data []byte) (name string, alloc int64, err error) {
 	f, err := os.CreateTemp(s.tmp, "put-*")
 	if err != nil {
-		return "", classify(err)
+		return "", 0, classify(err)
 	}
 	_, err = f.Write(data)
 	if err == nil {
 		err = f.Sync()
+	}
+	if err == nil {
+		var fi fs.FileInfo
+		if fi, err = f.Stat(); err == nil {
+			alloc = allocOfInfo(fi)
+		}
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(f.Name())
-		return "", classify(err)
+		return "", 0, classify(err)
 	}
-	return f.Name(), nil
-}
-
-// ensureDir creates the fan-out directories of h durably, once.
-func (s *Store) ensureDir(h block.Hash) error {
-	i := int(h[0])<<8 | int(h[1])
-	if s.made[i].Load() {
-		return nil
-	}
-	x := hex.EncodeToString(h[:2])
-	l1 := filepath.Join(s.blocks, x[0:2])
-	l2 := filepath.Join(l1, x[2:4])
-	// Each creator fsyncs the parents itself, even if another goroutine
-	// won the mkdir: that one may not have synced yet.
-	for _, d := range [...]struct{ dir, parent string }{{l1, s.blocks}, {l2, l1}} {
-		if err := os.Mkdir(d.dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
-			return classify(err)
-		}
-		if err := syncDir(d.parent); err != nil {
-			return classify(err)
-		}
-	}
-	s.made[i].Store(true)
-	return nil
+	return f.Name(), alloc, nil
 }
 
 // Get returns block h, verified against its hash. A mismatch is an error
@@ -481,28 +472,44 @@ func (s *Store) Remove(ctx context.Context, h block.Hash, notAfter int64) (bool,
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("remove block %s: %w", h, err)
 	}
+	removed, emptied, err := s.removeLocked(h, notAfter)
+	if emptied {
+		s.prune(h)
+	}
+	return removed, err
+}
+
+// removeLocked is Remove under h's stripe; emptied reports that h's leaf
+// may now be empty (prune, which must not be called under the stripe).
+func (s *Store) removeLocked(h block.Hash, notAfter int64) (removed, emptied bool, err error) {
 	p := s.Path(h)
 	mu := s.lockFor(h)
 	mu.Lock()
 	defer mu.Unlock()
 	fi, err := os.Lstat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
+		return false, false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("remove block %s: %w", h, err)
+		return false, false, fmt.Errorf("remove block %s: %w", h, err)
 	}
 	if fi.ModTime().UnixNano() >= notAfter {
-		return false, nil
+		return false, false, nil
 	}
 	if err := os.Remove(p); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
+			return false, false, nil
 		}
-		return false, fmt.Errorf("remove block %s: %w", h, err)
+		return false, false, fmt.Errorf("remove block %s: %w", h, err)
 	}
-	s.addUsage(-1, -fi.Size())
-	return true, nil
+	return true, s.dropped(h, fi), nil
+}
+
+// dropped accounts for block file fi of h gone from its leaf (removed or
+// quarantined) and reports whether the leaf may now be empty.
+func (s *Store) dropped(h block.Hash, fi fs.FileInfo) (emptied bool) {
+	s.addUsage(-1, -fi.Size(), -allocOfInfo(fi))
+	return s.fan.leaves[leafIndex(h)].n.Add(-1) <= 0
 }
 
 // RemoveMany is Remove for each of rs, in order (block.BatchRemover): the
@@ -527,22 +534,22 @@ func (s *Store) Usage(ctx context.Context) (blocks, bytes int64, err error) {
 	return s.usage.blocks, s.usage.bytes, nil
 }
 
-// Space returns the bytes free to an unprivileged writer and the size of
-// the file system the store is on (statfs of its directory).
-func (s *Store) Space(ctx context.Context) (free, size int64, err error) {
-	var st syscall.Statfs_t
-	if err := syscall.Statfs(s.dir, &st); err != nil {
-		return 0, 0, fmt.Errorf("statfs %s: %w", s.dir, err)
-	}
-	return int64(st.Bavail) * st.Bsize, int64(st.Blocks) * st.Bsize, nil
+// OnDisk returns what the store takes on its file system, as du counts it
+// (allocated blocks): its block files, fan-out directories and quarantined
+// copies, kept up to date by Put, Remove and quarantine since the scan at
+// Open. Damage done behind the store's back is not seen until the next
+// Open.
+func (s *Store) OnDisk() int64 {
+	s.usage.Lock()
+	defer s.usage.Unlock()
+	return s.usage.disk
 }
 
-var _ block.Spacer = (*Store)(nil)
-
-func (s *Store) addUsage(blocks, bytes int64) {
+func (s *Store) addUsage(blocks, bytes, disk int64) {
 	s.usage.Lock()
 	s.usage.blocks += blocks
 	s.usage.bytes += bytes
+	s.usage.disk += disk
 	s.usage.Unlock()
 }
 
@@ -560,24 +567,37 @@ func (s *Store) open(h block.Hash) (*os.File, error) {
 // writes the block afresh, and returns the error naming the file. A failure
 // to move it is added to the error.
 func (s *Store) corruptFound(h block.Hash, path string, got block.Hash) error {
-	err := corrupt(h, path, got)
+	err, emptied := s.quarantineLocked(h, path, corrupt(h, path, got))
+	if emptied {
+		s.prune(h)
+	}
+	return err
+}
+
+// quarantineLocked is corruptFound under h's stripe; emptied is as for
+// removeLocked.
+func (s *Store) quarantineLocked(h block.Hash, path string, err error) (_ error, emptied bool) {
 	mu := s.lockFor(h)
 	mu.Lock()
 	defer mu.Unlock()
 	fi, serr := os.Stat(path)
 	if serr != nil {
-		return err // already moved by a concurrent reader
+		return err, false // already moved by a concurrent reader
 	}
 	qdir := filepath.Join(s.dir, "quarantine")
-	if merr := os.MkdirAll(qdir, 0o755); merr != nil {
-		return fmt.Errorf("%w (quarantine: %v)", err, merr)
+	if _, serr := os.Stat(qdir); serr != nil {
+		if merr := os.MkdirAll(qdir, 0o755); merr != nil {
+			return fmt.Errorf("%w (quarantine: %v)", err, merr), false
+		}
+		s.addDisk(allocOf(qdir))
 	}
 	q := filepath.Join(qdir, fmt.Sprintf("%s.%d", h, time.Now().UnixNano()))
 	if rerr := os.Rename(path, q); rerr != nil {
-		return fmt.Errorf("%w (quarantine: %v)", err, rerr)
+		return fmt.Errorf("%w (quarantine: %v)", err, rerr), false
 	}
-	s.addUsage(-1, -fi.Size())
-	return fmt.Errorf("%w; moved to %s", err, q)
+	emptied = s.dropped(h, fi)
+	s.addDisk(allocOfInfo(fi)) // still on disk, in quarantine/
+	return fmt.Errorf("%w; moved to %s", err, q), emptied
 }
 
 // corrupt is the error for a block file whose content does not match its
@@ -594,18 +614,22 @@ func classify(err error) error {
 	return err
 }
 
-// syncDir fsyncs a directory, making the entries created in it durable.
-func syncDir(dir string) error {
+// syncDir fsyncs a directory, making the entries created in it durable, and
+// returns what the directory takes on disk (0 if fstat fails).
+func syncDir(dir string) (alloc int64, err error) {
 	d, err := os.Open(dir)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	err = d.Sync()
+	if fi, serr := d.Stat(); err == nil && serr == nil {
+		alloc = allocOfInfo(fi)
+	}
 	if cerr := d.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
+		return 0, fmt.Errorf("fsync %s: %w", dir, err)
 	}
-	return nil
+	return alloc, nil
 }

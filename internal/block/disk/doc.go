@@ -9,9 +9,20 @@
 //	LOCK                                flock'd while a process has the store open
 //	quarantine/<hash>.<unix ns>         corrupt copies moved aside (never deleted)
 //
-// The two fan-out levels (the first two bytes of the hash) keep directories
-// small; they are created lazily, on the first Put that needs them, and
-// fsync'd together with their parent.
+// Fan-out directories. The two fan-out levels (the first two bytes of the
+// hash) keep directories small; they are created lazily, on the first Put
+// that needs them, and fsync'd together with their parent, and removed
+// again when their last block goes (Remove, quarantine), so that what the
+// store takes on disk follows its live blocks: left in place, up to 65,792
+// empty directories of 4 KiB each outweighed the blocks of a small store,
+// and every listing walked them. Open removes empty ones (left by a crash
+// or an older version). A Put holds its first-level directory's lock for
+// reading from making sure of its leaf until the block is linked into it;
+// pruning holds it for writing, so it never removes a leaf under a Put.
+//
+// OnDisk is what the store takes on its file system as du counts it
+// (allocated blocks of the block files, fan-out directories and
+// quarantined copies), counted at Open and kept up to date since.
 //
 // Durability. Put verifies the hash, writes the data to a fresh file in tmp/,
 // fsyncs it, links it to its final name and fsyncs the fan-out directory

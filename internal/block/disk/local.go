@@ -144,3 +144,14 @@ func (s *Store) OpenBlockFile(h block.Hash) (*os.File, error) {
 
 // IsLocal reports that the store's blocks are files on this host.
 func (s *Store) IsLocal() bool { return true }
+
+var _ block.SpaceReporter = (*LocalReader)(nil)
+
+// SpaceInfo asks the server (block.SpaceReporter), which is the one that
+// knows what its store takes.
+func (l *LocalReader) SpaceInfo(ctx context.Context) (block.Space, error) {
+	if sr, ok := l.next.(block.SpaceReporter); ok {
+		return sr.SpaceInfo(ctx)
+	}
+	return block.Space{}, block.ErrNoSpaceInfo
+}

@@ -35,6 +35,7 @@ func open(dir string) (*Store, error) {
 		tmp:    filepath.Join(dir, "tmp"),
 
 		verifyBufs: make(chan []byte, 16),
+		fan:        newFanOut(),
 	}
 	s.recent.max = DefaultWriteCache
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -65,7 +66,7 @@ func (s *Store) init() error {
 			return err
 		}
 	}
-	if err := syncDir(s.dir); err != nil {
+	if _, err := syncDir(s.dir); err != nil {
 		return err
 	}
 	stale, err := os.ReadDir(s.tmp)
@@ -77,16 +78,9 @@ func (s *Store) init() error {
 			return fmt.Errorf("remove stale temporary file: %w", err)
 		}
 	}
-	var blocks, bytes int64
-	err = s.walk(context.Background(), func(info block.Info) error {
-		blocks++
-		bytes += info.Size
-		return nil
-	})
-	if err != nil {
+	if err := s.scan(); err != nil {
 		return fmt.Errorf("scan blocks: %w", err)
 	}
-	s.usage.blocks, s.usage.bytes = blocks, bytes
 	return nil
 }
 
@@ -113,55 +107,87 @@ func (s *Store) List(ctx context.Context, fn func(block.Info) error) error {
 	return nil
 }
 
-// walk visits blocks/xx/yy/<hash> and marks the fan-out directories it finds
-// as made. Names that are not block files are skipped.
+// walk visits blocks/xx/yy/<hash>. Names that are not block files are
+// skipped, and so are fan-out directories pruned while it runs.
 func (s *Store) walk(ctx context.Context, fn func(block.Info) error) error {
 	l1s, err := os.ReadDir(s.blocks)
 	if err != nil {
 		return err
 	}
 	for _, l1 := range l1s {
-		var b1 [1]byte
-		if !l1.IsDir() || len(l1.Name()) != 2 || !decodeHex(b1[:], l1.Name()) {
+		b1, ok := fanName(l1)
+		if !ok {
 			continue
 		}
-		l2s, err := os.ReadDir(filepath.Join(s.blocks, l1.Name()))
+		l2s, err := readDir(filepath.Join(s.blocks, l1.Name()))
 		if err != nil {
 			return err
 		}
 		for _, l2 := range l2s {
-			var b2 [1]byte
-			if !l2.IsDir() || len(l2.Name()) != 2 || !decodeHex(b2[:], l2.Name()) {
+			b2, ok := fanName(l2)
+			if !ok {
 				continue
 			}
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			s.made[int(b1[0])<<8|int(b2[0])].Store(true)
-			leaf := filepath.Join(s.blocks, l1.Name(), l2.Name())
-			files, err := os.ReadDir(leaf)
+			files, err := readDir(filepath.Join(s.blocks, l1.Name(), l2.Name()))
 			if err != nil {
 				return err
 			}
 			for _, f := range files {
-				h, err := block.ParseHash(f.Name())
-				if err != nil || h[0] != b1[0] || h[1] != b2[0] || !f.Type().IsRegular() || f.Name() != h.String() {
-					continue
-				}
-				fi, err := f.Info()
-				if errors.Is(err, fs.ErrNotExist) {
-					continue // removed since ReadDir
-				}
+				info, _, ok, err := blockInfo(f, b1, b2)
 				if err != nil {
 					return err
 				}
-				if err := fn(block.Info{Hash: h, Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}); err != nil {
+				if !ok {
+					continue
+				}
+				if err := fn(info); err != nil {
 					return err
 				}
 			}
 		}
 	}
 	return nil
+}
+
+// readDir is os.ReadDir of a fan-out directory, which is no error when the
+// directory is gone (pruned since its parent was read).
+func readDir(dir string) ([]os.DirEntry, error) {
+	es, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return es, err
+}
+
+// fanName returns the byte a fan-out directory's name stands for; ok is
+// false for anything else.
+func fanName(e os.DirEntry) (b byte, ok bool) {
+	var x [1]byte
+	if !e.IsDir() || len(e.Name()) != 2 || !decodeHex(x[:], e.Name()) {
+		return 0, false
+	}
+	return x[0], true
+}
+
+// blockInfo returns the Info of entry f of leaf blocks/b1/b2 and what its
+// file takes on disk; ok is false when f is not a block file of that leaf
+// (or is gone since the leaf was read).
+func blockInfo(f os.DirEntry, b1, b2 byte) (info block.Info, alloc int64, ok bool, err error) {
+	h, err := block.ParseHash(f.Name())
+	if err != nil || h[0] != b1 || h[1] != b2 || !f.Type().IsRegular() || f.Name() != h.String() {
+		return block.Info{}, 0, false, nil
+	}
+	fi, err := f.Info()
+	if errors.Is(err, fs.ErrNotExist) {
+		return block.Info{}, 0, false, nil // removed since ReadDir
+	}
+	if err != nil {
+		return block.Info{}, 0, false, err
+	}
+	return block.Info{Hash: h, Size: fi.Size(), ModTime: fi.ModTime().UnixNano()}, allocOfInfo(fi), true, nil
 }
 
 func decodeHex(dst []byte, s string) bool {

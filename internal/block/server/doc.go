@@ -53,6 +53,14 @@
 //	                          the store holds, and the free and total bytes
 //	                          of its file system (absent when the backend
 //	                          cannot say: block.Spacer).
+//	GET    /v1/space          {"on_disk":n,"free":n,"size":n,"fs":"…"}
+//	                          (block.Space): what the store takes on disk
+//	                          as du counts it (absent when the backend
+//	                          cannot say), the free and total bytes of its
+//	                          file system and that file system's name
+//	                          (equal for stores sharing one), so that a
+//	                          mount's df counts each file system once.
+//	                          501 when the backend knows none of it.
 //	POST   /v1/check/{hex}[?quarantine=1]
 //	                          re-hash the stored copy where it lies
 //	                          (block.Checker; 501 if the backend cannot):
@@ -78,6 +86,7 @@
 //	POST   /v1/remove         ManageBlocks
 //	POST   /v1/has            ReadBlocks; with ?touch=1 also WriteBlocks
 //	GET    /v1/list           ManageBlocks
+//	GET    /v1/space          ReadBlocks
 //	GET    /v1/usage          ManageBlocks
 //	POST   /v1/check/{hex}    ManageBlocks
 //	GET    /v1/scrub          ManageBlocks

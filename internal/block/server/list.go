@@ -15,7 +15,13 @@ import (
 func (h *Handler) list(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Trailer", ListCountTrailer+", "+ListErrorTrailer)
 	w.Header().Set("Content-Type", "application/octet-stream")
-	bw := bufio.NewWriterSize(stallGuard{w, http.NewResponseController(w)}, 64<<10)
+	rc := http.NewResponseController(w)
+	// The header goes at once: the walk may take a while to find the
+	// blocks that fill the first buffer, and a client times its try out
+	// until the reply starts (then the records' own stall bound applies).
+	w.WriteHeader(http.StatusOK)
+	_ = rc.Flush()
+	bw := bufio.NewWriterSize(stallGuard{w, rc}, 64<<10)
 	var count int64
 	var rec [ListRecordSize]byte
 	err := h.b.List(r.Context(), func(info block.Info) error {

@@ -27,6 +27,7 @@ var routes = []Route{
 	{"POST", "/v1/has", auth.ReadBlocks, (*Handler).has},
 	{"GET", "/v1/list", auth.ManageBlocks, (*Handler).list},
 	{"GET", "/v1/usage", auth.ManageBlocks, (*Handler).usage},
+	{"GET", "/v1/space", auth.ReadBlocks, (*Handler).space},
 	{"POST", "/v1/check/{hex}", auth.ManageBlocks, (*Handler).check},
 	{"GET", "/v1/scrub", auth.ManageBlocks, (*Handler).scrubProgress},
 }

@@ -13,9 +13,20 @@
 // linearizable (a quorum read) unless the context asks for
 // kv.Serializable: then the member the client talks to answers alone and
 // may lag. Later reads, naming a revision the cluster has committed, are
-// answered by the member alone either way; one that has not applied it
-// yet refuses ("future revision") and the read goes through the leader. Scan pages through a range (ScanPage keys per request) at the
-// snapshot's revision instead of asking for it in one reply.
+// answered by whichever member the client picks (it spreads its requests
+// over them), alone, either way. One that has not applied the revision
+// yet refuses ("future revision"): the read is asked again linearizably
+// (the member that answers first catches up with the leader's commit
+// index), and when that finds no leader, serializably again (another
+// member may have the revision), with backoff on Options.Clock, until
+// Options.MajorityWait has passed; then the read fails with
+// ErrNoMajority. A member's lag never reaches the caller as an error
+// (lag.go; docs/design/2026-11-28-etcd-reads.md). When a read finds the
+// snapshot's revision compacted away (etcd compacts periodically, see
+// ServerFlags), fn runs again on a fresh snapshot, up to MaxAttempts
+// times, as kv.Store's contract allows. Scan pages through a range
+// (ScanPage keys per request) at the snapshot's revision instead of
+// asking for it in one reply.
 //
 // Updates are optimistic. Reads go to etcd as in a View (linearizable,
 // unless Options.LocalUpdateReads, below) and are recorded: each key read with the ModRevision it had (0
@@ -26,7 +37,8 @@
 // unchanged) and one range compare per scanned range (every key in it has
 // ModRevision <= the snapshot revision, which catches keys created in a
 // scanned range; keys deleted from it are caught by their own compare).
-// When the If fails, fn runs again from a fresh snapshot, after a short
+// When the If fails, or a read found the snapshot compacted away, fn runs
+// again from a fresh snapshot, after a short
 // randomized backoff, up to MaxAttempts times; then Update returns
 // kv.ErrConflict. An Update that only read commits nothing.
 //

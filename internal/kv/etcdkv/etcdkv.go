@@ -13,6 +13,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"tessera/internal/clock"
 	"tessera/internal/kv"
 )
 
@@ -90,6 +91,9 @@ type Options struct {
 	// returns. Off by
 	// default; URL parameter update-reads=local.
 	LocalUpdateReads bool
+	// Clock times the waits of reads at a revision a member has not
+	// applied yet, and an Update's wait for a leader (nil: the machine's).
+	Clock clock.Clock
 }
 
 func (o *Options) defaults() {
@@ -142,6 +146,9 @@ type Store struct {
 	gc     committer
 	ctx    context.Context
 	cancel context.CancelFunc
+	// lagged counts the reads a member refused because it had not
+	// applied the snapshot's revision yet (tests).
+	lagged atomic.Int64
 	// hook, when set (tests), sees every commit Txn before it is sent:
 	// the transactions it carries.
 	hook func(batch []*prepared)
@@ -194,19 +201,27 @@ func (s *Store) check(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// View implements kv.Store.
+// View implements kv.Store. When a read fails because etcd compacted the
+// snapshot's revision away, fn runs again on a fresh snapshot (up to
+// Options.MaxAttempts times): nothing of the failed run reached the
+// caller but fn's own side effects, which kv.View's contract allows.
 func (s *Store) View(ctx context.Context, fn func(tx kv.Txn) error) error {
-	if err := s.check(ctx); err != nil {
-		return fmt.Errorf("etcdkv: view: %w", err)
+	for attempt := 1; ; attempt++ {
+		if err := s.check(ctx); err != nil {
+			return fmt.Errorf("etcdkv: view: %w", err)
+		}
+		t := &txn{s: s, ctx: ctx, serializable: kv.ConsistencyOf(ctx) == kv.Serializable}
+		if !t.serializable {
+			// A member without a leader says so at once instead of
+			// letting a linearizable read wait.
+			t.ctx = clientv3.WithRequireLeader(ctx)
+		}
+		err := fn(t)
+		t.finish()
+		if err == nil || !isCompacted(t.readErr) || attempt >= s.opts.MaxAttempts {
+			return err
+		}
 	}
-	t := &txn{s: s, ctx: ctx, serializable: kv.ConsistencyOf(ctx) == kv.Serializable}
-	if !t.serializable {
-		// A member without a leader says so at once instead of letting a
-		// linearizable read wait.
-		t.ctx = clientv3.WithRequireLeader(ctx)
-	}
-	defer t.finish()
-	return fn(t)
 }
 
 // Close implements kv.Store: leaderships end, watches close.

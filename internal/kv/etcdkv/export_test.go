@@ -19,3 +19,7 @@ func QueueLen(s *Store) int {
 	defer s.gc.mu.Unlock()
 	return len(s.gc.queue)
 }
+
+// Lagged is how many reads at a snapshot's revision a member refused
+// because it had not applied the revision yet.
+func Lagged(s *Store) int64 { return s.lagged.Load() }

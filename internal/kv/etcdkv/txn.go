@@ -5,10 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/google/btree"
-	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -71,37 +69,28 @@ func (t *txn) check(write bool) error {
 
 // get reads at the snapshot. The first read fixes its revision: it is
 // linearizable unless the View asked for Serializable. Later reads name
-// that revision, which the member that answered has applied, so they are
-// served by the member alone (serializable: no round trip to the leader);
-// a member that has not applied it yet (the client moved to another one)
-// says so, and the read goes to the leader.
+// that revision, which the member that answered has applied; readAt asks
+// any member, and the leader's read index when one has not applied it yet
+// (the client spreads its requests over the members).
 func (t *txn) get(key string, extra ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	var resp *clientv3.GetResponse
+	var err error
 	if t.rev == 0 {
 		opts := extra
 		if t.serializable || t.local {
 			opts = append(opts, clientv3.WithSerializable())
 		}
-		resp, err := t.s.cli.Get(t.ctx, key, opts...)
+		resp, err = t.s.cli.Get(t.ctx, key, opts...)
 		if err == nil {
 			t.rev = resp.Header.Revision
-		} else {
-			t.readErr = err
 		}
-		return resp, err
-	}
-	opts := append(extra, clientv3.WithRev(t.rev))
-	resp, err := t.s.cli.Get(t.ctx, key, append(opts, clientv3.WithSerializable())...)
-	if err != nil && !t.serializable && isFutureRev(err) {
-		resp, err = t.s.cli.Get(t.ctx, key, opts...)
+	} else {
+		resp, err = t.s.readAt(t.ctx, t.rev, key, extra...)
 	}
 	if err != nil {
 		t.readErr = err
 	}
 	return resp, err
-}
-
-func isFutureRev(err error) bool {
-	return errors.Is(err, rpctypes.ErrFutureRev) || strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrFutureRev))
 }
 
 // Get implements kv.Txn.

@@ -14,12 +14,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"tessera/internal/clock"
 	"tessera/internal/kv"
 )
 
 // Update implements kv.Store; see the package comment.
 func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 	backoff := time.Millisecond
+	clk := clock.Or(s.opts.Clock)
 	var leaderless time.Time // when answers of "no leader" began
 	for attempt := 1; ; attempt++ {
 		if err := s.check(ctx); err != nil {
@@ -45,6 +47,11 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			ok, err = s.commit(t.ctx, t)
 		case err == nil:
 			ok, err = s.commitGrouped(t.ctx, t)
+		case isCompacted(t.readErr):
+			// fn failed on a snapshot etcd compacted away while fn
+			// read it: nothing was written; fn runs again on a fresh
+			// snapshot, as after a conflict.
+			err = nil
 		case t.local && t.readErr == nil:
 			// fn failed on what it read from the local member: the
 			// failure stands only if that is current; else fn runs
@@ -60,12 +67,12 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 		if isNoLeader(err) || (err != nil && t.readErr != nil && ctx.Err() == nil && isTransient(t.readErr)) {
 			// Wait for a leader, up to MajorityWait, then say so.
 			if leaderless.IsZero() {
-				leaderless = time.Now()
-			} else if time.Since(leaderless) >= s.opts.MajorityWait {
+				leaderless = clk.Now()
+			} else if clock.Since(clk, leaderless) >= s.opts.MajorityWait {
 				return fmt.Errorf("etcdkv: update: no leader for %v: %w (%v)", s.opts.MajorityWait, ErrNoMajority, err)
 			}
 			attempt-- // not a conflict
-			if err := sleep(ctx, 100*time.Millisecond+rand.N(400*time.Millisecond)); err != nil {
+			if err := clock.Sleep(ctx, clk, 100*time.Millisecond+rand.N(400*time.Millisecond)); err != nil {
 				return fmt.Errorf("etcdkv: update: waiting for an etcd leader: %w", err)
 			}
 			continue
@@ -79,21 +86,10 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 		}
 		// Randomized so that transactions that collided do not collide
 		// again in lock step.
-		if err := sleep(ctx, backoff/2+rand.N(backoff)); err != nil {
+		if err := clock.Sleep(ctx, clk, backoff/2+rand.N(backoff)); err != nil {
 			return fmt.Errorf("etcdkv: update: %w", err)
 		}
 		backoff = min(2*backoff, 100*time.Millisecond)
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 

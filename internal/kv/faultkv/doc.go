@@ -1,8 +1,11 @@
 // Package faultkv wraps a kv.Store and injects faults into its Updates on
-// a seeded schedule, so that the code on top (the meta service) runs its
-// conflict and error paths in ordinary tests.
+// a seeded schedule (and reruns into its Views), so that the code on top
+// (the meta service) runs its conflict and error paths in ordinary tests.
 //
-// Contract. Views pass through untouched. Each Update run draws, from a
+// Contract. A View draws a rerun (Options.Rerun): its run is cut short at
+// one of its first reads (the read fails) and fn runs again on the wrapped
+// store, as kv.Store's contract allows; a run that finishes before the cut
+// stands. Other Views pass through untouched. Each Update run draws, from a
 // generator seeded with Options.Seed, one of:
 //   - a conflict (Options.Conflict): fn runs in a transaction of the
 //     wrapped store, its writes are rolled back and fn runs again, as an

@@ -22,12 +22,16 @@ type Options struct {
 	// MaxConflicts bounds the injected conflicts in a row of one Update
 	// [3].
 	MaxConflicts int
+	// Rerun is the chance that a View's run is cut short at one of its
+	// first reads and fn runs again (view.go).
+	Rerun float64
 }
 
 // Stats counts the faults injected so far: runs of fn that succeeded and
 // were rolled back (a fault drawn for a run whose fn failed is not one).
 type Stats struct {
 	Updates, Conflicts, Exhausted, Failed int
+	Views, Reruns                         int
 }
 
 // Store is a kv.Store with injected faults. It is safe for concurrent use
@@ -101,11 +105,6 @@ func (s *Store) draw(conflicts int) fault {
 type rolledBack struct{ f fault }
 
 func (r *rolledBack) Error() string { return fmt.Sprintf("faultkv: run rolled back (fault %d)", r.f) }
-
-// View runs fn on the wrapped store.
-func (s *Store) View(ctx context.Context, fn func(tx kv.Txn) error) error {
-	return s.inner.View(ctx, fn)
-}
 
 // Update runs fn on the wrapped store with the faults it draws.
 func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {

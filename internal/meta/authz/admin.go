@@ -22,7 +22,7 @@ func (v *view) RegisterServer(ctx context.Context, s meta.Server) (meta.ServerMa
 	}
 	if !c.id.Role.Can(auth.Administer) && s.ID != c.id.Name {
 		return meta.ServerMap{}, v.a.deny(c.id, "RegisterServer",
-			fmt.Errorf("%w: %s may register only the server named %q, not %q", auth.ErrDenied, c.id, c.id.Name, s.ID))
+			fmt.Errorf("%w: %s may register only the server named %q, not %s", auth.ErrDenied, c.id, c.id.Name, meta.Quote(s.ID)))
 	}
 	isNew := false
 	if !v.a.known.has(s.ID) {

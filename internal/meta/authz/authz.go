@@ -217,7 +217,7 @@ func (r *rootCache) resolve(ctx context.Context, api meta.API, path string) (met
 // directory.
 func walk(ctx context.Context, api meta.API, p string) (meta.Ino, error) {
 	if !strings.HasPrefix(p, "/") || path.Clean(p) != p {
-		return 0, fmt.Errorf("root %q is not a clean absolute path: %w", p, meta.ErrInvalid)
+		return 0, fmt.Errorf("root %s is not a clean absolute path: %w", meta.Quote(p), meta.ErrInvalid)
 	}
 	ino := meta.RootIno
 	for _, name := range strings.Split(strings.TrimPrefix(p, "/"), "/") {
@@ -226,7 +226,7 @@ func walk(ctx context.Context, api meta.API, p string) (meta.Ino, error) {
 			return 0, fmt.Errorf("root %s: %w", p, err)
 		}
 		if !in.IsDir() {
-			return 0, fmt.Errorf("root %s: %q is not a directory: %w", p, name, meta.ErrNotDir)
+			return 0, fmt.Errorf("root %s: %s is not a directory: %w", meta.Quote(p), meta.Quote(name), meta.ErrNotDir)
 		}
 		ino = in.Ino
 	}

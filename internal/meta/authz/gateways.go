@@ -36,7 +36,7 @@ func (v *view) RegisterGateway(ctx context.Context, g meta.GatewayNode) ([]meta.
 	}
 	if !c.id.Role.Can(auth.Administer) && g.ID != c.id.Name {
 		return nil, v.a.deny(c.id, "RegisterGateway",
-			fmt.Errorf("%w: %s may register only the gateway named %q, not %q", auth.ErrDenied, c.id, c.id.Name, g.ID))
+			fmt.Errorf("%w: %s may register only the gateway named %q, not %s", auth.ErrDenied, c.id, c.id.Name, meta.Quote(g.ID)))
 	}
 	return ga.RegisterGateway(ctx, g)
 }

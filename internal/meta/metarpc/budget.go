@@ -55,10 +55,12 @@ type budgets struct {
 	maxBytes   int64
 	maxMsg     int64
 	log        *slog.Logger
-	unary      map[string]bool // full names of the unary methods, gated at InHeader
+	unary      map[string]bool  // full names of the unary methods, gated at InHeader
+	maxima     map[string]int64 // the largest request by method (methodMaxima); others: maxMsg
 
 	mu    sync.Mutex
 	peers map[string]*peerBudget
+	conns map[string]*connOwed // by remote address (IP:port): replies queued (replies.go)
 }
 
 // peerBudget is one peer's share; guarded by budgets.mu.
@@ -79,11 +81,38 @@ type budgetUse struct {
 
 func newBudgets(o ServeOptions) *budgets {
 	b := &budgets{maxStreams: o.MaxStreamsPerPeer, maxBytes: o.MaxInFlightPerPeer,
-		maxMsg: int64(o.MaxRecvMsg), log: o.Logger, unary: map[string]bool{}, peers: map[string]*peerBudget{}}
-	for _, m := range pb.Meta_ServiceDesc.Methods {
-		b.unary["/"+pb.Meta_ServiceDesc.ServiceName+"/"+m.MethodName] = true
-	}
+		maxMsg: int64(o.MaxRecvMsg), log: o.Logger, unary: map[string]bool{}, maxima: map[string]int64{}, peers: map[string]*peerBudget{}}
 	return b
+}
+
+// learn takes the methods of the services gs serves (every port's, not
+// only meta's: a gateway's unary calls are charged as meta's are) and
+// their largest requests; streamMsgMax overrides the computed maxima.
+// Called before Serve.
+func (b *budgets) learn(gs *grpc.Server, maxima map[string]int64) {
+	for svc, info := range gs.GetServiceInfo() {
+		for _, m := range info.Methods {
+			if !m.IsClientStream && !m.IsServerStream {
+				b.unary["/"+svc+"/"+m.Name] = true
+			}
+		}
+	}
+	for k, v := range maxima {
+		b.maxima[k] = v
+	}
+	for k, v := range streamMsgMax {
+		b.maxima[k] = v
+		maxima[k] = v
+	}
+}
+
+// charge is what a read of method is charged before it: the method's
+// largest request.
+func (b *budgets) charge(method string) int64 {
+	if n, ok := b.maxima[method]; ok {
+		return n
+	}
+	return b.maxMsg
 }
 
 // use reports what peer (an IP address) holds.
@@ -108,12 +137,13 @@ type callKey struct{}
 
 // call is one admitted stream's charge.
 type call struct {
-	b     *budgets
-	p     *peerBudget
-	unary bool       // its request is read before any interceptor: gated at InHeader
-	mu    sync.Mutex // guards held, ended
-	held  int64
-	ended bool
+	b      *budgets
+	p      *peerBudget
+	unary  bool       // its request is read before any interceptor: gated at InHeader
+	charge int64      // the largest request its method takes
+	mu     sync.Mutex // guards held, ended
+	held   int64
+	ended  bool
 }
 
 // tap admits a new call of its peer, or refuses it past the peer's cap.
@@ -137,7 +167,7 @@ func (b *budgets) tap(ctx context.Context, info *tap.Info) (context.Context, err
 	}
 	p.streams++
 	b.mu.Unlock()
-	c := &call{b: b, p: p, unary: b.unary[info.FullMethodName]}
+	c := &call{b: b, p: p, unary: b.unary[info.FullMethodName], charge: b.charge(info.FullMethodName)}
 	context.AfterFunc(ctx, c.end) // the stream's context ends with the stream, however it ends
 	return context.WithValue(ctx, callKey{}, c), nil
 }
@@ -264,7 +294,7 @@ func (h budgetStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
 	case *stats.InHeader:
 		// On failure ctx is done: the read that follows fails at once and
 		// no window is opened for the request.
-		_ = c.beforeRead(ctx, h.b.maxMsg)
+		_ = c.beforeRead(ctx, c.charge)
 	case *stats.InPayload:
 		c.afterRead(int64(max(s.Length, s.WireLength)))
 	}
@@ -276,17 +306,21 @@ func (b *budgets) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerI
 	if c == nil {
 		return handler(srv, ss)
 	}
-	charge, ok := streamMsgMax[info.FullMethod]
-	if !ok {
-		charge = b.maxMsg
-	}
-	return handler(srv, &budgetedStream{ServerStream: ss, c: c, charge: charge})
+	return handler(srv, &budgetedStream{ServerStream: ss, c: c, charge: b.charge(info.FullMethod)})
 }
 
 type budgetedStream struct {
 	grpc.ServerStream
 	c      *call
 	charge int64 // the largest message the stream may receive
+}
+
+// SendMsg charges the message sent to the peer until it is written.
+func (s *budgetedStream) SendMsg(m any) error {
+	if pm, ok := m.(proto.Message); ok {
+		s.c.b.owe(s.Context(), int64(proto.Size(pm)))
+	}
+	return s.ServerStream.SendMsg(m)
 }
 
 func (s *budgetedStream) RecvMsg(m any) error {
@@ -312,6 +346,9 @@ func (s *budgetedStream) RecvMsg(m any) error {
 func (b *budgets) validate() error {
 	if b.maxBytes < 2*b.maxMsg {
 		return fmt.Errorf("metarpc: MaxInFlightPerPeer %d is less than twice MaxRecvMsg %d", b.maxBytes, b.maxMsg)
+	}
+	if b.maxMsg >= 0xff<<24 {
+		return fmt.Errorf("metarpc: MaxRecvMsg %d: want less than %d (an oversized request is refused by raising its length's top byte)", b.maxMsg, 0xff<<24)
 	}
 	if b.maxStreams < 1 {
 		return fmt.Errorf("metarpc: MaxStreamsPerPeer %d: want at least 1", b.maxStreams)

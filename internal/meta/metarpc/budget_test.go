@@ -47,7 +47,8 @@ type stalledCall struct {
 	prefix bool
 }
 
-// stall opens n such calls from local (an IP) to addr.
+// stall opens n such calls from local (an IP) to addr: commits, the one
+// method whose requests may be as large as MaxRecvMsg.
 func stall(t *testing.T, local, addr string, n int, size uint32) *staller {
 	t.Helper()
 	return stallPieces(t, local, addr, n, size, 16<<10)
@@ -75,7 +76,7 @@ func stallPieces(t *testing.T, local, addr string, n int, size uint32, chunk int
 	enc := hpack.NewEncoder(&hb)
 	for i := range n {
 		hb.Reset()
-		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/tessera.meta.v1.Meta/SetXattr"},
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/tessera.meta.v1.Meta/Commit"},
 			{":authority", addr}, {"content-type", "application/grpc"}, {"te", "trailers"}, {"tessera-protocol", "1"}} {
 			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 		}

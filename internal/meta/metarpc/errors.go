@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"syscall"
+	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -45,7 +46,8 @@ func statusOf(err error) error {
 	if err == nil {
 		return nil
 	}
-	d := &pb.Error{Errno: int32(syscall.EIO), Message: err.Error(), Corrupt: errors.Is(err, meta.ErrCorrupt)}
+	msg := capMessage(err.Error())
+	d := &pb.Error{Errno: int32(syscall.EIO), Message: msg, Corrupt: errors.Is(err, meta.ErrCorrupt)}
 	var ce *meta.ConflictError
 	var errno syscall.Errno
 	switch {
@@ -56,11 +58,30 @@ func statusOf(err error) error {
 	case errors.As(err, &errno) && errno != 0:
 		d.Errno = int32(errno)
 	}
-	st, derr := status.New(codeOf(err), err.Error()).WithDetails(d)
+	st, derr := status.New(codeOf(err), msg).WithDetails(d)
 	if derr != nil {
-		return status.Error(codes.Internal, err.Error())
+		return status.Error(codes.Internal, msg)
 	}
 	return st.Err()
+}
+
+// MaxWireError bounds the message of an error sent to a caller (twice on
+// the wire: the status's and the detail's): whatever an error quotes of a
+// request, its reply stays small.
+const MaxWireError = 1 << 10
+
+// capMessage cuts msg to MaxWireError bytes at a character boundary,
+// saying how long it was.
+func capMessage(msg string) string {
+	if len(msg) <= MaxWireError {
+		return msg
+	}
+	tail := fmt.Sprintf("…(%d bytes)", len(msg))
+	cut := MaxWireError - len(tail)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + tail
 }
 
 // apiError returns the API error a status carries, and false when it

@@ -1,6 +1,9 @@
 package metarpc
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // SpeakProtocol makes a server (or client) of another protocol version,
 // for the handshake's tests.
@@ -34,3 +37,6 @@ func (o ServeOptions) ProbeBudgets(p *BudgetProbe) ServeOptions {
 	o.budgetWatch = func(b *budgets) { p.mu.Lock(); p.b = b; p.mu.Unlock() }
 	return o
 }
+
+// LogClock sets the clock of the rate limit of the server's refusal lines.
+func (o ServeOptions) LogClock(now func() time.Time) ServeOptions { o.logNow = now; return o }

@@ -62,7 +62,7 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, error
 	if v := first(md, mdSession); v != "" {
 		sid, err := strconv.ParseUint(v, 10, 64)
 		if err != nil {
-			return nil, g.refuse(ctx, method, status.Errorf(codes.InvalidArgument, "metadata %s: %q is no session id", mdSession, v))
+			return nil, g.refuse(ctx, method, status.Errorf(codes.InvalidArgument, "metadata %s: %s is no session id", mdSession, meta.Quote(v)))
 		}
 		ctx = context.WithValue(ctx, sessionKey{}, meta.SessionID(sid))
 	}
@@ -71,7 +71,7 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, error
 	case readSerializable:
 		ctx = meta.AllowSerializable(ctx)
 	default:
-		return nil, g.refuse(ctx, method, status.Errorf(codes.InvalidArgument, "metadata %s: %q (want %q or none)", mdRead, v, readSerializable))
+		return nil, g.refuse(ctx, method, status.Errorf(codes.InvalidArgument, "metadata %s: %s (want %q or none)", mdRead, meta.Quote(v), readSerializable))
 	}
 	return ctx, nil
 }

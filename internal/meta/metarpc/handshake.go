@@ -16,6 +16,7 @@ import (
 type handshakes struct {
 	credentials.TransportCredentials
 	log   *slog.Logger // server side
+	guard *msgGuard    // server side
 	dials *dialWatch   // client side
 }
 
@@ -25,7 +26,7 @@ func (h *handshakes) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo
 		h.log.Warn("meta rpc refused a connection", "peer", c.RemoteAddr().String(), "why", "handshake: "+err.Error())
 	}
 	if err == nil && h.log != nil { // a server's: watch the plaintext for requests in tiny pieces
-		nc = newPiecesConn(nc, h.log)
+		nc = h.guard.watch(nc, h.log)
 	}
 	return nc, ai, err
 }
@@ -39,5 +40,5 @@ func (h *handshakes) ClientHandshake(ctx context.Context, authority string, c ne
 }
 
 func (h *handshakes) Clone() credentials.TransportCredentials {
-	return &handshakes{TransportCredentials: h.TransportCredentials.Clone(), log: h.log, dials: h.dials}
+	return &handshakes{TransportCredentials: h.TransportCredentials.Clone(), log: h.log, guard: h.guard, dials: h.dials}
 }

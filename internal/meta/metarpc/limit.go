@@ -18,6 +18,7 @@ type limitListener struct {
 	max, perPeer int
 	log          *slog.Logger
 	plain        bool // no TLS: the connection's bytes are HTTP/2, watched by piecesConn
+	guard        *msgGuard
 
 	mu struct {
 		sync.Mutex
@@ -65,7 +66,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		}
 		var cc net.Conn = &countedConn{Conn: c, l: l, peer: peer}
 		if l.plain {
-			cc = newPiecesConn(cc, l.log)
+			cc = l.guard.watch(cc, l.log)
 		}
 		return cc, nil
 	}

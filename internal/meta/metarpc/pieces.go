@@ -23,11 +23,16 @@ import (
 // more than maxPartial streams holding a started message.
 //
 // It also decodes each call's headers (HPACK, as the transport does) to
-// learn its method, so that a message of a streaming method larger than
-// that method's maximum (streamMsgMax: a callback Ack is a few bytes) ends
-// the connection on its length prefix, before gRPC reads it: the byte
-// budget then charges a stream's read that maximum, not MaxRecvMsg, and a
-// session's callback stream waiting for its next Ack holds almost nothing.
+// learn its method, so that a message larger than that method's maximum
+// (methodMaxima; a callback Ack is a few bytes) is refused on its length
+// prefix, before gRPC reads it: piecesConn raises the length's top byte on
+// its way to gRPC, whose own check (MaxRecvMsg) then fails the call with
+// ResourceExhausted before it opens the call's window or allocates a
+// byte of the message; the rest of that stream's data is not followed.
+// Where the top byte already went to gRPC in an earlier read (a prefix cut
+// between reads), the connection is closed instead. The byte budget thus
+// charges a read its method's maximum, not MaxRecvMsg, and a session's
+// callback stream waiting for its next Ack holds almost nothing.
 type piecesConn struct {
 	net.Conn
 	log  *slog.Logger
@@ -46,15 +51,25 @@ type piecesConn struct {
 	msgs    map[uint32]*partialMsg // streams with a message begun, not done
 
 	hpack   *hpack.Decoder
-	block   []byte           // the payload of the HEADERS or CONTINUATION frame being read
-	path    string           // :path of the header block being decoded
-	bounded map[uint32]int64 // streams of a method with a smaller maximum message
+	block   []byte            // the payload of the HEADERS or CONTINUATION frame being read
+	path    string            // :path of the header block being decoded
+	bounded map[uint32]int64  // streams of a method with a smaller maximum message; dropped: refused
+	maxima  map[string]int64  // the largest message by method path (methodMaxima)
+	paths   map[uint32]string // the method of each bounded stream, for the log
+	reads   int               // scans so far: which read a prefix byte came in
+	refused func(peer, method string, size, most int64)
 }
+
+// dropped marks in piecesConn.bounded a stream whose message was refused:
+// its remaining data is not followed.
+const dropped = -1
 
 // partialMsg is a stream's gRPC message in progress.
 type partialMsg struct {
 	prefix  [5]byte
 	prefixN int   // bytes of the length prefix seen; 5 once the body runs
+	top     *byte // the length's top byte in the buffer of read topRead
+	topRead int
 	left    int64 // body bytes still to come
 	got     int64 // body bytes seen
 	pieces  int   // DATA frames that ended inside this message
@@ -78,8 +93,10 @@ const (
 	maxHeaderFrame = 16 << 10
 )
 
-func newPiecesConn(c net.Conn, log *slog.Logger) *piecesConn {
-	p := &piecesConn{Conn: c, log: log, peer: c.RemoteAddr().String()}
+// newPiecesConn watches c; maxima are the methods' largest messages by
+// path, refused is told of each message refused on its prefix (nil: none).
+func newPiecesConn(c net.Conn, log *slog.Logger, maxima map[string]int64, refused func(peer, method string, size, most int64)) *piecesConn {
+	p := &piecesConn{Conn: c, log: log, peer: c.RemoteAddr().String(), maxima: maxima, refused: refused}
 	p.reset()
 	return p
 }
@@ -89,6 +106,7 @@ func (c *piecesConn) reset() {
 	c.preface = 24
 	c.msgs = map[uint32]*partialMsg{}
 	c.bounded = map[uint32]int64{}
+	c.paths = map[uint32]string{}
 	c.hpack = hpack.NewDecoder(4096, func(f hpack.HeaderField) { // the HTTP/2 default table size, which gRPC keeps
 		if f.Name == ":path" {
 			c.path = f.Value
@@ -117,6 +135,7 @@ func (c *piecesConn) Read(p []byte) (int, error) {
 
 // scan follows frames through b; it returns why the peer is refused, or "".
 func (c *piecesConn) scan(b []byte) string {
+	c.reads++
 	for len(b) > 0 {
 		if c.preface > 0 {
 			k := min(c.preface, len(b))
@@ -184,6 +203,9 @@ func (c *piecesConn) scan(b []byte) string {
 // feed follows the gRPC messages of the current frame's stream through d;
 // it returns why the peer is refused, or "".
 func (c *piecesConn) feed(d []byte) string {
+	if c.bounded[c.stream] == dropped {
+		return ""
+	}
 	m := c.msgs[c.stream]
 	for len(d) > 0 {
 		if m == nil {
@@ -191,6 +213,9 @@ func (c *piecesConn) feed(d []byte) string {
 			c.msgs[c.stream] = m
 		}
 		if m.prefixN < len(m.prefix) {
+			if m.prefixN <= 1 && len(d) > 1-m.prefixN {
+				m.top, m.topRead = &d[1-m.prefixN], c.reads
+			}
 			k := copy(m.prefix[m.prefixN:], d)
 			m.prefixN += k
 			d = d[k:]
@@ -198,8 +223,19 @@ func (c *piecesConn) feed(d []byte) string {
 				continue
 			}
 			m.left = int64(binary.BigEndian.Uint32(m.prefix[1:]))
+			top, topRead := m.top, m.topRead
+			m.top = nil
 			if most, ok := c.bounded[c.stream]; ok && m.left > most {
-				return fmt.Sprintf("a message of %d bytes on a stream whose messages are at most %d", m.left, most)
+				if top == nil || topRead != c.reads {
+					return fmt.Sprintf("a message of %d bytes on a stream whose messages are at most %d", m.left, most)
+				}
+				*top = 0xff // gRPC refuses it on its length: more than MaxRecvMsg
+				if c.refused != nil {
+					c.refused(c.peer, c.paths[c.stream], m.left, most)
+				}
+				delete(c.msgs, c.stream)
+				c.bounded[c.stream] = dropped
+				return ""
 			}
 		}
 		k := min(m.left, int64(len(d)))
@@ -244,8 +280,9 @@ func (c *piecesConn) endHeaders() string {
 	if err := c.hpack.Close(); err != nil {
 		return "undecodable headers: " + err.Error()
 	}
-	if most, ok := streamMsgMax[c.path]; ok {
+	if most, ok := c.maxima[c.path]; ok {
 		c.bounded[c.stream] = most
+		c.paths[c.stream] = c.path
 		if len(c.bounded) > maxPartial {
 			return fmt.Sprintf("more than %d streams open", maxPartial)
 		}
@@ -260,8 +297,7 @@ func (c *piecesConn) endFrame() string {
 	case frameHeaders, frameContinuation:
 		return c.endHeaders()
 	case frameRSTStream:
-		delete(c.msgs, c.stream)
-		delete(c.bounded, c.stream)
+		c.forget(c.stream)
 		return ""
 	case frameData:
 	default:
@@ -269,6 +305,7 @@ func (c *piecesConn) endFrame() string {
 	}
 	if c.flags&flagEndStream != 0 {
 		delete(c.bounded, c.stream)
+		delete(c.paths, c.stream)
 	}
 	m := c.msgs[c.stream]
 	if m == nil {
@@ -286,4 +323,11 @@ func (c *piecesConn) endFrame() string {
 		return fmt.Sprintf("more than %d requests begun and not finished", maxPartial)
 	}
 	return ""
+}
+
+// forget drops what is followed of a stream that ended.
+func (c *piecesConn) forget(stream uint32) {
+	delete(c.msgs, stream)
+	delete(c.bounded, stream)
+	delete(c.paths, stream)
 }

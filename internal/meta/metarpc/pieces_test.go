@@ -2,6 +2,8 @@ package metarpc
 
 import (
 	"bytes"
+	"encoding/binary"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"strings"
@@ -9,6 +11,7 @@ import (
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc"
 
 	pb "tessera/internal/meta/metarpc/metapb"
 )
@@ -105,7 +108,7 @@ func TestPiecesLegitimate(t *testing.T) {
 	}
 	// A stream reset by its client in the middle of a message.
 	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 2007, BlockFragment: hb.call(pb.Meta_SetXattr_FullMethodName), EndHeaders: true})
-	fr.WriteData(2007, false, grpcMessage(100 << 10)[:1000])
+	fr.WriteData(2007, false, grpcMessage(60 << 10)[:1000])
 	fr.WriteRSTStream(2007, http2.ErrCodeCancel)
 
 	c := testPieces()
@@ -143,31 +146,76 @@ func TestPiecesTiny(t *testing.T) {
 	}
 }
 
+// testPieces is the scanner of a meta server's connection.
 func testPieces() *piecesConn {
-	c := &piecesConn{log: slog.New(slog.DiscardHandler), peer: "test"}
+	gs := grpc.NewServer()
+	pb.RegisterMetaServer(gs, &server{})
+	b := newBudgets(ServeOptions{MaxRecvMsg: DefaultMaxRecvMsg})
+	maxima := methodMaxima(gs, DefaultMaxRecvMsg)
+	b.learn(gs, maxima)
+	c := &piecesConn{log: slog.New(slog.DiscardHandler), peer: "test", maxima: maxima}
 	c.reset()
 	return c
 }
 
-// TestPiecesCallbackAck: an Ack larger than an Ack can be is refused on
-// its length prefix, before gRPC reads it, so that the byte budget may
-// charge a callback stream's read maxAck; the same size on a unary call is
-// not.
-func TestPiecesCallbackAck(t *testing.T) {
+// TestPiecesRefuseOnPrefix: a message larger than its method can take
+// (an Ack over 1 KiB; a lookup of a 15 MiB name) is refused on its length
+// prefix, before gRPC reads it: the length's top byte is raised past
+// MaxRecvMsg on its way to gRPC, which then fails the call alone without
+// reading or allocating the message; the rest of the stream is not
+// followed. A message within its method's maximum passes untouched. When
+// the top byte went to gRPC in an earlier read, the connection is closed.
+func TestPiecesRefuseOnPrefix(t *testing.T) {
 	for _, tc := range []struct {
 		method string
+		size   int
 		refuse bool
-	}{{pb.Meta_Callbacks_FullMethodName, true}, {pb.Meta_SetXattr_FullMethodName, false}} {
+	}{
+		{pb.Meta_Callbacks_FullMethodName, maxAck + 1, true},
+		{pb.Meta_SetXattr_FullMethodName, maxAck + 1, false},
+		{pb.Meta_SetXattr_FullMethodName, 68 << 10, false},
+		{pb.Meta_SetXattr_FullMethodName, 15 << 20, true},
+		{pb.Meta_Lookup_FullMethodName, 4 << 10, false},
+		{pb.Meta_Lookup_FullMethodName, 15 << 20, true},
+		{pb.Meta_Commit_FullMethodName, 15 << 20, false},
+	} {
 		var w bytes.Buffer
 		w.WriteString(http2.ClientPreface)
 		fr := http2.NewFramer(&w, nil)
 		hb := newHeaderBlocks()
 		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: hb.call(tc.method), EndHeaders: true})
 		fr.WriteData(1, false, grpcMessage(12))
-		fr.WriteData(1, false, grpcMessage(maxAck + 1)[:5])
-		why := scanInSlices(testPieces(), w.Bytes(), rand.New(rand.NewPCG(5, 6)))
-		if got := strings.Contains(why, "on a stream whose messages are at most 1024"); got != tc.refuse {
-			t.Errorf("%s: a %d-byte message: %q, refused %v, want %v", tc.method, maxAck+1, why, got, tc.refuse)
+		at := w.Len() + 9 // the second message's prefix, after its frame header
+		fr.WriteData(1, false, grpcMessage(tc.size)[:1000])
+		fr.WriteData(1, false, make([]byte, 1000)) // its body goes on
+		c := testPieces()
+		var told []string
+		c.refused = func(_, method string, size, most int64) {
+			told = append(told, fmt.Sprintf("%s %d>%d", method, size, most))
+		}
+		b := w.Bytes()
+		if why := c.scan(b); why != "" {
+			t.Errorf("%s, %d bytes: connection refused: %s", tc.method, tc.size, why)
+			continue
+		}
+		got := int64(binary.BigEndian.Uint32(b[at+1:]))
+		if refused := got > DefaultMaxRecvMsg; refused != tc.refuse {
+			t.Errorf("%s, %d bytes: gRPC reads a length of %d, refused %v, want %v", tc.method, tc.size, got, refused, tc.refuse)
+		}
+		if tc.refuse && (len(told) != 1 || !strings.Contains(told[0], tc.method)) {
+			t.Errorf("%s, %d bytes: told %q", tc.method, tc.size, told)
+		}
+		if !tc.refuse && got != int64(tc.size) {
+			t.Errorf("%s, %d bytes: gRPC reads a length of %d", tc.method, tc.size, got)
+		}
+		// The same, its prefix's top byte in an earlier read.
+		c = testPieces()
+		why := c.scan(b[:at+2])
+		if why == "" {
+			why = c.scan(b[at+2:])
+		}
+		if got := why != ""; got != tc.refuse {
+			t.Errorf("%s, %d bytes, prefix cut: %q, refused %v, want %v", tc.method, tc.size, why, got, tc.refuse)
 		}
 	}
 }

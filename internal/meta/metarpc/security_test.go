@@ -1,6 +1,7 @@
 package metarpc_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -143,10 +144,12 @@ func callEvery(t *testing.T, cc *grpc.ClientConn, md ...string) map[string]error
 // TestEveryMethodRefusedWithoutCredentials: on a TLS port, a caller with
 // neither a certificate nor a valid token reaches no method (the API behind
 // panics if called), gets Unauthenticated naming what was missing, and
-// every refusal is logged with the peer.
+// the refusals are logged with the peer, one line per interval (a frozen
+// clock: one line in all), the next line counting those held back.
 func TestEveryMethodRefusedWithoutCredentials(t *testing.T) {
 	p := newPKI(t)
-	addr, logs := serveOpts(t, unreachableAPI{}, metarpc.ServeOptions{Creds: p.server, Tokens: tokens{}})
+	clk := &frozenClock{at: time.Unix(1000, 0)}
+	addr, logs := serveOpts(t, unreachableAPI{}, metarpc.ServeOptions{Creds: p.server, Tokens: tokens{}}.LogClock(clk.now))
 	cc := rawConn(t, addr, p.caOnly().ClientConfig())
 	for name, err := range callEvery(t, cc) {
 		if status.Code(err) != codes.Unauthenticated || !strings.Contains(err.Error(), "no client certificate and no bearer token") {
@@ -158,11 +161,17 @@ func TestEveryMethodRefusedWithoutCredentials(t *testing.T) {
 			t.Errorf("%s with an unknown token: %v, want Unauthenticated about the token", name, err)
 		}
 	}
-	if n := strings.Count(logs.String(), "meta rpc refused a call"); n != 2*(len(pb.Meta_ServiceDesc.Methods)+len(pb.Meta_ServiceDesc.Streams)) {
-		t.Errorf("%d refusals logged, want one per call:\n%s", n, logs)
+	if n := strings.Count(logs.String(), "meta rpc refused a call"); n != 1 {
+		t.Errorf("%d lines for %d refusals, want 1:\n%s", n, 2*(len(pb.Meta_ServiceDesc.Methods)+len(pb.Meta_ServiceDesc.Streams)), logs)
 	}
-	if !strings.Contains(logs.String(), "peer=127.0.0.1:") || !strings.Contains(logs.String(), "method=/tessera.meta.v1.Meta/Commit") {
+	if !strings.Contains(logs.String(), "peer=127.0.0.1:") || !strings.Contains(logs.String(), "method=/tessera.meta.v1.Meta/") {
 		t.Errorf("refusals logged without peer or method:\n%s", logs)
+	}
+	clk.add(time.Minute)
+	callEvery(t, cc)
+	held := 2*(len(pb.Meta_ServiceDesc.Methods)+len(pb.Meta_ServiceDesc.Streams)) - 1
+	if n := strings.Count(logs.String(), "meta rpc refused a call"); n != 2 || !strings.Contains(logs.String(), fmt.Sprintf("suppressed=%d", held)) {
+		t.Errorf("a minute later: %d lines, want 2, the second with suppressed=%d:\n%s", n, held, logs)
 	}
 
 	// Through the Client: the error wraps auth.ErrUnauthenticated.
@@ -318,5 +327,39 @@ func TestProtocolVersionHandshake(t *testing.T) {
 	_, err = c1.GetAttr(ctx, meta.RootIno)
 	if err == nil || !strings.Contains(err.Error(), "client speaks protocol 1, server 3") {
 		t.Fatalf("v1 client, v3 server: %v, want \"client speaks protocol 1, server 3\"", err)
+	}
+}
+
+// frozenClock is the clock of a server's refusal logs: time moves only
+// when a test moves it.
+type frozenClock struct {
+	mu sync.Mutex
+	at time.Time
+}
+
+func (c *frozenClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.at }
+
+func (c *frozenClock) add(d time.Duration) { c.mu.Lock(); c.at = c.at.Add(d); c.mu.Unlock() }
+
+// TestRefusedHandshakesLogged: a probe of a TLS port with connections
+// that fail their handshake (garbage, no certificate) writes one line per
+// interval, not one per connection (the issue saw 1,106 from one probe).
+func TestRefusedHandshakesLogged(t *testing.T) {
+	p := newPKI(t)
+	clk := &frozenClock{at: time.Unix(1000, 0)}
+	addr, logs := serveOpts(t, unreachableAPI{}, metarpc.ServeOptions{Creds: p.server}.LogClock(clk.now))
+	const n = 40
+	for range n {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write(bytes.Repeat([]byte("GET / HTTP/1.1\r\n"), 64))
+		waitClosed(t, c, "a connection sending garbage")
+		c.Close()
+	}
+	// Each line is written before its connection is closed.
+	if got := strings.Count(logs.String(), "meta rpc refused a connection"); got != 1 {
+		t.Errorf("%d lines for %d refused handshakes, want 1:\n%s", got, n, logs)
 	}
 }

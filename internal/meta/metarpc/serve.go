@@ -2,6 +2,7 @@ package metarpc
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"tessera/internal/auth"
 	"tessera/internal/meta"
 	pb "tessera/internal/meta/metarpc/metapb"
+	"tessera/internal/ratelog"
 )
 
 // Server bounds and their defaults (ServeOptions); see docs/protocol.md.
@@ -103,7 +105,8 @@ type ServeOptions struct {
 	MaxStreamsPerPeer  int
 	MaxInFlightPerPeer int64
 
-	budgetWatch func(*budgets) // tests: sees the server's budgets
+	budgetWatch func(*budgets)   // tests: sees the server's budgets
+	logNow      func() time.Time // tests: the clock of the refusal logs' rate limit
 
 	protocol int // tests: speak another protocol version (0: ProtocolVersion)
 }
@@ -161,11 +164,17 @@ func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
 // every port of a cluster is guarded alike.
 func ServeWith(ln net.Listener, opts ServeOptions, what string, register func(grpc.ServiceRegistrar)) error {
 	opts.defaults()
+	// A flood of refusals writes a line per interval, not one each.
+	opts.Logger = slog.New(ratelog.NewHandler(opts.Logger.Handler(), 0, opts.logNow))
 	gate := &gate{opts: opts}
 	budgets := newBudgets(opts)
 	if err := budgets.validate(); err != nil {
 		return err
 	}
+	guard := &msgGuard{budgets: budgets, refused: func(peer, method string, size, most int64) {
+		opts.Logger.Warn(what+" refused a call", "peer", peer, "method", method, "why",
+			fmt.Sprintf("a request of %d bytes, the most this method takes is %d", size, most))
+	}}
 	if opts.budgetWatch != nil {
 		opts.budgetWatch(budgets)
 	}
@@ -177,7 +186,7 @@ func ServeWith(ln net.Listener, opts ServeOptions, what string, register func(gr
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			MaxConnectionIdle: opts.IdleTimeout, Time: keepaliveTime, Timeout: keepaliveTimeout}),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingGap, PermitWithoutStream: true}),
-		grpc.ChainUnaryInterceptor(gate.unary),
+		grpc.ChainUnaryInterceptor(gate.unary, budgets.unaryReply),
 		grpc.ChainStreamInterceptor(gate.stream, budgets.stream),
 		grpc.InTapHandle(budgets.tap),
 		grpc.StatsHandler(budgetStats{budgets}),
@@ -189,11 +198,13 @@ func ServeWith(ln net.Listener, opts ServeOptions, what string, register func(gr
 		grpc.InitialConnWindowSize(connWindow),
 	}
 	if opts.Creds != nil {
-		sopts = append(sopts, grpc.Creds(&handshakes{TransportCredentials: credentials.NewTLS(opts.Creds.ServerConfig()), log: opts.Logger}))
+		sopts = append(sopts, grpc.Creds(&handshakes{TransportCredentials: credentials.NewTLS(opts.Creds.ServerConfig()), log: opts.Logger, guard: guard}))
 	}
 	gs := grpc.NewServer(sopts...)
 	register(gs)
-	lim := &limitListener{Listener: ln, max: opts.MaxConns, perPeer: opts.MaxConnsPerPeer, log: opts.Logger, plain: opts.Creds == nil}
+	guard.maxima = methodMaxima(gs, int64(opts.MaxRecvMsg))
+	budgets.learn(gs, guard.maxima)
+	lim := &limitListener{Listener: ln, max: opts.MaxConns, perPeer: opts.MaxConnsPerPeer, log: opts.Logger, plain: opts.Creds == nil, guard: guard}
 	opts.Logger.Info(what+" listening", "addr", ln.Addr().String(), "tls", opts.Creds != nil, "protocol", opts.protocol)
 	err := gs.Serve(lim)
 	gs.Stop() // closes every connection, then waits for their handlers
@@ -201,4 +212,17 @@ func ServeWith(ln net.Listener, opts ServeOptions, what string, register func(gr
 		return nil
 	}
 	return err
+}
+
+// msgGuard is what piecesConn needs of its server: the methods' largest
+// requests, and who to tell of one refused. It is complete once the
+// services are registered, before the first connection.
+type msgGuard struct {
+	maxima  map[string]int64
+	refused func(peer, method string, size, most int64)
+	budgets *budgets // charged the replies queued on each connection
+}
+
+func (g *msgGuard) watch(c net.Conn, log *slog.Logger) net.Conn {
+	return newPiecesConn(g.budgets.track(c), log, g.maxima, g.refused)
 }

@@ -4,7 +4,10 @@
 // them speak TLS only, to clients and to each other, and require client
 // certificates of its own CA (made with package auth). Members are
 // stopped by their process id when the test ends, and a test can kill one
-// with SIGKILL and restart it on the same data directory.
+// with SIGKILL and restart it on the same data directory, or freeze it
+// with SIGSTOP. StartPartitionable puts a proxy in front of each member's
+// peer port (partition.go): Isolate cuts a member off from its peers while
+// its clients still reach it (a member that lags), Heal ends that.
 //
 // The binary is `etcd` on PATH (or $TESSERA_ETCD). scripts/test.sh
 // installs it (Debian's etcd-server) when missing; a test without it fails
@@ -12,6 +15,7 @@
 package etcdtest
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -54,10 +58,12 @@ type Member struct {
 	Name      string
 	Dir       string
 	ClientURL string
-	PeerURL   string
-	cmd       *exec.Cmd
-	exited    chan struct{}
-	stopped   bool // SIGSTOPped by Stop
+	PeerURL   string // what the others dial: a proxy's in a partitionable cluster
+	// peerListen is where the member listens for its peers ("": PeerURL).
+	peerListen string
+	cmd        *exec.Cmd
+	exited     chan struct{}
+	stopped    bool // SIGSTOPped by Stop
 }
 
 // Cluster is a running etcd cluster.
@@ -66,7 +72,8 @@ type Cluster struct {
 	bin     string
 	initial string // --initial-cluster
 	Members []*Member
-	PKI     *PKI // nil: plain HTTP
+	PKI     *PKI     // nil: plain HTTP
+	peers   *peerNet // nil: members dial each other directly
 	// member certificate files (TLS only)
 	certFile, keyFile string
 }
@@ -75,17 +82,17 @@ type Cluster struct {
 // linearizable read. Its members stop when the test ends.
 func Start(t testing.TB, n int) *Cluster {
 	t.Helper()
-	return start(t, n, false)
+	return start(t, n, false, false)
 }
 
 // StartTLS is Start with TLS between everyone and client certificates
 // required (c.PKI).
 func StartTLS(t testing.TB, n int) *Cluster {
 	t.Helper()
-	return start(t, n, true)
+	return start(t, n, true, false)
 }
 
-func start(t testing.TB, n int, withTLS bool) *Cluster {
+func start(t testing.TB, n int, withTLS, partitionable bool) *Cluster {
 	t.Helper()
 	c := &Cluster{t: t, bin: Binary(t)}
 	root := t.TempDir()
@@ -99,12 +106,19 @@ func start(t testing.TB, n int, withTLS bool) *Cluster {
 	for attempt := 1; ; attempt++ {
 		var initial []string
 		c.Members = nil
+		if partitionable {
+			c.peers = newPeerNet(t)
+		}
 		for i := range n {
 			m := &Member{
 				Name:      fmt.Sprintf("m%d", i),
 				Dir:       filepath.Join(root, fmt.Sprintf("try%d", attempt), fmt.Sprintf("m%d", i)),
 				ClientURL: scheme + freeAddr(t),
 				PeerURL:   scheme + freeAddr(t),
+			}
+			if c.peers != nil {
+				m.peerListen = m.PeerURL
+				m.PeerURL = c.peers.proxy(m)
 			}
 			c.Members = append(c.Members, m)
 			initial = append(initial, m.Name+"="+m.PeerURL)
@@ -124,6 +138,9 @@ func start(t testing.TB, n int, withTLS bool) *Cluster {
 			t.Fatal(err)
 		}
 		c.stopAll()
+		if c.peers != nil {
+			c.peers.close()
+		}
 	}
 }
 
@@ -172,7 +189,7 @@ func (c *Cluster) start(i int) {
 		"--data-dir=" + m.Dir,
 		"--listen-client-urls=" + m.ClientURL,
 		"--advertise-client-urls=" + m.ClientURL,
-		"--listen-peer-urls=" + m.PeerURL,
+		"--listen-peer-urls=" + cmp.Or(m.peerListen, m.PeerURL),
 		"--initial-advertise-peer-urls=" + m.PeerURL,
 		"--initial-cluster=" + c.initial,
 		"--initial-cluster-state=new",
@@ -334,8 +351,18 @@ func (c *Cluster) Continue(i int) {
 // until the cluster answers.
 func (c *Cluster) Restart(i int) {
 	c.t.Helper()
-	c.Kill(i)
-	c.start(i)
+	c.RestartAll(i)
+}
+
+// RestartAll starts the given members again on their data directories,
+// all before it waits until the cluster answers: a majority may need
+// several of them.
+func (c *Cluster) RestartAll(members ...int) {
+	c.t.Helper()
+	for _, i := range members {
+		c.Kill(i)
+		c.start(i)
+	}
 	c.WaitReady()
 }
 

@@ -1,0 +1,131 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"math/rand"
+	"runtime"
+	"testing"
+
+	"tessera/internal/meta"
+)
+
+// heldBytes is the capacity of the buffers the cache holds (the memory it
+// keeps alive, whatever it counts) and how many they are.
+func (c *memCache) heldBytes() (bytes int64, n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := c.mu.ll.Front(); e != nil; e = e.Next() {
+		bytes += int64(cap(e.Value.(*memEntry).buf.data))
+		n++
+	}
+	return bytes, n
+}
+
+// longerThan counts the blocks the cache holds of more than n bytes.
+func (c *memCache) longerThan(n int) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := 0
+	for e := c.mu.ll.Front(); e != nil; e = e.Next() {
+		if len(e.Value.(*memEntry).buf.data) > n {
+			k++
+		}
+	}
+	return k
+}
+
+// TestSmallCommittedAppendsStayWithinTheCache: a file of the default 4
+// MiB blocks appended to a page at a time with an fsync after each page
+// (an SQLite WAL) keeps no more memory alive than the memory cache's
+// bound, and a small write allocates about the block's length, not the
+// block size. (Each write copied the block into a buffer of the whole
+// block size, which the cache kept after the composed upload while
+// counting only its length: 1.36 GB under two SQLite writers.)
+func TestSmallCommittedAppendsStayWithinTheCache(t *testing.T) {
+	const bs = meta.DefaultBlockSize
+	const cacheBytes = 16 << 20
+	ctx := context.Background()
+	s := newShared(t, bs)
+	c := testClient(t, s.api, map[string]*memStore{"b0": s.store}, Config{MemCacheBytes: cacheBytes})
+	in := s.create(t, "wal")
+	rng := rand.New(rand.NewSource(23))
+	model := randBytes(rng, 64<<10)
+	h := open(t, c, in.Ino)
+	write(t, h, 0, model)
+	if err := h.Fsync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const pages, page = 100, 4 << 10
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range pages {
+		data := randBytes(rng, page)
+		write(t, h, int64(len(model)), data)
+		model = append(model, data...)
+		if err := h.Fsync(ctx); err != nil {
+			t.Fatalf("fsync %d: %v", i, err)
+		}
+		// The bound allows the hasher's slack past each block (charge).
+		if held, n := c.mem.heldBytes(); held > cacheBytes+int64(n)*hashSlack {
+			t.Fatalf("after %d appends the memory cache keeps %d KiB alive in %d blocks; its bound is %d KiB", i+1, held>>10, n, cacheBytes>>10)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	c.bg.Wait() // the last upload's goroutine keeps its buffer in the cache
+	// One version of the block is kept in the cache, not one per commit;
+	// the file remembers the compositions its blocks name, not all. (The
+	// cache may also hold the pieces of a version it assembled: the base
+	// of the composition and the small patches.)
+	if n := c.mem.longerThan(64 << 10); n > 2 {
+		t.Errorf("the memory cache holds %d versions of the file's one block; want the latest and its base", n)
+	}
+	f := h.f
+	f.mu.Lock()
+	nc := len(f.comps)
+	f.mu.Unlock()
+	if nc > 64+2 {
+		t.Errorf("the file holds %d compositions after %d commits of one block", nc, pages)
+	}
+	// The block is 64-464 KiB long here: a write copies it and uploads a
+	// patch; a buffer of the block size would be 4 MiB a write.
+	if per := (after.TotalAlloc - before.TotalAlloc) / pages; per > bs/4 {
+		t.Fatalf("a %d-byte append allocates %d KiB on average; want under %d KiB", page, per>>10, bs/4>>10)
+	}
+	if got := readAt(t, h, len(model)+1); !bytes.Equal(got, model) {
+		t.Fatalf("the file reads back otherwise (first difference at %d)", firstDiff(got, model))
+	}
+	r, err := s.api.GetRecipe(ctx, in.Ino, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Composed) == 0 {
+		t.Fatal("the appends were not uploaded composed: the test does not exercise the cache's kept blocks")
+	}
+}
+
+// TestCompCacheBoundedByPatches: the client's cache of compositions counts
+// their patches, so compositions of many patches cannot fill it with
+// hundreds of MB (2^17 entries of up to meta.MaxPatches patches were
+// allowed).
+func TestCompCacheBoundedByPatches(t *testing.T) {
+	var c compCache
+	patches := make([]meta.Patch, meta.MaxPatches)
+	hs := testHashes(maxCompEntries)
+	for _, h := range hs {
+		c.add(h, meta.Composition{Len: 1, Patches: patches})
+	}
+	per := compCost(meta.Composition{Patches: patches})
+	if n := len(c.m); n*per > maxCompEntries {
+		t.Fatalf("the cache holds %d compositions of %d patches: cost %d, bound %d", n, len(patches), n*per, maxCompEntries)
+	}
+	if _, ok := c.get(hs[len(hs)-1]); !ok {
+		t.Fatal("the composition added last is not in the cache")
+	}
+	for h := range c.m {
+		c.drop(h)
+	}
+	if c.cost != 0 {
+		t.Fatalf("an empty cache counts %d", c.cost)
+	}
+}

@@ -1,0 +1,89 @@
+package etcdkv
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"tessera/internal/clock"
+)
+
+// This file holds what a read at a snapshot's revision does when the
+// member that answers has not applied that revision yet: the client
+// spreads its requests over the members, so the reads of one snapshot
+// meet members at different points of the log. See
+// docs/design/2026-11-28-etcd-reads.md.
+
+// Backoff between the tries of a read at a revision that the members
+// asked have not applied, or that found no leader.
+const (
+	lagBackoffMin = 10 * time.Millisecond
+	lagBackoffMax = 500 * time.Millisecond
+)
+
+// readAt reads key (with opts, which name no revision) at revision rev,
+// which some member has applied, so the cluster has committed it. It asks
+// first at whichever member the client picks, serializable; a member
+// that has not applied rev refuses (future revision), and readAt asks
+// again linearizably: the member that answers then waits until it has
+// applied the leader's commit index, which covers rev. When that finds no
+// leader (or no member answers), it asks serializably again (another
+// member may have rev, or the lagging one may catch up) and then
+// linearizably, with backoff on s's clock, until Options.MajorityWait has
+// passed since the first refusal; then it fails with ErrNoMajority.
+// Other errors are returned as they are.
+func (s *Store) readAt(ctx context.Context, rev int64, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
+	at := append(opts[:len(opts):len(opts)], clientv3.WithRev(rev))
+	serial := append(at[:len(at):len(at)], clientv3.WithSerializable())
+	resp, err := s.cli.Get(ctx, key, serial...)
+	if err == nil || !isFutureRev(err) {
+		return resp, err
+	}
+	s.lagged.Add(1)
+	clk := clock.Or(s.opts.Clock)
+	since := clk.Now()
+	backoff := lagBackoffMin
+	for {
+		// A member without a leader says so at once instead of letting
+		// the linearizable read wait for one.
+		resp, err = s.cli.Get(clientv3.WithRequireLeader(ctx), key, at...)
+		if err == nil || !retryLag(ctx, err) {
+			return resp, err
+		}
+		resp, err = s.cli.Get(ctx, key, serial...)
+		if err == nil || !retryLag(ctx, err) {
+			return resp, err
+		}
+		if waited := clock.Since(clk, since); waited >= s.opts.MajorityWait {
+			return nil, fmt.Errorf("no member has applied revision %d and none has a leader after %v: %w (%w)",
+				rev, waited.Round(time.Millisecond), ErrNoMajority, err)
+		}
+		if err := clock.Sleep(ctx, clk, backoff/2+rand.N(backoff)); err != nil {
+			return nil, fmt.Errorf("waiting for a member with revision %d: %w", rev, err)
+		}
+		backoff = min(2*backoff, lagBackoffMax)
+	}
+}
+
+// retryLag reports whether a read at a revision failed for a reason that
+// passes: the member lags, has no leader, or could not be reached.
+func retryLag(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && (isFutureRev(err) || isTransient(err))
+}
+
+func isFutureRev(err error) bool {
+	return errors.Is(err, rpctypes.ErrFutureRev) || strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrFutureRev))
+}
+
+// isCompacted reports whether a read named a revision etcd has compacted
+// away: the snapshot can no longer be read, and its transaction must run
+// again on a fresh one.
+func isCompacted(err error) bool {
+	return err != nil && (errors.Is(err, rpctypes.ErrCompacted) || strings.Contains(err.Error(), rpctypes.ErrorDesc(rpctypes.ErrCompacted)))
+}

@@ -1,0 +1,160 @@
+package chaos
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"golang.org/x/sys/unix"
+
+	"tessera/test/lincheck"
+)
+
+// linFiles are the registers' record sizes: an inline file and one kept in
+// blocks.
+var linFiles = []int{64, 64 << 10}
+
+const linInitial = 1
+
+// linHistory is the registers' history for porcupine. A write that failed
+// may or may not have happened: it stays pending (returns at the end of
+// time), as Jepsen records an indeterminate operation. A failed read
+// observed nothing and is left out.
+type linHistory struct {
+	start time.Time
+	mu    sync.Mutex
+	ops   []porcupine.Operation
+}
+
+func (h *linHistory) add(op porcupine.Operation) {
+	h.mu.Lock()
+	h.ops = append(h.ops, op)
+	h.mu.Unlock()
+}
+
+func stamped(v uint64, n int) []byte {
+	b := make([]byte, n)
+	for i := 0; i < n; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], v)
+	}
+	return b
+}
+
+func stampOf(b []byte, want int) uint64 {
+	if len(b) != want || want == 0 {
+		return lincheck.Torn
+	}
+	v := binary.LittleEndian.Uint64(b)
+	for i := 8; i < len(b); i += 8 {
+		if binary.LittleEndian.Uint64(b[i:]) != v {
+			return lincheck.Torn
+		}
+	}
+	return v
+}
+
+// linSetup writes every register's initial value through mount 0.
+func (r *run) linSetup() error {
+	for f, size := range linFiles {
+		if err := writeSync(filepath.Join(r.w.mounts[0].Mount(), fmt.Sprintf("lin%d", f)), stamped(linInitial, size)); err != nil {
+			return fmt.Errorf("chaos: linearizability registers: %w", err)
+		}
+	}
+	return nil
+}
+
+// linWorker reads and writes the registers on mount m through handles
+// opened O_SYNC|O_RSYNC (the session policy's linearizable mode), paced so
+// that the history stays checkable.
+func (r *run) linWorker(ctx context.Context, m int) {
+	rng := rand.New(rand.NewPCG(r.cfg.Seed, uint64(400+m)))
+	hs := make([]*os.File, len(linFiles))
+	defer func() {
+		for _, h := range hs {
+			if h != nil {
+				h.Close()
+			}
+		}
+	}()
+	buf := make([]byte, 64<<10+8)
+	for i := 1; ctx.Err() == nil; i++ {
+		pause(ctx, 50*time.Millisecond)
+		f := rng.IntN(len(linFiles))
+		size := linFiles[f]
+		start := time.Now()
+		if hs[f] == nil {
+			h, err := os.OpenFile(filepath.Join(r.w.mounts[m].Mount(), fmt.Sprintf("lin%d", f)), os.O_RDWR|unix.O_SYNC|unix.O_RSYNC, 0)
+			if err != nil {
+				r.rec.fail("lin-open", err, start, "no-calm-errors", fmt.Sprintf("m%d: open lin%d", m, f))
+				continue
+			}
+			hs[f] = h
+		}
+		in := lincheck.Input{File: f, Write: rng.IntN(2) == 0}
+		op := porcupine.Operation{ClientId: m}
+		r.rec.op("lin")
+		var err error
+		if in.Write {
+			in.Value = uint64(m+1)<<32 | uint64(i)
+			op.Call = int64(time.Since(r.lin.start))
+			_, err = hs[f].WriteAt(stamped(in.Value, size), 0)
+			op.Return = int64(time.Since(r.lin.start))
+			if err != nil {
+				op.Return = math.MaxInt64
+			}
+			op.Input, op.Output = in, uint64(0)
+			r.lin.add(op)
+		} else {
+			op.Call = int64(time.Since(r.lin.start))
+			var n int
+			n, err = hs[f].ReadAt(buf[:size+8], 0)
+			op.Return = int64(time.Since(r.lin.start))
+			if err == nil || n == size {
+				err = nil
+				op.Input, op.Output = in, stampOf(buf[:n], size)
+				r.lin.add(op)
+			}
+		}
+		if err != nil {
+			r.rec.fail("lin", err, start, "no-calm-errors", fmt.Sprintf("m%d: lin%d", m, f))
+			hs[f].Close()
+			hs[f] = nil
+		}
+	}
+}
+
+// checkLinear runs porcupine over the history (bounded by timeout):
+// "ok", or why not.
+func (r *run) checkLinear(timeout time.Duration) (string, bool) {
+	r.lin.mu.Lock()
+	hist := append([]porcupine.Operation(nil), r.lin.ops...)
+	r.lin.mu.Unlock()
+	torn := 0
+	for _, op := range hist {
+		if !op.Input.(lincheck.Input).Write && op.Output.(uint64) == lincheck.Torn {
+			torn++
+		}
+	}
+	if torn > 0 {
+		r.rec.violate("linearizable", fmt.Sprintf("%d reads returned a short or torn record", torn))
+	}
+	switch porcupine.CheckOperationsTimeout(lincheck.Model(linInitial), hist, timeout) {
+	case porcupine.Ok:
+		return fmt.Sprintf("ok (%d ops)", len(hist)), torn == 0
+	case porcupine.Unknown:
+		return fmt.Sprintf("undecided within %v (%d ops)", timeout, len(hist)), torn == 0
+	}
+	stale := lincheck.StaleReads(hist)
+	for _, s := range stale[:min(5, len(stale))] {
+		r.rec.violate("linearizable", s)
+	}
+	r.rec.violate("linearizable", fmt.Sprintf("porcupine: the history of %d operations is not linearizable", len(hist)))
+	return fmt.Sprintf("FAIL (%d ops)", len(hist)), false
+}
