@@ -3,8 +3,11 @@ GO ?= go
 
 .PHONY: build test race unit e2e fuzz bench verify up docs
 
+# The commit goes into tessera version (go records none from a git worktree).
+LDFLAGS ?= -X main.commit=$(shell git rev-parse HEAD 2>/dev/null)
+
 build:
-	$(GO) build -o bin/tessera ./cmd/tessera
+	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tessera ./cmd/tessera
 
 test:
 	bash scripts/test.sh

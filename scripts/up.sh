@@ -19,7 +19,7 @@ if ! stat "$mnt" >/dev/null 2>&1 && grep -qs " $(realpath -m "$mnt") fuse" /proc
 	fusermount3 -u -z "$mnt" 2>/dev/null || umount -l "$mnt"
 fi
 mkdir -p "$data" "$mnt"
-go build -o bin/tessera ./cmd/tessera
+go build -ldflags "-X main.commit=$(git rev-parse HEAD 2>/dev/null)" -o bin/tessera ./cmd/tessera
 if [ "${TESSERA_NO_LINK:-}" != 1 ]; then
 	dir=${TESSERA_LINK_DIR:-/usr/local/bin}
 	link=$dir/tessera

@@ -25,7 +25,7 @@ type clusterFlags struct {
 
 func addClusterFlags(fs *flag.FlagSet) clusterFlags {
 	return clusterFlags{
-		data: fs.String("data", "", "data directory of a running tessera up (reads DIR/meta.addr, and uses DIR/tls/admin.* without TLS flags)"),
+		data: fs.String("data", "", "data directory `DIR` of a running tessera up (reads DIR/meta.addr, and uses DIR/tls/admin.* without TLS flags)"),
 		meta: addMetaAddrFlags(fs, metaFlagUsage),
 		tls:  addAdminTLSFlags(fs),
 	}

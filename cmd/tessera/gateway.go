@@ -23,8 +23,8 @@ import (
 func runGateway(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("gateway", flag.ContinueOnError)
 	ma := addMetaAddrFlags(fs, "meta service to register with; required. "+metaFlagUsage)
-	listen := fs.String("listen", "127.0.0.1:0", "address of the Gateway service (mounts and other gateways call it)")
-	id := fs.String("id", "", "the gateway's name in the registry (default: its certificate's name; needed without --tls-* flags)")
+	listen := fs.String("listen", "127.0.0.1:0", "address `ADDR` of the Gateway service (mounts and other gateways call it)")
+	id := fs.String("id", "", "the gateway's `NAME` in the registry (default: its certificate's name; needed without --tls-* flags)")
 	siteF := addSiteFlag(fs, "the site this gateway runs in (shown by fileset status)")
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "re-register with the meta service this often (gone after "+meta.GatewayTTL.String()+" without)")
 	noWB := fs.Bool("no-writeback", false, "do not apply the filesets' write-back queues (other gateways do)")

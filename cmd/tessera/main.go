@@ -48,8 +48,12 @@ func usage(w io.Writer) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	width := 0
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-7s %s\n", n, commands[n].summary)
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-*s %s\n", width, n, commands[n].summary)
 	}
 }
 
@@ -91,6 +95,9 @@ func main() {
 		os.Exit(2)
 	default:
 		fmt.Fprintf(os.Stderr, "tessera %s: %v\n", name, err)
+		if next := nextStep(err); next != "" {
+			fmt.Fprintf(os.Stderr, "tessera %s: next: %s\n", name, next)
+		}
 		os.Exit(1)
 	}
 }
@@ -104,8 +111,11 @@ func parse(fs *flag.FlagSet, args []string) error {
 	fs.SetOutput(io.Discard)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.SetOutput(os.Stdout)
-			fs.PrintDefaults()
+			if helpHook != nil {
+				helpHook(fs)
+				return err
+			}
+			printHelp(os.Stdout, fs)
 			return err
 		}
 		return fmt.Errorf("%w: %v (see tessera %s -h)", errUsage, err, fs.Name())

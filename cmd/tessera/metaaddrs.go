@@ -20,13 +20,13 @@ type metaAddrFlags struct {
 	meta, clusters *string
 }
 
-const metaFlagUsage = "meta service: host:port, a list host:port,host:port of a cluster's meta processes " +
+const metaFlagUsage = "meta service `ADDR`: host:port, a list host:port,host:port of a cluster's meta processes " +
 	"(the nearest is used, the next when it stops answering), or a cluster's NAME (--clusters file, else DNS SRV _tessera._tcp.NAME)"
 
 func addMetaAddrFlags(fs *flag.FlagSet, usage string) metaAddrFlags {
 	return metaAddrFlags{
 		meta:     fs.String("meta", "", usage),
-		clusters: fs.String("clusters", "", "clusters file: a line per cluster, NAME HOST:PORT[@SITE]... (default "+clusters.DefaultFile+" when it exists)"),
+		clusters: fs.String("clusters", "", "clusters `FILE`: a line per cluster, NAME HOST:PORT[@SITE]... (default "+clusters.DefaultFile+" when it exists)"),
 	}
 }
 

@@ -19,9 +19,9 @@ import (
 
 func runMeta(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("meta", flag.ContinueOnError)
-	data := fs.String("data", "", "data directory: the database is DIR/meta (where tessera up --data DIR keeps it; DIR may also be the database itself); this or --meta-db is required")
+	data := fs.String("data", "", "data directory `DIR`: the database is DIR/meta (where tessera up --data DIR keeps it; DIR may also be the database itself); this or --meta-db is required")
 	dbURL := addMetaDBFlag(fs)
-	listen := fs.String("listen", "127.0.0.1:7400", "address to listen on")
+	listen := fs.String("listen", "127.0.0.1:7400", "address `ADDR` to listen on")
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")
 	replicas := fs.Int("replicas", 2, "the cluster's default replication factor (stored when given)")
 	cluster := fs.String("cluster", "", "the cluster's name: shown by tessera status, checked by mounts of NAME:/dir and by clients given it")
@@ -90,10 +90,10 @@ func runMeta(ctx context.Context, args []string) error {
 
 func runBlockd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("blockd", flag.ContinueOnError)
-	data := fs.String("data", "", "block directory; required")
-	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
+	data := fs.String("data", "", "block directory `DIR`; required")
+	listen := fs.String("listen", "127.0.0.1:0", "address `ADDR` to listen on")
 	ma := addMetaAddrFlags(fs, "meta service to register with; required. "+metaFlagUsage)
-	id := fs.String("id", "", "stable server id (default: derived from the listen address)")
+	id := fs.String("id", "", "stable server `ID` (default: derived from the listen address)")
 	host := fs.String("host", "", "failure domain: host (default: this host name)")
 	rack := fs.String("rack", "", "failure domain: rack")
 	siteF := addSiteFlag(fs, "failure domain: site (replicas per site: docs/replication.md)")
@@ -182,7 +182,7 @@ func runBlockd(ctx context.Context, args []string) error {
 func runMount(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("mount", flag.ContinueOnError)
 	ma := addMetaAddrFlags(fs, metaFlagUsage+"; required unless the source NAME:/dir names the cluster")
-	cacheDir := fs.String("cache-dir", "", "local disk block cache directory (default: none)")
+	cacheDir := fs.String("cache-dir", "", "local disk block cache directory `DIR` (default: none)")
 	cacheSize := fs.Int64("cache-size", 1<<30, "local disk block cache size in bytes")
 	mem := addMemFlags(fs)
 	cacheTier := fs.String("cache-tier", "", "shared memcached tier for blocks, memcached://host:port,host:port")

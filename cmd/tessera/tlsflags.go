@@ -26,9 +26,9 @@ type tlsFlags struct {
 
 func addTLSFlags(fs *flag.FlagSet) *tlsFlags {
 	return &tlsFlags{
-		cert:     fs.String("tls-cert", "", "this process's certificate (PEM; tessera certs issue NAME --role ROLE makes one)"),
-		key:      fs.String("tls-key", "", "the certificate's key (PEM)"),
-		ca:       fs.String("tls-ca", "", "the cluster CA's certificate (the ca.crt that tessera certs init makes)"),
+		cert:     fs.String("tls-cert", "", "this process's certificate `FILE` (PEM; tessera certs issue NAME --role ROLE makes one)"),
+		key:      fs.String("tls-key", "", "the certificate's key `FILE` (PEM)"),
+		ca:       fs.String("tls-ca", "", "the cluster CA's certificate `FILE` (the ca.crt that tessera certs init makes)"),
 		insecure: fs.Bool("insecure", false, "plain TCP without authentication: every caller is trusted as an admin; only on loopback addresses"),
 	}
 }
@@ -36,7 +36,7 @@ func addTLSFlags(fs *flag.FlagSet) *tlsFlags {
 // addAdminTLSFlags is addTLSFlags and --token, for the admin commands.
 func addAdminTLSFlags(fs *flag.FlagSet) *tlsFlags {
 	f := addTLSFlags(fs)
-	f.token = fs.String("token", "", "authenticate with a token (from tessera certs token NAME --role admin) instead of a certificate; needs --tls-ca (or --data DIR of a tessera up)")
+	f.token = fs.String("token", "", "authenticate with a `TOKEN` (from tessera certs token NAME --role admin) instead of a certificate; needs --tls-ca (or --data DIR of a tessera up)")
 	return f
 }
 

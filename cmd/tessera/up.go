@@ -16,8 +16,8 @@ import (
 
 func runUp(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
-	data := fs.String("data", "", "data directory (meta database, blocks, cache); required")
-	mnt := fs.String("mount", "", "mount point (an existing directory); required")
+	data := fs.String("data", "", "data directory `DIR` (meta database, blocks, cache); required")
+	mnt := fs.String("mount", "", "mount point `DIR` (an existing directory); required")
 	n := fs.Int("block-servers", 3, "number of block servers to run")
 	gateways := fs.Int("gateways", 1, "number of fileset gateways to run in this process, which fetch what a fileset (tessera fileset) has not cached; 0: none, the cluster's gateway processes (tessera gateway) are asked instead")
 	bs := fs.Uint("block-size", 0, "block size of new files in bytes (default 4 MiB)")

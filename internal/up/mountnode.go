@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,9 @@ func StartMountWith(ctx context.Context, mc MountConfig) (*MountNode, error) {
 	}
 	if err := CleanStaleMount(dir, log); err != nil {
 		return nil, err
+	}
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return nil, &MountPointError{Dir: dir, Err: notDir{err}}
 	}
 	inv := new(fuse.Invalidator)
 	fo := fuse.Options{Logger: log, Debug: debug, Gateway: mc.Gateway, ReadOnly: mc.ReadOnly}

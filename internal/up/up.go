@@ -176,7 +176,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 	if fi, err := os.Stat(cfg.Mount); err != nil || !fi.IsDir() {
-		return fmt.Errorf("mount point %s: not a directory (%v)", cfg.Mount, err)
+		return &MountPointError{Dir: cfg.Mount, Err: notDir{err}}
 	}
 	var cleanups []func()
 	defer func() {
@@ -377,7 +377,7 @@ func CleanStaleMount(dir string, log *slog.Logger) error {
 	var st syscall.Statfs_t
 	err := syscall.Statfs(dir, &st)
 	if err == nil {
-		return fmt.Errorf("mount point %s: something is already mounted there", dir)
+		return &MountPointError{Dir: dir, Err: ErrMountBusy}
 	}
 	if !errors.Is(err, syscall.ENOTCONN) && !errors.Is(err, syscall.ECONNABORTED) {
 		return fmt.Errorf("mount point %s: %w", dir, err)

@@ -18,7 +18,8 @@ import (
 // README.md or docs/guide/*.md is a command block a newcomer pastes. The
 // blocks of one page run in order in one bash against one `tessera up`,
 // with the page's own paths replaced by the test's (docs/guide/one-machine.md,
-// "The guide's commands run in CI", is the user-facing description).
+// "The guide's commands run in CI", is the user-facing description). A page
+// that starts its own processes keeps them in a lab (guide_lab_test.go).
 const guideFence = "```sh ci"
 
 // The paths and the address the pages use, and what the test puts instead.
@@ -124,12 +125,16 @@ func TestGuideCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	home := filepath.Join(t.TempDir(), "home")
-	repl := strings.NewReplacer(guideHome, home, guideData, c.DataDir(), guideMount, c.Mount(), guideMetrics, metrics)
 	for _, p := range run {
 		t.Run(strings.ReplaceAll(p.name, "/", "_"), func(t *testing.T) {
+			// guideLab first: guideData is a prefix of it (and of guideHome).
+			repl := strings.NewReplacer(append(labSetup(t),
+				guideHome, home, guideData, c.DataDir(), guideMount, c.Mount(), guideMetrics, metrics)...)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", repl.Replace(p.script))
+			// A process a page leaves running must not hold the test's output pipe.
+			cmd.WaitDelay = 10 * time.Second
 			cmd.Dir = t.TempDir()
 			cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"))
 			out, err := cmd.CombinedOutput()
