@@ -129,7 +129,11 @@ func (c *Client) releaseIdle(idle time.Duration, stop <-chan struct{}) {
 			return
 		case now := <-t.C:
 			last := c.active.last.Load()
-			if last == released || last > now.Add(-idle).UnixNano() || c.budget.inUse() > 0 {
+			_, _, cached := c.mem.stats()
+			// A read-ahead that was under way at the last use may fill the
+			// cache after a release: released since the last use counts only
+			// while the cache stayed empty.
+			if (last == released && cached == 0) || last > now.Add(-idle).UnixNano() || c.budget.inUse() > 0 {
 				continue // released since the last use, in use, or dirty
 			}
 			c.mem.clear()
