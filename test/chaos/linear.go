@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -145,11 +146,18 @@ func (r *run) checkLinear(timeout time.Duration) (string, bool) {
 	if torn > 0 {
 		r.rec.violate("linearizable", fmt.Sprintf("%d reads returned a short or torn record", torn))
 	}
-	switch porcupine.CheckOperationsTimeout(lincheck.Model(linInitial), hist, timeout) {
+	model := lincheck.Model(linInitial)
+	res, info := porcupine.CheckOperationsVerbose(model, hist, timeout)
+	switch res {
 	case porcupine.Ok:
 		return fmt.Sprintf("ok (%d ops)", len(hist)), torn == 0
 	case porcupine.Unknown:
 		return fmt.Sprintf("undecided within %v (%d ops)", timeout, len(hist)), torn == 0
+	}
+	if where, err := r.keepLinear(model, hist, info); err != nil {
+		r.rec.violate("linearizable", fmt.Sprintf("keeping the history: %v", err))
+	} else {
+		r.rec.violate("linearizable", "history and porcupine's picture of it in "+where)
 	}
 	stale := lincheck.StaleReads(hist)
 	for _, s := range stale[:min(5, len(stale))] {
@@ -157,4 +165,41 @@ func (r *run) checkLinear(timeout time.Duration) (string, bool) {
 	}
 	r.rec.violate("linearizable", fmt.Sprintf("porcupine: the history of %d operations is not linearizable", len(hist)))
 	return fmt.Sprintf("FAIL (%d ops)", len(hist)), false
+}
+
+// keepLinear writes a history porcupine refused into the run's directory:
+// every operation as a JSON line (times in ns from the run's start; a
+// pending write returns at math.MaxInt64) and porcupine's picture of the
+// longest linearizable prefixes, so that a failed run can be studied.
+func (r *run) keepLinear(model porcupine.Model, hist []porcupine.Operation, info porcupine.LinearizationInfo) (string, error) {
+	dir := filepath.Join(r.cfg.Dir, "linearizability")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.Create(filepath.Join(dir, "history.jsonl"))
+	if err != nil {
+		return "", err
+	}
+	enc := json.NewEncoder(f)
+	for _, op := range hist {
+		in := op.Input.(lincheck.Input)
+		line := struct {
+			Client        int
+			File          int
+			Write         bool
+			Value, Output uint64
+			Call, Return  int64
+		}{op.ClientId, in.File, in.Write, in.Value, op.Output.(uint64), op.Call, op.Return}
+		if err := enc.Encode(line); err != nil {
+			f.Close()
+			return "", err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return "", err
+	}
+	if err := porcupine.VisualizePath(model, info, filepath.Join(dir, "history.html")); err != nil {
+		return "", err
+	}
+	return dir, nil
 }
