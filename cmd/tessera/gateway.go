@@ -12,6 +12,7 @@ import (
 
 	"tessera/internal/auth"
 	"tessera/internal/client"
+	"tessera/internal/gateway"
 	"tessera/internal/gateway/gwrpc"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
@@ -29,6 +30,7 @@ func runGateway(ctx context.Context, args []string) error {
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "re-register with the meta service this often (gone after "+meta.GatewayTTL.String()+" without)")
 	noWB := fs.Bool("no-writeback", false, "do not apply the filesets' write-back queues (other gateways do)")
 	rangeSize := fs.Int64("range-size", 16<<20, "a fetch larger than this is split among the live gateways in ranges of this size (whole blocks)")
+	fetchMem := fs.Int64("fetch-memory", gateway.DefaultMaxBuffered, "most bytes of home reads all fetches hold at once (at least 4 MiB, one read); with --meta-max-inflight-per-ip per calling address and the data path's dirty bytes, the bound on what the gateway holds above its idle size (docs/protocol.md)")
 	mlf := addMetaLimitFlags(fs)
 	tf := addTLSFlags(fs)
 	if err := parse(fs, args); err != nil {
@@ -45,6 +47,9 @@ func runGateway(ctx context.Context, args []string) error {
 	}
 	if *rangeSize < 1<<20 {
 		return fmt.Errorf("%w: --range-size %d: want at least 1 MiB", errUsage, *rangeSize)
+	}
+	if *fetchMem < 4<<20 {
+		return fmt.Errorf("%w: --fetch-memory %d: want at least 4 MiB (one home read)", errUsage, *fetchMem)
 	}
 	site, err := siteF.value()
 	if err != nil {
@@ -78,7 +83,7 @@ func runGateway(ctx context.Context, args []string) error {
 	}
 	defer data.Close(context.Background())
 	n, err := gwrpc.StartNode(ctx, gwrpc.NodeConfig{Meta: mc, Data: data, ID: name, Site: site, Listen: *listen,
-		Creds: creds, Heartbeat: *heartbeat, Writeback: !*noWB, Logger: log,
+		Creds: creds, Heartbeat: *heartbeat, Writeback: !*noWB, Logger: log, Ingest: gateway.Options{MaxBuffered: *fetchMem},
 		Serve: metarpc.ServeOptions{MaxStreamsPerPeer: limits.Calls, MaxInFlightPerPeer: limits.InFlight}})
 	if err != nil {
 		return err

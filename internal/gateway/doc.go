@@ -12,7 +12,8 @@
 // the last one, so a listing cut short is finished by the next. Fetch
 // reads whole blocks of a file from home (home.Store.ReadAt, in ranges of
 // Options.Chunk bytes with up to Options.InFlight of them in flight: the
-// window of window.go) and stores them, in order of offset while the next
+// window of window.go; the windows of all its fetches together hold at
+// most Options.MaxBuffered, however many callers and pieces) and stores them, in order of offset while the next
 // ranges are read, through the client's normal write path, so the blocks
 // are uploaded to the block servers placement chooses and committed; as
 // they are committed it adds them to the cached runs of the inode's

@@ -21,12 +21,15 @@ type MetaAPI interface {
 
 // Ingester reads fileset homes into the cluster; see the package comment.
 type Ingester struct {
-	meta   MetaAPI
-	data   *client.Client
-	open   func(ctx context.Context, url string) (home.Store, error)
-	now    func() time.Time
-	chunk  int64
-	depth  int // home reads in flight per fetch (window.go)
+	meta  MetaAPI
+	data  *client.Client
+	open  func(ctx context.Context, url string) (home.Store, error)
+	now   func() time.Time
+	chunk int64
+	depth int // home reads in flight per fetch (window.go)
+	// slots bounds the buffers of all the fetches' windows together
+	// (Options.MaxBuffered / chunk of them).
+	slots  chan struct{}
 	mu     sync.Mutex
 	stores map[meta.Ino]home.Store // by fileset root
 	stats  Stats
@@ -48,6 +51,11 @@ type Options struct {
 	// most InFlight x Chunk bytes held per fetch); default
 	// DefaultInFlight. 1 reads one range at a time.
 	InFlight int
+	// MaxBuffered bounds the bytes the windows of all the Ingester's
+	// fetches hold at once (rounded down to whole Chunks, at least one):
+	// a fetch waits for another's buffers before it reads more of home.
+	// Default DefaultMaxBuffered.
+	MaxBuffered int64
 }
 
 // Stats count what an Ingester fetched.
@@ -76,6 +84,10 @@ func NewIngester(m MetaAPI, c *client.Client, opts Options) *Ingester {
 	if g.depth <= 0 {
 		g.depth = DefaultInFlight
 	}
+	if opts.MaxBuffered <= 0 {
+		opts.MaxBuffered = DefaultMaxBuffered
+	}
+	g.slots = make(chan struct{}, max(1, opts.MaxBuffered/g.chunk))
 	return g
 }
 
@@ -312,7 +324,7 @@ func (g *Ingester) fetchData(ctx context.Context, ino meta.Ino, off, n int64, st
 		g.stats.BytesFetch += uint64(k)
 		g.mu.Unlock()
 	}
-	err = readWindow(ctx, st, sec.HomePath, off, end, g.chunk, g.depth, reads, func(pos int64, p []byte) error {
+	err = readWindow(ctx, st, sec.HomePath, off, end, g.chunk, g.depth, g.slots, reads, func(pos int64, p []byte) error {
 		if _, err := h.Write(ctx, pos, p); err != nil {
 			return fmt.Errorf("store %d bytes at %d: %w", len(p), pos, err)
 		}

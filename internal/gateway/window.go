@@ -17,6 +17,14 @@ import (
 // the memory a fetch holds stays bounded (InFlight x Chunk).
 const DefaultInFlight = 4
 
+// DefaultMaxBuffered is Options.MaxBuffered's default: what the windows of
+// all of an Ingester's fetches hold at once, 64 MiB (four whole windows
+// of the default chunk and depth). Without it a fetch split into many
+// pieces (a Fetch of a whole 1 GiB file asks for 64 at once), or many
+// callers' fetches, each held a window: 1.3 GiB for one client-ro caller
+// (issue 23).
+const DefaultMaxBuffered = 64 << 20
+
 // readWindow reads [off, end) of home file path in ranges of chunk bytes
 // with up to depth of them in flight, and hands each range to store in
 // order of offset as soon as it and every range before it are read, so
@@ -26,8 +34,15 @@ const DefaultInFlight = 4
 // the window: no later range is handed to store, the reads under way are
 // cancelled and waited for, and the error is returned. reads is called
 // once per home read (statistics).
+//
+// slots (nil: none) bounds the buffers of every window sharing it: a
+// window takes a slot for each buffer it allocates, and gives its slots
+// back when it returns. A window holding a buffer always goes on (its
+// buffers come back as its ranges are stored, and it waits for a slot
+// or for one of them, whichever comes first), so windows sharing slots
+// cannot wait for each other for ever.
 func readWindow(ctx context.Context, st home.Store, path string, off, end, chunk int64, depth int,
-	reads func(n int), store func(pos int64, p []byte) error) error {
+	slots chan struct{}, reads func(n int), store func(pos int64, p []byte) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	depth = max(depth, 1)
 	type result struct {
@@ -36,14 +51,12 @@ func readWindow(ctx context.Context, st home.Store, path string, off, end, chunk
 		p   []byte // what was read
 		err error
 	}
-	// free holds a slot per range the window may hold: a range takes one
-	// before its read and gives it back after its store.
+	// free holds the buffers of ranges stored, for the next reads; the
+	// window allocates at most depth, each under a slot of slots.
 	free := make(chan []byte, depth)
-	for range depth {
-		free <- nil
-	}
+	allocated := 0 // the producer's; read by stop once it has ended
 	// order holds the ranges being read, in order of offset; it never
-	// holds more than depth (one per slot taken), so sending never blocks.
+	// holds more than depth (one per buffer), so sending never blocks.
 	order := make(chan chan result, depth)
 	var readers sync.WaitGroup
 	// stop cancels what is under way and waits until the producer and
@@ -54,19 +67,32 @@ func readWindow(ctx context.Context, st home.Store, path string, off, end, chunk
 		for range order {
 		}
 		readers.Wait()
+		if slots != nil {
+			for range allocated {
+				<-slots
+			}
+		}
 	}
 	defer stop()
 	go func() {
 		defer close(order)
 		for pos := off; pos < end && ctx.Err() == nil; pos += chunk {
 			var buf []byte
+			// more takes a slot for another buffer while the window may
+			// allocate one; nil (never ready) once it has depth.
+			var more chan struct{}
+			if allocated < depth {
+				if more = slots; more == nil {
+					more = make(chan struct{}, 1) // unbounded: always ready
+				}
+			}
 			select {
 			case buf = <-free:
+			case more <- struct{}{}:
+				allocated++
+				buf = make([]byte, chunk)
 			case <-ctx.Done():
 				return
-			}
-			if buf == nil {
-				buf = make([]byte, chunk)
 			}
 			p := buf[:min(chunk, end-pos)]
 			done := make(chan result, 1)

@@ -71,6 +71,12 @@ func (g *gateHome) counts() (now, peak int) {
 // blocks whole blocks listed; it returns the file's placeholder and bytes.
 func newGateEnv(t *testing.T, inFlight, blocks int) (*env, *gateHome, meta.Inode, []byte) {
 	t.Helper()
+	return newGateEnvOpts(t, gateway.Options{InFlight: inFlight}, blocks)
+}
+
+// newGateEnvOpts is newGateEnv with opts (Open and Chunk are set here).
+func newGateEnvOpts(t *testing.T, opts gateway.Options, blocks int) (*env, *gateHome, meta.Inode, []byte) {
+	t.Helper()
 	gh := &gateHome{started: make(chan gateRead)}
 	open := func(ctx context.Context, url string) (home.Store, error) {
 		s, err := home.Open(ctx, url)
@@ -80,7 +86,8 @@ func newGateEnv(t *testing.T, inFlight, blocks int) (*env, *gateHome, meta.Inode
 		gh.Store = s
 		return gh, nil
 	}
-	e := newEnvWith(t, meta.ModeRO, gateway.Options{Open: open, Chunk: bs, InFlight: inFlight})
+	opts.Open, opts.Chunk = open, bs
+	e := newEnvWith(t, meta.ModeRO, opts)
 	data := randBytes(blocks*bs, 11)
 	e.put(t, "big", data)
 	ctx := context.Background()
@@ -225,5 +232,63 @@ func TestFetchErrorStopsWindow(t *testing.T) {
 	buf := make([]byte, 2*bs)
 	if k, err := h.Read(ctx, 0, buf); err != nil || !bytes.Equal(buf[:k], data[:2*bs]) {
 		t.Errorf("the recorded blocks: %d bytes, %v; differ from home's", k, err)
+	}
+}
+
+// TestFetchesShareBufferBound: four fetches at once of an Ingester whose
+// windows may hold 4 reads each but whose fetches together may hold 3
+// chunks (MaxBuffered) never have more than 3 home reads in flight (the
+// count goes up as a read starts, before the test answers it), and the
+// file ends cached with home's bytes. Before the bound each fetch kept a
+// window of its own (16 reads in flight here; a Fetch of a whole 1 GiB
+// file through a gateway process held 1.3 GiB, issue 23).
+func TestFetchesShareBufferBound(t *testing.T) {
+	const blocks, window, limit, fetches = 16, 4, 3, 4
+	e, gh, in, data := newGateEnvOpts(t, gateway.Options{InFlight: window, MaxBuffered: limit * bs}, blocks)
+	ctx := context.Background()
+	fetched := make(chan error, fetches)
+	per := blocks / fetches
+	for i := range fetches {
+		go func() {
+			_, err := e.g.Fetch(ctx, in.Ino, int64(i*per*bs), int64(per*bs))
+			fetched <- err
+		}()
+	}
+	// Reads are held, so that the fetches' windows fill: the oldest is
+	// answered only when no read has started for a while. How long that
+	// while is decides nothing: the bound holds whenever reads are
+	// answered (a shorter one only makes an overshoot less likely seen).
+	var held []gateRead
+	release := func() {
+		held[0].go_ <- nil
+		held = held[1:]
+	}
+	for ended, idle := 0, 0; ended < fetches; {
+		select {
+		case r := <-gh.started:
+			held, idle = append(held, r), 0
+		case err := <-fetched:
+			if err != nil {
+				t.Fatal(err)
+			}
+			ended++
+		case <-time.After(50 * time.Millisecond):
+			if len(held) > 0 {
+				release()
+			} else if idle++; idle == 1200 {
+				t.Fatal("no home read started and no fetch ended within a minute")
+			}
+		}
+	}
+	if now, peak := gh.counts(); now != 0 || peak > limit {
+		t.Errorf("reads in flight after the fetches %d, most at once %d; want 0 and at most %d (MaxBuffered)", now, peak, limit)
+	}
+	out, err := e.svc.GetAttr(ctx, in.Ino)
+	if err != nil || out.Gateway.State != meta.CacheCached {
+		t.Fatalf("after the fetches: %+v, %v", out.Gateway, err)
+	}
+
+	if got := e.read(t, in.Ino); !bytes.Equal(got, data) {
+		t.Errorf("read %d bytes after the fetches, differ from home's %d", len(got), len(data))
 	}
 }
