@@ -123,6 +123,115 @@ func TestBlockPortBounds(t *testing.T) {
 		serveGood("after the stalled PUTs")
 	})
 
+	t.Run("largest-bodies-from-8-addresses", func(t *testing.T) {
+		// Every address (127.0.0.2-9) at once: two PUTs of a block at the
+		// 64 MiB limit, four /v1/has of MaxHasBatch hashes and four
+		// /v1/remove of MaxRemoveBatch records, all bodies whole and
+		// valid: 1.1 GiB declared, against --max-inflight (256 MiB for
+		// the whole server, 128 MiB per address). Bound: base +
+		// MaxInFlight + 96 MiB (as above); after: base + 48 MiB.
+		const addrs, puts, batches = 8, 2, 4
+		lim := blockserver.DefaultLimits()
+		var blocks [puts][]byte
+		for i := range blocks {
+			blocks[i] = make([]byte, blockserver.DefaultMaxBlockSize)
+			rand.NewChaCha8([32]byte{13, byte(i)}).Read(blocks[i])
+		}
+		has := make([]byte, blockserver.MaxHasBatch*block.HashSize)
+		rand.NewChaCha8([32]byte{14}).Read(has)
+		var rs []block.Removal
+		for i := range blockserver.MaxRemoveBatch {
+			rs = append(rs, block.Removal{Hash: block.Sum([]byte(strconv.Itoa(i)))}) // none stored
+		}
+		remove := blockserver.EncodeRemovals(rs)
+		var peak atomic.Int64
+		stop, sampled := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(sampled)
+			for {
+				if r, err := readRSS(pid); err == nil && r > peak.Load() {
+					peak.Store(r)
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+			}
+		}()
+		type outcome struct {
+			what string
+			code int
+		}
+		var mu sync.Mutex
+		got := map[outcome]int{}
+		var wg sync.WaitGroup
+		for a := range addrs {
+			hc := httpFrom(t, fmt.Sprintf("127.0.0.%d", 2+a))
+			send := func(what, method, path string, body []byte) {
+				defer wg.Done()
+				req, err := http.NewRequest(method, "http://"+addr+path, bytes.NewReader(body))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				code := -1
+				if resp, err := hc.Do(req); err != nil {
+					t.Errorf("%s from 127.0.0.%d: %v", what, 2+a, err)
+				} else {
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					code = resp.StatusCode
+				}
+				mu.Lock()
+				got[outcome{what, code}]++
+				mu.Unlock()
+			}
+			for i := range puts {
+				wg.Add(1)
+				go send("put 64 MiB", "PUT", "/v1/blocks/"+block.Sum(blocks[i]).String(), blocks[i])
+			}
+			for range batches {
+				wg.Add(2)
+				go send("has 65536", "POST", "/v1/has", has)
+				go send("remove 4096", "POST", "/v1/remove", remove)
+			}
+		}
+		serveGood("while 8 addresses send their largest bodies")
+		wg.Wait()
+		close(stop)
+		<-sampled
+		t.Logf("outcomes: %v", got)
+		for _, o := range []outcome{{"put 64 MiB", 0}, {"has 65536", 0}, {"remove 4096", 0}} {
+			want := addrs * batches
+			if o.what == "put 64 MiB" {
+				want = addrs * puts
+			}
+			n := 0
+			for k, v := range got {
+				if k.what == o.what && k.code/100 == 2 {
+					n += v
+				}
+			}
+			if n != want {
+				t.Errorf("%s: %d of %d answered 2xx", o.what, n, want)
+			}
+		}
+		hwm := vmHWM(t, pid)
+		bound := base + lim.MaxInFlight + 96<<20
+		t.Logf("RSS peak %d MiB (VmHWM %d MiB), bound %d MiB", peak.Load()>>20, hwm>>20, bound>>20)
+		if peak.Load() > bound || hwm > bound {
+			t.Errorf("RSS peak %d MiB, VmHWM %d MiB with 8 addresses sending their largest bodies: over the bound of %d MiB", peak.Load()>>20, hwm>>20, bound>>20)
+		}
+		var after int64
+		pollFor(t, "the RSS to come back down", func() bool {
+			after = vmRSS(t, pid)
+			return after <= base+48<<20
+		})
+		t.Logf("RSS after the largest bodies: %d MiB", after>>20)
+		serveGood("after the largest bodies")
+	})
+
 	t.Run("oversized-and-garbage", func(t *testing.T) {
 		c := dialFrom(t, "127.0.0.2", addr)
 		fmt.Fprintf(c, "PUT /v1/blocks/%s HTTP/1.1\r\nHost: b\r\nContent-Length: %d\r\n\r\n", block.Sum(nil), int64(1)<<30)
@@ -198,6 +307,16 @@ func dialFrom(t *testing.T, src, addr string) net.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// httpFrom is an HTTP client whose connections come from the loopback
+// address src; its idle connections are closed at cleanup.
+func httpFrom(t *testing.T, src string) *http.Client {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}, Timeout: 30 * time.Second}
+	tr := &http.Transport{DialContext: d.DialContext, MaxConnsPerHost: 64}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 5 * time.Minute}
 }
 
 // readStatus reads one reply from c: its status and error class.

@@ -357,3 +357,19 @@ func TestChunkedPutOverMaxRefused(t *testing.T) {
 		t.Fatalf("chunked PUT of 96 KiB over a 64 KiB maximum: %d %q", resp.StatusCode, resp.Header.Get(ErrorHeader))
 	}
 }
+
+// TestBatchReservesBodyAndRecords: a batched POST holds its body and the
+// records decoded from it at once, so it reserves twice the declared
+// body's bytes while it is read and served.
+func TestBatchReservesBodyAndRecords(t *testing.T) {
+	ls := serveLimited(t, Limits{}, 1<<20)
+	const n = 1000 * block.HashSize
+	c := dialFrom(t, "127.0.0.2", ls.addr)
+	fmt.Fprintf(c, "POST /v1/has HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", n)
+	pollUntil(t, "the batch's reservation", func() bool { return ls.h.budget.inFlight() > 0 })
+	if got := ls.h.budget.inFlight(); got != 2*n {
+		t.Fatalf("a /v1/has of %d bytes reserved %d; want %d (body and decoded hashes)", n, got, 2*n)
+	}
+	c.Close()
+	pollUntil(t, "the budget to empty", func() bool { return ls.h.budget.inFlight() == 0 })
+}

@@ -437,13 +437,28 @@ func (h *Handler) readBatch(w http.ResponseWriter, r *http.Request, op string, m
 	if n < 0 {
 		n = max
 	}
-	release, err = h.reserve(r, n)
+	// The body and the records decoded from it are both held while the
+	// request is served: twice the body's bytes.
+	release, err = h.reserve(r, 2*n)
 	if err != nil {
 		h.failErr(w, r, fmt.Errorf("%s: %w", op, err))
 		return nil, nil, nil
 	}
 	pr := newPaceReader(w, r.Body, h.lim, n)
-	body, err = io.ReadAll(http.MaxBytesReader(nil, io.NopCloser(pr), max))
+	in := http.MaxBytesReader(nil, io.NopCloser(pr), max)
+	if r.ContentLength >= 0 {
+		// Read into a buffer of the declared size, not one ReadAll grows
+		// by copying; a body longer than it declared is an error.
+		body = make([]byte, n)
+		if _, err = io.ReadFull(in, body); err == nil {
+			var one [1]byte
+			if m, _ := in.Read(one[:]); m > 0 {
+				err = fmt.Errorf("body longer than its Content-Length %d", n)
+			}
+		}
+	} else {
+		body, err = io.ReadAll(in)
+	}
 	pr.done()
 	h.replyDeadline(w)
 	return body, release, err
