@@ -3,6 +3,7 @@
 # policies) and of JuiceFS+SQLite under the same workloads. See the notes below.
 #
 #   bench/memory.sh [--targets tessera,tessera-posix,juicefs] [--workloads fsx,mmap,sqlite-wal,sqlite-rollback,untar,create]
+#                   [--jobs] (bench/run.sh's jobs instead: mdtest,tree,writers)
 #                   [--settle 70] [--quick] [--workdir /var/tmp] [--out FILE] [--keep]
 set -uo pipefail
 #
@@ -21,6 +22,10 @@ set -uo pipefail
 # mapping of a 16 MiB file, msync, read back), sqlite-wal and sqlite-rollback (two python3
 # processes committing small transactions to one database), untar (a tar of part of the Go
 # source tree), create (many empty files in one directory, then stat them).
+# bench/run.sh's jobs (--jobs, or name them in --workloads): mdtest (bench/cmd/metaops, 4
+# workers creating, stating and removing 10,000 files, one directory each), tree (untar of
+# Go's whole src, then rm -rf) and writers (4 fio jobs writing 512 MiB each at 1 MiB,
+# fsync at the end, then reading back and checking every block's crc32c).
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
@@ -36,6 +41,7 @@ while [ $# -gt 0 ]; do
     --workloads) WORKLOADS=$2; shift 2 ;;
     --settle) SETTLE=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
+    --jobs) WORKLOADS=mdtest,tree,writers; shift ;;
     --workdir) WORKBASE=$2; shift 2 ;;
     --out) OUTFILE=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
@@ -48,11 +54,11 @@ for t in ${TARGETS//,/ }; do
   case $t in tessera|tessera-posix|juicefs) ;; *) die "unknown target '$t' (tessera, tessera-posix, juicefs)" ;; esac
 done
 for w in ${WORKLOADS//,/ }; do
-  case $w in fsx|mmap|sqlite-wal|sqlite-rollback|untar|create) ;; *) die "unknown workload '$w'" ;; esac
+  case $w in fsx|mmap|sqlite-wal|sqlite-rollback|untar|create|mdtest|tree|writers) ;; *) die "unknown workload '$w'" ;; esac
 done
 
-if [ "$QUICK" = 1 ]; then FSX_OPS=3000 MMAP_OPS=300 SQL_TX=500 CREATE_N=20000 TAR_DIRS="src/net"
-else FSX_OPS=30000 MMAP_OPS=3000 SQL_TX=3000 CREATE_N=100000 TAR_DIRS="src/net src/crypto src/runtime src/cmd/compile"; fi
+if [ "$QUICK" = 1 ]; then FSX_OPS=3000 MMAP_OPS=300 SQL_TX=500 CREATE_N=20000 TAR_DIRS="src/net" MD_N=2000 WR_SIZE=64M TREE_DIR=src/cmd/go
+else FSX_OPS=30000 MMAP_OPS=3000 SQL_TX=3000 CREATE_N=100000 TAR_DIRS="src/net src/crypto src/runtime src/cmd/compile" MD_N=10000 WR_SIZE=512M TREE_DIR=src; fi
 
 W=$(mktemp -d "$WORKBASE/tessera-memory.XXXXXX") || die "cannot make a work dir under $WORKBASE"
 OUT=$OUTBASE/memory-$(date +%Y%m%d-%H%M%S); mkdir -p "$OUT/logs"
@@ -68,8 +74,9 @@ trap 'log "interrupted"; exit 130' INT TERM HUP
 
 # ---------------------------------------------------------------- tools
 build_bins
-( cd "$REPO" && go build -o "$OUTBASE/bin/" ./bench/cmd/memload ) || die "cannot build bench/cmd/memload"
-MEMLOAD=$OUTBASE/bin/memload
+( cd "$REPO" && go build -o "$OUTBASE/bin/" ./bench/cmd/memload ./bench/cmd/metaops ) || die "cannot build bench/cmd/memload, metaops"
+MEMLOAD=$OUTBASE/bin/memload METAOPS=$OUTBASE/bin/metaops
+if [[ ,$WORKLOADS, == *,writers,* ]] && ! command -v fio >/dev/null; then die "fio is needed for the writers job (apt-get install -y fio)"; fi
 command -v python3 >/dev/null || die "python3 is needed for the SQLite workloads"
 JUICEFS=$(command -v juicefs || true)
 if [[ ,$TARGETS, == *,juicefs,* ]] && [ -z "$JUICEFS" ]; then
@@ -77,6 +84,8 @@ if [[ ,$TARGETS, == *,juicefs,* ]] && [ -z "$JUICEFS" ]; then
 fi
 TARBALL=$W/src.tar
 ( cd "$(go env GOROOT)" && tar -cf "$TARBALL" $TAR_DIRS ) || die "cannot make the source tarball"
+TREEBALL=$W/tree.tar
+if [[ ,$WORKLOADS, == *,tree,* ]]; then ( cd "$(go env GOROOT)" && tar -cf "$TREEBALL" $TREE_DIR ) || die "cannot make the tree tarball"; fi
 cat > "$W/sqlite_tx.py" <<'EOF'
 import os, sqlite3, sys
 db, n, mode = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -149,6 +158,11 @@ run_workload() { # run_workload WORKLOAD MNT LOG
     mmap) "$MEMLOAD" mmap "$m" "$MMAP_OPS" 7 ;;
     create) "$MEMLOAD" create "$m" "$CREATE_N" ;;
     untar) tar -C "$m" -xf "$TARBALL" && diff -q <(cd "$m" && find src -type f | sort) <(tar -tf "$TARBALL" | grep -v '/$' | sort) ;;
+    mdtest) "$METAOPS" -dir "$m/meta" -n "$MD_N" -threads 4 -unique-dir ;;
+    tree) tar -C "$m" -xf "$TREEBALL" && diff -q <(cd "$m" && find src -type f | sort) <(tar -tf "$TREEBALL" | grep -v '/$' | sort) \
+            && rm -rf "$m/src" ;;
+    writers) fio --name=writers --directory="$m" --numjobs=4 --rw=write --bs=1M --size="$WR_SIZE" --ioengine=psync \
+               --fallocate=none --end_fsync=1 --verify=crc32c --verify_fatal=1 --group_reporting ;;
     sqlite-wal|sqlite-rollback)
       local mode=wal; [ "$w" = sqlite-rollback ] && mode=delete
       python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma journal_mode=$mode'); c.execute('create table t(id integer primary key, pid int, v text)'); c.commit()" "$m/db" \
@@ -188,6 +202,7 @@ report() {
   echo
   echo "$(date -u +%F) $(uname -r), $(nproc) cores, $(awk '/MemTotal/ {printf "%d MiB", $2/1024}' /proc/meminfo); args: --targets $TARGETS --workloads $WORKLOADS --settle $SETTLE$([ "$QUICK" = 1 ] && echo ' --quick')"
   echo "fsx $FSX_OPS ops, mmap $MMAP_OPS writes, sqlite 2 x $SQL_TX transactions, create $CREATE_N files, untar of $TAR_DIRS ($(du -m "$TARBALL" | cut -f1) MiB)"
+  echo "jobs: mdtest 4 x $((MD_N / 4)) files, tree = untar + rm -rf of Go's $TREE_DIR, writers 4 x $WR_SIZE (fio, crc32c verified)"
   echo
   echo "| workload | target | status | s | peak | settled | stated bound | peak / bound | peak / JuiceFS's |"
   echo "|---|---|---|---|---|---|---|---|---|"

@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"tessera/internal/block"
+	"tessera/internal/meta"
 )
 
 // memCache is an LRU of whole blocks keyed by hash, bounded in bytes: the
@@ -14,28 +15,48 @@ import (
 // it holds a reference to each block (bufpool.go), get hands out one
 // more, and an evicted block's reference is released, which gives its
 // memory to the fetch pool once no reader holds it.
+//
+// Blocks this client wrote (putKept: a version uploaded as patches, kept
+// for the next small write into the block) take at most keptMax of the
+// bound, the oldest going first: under a policy that commits each write,
+// a writer of many files (an untar) or of large files in small writes
+// otherwise filled the whole cache with versions nobody reads again, and
+// the copies behind them were most of the process's peak
+// (docs/design/2026-11-28-memory-bounds.md).
 type memCache struct {
-	max int64
-	mu  struct {
+	max     int64
+	keptMax int64
+	mu      struct {
 		sync.Mutex
-		used  int64
-		ll    *list.List // front = most recent; values are *memEntry
-		items map[block.Hash]*list.Element
-		hits  uint64
-		miss  uint64
+		used     int64
+		keptUsed int64
+		ll       *list.List // front = most recent; values are *memEntry
+		kept     *list.List // the kept entries, oldest first; values are *list.Element of ll
+		items    map[block.Hash]*list.Element
+		hits     uint64
+		miss     uint64
 	}
 }
 
 type memEntry struct {
-	h   block.Hash
-	buf *blockBuf
+	h    block.Hash
+	buf  *blockBuf
+	kept *list.Element // in mu.kept, for a block this client wrote; nil otherwise
 }
 
 func newMemCache(maxBytes int64) *memCache {
-	c := &memCache{max: maxBytes}
+	c := &memCache{max: maxBytes, keptMax: keptBytes(maxBytes)}
 	c.mu.ll = list.New()
+	c.mu.kept = list.New()
 	c.mu.items = make(map[block.Hash]*list.Element)
 	return c
+}
+
+// keptBytes is the share of a cache of maxBytes that blocks the client
+// wrote may take: a quarter (four writers' current blocks of the default
+// size in a 64 MiB cache), at least one default block.
+func keptBytes(maxBytes int64) int64 {
+	return min(maxBytes, max(maxBytes/4, meta.DefaultBlockSize))
 }
 
 // get returns block h with a reference the caller must release, or nil.
@@ -62,8 +83,12 @@ func (c *memCache) contains(h block.Hash) bool {
 
 // put caches b as block h, taking a reference of its own; the caller
 // must hold one.
-func (c *memCache) put(h block.Hash, b *blockBuf) {
-	if charge(b.data) > c.max {
+func (c *memCache) put(h block.Hash, b *blockBuf) { c.add(h, b, false) }
+
+// add caches b as block h (kept: a block this client wrote).
+func (c *memCache) add(h block.Hash, b *blockBuf, kept bool) {
+	n := charge(b.data)
+	if n > c.max || (kept && n > c.keptMax) {
 		return
 	}
 	c.mu.Lock()
@@ -73,16 +98,34 @@ func (c *memCache) put(h block.Hash, b *blockBuf) {
 		return
 	}
 	b.ref()
-	c.mu.items[h] = c.mu.ll.PushFront(&memEntry{h: h, buf: b})
-	c.mu.used += charge(b.data)
-	for c.mu.used > c.max {
-		e := c.mu.ll.Back()
-		ent := e.Value.(*memEntry)
-		c.mu.ll.Remove(e)
-		delete(c.mu.items, ent.h)
-		c.mu.used -= charge(ent.buf.data)
-		ent.buf.release()
+	ent := &memEntry{h: h, buf: b}
+	e := c.mu.ll.PushFront(ent)
+	c.mu.items[h] = e
+	c.mu.used += n
+	if kept {
+		ent.kept = c.mu.kept.PushBack(e)
+		c.mu.keptUsed += n
+		for c.mu.keptUsed > c.keptMax {
+			c.removeLocked(c.mu.kept.Front().Value.(*list.Element))
+		}
 	}
+	for c.mu.used > c.max {
+		c.removeLocked(c.mu.ll.Back())
+	}
+}
+
+// removeLocked drops the entry at e and releases its reference.
+func (c *memCache) removeLocked(e *list.Element) {
+	ent := e.Value.(*memEntry)
+	c.mu.ll.Remove(e)
+	delete(c.mu.items, ent.h)
+	n := charge(ent.buf.data)
+	c.mu.used -= n
+	if ent.kept != nil {
+		c.mu.kept.Remove(ent.kept)
+		c.mu.keptUsed -= n
+	}
+	ent.buf.release()
 }
 
 // charge is what a cached buffer counts against the bound: its capacity,
@@ -96,7 +139,7 @@ func charge(b []byte) int64 {
 // written again): it is never reused.
 func (c *memCache) putKept(h block.Hash, data []byte) {
 	b := newBlockBuf(data, false, nil)
-	c.put(h, b)
+	c.add(h, b, true)
 	b.release()
 }
 
@@ -105,11 +148,7 @@ func (c *memCache) drop(h block.Hash) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.mu.items[h]; ok {
-		ent := e.Value.(*memEntry)
-		c.mu.ll.Remove(e)
-		delete(c.mu.items, h)
-		c.mu.used -= charge(ent.buf.data)
-		ent.buf.release()
+		c.removeLocked(e)
 	}
 }
 
@@ -132,8 +171,9 @@ func (c *memCache) clear() {
 		e.Value.(*memEntry).buf.release()
 	}
 	c.mu.ll.Init()
+	c.mu.kept.Init()
 	clear(c.mu.items)
-	c.mu.used = 0
+	c.mu.used, c.mu.keptUsed = 0, 0
 }
 
 func (c *memCache) stats() (hits, misses uint64, used int64) {

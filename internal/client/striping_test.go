@@ -282,11 +282,16 @@ func testHashes(n int) []block.Hash {
 func TestMemCacheDemote(t *testing.T) {
 	c := newMemCache(3 * 10)
 	hs := testHashes(4)
+	put := func(h block.Hash) { // as a fetch does
+		b := newBlockBuf(make([]byte, 10), false, nil)
+		c.put(h, b)
+		b.release()
+	}
 	for _, h := range hs[:3] {
-		c.putKept(h, make([]byte, 10))
+		put(h)
 	}
 	c.demote(hs[2]) // the newest goes to the back
-	c.putKept(hs[3], make([]byte, 10))
+	put(hs[3])
 	if c.contains(hs[2]) {
 		t.Fatal("the demoted block survived the eviction")
 	}
