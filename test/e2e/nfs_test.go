@@ -1,0 +1,146 @@
+package e2e
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	nfsc "github.com/willscott/go-nfs-client/nfs"
+	"github.com/willscott/go-nfs-client/nfs/rpc"
+
+	"tessera/test/cluster"
+)
+
+func withArgs(args ...string) option {
+	return func(o *cluster.Options) { o.Args = append(o.Args, args...) }
+}
+
+// nfsMount mounts the NFS export of c as uid:gid with the Go NFS client.
+func nfsMount(t *testing.T, c *cluster.Cluster, uid, gid uint32) *nfsc.Target {
+	t.Helper()
+	addr := c.Field("nfs")
+	if addr == "" {
+		t.Fatal("tessera up's ready line names no nfs=ADDR")
+	}
+	cl, err := rpc.DialTCP("tcp", addr, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nfsc.Mount{Client: cl}
+	target, err := m.Mount("/", rpc.NewAuthUnix("e2e", uid, gid).Auth())
+	if err != nil {
+		cl.Close()
+		t.Fatalf("mount %s as %d:%d: %v", addr, uid, gid, err)
+	}
+	t.Cleanup(func() { target.Close() })
+	return target
+}
+
+func nfsWrite(t *testing.T, target *nfsc.Target, p string, data []byte) {
+	t.Helper()
+	f, err := target.OpenFile(p, 0o644)
+	if err != nil {
+		t.Fatalf("nfs open %s: %v", p, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatalf("nfs write %s: %v", p, err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("nfs close %s: %v", p, err)
+	}
+}
+
+func nfsRead(t *testing.T, target *nfsc.Target, p string) []byte {
+	t.Helper()
+	f, err := target.Open(p)
+	if err != nil {
+		t.Fatalf("nfs open %s: %v", p, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatalf("nfs read %s: %v", p, err)
+	}
+	return b
+}
+
+// TestNFSBesideFUSE serves `tessera up --nfs`: what NFS writes the FUSE
+// mount reads and the other way round, POSIX permissions hold for a
+// non-root uid over NFS, and a file handle still works after tessera up
+// restarts (another process, another port).
+func TestNFSBesideFUSE(t *testing.T) {
+	c := startCluster(t, withArgs("--nfs", "127.0.0.1:0", "--squash", "none"))
+	m := c.Mount()
+	root := nfsMount(t, c, 0, 0)
+
+	data := randBytes(24, 5*mib+77)
+	nfsWrite(t, root, "from-nfs", data)
+	wantContent(t, filepath.Join(m, "from-nfs"), data)
+
+	back := randBytes(25, 3*mib+5)
+	writeFile(t, filepath.Join(m, "from-fuse"), back)
+	if got := nfsRead(t, root, "from-fuse"); !bytes.Equal(got, back) {
+		t.Fatalf("nfs read of a file written on the FUSE mount: %d bytes, want the %d written", len(got), len(back))
+	}
+	if err := root.Symlink("from-nfs", "link"); err != nil {
+		t.Fatal(err)
+	}
+	if target, err := os.Readlink(filepath.Join(m, "link")); err != nil || target != "from-nfs" {
+		t.Fatalf("symlink made over NFS reads %q, %v on the mount", target, err)
+	}
+	if err := root.Rename("from-fuse", "renamed"); err != nil {
+		t.Fatal(err)
+	}
+	wantContent(t, filepath.Join(m, "renamed"), back)
+
+	// Permissions as a non-root uid.
+	must(t, os.Mkdir(filepath.Join(m, "private"), 0o700))
+	writeFile(t, filepath.Join(m, "private", "secret"), []byte("root's"))
+	must(t, os.WriteFile(filepath.Join(m, "readonly"), []byte("r"), 0o644))
+	user := nfsMount(t, c, 1000, 1000)
+	if _, err := user.ReadDirPlus("private"); !nfsErr(err, nfsc.NFS3ErrAcces) {
+		t.Fatalf("uid 1000 listing root's 0700 directory: %v, want NFS3ERR_ACCES", err)
+	}
+	// go-nfs answers every failed LOOKUP with NFS3ERR_NOENT, a refusal too.
+	if _, _, err := user.Lookup("private/secret"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("uid 1000 looking into root's 0700 directory: %v, want a refusal (NFS3ERR_NOENT from go-nfs)", err)
+	}
+	f, err := user.OpenFile("readonly", 0o644)
+	if err == nil {
+		_, err = f.Write([]byte("x"))
+		f.Close()
+	}
+	if !nfsErr(err, nfsc.NFS3ErrAcces) {
+		t.Fatalf("uid 1000 writing root's 0644 file: %v, want NFS3ERR_ACCES", err)
+	}
+	wantContent(t, filepath.Join(m, "readonly"), []byte("r"))
+
+	// A handle across a restart.
+	_, fh, err := root.Lookup("from-nfs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root.Close()
+	user.Close()
+	restart(t, c)
+	again := nfsMount(t, c, 0, 0)
+	attr, err := again.GetAttr(fh)
+	if err != nil {
+		t.Fatalf("getattr with a handle from before the restart: %v", err)
+	}
+	if attr.Filesize != uint64(len(data)) {
+		t.Fatalf("size %d through the old handle, want %d", attr.Filesize, len(data))
+	}
+	must(t, os.Remove(filepath.Join(m, "from-nfs")))
+	if _, err := again.GetAttr(fh); !nfsErr(err, nfsc.NFS3ErrStale) {
+		t.Fatalf("getattr of a removed file's handle: %v, want NFS3ERR_STALE", err)
+	}
+}
+
+func nfsErr(err error, num uint32) bool {
+	var e *nfsc.Error
+	return errors.As(err, &e) && e.ErrorNum == num
+}
