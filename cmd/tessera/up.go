@@ -162,9 +162,9 @@ func runUp(ctx context.Context, args []string) error {
 		Site:        site,
 		Insecure:    *insecure,
 		Logger:      log,
-		NFS:        *nfsListen,
-		NFSOptions: nfsCfg,
-		OnNFS:      func(addr string) { nfsAddr = " nfs=" + addr },
+		NFS:         *nfsListen,
+		NFSOptions:  nfsCfg,
+		OnNFS:       func(addr string) { nfsAddr = " nfs=" + addr },
 		Ready: func(mount, metaAddr string) {
 			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s%s%s\n", mount, metaAddr, *data, nfsAddr, mf.ready())
 		},

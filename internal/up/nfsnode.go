@@ -86,4 +86,3 @@ func (n *NFSNode) Close() error {
 	}
 	return err
 }
-
