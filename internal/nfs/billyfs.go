@@ -22,6 +22,7 @@ import (
 // others are looked up from it, or from the export's root.
 type billyFS struct {
 	conn *connHandler
+	base meta.Ino // the root of paths without an inode (0: the export's)
 }
 
 var (
@@ -76,11 +77,18 @@ func split(p string) []string {
 
 // resolve returns the inode path p names.
 func (b *billyFS) resolve(p string) (meta.Inode, error) {
-	if in, ok := b.conn.cached(p); ok {
+	key := p
+	if b.base != 0 {
+		key = inoComponent(b.base) + "/" + p
+	}
+	if in, ok := b.conn.cached(key); ok {
 		return in, nil
 	}
 	parts := split(p)
 	ino := b.conn.srv.exportIno
+	if b.base != 0 {
+		ino = b.base
+	}
 	if len(parts) > 0 {
 		if n, ok := parseInoComponent(parts[0]); ok {
 			ino, parts = n, parts[1:]
@@ -101,7 +109,7 @@ func (b *billyFS) resolve(p string) (meta.Inode, error) {
 			return in, err
 		}
 	}
-	b.conn.remember(p, in)
+	b.conn.remember(key, in)
 	return in, nil
 }
 

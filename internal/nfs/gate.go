@@ -20,6 +20,8 @@ import (
 type gate struct {
 	net.Conn
 	squash func(flavor uint32, c vfs.Cred) vfs.Cred
+	// exportPath is what MOUNT EXPORT lists.
+	exportPath string
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -52,6 +54,13 @@ func (g *gate) cred() vfs.Cred {
 	return g.squash(g.cur.flavor, g.cur.cred)
 }
 
+// readErr is why reading stopped (nil if it did not).
+func (g *gate) readErr() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
 // serving is the sequence number of the call being served.
 func (g *gate) serving() uint64 {
 	g.mu.Lock()
@@ -73,9 +82,16 @@ func (g *gate) Read(p []byte) (int, error) {
 		g.mu.Unlock()
 		return 0, err
 	}
-	if len(g.rec) == 0 {
+	for len(g.rec) == 0 {
 		g.mu.Unlock()
 		rec, c, err := g.readRecord()
+		if err == nil {
+			var answered bool
+			if answered, err = g.answer(rec, c); answered && err == nil {
+				g.mu.Lock()
+				continue
+			}
+		}
 		g.mu.Lock()
 		if err != nil {
 			g.err = err
@@ -117,6 +133,13 @@ func (g *gate) readRecord() ([]byte, call, error) {
 	if err != nil {
 		return nil, call{}, fmt.Errorf("nfs: bad call: %w", err)
 	}
+	if c.pathAt > 0 && binary.BigEndian.Uint32(rec[4+c.pathAt:]) == 0 {
+		// An empty MOUNT path (libnfs sends one for nfs://HOST/FILE)
+		// is the root: go-nfs fails to read an empty string at the end
+		// of a record.
+		rec = append(rec[:4+c.pathAt], 0, 0, 0, 1, '/', 0, 0, 0)
+		binary.BigEndian.PutUint32(rec, uint32(len(rec)-4)|1<<31)
+	}
 	if c.countAt > 0 {
 		at := 4 + c.countAt
 		if binary.BigEndian.Uint32(rec[at:]) > maxIO {
@@ -135,9 +158,72 @@ func (g *gate) Write(p []byte) (int, error) {
 		p = capFSInfo(p)
 	}
 	g.mu.Unlock()
+	p = fixAcceptStat(p)
 	n, err := g.Conn.Write(p)
 	g.track(p[:n])
 	return n, err
+}
+
+// fixAcceptStat corrects go-nfs's accept_stat codes in p, a whole reply
+// with its record mark: go-nfs numbers PROC_UNAVAIL 2, GARBAGE_ARGS 3 and
+// SYSTEM_ERR 4, one less than RFC 5531 (2 is PROG_MISMATCH, which must
+// carry a version range: libnfs fails to decode the reply). go-nfs sends
+// no PROG_MISMATCH of its own.
+func fixAcceptStat(p []byte) []byte {
+	// mark, xid, REPLY, MSG_ACCEPTED, verifier (flavor, length), stat
+	const at = 4 + 4 + 4 + 4 + 8
+	if len(p) < at+4 || int(binary.BigEndian.Uint32(p)&^(1<<31)) != len(p)-4 ||
+		binary.BigEndian.Uint32(p[8:]) != 1 || binary.BigEndian.Uint32(p[12:]) != 0 || binary.BigEndian.Uint32(p[20:]) != 0 {
+		return p
+	}
+	if st := binary.BigEndian.Uint32(p[at:]); st >= 2 && st <= 4 {
+		q := append([]byte(nil), p...)
+		binary.BigEndian.PutUint32(q[at:], st+1)
+		return q
+	}
+	return p
+}
+
+// answer serves the MOUNT procedures go-nfs does not (EXPORT, DUMP,
+// UMNTALL) itself: it writes the reply and reports that it did. Nothing
+// of go-nfs's is in flight then (a record is read only once the reply to
+// the one before was written).
+func (g *gate) answer(rec []byte, c call) (bool, error) {
+	if c.prog != progMount || c.vers != 3 {
+		return false, nil
+	}
+	var body []byte
+	switch c.proc {
+	case mountExport: // one export, open to every host (exportnode list)
+		body = binary.BigEndian.AppendUint32(body, 1)
+		body = appendString(body, g.exportPath)
+		body = binary.BigEndian.AppendUint32(body, 0) // no groups
+		body = binary.BigEndian.AppendUint32(body, 0) // no next
+	case mountDump:
+		body = binary.BigEndian.AppendUint32(body, 0) // no mounts listed
+	case mountUmntAll:
+	default:
+		return false, nil
+	}
+	xid := rec[4:8]
+	r := append([]byte(nil), 0, 0, 0, 0)
+	r = append(r, xid...)
+	for _, v := range []uint32{1, 0, 0, 0, 0} { // REPLY, ACCEPTED, AUTH_NONE verifier, SUCCESS
+		r = binary.BigEndian.AppendUint32(r, v)
+	}
+	r = append(r, body...)
+	binary.BigEndian.PutUint32(r, uint32(len(r)-4)|1<<31)
+	_, err := g.Conn.Write(r)
+	return true, err
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+	b = append(b, s...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
 }
 
 // track follows the record marks of the bytes written.

@@ -1,14 +1,15 @@
 package nfs
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"io/fs"
 	"net"
+	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/go-git/go-billy/v5"
 	gonfs "github.com/willscott/go-nfs"
@@ -70,15 +71,33 @@ func (h *connHandler) remember(p string, in meta.Inode) {
 // forget drops what this call resolved: a change happened.
 func (h *connHandler) forget() { h.paths = nil }
 
-// Mount answers MNT for the export: "/" or the --export path (the client
-// sees the export as its root either way).
+// Mount answers MNT of the export ("/" or the --export path) or of a
+// directory inside it (libnfs mounts the directory of the file it is
+// given), which the caller must be able to reach.
 func (h *connHandler) Mount(ctx context.Context, c net.Conn, req gonfs.MountRequest) (gonfs.MountStatus, billy.Filesystem, []gonfs.AuthFlavor) {
-	p := string(bytes.TrimRight(req.Dirpath, "/"))
-	if p != "" && p != h.srv.cfg.Export {
-		h.srv.log.Info("nfs: mount of a path not exported", "peer", c.RemoteAddr().String(), "export", h.srv.cfg.Export)
+	flavors := []gonfs.AuthFlavor{gonfs.AuthFlavorUnix, gonfs.AuthFlavorNull}
+	p := "/" + strings.Trim(string(req.Dirpath), "/")
+	if p == "/" {
+		p = h.srv.cfg.Export // "/" is the export, whatever its path
+	}
+	rel, ok := strings.CutPrefix(p, h.srv.cfg.Export)
+	if !ok || (rel != "" && rel[0] != '/' && h.srv.cfg.Export != "") {
+		h.srv.log.Info("nfs: mount of a path outside the export", "peer", c.RemoteAddr().String(), "export", h.srv.cfg.Export)
 		return gonfs.MountStatusErrNoEnt, nil, nil
 	}
-	return gonfs.MountStatusOk, h.fs, []gonfs.AuthFlavor{gonfs.AuthFlavorUnix, gonfs.AuthFlavorNull}
+	if strings.Trim(rel, "/") == "" {
+		return gonfs.MountStatusOk, h.fs, flavors
+	}
+	in, err := h.fs.resolve(rel)
+	switch {
+	case errors.Is(err, syscall.EACCES):
+		return gonfs.MountStatusErrAcces, nil, nil
+	case err != nil:
+		return gonfs.MountStatusErrNoEnt, nil, nil
+	case !in.IsDir():
+		return gonfs.MountStatusErrNotDir, nil, nil
+	}
+	return gonfs.MountStatusOk, &billyFS{conn: h, base: in.Ino}, flavors
 }
 
 // Change: attributes may change unless the server is read-only.
@@ -102,8 +121,12 @@ func (h *connHandler) FSStat(ctx context.Context, _ billy.Filesystem, s *gonfs.F
 }
 
 // ToHandle makes the handle of the inode path names.
-func (h *connHandler) ToHandle(_ billy.Filesystem, path []string) []byte {
-	in, err := h.fs.resolve(h.fs.Join(path...))
+func (h *connHandler) ToHandle(fs billy.Filesystem, path []string) []byte {
+	b, ok := fs.(*billyFS)
+	if !ok {
+		b = h.fs
+	}
+	in, err := b.resolve(b.Join(path...))
 	if err != nil {
 		// go-nfs has just found the path; a handle of nothing is stale
 		// at its first use.

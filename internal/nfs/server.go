@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -59,6 +60,7 @@ type Server struct {
 	verifier  [8]byte
 	listings  listings
 	refused   ratelog.Limiter
+	badLog    ratelog.Limiter
 
 	mu    sync.Mutex
 	open  int
@@ -198,6 +200,7 @@ func (s *Server) left(peer netip.Addr) {
 // serveConn serves one connection with a go-nfs server of its own.
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	g := newGate(c, s.squash)
+	g.exportPath = "/" + strings.TrimPrefix(s.cfg.Export, "/")
 	s.mu.Lock()
 	s.conns[g] = struct{}{}
 	s.mu.Unlock()
@@ -222,6 +225,10 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	// closes the connection only at a clean end: the gate says when
 	// either happened.
 	<-g.dead
+	if err := g.readErr(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		// The error names sizes and fields, never the peer's bytes.
+		s.badLog.Log(s.log, slog.LevelWarn, "nfs: closing a connection after a bad record", "peer", c.RemoteAddr().String(), "err", err)
+	}
 	g.Close()
 	close(ln.done)
 	<-served

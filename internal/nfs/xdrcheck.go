@@ -19,7 +19,11 @@ const (
 	progNFS   = 100003
 	progMount = 100005
 
-	procNFSRead   = 6
+	procNFSRead = 6
+
+	mountDump     = 2
+	mountUmntAll  = 4
+	mountExport   = 5
 	procNFSFSInfo = 19
 
 	authNone = 0
@@ -44,6 +48,8 @@ type call struct {
 	// countAt is the offset in the record of a READ's count (0: none),
 	// clamped to maxIO.
 	countAt int
+	// pathAt is the offset of a MOUNT path's length (0: none).
+	pathAt int
 }
 
 var errTruncated = errors.New("the record ends inside a field")
@@ -191,6 +197,7 @@ func checkArgs(r *xr, c *call) error {
 		case 'p':
 			_, err = r.opaque("symlink target", maxPath)
 		case 'm':
+			c.pathAt = r.off
 			_, err = r.opaque("mount path", maxMountPath)
 		case 'd':
 			_, err = r.opaque("write data", maxIO)
