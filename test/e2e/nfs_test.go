@@ -2,11 +2,15 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	nfsc "github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
@@ -143,4 +147,65 @@ func TestNFSBesideFUSE(t *testing.T) {
 func nfsErr(err error, num uint32) bool {
 	var e *nfsc.Error
 	return errors.As(err, &e) && e.ErrorNum == num
+}
+
+// needLibnfs skips without Debian's libnfs-utils (scripts/deps.sh --test
+// installs it), and fails under CI=true.
+func needLibnfs(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"nfs-ls", "nfs-cp", "nfs-cat"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s not installed (scripts/deps.sh --test installs libnfs-utils)", tool)
+			}
+			t.Skipf("%s not installed (scripts/deps.sh --test installs libnfs-utils)", tool)
+		}
+	}
+}
+
+// libnfs runs a libnfs tool with a bounded time and returns its output.
+func libnfs(t *testing.T, tool string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, tool, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", tool, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// TestNFSWithLibnfs uses a real NFS client that runs none of our code
+// (libnfs's nfs-cp, nfs-cat, nfs-ls) against tessera up --nfs, NFS and
+// MOUNT on the one port.
+func TestNFSWithLibnfs(t *testing.T) {
+	needLibnfs(t)
+	c := startCluster(t, withArgs("--nfs", "127.0.0.1:0", "--squash", "none"))
+	m := c.Mount()
+	url := func(p string) string {
+		port := c.Field("nfs")[strings.LastIndex(c.Field("nfs"), ":")+1:]
+		return "nfs://127.0.0.1" + p + "?nfsport=" + port + "&mountport=" + port
+	}
+	must(t, os.Mkdir(filepath.Join(m, "dir"), 0o755))
+	src := filepath.Join(t.TempDir(), "src")
+	data := randBytes(31, 4*mib+99)
+	must(t, os.WriteFile(src, data, 0o644))
+	libnfs(t, "nfs-cp", src, url("/dir/copied"))
+	wantContent(t, filepath.Join(m, "dir", "copied"), data)
+
+	writeFile(t, filepath.Join(m, "dir", "note"), []byte("written on the FUSE mount\n"))
+	if got := libnfs(t, "nfs-cat", url("/dir/note")); got != "written on the FUSE mount\n" {
+		t.Fatalf("nfs-cat: %q", got)
+	}
+	back := filepath.Join(t.TempDir(), "back")
+	libnfs(t, "nfs-cp", url("/dir/copied"), back)
+	if got, err := os.ReadFile(back); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("nfs-cp back: %d bytes, %v; want the %d written", len(got), err, len(data))
+	}
+	ls := libnfs(t, "nfs-ls", url("/dir"))
+	for _, name := range []string{"copied", "note"} {
+		if !strings.Contains(ls, name) {
+			t.Fatalf("nfs-ls of dir misses %s:\n%s", name, ls)
+		}
+	}
 }
