@@ -209,3 +209,62 @@ func TestNFSWithLibnfs(t *testing.T) {
 		}
 	}
 }
+
+// nfsMountAddr mounts the export of the NFS server at addr as uid:gid.
+func nfsMountAddr(t *testing.T, addr string, uid, gid uint32) *nfsc.Target {
+	t.Helper()
+	cl, err := rpc.DialTCP("tcp", addr, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := nfsc.Mount{Client: cl}
+	target, err := m.Mount("/", rpc.NewAuthUnix("e2e", uid, gid).Auth())
+	if err != nil {
+		cl.Close()
+		t.Fatalf("mount %s as %d:%d: %v", addr, uid, gid, err)
+	}
+	t.Cleanup(func() { target.Close() })
+	return target
+}
+
+// TestNFSHandleMovesBetweenServers runs two `tessera nfs` processes of one
+// cluster: a handle from server A works on server B (no table is shared),
+// and what A wrote B reads, as does the FUSE mount.
+func TestNFSHandleMovesBetweenServers(t *testing.T) {
+	c := startCluster(t)
+	var servers []*cluster.Daemon
+	for range 2 {
+		d, err := c.StartNFS("--squash", "none")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := d.Stop(); err != nil {
+				t.Errorf("stopping tessera nfs: %v", err)
+			}
+		})
+		servers = append(servers, d)
+	}
+	a := nfsMountAddr(t, servers[0].Field("nfs"), 0, 0)
+	b := nfsMountAddr(t, servers[1].Field("nfs"), 0, 0)
+	data := randBytes(33, 2*mib+3)
+	if _, err := a.Mkdir("moved", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	nfsWrite(t, a, "moved/f", data)
+	_, fh, err := a.Lookup("moved/f")
+	if err != nil {
+		t.Fatal(err)
+	}
+	attr, err := b.GetAttr(fh)
+	if err != nil {
+		t.Fatalf("server B with server A's handle: %v", err)
+	}
+	if attr.Filesize != uint64(len(data)) {
+		t.Fatalf("size %d on server B, want %d", attr.Filesize, len(data))
+	}
+	if got := nfsRead(t, b, "moved/f"); !bytes.Equal(got, data) {
+		t.Fatalf("server B reads %d bytes, want the %d server A wrote", len(got), len(data))
+	}
+	wantContent(t, filepath.Join(c.Mount(), "moved", "f"), data)
+}
