@@ -11,8 +11,10 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -139,7 +141,7 @@ func (cl *cluster) serve(t *testing.T, cfg Config) *server {
 // mount mounts the export as uid:gid with the Go NFS client.
 func mount(t *testing.T, addr string, uid, gid uint32) *nfsc.Target {
 	t.Helper()
-	c, err := rpc.DialTCP("tcp", addr, false)
+	c, err := dialRPC(t, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,6 +224,7 @@ func TestCreateWriteReadRenameRemoveSymlink(t *testing.T) {
 	for _, e := range ents {
 		names = append(names, e.FileName)
 	}
+	sort.Strings(names) // the client returns them in no order
 	if strings.Join(names, ",") != "b,link" {
 		t.Fatalf("listing %v, want b link (the client leaves out . and ..)", names)
 	}
@@ -424,7 +427,7 @@ func TestExportIsTheClientsRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := cl.serve(t, Config{Export: "/sub", Squash: SquashNone})
-	c, err := rpc.DialTCP("tcp", srv.addr, false)
+	c, err := dialRPC(t, srv.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,4 +461,22 @@ func FuzzParseCall(f *testing.F) {
 			t.Fatalf("READ count at %d of a %d-byte record", c.countAt, len(b))
 		}
 	})
+}
+
+// dialRPC connects the Go NFS client to addr. The client binds a random
+// local port of its own choosing (49152-65535, seeded by the clock), which
+// may be in use: it is tried again, a bounded number of times.
+func dialRPC(t testing.TB, addr string) (*rpc.Client, error) {
+	t.Helper()
+	var err error
+	for range 20 {
+		var c *rpc.Client
+		if c, err = rpc.DialTCP("tcp", addr, false); err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, err
+		}
+	}
+	return nil, err
 }

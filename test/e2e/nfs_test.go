@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func nfsMount(t *testing.T, c *cluster.Cluster, uid, gid uint32) *nfsc.Target {
 	if addr == "" {
 		t.Fatal("tessera up's ready line names no nfs=ADDR")
 	}
-	cl, err := rpc.DialTCP("tcp", addr, false)
+	cl, err := dialRPC(t, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestNFSWithLibnfs(t *testing.T) {
 // nfsMountAddr mounts the export of the NFS server at addr as uid:gid.
 func nfsMountAddr(t *testing.T, addr string, uid, gid uint32) *nfsc.Target {
 	t.Helper()
-	cl, err := rpc.DialTCP("tcp", addr, false)
+	cl, err := dialRPC(t, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,4 +268,22 @@ func TestNFSHandleMovesBetweenServers(t *testing.T) {
 		t.Fatalf("server B reads %d bytes, want the %d server A wrote", len(got), len(data))
 	}
 	wantContent(t, filepath.Join(c.Mount(), "moved", "f"), data)
+}
+
+// dialRPC connects the Go NFS client to addr. The client binds a random
+// local port of its own choosing (49152-65535, seeded by the clock), which
+// may be in use: it is tried again, a bounded number of times.
+func dialRPC(t testing.TB, addr string) (*rpc.Client, error) {
+	t.Helper()
+	var err error
+	for range 20 {
+		var c *rpc.Client
+		if c, err = rpc.DialTCP("tcp", addr, false); err == nil {
+			return c, nil
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return nil, err
+		}
+	}
+	return nil, err
 }
