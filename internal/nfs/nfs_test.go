@@ -480,3 +480,54 @@ func dialRPC(t testing.TB, addr string) (*rpc.Client, error) {
 	}
 	return nil, err
 }
+
+// call sends one RPC call record on c and returns the reply record.
+func rawCall(t *testing.T, c net.Conn, prog, vers, proc uint32, args []byte) []byte {
+	t.Helper()
+	var b []byte
+	for _, v := range []uint32{7, 0, 2, prog, vers, proc, 0, 0, 0, 0} { // AUTH_NONE, AUTH_NONE
+		b = binary.BigEndian.AppendUint32(b, v)
+	}
+	b = append(b, args...)
+	if _, err := c.Write(append(mark(uint32(len(b))), b...)); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(time.Minute))
+	var m [4]byte
+	if _, err := io.ReadFull(c, m[:]); err != nil {
+		t.Fatal(err)
+	}
+	reply := make([]byte, binary.BigEndian.Uint32(m[:])&^(1<<31))
+	if _, err := io.ReadFull(c, reply); err != nil {
+		t.Fatal(err)
+	}
+	return reply
+}
+
+// TestUnknownProceduresAndMountExport: an unknown procedure gets
+// PROC_UNAVAIL (3; go-nfs sent 2, PROG_MISMATCH, without the version range
+// that must follow it, which libnfs could not decode), and MOUNT EXPORT
+// lists the export.
+func TestUnknownProceduresAndMountExport(t *testing.T) {
+	cl := newCluster(t)
+	srv := cl.serve(t, Config{})
+	c, err := net.Dial("tcp", srv.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	reply := rawCall(t, c, progNFS, 3, 99, nil)
+	// xid, REPLY, MSG_ACCEPTED, verifier (flavor, length), accept_stat
+	if len(reply) < 24 || binary.BigEndian.Uint32(reply[20:]) != 3 {
+		t.Fatalf("unknown procedure: reply %x, want accept_stat 3 (PROC_UNAVAIL)", reply)
+	}
+	reply = rawCall(t, c, progMount, 3, mountExport, nil)
+	want := []byte{0, 0, 0, 1, 0, 0, 0, 1, '/', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
+	if len(reply) != 24+len(want) || binary.BigEndian.Uint32(reply[20:]) != 0 || !bytes.Equal(reply[24:], want) {
+		t.Fatalf("MOUNT EXPORT: reply %x, want success and the export list %x", reply, want)
+	}
+	// The connection still serves NFS after both.
+	if reply := rawCall(t, c, progNFS, 3, 0, nil); binary.BigEndian.Uint32(reply[20:]) != 0 {
+		t.Fatalf("NFS NULL after: reply %x", reply)
+	}
+}
