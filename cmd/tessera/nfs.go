@@ -75,8 +75,12 @@ func runNFS(ctx context.Context, args []string) error {
 	metaTimeout := addMetaTimeoutFlag(fs)
 	siteF := addSiteFlag(fs, "the site this server runs in: blocks are read from its servers first, then from the nearest site")
 	tf := addTLSFlags(fs)
+	memParts := func() []memPart {
+		return append(nfsMemParts(client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty}, ""),
+			memPart{"runtime, per-inode state", roleFixedBytes})
+	}
 	if err := parse(fs, args); err != nil {
-		return err
+		return helpMem(err, memParts)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q (see tessera nfs -h)", errUsage, fs.Arg(0))
@@ -115,6 +119,9 @@ func runNFS(ctx context.Context, args []string) error {
 		return err
 	}
 	log := newLogger(false)
+	parts := memParts()
+	limitMemory(memTotal(parts))
+	log.Info("memory bound", "total_mib", memTotal(parts)>>20, "parts", memBoundLine(parts))
 	mc, err := t.dial(ctx, creds, log)
 	if err != nil {
 		return err

@@ -45,7 +45,12 @@ func runUp(ctx context.Context, args []string) error {
 	memParts := func() []memPart {
 		lim, _ := lf.limits()
 		mlim, _ := mlf.limits()
-		return upMemParts(client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty}, *n, lim, mlim)
+		mc := client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty}
+		parts := upMemParts(mc, *n, lim, mlim)
+		if *nfsListen != "" {
+			parts = append(parts, nfsMemParts(mc, "nfs server: ")...)
+		}
+		return parts
 	}
 	if err := parse(fs, args); err != nil {
 		return helpMem(err, memParts)

@@ -1,6 +1,7 @@
 package nfs
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -22,6 +23,11 @@ type gate struct {
 	squash func(flavor uint32, c vfs.Cred) vfs.Cred
 	// exportPath is what MOUNT EXPORT lists.
 	exportPath string
+	// inFlight is the server's budget of bytes in flight; held is what
+	// this connection holds of it (the call being served).
+	inFlight *budget
+	ctx      context.Context
+	held     int64
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -41,8 +47,8 @@ type gate struct {
 	outHdr  []byte // a record mark split across writes
 }
 
-func newGate(c net.Conn, squash func(uint32, vfs.Cred) vfs.Cred) *gate {
-	g := &gate{Conn: c, squash: squash, dead: make(chan struct{})}
+func newGate(ctx context.Context, c net.Conn, squash func(uint32, vfs.Cred) vfs.Cred, inFlight *budget) *gate {
+	g := &gate{Conn: c, squash: squash, dead: make(chan struct{}), inFlight: inFlight, ctx: ctx}
 	g.cond = sync.NewCond(&g.mu)
 	return g
 }
@@ -89,6 +95,7 @@ func (g *gate) Read(p []byte) (int, error) {
 			var answered bool
 			if answered, err = g.answer(rec, c); answered && err == nil {
 				g.mu.Lock()
+				g.releaseLocked()
 				continue
 			}
 		}
@@ -124,6 +131,16 @@ func (g *gate) readRecord() ([]byte, call, error) {
 	case n > maxRecordSize:
 		return nil, call{}, fmt.Errorf("nfs: a record of %d bytes (at most %d)", n, maxRecordSize)
 	}
+	// The record, and the reply of a READ (at most maxIO), are taken
+	// from the server's budget before anything is allocated; given back
+	// when the reply is written (replied).
+	need := int64(n) + maxIO
+	if err := g.inFlight.take(g.ctx, need); err != nil {
+		return nil, call{}, err
+	}
+	g.mu.Lock()
+	g.held += need
+	g.mu.Unlock()
 	rec := make([]byte, 4+n)
 	copy(rec, mark[:])
 	if _, err := io.ReadFull(g.Conn, rec[4:]); err != nil {
@@ -259,11 +276,21 @@ func (g *gate) track(b []byte) {
 func (g *gate) replied() {
 	g.owed = false
 	g.cond.Broadcast()
+	g.releaseLocked()
+}
+
+// releaseLocked gives back what the connection holds of the budget.
+func (g *gate) releaseLocked() {
+	if g.held > 0 {
+		g.inFlight.give(g.held)
+		g.held = 0
+	}
 }
 
 func (g *gate) Close() error {
 	g.mu.Lock()
 	g.closed = true
+	g.releaseLocked()
 	g.cond.Broadcast()
 	g.mu.Unlock()
 	g.die.Do(func() { close(g.dead) })

@@ -48,7 +48,11 @@ type Config struct {
 	// of one client address (defaults 256 and 16). Each connection has
 	// at most one call of at most maxRecordSize in flight.
 	MaxConns, MaxConnsPerIP int
-	Logger                  *slog.Logger
+	// MaxInFlight bounds the bytes of the calls in flight on all
+	// connections (default DefaultInFlight); a connection past it waits
+	// before its next record is read.
+	MaxInFlight int64
+	Logger      *slog.Logger
 }
 
 // Server serves NFSv3 and MOUNT on one listener over a vfs.FS.
@@ -59,6 +63,7 @@ type Server struct {
 	exportIno meta.Ino
 	verifier  [8]byte
 	listings  listings
+	inFlight  *budget
 	refused   ratelog.Limiter
 	badLog    ratelog.Limiter
 
@@ -95,8 +100,11 @@ func New(ctx context.Context, v *vfs.FS, cfg Config, verifier [8]byte) (*Server,
 		// among it; this package logs what an operator needs.
 		gonfs.SetLogger(&gonfs.DefaultLogger{Level: gonfs.PanicLevel})
 	})
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = DefaultInFlight
+	}
 	cfg.Export = "/" + strings.Trim(cfg.Export, "/")
-	s := &Server{cfg: cfg, v: v, log: cfg.Logger, verifier: verifier, peers: make(map[netip.Addr]int), conns: make(map[*gate]struct{})}
+	s := &Server{inFlight: newBudget(cfg.MaxInFlight), cfg: cfg, v: v, log: cfg.Logger, verifier: verifier, peers: make(map[netip.Addr]int), conns: make(map[*gate]struct{})}
 	ino := meta.RootIno
 	for _, c := range split(cfg.Export) {
 		in, err := v.Lookup(ctx, vfs.Root, ino, c)
@@ -199,7 +207,9 @@ func (s *Server) left(peer netip.Addr) {
 
 // serveConn serves one connection with a go-nfs server of its own.
 func (s *Server) serveConn(ctx context.Context, c net.Conn) {
-	g := newGate(c, s.squash)
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	g := newGate(cctx, c, s.squash, s.inFlight)
 	g.exportPath = "/" + strings.TrimPrefix(s.cfg.Export, "/")
 	s.mu.Lock()
 	s.conns[g] = struct{}{}
@@ -211,8 +221,6 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		s.listings.drop(g)
 		g.Close()
 	}()
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	h := newConnHandler(s, g, cctx)
 	srv := &gonfs.Server{Handler: h, ID: s.verifier, Context: cctx}
 	ln := &oneConn{c: g, done: make(chan struct{})}
