@@ -10,8 +10,9 @@
 // served are known to the file system go-nfs calls (go-nfs passes them
 // on to nothing), a record is bounded (1 MiB of data plus 64 KiB) and its
 // variable-length fields are checked (xdrcheck.go) before go-nfs's decoder
-// allocates them, and a connection has one call in flight. Connections
-// are capped in all and per client address; --allow refuses other clients
+// allocates them, and a connection has one call in flight; the bytes of
+// all calls in flight are bounded (Config.MaxInFlight, budget.go).
+// Connections are capped in all and per client address; --allow refuses other clients
 // at connect. Credentials are squashed as Config.Squash says (root to
 // nobody by default); AUTH_NONE is nobody.
 //
