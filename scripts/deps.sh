@@ -8,8 +8,11 @@
 #                              the etcd server (Debian's etcd-server: the
 #                              tests of internal/kv/etcdkv and of meta over
 #                              etcd start their own members on loopback);
-#                              and versitygw (Versity S3 Gateway, the S3 server
-#                              the s3:// home tests start), built with go install
+#                              versitygw (Versity S3 Gateway, the S3 server
+#                              the s3:// home tests start), built with go install;
+#                              and libnfs-utils (nfs-ls, nfs-cp, nfs-cat: the user-space
+#                              NFS client of the NFS tests, which skip without it and
+#                              fail under CI=true)
 #   scripts/deps.sh --test --stress   and the CPU hog of scripts/test.sh --stress
 set -euo pipefail
 
@@ -27,6 +30,9 @@ command -v memcached >/dev/null 2>&1 || need+=(memcached)
 command -v go >/dev/null 2>&1 || need+=(golang-go)
 if [ -n "$tests" ] && ! command -v etcd >/dev/null 2>&1; then
 	need+=(etcd-server)
+fi
+if [ -n "$tests" ] && ! command -v nfs-cp >/dev/null 2>&1; then
+	need+=(libnfs-utils)
 fi
 if [ "${#need[@]}" -gt 0 ]; then
 	if [ "$(id -u)" -ne 0 ]; then

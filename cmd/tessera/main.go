@@ -31,6 +31,7 @@ var commands = map[string]command{
 	"meta":    {"run the meta service", runMeta},
 	"blockd":  {"run a block server", runBlockd},
 	"mount":   {"mount a running cluster with FUSE", runMount},
+	"nfs":     {"serve a running cluster over NFSv3 (no locks)", runNFS},
 	"gateway": {"run a fileset gateway (ingest from homes, write back to them)", runGateway},
 	"status":  {"print files, bytes, blocks and servers", runStatus},
 	"gc":      {"remove blocks no file refers to", runGC},

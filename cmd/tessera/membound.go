@@ -13,6 +13,7 @@ import (
 	blockserver "tessera/internal/block/server"
 	"tessera/internal/client"
 	"tessera/internal/meta/metarpc"
+	"tessera/internal/nfs"
 )
 
 // upFixedBytes is what tessera up holds besides its bounded parts: the Go
@@ -43,6 +44,16 @@ func upMemParts(mem client.Config, servers int, block blockserver.Limits, metaLi
 		memPart{"runtime, KV engine caches, FUSE buffers, leases", upFixedBytes},
 	)
 	return out
+}
+
+// nfsMemParts are the parts of an NFS server's memory (tessera nfs, or
+// the one tessera up --nfs runs): its client's and the calls in flight.
+func nfsMemParts(mem client.Config, prefix string) []memPart {
+	var out []memPart
+	for _, p := range client.MemoryParts(mem) {
+		out = append(out, memPart{prefix + p.Name, p.Bytes})
+	}
+	return append(out, memPart{prefix + "calls in flight, all connections", nfs.DefaultInFlight})
 }
 
 // roleFixedBytes is what a single role's process holds besides its bounded

@@ -40,14 +40,26 @@ func runUp(ctx context.Context, args []string) error {
 	insecure := fs.Bool("insecure", false, "plain TCP without authentication (every caller trusted as an admin); --meta-listen must then be a loopback address. "+
 		"Without it up makes a CA and certificates in DIR/tls/ on first start and uses them")
 	metricsAddr := addMetricsFlag(fs)
+	nfsListen := fs.String("nfs", "", "also serve the cluster over NFS on HOST:PORT (tessera nfs; --export, --squash, --allow apply). "+nfsHelp)
+	nf := addNFSFlags(fs)
 	memParts := func() []memPart {
 		lim, _ := lf.limits()
 		mlim, _ := mlf.limits()
-		return upMemParts(client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty}, *n, lim, mlim)
+		mc := client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty}
+		parts := upMemParts(mc, *n, lim, mlim)
+		if *nfsListen != "" {
+			parts = append(parts, nfsMemParts(mc, "nfs server: ")...)
+		}
+		return parts
 	}
 	if err := parse(fs, args); err != nil {
 		return helpMem(err, memParts)
 	}
+	nfsCfg, err := nf.config()
+	if err != nil {
+		return err
+	}
+	var nfsAddr string
 	if *insecure {
 		if err := loopbackOnly(*metaListen); err != nil {
 			return err
@@ -155,8 +167,11 @@ func runUp(ctx context.Context, args []string) error {
 		Site:        site,
 		Insecure:    *insecure,
 		Logger:      log,
+		NFS:         *nfsListen,
+		NFSOptions:  nfsCfg,
+		OnNFS:       func(addr string) { nfsAddr = " nfs=" + addr },
 		Ready: func(mount, metaAddr string) {
-			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s%s\n", mount, metaAddr, *data, mf.ready())
+			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s%s%s\n", mount, metaAddr, *data, nfsAddr, mf.ready())
 		},
 	})
 }

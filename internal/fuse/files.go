@@ -193,27 +193,16 @@ func (fs *FS) Write(cancel <-chan struct{}, input *gofuse.WriteIn, data []byte) 
 	return uint32(n), gofuse.OK
 }
 
-// killSuidgid clears the set-user-ID bit, and the set-group-ID bit of a
-// group-executable file, as a write by a caller without CAP_FSETID must.
-// The kernel does it itself (a SETATTR before the write) for writes through
-// the page cache, but for direct I/O it only flags the WRITE
-// (WRITE_KILL_SUIDGID) and leaves it to the file system. It sets the flag
-// for every such caller, whatever the mode, so the mode is looked up first.
+// killSuidgid clears the set-id bits a write by a caller without
+// CAP_FSETID clears (vfs.FS.KillSuidgid): the kernel does it itself (a
+// SETATTR before the write) for writes through the page cache, but for
+// direct I/O it only flags the WRITE (WRITE_KILL_SUIDGID) and leaves it to
+// the file system.
 func (fs *FS) killSuidgid(ctx context.Context, ino meta.Ino) error {
-	in, err := fs.api.GetAttr(ctx, ino)
-	if err != nil {
-		return err
+	changed, err := fs.v.KillSuidgid(ctx, ino)
+	if changed {
+		fs.invalidateAttr(ino)
 	}
-	mode := in.Mode &^ syscall.S_IFMT
-	kill := uint32(syscall.S_ISUID)
-	if mode&syscall.S_IXGRP != 0 {
-		kill |= syscall.S_ISGID
-	}
-	if mode&kill == 0 {
-		return nil
-	}
-	_, err = fs.api.SetAttr(ctx, ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: mode &^ kill})
-	fs.invalidateAttr(ino)
 	return err
 }
 

@@ -18,6 +18,7 @@ import (
 	"tessera/internal/client"
 	"tessera/internal/meta"
 	"tessera/internal/ratelog"
+	"tessera/internal/vfs"
 )
 
 // Options tune the mount.
@@ -46,6 +47,7 @@ type FS struct {
 	gofuse.RawFileSystem // ENOSYS for what we do not implement
 	c                    *client.Client
 	api                  meta.API
+	v                    *vfs.FS // the rules every front end shares
 	opts                 Options
 	log                  *slog.Logger
 	srv                  atomic.Pointer[gofuse.Server] // set by Mount, for notifications
@@ -80,7 +82,8 @@ func New(c *client.Client, opts Options) *FS {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	fs := &FS{RawFileSystem: gofuse.NewDefaultRawFileSystem(), c: c, api: c.Meta(), opts: opts, log: opts.Logger}
+	fs := &FS{RawFileSystem: gofuse.NewDefaultRawFileSystem(), c: c, api: c.Meta(), opts: opts, log: opts.Logger,
+		v: vfs.New(c, vfs.Options{Logger: opts.Logger})}
 	fs.mu.files = make(map[uint64]*client.Handle)
 	fs.mu.dirs = make(map[uint64]*dirHandle)
 	fs.mu.partial = make(map[uint64]*partial)
@@ -303,32 +306,26 @@ func (fs *FS) file(fh uint64) *client.Handle {
 	return fs.mu.files[fh]
 }
 
-// StatFs reports the room the block servers have for new data, as
-// client.Space tells it: their file systems' free and total bytes (each
-// counted once) divided by the replicas. Without an answer from any
-// server the totals are nominal (1 PiB, as JuiceFS does), the used bytes
-// the meta service's. Inodes are not bounded by a quota yet: 1 G nominal.
+// StatFs reports the room the block servers have for new data
+// (vfs.FS.StatFS).
 func (fs *FS) StatFs(cancel <-chan struct{}, header *gofuse.InHeader, out *gofuse.StatfsOut) gofuse.Status {
-	ctx := ctxOf(cancel, header)
-	st, err := fs.api.StatFS(ctx)
+	st, err := fs.v.StatFS(ctxOf(cancel, header))
 	if err != nil {
 		return fs.status("statfs", err)
 	}
-	const bsize = 4096
-	out.Bsize = bsize
-	out.Frsize = bsize
-	if free, size, err := fs.c.Space(ctx); err == nil && size > 0 {
-		out.Blocks = uint64(size) / bsize
-		out.Bfree = min(uint64(free)/bsize, out.Blocks)
-	} else {
-		total := uint64(1<<50) / bsize
-		used := (st.LogicalBytes + bsize - 1) / bsize
-		out.Blocks = total
-		out.Bfree = total - min(used, total)
-	}
-	out.Bavail = out.Bfree
-	out.Files = 1 << 30
-	out.Ffree = out.Files - min(st.Files, out.Files)
-	out.NameLen = meta.MaxNameLen
+	out.Bsize = st.Bsize
+	out.Frsize = st.Bsize
+	out.Blocks = st.Blocks
+	out.Bfree = st.Bfree
+	out.Bavail = st.Bfree
+	out.Files = st.Files
+	out.Ffree = st.Ffree
+	out.NameLen = st.NameLen
 	return gofuse.OK
+}
+
+// cred is the caller of a request as vfs takes it: checked already, by
+// the kernel (default_permissions).
+func cred(h *gofuse.InHeader) vfs.Cred {
+	return vfs.Cred{Uid: h.Uid, Gid: h.Gid, Checked: true}
 }

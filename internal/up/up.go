@@ -60,6 +60,7 @@ import (
 	"tessera/internal/kv/pebblekv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
+	"tessera/internal/nfs"
 )
 
 // Config is what `tessera up` takes from its flags.
@@ -116,6 +117,13 @@ type Config struct {
 	// MetaTimeout is how long the mount's meta calls wait for the meta
 	// service (client.Config.MetaTimeout).
 	MetaTimeout time.Duration
+	// NFS, when set, is the HOST:PORT of an NFS server (NFSv3 and
+	// MOUNT) beside the mount, over a client of its own (nfsnode.go);
+	// NFSOptions are its export, squash, allow and read-only settings.
+	// OnNFS is told the address it listens on, before Ready.
+	NFS        string
+	NFSOptions nfs.Config
+	OnNFS      func(addr string)
 	// Insecure runs every port without TLS (`tessera up --insecure`);
 	// otherwise Run makes and uses the CA and certificates in
 	// TLSDir(DataDir) (EnsureLocalTLS).
@@ -287,6 +295,28 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	}})
 	if err != nil {
 		return err
+	}
+	if cfg.NFS != "" {
+		o := cfg.NFSOptions
+		o.ClusterID = nfs.ClusterID(lt.Mount)
+		nn, err := StartNFS(ctx, NFSConfig{Listen: cfg.NFS, Server: o, Client: client.Config{
+			Meta:          mn.API,
+			Dial:          dial,
+			Logger:        log,
+			MemCacheBytes: cfg.MemCache,
+			DirtyBytes:    cfg.DirtyBytes,
+			MetaTimeout:   cfg.MetaTimeout,
+			Policy:        cfg.Policy,
+			Site:          cfg.Site,
+		}})
+		if err != nil {
+			_ = StopMount(mnt.srv, mnt.dir, mnt.Client, log)
+			return err
+		}
+		defer nn.Close()
+		if cfg.OnNFS != nil {
+			cfg.OnNFS(nn.Addr)
+		}
 	}
 	if cfg.Ready != nil {
 		cfg.Ready(cfg.Mount, metaAddr)

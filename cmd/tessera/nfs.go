@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+
+	"tessera/internal/auth"
+	"tessera/internal/client"
+	"tessera/internal/nfs"
+	"tessera/internal/up"
+)
+
+// nfsFlags are the NFS server's settings, shared by tessera nfs and
+// tessera up --nfs.
+type nfsFlags struct {
+	export, squash, allow *string
+}
+
+func addNFSFlags(fs *flag.FlagSet) nfsFlags {
+	return nfsFlags{
+		export: fs.String("export", "/", "the directory NFS clients get as their root (mount it as / or as this path)"),
+		squash: fs.String("squash", "root", "whose identity NFS callers' AUTH_SYS uid and gid are taken as: root (uid 0 becomes nobody, 65534), all (every caller is nobody) or none (trusted as sent)"),
+		allow:  fs.String("allow", "", "NFS clients allowed to connect: CIDR prefixes or addresses, comma-separated (default any); others are refused at connect"),
+	}
+}
+
+// config returns the flags as an nfs.Config.
+func (f nfsFlags) config() (nfs.Config, error) {
+	var c nfs.Config
+	switch s := nfs.Squash(*f.squash); s {
+	case nfs.SquashRoot, nfs.SquashAll, nfs.SquashNone:
+		c.Squash = s
+	default:
+		return c, fmt.Errorf("%w: --squash %q: want root, all or none", errUsage, *f.squash)
+	}
+	if !strings.HasPrefix(*f.export, "/") {
+		return c, fmt.Errorf("%w: --export %q: want an absolute path in the file system, such as /projects", errUsage, *f.export)
+	}
+	c.Export = *f.export
+	for _, a := range strings.Split(*f.allow, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(a)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(a)
+			if aerr != nil {
+				return c, fmt.Errorf("%w: --allow %q: want CIDR prefixes or addresses such as 10.0.0.0/8,192.168.1.7", errUsage, a)
+			}
+			p = netip.PrefixFrom(addr, addr.BitLen())
+		}
+		c.Allow = append(c.Allow, p.Masked())
+	}
+	return c, nil
+}
+
+// nfsHelp is the -h text of the NFS server's address flags.
+const nfsHelp = "NFSv3 and MOUNT answer on this one port (libnfs: nfs://HOST/PATH?nfsport=P&mountport=P); " +
+	"no portmapper registration, and file locks (NLM) are not served: lock on one client only"
+
+func runNFS(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("nfs", flag.ContinueOnError)
+	ma := addMetaAddrFlags(fs, metaFlagUsage+"; required")
+	listen := fs.String("listen", "", "HOST:PORT the NFS server listens on; required. "+nfsHelp)
+	nf := addNFSFlags(fs)
+	readOnly := fs.Bool("read-only", false, "refuse every change with NFS3ERR_ROFS (always so for a client-ro certificate)")
+	mem := addMemFlags(fs)
+	pol := addPolicyFlag(fs)
+	metaTimeout := addMetaTimeoutFlag(fs)
+	siteF := addSiteFlag(fs, "the site this server runs in: blocks are read from its servers first, then from the nearest site")
+	tf := addTLSFlags(fs)
+	memParts := func() []memPart {
+		return append(nfsMemParts(client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty}, ""),
+			memPart{"runtime, per-inode state", roleFixedBytes})
+	}
+	if err := parse(fs, args); err != nil {
+		return helpMem(err, memParts)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected argument %q (see tessera nfs -h)", errUsage, fs.Arg(0))
+	}
+	if *listen == "" {
+		return fmt.Errorf("%w: --listen HOST:PORT is required (see tessera nfs -h)", errUsage)
+	}
+	if _, _, err := net.SplitHostPort(*listen); err != nil {
+		return fmt.Errorf("%w: --listen %q: want HOST:PORT", errUsage, *listen)
+	}
+	cfg, err := nf.config()
+	if err != nil {
+		return err
+	}
+	cfg.ReadOnly = *readOnly
+	if err := mem.check(); err != nil {
+		return err
+	}
+	site, err := siteF.value()
+	if err != nil {
+		return err
+	}
+	waitMeta, err := metaTimeout.value()
+	if err != nil {
+		return err
+	}
+	t, err := ma.resolve(ctx, "")
+	if err != nil {
+		return err
+	}
+	if len(t.addrs) == 0 {
+		return fmt.Errorf("%w: --meta ADDR is required (see tessera nfs -h)", errUsage)
+	}
+	creds, err := tf.role("nfs", up.MountCertName, []auth.Role{auth.RoleClientRW, auth.RoleClientRO, auth.RoleAdmin})
+	if err != nil {
+		return err
+	}
+	log := newLogger(false)
+	parts := memParts()
+	limitMemory(memTotal(parts))
+	log.Info("memory bound", "total_mib", memTotal(parts)>>20, "parts", memBoundLine(parts))
+	mc, err := t.dial(ctx, creds, log)
+	if err != nil {
+		return err
+	}
+	defer mc.Close()
+	if creds != nil && creds.HasCert() && !creds.Identity.Role.Can(auth.WriteNamespace) {
+		cfg.ReadOnly = true
+		log.Info("nfs: read-only, the identity may only read", "identity", creds.Identity.Name, "role", string(creds.Identity.Role))
+	}
+	cfg.ClusterID = nfs.ClusterID(creds)
+	node, err := up.StartNFS(ctx, up.NFSConfig{Listen: *listen, Server: cfg, Client: client.Config{
+		Meta: mc, Dial: up.NewDialer(creds).Block, Logger: log, Policy: pol.String(),
+		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta, Site: site,
+	}})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("tessera nfs: ready nfs=%s meta=%s export=%s\n", node.Addr, mc.Addr(), *nf.export)
+	select {
+	case <-ctx.Done():
+	case err = <-node.Done():
+	}
+	if cerr := node.Close(); cerr != nil && err == nil && !errors.Is(cerr, context.Canceled) {
+		err = cerr
+	}
+	return err
+}

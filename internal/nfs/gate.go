@@ -1,0 +1,324 @@
+package nfs
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"tessera/internal/vfs"
+)
+
+// gate sits between a client's connection and go-nfs, which serves one
+// call of a connection at a time: it hands go-nfs one whole RPC record,
+// read and checked here (parseCall), and the next only once the reply to
+// it has been written. So the credentials of the call being served are
+// known (go-nfs does not pass them to its Handler), a record is bounded
+// (maxRecordSize) before anything is allocated for it, and a connection
+// has at most one record in flight.
+type gate struct {
+	net.Conn
+	squash func(flavor uint32, c vfs.Cred) vfs.Cred
+	// exportPath is what MOUNT EXPORT lists.
+	exportPath string
+	// inFlight is the server's budget of bytes in flight; held is what
+	// this connection holds of it (the call being served).
+	inFlight *budget
+	ctx      context.Context
+	held     int64
+
+	mu     sync.Mutex
+	cond   *sync.Cond
+	owed   bool // a record was handed over and its reply not written yet
+	closed bool
+	cur    call          // the call being served
+	seq    uint64        // counts the calls handed over
+	rec    []byte        // what is left of the record being handed over
+	err    error         // why reading stopped
+	dead   chan struct{} // closed when reading stopped or the gate closed
+	die    sync.Once
+
+	// out follows the replies written: bytes left of the current
+	// record fragment, and whether it is the last one.
+	outLeft uint32
+	outLast bool
+	outHdr  []byte // a record mark split across writes
+}
+
+func newGate(ctx context.Context, c net.Conn, squash func(uint32, vfs.Cred) vfs.Cred, inFlight *budget) *gate {
+	g := &gate{Conn: c, squash: squash, dead: make(chan struct{}), inFlight: inFlight, ctx: ctx}
+	g.cond = sync.NewCond(&g.mu)
+	return g
+}
+
+// cred is the squashed caller of the call being served.
+func (g *gate) cred() vfs.Cred {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.squash(g.cur.flavor, g.cur.cred)
+}
+
+// readErr is why reading stopped (nil if it did not).
+func (g *gate) readErr() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.err
+}
+
+// serving is the sequence number of the call being served.
+func (g *gate) serving() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.seq
+}
+
+func (g *gate) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	for len(g.rec) == 0 && g.owed && !g.closed {
+		g.cond.Wait()
+	}
+	if g.closed {
+		g.mu.Unlock()
+		return 0, net.ErrClosed
+	}
+	if g.err != nil {
+		err := g.err
+		g.mu.Unlock()
+		return 0, err
+	}
+	for len(g.rec) == 0 {
+		g.mu.Unlock()
+		rec, c, err := g.readRecord()
+		if err == nil {
+			var answered bool
+			if answered, err = g.answer(rec, c); answered && err == nil {
+				g.mu.Lock()
+				g.releaseLocked()
+				continue
+			}
+		}
+		g.mu.Lock()
+		if err != nil {
+			g.err = err
+			g.mu.Unlock()
+			g.die.Do(func() { close(g.dead) })
+			return 0, err
+		}
+		g.rec, g.cur, g.owed = rec, c, true
+		g.seq++
+	}
+	n := copy(p, g.rec)
+	g.rec = g.rec[n:]
+	g.mu.Unlock()
+	return n, nil
+}
+
+// readRecord reads one record (a single fragment, as go-nfs takes them),
+// checks its call, clamps a READ's count to maxIO and returns the record
+// with its mark.
+func (g *gate) readRecord() ([]byte, call, error) {
+	var mark [4]byte
+	if _, err := io.ReadFull(g.Conn, mark[:]); err != nil {
+		return nil, call{}, err
+	}
+	m := binary.BigEndian.Uint32(mark[:])
+	n := m &^ (1 << 31)
+	switch {
+	case m&(1<<31) == 0:
+		return nil, call{}, fmt.Errorf("nfs: a record in several fragments is not served")
+	case n > maxRecordSize:
+		return nil, call{}, fmt.Errorf("nfs: a record of %d bytes (at most %d)", n, maxRecordSize)
+	}
+	// The record, and the reply of a READ (at most maxIO), are taken
+	// from the server's budget before anything is allocated; given back
+	// when the reply is written (replied).
+	need := int64(n) + maxIO
+	if err := g.inFlight.take(g.ctx, need); err != nil {
+		return nil, call{}, err
+	}
+	g.mu.Lock()
+	g.held += need
+	g.mu.Unlock()
+	rec := make([]byte, 4+n)
+	copy(rec, mark[:])
+	if _, err := io.ReadFull(g.Conn, rec[4:]); err != nil {
+		return nil, call{}, err
+	}
+	c, err := parseCall(rec[4:])
+	if err != nil {
+		return nil, call{}, fmt.Errorf("nfs: bad call: %w", err)
+	}
+	if c.pathAt > 0 && binary.BigEndian.Uint32(rec[4+c.pathAt:]) == 0 {
+		// An empty MOUNT path (libnfs sends one for nfs://HOST/FILE)
+		// is the root: go-nfs fails to read an empty string at the end
+		// of a record.
+		rec = append(rec[:4+c.pathAt], 0, 0, 0, 1, '/', 0, 0, 0)
+		binary.BigEndian.PutUint32(rec, uint32(len(rec)-4)|1<<31)
+	}
+	if c.countAt > 0 {
+		at := 4 + c.countAt
+		if binary.BigEndian.Uint32(rec[at:]) > maxIO {
+			binary.BigEndian.PutUint32(rec[at:], maxIO)
+		}
+	}
+	return rec, c, nil
+}
+
+// Write passes replies on, following their record marks: once the last
+// fragment of a reply is written, the next call may be read. An FSINFO
+// reply is rewritten to offer reads and writes of at most maxIO.
+func (g *gate) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	if g.outLeft == 0 && len(g.outHdr) == 0 && g.cur.prog == progNFS && g.cur.proc == procNFSFSInfo {
+		p = capFSInfo(p)
+	}
+	g.mu.Unlock()
+	p = fixAcceptStat(p)
+	n, err := g.Conn.Write(p)
+	g.track(p[:n])
+	return n, err
+}
+
+// fixAcceptStat corrects go-nfs's accept_stat codes in p, a whole reply
+// with its record mark: go-nfs numbers PROC_UNAVAIL 2, GARBAGE_ARGS 3 and
+// SYSTEM_ERR 4, one less than RFC 5531 (2 is PROG_MISMATCH, which must
+// carry a version range: libnfs fails to decode the reply). go-nfs sends
+// no PROG_MISMATCH of its own.
+func fixAcceptStat(p []byte) []byte {
+	// mark, xid, REPLY, MSG_ACCEPTED, verifier (flavor, length), stat
+	const at = 4 + 4 + 4 + 4 + 8
+	if len(p) < at+4 || int(binary.BigEndian.Uint32(p)&^(1<<31)) != len(p)-4 ||
+		binary.BigEndian.Uint32(p[8:]) != 1 || binary.BigEndian.Uint32(p[12:]) != 0 || binary.BigEndian.Uint32(p[20:]) != 0 {
+		return p
+	}
+	if st := binary.BigEndian.Uint32(p[at:]); st >= 2 && st <= 4 {
+		q := append([]byte(nil), p...)
+		binary.BigEndian.PutUint32(q[at:], st+1)
+		return q
+	}
+	return p
+}
+
+// answer serves the MOUNT procedures go-nfs does not (EXPORT, DUMP,
+// UMNTALL) itself: it writes the reply and reports that it did. Nothing
+// of go-nfs's is in flight then (a record is read only once the reply to
+// the one before was written).
+func (g *gate) answer(rec []byte, c call) (bool, error) {
+	if c.prog != progMount || c.vers != 3 {
+		return false, nil
+	}
+	var body []byte
+	switch c.proc {
+	case mountExport: // one export, open to every host (exportnode list)
+		body = binary.BigEndian.AppendUint32(body, 1)
+		body = appendString(body, g.exportPath)
+		body = binary.BigEndian.AppendUint32(body, 0) // no groups
+		body = binary.BigEndian.AppendUint32(body, 0) // no next
+	case mountDump:
+		body = binary.BigEndian.AppendUint32(body, 0) // no mounts listed
+	case mountUmntAll:
+	default:
+		return false, nil
+	}
+	xid := rec[4:8]
+	r := append([]byte(nil), 0, 0, 0, 0)
+	r = append(r, xid...)
+	for _, v := range []uint32{1, 0, 0, 0, 0} { // REPLY, ACCEPTED, AUTH_NONE verifier, SUCCESS
+		r = binary.BigEndian.AppendUint32(r, v)
+	}
+	r = append(r, body...)
+	binary.BigEndian.PutUint32(r, uint32(len(r)-4)|1<<31)
+	_, err := g.Conn.Write(r)
+	return true, err
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
+	b = append(b, s...)
+	for len(b)%4 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// track follows the record marks of the bytes written.
+func (g *gate) track(b []byte) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for len(b) > 0 {
+		if g.outLeft == 0 {
+			need := 4 - len(g.outHdr)
+			k := min(need, len(b))
+			g.outHdr = append(g.outHdr, b[:k]...)
+			b = b[k:]
+			if len(g.outHdr) < 4 {
+				return
+			}
+			m := binary.BigEndian.Uint32(g.outHdr)
+			g.outHdr = g.outHdr[:0]
+			g.outLeft, g.outLast = m&^(1<<31), m&(1<<31) != 0
+			if g.outLeft == 0 && g.outLast {
+				g.replied()
+			}
+			continue
+		}
+		k := min(uint32(len(b)), g.outLeft)
+		g.outLeft -= k
+		b = b[k:]
+		if g.outLeft == 0 && g.outLast {
+			g.replied()
+		}
+	}
+}
+
+func (g *gate) replied() {
+	g.owed = false
+	g.cond.Broadcast()
+	g.releaseLocked()
+}
+
+// releaseLocked gives back what the connection holds of the budget.
+func (g *gate) releaseLocked() {
+	if g.held > 0 {
+		g.inFlight.give(g.held)
+		g.held = 0
+	}
+}
+
+func (g *gate) Close() error {
+	g.mu.Lock()
+	g.closed = true
+	g.releaseLocked()
+	g.cond.Broadcast()
+	g.mu.Unlock()
+	g.die.Do(func() { close(g.dead) })
+	return g.Conn.Close()
+}
+
+// capFSInfo returns p, a whole FSINFO reply with its record mark, with
+// rtmax, rtpref, wtmax and wtpref at most maxIO (go-nfs offers 1 GiB,
+// more than a record may hold here). Anything else is returned as it is.
+func capFSInfo(p []byte) []byte {
+	// mark, xid, reply, accepted, verifier (flavor, length), accept
+	// status, NFS status, post_op_attr's bool.
+	const attrsAt = 4 + 4 + 4 + 4 + 8 + 4 + 4
+	if len(p) < attrsAt+4 || binary.BigEndian.Uint32(p[4+8:]) != 0 || binary.BigEndian.Uint32(p[4+20:]) != 0 || binary.BigEndian.Uint32(p[attrsAt-4:]) != 0 {
+		return p
+	}
+	at := attrsAt + 4
+	if binary.BigEndian.Uint32(p[attrsAt:]) != 0 {
+		at += 84 // fattr3
+	}
+	if len(p) < at+24 || int(binary.BigEndian.Uint32(p)&^(1<<31)) != len(p)-4 {
+		return p
+	}
+	q := append([]byte(nil), p...)
+	for _, off := range []int{0, 4, 12, 16} { // rtmax, rtpref, wtmax, wtpref
+		if binary.BigEndian.Uint32(q[at+off:]) > maxIO {
+			binary.BigEndian.PutUint32(q[at+off:], maxIO)
+		}
+	}
+	return q
+}

@@ -1,0 +1,215 @@
+package vfs
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"time"
+
+	"tessera/internal/client"
+	"tessera/internal/clock"
+	"tessera/internal/meta"
+)
+
+// Stateless I/O: protocols without open and close (NFSv3) read and write
+// by inode. The FS keeps one client handle per inode (opened read-write),
+// shared by every caller, and releases it once no call has used it for
+// Options.IdleRelease: the release commits what is left and drops the
+// open recorded with the meta service, as a close does.
+
+// releaseTimeout bounds the release of an idle handle, which has no
+// caller to take a context from (the meta service forgets the open when
+// the session ends anyway).
+const releaseTimeout = 30 * time.Second
+
+type openTable struct {
+	mu sync.Mutex
+	m  map[meta.Ino]*openFile
+}
+
+func (t *openTable) init() { t.m = make(map[meta.Ino]*openFile) }
+
+// openFile is a shared handle of the stateless I/O.
+type openFile struct {
+	ino   meta.Ino
+	h     *client.Handle
+	users int         // calls using h now
+	idle  clock.Timer // armed while users is 0
+}
+
+// acquire returns the shared handle of ino, opening it if there is none.
+func (v *FS) acquire(ctx context.Context, ino meta.Ino) (*openFile, error) {
+	t := &v.open
+	t.mu.Lock()
+	if of := t.m[ino]; of != nil {
+		of.users++
+		if of.idle != nil {
+			of.idle.Stop()
+		}
+		t.mu.Unlock()
+		return of, nil
+	}
+	t.mu.Unlock()
+	h, _, in, err := v.c.OpenIno(ctx, ino, syscall.O_RDWR)
+	if err != nil {
+		return nil, err
+	}
+	if !in.IsRegular() {
+		v.releaseHandle(h, ino)
+		if in.IsDir() {
+			return nil, errorf("read or write", ino, syscall.EISDIR)
+		}
+		return nil, errorf("read or write", ino, syscall.EINVAL)
+	}
+	t.mu.Lock()
+	if of := t.m[ino]; of != nil {
+		// Another call opened it meanwhile: use that one.
+		of.users++
+		if of.idle != nil {
+			of.idle.Stop()
+		}
+		t.mu.Unlock()
+		v.releaseHandle(h, ino)
+		return of, nil
+	}
+	of := &openFile{ino: ino, h: h, users: 1}
+	t.m[ino] = of
+	t.mu.Unlock()
+	return of, nil
+}
+
+// done ends a call's use of of; the last one arms the idle release.
+func (v *FS) done(of *openFile) {
+	t := &v.open
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	of.users--
+	if of.users > 0 {
+		return
+	}
+	if of.idle != nil {
+		of.idle.Reset(v.opts.IdleRelease)
+		return
+	}
+	of.idle = v.opts.Clock.AfterFunc(v.opts.IdleRelease, func() { v.idle(of) })
+}
+
+// idle releases of if no call used it since its timer was armed.
+func (v *FS) idle(of *openFile) {
+	t := &v.open
+	t.mu.Lock()
+	if of.users > 0 || t.m[of.ino] != of {
+		t.mu.Unlock()
+		return
+	}
+	delete(t.m, of.ino)
+	t.mu.Unlock()
+	v.releaseHandle(of.h, of.ino)
+}
+
+func (v *FS) releaseHandle(h *client.Handle, ino meta.Ino) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := h.Release(ctx); err != nil {
+		v.log.Error("release of an idle handle: data written since the last commit may be lost", "inode", ino, "err", err)
+	}
+}
+
+// Open reports how many shared handles are open (for tests and status).
+func (v *FS) Open() int {
+	v.open.mu.Lock()
+	defer v.open.mu.Unlock()
+	return len(v.open.m)
+}
+
+// Close releases every shared handle, committing what they hold.
+func (v *FS) Close() {
+	t := &v.open
+	t.mu.Lock()
+	all := t.m
+	t.m = make(map[meta.Ino]*openFile)
+	t.mu.Unlock()
+	for _, of := range all {
+		if of.idle != nil {
+			of.idle.Stop()
+		}
+		v.releaseHandle(of.h, of.ino)
+	}
+}
+
+// ReadAt reads into buf from off of file ino (read permission needed) and
+// returns the byte count and whether the read reached the end of the file.
+func (v *FS) ReadAt(ctx context.Context, c Cred, ino meta.Ino, off int64, buf []byte) (int, bool, error) {
+	if !c.Checked {
+		in, err := v.GetAttr(ctx, ino)
+		if err != nil {
+			return 0, false, err
+		}
+		if err := check(c, "read", &in.Attr, MayRead); err != nil {
+			return 0, false, err
+		}
+	}
+	of, err := v.acquire(ctx, ino)
+	if err != nil {
+		return 0, false, err
+	}
+	defer v.done(of)
+	n, err := of.h.Read(ctx, off, buf)
+	if err != nil {
+		return n, false, err
+	}
+	return n, off+int64(n) >= of.h.Size(), nil
+}
+
+// WriteAt writes data at off of file ino (write permission needed), after
+// clearing the set-id bits a write by c clears; with stable it commits
+// before it returns (NFS's FILE_SYNC and DATA_SYNC: the write survives a
+// crash of this server once answered). It returns the inode after.
+func (v *FS) WriteAt(ctx context.Context, c Cred, ino meta.Ino, off int64, data []byte, stable bool) (int, error) {
+	if !c.Checked {
+		in, err := v.GetAttr(ctx, ino)
+		if err != nil {
+			return 0, err
+		}
+		if err := check(c, "write", &in.Attr, MayWrite); err != nil {
+			return 0, err
+		}
+		if killOnWrite(c, in.Mode) != 0 {
+			if _, err := v.KillSuidgid(ctx, ino); err != nil {
+				return 0, err
+			}
+		}
+	}
+	of, err := v.acquire(ctx, ino)
+	if err != nil {
+		return 0, err
+	}
+	defer v.done(of)
+	n, err := of.h.Write(ctx, off, data)
+	if err != nil {
+		return n, err
+	}
+	if stable {
+		if err := of.h.Fsync(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// Commit makes what was written to ino through the stateless I/O durable
+// (NFS's COMMIT).
+func (v *FS) Commit(ctx context.Context, ino meta.Ino) error {
+	t := &v.open
+	t.mu.Lock()
+	of := t.m[ino]
+	if of != nil {
+		of.users++
+	}
+	t.mu.Unlock()
+	if of == nil {
+		return v.c.Sync(ctx)
+	}
+	defer v.done(of)
+	return of.h.Fsync(ctx)
+}
