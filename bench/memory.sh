@@ -162,7 +162,7 @@ run_workload() { # run_workload WORKLOAD MNT LOG
     tree) tar -C "$m" -xf "$TREEBALL" && diff -q <(cd "$m" && find src -type f | sort) <(tar -tf "$TREEBALL" | grep -v '/$' | sort) \
             && rm -rf "$m/src" ;;
     writers) fio --name=writers --directory="$m" --numjobs=4 --rw=write --bs=1M --size="$WR_SIZE" --ioengine=psync \
-               --fallocate=none --end_fsync=1 --verify=crc32c --verify_fatal=1 --group_reporting ;;
+               --fallocate=none --end_fsync=1 --verify=crc32c --verify_fatal=1 --verify_state_save=0 --group_reporting ;;
     sqlite-wal|sqlite-rollback)
       local mode=wal; [ "$w" = sqlite-rollback ] && mode=delete
       python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma journal_mode=$mode'); c.execute('create table t(id integer primary key, pid int, v text)'); c.commit()" "$m/db" \
