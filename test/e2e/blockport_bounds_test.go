@@ -144,21 +144,7 @@ func TestBlockPortBounds(t *testing.T) {
 			rs = append(rs, block.Removal{Hash: block.Sum([]byte(strconv.Itoa(i)))}) // none stored
 		}
 		remove := blockserver.EncodeRemovals(rs)
-		var peak atomic.Int64
-		stop, sampled := make(chan struct{}), make(chan struct{})
-		go func() {
-			defer close(sampled)
-			for {
-				if r, err := readRSS(pid); err == nil && r > peak.Load() {
-					peak.Store(r)
-				}
-				select {
-				case <-stop:
-					return
-				case <-time.After(20 * time.Millisecond):
-				}
-			}
-		}()
+		stopSampling := sampleRSSPeak(pid)
 		type outcome struct {
 			what string
 			code int
@@ -199,8 +185,7 @@ func TestBlockPortBounds(t *testing.T) {
 		}
 		serveGood("while 8 addresses send their largest bodies")
 		wg.Wait()
-		close(stop)
-		<-sampled
+		peak := stopSampling()
 		t.Logf("outcomes: %v", got)
 		for _, o := range []outcome{{"put 64 MiB", 0}, {"has 65536", 0}, {"remove 4096", 0}} {
 			want := addrs * batches
@@ -219,9 +204,9 @@ func TestBlockPortBounds(t *testing.T) {
 		}
 		hwm := vmHWM(t, pid)
 		bound := base + lim.MaxInFlight + 96<<20
-		t.Logf("RSS peak %d MiB (VmHWM %d MiB), bound %d MiB", peak.Load()>>20, hwm>>20, bound>>20)
-		if peak.Load() > bound || hwm > bound {
-			t.Errorf("RSS peak %d MiB, VmHWM %d MiB with 8 addresses sending their largest bodies: over the bound of %d MiB", peak.Load()>>20, hwm>>20, bound>>20)
+		t.Logf("RSS peak %d MiB (VmHWM %d MiB), bound %d MiB", peak>>20, hwm>>20, bound>>20)
+		if peak > bound || hwm > bound {
+			t.Errorf("RSS peak %d MiB, VmHWM %d MiB with 8 addresses sending their largest bodies: over the bound of %d MiB", peak>>20, hwm>>20, bound>>20)
 		}
 		var after int64
 		pollFor(t, "the RSS to come back down", func() bool {

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -109,22 +108,7 @@ func TestGatewayPortBounds(t *testing.T) {
 	t.Logf("RSS after warm-up: %d MiB", base>>20)
 
 	const addrs, rounds, workers = 8, 16, 16
-	var peak atomic.Int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() { // the peak, sampled as the burst goes
-		defer close(sampled)
-		for {
-			if r, err := readRSS(pid); err == nil && r > peak.Load() {
-				peak.Store(r)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
+	stopSampling := sampleRSSPeak(pid)
 	// An oversized request: a valid inode number (field 1 of every
 	// request) followed by 15 MiB of a field the service does not know,
 	// which a decoder keeps.
@@ -196,8 +180,7 @@ func TestGatewayPortBounds(t *testing.T) {
 	}
 	served("the burst")
 	wg.Wait()
-	close(stop)
-	<-sampled
+	peak := stopSampling()
 	t.Logf("outcomes: %v", got)
 	for _, who := range []string{"reader", "writer"} {
 		for _, method := range []string{"ListDir", "Fetch", "Revalidate"} {
@@ -227,9 +210,9 @@ func TestGatewayPortBounds(t *testing.T) {
 	served("after the burst")
 	hwm := vmHWM(t, pid)
 	bound := base + gatewayBound(addrs)
-	t.Logf("RSS peak %d MiB (VmHWM %d MiB), bound %d MiB", peak.Load()>>20, hwm>>20, bound>>20)
-	if peak.Load() > bound || hwm > bound {
-		t.Errorf("RSS peak %d MiB, VmHWM %d MiB: over the bound of %d MiB", peak.Load()>>20, hwm>>20, bound>>20)
+	t.Logf("RSS peak %d MiB (VmHWM %d MiB), bound %d MiB", peak>>20, hwm>>20, bound>>20)
+	if peak > bound || hwm > bound {
+		t.Errorf("RSS peak %d MiB, VmHWM %d MiB: over the bound of %d MiB", peak>>20, hwm>>20, bound>>20)
 	}
 	// The memory comes back (memtrim: within its interval once idle); two
 	// minutes is a hang.

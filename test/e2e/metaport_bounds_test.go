@@ -67,22 +67,7 @@ func TestMetaPortBounds(t *testing.T) {
 	t.Logf("RSS after warm-up: %d MiB", base>>20)
 
 	const addrs, calls, workers, commits = 8, 40, 8, 8
-	var peak atomic.Int64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() { // the peak, sampled as the burst goes
-		defer close(sampled)
-		for {
-			if r, err := readRSS(pid); err == nil && r > peak.Load() {
-				peak.Store(r)
-			}
-			select {
-			case <-stop:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
+	stopSampling := sampleRSSPeak(pid)
 	huge := strings.Repeat("\x01", 15<<20)
 	long := strings.Repeat("n", 4<<10) // within Lookup's maximum, over the name's
 	value := make([]byte, meta.XattrValueMax)
@@ -143,8 +128,7 @@ func TestMetaPortBounds(t *testing.T) {
 	}
 	served("the burst")
 	wg.Wait()
-	close(stop)
-	<-sampled
+	peak := stopSampling()
 	t.Logf("outcomes: %v", got)
 	for o, n := range got {
 		if o.code == "OK" {
@@ -159,9 +143,9 @@ func TestMetaPortBounds(t *testing.T) {
 	served("after the burst")
 	hwm := vmHWM(t, pid)
 	bound := base + addrs*2*metarpc.DefaultMaxInFlightPerPeer + 64<<20
-	t.Logf("RSS peak %d MiB (VmHWM %d MiB), bound %d MiB", peak.Load()>>20, hwm>>20, bound>>20)
-	if peak.Load() > bound || hwm > bound {
-		t.Errorf("RSS peak %d MiB, VmHWM %d MiB: over the bound of %d MiB", peak.Load()>>20, hwm>>20, bound>>20)
+	t.Logf("RSS peak %d MiB (VmHWM %d MiB), bound %d MiB", peak>>20, hwm>>20, bound>>20)
+	if peak > bound || hwm > bound {
+		t.Errorf("RSS peak %d MiB, VmHWM %d MiB: over the bound of %d MiB", peak>>20, hwm>>20, bound>>20)
 	}
 	// The memory comes back (memtrim: within its interval once idle); two
 	// minutes is a hang.
@@ -198,6 +182,32 @@ func metaConn(t *testing.T, addr, local string, tc *tls.Config) pb.MetaClient {
 
 // readRSS is VmRSS of pid, in bytes.
 func readRSS(pid int) (int64, error) { return procStatus(pid, "VmRSS:") }
+
+// sampleRSSPeak samples process pid's VmRSS every 20 ms until the
+// returned stop is called, which returns the highest seen.
+func sampleRSSPeak(pid int) (stop func() int64) {
+	var peak atomic.Int64
+	done := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if r, err := readRSS(pid); err == nil && r > peak.Load() {
+				peak.Store(r)
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	return func() int64 {
+		close(done)
+		<-sampled
+		return peak.Load()
+	}
+}
 
 // vmHWM is the peak resident set size of process pid (VmHWM), in bytes.
 func vmHWM(t *testing.T, pid int) int64 {
