@@ -136,9 +136,9 @@ func (a *Applier) Step(ctx context.Context, f Fileset, flush bool) (Result, erro
 			case aerr == nil:
 				err = a.cfg.Queue.WritebackDone(ctx, op, token)
 			case retryable(aerr):
-				err = a.cfg.Queue.WritebackFailed(ctx, op, aerr.Error(), false, a.cfg.Now().Add(a.backoff(op.Attempts)))
+				err = a.cfg.Queue.WritebackFailed(ctx, op, meta.Clip(aerr.Error(), meta.MaxCause), false, a.cfg.Now().Add(a.backoff(op.Attempts)))
 			default:
-				err = a.cfg.Queue.WritebackFailed(ctx, op, aerr.Error(), true, time.Time{})
+				err = a.cfg.Queue.WritebackFailed(ctx, op, meta.Clip(aerr.Error(), meta.MaxCause), true, time.Time{})
 			}
 			if err != nil {
 				mu.Lock()

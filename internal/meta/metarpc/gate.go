@@ -137,6 +137,9 @@ func (g *gate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 	if err != nil {
 		return nil, err
 	}
+	if err := checkWireFields(req); err != nil {
+		return nil, statusOf(err)
+	}
 	resp, err := h(ctx, req)
 	if status.Code(err) == codes.PermissionDenied {
 		g.refuse(ctx, info.FullMethod, err)

@@ -313,7 +313,19 @@ func testSessionLeaseCap(h *harness) {
 	b.attr(fs[1].Ino)
 	b.attr(fs[0].Ino) // renews: f1 is now the oldest
 	b.attr(fs[2].Ino)
-	b.want("the oldest lease is dropped with an invalidation", fs[1].Ino, inval)
+	// A read that races its file's lease record (an engine shared with
+	// other metas records it apart from the create) may first be answered
+	// with an invalidation and read again: a harmless extra callback, so
+	// one or two invalidations of f1, and nothing else, are right here.
+	cbs := b.poll()
+	if len(cbs) == 0 || len(cbs) > 2 {
+		h.t.Fatalf("the oldest lease is dropped with an invalidation: got %+v", cbs)
+	}
+	for _, cb := range cbs {
+		if cb.Ino != fs[1].Ino || cb.Kind != inval {
+			h.t.Fatalf("the oldest lease is dropped with an invalidation: got %+v, want invalidations of inode %d", cbs, fs[1].Ino)
+		}
+	}
 	a.commit(meta.CommitReq{Ino: fs[1].Ino, Size: 1})
 	b.want("no lease, no callback", fs[1].Ino)
 	a.commit(meta.CommitReq{Ino: fs[0].Ino, Size: 1})
