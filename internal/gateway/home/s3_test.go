@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -117,14 +118,13 @@ func (g *versitygw) start(t *testing.T, bin, access, secret string, args ...stri
 		c, err := net.DialTimeout("tcp", addr, time.Second)
 		if err == nil {
 			c.Close()
-			// Listening: ours, unless it exited at once (the port taken).
-			select {
-			case err := <-exited:
-				return lines.Load().(string), fmt.Errorf("%v (port %s taken?)", err, addr)
-			case <-time.After(100 * time.Millisecond):
+			// Listening: ours only if our process holds the listening
+			// socket; another test run's gateway may have taken the port
+			// between our pick and its start (then ours exits soon).
+			if ownsListener(cmd.Process.Pid, addr) {
+				t.Cleanup(stop)
+				return "", nil
 			}
-			t.Cleanup(stop)
-			return "", nil
 		}
 		select {
 		case err := <-exited:
@@ -216,4 +216,40 @@ func TestS3MissingBucket(t *testing.T) {
 	if !strings.Contains(err.Error(), "nosuchbucket") {
 		t.Fatalf("the error %q does not name the bucket", err)
 	}
+}
+
+// ownsListener reports whether process pid holds a socket listening on
+// addr (127.0.0.1:PORT): the socket inodes of its descriptors against
+// /proc/net/tcp's listening entries.
+func ownsListener(pid int, addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return false
+	}
+	tcp, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return false
+	}
+	listening := map[string]bool{}
+	for _, line := range strings.Split(string(tcp), "\n")[1:] {
+		f := strings.Fields(line)
+		// local_address is HEXIP:HEXPORT, st 0A is LISTEN, inode is field 9.
+		if len(f) > 9 && f[3] == "0A" && strings.HasSuffix(f[1], fmt.Sprintf(":%04X", p)) {
+			listening["socket:["+f[9]+"]"] = true
+		}
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return false
+	}
+	for _, fd := range fds {
+		if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && listening[l] {
+			return true
+		}
+	}
+	return false
 }
