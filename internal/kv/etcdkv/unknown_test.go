@@ -2,6 +2,7 @@ package etcdkv_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -215,5 +216,83 @@ func TestUnknownOutcomeBlindWrite(t *testing.T) {
 	err := r.s.Update(context.Background(), func(tx kv.Txn) error { return tx.Put([]byte("who"), []byte("blind")) })
 	if err == nil || !strings.Contains(err.Error(), "outcome unknown") {
 		t.Fatalf("Update: %v, want an outcome unknown error", err)
+	}
+}
+
+// TestUnknownOutcomeLeaderKilled: writers increment counters of their own
+// on three members while the leader is killed with SIGKILL. No Update
+// fails (two members carry on) and every counter equals the increments
+// acknowledged: none lost, none applied twice.
+func TestUnknownOutcomeLeaderKilled(t *testing.T) {
+	c := etcdtest.Start(t, 3)
+	s := openOn(t, etcdkv.Options{Endpoints: c.Endpoints(), Prefix: "/killed/"})
+	ctx := context.Background()
+	const writers, after = 4, 25
+	var (
+		wg     sync.WaitGroup
+		killed atomic.Bool
+		acked  [writers]atomic.Int64
+		errs   = make(chan error, writers)
+	)
+	for w := range writers {
+		key := []byte("c" + strconv.Itoa(w))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			left := after
+			for i := 0; left > 0 && i < 100000; i++ {
+				err := s.Update(ctx, func(tx kv.Txn) error {
+					v, ok, err := tx.Get(key)
+					if err != nil {
+						return err
+					}
+					n := 0
+					if ok {
+						if n, err = strconv.Atoi(string(v)); err != nil {
+							return err
+						}
+					}
+					return tx.Put(key, []byte(strconv.Itoa(n+1)))
+				})
+				if err != nil {
+					errs <- fmt.Errorf("writer %d, increment %d: %w", w, i+1, err)
+					return
+				}
+				acked[w].Add(1)
+				if killed.Load() {
+					left--
+				}
+			}
+		}()
+	}
+	for min(acked[0].Load(), acked[1].Load(), acked[2].Load(), acked[3].Load()) < 5 && len(errs) == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	leader := c.Leader()
+	if leader < 0 {
+		t.Fatal("no leader")
+	}
+	t.Logf("killing the leader %s with SIGKILL", c.Members[leader].Name)
+	c.Kill(leader)
+	killed.Store(true)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	err := s.View(ctx, func(tx kv.Txn) error {
+		for w := range writers {
+			v, _, err := tx.Get([]byte("c" + strconv.Itoa(w)))
+			if err != nil {
+				return err
+			}
+			if n := acked[w].Load(); string(v) != strconv.FormatInt(n, 10) {
+				t.Errorf("counter %d = %s, want the %d increments acknowledged", w, v, n)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
