@@ -48,7 +48,8 @@ type member struct {
 type outcome struct {
 	ok    bool  // committed
 	alone bool  // the merged If failed: try the member's own compares alone
-	err   error // etcd failed (outcome unknown), or nothing was sent
+	err   error // nothing was sent (the context ended, the store closed)
+	lost  error // the Txn failed in transport: it may have been applied
 }
 
 // commitGrouped commits t through the committer; it returns as commit
@@ -93,6 +94,11 @@ func (s *Store) commitGrouped(ctx context.Context, t *txn) (bool, error) {
 		// own compares decide, in a Txn of its own.
 		return s.send(ctx, p)
 	}
+	if o.lost != nil {
+		// The batch applied all of its members or none: each finds out
+		// alone, by its own fence (resolve.go).
+		return s.lost(ctx, p, o.lost)
+	}
 	return o.ok, o.err
 }
 
@@ -117,11 +123,7 @@ func (s *Store) runBatches() {
 		}
 		s.gc.mu.Unlock()
 		for _, m := range batch {
-			r := o
-			if r.err != nil {
-				r.err = unknownOutcome(m.ctx, r.err)
-			}
-			m.done <- r
+			m.done <- o
 		}
 	}
 }
@@ -257,7 +259,7 @@ func (s *Store) sendBatch(batch []*member) (int64, outcome) {
 	resp, err := s.cli.Txn(clientv3.WithRequireLeader(ctx)).If(cmps...).Then(ops...).Commit()
 	switch {
 	case err != nil:
-		return 0, outcome{err: err}
+		return 0, outcome{lost: err}
 	case resp.Succeeded:
 		return resp.Header.Revision, outcome{ok: true}
 	case len(batch) == 1:

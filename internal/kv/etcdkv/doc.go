@@ -63,8 +63,8 @@
 // compares every member's reads and applies every member's writes, which
 // is equivalent to running them one after the other (in any order). When
 // its If fails, each member commits alone with its own compares (those
-// that pass commit; a stale one runs fn again); a transport error is every
-// member's "outcome unknown". A queued Update that read what a committed
+// that pass commit; a stale one runs fn again); after a transport error
+// each member finds out its own outcome (below). A queued Update that read what a committed
 // batch wrote, from an older revision, runs fn again without a Txn. An
 // Update whose context ends while it is queued is withdrawn (nothing
 // written); one whose context ends while its Txn is in flight gets
@@ -89,10 +89,23 @@
 // View fails at once with etcd's "no leader"; a serializable View is still
 // answered by the member alone.
 //
-// An Update whose commit fails with a transport error (etcd lost its
-// leader, the context ended while the Txn was in flight) returns that
-// error; the Txn may still have been applied. Callers treat such errors as
-// "unknown outcome", as with any remote store.
+// Lost commits (resolve.go). When a commit's Txn fails in transport
+// (etcd lost its leader, the connection broke with the Txn in flight),
+// etcd may have applied it. A transaction that writes a key it read
+// present (its fence) applies at most once however often it is sent: its
+// compare on that key's ModRevision fails for good once it applied.
+// Update sends it again, with backoff on Options.Clock, until etcd
+// answers or Options.MajorityWait has passed: Succeeded means applied
+// once; failed compares mean applied exactly when the first change of
+// the fence after the snapshot is a revision that holds every write of
+// the transaction; otherwise the fence is rewritten as it was (no copy
+// of the Txn can pass any more) and fn runs again, as after a conflict.
+// An Update returns an "outcome unknown" error (the Txn may have been
+// applied; callers treat it as with any remote store) only when it has
+// no fence (it wrote only keys it did not read, or read absent), its
+// context ended, the store closed, etcd gave no answer within
+// MajorityWait, or the history it needed was compacted. See
+// docs/design/2026-11-29-etcd-unknown-outcome.md.
 //
 // Watch follows etcd's watch of the prefix, split into one batch per
 // revision (one Txn is one revision: an Update, or several independent

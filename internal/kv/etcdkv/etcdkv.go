@@ -149,6 +149,9 @@ type Store struct {
 	// lagged counts the reads a member refused because it had not
 	// applied the snapshot's revision yet (tests).
 	lagged atomic.Int64
+	// resolved counts the commits lost in transport whose outcome the
+	// store found out by asking etcd (resolve.go; tests).
+	resolved atomic.Int64
 	// hook, when set (tests), sees every commit Txn before it is sent:
 	// the transactions it carries.
 	hook func(batch []*prepared)

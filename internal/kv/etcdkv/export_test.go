@@ -23,3 +23,7 @@ func QueueLen(s *Store) int {
 // Lagged is how many reads at a snapshot's revision a member refused
 // because it had not applied the revision yet.
 func Lagged(s *Store) int64 { return s.lagged.Load() }
+
+// Resolved is how many commits lost in transport the store resolved
+// (applied or not) by asking etcd.
+func Resolved(s *Store) int64 { return s.resolved.Load() }

@@ -64,7 +64,8 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 		// A commit refused for want of a leader was not proposed, and a
 		// transaction that failed on a read wrote nothing: either may run
 		// again once the cluster has a leader (elections under load).
-		if isNoLeader(err) || (err != nil && t.readErr != nil && ctx.Err() == nil && isTransient(t.readErr)) {
+		// An outcome unknown never runs fn again.
+		if !errors.Is(err, errUnknown) && (isNoLeader(err) || (err != nil && t.readErr != nil && ctx.Err() == nil && isTransient(t.readErr))) {
 			// Wait for a leader, up to MajorityWait, then say so.
 			if leaderless.IsZero() {
 				leaderless = clk.Now()
@@ -122,6 +123,14 @@ type prepared struct {
 	reads  []string // keys read from the snapshot (each has a compare)
 	ranges []span   // ranges scanned in the snapshot (each has a compare)
 	rev    int64    // the snapshot's revision; 0: nothing was read from etcd
+	wr     []write  // the writes, ascending (store keys)
+	// fence is the etcd key of the first write whose key was read
+	// present, at ModRevision fenceRev with value fenceVal: the Txn's
+	// compare on it fails once the Txn applied ("" when there is none;
+	// resolve.go).
+	fence    string
+	fenceRev int64
+	fenceVal []byte
 }
 
 // Per request and per compare or operation, what etcd's encoding adds
@@ -187,6 +196,10 @@ func (s *Store) prepare(t *txn) (*prepared, error) {
 		}
 		p.bytes += len(key) + len(w.value) + itemOverhead
 		p.writes = append(p.writes, string(w.key))
+		p.wr = append(p.wr, w)
+		if r, ok := t.reads[string(w.key)]; ok && r.present && r.modRev > 0 && p.fence == "" {
+			p.fence, p.fenceRev, p.fenceVal = key, r.modRev, r.value
+		}
 		return true
 	})
 	if len(p.ops) > s.opts.MaxTxnOps || len(p.cmps) > s.opts.MaxTxnOps {
@@ -214,21 +227,23 @@ func (s *Store) commit(ctx context.Context, t *txn) (bool, error) {
 	return s.send(ctx, p)
 }
 
-// send sends one prepared transaction alone.
+// send sends one prepared transaction alone. When it fails in transport,
+// resolve finds out whether etcd applied it.
 func (s *Store) send(ctx context.Context, p *prepared) (bool, error) {
 	s.observe([]*prepared{p})
 	resp, err := s.cli.Txn(ctx).If(p.cmps...).Then(p.ops...).Commit()
 	if err != nil {
-		return false, unknownOutcome(ctx, err)
+		return s.lost(ctx, p, err)
 	}
 	return resp.Succeeded, nil
 }
 
-// unknownOutcome is the error of a commit whose Txn failed in transport:
-// etcd may have applied it.
-func unknownOutcome(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		err = fmt.Errorf("%w: %w", cerr, err)
+// lost is the outcome of p whose Txn failed with err: a Txn refused for
+// want of a leader was not proposed (Update waits for one and runs fn
+// again); any other failure may have been applied, and resolve finds out.
+func (s *Store) lost(ctx context.Context, p *prepared, err error) (bool, error) {
+	if isNoLeader(err) {
+		return false, fmt.Errorf("etcdkv: update: commit refused: %w", err)
 	}
-	return fmt.Errorf("etcdkv: update: commit (outcome unknown): %w", err)
+	return s.resolve(ctx, p, err)
 }
