@@ -15,9 +15,11 @@ import (
 type Policy struct {
 	// Base is the first wait; it must be above 0.
 	Base time.Duration
-	// Max caps every wait before jitter; 0 means no cap.
+	// Max caps every wait before jitter; 0 (or below, which Check
+	// refuses) means no cap.
 	Max time.Duration
-	// Factor is the growth from one wait to the next; 0 means 2.
+	// Factor is the growth from one wait to the next; 0 means 2, and
+	// below 1 counts as 1.
 	Factor float64
 	// Jitter spreads a wait d over [d(1-Jitter), d(1+Jitter)); 0 means
 	// none.
@@ -52,8 +54,11 @@ func (p Policy) Check() error {
 // min(Base·Factor^n, Max), and never more than the longest Duration.
 func (p Policy) Delay(n int) time.Duration {
 	f := p.Factor
-	if f == 0 {
+	switch {
+	case f == 0:
 		f = 2
+	case !(f >= 1): // below 1 or NaN, which Check refuses: no growth
+		f = 1
 	}
 	d := time.Duration(math.MaxInt64)
 	// A power of two times a Duration is exact in a float64, so that the
@@ -69,7 +74,7 @@ func (p Policy) Delay(n int) time.Duration {
 
 // jittered spreads d over [d(1-Jitter), d(1+Jitter)).
 func (p Policy) jittered(d time.Duration) time.Duration {
-	if p.Jitter <= 0 || d <= 0 {
+	if !(p.Jitter > 0) || d <= 0 { // NaN too, which Check refuses
 		return d
 	}
 	j := min(p.Jitter, 1)

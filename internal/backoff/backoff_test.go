@@ -162,6 +162,33 @@ func TestWaitReturnsWhenTheContextEnds(t *testing.T) {
 	}
 }
 
+// TestUncheckedPolicyStaysSane: a Policy Check refuses still gives waits
+// in [0, the longest Duration]: a factor below 1 or NaN does not grow, a
+// negative base waits 0, a negative cap is none.
+func TestUncheckedPolicyStaysSane(t *testing.T) {
+	for _, c := range []struct {
+		p    Policy
+		last time.Duration // the 70th wait
+	}{
+		{Policy{Base: ms, Factor: -2}, ms},
+		{Policy{Base: ms, Factor: math.NaN()}, ms},
+		{Policy{Base: ms, Factor: 0.5, Jitter: math.NaN()}, ms},
+		{Policy{Base: -ms}, 0},
+		{Policy{Base: ms, Max: -1}, math.MaxInt64},
+	} {
+		b := c.p.Start()
+		var d time.Duration
+		for n := range 70 {
+			if d = b.Next(); d < 0 {
+				t.Fatalf("%+v: wait %d is %v", c.p, n, d)
+			}
+		}
+		if d != c.last {
+			t.Errorf("%+v: 70th wait %v, want %v", c.p, d, c.last)
+		}
+	}
+}
+
 func TestCheckNamesWhatIsWrong(t *testing.T) {
 	for _, c := range []struct {
 		p    Policy
