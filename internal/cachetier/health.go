@@ -3,6 +3,8 @@ package cachetier
 import (
 	"sync"
 	"time"
+
+	"tessera/internal/backoff"
 )
 
 // outcome is what an operation tells about its server's health.
@@ -20,16 +22,16 @@ const (
 // health is one server's up/down state. A server goes down on a failed
 // operation and stays down until until; then one operation (the probe) is
 // let through: if the server answers it is up again, if not it is down for
-// twice as long (up to max).
+// twice as long (up to the policy's Max).
 type health struct {
-	min, max time.Duration
+	policy backoff.Policy // how long the server stays down
 
 	mu struct {
 		sync.Mutex
 		down    bool
 		until   time.Time
-		backoff time.Duration
-		probing bool // a probe is under way
+		bo      *backoff.Backoff // while down
+		probing bool             // a probe is under way
 	}
 }
 
@@ -65,18 +67,17 @@ func (h *health) report(now time.Time, probe bool, o outcome) (wentDown bool) {
 		h.mu.probing = false
 		switch o {
 		case answered:
-			h.mu.down, h.mu.backoff = false, 0
+			h.mu.down, h.mu.bo = false, nil
 		case failed:
-			h.mu.backoff = min(2*h.mu.backoff, h.max)
-			h.mu.until = now.Add(h.mu.backoff)
+			h.mu.until = now.Add(h.mu.bo.Next())
 		}
 		return false
 	}
 	// Operations admitted before the server went down may still finish
 	// either way; only the first failure of an up server counts.
 	if o == failed && !h.mu.down {
-		h.mu.down, h.mu.backoff = true, h.min
-		h.mu.until = now.Add(h.min)
+		h.mu.down, h.mu.bo = true, h.policy.Start()
+		h.mu.until = now.Add(h.mu.bo.Next())
 		return true
 	}
 	return false

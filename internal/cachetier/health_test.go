@@ -3,10 +3,12 @@ package cachetier
 import (
 	"testing"
 	"time"
+
+	"tessera/internal/backoff"
 )
 
 func TestHealthBackoff(t *testing.T) {
-	h := health{min: 2 * time.Second, max: 30 * time.Second}
+	h := health{policy: backoff.Policy{Base: 2 * time.Second, Max: 30 * time.Second}}
 	t0 := time.Unix(1000, 0)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
 	admit := func(now time.Time, wantOK, wantProbe bool) {

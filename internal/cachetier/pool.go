@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"tessera/internal/backoff"
 	"tessera/internal/cachetier/memcache"
 )
 
@@ -107,7 +108,7 @@ func New(addrs []string, opts Options) (*Pool, error) {
 		f := fnv.New64a()
 		f.Write([]byte(a))
 		s := &server{addr: a, seed: f.Sum64(), client: memcache.New(a, opts.Client)}
-		s.health.min, s.health.max = opts.BackoffMin, opts.BackoffMax
+		s.health.policy = backoff.Policy{Base: opts.BackoffMin, Max: opts.BackoffMax}
 		p.servers = append(p.servers, s)
 	}
 	return p, nil

@@ -8,16 +8,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"tessera/internal/backoff"
 	"tessera/internal/block"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metawait"
 )
 
-// Poll-loop retry bounds while the meta service is unreachable.
-const (
-	pollBackoffMin = 50 * time.Millisecond
-	pollBackoffMax = 2 * time.Second
-)
+// pollBackoff is the poll loop's wait between tries while the meta service
+// is unreachable: 50 ms doubling to 2 s.
+var pollBackoff = backoff.Policy{Base: 50 * time.Millisecond, Max: 2 * time.Second}
 
 // binding is the session the client's meta calls are made for.
 type binding struct {
@@ -91,7 +90,7 @@ func (cb *callbacks) run(ctx context.Context) {
 	defer close(cb.done)
 	log := cb.c.log
 	var ack uint64
-	backoff := pollBackoffMin
+	bo := pollBackoff.Start()
 	down, dropped := false, false
 	lastOK := time.Now()
 	for ctx.Err() == nil {
@@ -102,7 +101,8 @@ func (cb *callbacks) run(ctx context.Context) {
 			if down {
 				log.Info("meta service reachable again; callbacks resume")
 			}
-			down, dropped, backoff, lastOK = false, false, pollBackoffMin, time.Now()
+			down, dropped, lastOK = false, false, time.Now()
+			bo.Reset()
 			cb.leased.Store(true)
 			for _, x := range cbs {
 				cb.apply(x)
@@ -119,7 +119,8 @@ func (cb *callbacks) run(ctx context.Context) {
 				break // retried below, with backoff
 			}
 			ack = 0
-			down, dropped, backoff, lastOK = false, false, pollBackoffMin, time.Now()
+			down, dropped, lastOK = false, false, time.Now()
+			bo.Reset()
 			continue
 		}
 		if !down {
@@ -138,15 +139,16 @@ func (cb *callbacks) run(ctx context.Context) {
 			cb.c.invalidateAll()
 			dropped = true
 		}
+		t := time.NewTimer(bo.Next())
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-cb.c.metaKick: // the service answers again (metaBack)
-			backoff = pollBackoffMin
-			continue
-		case <-time.After(backoff):
+			t.Stop()
+			bo.Reset()
+		case <-t.C:
 		}
-		backoff = min(2*backoff, pollBackoffMax)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"tessera/internal/backoff"
 	"tessera/internal/block"
 	"tessera/internal/meta"
 	"tessera/internal/placement"
@@ -58,7 +59,7 @@ type file struct {
 	mtime     int64 // mtime of the latest uncommitted write
 	err       error // first failed upload since the last commit
 	// failures counts uploads of this file that failed in a row: a failed
-	// block waits uploadBackoff(failures) before the flusher tries it again.
+	// block waits uploadBackoff.Delay(failures) before the flusher tries it again.
 	failures int
 	// lost is set when writes this client had accepted were lost (their
 	// blocks vanished before a commit could name them): every later write
@@ -510,7 +511,7 @@ func (f *file) uploadDone(d *dblock, h block.Hash, comp *meta.Composition, rep *
 		delete(f.inflight, d.idx)
 	}
 	if err != nil {
-		wait := uploadBackoff(f.failures)
+		wait := uploadBackoff.Delay(f.failures)
 		f.failures++
 		f.c.uploadFailed.Log(f.c.log, slog.LevelError, "block upload failed; data kept for the next fsync",
 			"inode", f.ino, "block", d.idx, "retry_in", wait, "err", err)
@@ -624,13 +625,7 @@ func (f *file) writeErrLocked() error {
 
 // uploadBackoff is how long a block whose upload failed n times before
 // waits for its next try by the flusher: 100 ms doubling to 30 s.
-func uploadBackoff(n int) time.Duration {
-	d := 100 * time.Millisecond
-	for i := 0; i < n && d < 30*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 30*time.Second)
-}
+var uploadBackoff = backoff.Policy{Base: 100 * time.Millisecond, Max: 30 * time.Second}
 
 // uploadErrno is the errno an application sees for a failed upload: ENOSPC
 // when the block servers are out of space, EIO otherwise.

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"tessera/internal/backoff"
 	"tessera/internal/block"
+	"tessera/internal/clock"
 	"tessera/internal/meta"
 )
 
@@ -47,22 +48,17 @@ type redoStats struct {
 	sleep                               func(ctx context.Context, d time.Duration) error
 }
 
-// backoff waits a little before attempt+1, more after each conflict, with
-// jitter so that clients contending for a block do not retry in step.
-func (r *redoStats) backoff(ctx context.Context, attempt int) error {
-	d := time.Millisecond << min(attempt-1, 5)
-	d = d/2 + rand.N(d/2+1)
+// redoBackoff is the wait between attempts that conflicted again: from
+// [0.5, 1] ms, doubling up to [16, 32] ms, jittered so that clients
+// contending for a block do not retry in step.
+var redoBackoff = backoff.Policy{Base: 750 * time.Microsecond, Max: 24 * time.Millisecond, Jitter: 1.0 / 3}
+
+// backoff waits bo's next wait, on r.sleep when set.
+func (r *redoStats) backoff(ctx context.Context, bo *backoff.Backoff) error {
 	if r.sleep != nil {
-		return r.sleep(ctx, d)
+		return r.sleep(ctx, bo.Next())
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return bo.Wait(ctx, clock.Real{})
 }
 
 // ourBlock is this client's side of one change of a commit, for a redo.
@@ -93,6 +89,7 @@ func (h *Handle) SetForced(forced bool) {
 // returns the inode as the successful commit left it.
 func (f *file) sendLocked(ctx context.Context, req *meta.CommitReq, ours []*ourBlock) (meta.Inode, error) {
 	st := &f.c.redo
+	bo := redoBackoff.Start()
 	for attempt := 1; ; attempt++ {
 		in, err := f.c.api.Commit(ctx, *req)
 		if err == nil {
@@ -115,7 +112,7 @@ func (f *file) sendLocked(ctx context.Context, req *meta.CommitReq, ours []*ourB
 		// conflict's are as old as the wait.
 		cerr := err
 		if attempt > 1 {
-			if err := st.backoff(ctx, attempt-1); err != nil {
+			if err := st.backoff(ctx, bo); err != nil {
 				return meta.Inode{}, fmt.Errorf("commit inode %d: %w", f.ino, err)
 			}
 			cerr = nil

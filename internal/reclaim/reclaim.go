@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"tessera/internal/backoff"
 	"tessera/internal/block"
 	"tessera/internal/meta"
 )
@@ -428,7 +429,7 @@ func (r *Reclaimer) settle(now time.Time, p *pending) (rep Report, done bool) {
 	slices.Sort(p.left)
 	w.servers = p.left
 	w.tries++
-	w.next = now.Add(min(r.cfg.Poll<<min(w.tries, 16), maxBackoff))
+	w.next = now.Add(backoff.Policy{Base: r.cfg.Poll, Max: maxBackoff}.Delay(w.tries))
 	return rep, false
 }
 

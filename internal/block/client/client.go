@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"tessera/internal/auth"
+	"tessera/internal/backoff"
 	"tessera/internal/block"
 	"tessera/internal/block/tlsconn"
 	"tessera/internal/clock"
@@ -753,22 +753,18 @@ func (c *Client) transferTime(n int64) time.Duration {
 func (c *Client) do(ctx context.Context, op string, size int64, try func(*attempt) (retry bool, err error)) error {
 	start := c.clock.Now()
 	budgetEnd := start.Add(c.budget + c.transferTime(size))
-	backoff := c.backoff
+	// Waits of c.backoff doubling, each drawn from [1/2, 3/2) of it.
+	bo := backoff.Policy{Base: c.backoff, Jitter: 0.5}.Start()
 	var last error
 	n := 0
 	for n < c.tries {
 		if n > 0 {
-			wait := backoff/2 + rand.N(backoff)
-			backoff *= 2
+			wait := bo.Next()
 			if c.clock.Now().Add(wait).After(budgetEnd) {
 				break
 			}
-			t := c.clock.NewTimer(wait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return c.errorf(op, "%w (after %d tries: %v)", ctx.Err(), n, last)
-			case <-t.C():
+			if err := clock.Sleep(ctx, c.clock, wait); err != nil {
+				return c.errorf(op, "%w (after %d tries: %v)", err, n, last)
 			}
 		}
 		n++

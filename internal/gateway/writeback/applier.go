@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"tessera/internal/backoff"
 	"tessera/internal/gateway/home"
 	"tessera/internal/meta"
 )
@@ -61,7 +62,8 @@ type Config struct {
 
 // Applier applies queued operations of filesets to their homes.
 type Applier struct {
-	cfg Config
+	cfg     Config
+	backoff backoff.Policy // waits before retries
 }
 
 // New returns an Applier; Queue, Source and Owner are required.
@@ -87,7 +89,11 @@ func New(cfg Config) (*Applier, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Applier{cfg: cfg}, nil
+	a := &Applier{cfg: cfg, backoff: backoff.Policy{Base: cfg.Backoff, Max: cfg.MaxBackoff}}
+	if err := a.backoff.Check(); err != nil {
+		return nil, fmt.Errorf("writeback: Backoff, MaxBackoff: %w", err)
+	}
+	return a, nil
 }
 
 // Result counts what one Step did.
@@ -136,7 +142,7 @@ func (a *Applier) Step(ctx context.Context, f Fileset, flush bool) (Result, erro
 			case aerr == nil:
 				err = a.cfg.Queue.WritebackDone(ctx, op, token)
 			case retryable(aerr):
-				err = a.cfg.Queue.WritebackFailed(ctx, op, meta.Clip(aerr.Error(), meta.MaxCause), false, a.cfg.Now().Add(a.backoff(op.Attempts)))
+				err = a.cfg.Queue.WritebackFailed(ctx, op, meta.Clip(aerr.Error(), meta.MaxCause), false, a.cfg.Now().Add(a.backoff.Delay(int(op.Attempts))))
 			default:
 				err = a.cfg.Queue.WritebackFailed(ctx, op, meta.Clip(aerr.Error(), meta.MaxCause), true, time.Time{})
 			}
@@ -149,18 +155,6 @@ func (a *Applier) Step(ctx context.Context, f Fileset, flush bool) (Result, erro
 	}
 	wg.Wait()
 	return res, qerr
-}
-
-// backoff is the wait before attempt n+1.
-func (a *Applier) backoff(attempts uint32) time.Duration {
-	d := a.cfg.Backoff
-	for range attempts {
-		d *= 2
-		if d >= a.cfg.MaxBackoff {
-			return a.cfg.MaxBackoff
-		}
-	}
-	return d
 }
 
 // Drain applies fileset f's queue until nothing but operations failed

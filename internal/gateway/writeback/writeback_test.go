@@ -461,3 +461,42 @@ func TestWaitDrained(t *testing.T) {
 	}
 	e.sameTrees()
 }
+
+// TestRetryWaitsDoubleToTheCap: an operation that home keeps refusing is
+// tried again after Backoff (1 s here), then twice as long each time up to
+// MaxBackoff (8 s), and never earlier.
+func TestRetryWaitsDoubleToTheCap(t *testing.T) {
+	e := newEnv(t, meta.ConflictsCacheWins)
+	if _, err := e.s.Create(e.ctx, meta.CreateReq{Parent: e.root, Name: "d", Mode: syscall.S_IFDIR | 0o755}); err != nil {
+		t.Fatal(err)
+	}
+	e.home.down.Store(true)
+	a := e.applier("gw0", 0, 1)
+	var gaps []int
+	last := 0
+	for s := 0; len(gaps) < 6 && s < 100; s++ {
+		res, err := a.Step(e.ctx, e.fileset(), true)
+		if err != nil || res.Applied != 0 || res.Failed != 0 {
+			t.Fatalf("step at %d s: %+v %v", s, res, err)
+		}
+		if res.Retry > 0 {
+			if s > 0 {
+				gaps = append(gaps, s-last)
+			}
+			last = s
+		}
+		e.clock.Advance(time.Second)
+	}
+	if want := []int{1, 2, 4, 8, 8, 8}; fmt.Sprint(gaps) != fmt.Sprint(want) {
+		t.Fatalf("seconds between the tries: %v, want %v", gaps, want)
+	}
+}
+
+func TestNewRejectsABackoffAboveItsCap(t *testing.T) {
+	e := newEnv(t, meta.ConflictsCacheWins)
+	_, err := writeback.New(writeback.Config{Queue: e.s, Source: metaSource{e.s}, Owner: "gw0",
+		Backoff: time.Minute, MaxBackoff: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "MaxBackoff") || !strings.Contains(err.Error(), "below the base 1m0s") {
+		t.Fatalf("New with Backoff 1m over MaxBackoff 1s: %v; want an error naming them", err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"tessera/internal/backoff"
 	"tessera/internal/meta"
 )
 
@@ -16,13 +17,12 @@ import (
 // unless Options.Timeout says otherwise.
 const DefaultTimeout = 60 * time.Second
 
-// Backoff between attempts, and how often a wait whose request was
-// interrupted looks again whether its caller is dying.
-const (
-	backoffMin    = 50 * time.Millisecond
-	backoffMax    = time.Second
-	interruptPoll = 100 * time.Millisecond
-)
+// retryBackoff is the wait between attempts: 50 ms doubling to 1 s.
+var retryBackoff = backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second}
+
+// interruptPoll is how often a wait whose request was interrupted looks
+// again whether its caller is dying.
+const interruptPoll = 100 * time.Millisecond
 
 // Clock is the time source of the waits.
 type Clock interface {
@@ -164,12 +164,12 @@ func (a *API) call(ctx context.Context, op string, try func(ctx context.Context)
 		return fmt.Errorf("%s: %w", op, meta.ErrUnreachable)
 	}
 	var (
-		start   time.Time
-		doubt   bool
-		backoff = backoffMin
-		intr    <-chan struct{}
-		dying   func() bool
-		fired   bool
+		start time.Time
+		doubt bool
+		bo    = retryBackoff.Start()
+		intr  <-chan struct{}
+		dying func() bool
+		fired bool
 	)
 	for {
 		var err error
@@ -208,7 +208,7 @@ func (a *API) call(ctx context.Context, op string, try func(ctx context.Context)
 				intr, dying = s.opts.Interrupt(ctx)
 			}
 		}
-		wait := backoff
+		wait := bo.Next()
 		if s.opts.Timeout > 0 {
 			left := start.Add(s.opts.Timeout).Sub(now)
 			if left <= 0 {
@@ -233,6 +233,5 @@ func (a *API) call(ctx context.Context, op string, try func(ctx context.Context)
 		if fired && (dying == nil || dying()) {
 			return fmt.Errorf("%s: waiting for the meta service: interrupted: %w", op, syscall.EINTR)
 		}
-		backoff = min(2*backoff, backoffMax)
 	}
 }

@@ -382,3 +382,19 @@ func TestCommitResentAfterALostReplyConflicts(t *testing.T) {
 		t.Fatalf("%d commits sent, want 2", f.count("commit"))
 	}
 }
+
+// TestWaitsDoubleToOneSecond: the waits between attempts start at 50 ms
+// and double up to 1 s.
+func TestWaitsDoubleToOneSecond(t *testing.T) {
+	f := newFlaky(t)
+	clk := newClock()
+	w := metawait.New(f, metawait.Options{Clock: clk, Logger: quiet()})
+	f.down = 8
+	if _, err := w.GetAttr(context.Background(), meta.RootIno); err != nil {
+		t.Fatalf("getattr across an outage: %v", err)
+	}
+	// 50 + 100 + 200 + 400 + 800 + 3 × 1000 ms.
+	if e := clk.Elapsed(); e != 4550*time.Millisecond {
+		t.Fatalf("8 failed attempts waited %v, want 4.55 s", e)
+	}
+}

@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"tessera/internal/backoff"
 )
 
 // Server is a running memcached.
@@ -99,7 +101,8 @@ func start(path string, opts Options) (*Server, error) {
 	}()
 	// Wait until it accepts connections (a process start has no event to
 	// wait on; this polls briefly).
-	for wait := time.Millisecond; ; wait *= 2 {
+	bo := backoff.Policy{Base: time.Millisecond}.Start() // 1 ms doubling
+	for {
 		select {
 		case <-s.done:
 			return nil, fmt.Errorf("memcached %s exited: %s", s.Addr, bytes.TrimSpace(stderr.Bytes()))
@@ -110,6 +113,7 @@ func start(path string, opts Options) (*Server, error) {
 			c.Close()
 			return s, nil
 		}
+		wait := bo.Next()
 		if wait > 2*time.Second {
 			s.Kill()
 			return nil, fmt.Errorf("memcached %s does not accept connections: %v", s.Addr, err)
