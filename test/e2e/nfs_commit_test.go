@@ -15,11 +15,17 @@ import (
 // stability how and returns the verifier of the replies (all the same).
 func nfsWriteAll(t *testing.T, target *nfsc.Target, auth rpc.Auth, fh, data []byte, how uint32) [8]byte {
 	t.Helper()
+	return nfsWriteAt(t, target, auth, fh, 0, data, how)
+}
+
+// nfsWriteAt is nfsWriteAll from offset base.
+func nfsWriteAt(t *testing.T, target *nfsc.Target, auth rpc.Auth, fh []byte, base uint64, data []byte, how uint32) [8]byte {
+	t.Helper()
 	const chunk = 512 << 10
 	var verf [8]byte
 	for off := 0; off < len(data); off += chunk {
 		end := min(off+chunk, len(data))
-		r, err := nfstest.Write(target, auth, fh, uint64(off), data[off:end], how)
+		r, err := nfstest.Write(target, auth, fh, base+uint64(off), data[off:end], how)
 		if err != nil {
 			t.Fatalf("write at %d: %v", off, err)
 		}
