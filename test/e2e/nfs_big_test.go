@@ -32,8 +32,9 @@ func nfsReadAt(t *testing.T, target *nfsc.Target, p string, off int64, n int) []
 }
 
 // TestNFSFileOver4GiB writes over NFS across the 4 GiB boundary and past
-// 5 GiB (sparse: a few MiB of data; a full 5 GiB write is bench work, not
-// CI's: it took minutes on the 2-core CI machine) and reads back the same
+// 5 GiB (sparse: a few MiB of data; a full 5 GiB write took 102 s with
+// libnfs on the busy 2-core machine, before any read back:
+// bench/results/2026-11-29-nfs-5gib-write.md) and reads back the same
 // bytes at those 64-bit offsets over NFS and on the FUSE mount, with the
 // hole between reading as zeros.
 func TestNFSFileOver4GiB(t *testing.T) {
