@@ -21,18 +21,48 @@ type nfsFlags struct {
 	export, squash, allow *string
 }
 
-func addNFSFlags(fs *flag.FlagSet) nfsFlags {
+const squashHelp = "whose identity NFS callers' AUTH_SYS uid and gid are taken as: root (uid 0 becomes nobody, 65534), all (every caller is nobody) or none (trusted as sent)"
+
+// addNFSFlags adds --export, --squash and --allow. squashDefault is
+// --squash's default; "" (tessera up) means it follows the address
+// served (squashFor), which squashDefaultHelp explains.
+func addNFSFlags(fs *flag.FlagSet, squashDefault, squashDefaultHelp string) nfsFlags {
 	return nfsFlags{
 		export: fs.String("export", "/", "the directory NFS clients get as their root (mount it as / or as this path)"),
-		squash: fs.String("squash", "root", "whose identity NFS callers' AUTH_SYS uid and gid are taken as: root (uid 0 becomes nobody, 65534), all (every caller is nobody) or none (trusted as sent)"),
+		squash: fs.String("squash", squashDefault, squashHelp+squashDefaultHelp),
 		allow:  fs.String("allow", "", "NFS clients allowed to connect: CIDR prefixes or addresses, comma-separated (default any); others are refused at connect"),
 	}
 }
 
-// config returns the flags as an nfs.Config.
-func (f nfsFlags) config() (nfs.Config, error) {
+// upSquashHelp says what tessera up's --squash is when not given.
+const upSquashHelp = " (default none when --nfs is a loopback address: the all-in-one setup is one user's, whose root writes where root may; root otherwise)"
+
+// squashFor is the squash mode of an NFS server on listen when --squash
+// was not given: none on a loopback address (only this machine's users
+// reach it, and tessera up's export root is root's), root otherwise.
+func squashFor(listen string) nfs.Squash {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil {
+		return nfs.SquashRoot
+	}
+	if host == "localhost" {
+		return nfs.SquashNone
+	}
+	if a, err := netip.ParseAddr(host); err == nil && a.Unmap().IsLoopback() {
+		return nfs.SquashNone
+	}
+	return nfs.SquashRoot
+}
+
+// config returns the flags as an nfs.Config; listen is the address
+// served (it decides --squash when that was not given).
+func (f nfsFlags) config(listen string) (nfs.Config, error) {
 	var c nfs.Config
-	switch s := nfs.Squash(*f.squash); s {
+	sq := nfs.Squash(*f.squash)
+	if sq == "" {
+		sq = squashFor(listen)
+	}
+	switch s := sq; s {
 	case nfs.SquashRoot, nfs.SquashAll, nfs.SquashNone:
 		c.Squash = s
 	default:
@@ -61,14 +91,15 @@ func (f nfsFlags) config() (nfs.Config, error) {
 }
 
 // nfsHelp is the -h text of the NFS server's address flags.
-const nfsHelp = "NFSv3 and MOUNT answer on this one port (libnfs: nfs://HOST/PATH?nfsport=P&mountport=P); " +
+const nfsHelp = "NFSv3 and MOUNT answer on this one port (libnfs: nfs://HOST/DIR/FILE?nfsport=P&mountport=P, " +
+	"and nfs://HOST//FILE for a file in the export's root: libnfs 4 mounts the path's directory and refuses an empty one); " +
 	"no portmapper registration, and file locks (NLM) are not served: lock on one client only"
 
 func runNFS(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("nfs", flag.ContinueOnError)
 	ma := addMetaAddrFlags(fs, metaFlagUsage+"; required")
 	listen := fs.String("listen", "", "HOST:PORT the NFS server listens on; required. "+nfsHelp)
-	nf := addNFSFlags(fs)
+	nf := addNFSFlags(fs, "root", "")
 	readOnly := fs.Bool("read-only", false, "refuse every change with NFS3ERR_ROFS (always so for a client-ro certificate)")
 	mem := addMemFlags(fs)
 	pol := addPolicyFlag(fs)
@@ -91,7 +122,7 @@ func runNFS(ctx context.Context, args []string) error {
 	if _, _, err := net.SplitHostPort(*listen); err != nil {
 		return fmt.Errorf("%w: --listen %q: want HOST:PORT", errUsage, *listen)
 	}
-	cfg, err := nf.config()
+	cfg, err := nf.config(*listen)
 	if err != nil {
 		return err
 	}

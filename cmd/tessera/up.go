@@ -41,7 +41,7 @@ func runUp(ctx context.Context, args []string) error {
 		"Without it up makes a CA and certificates in DIR/tls/ on first start and uses them")
 	metricsAddr := addMetricsFlag(fs)
 	nfsListen := fs.String("nfs", "", "also serve the cluster over NFS on HOST:PORT (tessera nfs; --export, --squash, --allow apply). "+nfsHelp)
-	nf := addNFSFlags(fs)
+	nf := addNFSFlags(fs, "", upSquashHelp)
 	memParts := func() []memPart {
 		lim, _ := lf.limits()
 		mlim, _ := mlf.limits()
@@ -55,7 +55,7 @@ func runUp(ctx context.Context, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return helpMem(err, memParts)
 	}
-	nfsCfg, err := nf.config()
+	nfsCfg, err := nf.config(*nfsListen)
 	if err != nil {
 		return err
 	}

@@ -24,11 +24,14 @@
 // handle of an inode outside the export reaches it (with its own
 // credentials still checked).
 //
-// Writes: go-nfs answers every WRITE FILE_SYNC, so each WRITE is committed
-// before its reply (vfs.FS.WriteAt with stable); UNSTABLE with a later
-// COMMIT is not offered, and COMMIT has nothing left to do. Reads and
-// writes go through one shared client handle per inode, released when
-// idle (vfs's stateless I/O).
+// Writes: the gate answers WRITE and COMMIT itself (write.go), not go-nfs
+// (which answers every WRITE FILE_SYNC and makes COMMIT a no-op): an
+// UNSTABLE write is buffered (vfs.FS.WriteAt without stable) and made
+// durable by COMMIT (vfs.FS.Commit); FILE_SYNC and DATA_SYNC commit before
+// the reply. Both carry the write verifier, which changes at every start,
+// so a client resends the UNSTABLE writes a restart may have lost. Reads
+// and writes go through one shared client handle per inode, released (and
+// so committed) when idle (vfs's stateless I/O).
 //
 // What go-nfs decides and this package cannot change: ACCESS grants what
 // is asked (the operations themselves are checked), a failed LOOKUP is

@@ -23,6 +23,9 @@ type gate struct {
 	squash func(flavor uint32, c vfs.Cred) vfs.Cred
 	// exportPath is what MOUNT EXPORT lists.
 	exportPath string
+	// serveIO answers NFS WRITE and COMMIT (connHandler.serveIO): given
+	// the call and its arguments, it returns the result.
+	serveIO func(c call, args []byte) []byte
 	// inFlight is the server's budget of bytes in flight; held is what
 	// this connection holds of it (the call being served).
 	inFlight *budget
@@ -202,23 +205,28 @@ func fixAcceptStat(p []byte) []byte {
 }
 
 // answer serves the MOUNT procedures go-nfs does not (EXPORT, DUMP,
-// UMNTALL) itself: it writes the reply and reports that it did. Nothing
-// of go-nfs's is in flight then (a record is read only once the reply to
-// the one before was written).
+// UMNTALL) and NFS WRITE and COMMIT (write.go) itself: it writes the
+// reply and reports that it did. Nothing of go-nfs's is in flight then (a
+// record is read only once the reply to the one before was written).
 func (g *gate) answer(rec []byte, c call) (bool, error) {
-	if c.prog != progMount || c.vers != 3 {
-		return false, nil
-	}
 	var body []byte
-	switch c.proc {
-	case mountExport: // one export, open to every host (exportnode list)
+	switch {
+	case c.prog == progNFS && c.vers == 3 && (c.proc == procNFSWrite || c.proc == procNFSCommit) && g.serveIO != nil:
+		g.mu.Lock()
+		g.cur = c // whose credentials g.cred returns
+		g.seq++
+		g.mu.Unlock()
+		body = g.serveIO(c, rec[4+c.argsAt:])
+	case c.prog != progMount || c.vers != 3:
+		return false, nil
+	case c.proc == mountExport: // one export, open to every host (exportnode list)
 		body = binary.BigEndian.AppendUint32(body, 1)
 		body = appendString(body, g.exportPath)
 		body = binary.BigEndian.AppendUint32(body, 0) // no groups
 		body = binary.BigEndian.AppendUint32(body, 0) // no next
-	case mountDump:
+	case c.proc == mountDump:
 		body = binary.BigEndian.AppendUint32(body, 0) // no mounts listed
-	case mountUmntAll:
+	case c.proc == mountUmntAll:
 	default:
 		return false, nil
 	}

@@ -72,7 +72,7 @@ type cluster struct {
 	st  *memStore
 }
 
-func newCluster(t *testing.T) *cluster {
+func newCluster(t testing.TB) *cluster {
 	t.Helper()
 	ctx := context.Background()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: 64 << 10})
@@ -97,7 +97,7 @@ type server struct {
 	stop func()
 }
 
-func (cl *cluster) serve(t *testing.T, cfg Config) *server {
+func (cl *cluster) serve(t testing.TB, cfg Config) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := client.New(ctx, client.Config{

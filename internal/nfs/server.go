@@ -75,9 +75,8 @@ type Server struct {
 }
 
 // New resolves the export and returns the server. verifier is the write
-// verifier: it must differ at every start of the process (go-nfs answers
-// every WRITE FILE_SYNC, so clients have nothing to resend, but it is
-// sent).
+// verifier: it must differ at every start of the process, so that clients
+// resend the UNSTABLE writes a restart may have lost (write.go).
 func New(ctx context.Context, v *vfs.FS, cfg Config, verifier [8]byte) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -222,6 +221,7 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 		g.Close()
 	}()
 	h := newConnHandler(s, g, cctx)
+	g.serveIO = h.serveIO
 	srv := &gonfs.Server{Handler: h, ID: s.verifier, Context: cctx}
 	ln := &oneConn{c: g, done: make(chan struct{})}
 	served := make(chan struct{})

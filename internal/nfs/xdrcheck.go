@@ -50,6 +50,8 @@ type call struct {
 	countAt int
 	// pathAt is the offset of a MOUNT path's length (0: none).
 	pathAt int
+	// argsAt is the offset of the procedure's arguments.
+	argsAt int
 }
 
 var errTruncated = errors.New("the record ends inside a field")
@@ -134,6 +136,7 @@ func parseCall(b []byte) (call, error) {
 	if _, err := r.opaque("verifier", maxAuthBody); err != nil {
 		return c, err
 	}
+	c.argsAt = r.off
 	return c, checkArgs(r, &c)
 }
 
@@ -179,7 +182,7 @@ var argSpecs = map[uint32]map[uint32]string{
 	progNFS: {
 		1: "h", 2: "h", 3: "hn", 4: "h", 5: "h", 6: "hUc", 7: "hUuud", 8: "hn",
 		9: "hn", 10: "hnsp", 11: "hn", 12: "hn", 13: "hn", 14: "hnhn", 15: "hhn",
-		16: "h", 17: "h", 18: "h", 19: "h", 20: "h", 21: "h",
+		16: "h", 17: "h", 18: "h", 19: "h", 20: "h", 21: "hUu",
 	},
 	progMount: {1: "m", 3: "m"},
 }

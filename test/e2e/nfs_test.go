@@ -178,14 +178,28 @@ func libnfs(t *testing.T, tool string, args ...string) string {
 
 // TestNFSWithLibnfs uses a real NFS client that runs none of our code
 // (libnfs's nfs-cp, nfs-cat, nfs-ls) against tessera up --nfs, NFS and
-// MOUNT on the one port.
+// MOUNT on the one port. tessera up on a loopback address does not squash
+// root: as root (CI runs as root), libnfs creates a file in the export's
+// root, root's 0755 directory, and the file is root's.
 func TestNFSWithLibnfs(t *testing.T) {
 	needLibnfs(t)
-	c := startCluster(t, withArgs("--nfs", "127.0.0.1:0", "--squash", "none"))
+	c := startCluster(t, withArgs("--nfs", "127.0.0.1:0"))
 	m := c.Mount()
 	url := func(p string) string {
 		port := c.Field("nfs")[strings.LastIndex(c.Field("nfs"), ":")+1:]
 		return "nfs://127.0.0.1" + p + "?nfsport=" + port + "&mountport=" + port
+	}
+	if os.Geteuid() == 0 {
+		top := filepath.Join(t.TempDir(), "top")
+		must(t, os.WriteFile(top, []byte("in the export's root\n"), 0o644))
+		// libnfs mounts the URL's directory: two slashes for the root.
+		libnfs(t, "nfs-cp", top, url("//top"))
+		wantContent(t, filepath.Join(m, "top"), []byte("in the export's root\n"))
+		var st syscall.Stat_t
+		must(t, syscall.Stat(filepath.Join(m, "top"), &st))
+		if st.Uid != 0 {
+			t.Fatalf("a file root made over NFS on tessera up's loopback server is uid %d's, want root's (not squashed)", st.Uid)
+		}
 	}
 	must(t, os.Mkdir(filepath.Join(m, "dir"), 0o755))
 	src := filepath.Join(t.TempDir(), "src")
