@@ -18,7 +18,7 @@
 // change counter is the one this client last saw, and otherwise also drops
 // the kernel's cached attributes; O_RSYNC handles use direct I/O. Callbacks
 // from the meta service (another client changed a file) reach the kernel as
-// inode invalidations through an Invalidator. Directories, symlinks and
+// inode invalidations through vfs.Invalidations. Directories, symlinks and
 // special files keep Options.EntryTimeout and Options.AttrTimeout.
 //
 // Opens are cluster state: OPEN, CREATE (meta.CreateReq.Open) and OPENDIR

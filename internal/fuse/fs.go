@@ -143,20 +143,6 @@ func setReadAhead(dir string, kb int) error {
 
 func (fs *FS) String() string { return "tessera" }
 
-// Invalidator forwards a client's invalidations (client.Config.OnInvalidate)
-// to the FS made after the client; until Set they are dropped.
-type Invalidator struct{ fs atomic.Pointer[FS] }
-
-// Set names the FS that receives the invalidations.
-func (v *Invalidator) Set(fs *FS) { v.fs.Store(fs) }
-
-// Invalidate calls the FS's Invalidate.
-func (v *Invalidator) Invalidate(ino meta.Ino) {
-	if fs := v.fs.Load(); fs != nil {
-		fs.Invalidate(ino)
-	}
-}
-
 // invalidateAttr makes the kernel forget ino's cached attributes. It only
 // marks them stale, taking no inode lock, so a request handler may call it.
 func (fs *FS) invalidateAttr(ino meta.Ino) {
@@ -166,7 +152,8 @@ func (fs *FS) invalidateAttr(ino meta.Ino) {
 }
 
 // Invalidate makes the kernel forget ino's cached attributes and pages, as
-// a callback from the meta service asks (another client changed the file).
+// a callback from the meta service asks (another client changed the file);
+// it is what a mount subscribes to vfs.Invalidations.
 // Dropping pages waits for page locks that reads in flight hold, so it runs
 // on its own goroutine and the caller never waits for it.
 func (fs *FS) Invalidate(ino meta.Ino) {
