@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"tessera/internal/auth"
+	"tessera/internal/blockdial"
 	"tessera/internal/client"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
-	"tessera/internal/up"
 )
 
 // tesseraChunk is how much WriteFile hands the client per Write.
@@ -90,7 +90,7 @@ func OpenTessera(ctx context.Context, addr, path string, o TesseraOptions) (*Tes
 		return nil, wrap("open", addr, err, true)
 	}
 	cl, err := client.New(ctx, client.Config{
-		Meta: mc, Dial: up.NewDialer(o.Creds).Block, Logger: o.Logger,
+		Meta: mc, Dial: blockdial.New(o.Creds).Block, Logger: o.Logger,
 		MetaTimeout: o.MetaTimeout, MemCacheBytes: 64 << 20, DirtyBytes: 64 << 20,
 		IdleRelease: -1,
 	})
