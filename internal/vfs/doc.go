@@ -1,7 +1,8 @@
 // Package vfs is the one file-system layer every Tessera front end shares
-// (issue 24): the FUSE mount (internal/fuse) and the NFS server
-// (internal/nfs) call it by inode, with the caller's credentials on every
-// call, and it speaks to the meta service and the client package.
+// (issue 24): the FUSE mount (internal/fuse), the NFS server
+// (internal/nfs) and the gateway's tessera:// home (internal/gateway/home)
+// call it by inode, with the caller's credentials on every call, and it
+// speaks to the meta service and the client package.
 //
 // Permissions: vfs checks POSIX permissions against the attributes the meta
 // service keeps (perm.go): owner, group and supplementary groups, other;
@@ -51,6 +52,9 @@
 // Stateless I/O (io.go): protocols without open and close (NFSv3) read and
 // write by inode; vfs keeps one client handle per inode, opened at the first
 // use and released once idle (Options.IdleRelease).
+//
+// Invalidations (invalidate.go) fans a client's invalidations out to the
+// front ends that keep caches of their own (a mount's kernel).
 //
 // Paths (paths.go): Resolve walks a path from the root with the caller's
 // permissions; WriteFileAtomic writes a whole file under a temporary name
