@@ -244,8 +244,9 @@ func joinNs(sec uint64, nsec uint32) int64 {
 	return int64(sec)*1e9 + int64(nsec)
 }
 
+// fillEntry converts an entry vfs returned (its attributes through
+// client.Overlay already) into the kernel's.
 func (fs *FS) fillEntry(in *meta.Inode, out *gofuse.EntryOut) {
-	fs.c.Overlay(in)
 	out.NodeId = uint64(in.Ino)
 	out.Generation = in.Gen
 	out.SetEntryTimeout(fs.opts.EntryTimeout)

@@ -217,3 +217,41 @@ func TestFilesetWriteOpenCompletesFile(t *testing.T) {
 		t.Fatalf("reads of a completed file fetched again: %v", gw.got())
 	}
 }
+
+// TestFilesetStatelessIO: the stateless I/O (NFS's READ and WRITE) keeps
+// the fileset rules too: a read of a file not cached fetches the block it
+// needs (it read the recipe's zeros before), a write in a read-only
+// fileset is EROFS, and a write in a fileset taking local updates
+// completes the file first.
+func TestFilesetStatelessIO(t *testing.T) {
+	v, gw, _, data := filesetFS(t, meta.ModeRO)
+	ctx := context.Background()
+	f := lookupF(t, v)
+	const off = 3*testBS + 7
+	buf := make([]byte, 100)
+	n, _, err := v.ReadAt(ctx, vfs.Root, f.Ino, off, buf)
+	if err != nil || !bytes.Equal(buf[:n], data[off:off+100]) {
+		t.Fatalf("stateless read of a block not cached: %d bytes, %v; want home's bytes", n, err)
+	}
+	if got := gw.got(); len(got) != 1 || got[0] != (meta.BlockRange{First: 3, End: 4}) {
+		t.Fatalf("a stateless read fetched %v; want its one block", got)
+	}
+	_, err = v.WriteAt(ctx, vfs.Root, f.Ino, 0, []byte("x"), false)
+	if !errors.Is(err, syscall.EROFS) {
+		t.Fatalf("stateless write in a read-only fileset: %v, want EROFS", err)
+	}
+
+	v, gw, _, data = filesetFS(t, meta.ModeLU)
+	f = lookupF(t, v)
+	if _, err := v.WriteAt(ctx, vfs.Root, f.Ino, 5, []byte("local"), true); err != nil {
+		t.Fatal(err)
+	}
+	if got := gw.got(); len(got) != 1 || got[0] != (meta.BlockRange{First: 0, End: uint64(len(data) / testBS)}) {
+		t.Fatalf("a stateless write fetched %v; want the whole file first", got)
+	}
+	n, _, err = v.ReadAt(ctx, vfs.Root, f.Ino, 0, buf)
+	want := append(append(append([]byte(nil), data[:5]...), "local"...), data[10:100]...)
+	if err != nil || !bytes.Equal(buf[:n], want) {
+		t.Fatalf("read after a stateless write: %d bytes, %v; want home's bytes with the write over them", n, err)
+	}
+}
