@@ -51,7 +51,8 @@
 //
 // Stateless I/O (io.go): protocols without open and close (NFSv3) read and
 // write by inode; vfs keeps one client handle per inode, opened at the first
-// use and released once idle (Options.IdleRelease).
+// use and released once idle (Options.IdleRelease). It follows the
+// fileset rules as handles do (filesetio.go).
 //
 // Invalidations (invalidate.go) fans a client's invalidations out to the
 // front ends that keep caches of their own (a mount's kernel).
