@@ -1,8 +1,14 @@
 // Package fuse serves a Tessera file system to the Linux kernel through
-// go-fuse's raw protocol API. A FUSE node id is the Tessera inode number (the
-// root is 1 on both sides), so the layer keeps no tree of its own: namespace
-// requests go straight to the meta service, data requests to the client
-// package, which owns buffering, caching and commits.
+// go-fuse's raw protocol API. It is a thin adapter over internal/vfs, the
+// layer every front end shares: namespace requests, the open-file and
+// open-directory tables (a FUSE file handle is vfs's handle number), reads
+// and writes, fallocate, O_TMPFILE, O_EXCL/O_TRUNC creates, directory
+// listings with stable offsets, xattrs and the fileset rules below are
+// vfs's; this package turns kernel requests into vfs calls (with
+// vfs.Cred.Checked: the kernel checked permissions) and vfs's answers into
+// the kernel's, and keeps what only a kernel needs: its caching, its
+// invalidations, interrupts. A FUSE node id is the Tessera inode number
+// (the root is 1 on both sides), so the layer keeps no tree of its own.
 //
 // Kernel caching follows each regular file's consistency policy
 // (client.CacheTTL, client.OpenMode; docs/design/2026-11-23-consistency.md):
@@ -12,7 +18,7 @@
 // change counter is the one this client last saw, and otherwise also drops
 // the kernel's cached attributes; O_RSYNC handles use direct I/O. Callbacks
 // from the meta service (another client changed a file) reach the kernel as
-// inode invalidations through an Invalidator. Directories, symlinks and
+// inode invalidations through vfs.Invalidations. Directories, symlinks and
 // special files keep Options.EntryTimeout and Options.AttrTimeout.
 //
 // Opens are cluster state: OPEN, CREATE (meta.CreateReq.Open) and OPENDIR
@@ -50,15 +56,15 @@
 // Read-only filesets: an open for writing or with O_TRUNC, a CREATE that
 // opens an existing file for writing, and a truncate of an inode in a
 // read-only fileset get EROFS before anything is fetched from home
-// (readonly.go; the fileset's mode is read through the Gateway and kept
-// 10 s); every other update is refused by the meta service, the authority
+// (vfs's readonly.go; the fileset's mode is read through the Gateway and
+// kept 10 s); every other update is refused by the meta service, the authority
 // (docs/design/2026-11-25-gateway-readonly.md).
 //
 // Home down (disconnected operation): a never-listed directory of an sw,
 // iw or lu fileset whose listing fails serves its local entries, so
 // updates in it work, and is listed when home returns; anything that
 // needs home's bytes and cannot get them fails with EIO, logged with the
-// fileset and its home (homedown.go;
+// fileset and its home (vfs's homedown.go;
 // docs/design/2026-11-25-gateway-disconnected.md).
 //
 // Interrupts: every request passes the kernel's INTERRUPT on to the

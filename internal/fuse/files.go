@@ -2,180 +2,78 @@ package fuse
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"syscall"
 
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 
-	"tessera/internal/client"
 	"tessera/internal/meta"
+	"tessera/internal/vfs"
 )
 
-// open opens in, which a create with Open returned (the meta service holds
-// it open for us already); mark is the client's CallbackMark taken before
-// the create; created says the inode was just made by this request (an
-// O_EXCL create), so the kernel has nothing of it cached.
-func (fs *FS) open(cancel <-chan struct{}, hdr *gofuse.InHeader, in meta.Inode, mark uint64, flags uint32, created bool, out *gofuse.OpenOut) gofuse.Status {
-	h, mode, err := fs.c.OpenCreated(ctxOf(cancel, hdr), in, mark, int(flags))
-	if err != nil {
-		return fs.status("open", err)
-	}
-	fs.opened(h, in.Ino, mode, created, out)
-	return gofuse.OK
-}
+// Open files live in vfs (vfs.FS.OpenFile, CreateOpen, Tmpfile; the handle
+// number is the FUSE file handle); this file turns their answers into the
+// kernel's, and says how the kernel may cache each file.
 
-// opened registers h and tells the kernel how to cache the file. When the
-// kernel may not keep the pages it has, it must not keep the size it has
-// either: a read past a stale, shorter size would end early. A file just
-// created has neither (and no notification need be sent for it).
-func (fs *FS) opened(h *client.Handle, ino meta.Ino, mode client.OpenMode, created bool, out *gofuse.OpenOut) {
-	out.Fh = fs.addFile(h)
-	if mode.KeepCache {
+// opened tells the kernel how to cache the file o opened. When the kernel
+// may not keep the pages it has, it must not keep the size it has either:
+// a read past a stale, shorter size would end early. A file just created
+// has neither (and no notification need be sent for it).
+func (fs *FS) opened(o vfs.Opened, out *gofuse.OpenOut) {
+	out.Fh = o.Fh
+	if o.Mode.KeepCache {
 		out.OpenFlags |= gofuse.FOPEN_KEEP_CACHE
-	} else if !created {
-		fs.invalidateAttr(ino)
+	} else if !o.Created {
+		fs.invalidateAttr(o.File.Ino())
 	}
-	if mode.DirectIO {
+	if o.Mode.DirectIO {
 		out.OpenFlags |= gofuse.FOPEN_DIRECT_IO
 	}
 }
 
+// Create is open(2) with O_CREAT (vfs.FS.CreateOpen: O_EXCL, and O_TRUNC
+// of an existing file, which the kernel sends no SETATTR for after a
+// CREATE).
 func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string, out *gofuse.CreateOut) gofuse.Status {
-	if fs.opts.ReadOnly { // readonly.go
-		return fs.status("create", fmt.Errorf("create %q: the mount's identity may only read: %w", name, meta.ErrReadOnly))
-	}
-	req := meta.CreateReq{
-		Parent: meta.Ino(input.NodeId),
-		Name:   name,
-		Mode:   input.Mode&^syscall.S_IFMT | syscall.S_IFREG,
-		Uid:    input.Uid,
-		Gid:    input.Gid,
-		Excl:   input.Flags&syscall.O_EXCL != 0,
-		Open:   true,
-	}
-	// O_TRUNC of a file that exists changes its mtime and ctime, also when
-	// it is empty (as ext4 does): the kernel sends no SETATTR after a
-	// CREATE, so the truncate is done here, and only on a file this request
-	// did not make. An exclusive create first tells the two apart.
-	trunc := input.Flags&syscall.O_TRUNC != 0
-	ctx := ctxOf(cancel, &input.InHeader)
-	excl := req.Excl
-	req.Excl = excl || trunc
-	mark := fs.c.CallbackMark()
-	in, err := fs.api.Create(ctx, req)
-	created := err == nil && req.Excl
-	if errors.Is(err, meta.ErrExist) && !excl {
-		req.Excl = false
-		in, err = fs.api.Create(ctx, req)
+	req := meta.CreateReq{Parent: meta.Ino(input.NodeId), Name: name, Mode: input.Mode}
+	o, err := fs.v.CreateOpen(ctxOf(cancel, &input.InHeader), cred(&input.InHeader), req, input.Flags)
+	if o.Inode.Ino != 0 {
+		fs.fillEntry(&o.Inode, &out.EntryOut)
 	}
 	if err != nil {
-		return fs.status("create", err)
-	}
-	if !created && fs.opts.Gateway != nil && (trunc || input.Flags&syscall.O_ACCMODE != syscall.O_RDONLY) {
-		// An existing file opened for writing: refused in a read-only
-		// fileset (readonly.go).
-		if err := fs.refuseReadOnly(ctx, "create", &in); err != nil {
-			if rerr := fs.api.ReleaseOpen(ctx, in.Ino); rerr != nil {
-				fs.log.Warn("create: releasing the open failed", "inode", in.Ino, "err", rerr)
-			}
-			return fs.status("create", err)
+		st := "create"
+		if o.Inode.Ino != 0 {
+			st = "open"
 		}
+		return fs.status(st, err)
 	}
-	if trunc && !created && in.IsRegular() {
-		ino := in.Ino
-		if fs.opts.Gateway != nil && needs(&in) {
-			// A partly cached fileset file is completed before it changes.
-			err := fs.complete(ctx, &in)
-			if err == nil {
-				in, err = fs.api.GetAttr(ctx, ino)
-			}
-			if err != nil {
-				if rerr := fs.api.ReleaseOpen(ctx, ino); rerr != nil {
-					fs.log.Warn("create: releasing the open failed", "inode", ino, "err", rerr)
-				}
-				return fs.status("create", err)
-			}
-		}
-		if in, err = fs.c.Truncate(ctx, in, 0); err != nil {
-			if rerr := fs.api.ReleaseOpen(ctx, ino); rerr != nil {
-				fs.log.Warn("create: releasing the open failed", "inode", ino, "err", rerr)
-			}
-			return fs.status("create", err)
-		}
-	}
-	fs.fillEntry(&in, &out.EntryOut)
-	return fs.open(cancel, &input.InHeader, in, mark, input.Flags, created, &out.OpenOut)
+	fs.opened(o, &out.OpenOut)
+	return gofuse.OK
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	if err := fs.refuseWriteOpen("open", input.Flags); err != nil { // readonly.go
-		return fs.status("open", err)
-	}
-	ctx := ctxOf(cancel, &input.InHeader)
-	gin, err := fs.fill(ctx, meta.Ino(input.NodeId))
+	o, err := fs.v.OpenFile(ctxOf(cancel, &input.InHeader), cred(&input.InHeader), meta.Ino(input.NodeId), input.Flags)
 	if err != nil {
 		return fs.status("open", err)
 	}
-	if input.Flags&syscall.O_ACCMODE != syscall.O_RDONLY || input.Flags&syscall.O_TRUNC != 0 {
-		// An open that may write completes a partly cached fileset file
-		// first (write-back sends files whole); one that reads fetches
-		// what its reads need (Read). A read-only fileset refuses it
-		// before anything is fetched (readonly.go).
-		if err := fs.refuseReadOnly(ctx, "open", gin); err != nil {
-			return fs.status("open", err)
-		}
-		if err := fs.complete(ctx, gin); err != nil {
-			return fs.status("open", err)
-		}
-	}
-	h, mode, in, err := fs.c.OpenIno(ctx, meta.Ino(input.NodeId), int(input.Flags))
-	if err != nil {
-		return fs.status("open", err)
-	}
-	if in.IsDir() {
-		h.Release(ctx)
-		return gofuse.Status(syscall.EISDIR)
-	}
-	fs.opened(h, in.Ino, mode, false, out)
-	if in.Gateway == nil && gin != nil {
-		in.Gateway = gin.Gateway // attributes from a cache tier may not carry it
-	}
-	if fs.opts.Gateway != nil && in.IsRegular() && in.Gateway != nil {
-		fs.mu.Lock()
-		fs.mu.fileset[out.Fh] = in.Gateway.Fileset
-		if needs(&in) {
-			fs.mu.partial[out.Fh] = newPartial(&in)
-		}
-		fs.mu.Unlock()
-	}
+	fs.opened(o, out)
 	return gofuse.OK
 }
 
 func (fs *FS) Read(cancel <-chan struct{}, input *gofuse.ReadIn, buf []byte) (gofuse.ReadResult, gofuse.Status) {
-	h := fs.file(input.Fh)
-	if h == nil {
+	f := fs.v.File(input.Fh)
+	if f == nil {
 		return nil, gofuse.EBADF
 	}
-	p, root := fs.partialOf(input.Fh)
-	fetched := false
-	if p != nil {
-		var err error
-		if fetched, err = p.ready(ctxOf(cancel, &input.InHeader), fs, int64(input.Offset), int64(input.Size)); err != nil {
-			return nil, fs.status("read", err)
-		}
-	}
-	n, err := h.Read(ctxOf(cancel, &input.InHeader), int64(input.Offset), buf[:min(len(buf), int(input.Size))])
+	n, err := f.Read(ctxOf(cancel, &input.InHeader), int64(input.Offset), buf[:min(len(buf), int(input.Size))])
 	if err != nil {
 		return nil, fs.status("read", err)
 	}
-	fs.countRead(root, n, fetched)
 	return gofuse.ReadResultData(buf[:n]), gofuse.OK
 }
 
 func (fs *FS) Write(cancel <-chan struct{}, input *gofuse.WriteIn, data []byte) (uint32, gofuse.Status) {
-	h := fs.file(input.Fh)
-	if h == nil {
+	f := fs.v.File(input.Fh)
+	if f == nil {
 		return 0, gofuse.EBADF
 	}
 	ctx := killable(cancel, &input.InHeader)
@@ -186,7 +84,7 @@ func (fs *FS) Write(cancel <-chan struct{}, input *gofuse.WriteIn, data []byte) 
 			return 0, fs.status("write", err)
 		}
 	}
-	n, err := h.Write(ctx, int64(input.Offset), data)
+	n, err := f.Write(ctx, int64(input.Offset), data)
 	if err != nil {
 		return uint32(n), fs.status("write", err)
 	}
@@ -207,34 +105,25 @@ func (fs *FS) killSuidgid(ctx context.Context, ino meta.Ino) error {
 }
 
 func (fs *FS) Flush(cancel <-chan struct{}, input *gofuse.FlushIn) gofuse.Status {
-	h := fs.file(input.Fh)
-	if h == nil {
+	f := fs.v.File(input.Fh)
+	if f == nil {
 		return gofuse.EBADF
 	}
-	return fs.status("flush", h.Flush(killable(cancel, &input.InHeader)))
+	return fs.status("flush", f.Flush(killable(cancel, &input.InHeader)))
 }
 
 func (fs *FS) Fsync(cancel <-chan struct{}, input *gofuse.FsyncIn) gofuse.Status {
-	h := fs.file(input.Fh)
-	if h == nil {
+	f := fs.v.File(input.Fh)
+	if f == nil {
 		// fsync(2) on a file opened elsewhere: nothing buffered here,
 		// but what was committed must be durable.
-		return fs.status("fsync", fs.c.Sync(ctxOf(cancel, &input.InHeader)))
+		return fs.status("fsync", fs.v.Sync(ctxOf(cancel, &input.InHeader)))
 	}
-	return fs.status("fsync", h.Fsync(killable(cancel, &input.InHeader)))
+	return fs.status("fsync", f.Fsync(killable(cancel, &input.InHeader)))
 }
 
 func (fs *FS) Release(cancel <-chan struct{}, input *gofuse.ReleaseIn) {
-	fs.mu.Lock()
-	h := fs.mu.files[input.Fh]
-	delete(fs.mu.files, input.Fh)
-	delete(fs.mu.partial, input.Fh)
-	delete(fs.mu.fileset, input.Fh)
-	fs.mu.Unlock()
-	if h == nil {
-		return
-	}
-	if err := h.Release(ctxOf(cancel, &input.InHeader)); err != nil {
+	if err := fs.v.Release(ctxOf(cancel, &input.InHeader), input.Fh); err != nil {
 		fs.log.Error("release: data written since the last fsync may be lost", "inode", input.NodeId, "err", err)
 	}
 }
@@ -242,11 +131,11 @@ func (fs *FS) Release(cancel <-chan struct{}, input *gofuse.ReleaseIn) {
 // Lseek knows holes only at the end of the file: SEEK_DATA finds data at
 // any offset before the end, SEEK_HOLE finds the end.
 func (fs *FS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.LseekOut) gofuse.Status {
-	h := fs.file(in.Fh)
-	if h == nil {
+	f := fs.v.File(in.Fh)
+	if f == nil {
 		return gofuse.EBADF
 	}
-	size := uint64(h.Size())
+	size := uint64(f.Size())
 	const seekData, seekHole = 3, 4
 	switch in.Whence {
 	case seekData:
@@ -266,28 +155,26 @@ func (fs *FS) Lseek(cancel <-chan struct{}, in *gofuse.LseekIn, out *gofuse.Lsee
 }
 
 // Tmpfile makes and opens an unnamed file in the directory (open(2) with
-// O_TMPFILE). The inode starts as an orphan (Nlink 0): it is reaped when
-// its last handle here is released, unless linkat gave it a name first
-// (the kernel allows that unless O_EXCL was given).
+// O_TMPFILE; vfs.FS.Tmpfile): reaped at its last release unless linkat
+// named it (the kernel allows that unless O_EXCL was given).
 func (fs *FS) Tmpfile(cancel <-chan struct{}, input *gofuse.CreateIn, out *gofuse.CreateOut) gofuse.Status {
-	ctx := ctxOf(cancel, &input.InHeader)
-	mark := fs.c.CallbackMark()
-	in, err := fs.api.Create(ctx, meta.CreateReq{
-		Parent:  meta.Ino(input.NodeId),
-		Mode:    input.Mode&^syscall.S_IFMT | syscall.S_IFREG,
-		Uid:     input.Uid,
-		Gid:     input.Gid,
-		Tmpfile: true,
-		Open:    true, // held like a create's open: the last release reaps it
-	})
+	o, err := fs.v.Tmpfile(ctxOf(cancel, &input.InHeader), cred(&input.InHeader), meta.Ino(input.NodeId), input.Mode, input.Flags)
+	if o.Inode.Ino != 0 {
+		fs.fillEntry(&o.Inode, &out.EntryOut)
+	}
 	if err != nil {
-		return fs.status("tmpfile", err)
+		st := "tmpfile"
+		if o.Inode.Ino != 0 {
+			st = "open"
+		}
+		return fs.status(st, err)
 	}
-	fs.fillEntry(&in, &out.EntryOut)
-	st := fs.open(cancel, &input.InHeader, in, mark, input.Flags, true, &out.OpenOut)
-	// Reaped now if the open failed, else at the last release.
-	if err := fs.c.Unlinked(ctx, in.Ino); err != nil {
-		fs.log.Warn("tmpfile: reap failed", "inode", in.Ino, "err", err)
-	}
-	return st
+	fs.opened(o, &out.OpenOut)
+	return gofuse.OK
+}
+
+// Fallocate is fallocate(2) (vfs.FS.Allocate).
+func (fs *FS) Fallocate(cancel <-chan struct{}, input *gofuse.FallocateIn) gofuse.Status {
+	err := fs.v.Allocate(killable(cancel, &input.InHeader), meta.Ino(input.NodeId), input.Fh, input.Mode, input.Offset, input.Length)
+	return fs.status("fallocate", err)
 }

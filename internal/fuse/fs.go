@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -32,44 +31,34 @@ type Options struct {
 	// returns, which must pass every request on to the FS it was given.
 	Wrap func(gofuse.RawFileSystem) gofuse.RawFileSystem
 	// Gateway, if set, is asked to list fileset directories and fetch
-	// fileset files not cached yet, before they are served (gateway.go).
+	// fileset files not cached yet, before they are served
+	// (vfs.Options.Gateway).
 	Gateway Gateway
 	// ReadOnly mounts read-only in the kernel, and the mount refuses an
 	// open for writing and a create with EROFS itself too: for an
 	// identity that may not change the namespace (client-ro), whose
 	// writes the meta service would refuse only at the commit, after
-	// write(2) said yes (readonly.go).
+	// write(2) said yes (vfs.Options.ReadOnly).
 	ReadOnly bool
 }
 
-// FS implements gofuse.RawFileSystem over a client.
+// FS implements gofuse.RawFileSystem over a client, through vfs: the
+// rules every front end shares (permissions, the open-file table, the
+// fileset rules) live there.
 type FS struct {
 	gofuse.RawFileSystem // ENOSYS for what we do not implement
 	c                    *client.Client
-	api                  meta.API
 	v                    *vfs.FS // the rules every front end shares
 	opts                 Options
 	log                  *slog.Logger
 	srv                  atomic.Pointer[gofuse.Server] // set by Mount, for notifications
 	// noSpace keeps a full disk from logging every refused write.
 	noSpace ratelog.Limiter
-	ready   ready      // inodes that need no gateway (gateway.go)
-	reads   readCounts // bytes read from filesets, to report (filesetreads.go)
-	modes   modes      // modes of the filesets met (readonly.go)
-	// homeLog keeps home down from logging every refused request.
-	homeLog ratelog.Limiter
-
-	mu struct {
-		sync.Mutex
-		next  uint64
-		files map[uint64]*client.Handle
-		dirs  map[uint64]*dirHandle
-		// partial: the open files of filesets not cached whole (gateway.go)
-		partial map[uint64]*partial
-		// fileset: the fileset root of each open file of a fileset
-		fileset map[uint64]meta.Ino
-	}
 }
+
+// Gateway is what a mount asks when it meets a fileset inode that is not
+// cached yet (vfs.Gateway).
+type Gateway = vfs.Gateway
 
 // New returns the file system; Mount serves it.
 func New(c *client.Client, opts Options) *FS {
@@ -82,13 +71,8 @@ func New(c *client.Client, opts Options) *FS {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	fs := &FS{RawFileSystem: gofuse.NewDefaultRawFileSystem(), c: c, api: c.Meta(), opts: opts, log: opts.Logger,
-		v: vfs.New(c, vfs.Options{Logger: opts.Logger})}
-	fs.mu.files = make(map[uint64]*client.Handle)
-	fs.mu.dirs = make(map[uint64]*dirHandle)
-	fs.mu.partial = make(map[uint64]*partial)
-	fs.mu.fileset = make(map[uint64]meta.Ino)
-	return fs
+	v := vfs.New(c, vfs.Options{Logger: opts.Logger, Gateway: opts.Gateway, ReadOnly: opts.ReadOnly})
+	return &FS{RawFileSystem: gofuse.NewDefaultRawFileSystem(), c: c, v: v, opts: opts, log: opts.Logger}
 }
 
 // Mount mounts fs at dir and starts serving it; Server.Unmount ends it.
@@ -159,20 +143,6 @@ func setReadAhead(dir string, kb int) error {
 
 func (fs *FS) String() string { return "tessera" }
 
-// Invalidator forwards a client's invalidations (client.Config.OnInvalidate)
-// to the FS made after the client; until Set they are dropped.
-type Invalidator struct{ fs atomic.Pointer[FS] }
-
-// Set names the FS that receives the invalidations.
-func (v *Invalidator) Set(fs *FS) { v.fs.Store(fs) }
-
-// Invalidate calls the FS's Invalidate.
-func (v *Invalidator) Invalidate(ino meta.Ino) {
-	if fs := v.fs.Load(); fs != nil {
-		fs.Invalidate(ino)
-	}
-}
-
 // invalidateAttr makes the kernel forget ino's cached attributes. It only
 // marks them stale, taking no inode lock, so a request handler may call it.
 func (fs *FS) invalidateAttr(ino meta.Ino) {
@@ -182,7 +152,8 @@ func (fs *FS) invalidateAttr(ino meta.Ino) {
 }
 
 // Invalidate makes the kernel forget ino's cached attributes and pages, as
-// a callback from the meta service asks (another client changed the file).
+// a callback from the meta service asks (another client changed the file);
+// it is what a mount subscribes to vfs.Invalidations.
 // Dropping pages waits for page locks that reads in flight hold, so it runs
 // on its own goroutine and the caller never waits for it.
 func (fs *FS) Invalidate(ino meta.Ino) {
@@ -273,8 +244,9 @@ func joinNs(sec uint64, nsec uint32) int64 {
 	return int64(sec)*1e9 + int64(nsec)
 }
 
+// fillEntry converts an entry vfs returned (its attributes through
+// client.Overlay already) into the kernel's.
 func (fs *FS) fillEntry(in *meta.Inode, out *gofuse.EntryOut) {
-	fs.c.Overlay(in)
 	out.NodeId = uint64(in.Ino)
 	out.Generation = in.Gen
 	out.SetEntryTimeout(fs.opts.EntryTimeout)
@@ -290,20 +262,6 @@ func (fs *FS) attrTTL(in *meta.Inode) time.Duration {
 		return fs.opts.AttrTimeout
 	}
 	return fs.c.CacheTTL(in)
-}
-
-func (fs *FS) addFile(h *client.Handle) uint64 {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	fs.mu.next++
-	fs.mu.files[fs.mu.next] = h
-	return fs.mu.next
-}
-
-func (fs *FS) file(fh uint64) *client.Handle {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	return fs.mu.files[fh]
 }
 
 // StatFs reports the room the block servers have for new data

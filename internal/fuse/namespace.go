@@ -1,7 +1,6 @@
 package fuse
 
 import (
-	"context"
 	"errors"
 	"syscall"
 
@@ -13,7 +12,7 @@ import (
 
 func (fs *FS) Lookup(cancel <-chan struct{}, header *gofuse.InHeader, name string, out *gofuse.EntryOut) gofuse.Status {
 	ctx, parent := ctxOf(cancel, header), meta.Ino(header.NodeId)
-	if _, err := fs.fill(ctx, parent); err != nil {
+	if _, err := fs.v.Fill(ctx, parent); err != nil {
 		return fs.status("lookup", err)
 	}
 	in, err := fs.v.Lookup(ctx, cred(header), parent, name)
@@ -43,9 +42,6 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, input *gofuse.SetAttrIn, out *gofu
 	if input.Valid&gofuse.FATTR_SIZE != 0 {
 		s.Valid |= meta.SetSize
 		s.Size = input.Size
-		if fs.opts.Gateway != nil {
-			s.BeforeTruncate = fs.beforeTruncate
-		}
 	}
 	if input.Valid&gofuse.FATTR_MODE != 0 {
 		s.Valid |= meta.SetMode
@@ -84,22 +80,6 @@ func (fs *FS) SetAttr(cancel <-chan struct{}, input *gofuse.SetAttrIn, out *gofu
 	fillAttr(&in, &out.Attr)
 	out.SetTimeout(fs.attrTTL(&in))
 	return gofuse.OK
-}
-
-// beforeTruncate is the fileset rule of a truncate: refused in a
-// read-only fileset, and a partly cached file is completed first
-// (readonly.go, gateway.go).
-func (fs *FS) beforeTruncate(ctx context.Context, in *meta.Inode) (meta.Inode, error) {
-	if err := fs.refuseReadOnly(ctx, "truncate", in); err != nil {
-		return meta.Inode{}, err
-	}
-	if !needs(in) {
-		return *in, nil
-	}
-	if err := fs.complete(ctx, in); err != nil {
-		return meta.Inode{}, err
-	}
-	return fs.api.GetAttr(ctx, in.Ino)
 }
 
 func (fs *FS) create(cancel <-chan struct{}, header *gofuse.InHeader, req meta.CreateReq, out *gofuse.EntryOut) gofuse.Status {

@@ -1,23 +1,16 @@
 package fuse
 
 import (
-	"strings"
-	"syscall"
-
 	gofuse "github.com/hanwen/go-fuse/v2/fuse"
 
 	"tessera/internal/meta"
 )
 
-// aclName reports POSIX ACL attributes, which need kernel ACL support that
-// this mount does not turn on.
-func aclName(name string) bool { return strings.HasPrefix(name, "system.posix_acl_") }
+// Extended attributes go to vfs (vfs.FS.GetXattr and the rest: POSIX ACL
+// names, the namespaces' rules); this file sizes the kernel's buffers.
 
 func (fs *FS) GetXAttr(cancel <-chan struct{}, header *gofuse.InHeader, attr string, dest []byte) (uint32, gofuse.Status) {
-	if aclName(attr) {
-		return 0, gofuse.Status(syscall.ENODATA)
-	}
-	v, err := fs.c.GetXattr(ctxOf(cancel, header), meta.Ino(header.NodeId), attr)
+	v, err := fs.v.GetXattr(ctxOf(cancel, header), cred(header), meta.Ino(header.NodeId), attr)
 	if err != nil {
 		return 0, fs.status("getxattr", err)
 	}
@@ -31,7 +24,7 @@ func (fs *FS) GetXAttr(cancel <-chan struct{}, header *gofuse.InHeader, attr str
 }
 
 func (fs *FS) ListXAttr(cancel <-chan struct{}, header *gofuse.InHeader, dest []byte) (uint32, gofuse.Status) {
-	names, err := fs.api.ListXattr(ctxOf(cancel, header), meta.Ino(header.NodeId))
+	names, err := fs.v.ListXattr(ctxOf(cancel, header), cred(header), meta.Ino(header.NodeId))
 	if err != nil {
 		return 0, fs.status("listxattr", err)
 	}
@@ -55,12 +48,10 @@ func (fs *FS) ListXAttr(cancel <-chan struct{}, header *gofuse.InHeader, dest []
 }
 
 func (fs *FS) SetXAttr(cancel <-chan struct{}, input *gofuse.SetXAttrIn, attr string, data []byte) gofuse.Status {
-	if aclName(attr) {
-		return gofuse.Status(syscall.EOPNOTSUPP)
-	}
-	return fs.status("setxattr", fs.c.SetXattr(ctxOf(cancel, &input.InHeader), meta.Ino(input.NodeId), attr, data, input.Flags))
+	err := fs.v.SetXattr(ctxOf(cancel, &input.InHeader), cred(&input.InHeader), meta.Ino(input.NodeId), attr, data, input.Flags)
+	return fs.status("setxattr", err)
 }
 
 func (fs *FS) RemoveXAttr(cancel <-chan struct{}, header *gofuse.InHeader, attr string) gofuse.Status {
-	return fs.status("removexattr", fs.c.RemoveXattr(ctxOf(cancel, header), meta.Ino(header.NodeId), attr))
+	return fs.status("removexattr", fs.v.RemoveXattr(ctxOf(cancel, header), cred(header), meta.Ino(header.NodeId), attr))
 }

@@ -12,6 +12,7 @@ import (
 	"tessera/internal/client"
 	"tessera/internal/fuse"
 	"tessera/internal/metrics"
+	"tessera/internal/vfs"
 )
 
 // MountNode is a running FUSE mount: the client and the file system it
@@ -63,7 +64,7 @@ func StartMountWith(ctx context.Context, mc MountConfig) (*MountNode, error) {
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return nil, &MountPointError{Dir: dir, Err: notDir{err}}
 	}
-	inv := new(fuse.Invalidator)
+	inv := new(vfs.Invalidations)
 	fo := fuse.Options{Logger: log, Debug: debug, Gateway: mc.Gateway, ReadOnly: mc.ReadOnly}
 	if mc.Metrics != nil {
 		cfg.Meta = metrics.MetaAPI(cfg.Meta, metrics.NewMetaCalls(mc.Metrics, metrics.SideClient))
@@ -80,7 +81,7 @@ func StartMountWith(ctx context.Context, mc MountConfig) (*MountNode, error) {
 		metrics.Client(mc.Metrics, cl)
 	}
 	fs := fuse.New(cl, fo)
-	inv.Set(fs)
+	inv.Subscribe(fs.Invalidate)
 	srv, err := fuse.Mount(fs, dir)
 	if err != nil {
 		cl.Close(context.Background())

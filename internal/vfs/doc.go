@@ -1,7 +1,8 @@
 // Package vfs is the one file-system layer every Tessera front end shares
-// (issue 24): the FUSE mount (internal/fuse) and the NFS server
-// (internal/nfs) call it by inode, with the caller's credentials on every
-// call, and it speaks to the meta service and the client package.
+// (issue 24): the FUSE mount (internal/fuse), the NFS server
+// (internal/nfs) and the gateway's tessera:// home (internal/gateway/home)
+// call it by inode, with the caller's credentials on every call, and it
+// speaks to the meta service and the client package.
 //
 // Permissions: vfs checks POSIX permissions against the attributes the meta
 // service keeps (perm.go): owner, group and supplementary groups, other;
@@ -24,13 +25,39 @@
 // on an open file is recorded with client.MtimeSet, and an inode that a
 // rename replaced is reaped through client.Unlinked.
 //
+// Open files and directories (files.go, dirs.go): OpenFile, CreateOpen
+// (O_EXCL; O_TRUNC of an existing file sets its mtime and ctime) and
+// Tmpfile (O_TMPFILE: a nameless inode reaped at its last release) return
+// a handle number; File and Dir find the handle, whose Read, Write, Flush,
+// Fsync and Release go to the client, and Allocate is fallocate(2). An
+// open is recorded with the meta service, so a file or directory removed
+// while open keeps answering until its release. A directory's listing
+// offsets are positions in what the handle has listed, stable while it is
+// open (a listing resumed at any offset handed out goes on from there).
+//
+// Filesets (fileset.go, readonly.go, homedown.go, filesetreads.go): with
+// Options.Gateway, an inode of a fileset is filled before it is served
+// (revalidated once its validity lag has passed, a directory listed at
+// home); a read of a file not cached whole fetches the blocks it needs
+// first; an open that may write, a truncate and an O_TRUNC create
+// complete a partly cached file first and are refused with EROFS in a
+// read-only fileset; with home down a never-listed directory of a fileset
+// taking local updates serves its local entries, and what needs home's
+// bytes is EIO. Options.ReadOnly (an identity that may only read) refuses
+// opens that may write and creates with EROFS.
+//
+// Extended attributes (xattr.go) follow Linux's namespace rules for
+// callers not Checked; POSIX ACL names are not kept.
+//
 // Stateless I/O (io.go): protocols without open and close (NFSv3) read and
 // write by inode; vfs keeps one client handle per inode, opened at the first
-// use and released once idle (Options.IdleRelease).
+// use and released once idle (Options.IdleRelease). It follows the
+// fileset rules as handles do (filesetio.go).
 //
-// What still lives in internal/fuse and is not shared yet: the open-file
-// table of FUSE handles, fileset routing (fill, complete before write,
-// partial reads), read-only fileset and home-down handling, O_EXCL/O_TRUNC
-// create, directory paging with stable offsets, xattrs, fallocate and
-// O_TMPFILE (docs/design/2026-11-28-vfs-and-nfs.md).
+// Invalidations (invalidate.go) fans a client's invalidations out to the
+// front ends that keep caches of their own (a mount's kernel).
+//
+// Paths (paths.go): Resolve walks a path from the root with the caller's
+// permissions; WriteFileAtomic writes a whole file under a temporary name
+// and renames it into place.
 package vfs

@@ -35,6 +35,17 @@ type openFile struct {
 	h     *client.Handle
 	users int         // calls using h now
 	idle  clock.Timer // armed while users is 0
+	// fileset is the root of the file's fileset (0 if none), whose rules
+	// its reads and writes follow (filesetio.go).
+	fileset meta.Ino
+	// partial: the file is not cached whole (filesetio.go); nil once it
+	// is, or in no fileset. Guarded by mu.
+	mu      sync.Mutex
+	partial *partial
+	// writable: a write passed the fileset rules; the later ones through
+	// this handle need not ask again (a handle of OpenFile is checked
+	// once, at its open, too).
+	writable bool
 }
 
 // acquire returns the shared handle of ino, opening it if there is none.
@@ -50,6 +61,10 @@ func (v *FS) acquire(ctx context.Context, ino meta.Ino) (*openFile, error) {
 		return of, nil
 	}
 	t.mu.Unlock()
+	gin, err := v.Fill(ctx, ino)
+	if err != nil {
+		return nil, err
+	}
 	h, _, in, err := v.c.OpenIno(ctx, ino, syscall.O_RDWR)
 	if err != nil {
 		return nil, err
@@ -73,6 +88,7 @@ func (v *FS) acquire(ctx context.Context, ino meta.Ino) (*openFile, error) {
 		return of, nil
 	}
 	of := &openFile{ino: ino, h: h, users: 1}
+	v.filesetOpen(of, &in, gin)
 	t.m[ino] = of
 	t.mu.Unlock()
 	return of, nil
@@ -154,7 +170,12 @@ func (v *FS) ReadAt(ctx context.Context, c Cred, ino meta.Ino, off int64, buf []
 		return 0, false, err
 	}
 	defer v.done(of)
+	fetched, err := v.filesetRead(ctx, of, off, len(buf))
+	if err != nil {
+		return 0, false, err
+	}
 	n, err := of.h.Read(ctx, off, buf)
+	v.countRead(of.fileset, n, fetched)
 	if err != nil {
 		return n, false, err
 	}
@@ -185,6 +206,9 @@ func (v *FS) WriteAt(ctx context.Context, c Cred, ino meta.Ino, off int64, data 
 		return 0, err
 	}
 	defer v.done(of)
+	if err := v.filesetWrite(ctx, of); err != nil {
+		return 0, err
+	}
 	n, err := of.h.Write(ctx, off, data)
 	if err != nil {
 		return n, err

@@ -24,8 +24,8 @@ type SetAttr struct {
 	// FATTR_KILL_SUIDGID, for a write by a caller without CAP_FSETID).
 	KillSuidgid bool
 	// BeforeTruncate, if set, is called with the inode before its size
-	// changes and returns the inode to truncate (fuse: refusing read-only
-	// filesets and completing partly cached files).
+	// changes and returns the inode to truncate, after the fileset rule
+	// (beforeTruncate) has run.
 	BeforeTruncate func(ctx context.Context, in *meta.Inode) (meta.Inode, error)
 }
 
@@ -53,6 +53,11 @@ func (v *FS) SetAttr(ctx context.Context, c Cred, ino meta.Ino, s SetAttr) (meta
 	if s.Valid&meta.SetSize != 0 {
 		if in.IsDir() {
 			return meta.Inode{}, errorf("truncate", ino, syscall.EISDIR)
+		}
+		if v.opts.Gateway != nil {
+			if in, err = v.beforeTruncate(ctx, &in); err != nil {
+				return meta.Inode{}, err
+			}
 		}
 		if s.BeforeTruncate != nil {
 			if in, err = s.BeforeTruncate(ctx, &in); err != nil {

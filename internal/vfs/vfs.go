@@ -9,6 +9,7 @@ import (
 	"tessera/internal/clock"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metawait"
+	"tessera/internal/ratelog"
 )
 
 // Options tune an FS.
@@ -19,6 +20,14 @@ type Options struct {
 	IdleRelease time.Duration
 	// Clock times the idle release (default the machine's).
 	Clock clock.Clock
+	// Gateway, if set, is asked to list fileset directories and fetch
+	// fileset files not cached yet, before they are served (fileset.go).
+	Gateway Gateway
+	// ReadOnly refuses an open for writing and a create with EROFS: for
+	// an identity that may not change the namespace (client-ro), whose
+	// writes the meta service would refuse only at the commit
+	// (readonly.go).
+	ReadOnly bool
 }
 
 // FS is the file system of one client, by inode.
@@ -28,6 +37,13 @@ type FS struct {
 	log  *slog.Logger
 	opts Options
 	open openTable // io.go
+
+	handles handles    // open files and directories (files.go, dirs.go)
+	ready   ready      // inodes that need no gateway (fileset.go)
+	reads   readCounts // bytes read from filesets, to report (filesetreads.go)
+	modes   modes      // modes of the filesets met (readonly.go)
+	// homeLog keeps home down from logging every refused request.
+	homeLog ratelog.Limiter
 }
 
 // New returns the file system of c.
@@ -41,6 +57,7 @@ func New(c *client.Client, opts Options) *FS {
 	opts.Clock = clock.Or(opts.Clock)
 	v := &FS{c: c, api: c.Meta(), log: opts.Logger, opts: opts}
 	v.open.init()
+	v.handles.init()
 	return v
 }
 

@@ -25,10 +25,14 @@
 //     (default 3). No symlinks, no setattr (the optional interfaces are not
 //     implemented).
 //   - tessera://META_ADDR/PATH?cert=F&key=F&ca=F — a subtree of another
-//     Tessera cluster through its Go client library (internal/client) over
-//     gRPC + mutual TLS; the change token is the inode number and its change
-//     counter; meta_timeout=D (default 30s) is how long an unreachable meta
-//     service is waited for before a retryable error. Everything is
+//     Tessera cluster through internal/vfs, the layer every Tessera front
+//     end shares, over its client library (internal/client) with gRPC +
+//     mutual TLS and blocks dialed by internal/blockdial; the change token
+//     is the inode number and its change counter; meta_timeout=D (default
+//     30s) is how long an unreachable meta service is waited for before a
+//     retryable error. A symlink in the middle of a path is followed
+//     within PATH (vfs.FS.Resolve). WriteFile writes under a temporary name
+//     (vfs.TmpPrefix, not listed) and renames it into place. Everything is
 //     implemented, Rename is atomic.
 //
 // # The contract

@@ -2,8 +2,6 @@ package home
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,14 +12,12 @@ import (
 	"time"
 
 	"tessera/internal/auth"
+	"tessera/internal/blockdial"
 	"tessera/internal/client"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
-	"tessera/internal/up"
+	"tessera/internal/vfs"
 )
-
-// tesseraChunk is how much WriteFile hands the client per Write.
-const tesseraChunk = 1 << 20
 
 // TesseraStore is a home in a subtree of another Tessera cluster
 // (tessera://), reached through its meta service over gRPC with mutual TLS
@@ -29,8 +25,14 @@ const tesseraChunk = 1 << 20
 type TesseraStore struct {
 	mc   *metarpc.Client
 	cl   *client.Client
+	v    *vfs.FS  // the file-system layer every front end shares
 	base meta.Ino // the subtree's root
 }
+
+// homeCred is the home's caller toward vfs: the gateway itself, which
+// the home cluster authorizes by its certificate (client-rw or client-ro);
+// no user's permission bits apply, so vfs checks none.
+var homeCred = vfs.Cred{Checked: true}
 
 var (
 	_ Store     = (*TesseraStore)(nil)
@@ -90,7 +92,7 @@ func OpenTessera(ctx context.Context, addr, path string, o TesseraOptions) (*Tes
 		return nil, wrap("open", addr, err, true)
 	}
 	cl, err := client.New(ctx, client.Config{
-		Meta: mc, Dial: up.NewDialer(o.Creds).Block, Logger: o.Logger,
+		Meta: mc, Dial: blockdial.New(o.Creds).Block, Logger: o.Logger,
 		MetaTimeout: o.MetaTimeout, MemCacheBytes: 64 << 20, DirtyBytes: 64 << 20,
 		IdleRelease: -1,
 	})
@@ -98,7 +100,7 @@ func OpenTessera(ctx context.Context, addr, path string, o TesseraOptions) (*Tes
 		mc.Close()
 		return nil, wrap("open", addr, err, true)
 	}
-	s := &TesseraStore{mc: mc, cl: cl, base: meta.RootIno}
+	s := &TesseraStore{mc: mc, cl: cl, base: meta.RootIno, v: vfs.New(cl, vfs.Options{Logger: o.Logger})}
 	in, err := s.resolve(ctx, "open", p)
 	if err != nil {
 		s.Close()
@@ -121,22 +123,12 @@ func terr(op, p string, err error) error {
 	return wrap(op, p, err, true)
 }
 
-// resolve looks p up component by component from the base.
+// resolve looks p up from the base (vfs.FS.Resolve: a symlink in the
+// middle of p is followed, within the base, as file:// homes follow them).
 func (s *TesseraStore) resolve(ctx context.Context, op, p string) (meta.Inode, error) {
-	in, err := s.cl.Meta().GetAttr(ctx, s.base)
+	in, err := s.v.Resolve(ctx, homeCred, s.base, p)
 	if err != nil {
 		return meta.Inode{}, terr(op, p, err)
-	}
-	if p == "" {
-		return in, nil
-	}
-	for _, c := range strings.Split(p, "/") {
-		if !in.IsDir() {
-			return meta.Inode{}, permanent(op, p, ErrNotDir, "")
-		}
-		if in, err = s.cl.Meta().Lookup(ctx, in.Ino, c); err != nil {
-			return meta.Inode{}, terr(op, p, err)
-		}
 	}
 	return in, nil
 }
@@ -204,18 +196,18 @@ func (s *TesseraStore) ReadDir(ctx context.Context, path string) ([]Attr, error)
 	var out []Attr
 	after := ""
 	for {
-		ents, more, err := s.cl.Meta().ReadDir(ctx, d.Ino, after, 1024, true)
+		ents, more, err := s.v.ReadDir(ctx, homeCred, d.Ino, after, 1024, true)
 		if err != nil {
 			return nil, terr("readdir", p, err)
 		}
 		for _, e := range ents {
 			after = e.Name
-			if strings.HasPrefix(e.Name, tmpPrefix) {
+			if strings.HasPrefix(e.Name, tmpPrefix) || strings.HasPrefix(e.Name, vfs.TmpPrefix) {
 				continue
 			}
 			in := e.Inode
 			if in == nil {
-				got, err := s.cl.Meta().GetAttr(ctx, e.Ino)
+				got, err := s.v.GetAttr(ctx, e.Ino)
 				if err != nil {
 					return nil, terr("readdir", p, err)
 				}
@@ -229,23 +221,28 @@ func (s *TesseraStore) ReadDir(ctx context.Context, path string) ([]Attr, error)
 	}
 }
 
-// open resolves a regular file and opens it.
-func (s *TesseraStore) open(ctx context.Context, op, p string, flags int) (*client.Handle, error) {
+// open resolves a regular file and opens it; release closes it.
+func (s *TesseraStore) open(ctx context.Context, op, p string, flags uint32) (vfs.Opened, error) {
 	in, err := s.resolve(ctx, op, p)
 	if err != nil {
-		return nil, err
+		return vfs.Opened{}, err
 	}
 	if in.IsDir() {
-		return nil, permanent(op, p, ErrIsDir, "")
+		return vfs.Opened{}, permanent(op, p, ErrIsDir, "")
 	}
 	if !in.IsRegular() {
-		return nil, permanent(op, p, ErrInvalidPath, "not a regular file")
+		return vfs.Opened{}, permanent(op, p, ErrInvalidPath, "not a regular file")
 	}
-	h, _, err := s.cl.Open(ctx, in, flags)
+	o, err := s.v.OpenFile(ctx, homeCred, in.Ino, flags)
 	if err != nil {
-		return nil, terr(op, p, err)
+		return vfs.Opened{}, terr(op, p, err)
 	}
-	return h, nil
+	return o, nil
+}
+
+// release closes o (vfs.FS.Release: what it wrote is committed).
+func (s *TesseraStore) release(ctx context.Context, o vfs.Opened) error {
+	return s.v.Release(ctx, o.Fh)
 }
 
 // ReadAt reads through the client (blocks verified against their hashes).
@@ -257,12 +254,12 @@ func (s *TesseraStore) ReadAt(ctx context.Context, path string, b []byte, off in
 	if off < 0 {
 		return 0, permanent("read", p, ErrInvalidPath, "negative offset %d", off)
 	}
-	h, err := s.open(ctx, "read", p, syscall.O_RDONLY)
+	o, err := s.open(ctx, "read", p, syscall.O_RDONLY)
 	if err != nil {
 		return 0, err
 	}
-	defer h.Release(context.WithoutCancel(ctx))
-	n, err := h.Read(ctx, off, b)
+	defer s.release(context.WithoutCancel(ctx), o)
+	n, err := o.File.Read(ctx, off, b)
 	if err != nil {
 		return n, terr("read", p, err)
 	}
@@ -283,71 +280,14 @@ func (s *TesseraStore) WriteFile(ctx context.Context, path string, r io.Reader, 
 	if err != nil {
 		return Attr{}, err
 	}
-	if mode == 0 {
-		mode = 0o644
-	}
-	if old, err := s.cl.Meta().Lookup(ctx, d.Ino, name); err == nil {
-		if old.IsDir() {
-			return Attr{}, permanent("write", p, ErrIsDir, "")
+	if _, err := s.v.WriteFileAtomic(ctx, homeCred, d.Ino, name, r, size, mode); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			// The reader's fault: trying again with it changes nothing.
+			return Attr{}, &Error{Op: "write", Path: p, Err: err}
 		}
-		mode = old.Mode & 0o7777
-	} else if !errors.Is(err, syscall.ENOENT) {
 		return Attr{}, terr("write", p, err)
 	}
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	tmp := tmpPrefix + hex.EncodeToString(rnd[:])
-	in, err := s.cl.Meta().Create(ctx, meta.CreateReq{Parent: d.Ino, Name: tmp, Mode: syscall.S_IFREG | mode&0o7777, Excl: true})
-	if err != nil {
-		return Attr{}, terr("write", p, err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			s.cl.Meta().Unlink(context.WithoutCancel(ctx), d.Ino, tmp, in.Ino)
-		}
-	}()
-	h, _, err := s.cl.Open(ctx, in, syscall.O_WRONLY)
-	if err != nil {
-		return Attr{}, terr("write", p, err)
-	}
-	buf := make([]byte, tesseraChunk)
-	var off int64
-	for off < size {
-		n, rerr := io.ReadFull(r, buf[:min(int64(len(buf)), size-off)])
-		if n > 0 {
-			if _, err := h.Write(ctx, off, buf[:n]); err != nil {
-				h.Release(context.WithoutCancel(ctx))
-				return Attr{}, terr("write", p, err)
-			}
-			off += int64(n)
-		}
-		if rerr != nil && off < size {
-			h.Release(context.WithoutCancel(ctx))
-			return Attr{}, &Error{Op: "write", Path: p, Err: fmt.Errorf("the reader gave %d of %d bytes: %w", off, size, rerr)}
-		}
-	}
-	if err := h.Fsync(ctx); err != nil {
-		h.Release(context.WithoutCancel(ctx))
-		return Attr{}, terr("write", p, err)
-	}
-	if err := h.Release(ctx); err != nil {
-		return Attr{}, terr("write", p, err)
-	}
-	replaced, err := s.cl.Meta().Rename(ctx, d.Ino, tmp, d.Ino, name, 0)
-	if err != nil {
-		return Attr{}, terr("write", p, err)
-	}
-	done = true
-	s.reap(ctx, replaced)
 	return s.Stat(ctx, p)
-}
-
-// reap deletes an inode a rename or unlink left without a name.
-func (s *TesseraStore) reap(ctx context.Context, in meta.Inode) {
-	if in.Ino != 0 && in.Nlink == 0 {
-		s.cl.Meta().Reap(ctx, in.Ino)
-	}
 }
 
 // WriteAt writes into an existing file and commits.
@@ -359,19 +299,19 @@ func (s *TesseraStore) WriteAt(ctx context.Context, path string, b []byte, off i
 	if off < 0 {
 		return permanent("write", p, ErrInvalidPath, "negative offset %d", off)
 	}
-	h, err := s.open(ctx, "write", p, syscall.O_WRONLY)
+	o, err := s.open(ctx, "write", p, syscall.O_WRONLY)
 	if err != nil {
 		return err
 	}
-	if _, err := h.Write(ctx, off, b); err != nil {
-		h.Release(context.WithoutCancel(ctx))
+	if _, err := o.File.Write(ctx, off, b); err != nil {
+		s.release(context.WithoutCancel(ctx), o)
 		return terr("write", p, err)
 	}
-	if err := h.Fsync(ctx); err != nil {
-		h.Release(context.WithoutCancel(ctx))
+	if err := o.File.Fsync(ctx); err != nil {
+		s.release(context.WithoutCancel(ctx), o)
 		return terr("write", p, err)
 	}
-	return terr("write", p, h.Release(ctx))
+	return terr("write", p, s.release(ctx, o))
 }
 
 // Truncate sets a file's size.
@@ -390,7 +330,7 @@ func (s *TesseraStore) Truncate(ctx context.Context, path string, size int64) er
 	if in.IsDir() {
 		return permanent("truncate", p, ErrIsDir, "")
 	}
-	_, err = s.cl.Truncate(ctx, in, size)
+	_, err = s.v.SetAttr(ctx, homeCred, in.Ino, vfs.SetAttr{Valid: meta.SetSize, Size: uint64(size)})
 	return terr("truncate", p, err)
 }
 
@@ -402,7 +342,7 @@ func (s *TesseraStore) create(ctx context.Context, op, p string, mode uint32, ta
 		}
 		return err
 	}
-	_, err = s.cl.Meta().Create(ctx, meta.CreateReq{Parent: d.Ino, Name: name, Mode: mode, Target: target, Excl: true})
+	_, err = s.v.Create(ctx, homeCred, meta.CreateReq{Parent: d.Ino, Name: name, Mode: mode, Target: target, Excl: true})
 	return terr(op, p, err)
 }
 
@@ -465,19 +405,14 @@ func (s *TesseraStore) Remove(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	in, err := s.cl.Meta().Lookup(ctx, d.Ino, name)
+	in, err := s.v.Lookup(ctx, homeCred, d.Ino, name)
 	if err != nil {
 		return terr("remove", p, err)
 	}
 	if in.IsDir() {
 		return permanent("remove", p, ErrIsDir, "")
 	}
-	after, err := s.cl.Meta().Unlink(ctx, d.Ino, name, in.Ino)
-	if err != nil {
-		return terr("remove", p, err)
-	}
-	s.reap(ctx, after)
-	return nil
+	return terr("remove", p, s.v.Unlink(ctx, homeCred, d.Ino, name))
 }
 
 // Rmdir removes an empty directory.
@@ -490,14 +425,14 @@ func (s *TesseraStore) Rmdir(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	in, err := s.cl.Meta().Lookup(ctx, d.Ino, name)
+	in, err := s.v.Lookup(ctx, homeCred, d.Ino, name)
 	if err != nil {
 		return terr("rmdir", p, err)
 	}
 	if !in.IsDir() {
 		return permanent("rmdir", p, ErrNotDir, "")
 	}
-	return terr("rmdir", p, s.cl.Meta().Rmdir(ctx, d.Ino, name))
+	return terr("rmdir", p, s.v.Rmdir(ctx, homeCred, d.Ino, name))
 }
 
 // Rename renames atomically (one meta transaction).
@@ -518,22 +453,17 @@ func (s *TesseraStore) Rename(ctx context.Context, from, to string) error {
 	if err != nil {
 		return err
 	}
-	replaced, err := s.cl.Meta().Rename(ctx, fd.Ino, fname, td.Ino, tname, 0)
-	if err != nil {
-		return terr("rename", f, err)
-	}
-	s.reap(ctx, replaced)
-	return nil
+	return terr("rename", f, s.v.Rename(ctx, homeCred, fd.Ino, fname, td.Ino, tname, 0))
 }
 
 // Chmod sets permission bits.
 func (s *TesseraStore) Chmod(ctx context.Context, path string, mode uint32) error {
-	return s.setattr(ctx, "chmod", path, meta.SetAttrReq{Valid: meta.SetMode, Mode: mode & 0o7777})
+	return s.setattr(ctx, "chmod", path, vfs.SetAttr{Valid: meta.SetMode, Mode: mode & 0o7777})
 }
 
 // Chtimes sets times; a zero time is left alone.
 func (s *TesseraStore) Chtimes(ctx context.Context, path string, atime, mtime time.Time) error {
-	var req meta.SetAttrReq
+	var req vfs.SetAttr
 	if !atime.IsZero() {
 		req.Valid |= meta.SetAtime
 		req.Atime = atime.UnixNano()
@@ -545,7 +475,7 @@ func (s *TesseraStore) Chtimes(ctx context.Context, path string, atime, mtime ti
 	return s.setattr(ctx, "chtimes", path, req)
 }
 
-func (s *TesseraStore) setattr(ctx context.Context, op, path string, req meta.SetAttrReq) error {
+func (s *TesseraStore) setattr(ctx context.Context, op, path string, req vfs.SetAttr) error {
 	p, err := clean(op, path)
 	if err != nil {
 		return err
@@ -557,12 +487,13 @@ func (s *TesseraStore) setattr(ctx context.Context, op, path string, req meta.Se
 	if req.Valid == 0 {
 		return nil
 	}
-	_, err = s.cl.Meta().SetAttr(ctx, in.Ino, req)
+	_, err = s.v.SetAttr(ctx, homeCred, in.Ino, req)
 	return terr(op, p, err)
 }
 
 // Close closes the client and the connection.
 func (s *TesseraStore) Close() error {
+	s.v.Close()
 	err := s.cl.Close(context.Background())
 	if cerr := s.mc.Close(); err == nil {
 		err = cerr

@@ -1,4 +1,4 @@
-package fuse
+package vfs
 
 import (
 	"context"
@@ -25,12 +25,12 @@ type readCounts struct {
 
 // countRead adds n bytes read from fileset root to the counts and makes
 // sure a report follows.
-func (fs *FS) countRead(root meta.Ino, n int, miss bool) {
-	ra, ok := fs.opts.Gateway.(meta.FilesetReadsAPI)
+func (v *FS) countRead(root meta.Ino, n int, miss bool) {
+	ra, ok := v.opts.Gateway.(meta.FilesetReadsAPI)
 	if !ok || root == 0 || n <= 0 {
 		return
 	}
-	rc := &fs.reads
+	rc := &v.reads
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if rc.m == nil {
@@ -45,15 +45,15 @@ func (fs *FS) countRead(root meta.Ino, n int, miss bool) {
 	rc.m[root] = c
 	if !rc.pending {
 		rc.pending = true
-		time.AfterFunc(readsReportDelay, func() { fs.reportReads(ra) })
+		time.AfterFunc(readsReportDelay, func() { v.reportReads(ra) })
 	}
 }
 
 // reportReads sends the counts gathered; counts that could not be sent
 // are kept for the next report (a meta outage loses none of them while
 // the mount lives).
-func (fs *FS) reportReads(ra meta.FilesetReadsAPI) {
-	rc := &fs.reads
+func (v *FS) reportReads(ra meta.FilesetReadsAPI) {
+	rc := &v.reads
 	rc.mu.Lock()
 	m := rc.m
 	rc.m, rc.pending = nil, false
@@ -63,7 +63,7 @@ func (fs *FS) reportReads(ra meta.FilesetReadsAPI) {
 		err := ra.AddFilesetReads(ctx, root, c)
 		cancel()
 		if err != nil {
-			fs.log.Debug("fileset read counts not reported; kept for the next report", "fileset", root, "err", err)
+			v.log.Debug("fileset read counts not reported; kept for the next report", "fileset", root, "err", err)
 			rc.mu.Lock()
 			if rc.m == nil {
 				rc.m = make(map[meta.Ino]meta.FilesetReads)

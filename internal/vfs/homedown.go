@@ -1,4 +1,4 @@
-package fuse
+package vfs
 
 import (
 	"context"
@@ -32,33 +32,33 @@ import (
 
 // homeFailed wraps err, the failure of a gateway call that needed home
 // for op on inode in, as EIO, and logs it with the fileset and its home.
-func (fs *FS) homeFailed(ctx context.Context, op string, in *meta.Inode, err error) error {
+func (v *FS) homeFailed(ctx context.Context, op string, in *meta.Inode, err error) error {
 	if ctx.Err() != nil {
 		return err // interrupted: the caller is gone, nothing to report
 	}
-	fs.logHome(ctx, slog.LevelWarn, op+": home not reachable; EIO", in, err)
+	v.logHome(ctx, slog.LevelWarn, op+": home not reachable; EIO", in, err)
 	return fmt.Errorf("%s inode %d: home not reachable: %v: %w", op, in.Ino, err, syscall.EIO)
 }
 
 // listPending reports whether directory in, whose listing at home failed
 // with err, may be served from its local entries: in a fileset that takes
 // local updates, not when the request was interrupted.
-func (fs *FS) listPending(ctx context.Context, in *meta.Inode, err error) bool {
+func (v *FS) listPending(ctx context.Context, in *meta.Inode, err error) bool {
 	if ctx.Err() != nil || in.Gateway == nil {
 		return false
 	}
-	f, ferr := fs.filesetOf(ctx, in.Gateway.Fileset)
+	f, ferr := v.filesetOf(ctx, in.Gateway.Fileset)
 	if ferr != nil || f.Mode == meta.ModeRO {
 		return false
 	}
-	fs.logHome(ctx, slog.LevelWarn, "list: home not reachable; serving the directory's local entries, listing pending", in, err)
+	v.logHome(ctx, slog.LevelWarn, "list: home not reachable; serving the directory's local entries, listing pending", in, err)
 	return true
 }
 
 // logHome logs msg about inode in of a fileset with the fileset's root
 // and home, rate limited.
-func (fs *FS) logHome(ctx context.Context, level slog.Level, msg string, in *meta.Inode, err error) {
-	ok, suppressed := fs.homeLog.Allow()
+func (v *FS) logHome(ctx context.Context, level slog.Level, msg string, in *meta.Inode, err error) {
+	ok, suppressed := v.homeLog.Allow()
 	if !ok {
 		return
 	}
@@ -66,9 +66,9 @@ func (fs *FS) logHome(ctx context.Context, level slog.Level, msg string, in *met
 	var home string
 	if in.Gateway != nil {
 		root = in.Gateway.Fileset
-		if f, ferr := fs.filesetOf(ctx, root); ferr == nil {
+		if f, ferr := v.filesetOf(ctx, root); ferr == nil {
 			home = f.Home
 		}
 	}
-	fs.log.Log(ctx, level, msg, "inode", in.Ino, "fileset", root, "home", home, "err", err, "suppressed", suppressed)
+	v.log.Log(ctx, level, msg, "inode", in.Ino, "fileset", root, "home", home, "err", err, "suppressed", suppressed)
 }

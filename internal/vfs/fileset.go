@@ -1,4 +1,4 @@
-package fuse
+package vfs
 
 import (
 	"context"
@@ -42,24 +42,24 @@ func needs(in *meta.Inode) bool {
 	return in.Gateway != nil && in.Gateway.State != meta.CacheCached
 }
 
-// fill makes sure inode ino can be served when it belongs to a fileset:
+// Fill makes sure inode ino can be served when it belongs to a fileset:
 // a cached one is revalidated once its validity lag has passed, a
 // directory not listed yet is listed at home. A file is not fetched here:
 // its reads fetch what they need (partial). It returns the inode of a
 // fileset (nil for any other, or without a Gateway).
-func (fs *FS) fill(ctx context.Context, ino meta.Ino) (*meta.Inode, error) {
-	if fs.opts.Gateway == nil {
+func (v *FS) Fill(ctx context.Context, ino meta.Ino) (*meta.Inode, error) {
+	if v.opts.Gateway == nil {
 		return nil, nil
 	}
-	if _, ok := fs.ready.m.Load(ino); ok {
+	if _, ok := v.ready.m.Load(ino); ok {
 		return nil, nil
 	}
-	in, err := fs.api.GetAttr(ctx, ino)
+	in, err := v.api.GetAttr(ctx, ino)
 	if err != nil {
 		return nil, err
 	}
 	if in.Gateway == nil {
-		fs.ready.m.Store(ino, struct{}{})
+		v.ready.m.Store(ino, struct{}{})
 		return nil, nil
 	}
 	if !needs(&in) || in.Gateway.State == meta.CachePartial {
@@ -68,7 +68,7 @@ func (fs *FS) fill(ctx context.Context, ino meta.Ino) (*meta.Inode, error) {
 		// same version of home's file as those it holds). Home
 		// unreachable is not an error here: what is cached is served
 		// while home is down (Panache's disconnected mode).
-		d, ok := fs.opts.Gateway.(dueChecker)
+		d, ok := v.opts.Gateway.(dueChecker)
 		if ok && !d.Due(ctx, &in) {
 			return &in, nil
 		}
@@ -82,33 +82,33 @@ func (fs *FS) fill(ctx context.Context, ino meta.Ino) (*meta.Inode, error) {
 			warmed = make(chan struct{})
 			go func() {
 				defer close(warmed)
-				if err := fs.c.Warm(ctx, in); err != nil {
-					fs.log.Debug("warming the cached copy failed", "ino", ino, "err", err)
+				if err := v.c.Warm(ctx, in); err != nil {
+					v.log.Debug("warming the cached copy failed", "ino", ino, "err", err)
 				}
 			}()
 		}
-		changed, err := fs.opts.Gateway.Revalidate(ctx, ino, false)
+		changed, err := v.opts.Gateway.Revalidate(ctx, ino, false)
 		if warmed != nil {
 			<-warmed
 		}
 		if err != nil {
-			fs.log.Debug("revalidation failed; serving what is cached", "ino", ino, "err", err)
+			v.log.Debug("revalidation failed; serving what is cached", "ino", ino, "err", err)
 			return &in, nil
 		}
 		if !changed {
 			return &in, nil
 		}
-		if in, err = fs.api.GetAttr(ctx, ino); err != nil {
+		if in, err = v.api.GetAttr(ctx, ino); err != nil {
 			return nil, err
 		}
 	}
 	if needs(&in) && in.IsDir() {
-		listed, err := fs.opts.Gateway.ListDir(ctx, ino)
+		listed, err := v.opts.Gateway.ListDir(ctx, ino)
 		if err != nil {
-			if fs.listPending(ctx, &in, err) { // homedown.go
+			if v.listPending(ctx, &in, err) { // homedown.go
 				return &in, nil
 			}
-			return nil, fs.homeFailed(ctx, "list", &in, err)
+			return nil, v.homeFailed(ctx, "list", &in, err)
 		}
 		in = listed
 	}
@@ -119,12 +119,12 @@ func (fs *FS) fill(ctx context.Context, ino meta.Ino) (*meta.Inode, error) {
 // locally: write-back sends a file whole, so a partly cached file must
 // hold all of home's bytes before a write, truncate or fallocate lands in
 // it (docs/design/2026-11-25-gateway-ranges.md).
-func (fs *FS) complete(ctx context.Context, in *meta.Inode) error {
+func (v *FS) complete(ctx context.Context, in *meta.Inode) error {
 	if in == nil || !needs(in) || !in.IsRegular() {
 		return nil
 	}
-	if _, err := fs.opts.Gateway.Fetch(ctx, in.Ino, 0, int64(in.Gateway.HomeSize)); err != nil {
-		return fs.homeFailed(ctx, "complete", in, err)
+	if _, err := v.opts.Gateway.Fetch(ctx, in.Ino, 0, int64(in.Gateway.HomeSize)); err != nil {
+		return v.homeFailed(ctx, "complete", in, err)
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func (p *partial) learn(g *meta.GatewayInfo, run meta.BlockRange) {
 // whether another reader or the prefetch has fetched them since, and the
 // gateway only for what is still missing. A failed fetch is EIO: the read
 // fails rather than return the recipe's zeros.
-func (p *partial) ready(ctx context.Context, fs *FS, off, n int64) (fetched bool, err error) {
+func (p *partial) ready(ctx context.Context, v *FS, off, n int64) (fetched bool, err error) {
 	p.mu.Lock()
 	size := int64(p.sec.HomeSize)
 	p.mu.Unlock()
@@ -194,30 +194,37 @@ func (p *partial) ready(ctx context.Context, fs *FS, off, n int64) (fetched bool
 	if p.holds(first, last) {
 		return false, nil
 	}
-	in, err := fs.api.GetAttr(ctx, p.ino)
+	in, err := v.api.GetAttr(ctx, p.ino)
 	if err != nil {
 		return false, err
 	}
 	// Whatever happens next, blocks were committed since this mount's
 	// client may have read the file's recipe (zeros where uncached), by
 	// a gateway's client, whose callback need not reach this one.
-	defer fs.c.Invalidate(p.ino)
+	defer v.c.Invalidate(p.ino)
 	p.learn(in.Gateway, meta.BlockRange{})
 	if in.Gateway == nil || p.holds(first, last) {
 		return false, nil
 	}
-	out, err := fs.opts.Gateway.Fetch(ctx, p.ino, int64(first)*p.bs, int64(last-first)*p.bs)
+	out, err := v.opts.Gateway.Fetch(ctx, p.ino, int64(first)*p.bs, int64(last-first)*p.bs)
 	if err != nil {
-		return false, fs.homeFailed(ctx, fmt.Sprintf("read [%d, %d)", off, end), &in, err)
+		return false, v.homeFailed(ctx, fmt.Sprintf("read [%d, %d)", off, end), &in, err)
 	}
 	p.learn(out.Gateway, meta.BlockRange{First: first, End: last})
 	return true, nil
 }
 
-// partialOf returns the partial state of open file fh (nil if it is
-// cached whole or in no fileset) and its fileset's root (0 if none).
-func (fs *FS) partialOf(fh uint64) (*partial, meta.Ino) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	return fs.mu.partial[fh], fs.mu.fileset[fh]
+// beforeTruncate is the fileset rule of a truncate: refused in a
+// read-only fileset, and a partly cached file is completed first.
+func (v *FS) beforeTruncate(ctx context.Context, in *meta.Inode) (meta.Inode, error) {
+	if err := v.refuseReadOnly(ctx, "truncate", in); err != nil {
+		return meta.Inode{}, err
+	}
+	if !needs(in) {
+		return *in, nil
+	}
+	if err := v.complete(ctx, in); err != nil {
+		return meta.Inode{}, err
+	}
+	return v.api.GetAttr(ctx, in.Ino)
 }

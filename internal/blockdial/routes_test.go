@@ -1,4 +1,4 @@
-package up
+package blockdial
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestRoutes(t *testing.T) {
 	dead.Close()
 
 	t.Setenv(RoutesEnv, addr+"="+l.Addr().String())
-	d := NewDialer(nil)
+	d := New(nil)
 	if d.err != nil {
 		t.Fatal(d.err)
 	}
@@ -49,7 +49,7 @@ func TestRoutes(t *testing.T) {
 	}
 
 	t.Setenv(RoutesEnv, addr+"=nonsense")
-	bad := NewDialer(nil)
+	bad := New(nil)
 	if _, err := bad.Block(meta.Server{Addr: addr}); err == nil || !strings.Contains(err.Error(), "nonsense") {
 		t.Fatalf("Block with a malformed %s: %v, want an error naming the entry", RoutesEnv, err)
 	}
