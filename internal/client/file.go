@@ -127,6 +127,9 @@ type dblock struct {
 	retryAt time.Time
 	// cut: a truncate cut the block, so it is never composed (compose.go).
 	cut bool
+	// baseLen is the block's length when the dirty block was made: a
+	// block an append grew to the block size is stored whole (compose.go).
+	baseLen int64
 }
 
 // version is a version of a block this client uploaded.
@@ -376,7 +379,7 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 					f.c.budget.release(f.bs)
 					return written, err
 				}
-				d.buf, d.base = buf, b
+				d.buf, d.base, d.baseLen = buf, b, int64(len(buf))
 				if d.buf == nil {
 					// Small files start small; a file that fills whole
 					// blocks gets whole blocks at once, not by doubling.
