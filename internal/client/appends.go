@@ -3,6 +3,8 @@ package client
 import (
 	"unsafe"
 	"weak"
+
+	"tessera/internal/block"
 )
 
 // Appends write into the buffer of the version before them.
@@ -33,9 +35,10 @@ import (
 // tail is the version of a block a file scheduled last whose buffer has
 // room past its end.
 type tail struct {
-	p   weak.Pointer[byte] // the buffer's array
-	n   int                // its length
-	seq uint64             // the version's dblock.seq
+	p    weak.Pointer[byte] // the buffer's array
+	n, c int                // its length and capacity
+	seq  uint64             // the version's dblock.seq
+	h    block.Hash         // the version's hash, once uploaded
 }
 
 // noteTailLocked records d's buffer, just scheduled, as block d.idx's tail
@@ -49,7 +52,7 @@ func (f *file) noteTailLocked(d *dblock) {
 	if f.tails == nil {
 		f.tails = make(map[uint64]tail)
 	}
-	f.tails[d.idx] = tail{p: weak.Make(unsafe.SliceData(d.buf)), n: len(d.buf), seq: d.seq}
+	f.tails[d.idx] = tail{p: weak.Make(unsafe.SliceData(d.buf)), n: len(d.buf), c: cap(d.buf), seq: d.seq}
 	d.tail = true
 }
 
@@ -89,19 +92,37 @@ func (d *dblock) unshareLocked(off, bs int64) {
 	d.shared = 0
 }
 
-// reusableLocked reports whether d's buffer, uploaded whole, may be reused
-// as a write buffer: no dirty block took its room (it is given up now if
-// none did) and it shares no bytes with an older version.
-func (f *file) reusableLocked(d *dblock) bool {
-	if d.tail {
-		t, ok := f.tails[d.idx]
-		if !ok || t.seq != d.seq {
-			return false // a newer dirty block writes past its end
-		}
-		delete(f.tails, d.idx)
-		d.tail = false
+// uploadedTailLocked notes that the version d, uploaded as h, is block
+// d.idx's tail if it still is: the next write finds its content there.
+func (f *file) uploadedTailLocked(d *dblock, h block.Hash) {
+	if t, ok := f.tails[d.idx]; ok && t.seq == d.seq {
+		t.h = h
+		f.tails[d.idx] = t
 	}
-	return d.shared == 0
+}
+
+// tailContentLocked returns the content of version h of block idx from
+// the buffer it was uploaded from, when that is the block's tail and still
+// in memory (nil otherwise): the next append goes on it without a fetch
+// (a version uploaded whole is not in the memory cache).
+func (f *file) tailContentLocked(idx uint64, h block.Hash) []byte {
+	t, ok := f.tails[idx]
+	if !ok || h.IsZero() || t.h != h {
+		return nil
+	}
+	p := t.p.Value()
+	if p == nil {
+		return nil
+	}
+	return unsafe.Slice(p, t.c)[:t.n]
+}
+
+// reusableLocked reports whether d's buffer, uploaded whole, may be reused
+// as a write buffer: it is no tail (an append may write on past its end,
+// or the next write find its content there) and shares no bytes with an
+// older version.
+func (f *file) reusableLocked(d *dblock) bool {
+	return !d.tail && d.shared == 0
 }
 
 // failedTailLocked prepares d, whose upload failed, to be written again:

@@ -271,9 +271,12 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int6
 		if !content {
 			return nil, b, 0, nil
 		}
-		buf, err := f.fetchLocked(ctx, idx, p.h)
-		if err != nil {
-			return nil, b, 0, err
+		buf := f.tailContentLocked(idx, p.h)
+		if buf == nil {
+			var err error
+			if buf, err = f.fetchLocked(ctx, idx, p.h); err != nil {
+				return nil, b, 0, err
+			}
 		}
 		buf, shared := f.privateLocked(idx, buf, f.size-int64(idx)*f.bs, at)
 		return buf, b, shared, nil
@@ -294,8 +297,10 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int6
 	var buf []byte
 	if isInline {
 		buf = inline
-	} else if buf, err = f.fetchLocked(ctx, idx, h); err != nil {
-		return nil, base{}, 0, err
+	} else if buf = f.tailContentLocked(idx, h); buf == nil {
+		if buf, err = f.fetchLocked(ctx, idx, h); err != nil {
+			return nil, base{}, 0, err
+		}
 	}
 	b := base{old: h, oldSet: true}
 	if lim := f.size - int64(idx)*f.bs; int64(len(buf)) > lim {
@@ -557,6 +562,7 @@ func (f *file) uploadDone(d *dblock, h block.Hash, comp *meta.Composition, rep *
 		}
 	} else {
 		f.failures = 0
+		f.uploadedTailLocked(d, h)
 		if p, ok := f.pending[d.idx]; !ok || p.seq < d.seq {
 			if ok && p.h != h {
 				f.supersedePendLocked(p)
