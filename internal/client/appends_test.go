@@ -142,39 +142,3 @@ func TestAppendsInPlaceLeaveVersionsAlone(t *testing.T) {
 		}
 	}
 }
-
-// TestClosedFilesLeaveNoKeptVersions: the versions of a file's blocks kept
-// in the memory cache for its next small write go when its last descriptor
-// closes (an untar of small files under posix kept the share of the cache
-// for them full of finished files).
-func TestClosedFilesLeaveNoKeptVersions(t *testing.T) {
-	const bs = 1 << 20
-	s := newShared(t, bs)
-	c := testClient(t, s.api, map[string]*memStore{"b0": s.store}, Config{})
-	rng := rand.New(rand.NewSource(37))
-	for i := range 4 {
-		in := s.create(t, "f"+string(rune('a'+i)))
-		h := open(t, c, in.Ino)
-		write(t, h, 0, randBytes(rng, 300<<10))
-		flush(t, h)
-		write(t, h, 300<<10, randBytes(rng, 100<<10)) // composed: kept
-		flush(t, h)
-		c.bg.Wait()
-		c.mem.mu.Lock()
-		kept := c.mem.mu.keptUsed
-		c.mem.mu.Unlock()
-		if kept == 0 {
-			t.Fatalf("file %d: no version kept while it is open: the test tests nothing", i)
-		}
-		if err := h.Release(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		c.bg.Wait()
-		c.mem.mu.Lock()
-		kept = c.mem.mu.keptUsed
-		c.mem.mu.Unlock()
-		if kept != 0 {
-			t.Fatalf("file %d closed: the memory cache still keeps %d KiB of its versions", i, kept>>10)
-		}
-	}
-}

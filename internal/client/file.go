@@ -531,24 +531,6 @@ func (f *file) newVersion(idx uint64, h block.Hash, seq uint64) {
 	if ok && old.h != h {
 		f.c.mem.drop(old.h)
 	}
-	f.c.mu.Lock()
-	closed := f.opens == 0
-	f.c.mu.Unlock()
-	if closed {
-		f.c.mem.drop(h) // uploaded after the last close (dropVersionsLocked)
-	}
-}
-
-// dropVersionsLocked drops the versions of f's blocks this client uploaded
-// from the memory cache when its last descriptor closes: they are kept for
-// the next small write into the block, and a closed file has none coming
-// (an untar under posix filled the cache's share for them with files it
-// had finished). A reader fetches them again.
-func (f *file) dropVersionsLocked() {
-	for _, v := range f.versions {
-		f.c.mem.drop(v.h)
-	}
-	clear(f.versions)
 }
 
 func (f *file) uploadDone(d *dblock, h block.Hash, comp *meta.Composition, rep *replication, err error) {

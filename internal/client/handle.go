@@ -192,9 +192,6 @@ func (c *Client) release(ctx context.Context, f *file) error {
 		delete(c.mu.files, f.ino)
 	}
 	c.mu.Unlock()
-	if last {
-		f.dropVersionsLocked()
-	}
 	if last && f.unlinked {
 		c.reapLocked(ctx, f)
 	}
