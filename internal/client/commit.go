@@ -166,7 +166,7 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode, ours []*ourBlock
 				buf := make([]byte, n, blockCap(n, f.bs))
 				copy(buf, o.merged)
 				d.own.overlay(buf, d.buf)
-				d.buf = buf
+				d.buf, d.shared = buf, 0
 			}
 			d.sp = d.own.clone()
 		}
@@ -269,7 +269,7 @@ func (f *file) cutLocked(ctx context.Context, last uint64, keep int64) error {
 		return nil
 	}
 	p, hasPend := f.pending[last]
-	buf, b, err := f.baseLocked(ctx, last, true)
+	buf, b, _, err := f.baseLocked(ctx, last, true, -1) // never shared: at -1
 	if err != nil {
 		return fmt.Errorf("truncate inode %d: %w", f.ino, err)
 	}

@@ -27,8 +27,10 @@ import (
 // from the recipe window this client read (so is whether that is composed,
 // and of how many patches); it was not cut by a truncate; its changed
 // ranges number at most maxPatchRuns and their bytes at most a quarter of a
-// block and half of the block's length; and the flattened composition stays
-// within meta.MaxPatches and 1.5 blocks of patch bytes.
+// block and half of the block's length; appends did not just fill it to the
+// block size (a sequential writer's block is stored whole when full, not
+// composed and compacted); and the flattened composition stays within
+// meta.MaxPatches and 1.5 blocks of patch bytes.
 //
 // Compositions are for blocks under churn. Once a composed block this
 // client committed has not been changed for Config.CompactAfter (or one it
@@ -175,6 +177,14 @@ func (f *file) planComposeLocked(d *dblock) *composePlan {
 		return nil
 	}
 	n := int64(len(d.buf))
+	if n == f.bs && d.baseLen < n {
+		// Appends filled the block: it is done changing (a sequential
+		// writer has moved on), and a composition would only be
+		// assembled from its pieces and stored whole once it rests
+		// (compaction), holding the pieces and the block in memory
+		// meanwhile. Stored whole now, once.
+		return nil
+	}
 	plan := &composePlan{base: b.old}
 	if comp, ok := f.comps[b.old]; ok {
 		// Flattened as the meta service does it: the committed block's

@@ -91,6 +91,9 @@ type file struct {
 	// uploaded, so a block under small writes holds one buffer there, not
 	// one per version.
 	versions map[uint64]version
+	// tails are, by block index, the version whose buffer an append may
+	// write on in place (appends.go).
+	tails map[uint64]tail
 	// superseded are uploads replaced before a commit named them; the
 	// next commit has the meta service release them (CommitReq.Superseded).
 	superseded []block.Hash
@@ -128,6 +131,14 @@ type dblock struct {
 	retryAt time.Time
 	// cut: a truncate cut the block, so it is never composed (compose.go).
 	cut bool
+	// baseLen is the block's length when the dirty block was made: a
+	// block an append grew to the block size is stored whole (compose.go).
+	baseLen int64
+	// shared: buf[:shared] belongs to the version this dirty block was
+	// appended to, and is copied before a write changes it; tail: buf is
+	// its block's tail since it was scheduled (appends.go).
+	shared int64
+	tail   bool
 }
 
 // version is a version of a block this client uploaded.
@@ -245,42 +256,52 @@ func (f *file) contentLocked(ctx context.Context, idx uint64) (buf []byte, h blo
 // the version being uploaded or waiting for its commit, or else the
 // committed one; and, when content is set, a private, modifiable copy of
 // the block's content as this client sees it (cut at its size).
-func (f *file) baseLocked(ctx context.Context, idx uint64, content bool) ([]byte, base, error) {
+func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int64) ([]byte, base, int64, error) {
 	if d, ok := f.inflight[idx]; ok {
 		b := d.base
 		b.sp = b.sp.clone()
 		if !content {
-			return nil, b, nil
+			return nil, b, 0, nil
 		}
-		return cloneBlock(d.buf, f.size-int64(idx)*f.bs, f.bs), b, nil
+		buf, shared := f.privateLocked(idx, d.buf, f.size-int64(idx)*f.bs, at)
+		return buf, b, shared, nil
 	}
 	if p, ok := f.pending[idx]; ok {
 		b := p.base
 		b.sp = b.sp.clone()
 		if !content {
-			return nil, b, nil
+			return nil, b, 0, nil
 		}
-		buf, err := f.fetchLocked(ctx, idx, p.h)
-		return cloneBlock(buf, f.size-int64(idx)*f.bs, f.bs), b, err
+		buf := f.tailContentLocked(idx, p.h)
+		if buf == nil {
+			var err error
+			if buf, err = f.fetchLocked(ctx, idx, p.h); err != nil {
+				return nil, b, 0, err
+			}
+		}
+		buf, shared := f.privateLocked(idx, buf, f.size-int64(idx)*f.bs, at)
+		return buf, b, shared, nil
 	}
 	if !content {
 		// A whole-block write: the commit compares with what it finds.
-		return nil, base{}, nil
+		return nil, base{}, 0, nil
 	}
 	if int64(idx)*f.bs >= f.size {
 		// Past the end as this client sees it: zeros, whatever another
 		// client may have committed there since.
-		return nil, base{oldSet: true}, nil
+		return nil, base{oldSet: true}, 0, nil
 	}
 	h, inline, isInline, err := f.committedLocked(ctx, idx)
 	if err != nil {
-		return nil, base{}, err
+		return nil, base{}, 0, err
 	}
 	var buf []byte
 	if isInline {
 		buf = inline
-	} else if buf, err = f.fetchLocked(ctx, idx, h); err != nil {
-		return nil, base{}, err
+	} else if buf = f.tailContentLocked(idx, h); buf == nil {
+		if buf, err = f.fetchLocked(ctx, idx, h); err != nil {
+			return nil, base{}, 0, err
+		}
 	}
 	b := base{old: h, oldSet: true}
 	if lim := f.size - int64(idx)*f.bs; int64(len(buf)) > lim {
@@ -293,7 +314,11 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool) ([]byte
 		}
 		buf = buf[:lim]
 	}
-	return cloneBlock(buf, int64(len(buf)), f.bs), b, nil
+	if isInline {
+		return cloneBlock(buf, int64(len(buf)), f.bs), b, 0, nil
+	}
+	buf, shared := f.privateLocked(idx, buf, int64(len(buf)), at)
+	return buf, b, shared, nil
 }
 
 // staleBase returns an Old hash no block has: a commit naming it conflicts.
@@ -372,12 +397,12 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 				f.c.budget.release(f.bs)
 			} else {
 				d = &dblock{idx: idx}
-				buf, b, err := f.baseLocked(ctx, idx, !(bo == 0 && n == f.bs))
+				buf, b, shared, err := f.baseLocked(ctx, idx, !(bo == 0 && n == f.bs), bo)
 				if err != nil {
 					f.c.budget.release(f.bs)
 					return written, err
 				}
-				d.buf, d.base = buf, b
+				d.buf, d.base, d.baseLen, d.shared = buf, b, int64(len(buf)), shared
 				if d.buf == nil {
 					// Small files start small; a file that fills whole
 					// blocks gets whole blocks at once, not by doubling.
@@ -391,7 +416,11 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 			}
 		}
 		end := bo + n
+		d.unshareLocked(bo, f.bs)
 		if old := int64(len(d.buf)); end > old {
+			if int64(cap(d.buf)) < end {
+				d.shared = 0 // extend copies
+			}
 			d.buf = extend(d.buf, int(end), f.bs)
 			if bo > old {
 				clear(d.buf[old:bo]) // a gap: zeros; the rest is copied over
@@ -440,6 +469,7 @@ func (f *file) scheduleLocked(d *dblock) {
 	}
 	f.seq++
 	d.seq = f.seq
+	f.noteTailLocked(d)
 	f.inflight[d.idx] = d
 	f.nInflight++
 	f.c.bg.Add(1)
@@ -469,8 +499,15 @@ func (f *file) scheduleLocked(d *dblock) {
 			f.newVersion(d.idx, h, d.seq)
 		} else if err == nil {
 			// No reader holds d.buf any more: uploadDone took it out of
-			// inflight, and readers copy from it under f.mu.
-			f.c.bufs.put(d.buf)
+			// inflight, and readers copy from it under f.mu; unless an
+			// append writes on past its end, or it holds an older
+			// version's bytes (appends.go).
+			f.mu.Lock()
+			reuse := f.reusableLocked(d)
+			f.mu.Unlock()
+			if reuse {
+				f.c.bufs.put(d.buf)
+			}
 			f.newVersion(d.idx, h, d.seq)
 		}
 		f.c.budget.release(f.bs)
@@ -519,12 +556,14 @@ func (f *file) uploadDone(d *dblock, h block.Hash, comp *meta.Composition, rep *
 			f.err = err
 		}
 		if _, newer := f.dirty[d.idx]; !newer && f.pending[d.idx].seq < d.seq {
+			f.failedTailLocked(d)
 			f.c.budget.force(f.bs)
 			d.retryAt = time.Now().Add(wait)
 			f.dirty[d.idx] = d
 		}
 	} else {
 		f.failures = 0
+		f.uploadedTailLocked(d, h)
 		if p, ok := f.pending[d.idx]; !ok || p.seq < d.seq {
 			if ok && p.h != h {
 				f.supersedePendLocked(p)
