@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -168,9 +167,11 @@ func (r *run) checkLinear(timeout time.Duration) (string, bool) {
 }
 
 // keepLinear writes a history porcupine refused into the run's directory:
-// every operation as a JSON line (times in ns from the run's start; a
-// pending write returns at math.MaxInt64) and porcupine's picture of the
-// longest linearizable prefixes, so that a failed run can be studied.
+// every operation as a JSON line (lincheck.Record: times in ns from the
+// history's start, which start.txt gives on the wall clock; a pending write
+// returns at math.MaxInt64) and porcupine's picture of the longest
+// linearizable prefixes, so that a failed run can be studied
+// (test/lincheck/cmd/linwindow finds where it first goes wrong).
 func (r *run) keepLinear(model porcupine.Model, hist []porcupine.Operation, info porcupine.LinearizationInfo) (string, error) {
 	dir := filepath.Join(r.cfg.Dir, "linearizability")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -180,22 +181,15 @@ func (r *run) keepLinear(model porcupine.Model, hist []porcupine.Operation, info
 	if err != nil {
 		return "", err
 	}
-	enc := json.NewEncoder(f)
-	for _, op := range hist {
-		in := op.Input.(lincheck.Input)
-		line := struct {
-			Client        int
-			File          int
-			Write         bool
-			Value, Output uint64
-			Call, Return  int64
-		}{op.ClientId, in.File, in.Write, in.Value, op.Output.(uint64), op.Call, op.Return}
-		if err := enc.Encode(line); err != nil {
-			f.Close()
-			return "", err
-		}
+	if err := lincheck.WriteHistory(f, hist); err != nil {
+		f.Close()
+		return "", err
 	}
 	if err := f.Close(); err != nil {
+		return "", err
+	}
+	start := r.lin.start.Format(time.RFC3339Nano) + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "start.txt"), []byte(start), 0o644); err != nil {
 		return "", err
 	}
 	if err := porcupine.VisualizePath(model, info, filepath.Join(dir, "history.html")); err != nil {
