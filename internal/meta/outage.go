@@ -14,9 +14,15 @@ import (
 //     applied and may be sent again whatever it does.
 //   - ErrReplyLost: the call was sent and its connection broke, or its time
 //     ran out, before the reply came: the service may have applied it.
+//
+// ErrMaybeApplied says more than ErrReplyLost, and is not Unavailable: the
+// reply of a call was lost and the call may have been applied, and that
+// can no longer be told (a commit whose blocks another client changed
+// since). The caller must take it as maybe applied and must not redo it.
 var (
-	ErrUnreachable = &outageError{"meta service unreachable"}
-	ErrReplyLost   = &outageError{"meta service reply lost"}
+	ErrUnreachable  = &outageError{"meta service unreachable"}
+	ErrReplyLost    = &outageError{"meta service reply lost"}
+	ErrMaybeApplied = &outageError{"meta service reply lost, and whether the call was applied cannot be told"}
 )
 
 type outageError struct{ msg string }
