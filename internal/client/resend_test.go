@@ -16,12 +16,15 @@ import (
 
 // lossyCommits is the meta service as one client reaches it: the reply of
 // its next commit is lost after the service applied it (apply) or before
-// (!apply), and between runs while the reply is on its way.
+// (!apply), and between runs while the reply is on its way. With eio, the
+// service answers an I/O error instead (its store's answer was lost: the
+// transaction may have been applied), which the client does not resend.
 type lossyCommits struct {
 	meta.API
 	mu      sync.Mutex
 	lose    bool
 	apply   bool
+	eio     bool
 	between func()
 }
 
@@ -41,6 +44,9 @@ func (l *lossyCommits) Commit(ctx context.Context, req meta.CommitReq) (meta.Ino
 	if l.between != nil {
 		l.between()
 	}
+	if l.eio {
+		return meta.Inode{}, fmt.Errorf("commit: etcdserver: request timed out (%w)", meta.ErrIO)
+	}
 	return meta.Inode{}, fmt.Errorf("commit: connection reset (%w)", meta.ErrReplyLost)
 }
 
@@ -52,21 +58,30 @@ func (l *lossyCommits) Commit(ctx context.Context, req meta.CommitReq) (meta.Ino
 // two writes explains (the chaos run's porcupine failure, issue 23). A may
 // fail its write (it cannot tell whether it was applied: EIO), but the
 // file must keep B's record. Where nobody wrote between, or the commit
-// never reached the service, A's write succeeds and the file has A's record.
+// never reached the service, A's write succeeds and the file has A's
+// record. The same when the service answers an I/O error for a commit it
+// applied (A's write fails; its close commits again): never A's record
+// over B's.
 func TestCommitWhoseReplyWasLostTakesEffectOnce(t *testing.T) {
 	for _, size := range []int{64, 64 << 10} {
 		for _, tc := range []struct {
-			name         string
-			apply, other bool
-		}{{"applied, overwritten since", true, true}, {"applied", true, false}, {"not applied", false, false}} {
+			name              string
+			apply, other, eio bool
+		}{
+			{"applied, overwritten since", true, true, false},
+			{"applied", true, false, false},
+			{"not applied", false, false, false},
+			{"applied, EIO, overwritten since", true, true, true},
+			{"applied, EIO", true, false, true},
+		} {
 			t.Run(fmt.Sprintf("%d bytes, %s", size, tc.name), func(t *testing.T) {
-				testLostCommitReply(t, size, tc.apply, tc.other)
+				testLostCommitReply(t, size, tc.apply, tc.other, tc.eio)
 			})
 		}
 	}
 }
 
-func testLostCommitReply(t *testing.T, size int, apply, other bool) {
+func testLostCommitReply(t *testing.T, size int, apply, other, eio bool) {
 	ctx := context.Background()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: 64 << 10})
 	if err != nil {
@@ -119,7 +134,7 @@ func testLostCommitReply(t *testing.T, size int, apply, other bool) {
 	if err := write(b, record('i')); err != nil {
 		t.Fatal(err)
 	}
-	lossy.lose, lossy.apply = true, apply
+	lossy.lose, lossy.apply, lossy.eio = true, apply, eio
 	lossy.between = func() {
 		if !other {
 			return
@@ -135,7 +150,7 @@ func testLostCommitReply(t *testing.T, size int, apply, other bool) {
 	want := record('a')
 	if other {
 		want = record('b')
-	} else if aerr != nil {
+	} else if aerr != nil && !eio {
 		t.Fatalf("A's write whose reply was lost, nobody writing since: %v", aerr)
 	}
 	if got := read(); !bytes.Equal(got, want) {

@@ -157,6 +157,7 @@ func (f *file) discardLocked() {
 	f.metaDirty = false
 	f.mtime = 0
 	f.writes = 0
+	f.doubt = false
 }
 
 // loseLocked discards the uncommitted writes (discardLocked) and makes every

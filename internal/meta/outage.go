@@ -3,6 +3,8 @@ package meta
 import (
 	"errors"
 	"syscall"
+
+	"tessera/internal/block"
 )
 
 // Errors of an unreachable meta service. Both unwrap to ErrIO, so a caller
@@ -37,4 +39,24 @@ func (e *outageError) Unwrap() error { return syscall.EIO }
 // an answer of the service.
 func Unavailable(err error) bool {
 	return errors.Is(err, ErrUnreachable) || errors.Is(err, ErrReplyLost)
+}
+
+// Installed reports whether current (a ConflictError's Current) holds the
+// new content of every one of changes: a commit sent again that conflicts
+// so was applied before, and nobody changed its blocks since.
+func Installed(changes, current []BlockChange) bool {
+	now := make(map[uint64]block.Hash, len(current))
+	for _, c := range current {
+		now[c.Index] = c.New
+	}
+	for _, ch := range changes {
+		want := ch.New
+		if ch.InlineNew {
+			want = block.Sum(ch.NewInline)
+		}
+		if h, ok := now[ch.Index]; !ok || h != want {
+			return false
+		}
+	}
+	return len(changes) > 0
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"tessera/internal/block"
 	"tessera/internal/meta"
 )
 
@@ -25,27 +24,8 @@ func (a *API) commitAgain(ctx context.Context, req meta.CommitReq, out meta.Inod
 	if !errors.As(err, &ce) {
 		return out, err
 	}
-	if !installed(req.Changes, ce.Current) {
+	if !meta.Installed(req.Changes, ce.Current) {
 		return meta.Inode{}, fmt.Errorf("commit of inode %d: %w: its blocks changed since it was sent", req.Ino, meta.ErrMaybeApplied)
 	}
 	return a.API.GetAttr(ctx, req.Ino)
-}
-
-// installed reports whether cur (a conflict's current blocks) holds every
-// change's new content.
-func installed(changes, cur []meta.BlockChange) bool {
-	now := make(map[uint64]block.Hash, len(cur))
-	for _, c := range cur {
-		now[c.Index] = c.New
-	}
-	for _, ch := range changes {
-		want := ch.New
-		if ch.InlineNew {
-			want = block.Sum(ch.NewInline)
-		}
-		if h, ok := now[ch.Index]; !ok || h != want {
-			return false
-		}
-	}
-	return len(changes) > 0
 }
