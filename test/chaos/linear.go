@@ -158,6 +158,10 @@ func (r *run) checkLinear(timeout time.Duration) (string, bool) {
 	} else {
 		r.rec.violate("linearizable", "history and porcupine's picture of it in "+where)
 	}
+	if f, ok := lincheck.FirstFailure(model, hist, 2*time.Second, timeout/4); ok {
+		r.rec.violate("linearizable", fmt.Sprintf("f%d first goes wrong at %v (%s) with %s; %d operations of it in the 2 s before (linwindow lists them)",
+			f.File, time.Duration(f.At), r.lin.start.Add(time.Duration(f.At)).Format("15:04:05.000"), lincheck.Describe(f.Last), len(f.Window)))
+	}
 	stale := lincheck.StaleReads(hist)
 	for _, s := range stale[:min(5, len(stale))] {
 		r.rec.violate("linearizable", s)

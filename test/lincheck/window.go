@@ -90,7 +90,8 @@ type Failure struct {
 // earliest return time at which it goes wrong (a binary search over the
 // file's return times, each step a porcupine check bounded by timeout),
 // and the file's operations within span before it. ok is false when
-// porcupine accepts the history, or cannot decide within timeout.
+// porcupine accepts the history, or one of the checks is undecided within
+// timeout.
 func FirstFailure(model porcupine.Model, hist []porcupine.Operation, span time.Duration, timeout time.Duration) (Failure, bool) {
 	for _, ops := range model.Partition(hist) {
 		if porcupine.CheckOperationsTimeout(model, ops, timeout) != porcupine.Illegal {
@@ -107,10 +108,13 @@ func FirstFailure(model porcupine.Model, hist []porcupine.Operation, span time.D
 		lo, hi := 0, len(ends)-1
 		for lo < hi {
 			mid := (lo + hi) / 2
-			if porcupine.CheckOperationsTimeout(model, Prefix(ops, ends[mid]+1), timeout) == porcupine.Illegal {
+			switch porcupine.CheckOperationsTimeout(model, Prefix(ops, ends[mid]+1), timeout) {
+			case porcupine.Illegal:
 				hi = mid
-			} else {
+			case porcupine.Ok:
 				lo = mid + 1
+			default:
+				return Failure{}, false // undecided: no telling where
 			}
 		}
 		at := ends[lo]
