@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/kv/memkv"
@@ -155,5 +156,100 @@ func testLostCommitReply(t *testing.T, size int, apply, other, eio bool) {
 	}
 	if got := read(); !bytes.Equal(got, want) {
 		t.Fatalf("after A's write returned (%v), the file holds %.8q..., want %.8q...", aerr, got, want)
+	}
+}
+
+// downCommits fails every commit as never having reached the meta service
+// while down is set.
+type downCommits struct {
+	meta.API
+	mu   sync.Mutex
+	down bool
+}
+
+func (d *downCommits) Commit(ctx context.Context, req meta.CommitReq) (meta.Inode, error) {
+	d.mu.Lock()
+	down := d.down
+	d.mu.Unlock()
+	if down {
+		return meta.Inode{}, fmt.Errorf("commit: connection refused (%w)", meta.ErrUnreachable)
+	}
+	return d.API.Commit(ctx, req)
+}
+
+// TestFailedSyncWriteIsNotReadBack: client A's O_SYNC write fails (its
+// commit never reached the meta service), and A still has the file open
+// on another descriptor (as a process that reopens it at once has, while
+// the kernel releases the first). After client B's O_SYNC write of another
+// record returned, a synchronized read on A must return B's record, not
+// the bytes of A's failed write, which are in no committed version: a
+// reader seeing them, and others B's, has no order of the writes to
+// explain it.
+func TestFailedSyncWriteIsNotReadBack(t *testing.T) {
+	for _, size := range []int{64, 64 << 10} {
+		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) { testFailedSyncWrite(t, size) })
+	}
+}
+
+func testFailedSyncWrite(t *testing.T, size int) {
+	ctx := context.Background()
+	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.RegisterServer(ctx, meta.Server{ID: "b0", Addr: "mem", State: "up"}); err != nil {
+		t.Fatal(err)
+	}
+	st := &memStore{blocks: make(map[block.Hash][]byte)}
+	newClient := func(api meta.API) *Client {
+		c, err := New(ctx, Config{Meta: api, Dial: func(meta.Server) (block.Store, error) { return st, nil },
+			Logger: slog.New(slog.DiscardHandler), MemCacheBytes: 1 << 20, MetaTimeout: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(context.Background()) })
+		return c
+	}
+	down := &downCommits{API: svc}
+	a, b := newClient(down), newClient(svc)
+	record := func(c byte) []byte { return bytes.Repeat([]byte{c}, size) }
+	ino := createFile(t, svc, "reg").Ino
+	open := func(c *Client) *Handle {
+		in, err := svc.GetAttr(ctx, ino)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, _, err := c.Open(ctx, in, syscall.O_RDWR|syscall.O_SYNC)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	hb := open(b)
+	if _, err := hb.Write(ctx, 0, record('i')); err != nil {
+		t.Fatal(err)
+	}
+	reader := open(a)
+	defer reader.Release(ctx)
+	down.down = true
+	w := open(a)
+	if _, err := w.Write(ctx, 0, record('p')); err == nil {
+		t.Fatal("A's write succeeded with its meta service down")
+	}
+	w.Release(ctx) // fails too while the data is kept (before the fix)
+	down.mu.Lock()
+	down.down = false
+	down.mu.Unlock()
+	if _, err := hb.Write(ctx, 0, record('b')); err != nil {
+		t.Fatal(err)
+	}
+	hb.Release(ctx)
+	buf := make([]byte, size+1)
+	n, err := reader.Read(ctx, 0, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(buf[:n], record('b')) {
+		t.Fatalf("A's synchronized read after B's write returned: %.8q..., want B's record", buf[:n])
 	}
 }
