@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -101,6 +102,16 @@ func (f *file) commitLocked(ctx context.Context) error {
 		req.Size = uint64(f.size)
 	}
 	in, err := f.sendPartsLocked(ctx, &req, ours)
+	if errors.Is(err, meta.ErrMaybeApplied) {
+		// Its reply was lost and another client changed the blocks since:
+		// it may have been applied. Sent again by a later commit it would
+		// be redone over that client's write, taking effect a second time
+		// after it. The writes are given up as lost (EIO, as a failed
+		// writeback); the file is read afresh at its next use.
+		f.c.log.Error("commit: uncommitted writes dropped, the meta service may have applied them", "inode", f.ino, "err", err)
+		f.loseLocked(err)
+		f.stale = true
+	}
 	if err != nil {
 		return err
 	}

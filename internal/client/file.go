@@ -66,7 +66,12 @@ type file struct {
 	// and commit of the file fails with it until the file is closed
 	// everywhere in this client, so no commit records the writes around
 	// the loss with holes where the lost data was.
-	lost     error
+	lost error
+	// doubt: a commit of the file failed in a way that leaves unknown
+	// whether the meta service applied it (its store's answer was lost):
+	// a conflict of the next commit is then not redone unless it shows
+	// that attempt applied (sendLocked).
+	doubt    bool
 	replicas placement.Spec // copies per block; the zero Spec = the cluster's default
 	// policyName is the inode's own consistency policy ("" = the mount's).
 	policyName string

@@ -245,7 +245,8 @@ func (c *Client) Truncate(ctx context.Context, in meta.Inode, size int64) (meta.
 // refuse it, or commit it at once).
 func (h *Handle) Write(ctx context.Context, off int64, data []byte) (int, error) {
 	p, hf, op := h.policy(), handleFile{h}, h.op(off, int64(len(data)))
-	if k := p.Knobs(); k.Commit == policy.CommitEachWrite || op.Flags&syscall.O_DSYNC != 0 {
+	synced := p.Knobs().Commit == policy.CommitEachWrite || op.Flags&syscall.O_DSYNC != 0
+	if synced {
 		// The write is committed before it returns: no reader of this
 		// client may see it before the commit made it visible everywhere.
 		h.f.visible.Lock()
@@ -261,6 +262,9 @@ func (h *Handle) Write(ctx context.Context, off int64, data []byte) (int, error)
 		return n, err
 	}
 	if err := p.PostWrite(ctx, hf, op); err != nil {
+		if synced {
+			h.f.dropFailedWrite(ctx, err)
+		}
 		return 0, err
 	}
 	if k := p.Knobs(); k.Commit == policy.CommitPeriodic && k.CommitEvery > 0 && h.f.dirtyFor() >= k.CommitEvery {

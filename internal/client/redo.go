@@ -94,10 +94,15 @@ func (f *file) sendLocked(ctx context.Context, req *meta.CommitReq, ours []*ourB
 		in, err := f.c.api.Commit(ctx, *req)
 		if err == nil {
 			st.commits.Add(1)
+			f.doubt = false
 			return in, nil
 		}
 		if !errors.Is(err, meta.ErrConflict) {
+			f.doubt = f.doubt || maybeApplied(err)
 			return meta.Inode{}, fmt.Errorf("commit inode %d: %w", f.ino, err)
+		}
+		if f.doubt {
+			return f.settleLocked(ctx, req, err)
 		}
 		st.conflicts.Add(1)
 		if attempt >= maxCommitAttempts {
@@ -122,6 +127,34 @@ func (f *file) sendLocked(ctx context.Context, req *meta.CommitReq, ours []*ourB
 		}
 		st.retries.Add(1)
 	}
+}
+
+// maybeApplied reports whether a commit that failed with err may have been
+// applied all the same: an I/O error of the meta service (its store's
+// answer to the transaction was lost), not one that says the commit never
+// reached it, nor an answer that refused it.
+func maybeApplied(err error) bool {
+	return errors.Is(err, meta.ErrIO) && !errors.Is(err, meta.ErrUnreachable) && !errors.Is(err, meta.ErrMaybeApplied)
+}
+
+// settleLocked answers a commit that conflicted after an earlier attempt
+// of its changes failed in doubt (file.doubt). If the conflict shows every
+// change installed, that attempt was applied: the inode as it is now is
+// the answer. Otherwise it cannot be told whether it was applied before
+// another client changed the blocks, and a redo would apply it a second
+// time after that client's write: it fails with meta.ErrMaybeApplied.
+func (f *file) settleLocked(ctx context.Context, req *meta.CommitReq, cerr error) (meta.Inode, error) {
+	var ce *meta.ConflictError
+	if errors.As(cerr, &ce) && meta.Installed(req.Changes, ce.Current) {
+		in, err := f.c.api.GetAttr(ctx, f.ino)
+		if err != nil {
+			return meta.Inode{}, fmt.Errorf("commit inode %d: %w", f.ino, err)
+		}
+		f.doubt = false
+		f.c.redo.commits.Add(1)
+		return in, nil
+	}
+	return meta.Inode{}, fmt.Errorf("commit inode %d: %w: an earlier attempt failed in doubt and the blocks changed since", f.ino, meta.ErrMaybeApplied)
 }
 
 // redoLocked rebuilds every change of req whose block changed underneath:

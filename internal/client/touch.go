@@ -157,6 +157,33 @@ func (f *file) discardLocked() {
 	f.metaDirty = false
 	f.mtime = 0
 	f.writes = 0
+	f.doubt = false
+}
+
+// dropFailedWrite is called when a write that was to be committed before
+// it returned (commit per write, O_SYNC, O_DSYNC) failed its commit. Its
+// bytes must not outlive the failure: kept, this client's reads would
+// return them though no committed version holds them (and other clients
+// read another), and a later commit would apply them long after the write
+// failed. Alone uncommitted, they are dropped and the file is as last
+// committed; mixed with other descriptors' buffered writes, which cannot
+// be told apart, all are lost (loseLocked). The file is read afresh at its
+// next use: the commit may have been applied all the same.
+func (f *file) dropFailedWrite(ctx context.Context, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lost != nil || f.cleanLocked() {
+		f.stale = true
+		return
+	}
+	f.waitLocked(context.WithoutCancel(ctx))
+	if f.writes <= 1 && !f.truncated {
+		f.discardLocked()
+	} else {
+		f.c.log.Error("write: buffered writes dropped with a synchronous write whose commit failed", "inode", f.ino, "err", err)
+		f.loseLocked(err)
+	}
+	f.stale = true
 }
 
 // loseLocked discards the uncommitted writes (discardLocked) and makes every

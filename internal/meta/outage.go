@@ -3,6 +3,8 @@ package meta
 import (
 	"errors"
 	"syscall"
+
+	"tessera/internal/block"
 )
 
 // Errors of an unreachable meta service. Both unwrap to ErrIO, so a caller
@@ -14,9 +16,15 @@ import (
 //     applied and may be sent again whatever it does.
 //   - ErrReplyLost: the call was sent and its connection broke, or its time
 //     ran out, before the reply came: the service may have applied it.
+//
+// ErrMaybeApplied says more than ErrReplyLost, and is not Unavailable: the
+// reply of a call was lost and the call may have been applied, and that
+// can no longer be told (a commit whose blocks another client changed
+// since). The caller must take it as maybe applied and must not redo it.
 var (
-	ErrUnreachable = &outageError{"meta service unreachable"}
-	ErrReplyLost   = &outageError{"meta service reply lost"}
+	ErrUnreachable  = &outageError{"meta service unreachable"}
+	ErrReplyLost    = &outageError{"meta service reply lost"}
+	ErrMaybeApplied = &outageError{"meta service reply lost, and whether the call was applied cannot be told"}
 )
 
 type outageError struct{ msg string }
@@ -31,4 +39,24 @@ func (e *outageError) Unwrap() error { return syscall.EIO }
 // an answer of the service.
 func Unavailable(err error) bool {
 	return errors.Is(err, ErrUnreachable) || errors.Is(err, ErrReplyLost)
+}
+
+// Installed reports whether current (a ConflictError's Current) holds the
+// new content of every one of changes: a commit sent again that conflicts
+// so was applied before, and nobody changed its blocks since.
+func Installed(changes, current []BlockChange) bool {
+	now := make(map[uint64]block.Hash, len(current))
+	for _, c := range current {
+		now[c.Index] = c.New
+	}
+	for _, ch := range changes {
+		want := ch.New
+		if ch.InlineNew {
+			want = block.Sum(ch.NewInline)
+		}
+		if h, ok := now[ch.Index]; !ok || h != want {
+			return false
+		}
+	}
+	return len(changes) > 0
 }

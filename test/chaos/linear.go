@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -159,6 +158,10 @@ func (r *run) checkLinear(timeout time.Duration) (string, bool) {
 	} else {
 		r.rec.violate("linearizable", "history and porcupine's picture of it in "+where)
 	}
+	if f, ok := lincheck.FirstFailure(model, hist, 2*time.Second, timeout/4); ok {
+		r.rec.violate("linearizable", fmt.Sprintf("f%d first goes wrong at %v (%s) with %s; %d operations of it in the 2 s before (linwindow lists them)",
+			f.File, time.Duration(f.At), r.lin.start.Add(time.Duration(f.At)).Format("15:04:05.000"), lincheck.Describe(f.Last), len(f.Window)))
+	}
 	stale := lincheck.StaleReads(hist)
 	for _, s := range stale[:min(5, len(stale))] {
 		r.rec.violate("linearizable", s)
@@ -168,9 +171,11 @@ func (r *run) checkLinear(timeout time.Duration) (string, bool) {
 }
 
 // keepLinear writes a history porcupine refused into the run's directory:
-// every operation as a JSON line (times in ns from the run's start; a
-// pending write returns at math.MaxInt64) and porcupine's picture of the
-// longest linearizable prefixes, so that a failed run can be studied.
+// every operation as a JSON line (lincheck.Record: times in ns from the
+// history's start, which start.txt gives on the wall clock; a pending write
+// returns at math.MaxInt64) and porcupine's picture of the longest
+// linearizable prefixes, so that a failed run can be studied
+// (test/lincheck/cmd/linwindow finds where it first goes wrong).
 func (r *run) keepLinear(model porcupine.Model, hist []porcupine.Operation, info porcupine.LinearizationInfo) (string, error) {
 	dir := filepath.Join(r.cfg.Dir, "linearizability")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -180,22 +185,15 @@ func (r *run) keepLinear(model porcupine.Model, hist []porcupine.Operation, info
 	if err != nil {
 		return "", err
 	}
-	enc := json.NewEncoder(f)
-	for _, op := range hist {
-		in := op.Input.(lincheck.Input)
-		line := struct {
-			Client        int
-			File          int
-			Write         bool
-			Value, Output uint64
-			Call, Return  int64
-		}{op.ClientId, in.File, in.Write, in.Value, op.Output.(uint64), op.Call, op.Return}
-		if err := enc.Encode(line); err != nil {
-			f.Close()
-			return "", err
-		}
+	if err := lincheck.WriteHistory(f, hist); err != nil {
+		f.Close()
+		return "", err
 	}
 	if err := f.Close(); err != nil {
+		return "", err
+	}
+	start := r.lin.start.Format(time.RFC3339Nano) + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "start.txt"), []byte(start), 0o644); err != nil {
 		return "", err
 	}
 	if err := porcupine.VisualizePath(model, info, filepath.Join(dir, "history.html")); err != nil {

@@ -14,7 +14,8 @@ import (
 
 // TestRefusedHistoryIsKept: a history porcupine refuses (a read of the
 // initial value after a write of another one returned) fails the check and
-// is written, with porcupine's picture of it, into the run's directory.
+// is written, with porcupine's picture of it, into the run's directory,
+// and the violations say where it first goes wrong.
 func TestRefusedHistoryIsKept(t *testing.T) {
 	r := &run{cfg: Config{Dir: t.TempDir()}, rec: newRecorder(time.Second), lin: &linHistory{}}
 	r.lin.add(porcupine.Operation{ClientId: 0, Input: lincheck.Input{File: 0, Write: true, Value: 7}, Output: uint64(0), Call: 0, Return: 10})
@@ -31,5 +32,8 @@ func TestRefusedHistoryIsKept(t *testing.T) {
 	}
 	if !strings.Contains(strings.Join(r.rec.violations["linearizable"], "\n"), "linearizability") {
 		t.Fatalf("the violations do not say where the history is: %q", r.rec.violations["linearizable"])
+	}
+	if !strings.Contains(strings.Join(r.rec.violations["linearizable"], "\n"), "f0 first goes wrong at 30ns") {
+		t.Fatalf("the violations do not say where the history first goes wrong: %q", r.rec.violations["linearizable"])
 	}
 }

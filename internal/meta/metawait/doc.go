@@ -36,9 +36,14 @@
 // When the reply was lost because the meta process died, the count died
 // with it, and the client announces its opens to its next session.
 //
-// Every other call is idempotent or, for Commit, safe to repeat: a commit
-// that was applied conflicts when sent again (its old hashes are gone), and
-// the client's redo settles on the content it had committed.
+// Commit is sent again and its answer settled (commitAgain): applied the
+// first time, it conflicts with itself (every block it names holds what it
+// installed) and is answered as applied, with the inode as it is now. A
+// conflict naming other content cannot be told from an applied commit
+// another client overwrote since, which a redo would apply a second time
+// after that client's write: the commit fails with meta.ErrMaybeApplied,
+// as it does when given up on (timeout, cancel, interrupt) after a lost
+// reply. Every other call is idempotent.
 //
 // Calls the session machinery makes for itself (OpenSession, Callbacks,
 // CloseSession) and WalkBlocks are not retried: their callers keep their own

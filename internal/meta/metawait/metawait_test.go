@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"tessera/internal/block"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metawait"
@@ -56,6 +57,8 @@ type flaky struct {
 	down  int            // calls still to fail unreachable
 	lose  map[string]int // op -> calls whose reply to lose
 	calls map[string]int // op -> calls that reached the service
+	// lost, when set, runs after a call whose reply is lost was applied.
+	lost func()
 }
 
 func newFlaky(t *testing.T) *flaky {
@@ -82,6 +85,9 @@ func (f *flaky) gate(op string, fn func() error) error {
 	}
 	f.mu.Unlock()
 	err := fn()
+	if lose && f.lost != nil {
+		f.lost()
+	}
 	if lose {
 		return fmt.Errorf("%s: connection reset (%w)", op, meta.ErrReplyLost)
 	}
@@ -361,6 +367,8 @@ func TestLostRepliesOfNonIdempotentCalls(t *testing.T) {
 	}
 }
 
+// TestCommitResentAfterALostReplyConflicts: a commit applied whose reply
+// was lost is sent again, conflicts with itself and is answered as applied.
 func TestCommitResentAfterALostReplyConflicts(t *testing.T) {
 	ctx := context.Background()
 	f := newFlaky(t)
@@ -370,13 +378,10 @@ func TestCommitResentAfterALostReplyConflicts(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.lose["commit"] = 1
-	_, err = w.Commit(ctx, meta.CommitReq{Ino: in.Ino, Size: 3, Changes: []meta.BlockChange{
+	out, err := w.Commit(ctx, meta.CommitReq{Ino: in.Ino, Size: 3, Changes: []meta.BlockChange{
 		{Index: 0, InlineNew: true, NewInline: []byte("abc")}}, Mtime: 1})
-	// Sent again, the applied commit meets its own change: the client's
-	// redo settles that (a conflict naming the current block 0).
-	var ce *meta.ConflictError
-	if err != nil && !errors.As(err, &ce) {
-		t.Fatalf("commit whose reply was lost: %v", err)
+	if err != nil || out.Ino != in.Ino || out.Size != 3 {
+		t.Fatalf("commit whose reply was lost: %+v, %v; want it answered as applied", out, err)
 	}
 	if f.count("commit") != 2 {
 		t.Fatalf("%d commits sent, want 2", f.count("commit"))
@@ -396,5 +401,40 @@ func TestWaitsDoubleToOneSecond(t *testing.T) {
 	// 50 + 100 + 200 + 400 + 800 + 3 × 1000 ms.
 	if e := clk.Elapsed(); e != 4550*time.Millisecond {
 		t.Fatalf("8 failed attempts waited %v, want 4.55 s", e)
+	}
+}
+
+// TestCommitOverwrittenBeforeItsResend: a commit applied whose reply was
+// lost, then overwritten by another client before it is sent again, fails
+// with ErrMaybeApplied (EIO), not with a conflict the caller would redo:
+// the redo would apply it a second time, over the other client's write.
+func TestCommitOverwrittenBeforeItsResend(t *testing.T) {
+	ctx := context.Background()
+	f := newFlaky(t)
+	w := metawait.New(f, metawait.Options{Clock: newClock(), Logger: quiet()})
+	in, err := w.Create(ctx, meta.CreateReq{Parent: meta.RootIno, Name: "f", Mode: syscall.S_IFREG | 0644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inline := func(s string, old block.Hash) meta.CommitReq {
+		return meta.CommitReq{Ino: in.Ino, Size: uint64(len(s)), Changes: []meta.BlockChange{
+			{Index: 0, Old: old, InlineNew: true, NewInline: []byte(s)}}, Mtime: 1}
+	}
+	f.lose["commit"] = 1
+	other := make(chan error, 1)
+	f.lost = func() { // before the resend, another client writes
+		_, err := f.API.Commit(ctx, inline("xyz", block.Sum([]byte("abc"))))
+		other <- err
+	}
+	_, err = w.Commit(ctx, inline("abc", block.Hash{}))
+	if err := <-other; err != nil {
+		t.Fatalf("the other client's commit: %v", err)
+	}
+	if !errors.Is(err, meta.ErrMaybeApplied) || !errors.Is(err, syscall.EIO) || errors.Is(err, meta.ErrConflict) {
+		t.Fatalf("commit applied, overwritten, then sent again: %v; want ErrMaybeApplied (EIO), not a conflict", err)
+	}
+	r, err := f.API.GetRecipe(ctx, in.Ino, 0, 1)
+	if err != nil || string(r.Inline) != "xyz" {
+		t.Fatalf("the file holds %q (%v), want the other client's xyz", r.Inline, err)
 	}
 }

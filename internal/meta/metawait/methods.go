@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"syscall"
 	"time"
 
@@ -58,13 +59,26 @@ func (a *API) GetRecipe(ctx context.Context, ino meta.Ino, first, count uint64) 
 	return out, err
 }
 
-// Commit implements meta.API. A commit that was applied conflicts when sent
-// again, and the client's redo settles it (package comment).
+// Commit implements meta.API. A commit whose reply was lost is sent again
+// (commitAgain): applied, it conflicts with itself, and is then answered as
+// applied; where another client changed its blocks since, it fails with
+// meta.ErrMaybeApplied rather than let the caller redo it over that change.
 func (a *API) Commit(ctx context.Context, req meta.CommitReq) (out meta.Inode, err error) {
+	doubt := false
 	err = a.call(ctx, "commit", func(ctx context.Context) (err error) {
 		out, err = a.API.Commit(ctx, req)
+		if doubt {
+			out, err = a.commitAgain(ctx, req, out, err)
+		}
+		if errors.Is(err, meta.ErrReplyLost) {
+			doubt = true
+		}
 		return err
 	}, nil)
+	if doubt && err != nil && !errors.Is(err, meta.ErrMaybeApplied) && (meta.Unavailable(err) || ctx.Err() != nil || errors.Is(err, syscall.EINTR)) {
+		// Given up on while in doubt: the first may have been applied.
+		err = fmt.Errorf("commit of inode %d: %w (%w)", req.Ino, meta.ErrMaybeApplied, err)
+	}
 	return out, err
 }
 
