@@ -107,7 +107,13 @@ start_tessera() {
 }
 stop_tessera() {
   [ -n "$TPID" ] || return 0
-  stop_pid "$TPID"; TPID=""
+  if alive "$TPID"; then
+    kill -TERM "$TPID" 2>/dev/null
+    # a tessera up that outlives SIGTERM: SIGQUIT makes Go print every goroutine into its log
+    wait_gone "$TPID" 30 || { log "tessera up ($TPID) alive 30 s after SIGTERM: SIGQUIT (goroutines in its log)"; kill -QUIT "$TPID" 2>/dev/null; }
+    wait_gone "$TPID" 10 || stop_pid "$TPID" KILL
+  fi
+  wait "$TPID" 2>/dev/null; TPID=""
   fuse_mounted "$TMNT" && { fusermount_u "$TMNT" || fusermount_u "$TMNT" -z; }
   return 0
 }
@@ -193,7 +199,7 @@ printf 'round\ttarget\tjob\tops\tbytes\tsecs\tcpu_s\n' > "$RES"
 # measure R T JOB ARGS...: run nfsbench job, record each phase it reports with the server's CPU
 measure() {
   local r=$1 t=$2 job=$3; shift 3
-  local p c0 c1 lg=$OUT/logs/$t.r$r.$job.log
+  local p c0 c1 lg=$OUT/logs/$t.r$r.$job${STREAMS:-}.log
   p=$(server_of "$t"); c0=$(cpu_of "$p")
   if ! nb "$t" -job "$job" "$@" >"$lg.out" 2>"$lg"; then
     log "$job on $t (round $r) failed: $(tail -n 2 "$lg" | tr '\n' ' ')"
@@ -223,7 +229,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     if [[ ,$JOBS, == *,rand,* ]]; then
       for s in 1 4; do
         restart "$t" || { log "$t did not restart"; continue 2; }
-        measure "$r" "$t" randread -file "$d/seq.dat" -size "$SIZE" -streams $s -count "$COUNT"
+        STREAMS=$s measure "$r" "$t" randread -file "$d/seq.dat" -size "$SIZE" -streams $s -count "$COUNT"
       done
     fi
     [[ ,$JOBS, == *,meta,* ]] && measure "$r" "$t" meta -path "$d/meta" -n "$FILES" -threads "$THREADS" -drop-caches
