@@ -2,7 +2,7 @@
 # bench/nfs.sh - Tessera's NFS server (tessera up --nfs) against NFS-Ganesha over ext4 and against
 # Tessera's own FUSE mount, all driven by one client (bench/cmd/nfsbench). See bench/README.md.
 #
-#   bench/nfs.sh [--quick] [--rounds 3] [--targets tessera-nfs,ganesha,tessera-fuse] [--jobs seq,rand,meta,untar]
+#   bench/nfs.sh [--quick] [--rounds 3] [--targets tessera-nfs,ganesha,tessera-fuse] [--jobs seq,rand,meta,untar[,scale]]
 #                [--size 2G] [--count 20000] [--files 10000] [--threads 4] [--tree DIR]
 #                [--workdir /var/tmp] [--out FILE] [--keep]
 set -uo pipefail
@@ -21,6 +21,8 @@ set -uo pipefail
 #   rand:  4 KiB random reads of that file, COUNT in all, 1 stream then 4 (cold each)
 #   meta:  create / stat (LOOKUP) / remove of FILES empty files, THREADS workers, a directory each
 #   untar: the tar of TREE written entry by entry (files closed with COMMIT over NFS, plain close on FUSE)
+#   scale (on request): cold reads of SIZE through one `tessera nfs --meta` of the up's cluster, then
+#          of two files through two such servers at once, one client each
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
@@ -61,7 +63,7 @@ for t in ${TARGETS//,/ }; do
   case $t in tessera-nfs|ganesha|tessera-fuse) ;; *) echo "nfs.sh: unknown target '$t' (tessera-nfs, ganesha, tessera-fuse)" >&2; exit 2 ;; esac
 done
 for j in ${JOBS//,/ }; do
-  case $j in seq|rand|meta|untar) ;; *) echo "nfs.sh: unknown job '$j' (seq, rand, meta, untar)" >&2; exit 2 ;; esac
+  case $j in seq|rand|meta|untar|scale) ;; *) echo "nfs.sh: unknown job '$j' (seq, rand, meta, untar, scale)" >&2; exit 2 ;; esac
 done
 [[ ,$JOBS, == *,rand,* && ,$JOBS, != *,seq,* ]] && { echo "nfs.sh: the rand job reads the seq job's file: give --jobs seq,rand" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "nfs.sh: run as root (drops caches, mounts FUSE, starts Ganesha in a network namespace)" >&2; exit 2; }
@@ -72,7 +74,7 @@ OUT=$OUTBASE/nfs-$(date +%Y%m%d-%H%M%S); mkdir -p "$OUT/logs"
 NS="" TPID="" GPID="" RPID="" TPORT="" TMNT=$W/tmnt GEXP=$W/ext4
 cleanup() {
   trap '' INT TERM
-  stop_tessera; stop_ganesha
+  stop_snfs; stop_tessera; stop_ganesha
   [ -n "$RPID" ] && stop_pid "$RPID"; RPID=""
   [ -n "$NS" ] && ip netns del "$NS" 2>/dev/null
   lib_cleanup
@@ -116,6 +118,49 @@ stop_tessera() {
   wait "$TPID" 2>/dev/null; TPID=""
   fuse_mounted "$TMNT" && { fusermount_u "$TMNT" || fusermount_u "$TMNT" -z; }
   return 0
+}
+
+# ---------------------------------------------------------------- scale: tessera nfs beside the up
+# start_snfs I: a `tessera nfs` of the up's cluster (its mount certificate), SPORT[I] its port.
+declare -a SPID=() SPORT=()
+start_snfs() {
+  local i=$1 lg=$OUT/logs/tessera-nfs$1-$(date +%H%M%S%N).log D=$W/tessera
+  spawn "$lg" "$TESSERA" nfs --meta "$(cat "$D/meta.addr")" --listen 127.0.0.1:0 \
+    --tls-cert "$D/tls/mount.crt" --tls-key "$D/tls/mount.key" --tls-ca "$D/tls/ca.crt"
+  SPID[$i]=$LASTPID
+  wait_ready "$LASTPID" "$lg" 'tessera nfs: ready' 60 || return 1
+  SPORT[$i]=$(sed -n 's/.*ready.* nfs=127\.0\.0\.1:\([0-9]*\).*/\1/p' "$lg" | head -n 1)
+  [ -n "${SPORT[$i]}" ] || { log "tessera nfs named no nfs= address"; return 1; }
+}
+stop_snfs() { local i; for i in "${!SPID[@]}"; do stop_pid "${SPID[$i]}"; done; SPID=() SPORT=(); }
+# scale_job R: files a and b (SIZE each, written through the FUSE mount), then cold reads of a
+# through one `tessera nfs` (scale1), and of a and b through two at once, one client each (scale2:
+# both files' bytes over the slower reader's time). Fresh servers and dropped caches before each.
+scale_job() {
+  local r=$1 d=bench/tessera-nfs.r$r/scale n lg=$OUT/logs/scale.r$r c secs
+  mkdir -p "$TMNT/$d" && chmod 1777 "$TMNT/$d"
+  for f in a b; do
+    "$NFSBENCH" -dir "$TMNT" -job seqwrite -file "$d/$f.dat" -size "$SIZE" >/dev/null 2>>"$lg.log" \
+      || { log "scale: writing $f failed"; printf '%s\ttessera-nfs\tscale1\tFAIL\t0\tnan\tnan\n' "$r" >> "$RES"; return 1; }
+  done
+  for n in 1 2; do
+    stop_snfs; drop_caches
+    start_snfs 1 && { [ $n = 1 ] || start_snfs 2; } \
+      || { printf '%s\ttessera-nfs\tscale%s\tFAIL\t0\tnan\tnan\n' "$r" $n >> "$RES"; stop_snfs; return 1; }
+    "$NFSBENCH" -nfs "127.0.0.1:${SPORT[1]}" -job seqread -file "$d/a.dat" -size "$SIZE" >"$lg.$n.a" 2>>"$lg.log" &
+    local pa=$! pb=""
+    if [ $n = 2 ]; then "$NFSBENCH" -nfs "127.0.0.1:${SPORT[2]}" -job seqread -file "$d/b.dat" -size "$SIZE" >"$lg.$n.b" 2>>"$lg.log" & pb=$!; fi
+    wait $pa; local ra=$? rb=0; [ -n "$pb" ] && { wait "$pb"; rb=$?; }
+    c=$(cpu_sum "${SPID[@]}")
+    [ -n "${CLIENT_OF[tessera-nfs]:-}" ] || CLIENT_OF[tessera-nfs]="$(sed -n 's/^nfsbench: \(go-nfs.*\)/\1/p' "$lg.log" | head -n 1) (scale: tessera nfs servers)"
+    if [ $ra != 0 ] || [ $rb != 0 ]; then
+      log "scale$n failed: $(tail -n 2 "$lg.log" | tr '\n' ' ')"; printf '%s\ttessera-nfs\tscale%s\tFAIL\t0\tnan\tnan\n' "$r" $n >> "$RES"
+    else
+      secs=$(cat "$lg.$n".* | sed -n 's/.*secs=\([0-9.]*\).*/\1/p' | sort -g | tail -n 1)
+      printf '%s\ttessera-nfs\tscale%s\t%s\t%s\t%s\t%s\n' "$r" $n $n "$(( n * $(cat "$lg.$n".a | sed -n 's/.*bytes=\([0-9]*\).*/\1/p') ))" "$secs" "$c" >> "$RES"
+    fi
+  done
+  stop_snfs
 }
 
 # ---------------------------------------------------------------- ganesha (own namespace + rpcbind)
@@ -234,6 +279,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
     fi
     [[ ,$JOBS, == *,meta,* ]] && measure "$r" "$t" meta -path "$d/meta" -n "$FILES" -threads "$THREADS" -drop-caches
     if [[ ,$JOBS, == *,untar,* ]]; then drop_caches; measure "$r" "$t" untar -tar "$TARBALL" -path "$d/tree"; fi
+    [[ ,$JOBS, == *,scale,* && $t == tessera-nfs ]] && scale_job "$r"
     rm -rf "$(backing "$t")/$d"   # this round's data, before the next target's
   done
 done
@@ -257,13 +303,13 @@ report() {
     NR > 1 {
       k = $3 SUBSEP $2
       if ($4 == "FAIL") { fail[k]++; seen[$3] = 1; next }
-      rate = ($3 ~ /^seq/) ? $5 / $6 / 1e6 : $4 / $6
+      rate = ($3 ~ /^(seq|scale)/) ? $5 / $6 / 1e6 : $4 / $6
       n[k]++; R[k, n[k]] = rate; S[k, n[k]] = $6; C[k, n[k]] = $7; seen[$3] = 1
     }
     END {
       nt = split(order, T, ",")
-      split("seqwrite seqread randread1 randread4 create stat remove untar", J, " ")
-      for (ji = 1; ji <= 8; ji++) { j = J[ji]; if (!(j in seen)) continue
+      split("seqwrite seqread randread1 randread4 create stat remove untar scale1 scale2", J, " ")
+      for (ji = 1; ji <= 10; ji++) { j = J[ji]; if (!(j in seen)) continue
         printf "\n### %s\n\n| target | s | rate | cpu s |\n|---|---|---|---|\n", j
         delete M
         for (ti = 1; ti <= nt; ti++) { t = T[ti]; k = j SUBSEP t
@@ -279,6 +325,9 @@ report() {
           printf "\nTessera-NFS / Ganesha: **%.2fx**%s\n", x, want_g ? sprintf(" (target >= %.1fx: %s)", want_g, x >= want_g ? "met" : "NOT met") : "" }
         if (M["tessera-nfs"] > 0 && M["tessera-fuse"] > 0) { x = M["tessera-nfs"] / M["tessera-fuse"]
           printf "\nTessera-NFS / Tessera-FUSE: **%.2fx**%s\n", x, want_f ? sprintf(" (target >= %.1fx: %s)", want_f, x >= want_f ? "met" : "NOT met") : "" }
+        if (j == "scale2" && M["tessera-nfs"] > 0 && S1 > 0) { x = M["tessera-nfs"] / S1
+          printf "\ntwo tessera nfs, two clients / one: **%.2fx** (target >= 1.7x: %s)\n", x, (x >= 1.7 ? "met" : "NOT met") }
+        if (j == "scale1") S1 = M["tessera-nfs"]
       }
     }' "$RES"
 }
