@@ -5,6 +5,7 @@
 #   bench/nfs.sh [--quick] [--rounds 3] [--targets tessera-nfs,ganesha,tessera-fuse] [--jobs seq,rand,meta,untar[,scale]]
 #                [--size 2G] [--count 20000] [--files 10000] [--threads 4] [--tree DIR]
 #                [--workdir /var/tmp] [--out FILE] [--keep]
+#   bench/nfs.sh --report bench/out/nfs-TS/results.tsv    (the tables again, from a run's results)
 set -uo pipefail
 #
 # Targets: tessera-nfs = `tessera up --nfs 127.0.0.1:0` with its defaults (root squashed; the
@@ -24,12 +25,15 @@ set -uo pipefail
 #   scale (on request): cold reads of SIZE through one `tessera nfs --meta` of the up's cluster, then
 #          of two files through two such servers at once, one client each
 
+# The script is one { ... } block: bash parses it whole before running any of it, so editing this
+# file while a run is under way cannot change that run (bash reads a plain script as it goes).
+{
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$REPO/bench/lib.sh"
 
 TARGETS=tessera-nfs,ganesha,tessera-fuse JOBS=seq,rand,meta,untar
-ROUNDS="" SIZE="" COUNT="" FILES="" THREADS=4 TREE="" WORKBASE=/var/tmp OUTFILE="" KEEP=0 QUICK=0
+REPORT="" ROUNDS="" SIZE="" COUNT="" FILES="" THREADS=4 TREE="" WORKBASE=/var/tmp OUTFILE="" KEEP=0 QUICK=0
 usage() { sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 ARGS="$*"
 while [ $# -gt 0 ]; do
@@ -45,6 +49,7 @@ while [ $# -gt 0 ]; do
     --workdir) WORKBASE=$2; shift 2 ;;
     --out) OUTFILE=$2; shift 2 ;;
     --keep) KEEP=1; shift ;;
+    --report) REPORT=$2; shift 2 ;;
     --quick) QUICK=1; shift ;;
     -h|--help) usage 0 ;;
     *) echo "nfs.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -66,6 +71,47 @@ for j in ${JOBS//,/ }; do
   case $j in seq|rand|meta|untar|scale) ;; *) echo "nfs.sh: unknown job '$j' (seq, rand, meta, untar, scale)" >&2; exit 2 ;; esac
 done
 [[ ,$JOBS, == *,rand,* && ,$JOBS, != *,seq,* ]] && { echo "nfs.sh: the rand job reads the seq job's file: give --jobs seq,rand" >&2; exit 2; }
+report_tables() { # report_tables RESULTS.TSV
+  awk -F'\t' -v order="$TARGETS" '
+    function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    NR > 1 {
+      k = $3 SUBSEP $2
+      if ($4 == "FAIL") { fail[k]++; seen[$3] = 1; next }
+      rate = ($3 ~ /^(seq|scale)/) ? $5 / $6 / 1e6 : $4 / $6
+      n[k]++; R[k, n[k]] = rate; S[k, n[k]] = $6; seen[$3] = 1
+      if ($7 != "nan") { nc[k]++; C[k, nc[k]] = $7 }
+    }
+    END {
+      nt = split(order, T, ",")
+      split("seqwrite seqread randread1 randread4 create stat remove untar scale1 scale2", J, " ")
+      for (ji = 1; ji <= 10; ji++) { j = J[ji]; if (!(j in seen)) continue
+        printf "\n### %s\n\n| target | s | rate | cpu s |\n|---|---|---|---|\n", j
+        delete M
+        for (ti = 1; ti <= nt; ti++) { t = T[ti]; k = j SUBSEP t
+          if (!n[k]) { if (fail[k]) printf "| %s | FAIL | | |\n", t; continue }
+          lo = hi = R[k, 1]; for (i = 1; i <= n[k]; i++) { a[i] = R[k, i]; if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }
+          M[t] = med(a, n[k]); delete a
+          for (i = 1; i <= n[k]; i++) a[i] = S[k, i]; s = med(a, n[k]); delete a
+          c = "-"; if (nc[k]) { for (i = 1; i <= nc[k]; i++) a[i] = C[k, i]; c = sprintf("%.1f", med(a, nc[k])); delete a }
+          printf "| %s | %.2f | %.1f [%.1f-%.1f]%s | %s |\n", t, s, M[t], lo, hi, fail[k] ? " (" fail[k] " FAIL)" : "", c
+        }
+        want_g = (j ~ /^seq/) ? 0.9 : (j ~ /^rand/ ? 0 : 1.0); want_f = (j ~ /^seq/) ? 0.8 : 0
+        if (M["tessera-nfs"] > 0 && M["ganesha"] > 0) { x = M["tessera-nfs"] / M["ganesha"]
+          printf "\nTessera-NFS / Ganesha: **%.2fx**%s\n", x, want_g ? sprintf(" (target >= %.1fx: %s)", want_g, x >= want_g ? "met" : "NOT met") : "" }
+        if (M["tessera-nfs"] > 0 && M["tessera-fuse"] > 0) { x = M["tessera-nfs"] / M["tessera-fuse"]
+          printf "\nTessera-NFS / Tessera-FUSE: **%.2fx**%s\n", x, want_f ? sprintf(" (target >= %.1fx: %s)", want_f, x >= want_f ? "met" : "NOT met") : "" }
+        if (j == "scale2" && M["tessera-nfs"] > 0 && S1 > 0) { x = M["tessera-nfs"] / S1
+          printf "\ntwo tessera nfs, two clients / one: **%.2fx** (target >= 1.7x: %s)\n", x, (x >= 1.7 ? "met" : "NOT met") }
+        if (j == "scale1") S1 = M["tessera-nfs"]
+      }
+    }' "$1"
+}
+if [ -n "$REPORT" ]; then
+  [ -f "$REPORT" ] || { echo "nfs.sh: --report $REPORT: no such file" >&2; exit 2; }
+  echo "Rendered from $REPORT (bench/nfs.sh --report)."
+  report_tables "$REPORT"; exit 0
+fi
 [ "$(id -u)" = 0 ] || { echo "nfs.sh: run as root (drops caches, mounts FUSE, starts Ganesha in a network namespace)" >&2; exit 2; }
 
 LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -165,6 +211,11 @@ scale_job() {
 
 # ---------------------------------------------------------------- ganesha (own namespace + rpcbind)
 GPORT=2049 GMNTPORT=20048
+# netns_run CMD...: CMD in Ganesha's network namespace only. Not `ip netns exec`: that also gives
+# CMD a mount namespace of its own, and with / private (as here) its copy of tessera up's FUSE mount
+# outlives the unmount, so the FUSE connection never ends and tessera up's shutdown waits forever
+# in go-fuse's Unmount (seen on every restart while a Ganesha started by `ip netns exec` ran).
+netns_run() { nsenter --net="/run/netns/$NS" "$@"; }
 ganesha_setup() {
   need_root_apt ganesha.nfsd nfs-ganesha || { GANESHA_WHY="apt-get install nfs-ganesha failed"; return 1; }
   ls /usr/lib/*/ganesha/libfsalvfs.so >/dev/null 2>&1 || apt-get install -y -qq nfs-ganesha-vfs >/dev/null 2>&1
@@ -173,7 +224,7 @@ ganesha_setup() {
   [ "$(stat -f -c %T "$W")" = ext2/ext3 ] || log "WARNING: $W is on $(stat -f -c %T "$W"), not ext4"
   NS=tnfs$$
   ip netns add "$NS" && ip -n "$NS" link set lo up || { GANESHA_WHY="cannot make a network namespace"; NS=""; return 1; }
-  spawn "$OUT/logs/rpcbind.log" ip netns exec "$NS" rpcbind -f -w
+  spawn "$OUT/logs/rpcbind.log" netns_run rpcbind -f -w
   RPID=$LASTPID
   mkdir -p "$GEXP" "$W/ganesha"
   # Bind_Addr is left out: getaddrinfo finds no address for 127.0.0.1 in a namespace holding
@@ -194,9 +245,9 @@ EOF
 }
 start_ganesha() {
   local lg=$OUT/logs/ganesha-$(date +%H%M%S%N).log n=600
-  spawn "$lg.stdout" ip netns exec "$NS" ganesha.nfsd -F -f "$W/ganesha/ganesha.conf" -L "$lg" -p "$W/ganesha/pid" -N NIV_EVENT
+  spawn "$lg.stdout" netns_run ganesha.nfsd -F -f "$W/ganesha/ganesha.conf" -L "$lg" -p "$W/ganesha/pid" -N NIV_EVENT
   GPID=$LASTPID
-  while [ -z "$(ip netns exec "$NS" ss -Htln "( sport = :$GPORT )" 2>/dev/null)" ]; do
+  while [ -z "$(netns_run ss -Htln "( sport = :$GPORT )" 2>/dev/null)" ]; do
     alive "$GPID" || { GANESHA_WHY="ganesha.nfsd exited: $(grep -E 'FATAL|MAJ' "$lg" | tail -n 1 | cut -c1-200)"; return 1; }
     n=$((n - 1)); [ $n -le 0 ] && { GANESHA_WHY="ganesha.nfsd not listening after 60 s"; return 1; }
     sleep 0.1
@@ -218,7 +269,7 @@ nb() {
   local t=$1; shift
   case $t in
     tessera-nfs) "$NFSBENCH" -nfs "127.0.0.1:$TPORT" "$@" ;;
-    ganesha) ip netns exec "$NS" "$NFSBENCH" -nfs "127.0.0.1:$GPORT,$GMNTPORT" -export "$GEXP" "$@" ;;
+    ganesha) netns_run "$NFSBENCH" -nfs "127.0.0.1:$GPORT,$GMNTPORT" -export "$GEXP" "$@" ;;
     tessera-fuse) "$NFSBENCH" -dir "$TMNT" "$@" ;;
   esac
 }
@@ -285,7 +336,7 @@ for ((r = 1; r <= ROUNDS; r++)); do
 done
 
 # ---------------------------------------------------------------- report
-report() {
+report_header() {
   echo "# bench/nfs.sh: Tessera's NFS against NFS-Ganesha over ext4 and Tessera's FUSE mount"
   echo
   echo "$(date -u +%F) $(uname -r), $(nproc) cores, load before: $LOAD0; tessera at $COMMIT"
@@ -295,43 +346,12 @@ report() {
     else echo "- $t: unavailable${GANESHA_WHY:+: $GANESHA_WHY}"; fi
   done
   echo
-  echo "Median over rounds [min-max]; rate = MB/s (10^6 B/s) for seq jobs, operations/s otherwise (untar: entries/s); cpu = server CPU-seconds (tessera up: every role in one process)."
+  echo "Median over rounds [min-max]; rate = MB/s (10^6 B/s) for seq and scale jobs, operations/s otherwise (untar: entries/s); cpu = server CPU-seconds (tessera up: every role in one process; create/stat/remove: the three phases together)."
   echo "Ratios of medians; targets from issue 24: seq >= 0.9x Ganesha and >= 0.8x FUSE; small-file operations >= 1.0x Ganesha."
-  awk -F'\t' -v order="$TARGETS" '
-    function med(a, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
-    NR > 1 {
-      k = $3 SUBSEP $2
-      if ($4 == "FAIL") { fail[k]++; seen[$3] = 1; next }
-      rate = ($3 ~ /^(seq|scale)/) ? $5 / $6 / 1e6 : $4 / $6
-      n[k]++; R[k, n[k]] = rate; S[k, n[k]] = $6; C[k, n[k]] = $7; seen[$3] = 1
-    }
-    END {
-      nt = split(order, T, ",")
-      split("seqwrite seqread randread1 randread4 create stat remove untar scale1 scale2", J, " ")
-      for (ji = 1; ji <= 10; ji++) { j = J[ji]; if (!(j in seen)) continue
-        printf "\n### %s\n\n| target | s | rate | cpu s |\n|---|---|---|---|\n", j
-        delete M
-        for (ti = 1; ti <= nt; ti++) { t = T[ti]; k = j SUBSEP t
-          if (!n[k]) { if (fail[k]) printf "| %s | FAIL | | |\n", t; continue }
-          lo = hi = R[k, 1]; for (i = 1; i <= n[k]; i++) { a[i] = R[k, i]; if (a[i] < lo) lo = a[i]; if (a[i] > hi) hi = a[i] }
-          M[t] = med(a, n[k]); delete a
-          for (i = 1; i <= n[k]; i++) a[i] = S[k, i]; s = med(a, n[k]); delete a
-          for (i = 1; i <= n[k]; i++) a[i] = C[k, i]; c = med(a, n[k]); delete a
-          printf "| %s | %.2f | %.1f [%.1f-%.1f]%s | %.1f |\n", t, s, M[t], lo, hi, fail[k] ? " (" fail[k] " FAIL)" : "", c
-        }
-        want_g = (j ~ /^seq/) ? 0.9 : (j ~ /^rand/ ? 0 : 1.0); want_f = (j ~ /^seq/) ? 0.8 : 0
-        if (M["tessera-nfs"] > 0 && M["ganesha"] > 0) { x = M["tessera-nfs"] / M["ganesha"]
-          printf "\nTessera-NFS / Ganesha: **%.2fx**%s\n", x, want_g ? sprintf(" (target >= %.1fx: %s)", want_g, x >= want_g ? "met" : "NOT met") : "" }
-        if (M["tessera-nfs"] > 0 && M["tessera-fuse"] > 0) { x = M["tessera-nfs"] / M["tessera-fuse"]
-          printf "\nTessera-NFS / Tessera-FUSE: **%.2fx**%s\n", x, want_f ? sprintf(" (target >= %.1fx: %s)", want_f, x >= want_f ? "met" : "NOT met") : "" }
-        if (j == "scale2" && M["tessera-nfs"] > 0 && S1 > 0) { x = M["tessera-nfs"] / S1
-          printf "\ntwo tessera nfs, two clients / one: **%.2fx** (target >= 1.7x: %s)\n", x, (x >= 1.7 ? "met" : "NOT met") }
-        if (j == "scale1") S1 = M["tessera-nfs"]
-      }
-    }' "$RES"
 }
-report | tee "$OUT/report.md"
+{ report_header; report_tables "$RES"; } | tee "$OUT/report.md"
 [ -n "$OUTFILE" ] && cp "$OUT/report.md" "$OUTFILE" && log "saved $OUTFILE"
 log "results: $RES"
 ! grep -q FAIL "$RES"
+exit
+}
