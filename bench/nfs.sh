@@ -186,7 +186,7 @@ scale_job() {
   local r=$1 d=bench/tessera-nfs.r$r/scale n lg=$OUT/logs/scale.r$r c secs
   mkdir -p "$TMNT/$d" && chmod 1777 "$TMNT/$d"
   for f in a b; do
-    "$NFSBENCH" -dir "$TMNT" -job seqwrite -file "$d/$f.dat" -size "$SIZE" >/dev/null 2>>"$lg.log" \
+    "$NFSBENCH" -dir "$TMNT" -job seqwrite -file "$d/$f.dat" -size "$SIZE" -seed "$RANDOM" >/dev/null 2>>"$lg.log" \
       || { log "scale: writing $f failed"; printf '%s\ttessera-nfs\tscale1\tFAIL\t0\tnan\tnan\n' "$r" >> "$RES"; return 1; }
   done
   for n in 1 2; do
@@ -285,9 +285,17 @@ for t in ${TARGETS//,/ }; do
   esac
 done
 # the client (uid 1000) writes into round directories made by root, open to all (sticky)
-for t in "${!AVAIL[@]}"; do
-  for ((r = 1; r <= ROUNDS; r++)); do mkdir -p "$(backing "$t")/bench/$t.r$r" && chmod 1777 "$(backing "$t")/bench/$t.r$r"; done
+for ((r = 1; r <= ROUNDS; r++)); do
+  [ -n "${AVAIL[ganesha]:-}" ] && mkdir -p "$GEXP/bench/ganesha.r$r" && chmod 1777 "$GEXP/bench/ganesha.r$r"
 done
+# fresh_tessera T R: a new cluster (empty data dir) for round R of target T: Tessera stores blocks
+# by content, so a file or tree written before (an earlier round, the other Tessera target) would
+# be deduplicated instead of written, until the reclaimer removes its blocks.
+fresh_tessera() {
+  stop_tessera; rm -rf "$W/tessera"; drop_caches
+  start_tessera || return 1
+  mkdir -p "$TMNT/bench/$1.r$2" && chmod 1777 "$TMNT/bench/$1.r$2"
+}
 [ ${#AVAIL[@]} -gt 0 ] || die "no target started"
 
 RES=$OUT/results.tsv
@@ -316,9 +324,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
     [ -n "${AVAIL[$t]:-}" ] || continue
     d=bench/$t.r$r
     log "round $r: $t"
+    if [ "$t" != ganesha ]; then fresh_tessera "$t" "$r" || { log "tessera up did not start"; continue; }; fi
     if [[ ,$JOBS, == *,seq,* ]]; then
       drop_caches
-      measure "$r" "$t" seqwrite -file "$d/seq.dat" -size "$SIZE"
+      measure "$r" "$t" seqwrite -file "$d/seq.dat" -size "$SIZE" -seed "$RANDOM$r"
       restart "$t" || { log "$t did not restart"; continue; }
       measure "$r" "$t" seqread -file "$d/seq.dat" -size "$SIZE"
     fi

@@ -21,9 +21,11 @@ func pattern(b []byte, off int64) {
 	binary.LittleEndian.PutUint64(b, uint64(off))
 }
 
-func newPiece(n int) []byte {
+// newPiece is n bytes drawn from seed: runs given different seeds write
+// different blocks (a content-addressed store dedups a repeated file).
+func newPiece(n int, seed int64) []byte {
 	b := make([]byte, n)
-	rand.New(rand.NewSource(1)).Read(b)
+	rand.New(rand.NewSource(seed)).Read(b)
 	return b
 }
 
@@ -33,7 +35,7 @@ func seqWrite(t target, o options) error {
 		return err
 	}
 	_, wsize := c.IOSize()
-	buf := newPiece(wsize)
+	buf := newPiece(wsize, o.seed)
 	start := time.Now()
 	f, err := c.Create(o.file, 0o644)
 	if err != nil {

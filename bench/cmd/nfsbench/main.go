@@ -80,7 +80,7 @@ func main() {
 	flag.IntVar(&o.count, "count", 20000, "randread: reads in all, split over the streams")
 	flag.IntVar(&o.n, "n", 10000, "meta: files in all, split over the workers")
 	flag.IntVar(&o.threads, "threads", 4, "meta: workers, each on its own connection and in its own directory")
-	flag.Int64Var(&o.seed, "seed", 7, "randread: seed of the offsets")
+	flag.Int64Var(&o.seed, "seed", 7, "seqwrite: seed of the data written (give each run its own: a content-addressed store dedups a repeated file); randread: seed of the offsets")
 	flag.BoolVar(&o.dropCaches, "drop-caches", false, "meta: sync and drop the kernel's caches before each phase, untimed (root)")
 	timeout := flag.Duration("rpc-timeout", 0, "time one call may wait for its reply before the client resends it (0: 10m; the library's own 5 s resends COMMITs of big files)")
 	flag.Parse()
