@@ -215,6 +215,8 @@ GPORT=2049 GMNTPORT=20048
 # CMD a mount namespace of its own, and with / private (as here) its copy of tessera up's FUSE mount
 # outlives the unmount, so the FUSE connection never ends and tessera up's shutdown waits forever
 # in go-fuse's Unmount (seen on every restart while a Ganesha started by `ip netns exec` ran).
+# spawn runs it as nsenter itself (a function run in the background would be a subshell whose
+# PID is not the server's), so stopping the PID stops the server.
 netns_run() { nsenter --net="/run/netns/$NS" "$@"; }
 ganesha_setup() {
   need_root_apt ganesha.nfsd nfs-ganesha || { GANESHA_WHY="apt-get install nfs-ganesha failed"; return 1; }
@@ -224,7 +226,7 @@ ganesha_setup() {
   [ "$(stat -f -c %T "$W")" = ext2/ext3 ] || log "WARNING: $W is on $(stat -f -c %T "$W"), not ext4"
   NS=tnfs$$
   ip netns add "$NS" && ip -n "$NS" link set lo up || { GANESHA_WHY="cannot make a network namespace"; NS=""; return 1; }
-  spawn "$OUT/logs/rpcbind.log" netns_run rpcbind -f -w
+  spawn "$OUT/logs/rpcbind.log" nsenter --net="/run/netns/$NS" rpcbind -f -w
   RPID=$LASTPID
   mkdir -p "$GEXP" "$W/ganesha"
   # Bind_Addr is left out: getaddrinfo finds no address for 127.0.0.1 in a namespace holding
@@ -245,7 +247,7 @@ EOF
 }
 start_ganesha() {
   local lg=$OUT/logs/ganesha-$(date +%H%M%S%N).log n=600
-  spawn "$lg.stdout" netns_run ganesha.nfsd -F -f "$W/ganesha/ganesha.conf" -L "$lg" -p "$W/ganesha/pid" -N NIV_EVENT
+  spawn "$lg.stdout" nsenter --net="/run/netns/$NS" ganesha.nfsd -F -f "$W/ganesha/ganesha.conf" -L "$lg" -p "$W/ganesha/pid" -N NIV_EVENT
   GPID=$LASTPID
   while [ -z "$(netns_run ss -Htln "( sport = :$GPORT )" 2>/dev/null)" ]; do
     alive "$GPID" || { GANESHA_WHY="ganesha.nfsd exited: $(grep -E 'FATAL|MAJ' "$lg" | tail -n 1 | cut -c1-200)"; return 1; }
