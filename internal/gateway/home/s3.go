@@ -111,7 +111,7 @@ func OpenS3(ctx context.Context, u *url.URL) (*S3Store, error) {
 	tr.MaxIdleConns, tr.MaxIdleConnsPerHost, tr.IdleConnTimeout = s3IdleConns, s3IdleConns, s3IdleTimeout
 	c, err := minio.New(epu.Host, &minio.Options{
 		Creds: creds, Secure: epu.Scheme == "https", Region: q.Get("region"),
-		BucketLookup: minio.BucketLookupPath, MaxRetries: retries, Transport: tr,
+		BucketLookup: minio.BucketLookupPath, MaxRetries: retries, Transport: staleConnRetry{tr},
 	})
 	if err != nil {
 		return nil, permanent("open", u.Redacted(), ErrInvalidPath, "%v", err)
