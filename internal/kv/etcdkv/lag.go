@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"tessera/internal/backoff"
 	"tessera/internal/clock"
 )
 
@@ -20,12 +20,10 @@ import (
 // meet members at different points of the log. See
 // docs/design/2026-11-28-etcd-reads.md.
 
-// Backoff between the tries of a read at a revision that the members
-// asked have not applied, or that found no leader.
-const (
-	lagBackoffMin = 10 * time.Millisecond
-	lagBackoffMax = 500 * time.Millisecond
-)
+// lagBackoff spaces the tries of a read at a revision that the members
+// asked have not applied, or that found no leader: 10 ms doubling to
+// 500 ms, each wait drawn from [d/2, 3d/2).
+var lagBackoff = backoff.Policy{Base: 10 * time.Millisecond, Max: 500 * time.Millisecond, Jitter: 0.5}
 
 // readAt reads key (with opts, which name no revision) at revision rev,
 // which some member has applied, so the cluster has committed it. It asks
@@ -48,7 +46,7 @@ func (s *Store) readAt(ctx context.Context, rev int64, key string, opts ...clien
 	s.lagged.Add(1)
 	clk := clock.Or(s.opts.Clock)
 	since := clk.Now()
-	backoff := lagBackoffMin
+	wait := lagBackoff.Start()
 	for {
 		// A member without a leader says so at once instead of letting
 		// the linearizable read wait for one.
@@ -64,10 +62,9 @@ func (s *Store) readAt(ctx context.Context, rev int64, key string, opts ...clien
 			return nil, fmt.Errorf("no member has applied revision %d and none has a leader after %v: %w (%w)",
 				rev, waited.Round(time.Millisecond), ErrNoMajority, err)
 		}
-		if err := clock.Sleep(ctx, clk, backoff/2+rand.N(backoff)); err != nil {
+		if err := wait.Wait(ctx, clk); err != nil {
 			return nil, fmt.Errorf("waiting for a member with revision %d: %w", rev, err)
 		}
-		backoff = min(2*backoff, lagBackoffMax)
 	}
 }
 

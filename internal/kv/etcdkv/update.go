@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"strings"
 	"time"
 
@@ -14,13 +13,23 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"tessera/internal/backoff"
 	"tessera/internal/clock"
 	"tessera/internal/kv"
 )
 
+// conflictBackoff spaces the attempts of an Update whose compares
+// failed: 1 ms doubling to 100 ms, each wait drawn from [d/2, 3d/2) so
+// that transactions that collided do not collide again in lock step.
+var conflictBackoff = backoff.Policy{Base: time.Millisecond, Max: 100 * time.Millisecond, Jitter: 0.5}
+
+// leaderBackoff is the wait between the tries of an Update while the
+// cluster has no leader: a constant 300 ms drawn from [100 ms, 500 ms).
+var leaderBackoff = backoff.Policy{Base: 300 * time.Millisecond, Max: 300 * time.Millisecond, Factor: 1, Jitter: 2.0 / 3}
+
 // Update implements kv.Store; see the package comment.
 func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
-	backoff := time.Millisecond
+	conflict := conflictBackoff.Start()
 	clk := clock.Or(s.opts.Clock)
 	var leaderless time.Time // when answers of "no leader" began
 	for attempt := 1; ; attempt++ {
@@ -73,7 +82,7 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 				return fmt.Errorf("etcdkv: update: no leader for %v: %w (%v)", s.opts.MajorityWait, ErrNoMajority, err)
 			}
 			attempt-- // not a conflict
-			if err := clock.Sleep(ctx, clk, 100*time.Millisecond+rand.N(400*time.Millisecond)); err != nil {
+			if err := clock.Sleep(ctx, clk, leaderBackoff.Start().Next()); err != nil {
 				return fmt.Errorf("etcdkv: update: waiting for an etcd leader: %w", err)
 			}
 			continue
@@ -87,10 +96,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 		}
 		// Randomized so that transactions that collided do not collide
 		// again in lock step.
-		if err := clock.Sleep(ctx, clk, backoff/2+rand.N(backoff)); err != nil {
+		if err := conflict.Wait(ctx, clk); err != nil {
 			return fmt.Errorf("etcdkv: update: %w", err)
 		}
-		backoff = min(2*backoff, 100*time.Millisecond)
 	}
 }
 
