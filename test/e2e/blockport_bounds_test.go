@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,18 +201,8 @@ func TestBlockPortBounds(t *testing.T) {
 				t.Errorf("%s: %d of %d answered 2xx", o.what, n, want)
 			}
 		}
-		hwm := vmHWM(t, pid)
-		bound := base + lim.MaxInFlight + 96<<20
-		t.Logf("RSS peak %d MiB (VmHWM %d MiB), bound %d MiB", peak>>20, hwm>>20, bound>>20)
-		if peak > bound || hwm > bound {
-			t.Errorf("RSS peak %d MiB, VmHWM %d MiB with 8 addresses sending their largest bodies: over the bound of %d MiB", peak>>20, hwm>>20, bound>>20)
-		}
-		var after int64
-		pollFor(t, "the RSS to come back down", func() bool {
-			after = vmRSS(t, pid)
-			return after <= base+48<<20
-		})
-		t.Logf("RSS after the largest bodies: %d MiB", after>>20)
+		checkPeak(t, pid, peak, base+lim.MaxInFlight+96<<20, " with 8 addresses sending their largest bodies")
+		waitRSSBack(t, pid, base, 48<<20, "the largest bodies")
 		serveGood("after the largest bodies")
 	})
 
@@ -313,26 +302,6 @@ func readStatus(t *testing.T, c net.Conn) (int, string) {
 	}
 	resp.Body.Close()
 	return resp.StatusCode, resp.Header.Get("Tessera-Error")
-}
-
-// vmRSS returns the resident set size of process pid (VmRSS), in bytes.
-func vmRSS(t *testing.T, pid int) int64 {
-	t.Helper()
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatalf("VmRSS %q: %v", v, err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no VmRSS in /proc/%d/status", pid)
-	return 0
 }
 
 // pollFor polls cond every 50 ms until it holds; its bound (two minutes)

@@ -208,26 +208,8 @@ func TestGatewayPortBounds(t *testing.T) {
 		}
 	}
 	served("after the burst")
-	hwm := vmHWM(t, pid)
-	bound := base + gatewayBound(addrs)
-	t.Logf("RSS peak %d MiB (VmHWM %d MiB), bound %d MiB", peak>>20, hwm>>20, bound>>20)
-	if peak > bound || hwm > bound {
-		t.Errorf("RSS peak %d MiB, VmHWM %d MiB: over the bound of %d MiB", peak>>20, hwm>>20, bound>>20)
-	}
-	// The memory comes back (memtrim: within its interval once idle); two
-	// minutes is a hang.
-	var after int64
-	for i := 0; ; i++ {
-		after = vmRSS(t, pid)
-		if after <= base+64<<20 {
-			break
-		}
-		if i == 1200 {
-			t.Fatalf("RSS still %d MiB two minutes after the burst (base %d MiB)", after>>20, base>>20)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Logf("RSS after the burst: %d MiB", after>>20)
+	checkPeak(t, pid, peak, base+gatewayBound(addrs), "")
+	waitRSSBack(t, pid, base, 64<<20, "the burst")
 	// Every block of every file was fetched: the files read back whole.
 	for i := range files {
 		wantContent(t, filepath.Join(cache, fmt.Sprintf("f%d", i)), randBytes(uint64(900+i), fileSize))

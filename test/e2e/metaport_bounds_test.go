@@ -5,12 +5,10 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -141,26 +139,8 @@ func TestMetaPortBounds(t *testing.T) {
 		}
 	}
 	served("after the burst")
-	hwm := vmHWM(t, pid)
-	bound := base + addrs*2*metarpc.DefaultMaxInFlightPerPeer + 64<<20
-	t.Logf("RSS peak %d MiB (VmHWM %d MiB), bound %d MiB", peak>>20, hwm>>20, bound>>20)
-	if peak > bound || hwm > bound {
-		t.Errorf("RSS peak %d MiB, VmHWM %d MiB: over the bound of %d MiB", peak>>20, hwm>>20, bound>>20)
-	}
-	// The memory comes back (memtrim: within its interval once idle); two
-	// minutes is a hang.
-	var after int64
-	for i := 0; ; i++ {
-		after = vmRSS(t, pid)
-		if after <= base+64<<20 {
-			break
-		}
-		if i == 1200 {
-			t.Fatalf("RSS still %d MiB two minutes after the burst (base %d MiB)", after>>20, base>>20)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Logf("RSS after the burst: %d MiB", after>>20)
+	checkPeak(t, pid, peak, base+addrs*2*metarpc.DefaultMaxInFlightPerPeer+64<<20, "")
+	waitRSSBack(t, pid, base, 64<<20, "the burst")
 }
 
 // metaConn is a raw gRPC client of the meta port at addr, dialing from
@@ -178,55 +158,4 @@ func metaConn(t *testing.T, addr, local string, tc *tls.Config) pb.MetaClient {
 	must(t, err)
 	t.Cleanup(func() { cc.Close() })
 	return pb.NewMetaClient(cc)
-}
-
-// readRSS is VmRSS of pid, in bytes.
-func readRSS(pid int) (int64, error) { return procStatus(pid, "VmRSS:") }
-
-// sampleRSSPeak samples process pid's VmRSS every 20 ms until the
-// returned stop is called, which returns the highest seen.
-func sampleRSSPeak(pid int) (stop func() int64) {
-	var peak atomic.Int64
-	done := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() {
-		defer close(sampled)
-		for {
-			if r, err := readRSS(pid); err == nil && r > peak.Load() {
-				peak.Store(r)
-			}
-			select {
-			case <-done:
-				return
-			case <-time.After(20 * time.Millisecond):
-			}
-		}
-	}()
-	return func() int64 {
-		close(done)
-		<-sampled
-		return peak.Load()
-	}
-}
-
-// vmHWM is the peak resident set size of process pid (VmHWM), in bytes.
-func vmHWM(t *testing.T, pid int) int64 {
-	t.Helper()
-	v, err := procStatus(pid, "VmHWM:")
-	must(t, err)
-	return v
-}
-
-func procStatus(pid int, field string) (int64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10, err
-		}
-	}
-	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
