@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"syscall"
 	"time"
-
-	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 )
 
 // Kill9 kills member i with SIGKILL and waits for it to exit.
@@ -67,30 +64,21 @@ func (e *Etcd) signal(i int, sig syscall.Signal, paused bool) error {
 
 // status asks every running member for its id and whether it leads.
 func (e *Etcd) status(ctx context.Context) (ids []uint64, leader int) {
-	ids, leader = make([]uint64, len(e.members)), -1
+	return etcdStatus(ctx, e.upAddrs(), 3*time.Second)
+}
+
+// upAddrs is the client address of each member, "" for one stopped or
+// paused.
+func (e *Etcd) upAddrs() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	addrs := make([]string, len(e.members))
 	for i, m := range e.members {
-		e.mu.Lock()
-		up := m.cmd != nil && !m.paused
-		e.mu.Unlock()
-		if !up {
-			continue
+		if m.cmd != nil && !m.paused {
+			addrs[i] = m.clientAddr
 		}
-		ep := "http://" + m.clientAddr
-		cli, err := clientv3.New(clientv3.Config{Endpoints: []string{ep}, DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
-		if err != nil {
-			continue
-		}
-		c, cancel := context.WithTimeout(ctx, 3*time.Second)
-		if st, err := cli.Status(c, ep); err == nil {
-			ids[i] = st.Header.MemberId
-			if st.Leader == st.Header.MemberId {
-				leader = i
-			}
-		}
-		cancel()
-		cli.Close()
 	}
-	return ids, leader
+	return addrs
 }
 
 // Leader returns the index of the member that says it leads, -1 if none.
@@ -103,32 +91,10 @@ func (e *Etcd) Leader(ctx context.Context) int {
 // current leader, as `etcdctl move-leader` does) and waits until it says
 // it leads: at most ten tries a second apart.
 func (e *Etcd) MoveLeader(ctx context.Context, i int) error {
-	var last error
-	for range 10 {
-		ids, leader := e.status(ctx)
-		if leader == i {
-			return nil
-		}
-		if leader >= 0 && ids[i] != 0 {
-			cli, err := clientv3.New(clientv3.Config{Endpoints: []string{"http://" + e.members[leader].clientAddr},
-				DialTimeout: 3 * time.Second, Logger: zap.NewNop()})
-			if err == nil {
-				c, cancel := context.WithTimeout(ctx, 10*time.Second)
-				_, err = cli.MoveLeader(c, ids[i])
-				cancel()
-				cli.Close()
-			}
-			last = err
-		} else {
-			last = fmt.Errorf("no leader, or member e%d does not answer", i)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+	if err := moveEtcdLeader(ctx, i, e.upAddrs, 3*time.Second); err != nil {
+		return fmt.Errorf("cluster: could not make etcd e%d the leader: %w", i, err)
 	}
-	return fmt.Errorf("cluster: could not make etcd e%d the leader: %v", i, last)
+	return nil
 }
 
 // Close ends every member by its process id: SIGCONT for a paused one,
