@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"tessera/internal/admin"
+	"tessera/internal/blockdial"
 	"tessera/internal/statuspage"
-	"tessera/internal/up"
 )
 
 // clusterFlags are the flags every admin command takes to find the cluster.
@@ -56,7 +56,7 @@ func (f clusterFlags) dial(ctx context.Context, name string) (*admin.Cluster, fu
 	if err != nil {
 		return nil, nil, err
 	}
-	return &admin.Cluster{Meta: m, Dial: up.NewDialer(creds).Admin, Describe: describe(m)}, func() { m.Close() }, nil
+	return &admin.Cluster{Meta: m, Dial: blockdial.New(creds).Admin, Describe: describe(m)}, func() { m.Close() }, nil
 }
 
 func runStatus(ctx context.Context, args []string) error {

@@ -15,11 +15,11 @@ import (
 
 	"tessera/internal/admin"
 	"tessera/internal/auth"
+	"tessera/internal/blockdial"
 	"tessera/internal/client"
 	"tessera/internal/gateway"
 	"tessera/internal/gateway/gwrpc"
 	"tessera/internal/meta"
-	"tessera/internal/up"
 )
 
 // prefetchChunk is how much of a file one step of `fileset prefetch`
@@ -113,7 +113,7 @@ func runFilesetPrefetch(ctx context.Context, args []string) error {
 		defer r.Close()
 		grp = r
 	} else {
-		dial := up.NewDialer(creds).Block
+		dial := blockdial.New(creds).Block
 		var gs []*gateway.Ingester
 		for range *ngw {
 			dc, err := client.New(ctx, client.Config{Meta: c.Meta, Dial: dial, Logger: slog.New(slog.DiscardHandler)})

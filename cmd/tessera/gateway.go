@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"tessera/internal/auth"
+	"tessera/internal/blockdial"
 	"tessera/internal/client"
 	"tessera/internal/gateway"
 	"tessera/internal/gateway/gwrpc"
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
-	"tessera/internal/up"
 )
 
 // runGateway is `tessera gateway`: a fileset gateway as its own process
@@ -77,7 +77,7 @@ func runGateway(ctx context.Context, args []string) error {
 		return err
 	}
 	defer mc.Close()
-	data, err := client.New(ctx, client.Config{Meta: mc, Dial: up.NewDialer(creds).Block, Logger: log})
+	data, err := client.New(ctx, client.Config{Meta: mc, Dial: blockdial.New(creds).Block, Logger: log})
 	if err != nil {
 		return fmt.Errorf("gateway %s: data path: %w", name, err)
 	}

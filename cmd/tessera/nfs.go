@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"tessera/internal/auth"
+	"tessera/internal/blockdial"
 	"tessera/internal/client"
 	"tessera/internal/nfs"
 	"tessera/internal/up"
@@ -164,7 +165,7 @@ func runNFS(ctx context.Context, args []string) error {
 	}
 	cfg.ClusterID = nfs.ClusterID(creds)
 	node, err := up.StartNFS(ctx, up.NFSConfig{Listen: *listen, Server: cfg, Client: client.Config{
-		Meta: mc, Dial: up.NewDialer(creds).Block, Logger: log, Policy: pol.String(),
+		Meta: mc, Dial: blockdial.New(creds).Block, Logger: log, Policy: pol.String(),
 		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta, Site: site,
 	}})
 	if err != nil {

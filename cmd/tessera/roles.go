@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"tessera/internal/auth"
+	"tessera/internal/blockdial"
 	"tessera/internal/client"
 	"tessera/internal/clusters"
 	"tessera/internal/gateway/gwrpc"
@@ -252,7 +253,7 @@ func runMount(ctx context.Context, args []string) error {
 	// read-only: writes fail at open, not at the commit after write(2).
 	readOnly := creds != nil && creds.HasCert() && !creds.Identity.Role.Can(auth.WriteNamespace)
 	node, err := up.StartMountWith(ctx, up.MountConfig{Dir: mnt, Debug: *debug, Metrics: mf.reg, Gateway: router, ReadOnly: readOnly, Client: client.Config{
-		Meta: api, Dial: up.NewDialer(creds).Block, Logger: log,
+		Meta: api, Dial: blockdial.New(creds).Block, Logger: log,
 		DiskCacheDir: *cacheDir, DiskCacheBytes: *cacheSize, CacheTier: *cacheTier, Policy: pol.String(),
 		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta, Site: site}})
 	if err != nil {

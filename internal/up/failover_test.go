@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"tessera/internal/blockdial"
 	"tessera/internal/client"
 	"tessera/internal/kv"
 	"tessera/internal/kv/etcdkv"
@@ -117,7 +118,7 @@ func testFailover(t *testing.T, open func() kv.Store) {
 
 	mm := dialMany()
 	first := mm.Addr()
-	cl, err := client.New(ctx, client.Config{Meta: mm, Dial: NewDialer(nil).Block, Logger: log, Sessions: true, MetaTimeout: 30 * time.Second})
+	cl, err := client.New(ctx, client.Config{Meta: mm, Dial: blockdial.New(nil).Block, Logger: log, Sessions: true, MetaTimeout: 30 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func testFailover(t *testing.T, open func() kv.Store) {
 	if st.Replicated && (len(st.Members) != 1 || !st.Members[0].Healthy) {
 		t.Errorf("the store's members as the survivor sees them: %+v (%s)", st.Members, st.MembersErr)
 	}
-	rc, err := client.New(ctx, client.Config{Meta: rm, Dial: NewDialer(nil).Block, Logger: log})
+	rc, err := client.New(ctx, client.Config{Meta: rm, Dial: blockdial.New(nil).Block, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"tessera/internal/admin"
 	"tessera/internal/auth"
+	"tessera/internal/blockdial"
 	"tessera/internal/kv"
 	"tessera/internal/meta"
 	"tessera/internal/meta/authz"
@@ -158,7 +159,7 @@ func StartMeta(ctx context.Context, cfg MetaConfig) (_ *MetaNode, err error) {
 		}
 	}
 	n.Status = statuspage.New(statuspage.Config{
-		Cluster: &admin.Cluster{Meta: n.Svc, Dial: NewDialer(cfg.Creds).Admin, Describe: n.describe(cfg)},
+		Cluster: &admin.Cluster{Meta: n.Svc, Dial: blockdial.New(cfg.Creds).Admin, Describe: n.describe(cfg)},
 		Errors:  n.Errors,
 		Logger:  log,
 	})

@@ -8,6 +8,7 @@ import (
 
 	"tessera/internal/admin"
 	"tessera/internal/auth"
+	"tessera/internal/blockdial"
 	"tessera/internal/kv"
 	"tessera/internal/meta"
 	"tessera/internal/mover"
@@ -56,7 +57,7 @@ const (
 // the store's kv.Elector), so that one of each runs in the cluster.
 func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
-	dial := NewDialer(cfg.Creds)
+	dial := blockdial.New(cfg.Creds)
 	var wg sync.WaitGroup
 	var el kv.Elector
 	if svc.Shared() {
@@ -105,7 +106,7 @@ func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop f
 }
 
 // gcLoop collects unreferenced blocks every cfg.GCInterval until ctx ends.
-func gcLoop(ctx context.Context, svc *meta.Service, dial *Dialer, cfg MetaRole) {
+func gcLoop(ctx context.Context, svc *meta.Service, dial *blockdial.Dialer, cfg MetaRole) {
 	every, grace := cfg.GCInterval, cfg.GCGrace
 	if every == 0 {
 		every = DefaultGCInterval

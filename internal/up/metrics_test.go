@@ -13,6 +13,7 @@ import (
 
 	"tessera/internal/block"
 	blockclient "tessera/internal/block/client"
+	"tessera/internal/blockdial"
 	"tessera/internal/client"
 	"tessera/internal/meta/metarpc"
 	"tessera/internal/metrics"
@@ -124,7 +125,7 @@ func TestRoleMetrics(t *testing.T) {
 		dir := t.TempDir()
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		node, err := StartMountWith(ctx, MountConfig{Dir: dir, Metrics: reg, Client: client.Config{
-			Meta: mc, Dial: DialBlockServer, Logger: log, DiskCacheDir: t.TempDir()}})
+			Meta: mc, Dial: blockdial.DialBlockServer, Logger: log, DiskCacheDir: t.TempDir()}})
 		if err != nil {
 			t.Fatal(err)
 		}

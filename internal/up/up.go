@@ -56,6 +56,7 @@ import (
 	"tessera/internal/block"
 	"tessera/internal/block/disk"
 	blockserver "tessera/internal/block/server"
+	"tessera/internal/blockdial"
 	"tessera/internal/client"
 	"tessera/internal/kv/pebblekv"
 	"tessera/internal/meta"
@@ -267,7 +268,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 	// The mount reaches this process's block servers through memory (the
 	// co-located fast path); servers that join later go over HTTP, with
 	// the mount's (client-rw) credentials.
-	remote := NewDialer(lt.Mount)
+	remote := blockdial.New(lt.Mount)
 	dial := func(s meta.Server) (block.Store, error) {
 		if st, ok := stores[s.ID]; ok && s.Dir == st.Dir() {
 			// The client hashed every block it sends; the store need

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"tessera/internal/up"
+	"tessera/internal/blockdial"
 	"tessera/internal/wan"
 )
 
@@ -251,7 +251,7 @@ func (s *Sites) metaDB(i int) string {
 func (s *Sites) daemon(site int, name, prefix string, args []string) *Daemon {
 	return &Daemon{
 		name: name, bin: s.opts.Bin, args: args, prefix: prefix, log: s.log,
-		env:          []string{up.RoutesEnv + "=" + strings.TrimSuffix(s.routes[site], ",")},
+		env:          []string{blockdial.RoutesEnv + "=" + strings.TrimSuffix(s.routes[site], ",")},
 		readyTimeout: time.Minute, stopTimeout: 30 * time.Second,
 	}
 }
@@ -326,7 +326,7 @@ func (s *Sites) Run(ctx context.Context, site int, args ...string) (Result, erro
 	if err := s.pki.Issue("admin", "admin"); err != nil {
 		return Result{}, err
 	}
-	return runBinEnv(ctx, s.opts.Bin, []string{up.RoutesEnv + "=" + strings.TrimSuffix(s.routes[site], ",")},
+	return runBinEnv(ctx, s.opts.Bin, []string{blockdial.RoutesEnv + "=" + strings.TrimSuffix(s.routes[site], ",")},
 		slices.Concat(args, []string{"--meta", s.MetaList(site)}, s.pki.Args("admin"))...)
 }
 

@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"tessera/internal/auth"
+	"tessera/internal/blockdial"
 	"tessera/internal/client"
 	"tessera/internal/fuse"
 	"tessera/internal/up"
@@ -68,7 +69,7 @@ func run(ctx context.Context, metaAddr, tier string, uploads, fetches int, creds
 		return err
 	}
 	defer mc.Close()
-	cl, err := client.New(ctx, client.Config{Meta: mc, Dial: up.NewDialer(creds).Block, Logger: log, CacheTier: tier, Uploads: uploads, Fetches: fetches})
+	cl, err := client.New(ctx, client.Config{Meta: mc, Dial: blockdial.New(creds).Block, Logger: log, CacheTier: tier, Uploads: uploads, Fetches: fetches})
 	if err != nil {
 		return err
 	}
