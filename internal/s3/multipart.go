@@ -409,7 +409,7 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *awss3.Complet
 	if _, err := b.publish(ctx, c, w, comps[len(comps)-1], record{ETag: etag, ContentType: up.ContentType, Meta: up.Meta, Parts: len(asked)}); err != nil {
 		return out, "", err
 	}
-	b.log.Debug("s3: multipart upload completed", "parts", len(asked), "shared_bytes", a.shared, "copied_bytes", a.copied)
+	b.log.Info("s3: multipart upload completed", "parts", len(asked), "shared_bytes", a.shared, "copied_bytes", a.copied)
 	if err := b.removeUpload(ctx, c, dir.Ino, bucket, id); err != nil {
 		b.log.Warn("s3: removing a completed upload failed (abort it to reclaim its parts)", "upload", id, "err", err)
 	}
