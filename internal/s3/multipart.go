@@ -359,21 +359,21 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *awss3.Complet
 		byNum[p.n] = p
 	}
 	asked := in.MultipartUpload.Parts
-	srcs := make([]meta.Inode, 0, len(asked))
-	sums := md5.New()
 	prev := int32(0)
-	for i, ap := range asked {
+	for _, ap := range asked {
 		n := deref32(ap.PartNumber)
 		if n <= prev {
 			return out, "", s3err.GetAPIError(s3err.ErrInvalidPartOrder)
 		}
 		prev = n
+	}
+	srcs := make([]meta.Inode, 0, len(asked))
+	sums := md5.New()
+	for _, ap := range asked {
+		n := deref32(ap.PartNumber)
 		p, ok := byNum[n]
 		if !ok || strings.Trim(deref(ap.ETag), `"`) != strings.Trim(p.r.ETag, `"`) {
 			return out, "", s3err.GetInvalidPartErr(id, n, deref(ap.ETag))
-		}
-		if i < len(asked)-1 && p.in.Size < MinPartSize {
-			return out, "", s3err.GetEntityTooSmallErr(int64(p.in.Size), MinPartSize)
 		}
 		raw, err := hex.DecodeString(strings.Trim(p.r.ETag, `"`))
 		if err != nil || len(raw) != md5.Size {
@@ -381,6 +381,11 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *awss3.Complet
 		}
 		sums.Write(raw)
 		srcs = append(srcs, p.in)
+	}
+	for _, s := range srcs[:len(srcs)-1] {
+		if s.Size < MinPartSize {
+			return out, "", s3err.GetEntityTooSmallErr(int64(s.Size), MinPartSize)
+		}
 	}
 	etag := quote(fmt.Sprintf("%s-%d", hex.EncodeToString(sums.Sum(nil)), len(asked)))
 	bkt, err := b.bucket(ctx, c, bucket)
