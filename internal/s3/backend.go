@@ -185,8 +185,11 @@ func (b *Backend) walk(ctx context.Context, c caller, dir meta.Ino, comps []stri
 // fail maps a file-system error to an S3 error: errnos to their S3
 // codes; anything else is logged and answered as InternalError.
 func (b *Backend) fail(op string, err error) error {
+	// S3 errors (versitygw's: a body whose Content-MD5 or checksum does
+	// not match, a broken chunk) pass as they are.
 	var apiErr s3err.APIError
-	if errors.As(err, &apiErr) {
+	var typed interface{ BaseError() s3err.APIError }
+	if errors.As(err, &apiErr) || errors.As(err, &typed) {
 		return err
 	}
 	var errno syscall.Errno

@@ -3,6 +3,7 @@ package s3
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/versity/versitygw/s3api/utils"
 	"github.com/versity/versitygw/s3err"
 	"github.com/versity/versitygw/s3response"
 
@@ -183,5 +185,28 @@ func TestRemovedKeyStops(t *testing.T) {
 	clk.Advance(keyTTL + time.Second)
 	if _, err := f.b.HeadBucket(ctx, &awss3.HeadBucketInput{Bucket: ptr("bkt")}); code(err) != "AccessDenied" {
 		t.Errorf("a removed key after %v: %v, want AccessDenied", keyTTL, err)
+	}
+}
+
+// TestPutBadDigest: a body whose Content-MD5 does not match (versitygw's
+// hash reader fails at its end) is BadDigest, not an internal error, and
+// leaves no object.
+func TestPutBadDigest(t *testing.T) {
+	f := newFixture(t)
+	ctx := f.key(t, "alice", RoleRW, "")
+	f.bucket(t, ctx, "bkt")
+	data := []byte("the body")
+	wrong := base64.StdEncoding.EncodeToString(make([]byte, 16))
+	body, err := utils.NewHashReader(bytes.NewReader(data), wrong, utils.HashTypeContentMD5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int64(len(data))
+	_, err = f.b.PutObject(ctx, s3response.PutObjectInput{Bucket: ptr("bkt"), Key: ptr("obj"), Body: body, ContentLength: &n})
+	if c := code(err); c != "BadDigest" {
+		t.Errorf("PUT with a wrong Content-MD5: %v (code %q), want BadDigest", err, c)
+	}
+	if _, err := f.b.HeadObject(ctx, &awss3.HeadObjectInput{Bucket: ptr("bkt"), Key: ptr("obj")}); code(err) != "NoSuchKey" {
+		t.Errorf("HEAD after the refused PUT: %v, want NoSuchKey", err)
 	}
 }
