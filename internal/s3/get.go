@@ -280,10 +280,7 @@ func (b *Backend) DeleteObjects(ctx context.Context, in *awss3.DeleteObjectsInpu
 	for _, o := range in.Delete.Objects {
 		key := deref(o.Key)
 		if err := b.deleteKey(ctx, c, deref(in.Bucket), key); err != nil {
-			var apiErr s3err.APIError
-			if !errors.As(err, &apiErr) {
-				apiErr = s3err.GetAPIError(s3err.ErrInternalError)
-			}
+			apiErr := asAPIError(err)
 			res.Error = append(res.Error, types.Error{Key: ptr(key), Code: ptr(apiErr.Code), Message: ptr(apiErr.Description)})
 			continue
 		}
@@ -293,3 +290,16 @@ func (b *Backend) DeleteObjects(ctx context.Context, in *awss3.DeleteObjectsInpu
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// asAPIError is err's S3 error (InternalError for anything else).
+func asAPIError(err error) s3err.APIError {
+	var apiErr s3err.APIError
+	if errors.As(err, &apiErr) {
+		return apiErr
+	}
+	var typed interface{ BaseError() s3err.APIError }
+	if errors.As(err, &typed) {
+		return typed.BaseError()
+	}
+	return s3err.GetAPIError(s3err.ErrInternalError)
+}
