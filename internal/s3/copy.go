@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/url"
 	"strings"
-	"syscall"
 
 	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/versity/versitygw/backend"
@@ -71,14 +70,17 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	if err != nil {
 		return out, err
 	}
-	w := written{parent: parent, name: tmpName()}
-	dst, err := b.v.Create(ctx, c.cred, meta.CreateReq{Parent: parent, Name: w.name, Mode: syscall.S_IFREG | 0o644, Excl: true})
+	w, _, err := b.newTemp(ctx, c, parent)
 	if err != nil {
+		return out, err
+	}
+	dst, err := b.v.GetAttr(ctx, w.ino)
+	if err != nil {
+		b.drop(ctx, w)
 		return out, b.fail("copy", err)
 	}
-	w.ino = dst.Ino
 	if _, err := b.assemble(ctx, c, dst, []meta.Inode{src}); err != nil {
-		b.removeTemp(ctx, c, w)
+		b.drop(ctx, w)
 		return out, b.fail("copy", err)
 	}
 	fin, err := b.publish(ctx, c, w, comps[len(comps)-1], r)

@@ -400,15 +400,18 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *awss3.Complet
 	if err != nil {
 		return out, "", err
 	}
-	w := written{parent: parent, name: tmpName()}
-	dst, err := b.v.Create(ctx, c.cred, meta.CreateReq{Parent: parent, Name: w.name, Mode: syscall.S_IFREG | 0o644, Excl: true})
+	w, _, err := b.newTemp(ctx, c, parent)
 	if err != nil {
+		return out, "", err
+	}
+	dst, err := b.v.GetAttr(ctx, w.ino)
+	if err != nil {
+		b.drop(ctx, w)
 		return out, "", b.fail("complete", err)
 	}
-	w.ino = dst.Ino
 	a, err := b.assemble(ctx, c, dst, srcs)
 	if err != nil {
-		b.removeTemp(ctx, c, w)
+		b.drop(ctx, w)
 		return out, "", b.fail("complete", err)
 	}
 	if _, err := b.publish(ctx, c, w, comps[len(comps)-1], record{ETag: etag, ContentType: up.ContentType, Meta: up.Meta, Parts: len(asked)}); err != nil {

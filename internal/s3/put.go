@@ -59,41 +59,53 @@ func tmpName() string {
 	return vfs.TmpPrefix + hex.EncodeToString(rnd[:])
 }
 
-// written is a file written under a temporary name.
+// written is a new file not yet named: made with O_TMPFILE and held open
+// (fh), so that if this process dies before publish names it, the meta
+// service reaps it with the process's session: a killed PUT, part upload
+// or complete leaves nothing behind.
 type written struct {
 	parent meta.Ino
-	name   string
 	ino    meta.Ino
+	fh     uint64
 	size   int64
 	md5    []byte
 }
 
+// newTemp makes an unnamed file in parent, open for writing.
+func (b *Backend) newTemp(ctx context.Context, c caller, parent meta.Ino) (written, *vfs.File, error) {
+	o, err := b.v.Tmpfile(ctx, c.cred, parent, 0o644, syscall.O_WRONLY)
+	if err != nil {
+		return written{}, nil, b.fail("create", err)
+	}
+	return written{parent: parent, ino: o.Inode.Ino, fh: o.Fh}, o.File, nil
+}
+
+// drop releases an unnamed file: the meta service reaps it.
+func (b *Backend) drop(ctx context.Context, w written) {
+	if err := b.v.Release(context.WithoutCancel(ctx), w.fh); err != nil {
+		b.log.Warn("s3: releasing an unnamed file failed", "inode", w.ino, "err", err)
+	}
+}
+
 // writeTemp writes body (size bytes; -1: unknown, to EOF) into a new
-// file under a temporary name in parent, committed and made durable. The
-// body must give exactly size bytes; the checks its readers make (the
-// Content-MD5 and x-amz-checksum-* ones) fail the write. On error nothing
-// is left.
+// unnamed file in parent, committed and made durable. The body must give
+// exactly size bytes; the checks its readers make (the Content-MD5 and
+// x-amz-checksum-* ones) fail the write. On error nothing is left.
 func (b *Backend) writeTemp(ctx context.Context, c caller, parent meta.Ino, body io.Reader, size int64) (written, error) {
 	if size > MaxObjectSize {
 		return written{}, s3err.GetEntityTooLargeErr(size, MaxObjectSize)
 	}
-	w := written{parent: parent, name: tmpName()}
-	o, err := b.v.CreateOpen(ctx, c.cred, meta.CreateReq{Parent: parent, Name: w.name, Mode: 0o644}, syscall.O_WRONLY|syscall.O_EXCL)
+	w, f, err := b.newTemp(ctx, c, parent)
 	if err != nil {
-		return written{}, b.fail("create", err)
+		return written{}, err
 	}
-	w.ino = o.Inode.Ino
 	sum := md5.New()
-	n, werr := b.copyIn(ctx, o.File, body, size, sum)
+	n, werr := b.copyIn(ctx, f, body, size, sum)
 	if werr == nil {
-		werr = o.File.Fsync(ctx)
-	}
-	rerr := b.v.Release(context.WithoutCancel(ctx), o.Fh)
-	if werr == nil {
-		werr = rerr
+		werr = f.Fsync(ctx)
 	}
 	if werr != nil {
-		b.removeTemp(ctx, c, w)
+		b.drop(ctx, w)
 		return written{}, b.fail("write", werr)
 	}
 	w.size, w.md5 = n, sum.Sum(nil)
@@ -137,15 +149,10 @@ func (b *Backend) copyIn(ctx context.Context, f *vfs.File, body io.Reader, size 
 	return off, nil
 }
 
-// removeTemp removes a temporary file a failed write left.
-func (b *Backend) removeTemp(ctx context.Context, c caller, w written) {
-	if err := b.v.Unlink(context.WithoutCancel(ctx), c.cred, w.parent, w.name); err != nil && !errors.Is(err, syscall.ENOENT) {
-		b.log.Warn("s3: removing a temporary file failed", "inode", w.ino, "err", err)
-	}
-}
-
-// publish sets w's record and renames it over name in the same directory:
-// readers see the old object or the whole new one.
+// publish sets w's record, names it (a temporary name in its directory),
+// releases it and renames it over name: readers see the old object or
+// the whole new one. Only a crash between the link and the rename leaves
+// a temporary name (never listed).
 func (b *Backend) publish(ctx context.Context, c caller, w written, name string, r record) (meta.Inode, error) {
 	in, err := b.writeRecord(ctx, c, w.ino, r)
 	if err == nil {
@@ -153,11 +160,24 @@ func (b *Backend) publish(ctx context.Context, c caller, w written, name string,
 			err = s3err.GetAPIError(s3err.ErrExistingObjectIsDirectory)
 		}
 	}
+	tmp := tmpName()
+	linked := false
 	if err == nil {
-		err = b.v.Rename(ctx, c.cred, w.parent, w.name, w.parent, name, 0)
+		_, err = b.v.Link(ctx, c.cred, w.ino, w.parent, tmp)
+		linked = err == nil
+	}
+	if rerr := b.v.Release(context.WithoutCancel(ctx), w.fh); err == nil {
+		err = rerr
+	}
+	if err == nil {
+		err = b.v.Rename(ctx, c.cred, w.parent, tmp, w.parent, name, 0)
 	}
 	if err != nil {
-		b.removeTemp(ctx, c, w)
+		if linked {
+			if uerr := b.v.Unlink(context.WithoutCancel(ctx), c.cred, w.parent, tmp); uerr != nil && !errors.Is(uerr, syscall.ENOENT) {
+				b.log.Warn("s3: removing a temporary name failed", "inode", w.ino, "err", uerr)
+			}
+		}
 		return meta.Inode{}, b.fail("publish", err)
 	}
 	return in, nil

@@ -30,19 +30,7 @@ func TestS3TLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Stop()
-	k := s3KeyAdd(t, c, "tls", "--role", "rw")
-	caPEM, err := os.ReadFile(filepath.Join(c.DataDir(), "tls", "ca.crt"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(caPEM)
-	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
-	mc, err := minio.New(addr, &minio.Options{Creds: credentials.NewStaticV4(k.ID, k.Secret, ""), Secure: true, Transport: tr,
-		Region: "us-east-1", BucketLookup: minio.BucketLookupPath, MaxRetries: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mc := s3TLSClient(t, c, addr, s3KeyAdd(t, c, "tls", "--role", "rw"))
 	ctx := context.Background()
 	if err := mc.MakeBucket(ctx, "sec", minio.MakeBucketOptions{}); err != nil {
 		t.Fatalf("make bucket over HTTPS: %v", err)
@@ -68,4 +56,23 @@ func TestS3TLS(t *testing.T) {
 	if out.ExitCode == 0 || !strings.Contains(out.Stderr, "not a loopback address") {
 		t.Errorf("tessera s3 on 0.0.0.0 without certificates: exit %d, stderr %q; want refused, naming why", out.ExitCode, out.Stderr)
 	}
+}
+
+// s3TLSClient is a minio-go client of the HTTPS endpoint at addr that
+// trusts c's CA.
+func s3TLSClient(t *testing.T, c *cluster.Cluster, addr string, k s3Key) *minio.Client {
+	t.Helper()
+	caPEM, err := os.ReadFile(filepath.Join(c.DataDir(), "tls", "ca.crt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+	mc, err := minio.New(addr, &minio.Options{Creds: credentials.NewStaticV4(k.ID, k.Secret, ""), Secure: true, Transport: tr,
+		Region: "us-east-1", BucketLookup: minio.BucketLookupPath, MaxRetries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mc
 }
