@@ -16,6 +16,7 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/versity/versitygw/embedgw"
 	"github.com/versity/versitygw/s3api"
+	"github.com/versity/versitygw/s3api/utils"
 	"github.com/versity/versitygw/s3err"
 
 	"tessera/internal/vfs"
@@ -145,7 +146,12 @@ func perClient(max int) fiber.Handler {
 		mu.Lock()
 		if inFlight[ip] >= max {
 			mu.Unlock()
-			return s3err.GetAPIError(s3err.ErrSlowDown)
+			// Answered here: an error returned from a middleware
+			// would be versitygw's 500 InternalError.
+			e := s3err.GetAPIError(s3err.ErrSlowDown)
+			reqID, hostID := utils.EnsureRequestIDs(c)
+			c.Response().Header.SetContentType(fiber.MIMEApplicationXML)
+			return c.Status(e.HTTPStatusCode).Send(e.XMLBody(reqID, hostID))
 		}
 		inFlight[ip]++
 		mu.Unlock()
