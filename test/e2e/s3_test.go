@@ -328,5 +328,45 @@ func TestS3BesideFUSE(t *testing.T) {
 		if b, err := os.ReadFile(filepath.Join(mnt, "proj", "inner", "k")); err != nil || string(b) != "in" {
 			t.Errorf("a confined key's PUT of inner/k is not /proj/inner/k on the mount: %q, %v", b, err)
 		}
+		if names := s3KeyNames(t, c); !slices.Equal(names, []string{"alice", "confined", "reader"}) {
+			t.Errorf("s3 keys list: %v", names)
+		}
+		rctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if res, err := cluster.RunBin(rctx, c.Opts().Bin, "s3", "keys", "remove", "reader", "--data", c.DataDir()); err != nil || res.ExitCode != 0 {
+			t.Fatalf("s3 keys remove reader: %v %+v", err, res)
+		}
+		if names := s3KeyNames(t, c); !slices.Equal(names, []string{"alice", "confined"}) {
+			t.Errorf("s3 keys list after removing reader: %v", names)
+		}
+		if res, _ := cluster.RunBin(rctx, c.Opts().Bin, "s3", "keys", "add", "alice", "--role", "rw", "--data", c.DataDir()); res.ExitCode == 0 || !strings.Contains(res.Stderr, "exists already") {
+			t.Errorf("a second key named alice: exit %d, stderr %q; want refused", res.ExitCode, res.Stderr)
+		}
+		if res, _ := cluster.RunBin(rctx, c.Opts().Bin, "s3", "keys", "add", "x", "--role", "admin", "--data", c.DataDir()); res.ExitCode == 0 || !strings.Contains(res.Stderr, "want rw or ro") {
+			t.Errorf("a key with role admin: exit %d, stderr %q; want refused", res.ExitCode, res.Stderr)
+		}
 	})
+}
+
+// s3KeyNames runs `tessera s3 keys list --json` on c and returns the names.
+func s3KeyNames(t *testing.T, c *cluster.Cluster) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cluster.RunBin(ctx, c.Opts().Bin, "s3", "keys", "list", "--json", "--data", c.DataDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []struct{ Name, AccessKeyID string }
+	if res.ExitCode != 0 || json.Unmarshal([]byte(res.Stdout), &rows) != nil {
+		t.Fatalf("s3 keys list: exit %d, stdout %q, stderr %q", res.ExitCode, res.Stdout, res.Stderr)
+	}
+	var names []string
+	for _, r := range rows {
+		if r.AccessKeyID == "" || strings.Contains(res.Stdout, "secret") {
+			t.Errorf("s3 keys list shows %+v (a secret or no id)", r)
+		}
+		names = append(names, r.Name)
+	}
+	return names
 }
