@@ -210,3 +210,35 @@ func TestPutBadDigest(t *testing.T) {
 		t.Errorf("HEAD after the refused PUT: %v, want NoSuchKey", err)
 	}
 }
+
+// TestServingRoot: with a serving root (tessera s3 --root), the buckets
+// of a key without a root are the directories under it; a key confined
+// inside it gets its own root's; a key confined elsewhere is refused.
+func TestServingRoot(t *testing.T) {
+	f := newFixture(t)
+	admin := f.key(t, "admin", RoleRW, "")
+	f.bucket(t, admin, "srv")
+	f.put(t, admin, "srv", "bk1/k", []byte("1"))
+	f.put(t, admin, "srv", "p/bk2/k", []byte("2"))
+	f.bucket(t, admin, "other")
+	b, err := NewBackend(f.b.v, f.b.iam, Config{Root: "/srv", Logger: f.b.log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.b = b
+	plain := f.key(t, "plain", RoleRW, "")
+	if got := f.get(t, plain, "bk1", "k"); string(got) != "1" {
+		t.Errorf("under --root /srv, bk1/k reads %q", got)
+	}
+	inner := f.key(t, "inner", RoleRW, "/srv/p")
+	if got := f.get(t, inner, "bk2", "k"); string(got) != "2" {
+		t.Errorf("a key confined to /srv/p: bk2/k reads %q", got)
+	}
+	outside := f.key(t, "outside", RoleRW, "/other")
+	if _, err := f.b.ListBuckets(outside, s3response.ListBucketsInput{}); code(err) != "AccessDenied" {
+		t.Errorf("a key confined outside the serving root: %v, want AccessDenied", err)
+	}
+	if _, err := NewBackend(f.b.v, f.b.iam, Config{Root: "srv/../x"}); err == nil {
+		t.Errorf("a serving root that is no clean absolute path was taken")
+	}
+}
