@@ -65,7 +65,7 @@ func (b *Backend) assemble(ctx context.Context, c caller, dst meta.Inode, srcs [
 		}
 		off += uint64(n)
 	}
-	if err := o.File.Fsync(ctx); err != nil {
+	if err := o.File.Flush(ctx); err != nil {
 		b.v.Release(context.WithoutCancel(ctx), o.Fh)
 		return a, err
 	}

@@ -92,11 +92,15 @@ func (b *Backend) who(ctx context.Context, write bool) (caller, error) {
 		}
 		basePath = k.Root
 	}
+	cred := vfs.Cred{Uid: k.Uid, Gid: k.Gid}
+	if basePath == "/" {
+		return caller{key: k, cred: cred, base: meta.RootIno}, nil
+	}
 	base, err := b.v.Resolve(ctx, vfs.Root, meta.RootIno, basePath)
 	if err != nil || !base.IsDir() {
 		return caller{}, s3err.GetAPIError(s3err.ErrAccessDenied)
 	}
-	return caller{key: k, cred: vfs.Cred{Uid: k.Uid, Gid: k.Gid}, base: base.Ino}, nil
+	return caller{key: k, cred: cred, base: base.Ino}, nil
 }
 
 // uploadsDir is the directory at a bucket's top holding the multipart
@@ -164,13 +168,11 @@ func (b *Backend) bucket(ctx context.Context, c caller, name string) (meta.Inode
 	return in, nil
 }
 
-// walk returns the directory that comps name under dir (nothing is made);
+// walk returns what comps name under directory dir (nothing is made);
 // ENOENT or ENOTDIR when it is not there.
-func (b *Backend) walk(ctx context.Context, c caller, dir meta.Ino, comps []string) (meta.Inode, error) {
-	cur, err := b.v.GetAttr(ctx, dir)
-	if err != nil {
-		return meta.Inode{}, err
-	}
+func (b *Backend) walk(ctx context.Context, c caller, dir meta.Inode, comps []string) (meta.Inode, error) {
+	cur := dir
+	var err error
 	for _, name := range comps {
 		if !cur.IsDir() {
 			return meta.Inode{}, syscall.ENOTDIR

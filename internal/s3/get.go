@@ -28,7 +28,7 @@ func (b *Backend) object(ctx context.Context, c caller, bucket, key string) (met
 	if err != nil {
 		return meta.Inode{}, err
 	}
-	in, err := b.walk(ctx, c, bkt.Ino, comps)
+	in, err := b.walk(ctx, c, bkt, comps)
 	if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) {
 		return meta.Inode{}, s3err.GetAPIError(s3err.ErrNoSuchKey)
 	}
@@ -94,11 +94,11 @@ func (b *Backend) objRecord(ctx context.Context, obj *meta.Inode) record {
 	return b.readRecord(ctx, obj)
 }
 
-// mayRead checks read permission on obj (a Checked-style shortcut is not
-// taken: keys are checked as any caller).
-func (b *Backend) mayRead(ctx context.Context, c caller, obj *meta.Inode) error {
-	if _, err := b.v.Access(ctx, c.cred, obj.Ino, vfs.MayRead); err != nil {
-		return b.fail("access", err)
+// mayRead checks read permission on obj, with the attributes just looked
+// up.
+func (b *Backend) mayRead(_ context.Context, c caller, obj *meta.Inode) error {
+	if !vfs.Permits(c.cred, &obj.Attr, vfs.MayRead) {
+		return s3err.GetAPIError(s3err.ErrAccessDenied)
 	}
 	return nil
 }

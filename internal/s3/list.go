@@ -74,7 +74,7 @@ func (b *Backend) list(ctx context.Context, c caller, bucket string, req listReq
 	start := bkt
 	if dirKey != "" {
 		comps := strings.Split(strings.TrimSuffix(dirKey, "/"), "/")
-		if start, err = b.walk(ctx, c, bkt.Ino, comps); err != nil || !start.IsDir() {
+		if start, err = b.walk(ctx, c, bkt, comps); err != nil || !start.IsDir() {
 			if err == nil || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EINVAL) {
 				return listRes{}, nil
 			}

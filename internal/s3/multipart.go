@@ -65,7 +65,7 @@ func (b *Backend) upload(ctx context.Context, c caller, bucket, key, id string) 
 	if !validUploadID(id) {
 		return meta.Inode{}, uploadRecord{}, s3err.GetNoSuchUploadErr(id)
 	}
-	dir, err := b.walk(ctx, c, bkt.Ino, []string{uploadsDir, id})
+	dir, err := b.walk(ctx, c, bkt, []string{uploadsDir, id})
 	if err != nil || !dir.IsDir() {
 		return meta.Inode{}, uploadRecord{}, s3err.GetNoSuchUploadErr(id)
 	}
@@ -247,7 +247,7 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *awss3.ListMultip
 	if err != nil {
 		return out, err
 	}
-	ups, err := b.walk(ctx, c, bkt.Ino, []string{uploadsDir})
+	ups, err := b.walk(ctx, c, bkt, []string{uploadsDir})
 	if errors.Is(err, syscall.ENOENT) {
 		return out, nil
 	}
@@ -321,7 +321,7 @@ func (b *Backend) removeUpload(ctx context.Context, c caller, dir meta.Ino, buck
 	if err != nil {
 		return err
 	}
-	ups, err := b.walk(ctx, c, bkt.Ino, []string{uploadsDir})
+	ups, err := b.walk(ctx, c, bkt, []string{uploadsDir})
 	if err != nil {
 		return b.fail("remove upload", err)
 	}

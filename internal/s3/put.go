@@ -88,7 +88,9 @@ func (b *Backend) drop(ctx context.Context, w written) {
 }
 
 // writeTemp writes body (size bytes; -1: unknown, to EOF) into a new
-// unnamed file in parent, committed and made durable. The body must give
+// unnamed file in parent, committed (Flush: an acknowledged change that
+// survives a crash of this process and of the meta service, as a close
+// does; not fsync'd to disk, as versitygw's posix backend does not). The body must give
 // exactly size bytes; the checks its readers make (the Content-MD5 and
 // x-amz-checksum-* ones) fail the write. On error nothing is left.
 func (b *Backend) writeTemp(ctx context.Context, c caller, parent meta.Ino, body io.Reader, size int64) (written, error) {
@@ -102,7 +104,7 @@ func (b *Backend) writeTemp(ctx context.Context, c caller, parent meta.Ino, body
 	sum := md5.New()
 	n, werr := b.copyIn(ctx, f, body, size, sum)
 	if werr == nil {
-		werr = f.Fsync(ctx)
+		werr = f.Flush(ctx)
 	}
 	if werr != nil {
 		b.drop(ctx, w)
