@@ -51,12 +51,16 @@ func runS3(ctx context.Context, args []string) error {
 	metaTimeout := addMetaTimeoutFlag(fs)
 	siteF := addSiteFlag(fs, "the site this endpoint runs in: blocks are read from its servers first, then from the nearest site")
 	tf := addTLSFlags(fs)
+	memParts := func() []memPart {
+		return append(s3MemParts(client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty}, ""),
+			memPart{"runtime, per-inode state", roleFixedBytes})
+	}
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: tessera s3 --meta ADDR --listen HOST:PORT [--root /dir]\n       tessera s3 keys add NAME --role rw|ro [--root /proj] [--json] | list | remove NAME   (tessera s3 keys -h)")
 		fs.PrintDefaults()
 	}
 	if err := parse(fs, args); err != nil {
-		return err
+		return helpMem(err, memParts)
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q (see tessera s3 -h)", errUsage, fs.Arg(0))
@@ -96,6 +100,9 @@ func runS3(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: the S3 endpoint reads access keys at the namespace's root: its certificate must not be confined (%s); confine the keys instead (tessera s3 keys add --root)", errUsage, creds.Identity.Root)
 	}
 	log := newLogger(false)
+	parts := memParts()
+	limitMemory(memTotal(parts))
+	log.Info("memory bound", "total_mib", memTotal(parts)>>20, "parts", memBoundLine(parts))
 	mc, err := t.dial(ctx, creds, log)
 	if err != nil {
 		return err

@@ -51,6 +51,9 @@ func runUp(ctx context.Context, args []string) error {
 		if *nfsListen != "" {
 			parts = append(parts, nfsMemParts(mc, "nfs server: ")...)
 		}
+		if *s3Listen != "" {
+			parts = append(parts, s3MemParts(mc, "s3 endpoint: ")...)
+		}
 		return parts
 	}
 	if err := parse(fs, args); err != nil {

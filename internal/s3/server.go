@@ -30,12 +30,21 @@ type ServerConfig struct {
 	// --insecure).
 	CertFile, KeyFile string
 	Backend           Config
-	// MaxConns bounds the connections served at once (default 1024) and
-	// MaxPerClient the requests in flight from one client address
-	// (default 64): past it a request gets 503 SlowDown.
-	MaxConns, MaxPerClient int
+	// MaxConns bounds the connections served at once (default 1024),
+	// MaxRequests the requests in flight (default DefaultMaxRequests;
+	// each may hold an ioChunk buffer) and MaxPerClient those from one
+	// client address (default 64): past either a request gets 503
+	// SlowDown.
+	MaxConns, MaxRequests, MaxPerClient int
 	Logger                 *slog.Logger
 }
+
+// DefaultMaxRequests bounds the requests in flight; with one ioChunk
+// buffer each, RequestBufferBytes is what they may hold.
+const (
+	DefaultMaxRequests = 128
+	RequestBufferBytes = DefaultMaxRequests * ioChunk
+)
 
 // Server is a running S3 endpoint.
 type Server struct {
@@ -64,6 +73,10 @@ func Serve(ctx context.Context, v *vfs.FS, iam *IAM, cfg ServerConfig) (*Server,
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 1024
 	}
+	if cfg.MaxRequests <= 0 {
+		cfg.MaxRequests = DefaultMaxRequests
+	}
+	cfg.MaxRequests = min(cfg.MaxRequests, cfg.MaxConns)
 	if cfg.MaxPerClient <= 0 {
 		cfg.MaxPerClient = 64
 	}
@@ -87,7 +100,7 @@ func Serve(ctx context.Context, v *vfs.FS, iam *IAM, cfg ServerConfig) (*Server,
 		Ports:               []string{cfg.Listen},
 		AdminPorts:          []string{filepath.Join(admin, "admin.sock")},
 		MaxConnections:      cfg.MaxConns,
-		MaxRequests:         cfg.MaxConns,
+		MaxRequests:         cfg.MaxRequests,
 		AdminMaxConnections: 1,
 		AdminMaxRequests:    1,
 		MultipartMaxParts:   MaxParts,
