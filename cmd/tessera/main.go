@@ -32,6 +32,7 @@ var commands = map[string]command{
 	"blockd":  {"run a block server", runBlockd},
 	"mount":   {"mount a running cluster with FUSE", runMount},
 	"nfs":     {"serve a running cluster over NFSv3 (no locks)", runNFS},
+	"s3":      {"serve a running cluster over S3; manage its access keys", runS3},
 	"gateway": {"run a fileset gateway (ingest from homes, write back to them)", runGateway},
 	"status":  {"print files, bytes, blocks and servers", runStatus},
 	"gc":      {"remove blocks no file refers to", runGC},

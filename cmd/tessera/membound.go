@@ -14,6 +14,7 @@ import (
 	"tessera/internal/client"
 	"tessera/internal/meta/metarpc"
 	"tessera/internal/nfs"
+	"tessera/internal/s3"
 )
 
 // upFixedBytes is what tessera up holds besides its bounded parts: the Go
@@ -54,6 +55,16 @@ func nfsMemParts(mem client.Config, prefix string) []memPart {
 		out = append(out, memPart{prefix + p.Name, p.Bytes})
 	}
 	return append(out, memPart{prefix + "calls in flight, all connections", nfs.DefaultInFlight})
+}
+
+// s3MemParts are the parts of an S3 endpoint's memory: its client's and
+// the buffers of the requests in flight.
+func s3MemParts(mem client.Config, prefix string) []memPart {
+	var out []memPart
+	for _, p := range client.MemoryParts(mem) {
+		out = append(out, memPart{prefix + p.Name, p.Bytes})
+	}
+	return append(out, memPart{prefix + "request buffers in flight", s3.RequestBufferBytes})
 }
 
 // roleFixedBytes is what a single role's process holds besides its bounded

@@ -42,6 +42,7 @@ func runUp(ctx context.Context, args []string) error {
 	metricsAddr := addMetricsFlag(fs)
 	nfsListen := fs.String("nfs", "", "also serve the cluster over NFS on HOST:PORT (tessera nfs; --export, --squash, --allow apply). "+nfsHelp)
 	nf := addNFSFlags(fs, "", upSquashHelp)
+	s3Listen := fs.String("s3", "", "also serve the cluster over S3 on HOST:PORT (tessera s3; keys from tessera s3 keys add NAME --data DIR). "+s3Help)
 	memParts := func() []memPart {
 		lim, _ := lf.limits()
 		mlim, _ := mlf.limits()
@@ -49,6 +50,9 @@ func runUp(ctx context.Context, args []string) error {
 		parts := upMemParts(mc, *n, lim, mlim)
 		if *nfsListen != "" {
 			parts = append(parts, nfsMemParts(mc, "nfs server: ")...)
+		}
+		if *s3Listen != "" {
+			parts = append(parts, s3MemParts(mc, "s3 endpoint: ")...)
 		}
 		return parts
 	}
@@ -59,7 +63,14 @@ func runUp(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var nfsAddr string
+	var nfsAddr, s3Addr string
+	if *s3Listen != "" {
+		// The all-in-one setup serves S3 over plain HTTP on a loopback
+		// address; HTTPS is tessera s3's, with --tls-cert/--tls-key.
+		if err := s3Plain(*s3Listen, false); err != nil {
+			return fmt.Errorf("%w (tessera up serves S3 over plain HTTP on a loopback address only; run tessera s3 with --tls-cert/--tls-key for HTTPS)", err)
+		}
+	}
 	if *insecure {
 		if err := loopbackOnly(*metaListen); err != nil {
 			return err
@@ -170,8 +181,10 @@ func runUp(ctx context.Context, args []string) error {
 		NFS:         *nfsListen,
 		NFSOptions:  nfsCfg,
 		OnNFS:       func(addr string) { nfsAddr = " nfs=" + addr },
+		S3:          *s3Listen,
+		OnS3:        func(addr string) { s3Addr = " s3=" + addr },
 		Ready: func(mount, metaAddr string) {
-			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s%s%s\n", mount, metaAddr, *data, nfsAddr, mf.ready())
+			fmt.Printf("tessera up: ready mount=%s meta=%s data=%s%s%s\n", mount, metaAddr, *data, nfsAddr+s3Addr, mf.ready())
 		},
 	})
 }

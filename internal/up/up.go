@@ -62,6 +62,7 @@ import (
 	"tessera/internal/meta"
 	"tessera/internal/meta/metarpc"
 	"tessera/internal/nfs"
+	"tessera/internal/s3"
 )
 
 // Config is what `tessera up` takes from its flags.
@@ -125,6 +126,12 @@ type Config struct {
 	NFS        string
 	NFSOptions nfs.Config
 	OnNFS      func(addr string)
+	// S3, when set, is the HOST:PORT of an S3 endpoint (plain HTTP: the
+	// caller checked it is a loopback address) beside the mount, over a
+	// client of its own (s3node.go); OnS3 is told its address before
+	// Ready.
+	S3   string
+	OnS3 func(addr string)
 	// Insecure runs every port without TLS (`tessera up --insecure`);
 	// otherwise Run makes and uses the CA and certificates in
 	// TLSDir(DataDir) (EnsureLocalTLS).
@@ -317,6 +324,26 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		defer nn.Close()
 		if cfg.OnNFS != nil {
 			cfg.OnNFS(nn.Addr)
+		}
+	}
+	if cfg.S3 != "" {
+		sn, err := StartS3(ctx, S3Config{Server: s3.ServerConfig{Listen: cfg.S3}, Client: client.Config{
+			Meta:          mn.API,
+			Dial:          dial,
+			Logger:        log,
+			MemCacheBytes: cfg.MemCache,
+			DirtyBytes:    cfg.DirtyBytes,
+			MetaTimeout:   cfg.MetaTimeout,
+			Policy:        cfg.Policy,
+			Site:          cfg.Site,
+		}})
+		if err != nil {
+			_ = StopMount(mnt.srv, mnt.dir, mnt.Client, log)
+			return err
+		}
+		defer sn.Close()
+		if cfg.OnS3 != nil {
+			cfg.OnS3(sn.Addr)
 		}
 	}
 	if cfg.Ready != nil {

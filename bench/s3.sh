@@ -1,0 +1,136 @@
+#!/usr/bin/env bash
+# bench/s3.sh - Tessera's S3 endpoint (tessera up --s3) against Versity S3 Gateway's posix backend
+# and JuiceFS's S3 gateway on the same disk, all driven by one client (bench/cmd/s3bench, minio-go).
+#
+#   bench/s3.sh [--quick] [--targets tessera,versitygw,juicefs] [--size 1G] [--count 1000]
+#               [--list 10000] [--parts 100] [--workdir /var/tmp] [--out FILE] [--keep]
+set -uo pipefail
+#
+# Targets: tessera = `tessera up --s3 127.0.0.1:PORT` with its defaults and a key from `tessera s3
+# keys add`; versitygw = `versitygw posix DIR` (v1.8.0, the library the endpoint is built on);
+# juicefs = `juicefs gateway` over a sqlite3 meta database and `--storage file`, all in the work
+# dir. Jobs, each target in turn: putbig (SIZE, multipart in 64 MiB parts, 8 in flight), getbig
+# (8 ranged GETs in flight, every byte checked), small (4 KiB and 1 MiB objects, COUNT each:
+# PUT, GET, HEAD at 1 and 16 clients), list (LIST of LIST keys in pages of 1000), complete (PARTS
+# parts of 8 MiB, the complete timed alone). Output: one TSV row per job and target, then the
+# ratios tessera/versitygw and tessera/juicefs.
+{
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
+TARGETS=tessera,versitygw,juicefs SIZE="" COUNT="" LIST="" PARTS="" WORKBASE=/var/tmp OUTFILE="" KEEP=0 QUICK=0
+usage() { sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+while [ $# -gt 0 ]; do
+  case $1 in
+    --targets) TARGETS=$2; shift 2 ;;
+    --size) SIZE=$2; shift 2 ;;
+    --count) COUNT=$2; shift 2 ;;
+    --list) LIST=$2; shift 2 ;;
+    --parts) PARTS=$2; shift 2 ;;
+    --workdir) WORKBASE=$2; shift 2 ;;
+    --out) OUTFILE=$2; shift 2 ;;
+    --keep) KEEP=1; shift ;;
+    --quick) QUICK=1; shift ;;
+    -h|--help) usage 0 ;;
+    *) echo "s3.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+if [ "$QUICK" = 1 ]; then : "${SIZE:=256M}" "${COUNT:=200}" "${LIST:=2000}" "${PARTS:=20}"
+else : "${SIZE:=1G}" "${COUNT:=1000}" "${LIST:=10000}" "${PARTS:=100}"; fi
+bytes() { numfmt --from=iec "$1"; }
+SIZEB=$(bytes "$SIZE")
+W=$(mktemp -d "$WORKBASE/s3bench.XXXXXX")
+OUT=$OUTBASE/s3-$(date +%Y%m%d-%H%M%S); mkdir -p "$OUT/logs"
+RES=$OUT/results.tsv
+PIDS=()
+cleanup() {
+  for p in "${PIDS[@]}"; do alive "$p" && kill -TERM "$p"; done
+  for p in "${PIDS[@]}"; do wait_gone "$p" 15 || kill -KILL "$p" 2>/dev/null; done
+  fuse_mounted "$W/tessera/mnt" && fusermount_u "$W/tessera/mnt" -z
+  [ "$KEEP" = 1 ] || rm -rf "$W"
+}
+trap cleanup EXIT
+log "building tessera and s3bench"
+go build -o "$W/tessera-bin" "$REPO/cmd/tessera" || die "build tessera"
+go build -o "$W/s3bench" "$REPO/bench/cmd/s3bench" || die "build s3bench"
+freeport() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+waitport() { for _ in $(seq 1 120); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.25; done; return 1; }
+
+start_target() { # start_target NAME -> sets EP AK SK
+  local t=$1 port; port=$(freeport); EP=127.0.0.1:$port
+  case $t in
+    tessera)
+      mkdir -p "$W/tessera/mnt"
+      "$W/tessera-bin" up --data "$W/tessera/data" --mount "$W/tessera/mnt" --s3 "$EP" >"$OUT/logs/tessera.log" 2>&1 &
+      PIDS+=($!); TPID=$!
+      waitport "$port" || die "tessera up --s3 did not listen"
+      local k; k=$("$W/tessera-bin" s3 keys add bench --role rw --json --data "$W/tessera/data") || die "s3 keys add"
+      AK=$(python3 -c 'import json,sys;print(json.loads(sys.argv[1])["access_key_id"])' "$k")
+      SK=$(python3 -c 'import json,sys;print(json.loads(sys.argv[1])["secret_access_key"])' "$k") ;;
+    versitygw)
+      local bin; bin=$(command -v versitygw || echo "$(go env GOPATH)/bin/versitygw")
+      [ -x "$bin" ] || { log "versitygw not installed: skipped"; return 1; }
+      mkdir -p "$W/versitygw/dir"; AK=benchaccess SK=benchsecret0123456789
+      "$bin" --port "$EP" --access "$AK" --secret "$SK" --quiet posix "$W/versitygw/dir" >"$OUT/logs/versitygw.log" 2>&1 &
+      PIDS+=($!); TPID=$!
+      waitport "$port" || die "versitygw did not listen" ;;
+    juicefs)
+      command -v juicefs >/dev/null || { log "juicefs not installed: skipped"; return 1; }
+      mkdir -p "$W/juicefs"; AK=benchaccess SK=benchsecret0123456789
+      juicefs format --storage file --bucket "$W/juicefs/bucket/" --trash-days 0 "sqlite3://$W/juicefs/jfs.db" bench >"$OUT/logs/juicefs-format.log" 2>&1 \
+        || { log "juicefs format failed: skipped"; return 1; }
+      MINIO_ROOT_USER=$AK MINIO_ROOT_PASSWORD=$SK juicefs gateway "sqlite3://$W/juicefs/jfs.db" "$EP" >"$OUT/logs/juicefs.log" 2>&1 &
+      PIDS+=($!); TPID=$!
+      waitport "$port" || { log "juicefs gateway did not listen: skipped"; return 1; } ;;
+  esac
+}
+stop_target() { kill -TERM "$TPID" 2>/dev/null; wait_gone "$TPID" 30 || kill -KILL "$TPID" 2>/dev/null
+  fuse_mounted "$W/tessera/mnt" && fusermount_u "$W/tessera/mnt" -z; return 0; }
+bench() { # bench TARGET LABEL ARGS... : one s3bench run, its lines to the TSV
+  local t=$1 label=$2; shift 2
+  "$W/s3bench" -endpoint "$EP" -ak "$AK" -sk "$SK" "$@" >"$OUT/logs/$t-$label.out" 2>&1 || { log "$t $label failed: $(tail -1 "$OUT/logs/$t-$label.out")"; return; }
+  while read -r line; do
+    eval "local $line"  # job= ops= bytes= secs=, from s3bench
+    # shellcheck disable=SC2154
+    printf '%s\t%s-%s\t%s\t%s\t%s\n' "$t" "$label" "$job" "$ops" "$bytes" "$secs" >>"$RES"
+  done <"$OUT/logs/$t-$label.out"
+}
+printf 'target\tjob\tops\tbytes\tsecs\n' >"$RES"
+IFS=, read -ra TS <<<"$TARGETS"
+for t in "${TS[@]}"; do
+  log "target $t"
+  start_target "$t" || continue
+  bench "$t" big -job putbig -size "$SIZEB" -streams 8
+  bench "$t" big -job getbig -size "$SIZEB" -streams 8
+  for o in 4096 1048576; do for c in 1 16; do
+    bench "$t" "o$o-c$c" -job small -osize "$o" -clients "$c" -count "$COUNT"
+  done; done
+  bench "$t" list -job list -count "$LIST"
+  bench "$t" parts -job complete -parts "$PARTS" -psize 8388608
+  stop_target
+done
+log "results: $RES"
+python3 - "$RES" <<'PY' | tee "$OUT/report.md"
+import csv, sys, collections
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+val = collections.defaultdict(dict)
+for r in rows:
+    secs, ops, b = float(r["secs"]), int(r["ops"]), int(r["bytes"])
+    big = r["job"].startswith("big-")
+    v = (b / secs / 2**20) if big else (ops / secs)
+    if r["job"] == "parts-complete": v = secs
+    val[r["job"]][r["target"]] = v
+ts = sorted({r["target"] for r in rows})
+print("| job | unit | " + " | ".join(ts) + " | tessera/versitygw | tessera/juicefs |")
+print("|---|---|" + "---|" * (len(ts) + 2))
+for j, d in val.items():
+    unit = "MiB/s" if j.startswith("big-") else ("s" if j == "parts-complete" else "ops/s")
+    cells = [f"{d[t]:.2f}" if t in d else "-" for t in ts]
+    def ratio(o):
+        if "tessera" not in d or o not in d: return "-"
+        return f"{(d[o]/d['tessera'] if unit == 's' else d['tessera']/d[o]):.2f}"
+    print(f"| {j} | {unit} | " + " | ".join(cells) + f" | {ratio('versitygw')} | {ratio('juicefs')} |")
+PY
+[ -n "$OUTFILE" ] && cp "$OUT/report.md" "$OUTFILE"
+exit 0
+}

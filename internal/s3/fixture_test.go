@@ -1,0 +1,152 @@
+package s3
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	vgwauth "github.com/versity/versitygw/auth"
+	"github.com/versity/versitygw/s3response"
+
+	"tessera/internal/block"
+	"tessera/internal/client"
+	"tessera/internal/kv/memkv"
+	"tessera/internal/meta"
+	"tessera/internal/vfs"
+)
+
+// memStore is an in-memory block.Store that counts the blocks put: these
+// tests are about the backend's rules and what it asks of the meta
+// service, not about where blocks live.
+type memStore struct {
+	mu     sync.Mutex
+	blocks map[block.Hash][]byte
+	puts   int
+}
+
+func (m *memStore) Put(ctx context.Context, h block.Hash, data []byte) error {
+	if block.Sum(data) != h {
+		return block.ErrHashMismatch
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.blocks[h] = append([]byte(nil), data...)
+	m.puts++
+	return nil
+}
+
+func (m *memStore) Get(ctx context.Context, h block.Hash) ([]byte, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.blocks[h]
+	if !ok {
+		return nil, block.ErrNotFound
+	}
+	return b, nil
+}
+
+func (m *memStore) Has(ctx context.Context, hs []block.Hash) ([]bool, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]bool, len(hs))
+	for i, h := range hs {
+		_, out[i] = m.blocks[h]
+	}
+	return out, nil
+}
+
+func (m *memStore) putCount() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.puts
+}
+
+// fixture is a backend over a real meta service in memory (block size
+// 64 KiB) and a client.
+type fixture struct {
+	b   *Backend
+	svc *meta.Service
+	st  *memStore
+}
+
+const testBlock = 64 << 10
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: testBlock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := svc.RegisterServer(ctx, meta.Server{ID: "b0", Addr: "mem", State: "up"}); err != nil {
+		t.Fatal(err)
+	}
+	st := &memStore{blocks: make(map[block.Hash][]byte)}
+	c, err := client.New(ctx, client.Config{
+		Meta:   svc,
+		Dial:   func(meta.Server) (block.Store, error) { return st, nil },
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := vfs.New(c, vfs.Options{Logger: slog.New(slog.DiscardHandler)})
+	t.Cleanup(func() {
+		v.Close()
+		c.Close(context.Background())
+	})
+	b, err := NewBackend(v, NewIAM(svc, nil), Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{b: b, svc: svc, st: st}
+}
+
+// key adds a key and returns a context signed by it.
+func (f *fixture) key(t *testing.T, name, role, root string) context.Context {
+	t.Helper()
+	k, err := NewKey(NewKeyRequest{Name: name, Role: role, Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := AddKey(context.Background(), f.svc, k); err != nil {
+		t.Fatal(err)
+	}
+	//lint:ignore SA1029 versitygw keeps the account under this string key
+	return context.WithValue(context.Background(), accountKey, vgwauth.Account{Access: k.AccessKeyID, Secret: k.Secret})
+}
+
+func (f *fixture) put(t *testing.T, ctx context.Context, bucket, key string, data []byte) string {
+	t.Helper()
+	n := int64(len(data))
+	out, err := f.b.PutObject(ctx, s3response.PutObjectInput{Bucket: &bucket, Key: &key, Body: bytes.NewReader(data), ContentLength: &n})
+	if err != nil {
+		t.Fatalf("PUT %s/%s: %v", bucket, key, err)
+	}
+	return out.ETag
+}
+
+func (f *fixture) get(t *testing.T, ctx context.Context, bucket, key string) []byte {
+	t.Helper()
+	out, err := f.b.GetObject(ctx, &awss3.GetObjectInput{Bucket: &bucket, Key: &key})
+	if err != nil {
+		t.Fatalf("GET %s/%s: %v", bucket, key, err)
+	}
+	defer out.Body.Close()
+	b, err := io.ReadAll(out.Body)
+	if err != nil {
+		t.Fatalf("GET %s/%s: %v", bucket, key, err)
+	}
+	return b
+}
+
+func (f *fixture) bucket(t *testing.T, ctx context.Context, name string) {
+	t.Helper()
+	if err := f.b.CreateBucket(ctx, &awss3.CreateBucketInput{Bucket: &name}, nil); err != nil {
+		t.Fatal(err)
+	}
+}

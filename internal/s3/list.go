@@ -1,0 +1,270 @@
+package s3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
+	"github.com/versity/versitygw/s3err"
+	"github.com/versity/versitygw/s3response"
+
+	"tessera/internal/meta"
+)
+
+// Listing walks the bucket's tree in key order: a directory's entries are
+// sorted as their keys sort (a directory's name with "/" after it), and
+// a subtree whose keys all sort before the marker is skipped whole. With
+// the delimiter "/", a directory at the prefix's level is a common prefix
+// and is not walked into.
+
+// maxKeys is the most keys one listing returns (S3's 1000).
+const maxKeys = 1000
+
+// maxDirEntries bounds the entries of one directory a listing reads.
+const maxDirEntries = 1 << 20
+
+type listReq struct {
+	prefix, delim, marker string
+	max                   int
+}
+
+type listRes struct {
+	objects   []s3response.Object
+	prefixes  []types.CommonPrefix
+	truncated bool
+	next      string // the last key or common prefix returned
+}
+
+// count is the keys and common prefixes gathered.
+func (r *listRes) count() int { return len(r.objects) + len(r.prefixes) }
+
+// errFull stops a walk once the listing is full.
+var errFull = errors.New("listing full")
+
+type lister struct {
+	b   *Backend
+	c   caller
+	req listReq
+	res listRes
+}
+
+// list runs req on bucket.
+func (b *Backend) list(ctx context.Context, c caller, bucket string, req listReq) (listRes, error) {
+	bkt, err := b.bucket(ctx, c, bucket)
+	if err != nil {
+		return listRes{}, err
+	}
+	if req.max < 0 {
+		return listRes{}, s3err.GetInvalidArgumentErr(s3err.InvalidArgNegativeMaxKeys, fmt.Sprint(req.max))
+	}
+	if req.max > maxKeys {
+		req.max = maxKeys
+	}
+	if req.max == 0 {
+		return listRes{}, nil
+	}
+	// Start at the directory the prefix's complete components name.
+	dirKey := req.prefix[:strings.LastIndex(req.prefix, "/")+1]
+	start := bkt
+	if dirKey != "" {
+		comps := strings.Split(strings.TrimSuffix(dirKey, "/"), "/")
+		if start, err = b.walk(ctx, c, bkt, comps); err != nil || !start.IsDir() {
+			if err == nil || errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EINVAL) {
+				return listRes{}, nil
+			}
+			return listRes{}, b.fail("list", err)
+		}
+	}
+	l := &lister{b: b, c: c, req: req}
+	if err := l.dir(ctx, start.Ino, dirKey); err != nil && !errors.Is(err, errFull) {
+		return listRes{}, b.fail("list", err)
+	}
+	return l.res, nil
+}
+
+type entry struct {
+	key string
+	in  *meta.Inode
+}
+
+// readAll returns the entries of directory ino, keyed under key and
+// sorted by key.
+func (l *lister) readAll(ctx context.Context, ino meta.Ino, key string) ([]entry, error) {
+	var out []entry
+	after := ""
+	for {
+		ents, more, err := l.b.v.ReadDir(ctx, l.c.cred, ino, after, 1024, true)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			after = e.Name
+			if e.Inode == nil || hidden(e.Name, key == "") {
+				continue
+			}
+			k := key + e.Name
+			switch {
+			case e.Inode.IsDir():
+				k += "/"
+			case !e.Inode.IsRegular():
+				continue
+			}
+			out = append(out, entry{key: k, in: e.Inode})
+		}
+		if len(out) > maxDirEntries {
+			return nil, fmt.Errorf("a directory of more than %d entries", maxDirEntries)
+		}
+		if !more {
+			break
+		}
+	}
+	slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+	return out, nil
+}
+
+// add appends a key or a common prefix, or stops the walk when the
+// listing is full (then it is truncated).
+func (l *lister) add(obj *s3response.Object, prefix string) error {
+	if l.res.count() == l.req.max {
+		l.res.truncated = true
+		return errFull
+	}
+	if obj != nil {
+		l.res.objects = append(l.res.objects, *obj)
+		l.res.next = *obj.Key
+	} else {
+		l.res.prefixes = append(l.res.prefixes, types.CommonPrefix{Prefix: ptr(prefix)})
+		l.res.next = prefix
+	}
+	return nil
+}
+
+func (l *lister) dir(ctx context.Context, ino meta.Ino, key string) error {
+	ents, err := l.readAll(ctx, ino, key)
+	if err != nil {
+		return err
+	}
+	req := &l.req
+	for _, e := range ents {
+		k := e.key
+		if !strings.HasPrefix(k, req.prefix) && !strings.HasPrefix(req.prefix, k) {
+			continue
+		}
+		if e.in.IsDir() {
+			// Every key under k sorts after k and shares it: the subtree
+			// is skipped when all of it sorts up to the marker.
+			if k <= req.marker && !strings.HasPrefix(req.marker, k) {
+				continue
+			}
+			if strings.HasPrefix(k, req.prefix) && req.delim != "" {
+				if i := strings.Index(k[len(req.prefix):], req.delim); i >= 0 && len(req.prefix)+i+len(req.delim) <= len(k) {
+					cp := k[:len(req.prefix)+i+len(req.delim)]
+					if cp == k { // the directory is the common prefix
+						if cp > req.marker && !l.seen(cp) {
+							if err := l.add(nil, cp); err != nil {
+								return err
+							}
+						}
+						continue
+					}
+				}
+			}
+			if err := l.dir(ctx, e.in.Ino, k); err != nil {
+				return err
+			}
+			continue
+		}
+		if !strings.HasPrefix(k, req.prefix) || k <= req.marker {
+			continue
+		}
+		if req.delim != "" {
+			if i := strings.Index(k[len(req.prefix):], req.delim); i >= 0 {
+				cp := k[:len(req.prefix)+i+len(req.delim)]
+				if cp > req.marker && !l.seen(cp) {
+					if err := l.add(nil, cp); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+		}
+		r := l.b.readRecord(ctx, e.in)
+		size := int64(e.in.Size)
+		mt := time.Unix(0, e.in.Mtime)
+		if err := l.add(&s3response.Object{Key: ptr(k), ETag: ptr(r.ETag), Size: &size, LastModified: &mt, StorageClass: types.ObjectStorageClassStandard}, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// seen reports whether cp is the last common prefix added (keys come in
+// order, so a repeated one follows its first).
+func (l *lister) seen(cp string) bool {
+	n := len(l.res.prefixes)
+	return n > 0 && *l.res.prefixes[n-1].Prefix == cp
+}
+
+func maxOf(p *int32) int {
+	if p == nil {
+		return maxKeys
+	}
+	return int(*p)
+}
+
+// ListObjectsV2 lists keys with prefix, delimiter, continuation token and
+// start-after (the token is the last key or common prefix returned).
+func (b *Backend) ListObjectsV2(ctx context.Context, in *awss3.ListObjectsV2Input) (s3response.ListObjectsV2Result, error) {
+	c, err := b.who(ctx, false)
+	if err != nil {
+		return s3response.ListObjectsV2Result{}, err
+	}
+	marker := deref(in.StartAfter)
+	if tok := deref(in.ContinuationToken); tok != "" {
+		marker = tok
+	}
+	req := listReq{prefix: deref(in.Prefix), delim: deref(in.Delimiter), marker: marker, max: maxOf(in.MaxKeys)}
+	res, err := b.list(ctx, c, deref(in.Bucket), req)
+	if err != nil {
+		return s3response.ListObjectsV2Result{}, err
+	}
+	n := int32(res.count())
+	mk := int32(min(req.max, maxKeys))
+	out := s3response.ListObjectsV2Result{
+		Name: in.Bucket, Prefix: in.Prefix, StartAfter: in.StartAfter, ContinuationToken: in.ContinuationToken,
+		KeyCount: &n, MaxKeys: &mk, Delimiter: in.Delimiter, IsTruncated: &res.truncated,
+		Contents: res.objects, CommonPrefixes: res.prefixes, EncodingType: in.EncodingType,
+	}
+	if res.truncated {
+		out.NextContinuationToken = ptr(res.next)
+	}
+	return out, nil
+}
+
+// ListObjects is the first version's listing (marker instead of tokens).
+func (b *Backend) ListObjects(ctx context.Context, in *awss3.ListObjectsInput) (s3response.ListObjectsResult, error) {
+	c, err := b.who(ctx, false)
+	if err != nil {
+		return s3response.ListObjectsResult{}, err
+	}
+	req := listReq{prefix: deref(in.Prefix), delim: deref(in.Delimiter), marker: deref(in.Marker), max: maxOf(in.MaxKeys)}
+	res, err := b.list(ctx, c, deref(in.Bucket), req)
+	if err != nil {
+		return s3response.ListObjectsResult{}, err
+	}
+	mk := int32(min(req.max, maxKeys))
+	out := s3response.ListObjectsResult{
+		Name: in.Bucket, Prefix: in.Prefix, Marker: in.Marker, MaxKeys: &mk, Delimiter: in.Delimiter,
+		IsTruncated: &res.truncated, Contents: res.objects, CommonPrefixes: res.prefixes, EncodingType: in.EncodingType,
+	}
+	if res.truncated {
+		out.NextMarker = ptr(res.next)
+	}
+	return out, nil
+}

@@ -1,0 +1,180 @@
+package s3
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/versity/versitygw/embedgw"
+	"github.com/versity/versitygw/s3api"
+	"github.com/versity/versitygw/s3api/utils"
+	"github.com/versity/versitygw/s3err"
+
+	"tessera/internal/vfs"
+)
+
+// ServerConfig is how an S3 endpoint listens.
+type ServerConfig struct {
+	Listen string // HOST:PORT (a port of 0 is refused: versitygw binds by address)
+	// CertFile and KeyFile, when set, serve HTTPS; without them the
+	// caller has checked that plain HTTP is allowed (loopback or
+	// --insecure).
+	CertFile, KeyFile string
+	Backend           Config
+	// MaxConns bounds the connections served at once (default 1024),
+	// MaxRequests the requests in flight (default DefaultMaxRequests;
+	// each may hold an ioChunk buffer) and MaxPerClient those from one
+	// client address (default 64): past either a request gets 503
+	// SlowDown.
+	MaxConns, MaxRequests, MaxPerClient int
+	Logger                 *slog.Logger
+}
+
+// DefaultMaxRequests bounds the requests in flight; with one ioChunk
+// buffer each, RequestBufferBytes is what they may hold.
+const (
+	DefaultMaxRequests = 128
+	RequestBufferBytes = DefaultMaxRequests * ioChunk
+)
+
+// Server is a running S3 endpoint.
+type Server struct {
+	Addr  string
+	done  chan error
+	stop  context.CancelFunc
+	admin string // the private directory of versitygw's admin socket
+}
+
+// Serve starts an S3 endpoint over v, finding keys with iam; it returns
+// once the endpoint listens. Only one runs per process (versitygw's rule).
+func Serve(ctx context.Context, v *vfs.FS, iam *IAM, cfg ServerConfig) (*Server, error) {
+	host, port, err := net.SplitHostPort(cfg.Listen)
+	if err != nil || port == "0" || port == "" {
+		return nil, fmt.Errorf("s3: listen %q: want HOST:PORT with a port other than 0", cfg.Listen)
+	}
+	_ = host
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	cfg.Backend.Logger = cfg.Logger
+	be, err := NewBackend(v, iam, cfg.Backend)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 1024
+	}
+	if cfg.MaxRequests <= 0 {
+		cfg.MaxRequests = DefaultMaxRequests
+	}
+	cfg.MaxRequests = min(cfg.MaxRequests, cfg.MaxConns)
+	if cfg.MaxPerClient <= 0 {
+		cfg.MaxPerClient = 64
+	}
+	// versitygw serves its admin API on the S3 port unless given one of
+	// its own: a socket in a private directory, which nothing calls.
+	admin, err := os.MkdirTemp("", "tessera-s3-admin-")
+	if err != nil {
+		return nil, err
+	}
+	var rootKey [24]byte
+	rand.Read(rootKey[:])
+	ready := make(chan struct{})
+	var once sync.Once
+	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	s := &Server{Addr: cfg.Listen, done: make(chan error, 1), stop: stop, admin: admin}
+	gw := &embedgw.Config{
+		// The root account is versitygw's own; nobody knows its secret.
+		RootUserAccess:      "TESSERAROOT" + hex.EncodeToString(rootKey[:4]),
+		RootUserSecret:      hex.EncodeToString(rootKey[4:]),
+		Region:              "us-east-1",
+		Ports:               []string{cfg.Listen},
+		AdminPorts:          []string{filepath.Join(admin, "admin.sock")},
+		MaxConnections:      cfg.MaxConns,
+		MaxRequests:         cfg.MaxRequests,
+		AdminMaxConnections: 1,
+		AdminMaxRequests:    1,
+		MultipartMaxParts:   MaxParts,
+		CertFile:            cfg.CertFile,
+		KeyFile:             cfg.KeyFile,
+		Quiet:               true,
+		SocketPerm:          "0600",
+		IAMService:          iam,
+		S3Options: []s3api.Option{
+			s3api.WithMiddleware("/", perClient(cfg.MaxPerClient)),
+			s3api.WithOnListen(func() { once.Do(func() { close(ready) }) }),
+		},
+	}
+	go func() { s.done <- embedgw.RunVersityGW(sctx, be, gw) }()
+	select {
+	case <-ready:
+	case err := <-s.done:
+		os.RemoveAll(admin)
+		stop()
+		if err == nil {
+			err = errors.New("stopped before listening")
+		}
+		return nil, fmt.Errorf("s3: %w", err)
+	case <-ctx.Done():
+		stop()
+		<-s.done
+		os.RemoveAll(admin)
+		return nil, ctx.Err()
+	}
+	cfg.Logger.Info("s3: serving", "listen", cfg.Listen, "tls", cfg.CertFile != "", "root", be.root)
+	return s, nil
+}
+
+// Done reports the end of serving.
+func (s *Server) Done() <-chan error { return s.done }
+
+// Close stops serving.
+func (s *Server) Close() error {
+	s.stop()
+	err := <-s.done
+	s.done <- err
+	os.RemoveAll(s.admin)
+	return err
+}
+
+// perClient bounds the requests in flight from one client address: past
+// max a request is answered 503 SlowDown at once.
+func perClient(max int) fiber.Handler {
+	var mu sync.Mutex
+	inFlight := make(map[netip.Addr]int)
+	return func(c fiber.Ctx) error {
+		ip, err := netip.ParseAddr(c.IP())
+		if err != nil {
+			return c.Next()
+		}
+		mu.Lock()
+		if inFlight[ip] >= max {
+			mu.Unlock()
+			// Answered here: an error returned from a middleware
+			// would be versitygw's 500 InternalError.
+			e := s3err.GetAPIError(s3err.ErrSlowDown)
+			reqID, hostID := utils.EnsureRequestIDs(c)
+			c.Response().Header.SetContentType(fiber.MIMEApplicationXML)
+			return c.Status(e.HTTPStatusCode).Send(e.XMLBody(reqID, hostID))
+		}
+		inFlight[ip]++
+		mu.Unlock()
+		defer func() {
+			mu.Lock()
+			if inFlight[ip]--; inFlight[ip] <= 0 {
+				delete(inFlight, ip)
+			}
+			mu.Unlock()
+		}()
+		return c.Next()
+	}
+}

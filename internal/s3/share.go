@@ -1,0 +1,68 @@
+package s3
+
+import (
+	"context"
+	"fmt"
+
+	"tessera/internal/block"
+	"tessera/internal/meta"
+)
+
+// Sharing blocks: an object made from other files (a completed multipart
+// upload from its parts, a copy from its source) gets their block hashes
+// committed into its recipe, not their bytes: the meta service's
+// reference counts make the blocks the new file's too, and they stay when
+// the sources go. A recipe is blocks of the file's block size, so a
+// source lands on the object's block boundaries only at an offset that is
+// a whole number of blocks, and only its last block may be short: from
+// the first source that breaks this, the rest is copied (copy.go).
+
+// blocksOf returns the block hashes of file in (size in.Size), or ok false
+// when they cannot be shared: block 0 kept inline, composed blocks, a
+// block size other than bs, or a change under the read.
+func (b *Backend) blocksOf(ctx context.Context, in *meta.Inode, bs uint32) ([]block.Hash, bool, error) {
+	if in.BlockSize != bs || in.HasInline {
+		return nil, false, nil
+	}
+	nb := (in.Size + uint64(bs) - 1) / uint64(bs)
+	out := make([]block.Hash, 0, nb)
+	var change uint64
+	for uint64(len(out)) < nb {
+		r, err := b.api.GetRecipe(ctx, in.Ino, uint64(len(out)), nb-uint64(len(out)))
+		if err != nil {
+			return nil, false, err
+		}
+		if r.HasInline || len(r.Composed) > 0 || r.Size != in.Size || len(r.Blocks) == 0 {
+			return nil, false, nil
+		}
+		if change != 0 && r.Change != change {
+			return nil, false, nil // changed between runs
+		}
+		change = r.Change
+		out = append(out, r.Blocks...)
+	}
+	for _, h := range out {
+		if h.IsZero() {
+			return nil, false, nil // a hole: nothing to share, copy it
+		}
+	}
+	return out, true, nil
+}
+
+// commitShared installs hashes at block indexes from first on in file
+// ino and sets its size to size: commits of at most meta.MaxCommitBlocks
+// changes, forced (the file is new and nobody else writes it).
+func (b *Backend) commitShared(ctx context.Context, ino meta.Ino, first uint64, hashes []block.Hash, size uint64) error {
+	for done := 0; done < len(hashes); {
+		n := min(len(hashes)-done, meta.MaxCommitBlocks)
+		ch := make([]meta.BlockChange, n)
+		for i := range ch {
+			ch[i] = meta.BlockChange{Index: first + uint64(done+i), New: hashes[done+i]}
+		}
+		if _, err := b.api.Commit(ctx, meta.CommitReq{Ino: ino, Changes: ch, Size: size, Forced: true}); err != nil {
+			return fmt.Errorf("commit of %d shared blocks at %d: %w", n, first+uint64(done), err)
+		}
+		done += n
+	}
+	return nil
+}
