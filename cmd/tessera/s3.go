@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"tessera/internal/auth"
+	"tessera/internal/blockdial"
 	"tessera/internal/client"
 	"tessera/internal/s3"
 	"tessera/internal/up"
@@ -109,7 +110,7 @@ func runS3(ctx context.Context, args []string) error {
 	}
 	defer mc.Close()
 	node, err := up.StartS3(ctx, up.S3Config{
-		Client: client.Config{Meta: mc, Dial: up.NewDialer(creds).Block, Logger: log, Policy: pol.String(),
+		Client: client.Config{Meta: mc, Dial: blockdial.New(creds).Block, Logger: log, Policy: pol.String(),
 			MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta, Site: site},
 		Server: s3.ServerConfig{Listen: *listen, CertFile: certFile, KeyFile: keyFile, Backend: s3.Config{Root: *root}},
 	})

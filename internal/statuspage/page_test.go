@@ -16,6 +16,7 @@ import (
 	"golang.org/x/net/html"
 
 	"tessera/internal/admin"
+	"tessera/internal/blockdial"
 	"tessera/internal/block"
 	"tessera/internal/clock"
 	"tessera/internal/meta"
@@ -162,7 +163,7 @@ func TestPageListsServers(t *testing.T) {
 func TestStatusJSON(t *testing.T) {
 	c := startCluster(t)
 	clk := clock.NewFake(time.Unix(1_000_000, 0))
-	h := statuspage.New(statuspage.Config{Cluster: &admin.Cluster{Meta: c.node.Svc, Dial: up.DialAdmin},
+	h := statuspage.New(statuspage.Config{Cluster: &admin.Cluster{Meta: c.node.Svc, Dial: blockdial.DialAdmin},
 		Errors: c.node.Errors, Clock: clk})
 	snap := func() statuspage.Snapshot {
 		t.Helper()
@@ -228,7 +229,7 @@ func TestPageMetaUnreachable(t *testing.T) {
 	c := startCluster(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	h := statuspage.New(statuspage.Config{Cluster: &admin.Cluster{Meta: c.node.Svc, Dial: up.DialAdmin}})
+	h := statuspage.New(statuspage.Config{Cluster: &admin.Cluster{Meta: c.node.Svc, Dial: blockdial.DialAdmin}})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, "GET", "/", nil))
 	if rec.Code != 503 || !strings.Contains(rec.Body.String(), "could not be read") {
@@ -255,7 +256,7 @@ func TestRefusedCallersNotShown(t *testing.T) {
 	log.With("peer", "192.0.2.9:1").Warn("meta rpc refused a connection", "why", "handshake: certificate of client-ro")
 	log.Warn("meta call refused", "who", "reader (client-ro, root /secret/alice)", "via", "cert", "method", "SetXattr",
 		"why", "permission denied: reader (client-ro) may not change the namespace")
-	h := statuspage.New(statuspage.Config{Cluster: &admin.Cluster{Meta: c.node.Svc, Dial: up.DialAdmin}, Errors: c.node.Errors})
+	h := statuspage.New(statuspage.Config{Cluster: &admin.Cluster{Meta: c.node.Svc, Dial: blockdial.DialAdmin}, Errors: c.node.Errors})
 	for _, path := range []string{"/", "/status.json"} {
 		code, body := get(t, h, "GET", path)
 		if code != 200 {
