@@ -36,7 +36,7 @@ type ServerConfig struct {
 	// client address (default 64): past either a request gets 503
 	// SlowDown.
 	MaxConns, MaxRequests, MaxPerClient int
-	Logger                 *slog.Logger
+	Logger                              *slog.Logger
 }
 
 // DefaultMaxRequests bounds the requests in flight; with one ioChunk

@@ -16,8 +16,8 @@ import (
 	"golang.org/x/net/html"
 
 	"tessera/internal/admin"
-	"tessera/internal/blockdial"
 	"tessera/internal/block"
+	"tessera/internal/blockdial"
 	"tessera/internal/clock"
 	"tessera/internal/meta"
 	"tessera/internal/statuspage"
