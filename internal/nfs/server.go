@@ -240,6 +240,8 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	g.Close()
 	close(ln.done)
 	<-served
+	cancel()
+	g.waitCalls()
 }
 
 // closeAll closes every connection (the server stops).
