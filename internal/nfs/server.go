@@ -67,6 +67,10 @@ type Server struct {
 	refused   ratelog.Limiter
 	badLog    ratelog.Limiter
 
+	// ioHook, if set (tests), is called before each READ, WRITE or
+	// COMMIT the gate serves, with its procedure.
+	ioHook func(proc uint32)
+
 	mu    sync.Mutex
 	open  int
 	peers map[netip.Addr]int

@@ -72,6 +72,9 @@ type commitArgs struct {
 // reply's body (the procedure's result, after an accepted SUCCESS). It
 // keeps nothing of the connection's: calls may run at once (dispatch.go).
 func (h *connHandler) serveIO(c call, cred vfs.Cred, args []byte) reply {
+	if hook := h.srv.ioHook; hook != nil {
+		hook(c.proc)
+	}
 	switch c.proc {
 	case procNFSRead:
 		return h.read(cred, args)
