@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"net"
+	"sync"
 
 	"tessera/internal/meta"
 )
@@ -107,6 +108,7 @@ func (g *gate) dispatch(rec []byte, c call, need int64) error {
 		r := g.serveIO(c, cred, rec[4+c.argsAt:])
 		defer r.release()
 		_ = g.writeReply(rec[4:8], r) // a failed write ends the connection: its reader sees it
+		freeRecord(rec)               // nothing keeps it: vfs copies what it writes
 	}()
 	return nil
 }
@@ -134,5 +136,28 @@ func (g *gate) waitCalls() {
 	defer g.mu.Unlock()
 	for g.io.running > 0 {
 		g.cond.Wait()
+	}
+}
+
+// Records of more than pooledRecord bytes (WRITEs) come from a pool and go
+// back to it once the gate's call is answered; go-nfs's are left to the
+// garbage collector.
+const pooledRecord = 64 << 10
+
+var records = sync.Pool{New: func() any { b := make([]byte, 4+maxRecordSize); return &b }}
+
+// newRecord returns a buffer for a record of n bytes and its mark.
+func newRecord(n int) []byte {
+	if n <= pooledRecord || n > maxRecordSize {
+		return make([]byte, 4+n)
+	}
+	return (*records.Get().(*[]byte))[:4+n]
+}
+
+// freeRecord gives rec back to the pool if it came from there.
+func freeRecord(rec []byte) {
+	if cap(rec) == 4+maxRecordSize && len(rec) > 4+pooledRecord {
+		rec = rec[:cap(rec)]
+		records.Put(&rec)
 	}
 }

@@ -158,7 +158,7 @@ func (g *gate) readRecord() ([]byte, call, int64, error) {
 	if err := g.inFlight.take(g.ctx, need); err != nil {
 		return nil, call{}, 0, err
 	}
-	rec := make([]byte, 4+n)
+	rec := newRecord(int(n))
 	copy(rec, mark[:])
 	if _, err := io.ReadFull(g.Conn, rec[4:]); err != nil {
 		return nil, call{}, need, err

@@ -2,6 +2,7 @@ package nfs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
 	"os"
@@ -61,6 +62,26 @@ type writeArgs struct {
 	Data   []byte
 }
 
+// parseWrite reads WRITE's arguments (bounded by checkArgs); Data is a
+// slice of args, not a copy.
+func parseWrite(args []byte) (writeArgs, bool) {
+	var req writeArgs
+	fh, rest, ok := handleArg(args)
+	if !ok || len(rest) < 20 {
+		return req, false
+	}
+	req.Handle = fh
+	req.Offset = binary.BigEndian.Uint64(rest)
+	req.Count = binary.BigEndian.Uint32(rest[8:])
+	req.How = binary.BigEndian.Uint32(rest[12:])
+	n := binary.BigEndian.Uint32(rest[16:])
+	if n > maxIO || uint64(len(rest)-20) < uint64(n) {
+		return req, false
+	}
+	req.Data = rest[20 : 20+n]
+	return req, true
+}
+
 type commitArgs struct {
 	Handle []byte
 	Offset uint64
@@ -85,8 +106,8 @@ func (h *connHandler) serveIO(c call, cred vfs.Cred, args []byte) reply {
 }
 
 func (h *connHandler) write(cred vfs.Cred, args []byte) []byte {
-	var req writeArgs
-	if err := xdr.Read(bytes.NewReader(args), &req); err != nil {
+	req, ok := parseWrite(args)
+	if !ok {
 		return ioFail(nfsErrInval, nil)
 	}
 	if h.srv.cfg.ReadOnly {
