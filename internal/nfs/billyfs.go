@@ -334,8 +334,12 @@ func (b *billyFS) setattr(op, p string, s vfs.SetAttr) error {
 	if err != nil {
 		return pathErr(op, err)
 	}
-	_, err = b.v().SetAttr(b.ctx(), b.cred(), in.Ino, s)
-	b.conn.forget()
+	after, err := b.v().SetAttr(b.ctx(), b.cred(), in.Ino, s)
+	if err != nil || s.Valid&meta.SetSize != 0 {
+		b.conn.forget()
+	} else {
+		b.conn.changed(after) // only its attributes changed
+	}
 	return pathErr(op, err)
 }
 

@@ -86,6 +86,21 @@ func (h *connHandler) remember(p string, in meta.Inode) {
 	}
 }
 
+// changed records in as the inode's attributes now, wherever this call
+// met it (a change of its attributes only).
+func (h *connHandler) changed(in meta.Inode) {
+	h.sync()
+	if _, ok := h.inos[in.Ino]; !ok {
+		return
+	}
+	h.inos[in.Ino] = in
+	for p, old := range h.paths {
+		if old.Ino == in.Ino {
+			h.paths[p] = in
+		}
+	}
+}
+
 // forget drops what this call resolved: a change happened.
 func (h *connHandler) forget() { h.paths, h.inos = nil, nil }
 

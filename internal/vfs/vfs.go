@@ -120,8 +120,8 @@ type freshKey struct{}
 
 // WithFresh returns ctx carrying f, which gives the attributes of inodes
 // that the caller fetched from the meta service during the call under way
-// (nothing changed since): the permission checks of directories use them
-// instead of asking again. For one call of a front end that has just
+// (nothing changed since): the permission checks of directories and of
+// SetAttr use them instead of asking again. For one call of a front end that has just
 // fetched them (NFS: the handle's directory), never longer.
 func WithFresh(ctx context.Context, f func(meta.Ino) (meta.Inode, bool)) context.Context {
 	return context.WithValue(ctx, freshKey{}, f)
