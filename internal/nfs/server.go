@@ -46,7 +46,7 @@ type Config struct {
 	ReadOnly bool
 	// MaxConns bounds the connections open at once, MaxConnsPerIP those
 	// of one client address (defaults 256 and 16). Each connection has
-	// at most one call of at most maxRecordSize in flight.
+	// at most maxCallsPerConn calls of at most maxRecordSize in flight.
 	MaxConns, MaxConnsPerIP int
 	// MaxInFlight bounds the bytes of the calls in flight on all
 	// connections (default DefaultInFlight); a connection past it waits
