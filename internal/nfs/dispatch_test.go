@@ -257,3 +257,30 @@ func TestStaleAfterRemoveThroughTheSharedHandle(t *testing.T) {
 		}
 	}
 }
+
+// TestCallsBeforeTheEndAreAnswered: calls sent just before the client
+// closes its side of the connection are answered before it is closed.
+func TestCallsBeforeTheEndAreAnswered(t *testing.T) {
+	cl := newCluster(t)
+	srv := cl.serve(t, Config{Squash: SquashNone})
+	a := mkFile(t, srv, "a")
+	rc := dialRaw(t, srv.addr)
+	var out bytes.Buffer
+	for range 4 {
+		rec, _ := rc.record(procNFSWrite, writeArgsOf(a, 0, []byte("data"), unstable))
+		out.Write(rec)
+		rec, _ = rc.record(procNFSRead, readArgsOf(a, 0, 4))
+		out.Write(rec)
+	}
+	if _, err := rc.c.Write(out.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.c.(*net.TCPConn).CloseWrite(); err != nil {
+		t.Fatal(err)
+	}
+	for x, res := range rc.replies(8) {
+		if st := binary.BigEndian.Uint32(res); st != nfsOK {
+			t.Fatalf("call %d: status %d", x, st)
+		}
+	}
+}

@@ -110,6 +110,11 @@ func (g *gate) Read(p []byte) (int, error) {
 		g.mu.Lock()
 		if err != nil {
 			g.inFlight.give(need)
+			// The gate's calls read before the end are answered first (a
+			// client may send its last calls and close its side).
+			for g.io.running > 0 && !g.closed {
+				g.cond.Wait()
+			}
 			g.err = err
 			g.mu.Unlock()
 			g.die.Do(func() { close(g.dead) })
