@@ -10,7 +10,9 @@ import (
 )
 
 // The gate serves READ, WRITE and COMMIT of one connection several at a
-// time, each on a goroutine of its own (at most maxCallsPerConn at once),
+// time, on workers of the connection's (at most maxCallsPerConn, started as
+// needed and kept while it is open: a fresh goroutine per call grew its
+// stack through every call),
 // so that a client with several calls in flight on a connection (a kernel
 // client reading ahead or writing behind) is not served one call after
 // another. Calls on the same file keep the order they came in where it
@@ -26,10 +28,18 @@ import (
 // (the server's budget bounds their bytes: Config.MaxInFlight).
 const maxCallsPerConn = 16
 
-// ioCalls are a gate's calls in flight. Guarded by gate.mu.
+// ioCalls are a gate's calls in flight and its workers. Guarded by
+// gate.mu.
 type ioCalls struct {
 	running int
 	pending []*ioCall
+	// jobs are the calls handed to the workers (room for
+	// maxCallsPerConn: sent under gate.mu, never blocks); closed with the
+	// gate.
+	jobs    chan func()
+	workers int // started
+	idle    int // waiting for a job and not claimed by one sent
+	ended   bool
 }
 
 // ioCall is a call in flight: the bytes of an inode it reads or changes.
@@ -95,8 +105,7 @@ func (g *gate) dispatch(rec []byte, c call, need int64) error {
 	g.io.pending = append(g.io.pending, x)
 	g.io.running++
 	cred := g.squash(c.flavor, c.cred)
-	g.mu.Unlock()
-	go func() {
+	job := func() {
 		defer g.finished(x, need)
 		for _, d := range after {
 			select {
@@ -109,8 +118,41 @@ func (g *gate) dispatch(rec []byte, c call, need int64) error {
 		defer r.release()
 		_ = g.writeReply(rec[4:8], r) // a failed write ends the connection: its reader sees it
 		freeRecord(rec)               // nothing keeps it: vfs copies what it writes
-	}()
+	}
+	start := false
+	if g.io.idle > 0 {
+		g.io.idle--
+	} else {
+		g.io.workers++
+		start = true
+	}
+	g.io.jobs <- job
+	g.mu.Unlock()
+	if start {
+		go g.worker()
+	}
 	return nil
+}
+
+// worker runs the gate's calls until the gate closes. The jobs channel is
+// in the order the calls came: a call's earlier calls on the same bytes
+// were taken by a worker before it, so waiting for them cannot deadlock.
+func (g *gate) worker() {
+	for job := range g.io.jobs {
+		job()
+		g.mu.Lock()
+		g.io.idle++
+		g.mu.Unlock()
+	}
+}
+
+// endJobsLocked closes the workers' channel (the gate closed: no call is
+// dispatched any more).
+func (g *gate) endJobsLocked() {
+	if !g.io.ended {
+		g.io.ended = true
+		close(g.io.jobs)
+	}
 }
 
 // finished ends call x: the calls after it may go on.

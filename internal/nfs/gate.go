@@ -58,6 +58,7 @@ type gate struct {
 
 func newGate(ctx context.Context, c net.Conn, squash func(uint32, vfs.Cred) vfs.Cred, inFlight *budget) *gate {
 	g := &gate{Conn: c, squash: squash, dead: make(chan struct{}), inFlight: inFlight, ctx: ctx, wsem: make(chan struct{}, 1)}
+	g.io.jobs = make(chan func(), maxCallsPerConn)
 	g.cond = sync.NewCond(&g.mu)
 	return g
 }
@@ -350,6 +351,7 @@ func (g *gate) releaseLocked() {
 func (g *gate) Close() error {
 	g.mu.Lock()
 	g.closed = true
+	g.endJobsLocked()
 	g.releaseLocked()
 	g.cond.Broadcast()
 	g.mu.Unlock()
