@@ -3,7 +3,7 @@
 # Tessera's own FUSE mount, all driven by one client (bench/cmd/nfsbench). See bench/README.md.
 #
 #   bench/nfs.sh [--quick] [--rounds 3] [--targets tessera-nfs,ganesha,tessera-fuse] [--jobs seq,rand,meta,untar[,scale]]
-#                [--size 2G] [--count 20000] [--files 10000] [--threads 4] [--tree DIR]
+#                [--size 2G] [--window 1] [--count 20000] [--files 10000] [--threads 4] [--tree DIR]
 #                [--workdir /var/tmp] [--out FILE] [--keep]
 #   bench/nfs.sh --report bench/out/nfs-TS/results.tsv    (the tables again, from a run's results)
 set -uo pipefail
@@ -18,7 +18,9 @@ set -uo pipefail
 # ports: each worker/stream its own connection, one call in flight on each.
 # Jobs (each round, each target; the target order rotates per round):
 #   seq:   seqwrite (SIZE in 1 MiB WRITEs, UNSTABLE, then COMMIT / fsync), server restarted and
-#          caches dropped, seqread (cold)
+#          caches dropped, seqread (cold); WINDOW calls in flight at once on the one connection
+#          (as a kernel client's read-ahead and write-behind keep; on FUSE: WINDOW threads' preads
+#          or pwrites on the one descriptor), 1 (the default): one after another
 #   rand:  4 KiB random reads of that file, COUNT in all, 1 stream then 4 (cold each)
 #   meta:  create / stat (LOOKUP) / remove of FILES empty files, THREADS workers, a directory each
 #   untar: the tar of TREE written entry by entry (files closed with COMMIT over NFS, plain close on FUSE)
@@ -33,7 +35,7 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 source "$REPO/bench/lib.sh"
 
 TARGETS=tessera-nfs,ganesha,tessera-fuse JOBS=seq,rand,meta,untar
-REPORT="" ROUNDS="" SIZE="" COUNT="" FILES="" THREADS=4 TREE="" WORKBASE=/var/tmp OUTFILE="" KEEP=0 QUICK=0
+WINDOW=1 REPORT="" ROUNDS="" SIZE="" COUNT="" FILES="" THREADS=4 TREE="" WORKBASE=/var/tmp OUTFILE="" KEEP=0 QUICK=0
 usage() { sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 ARGS="$*"
 while [ $# -gt 0 ]; do
@@ -42,6 +44,7 @@ while [ $# -gt 0 ]; do
     --jobs) JOBS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --size) SIZE=$2; shift 2 ;;
+    --window) WINDOW=$2; shift 2 ;;
     --count) COUNT=$2; shift 2 ;;
     --files) FILES=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
@@ -58,7 +61,7 @@ done
 GOROOT_SRC=$(go env GOROOT)/src
 if [ "$QUICK" = 1 ]; then : "${ROUNDS:=1}" "${SIZE:=256M}" "${COUNT:=2000}" "${FILES:=1000}" "${TREE:=$GOROOT_SRC/cmd/go}"
 else : "${ROUNDS:=3}" "${SIZE:=2G}" "${COUNT:=20000}" "${FILES:=10000}" "${TREE:=$GOROOT_SRC}"; fi
-for v in ROUNDS COUNT FILES THREADS; do
+for v in ROUNDS COUNT FILES THREADS WINDOW; do
   [[ ${!v} =~ ^[1-9][0-9]*$ ]] || { echo "nfs.sh: --${v,,} ${!v}: want a positive integer" >&2; exit 2; }
 done
 [[ $SIZE =~ ^[1-9][0-9]*[KMG]$ ]] || { echo "nfs.sh: --size $SIZE: want a size such as 256M or 2G" >&2; exit 2; }
@@ -193,9 +196,9 @@ scale_job() {
     stop_snfs; drop_caches
     start_snfs 1 && { [ $n = 1 ] || start_snfs 2; } \
       || { printf '%s\ttessera-nfs\tscale%s\tFAIL\t0\tnan\tnan\n' "$r" $n >> "$RES"; stop_snfs; return 1; }
-    "$NFSBENCH" -nfs "127.0.0.1:${SPORT[1]}" -job seqread -file "$d/a.dat" -size "$SIZE" >"$lg.$n.a" 2>>"$lg.log" &
+    "$NFSBENCH" -nfs "127.0.0.1:${SPORT[1]}" -job seqread -file "$d/a.dat" -size "$SIZE" -window "$WINDOW" >"$lg.$n.a" 2>>"$lg.log" &
     local pa=$! pb=""
-    if [ $n = 2 ]; then "$NFSBENCH" -nfs "127.0.0.1:${SPORT[2]}" -job seqread -file "$d/b.dat" -size "$SIZE" >"$lg.$n.b" 2>>"$lg.log" & pb=$!; fi
+    if [ $n = 2 ]; then "$NFSBENCH" -nfs "127.0.0.1:${SPORT[2]}" -job seqread -file "$d/b.dat" -size "$SIZE" -window "$WINDOW" >"$lg.$n.b" 2>>"$lg.log" & pb=$!; fi
     wait $pa; local ra=$? rb=0; [ -n "$pb" ] && { wait "$pb"; rb=$?; }
     c=$(cpu_sum "${SPID[@]}")
     [ -n "${CLIENT_OF[tessera-nfs]:-}" ] || CLIENT_OF[tessera-nfs]="$(sed -n 's/^nfsbench: \(go-nfs.*\)/\1/p' "$lg.log" | head -n 1) (scale: tessera nfs servers)"
@@ -329,9 +332,9 @@ for ((r = 1; r <= ROUNDS; r++)); do
     if [ "$t" != ganesha ]; then fresh_tessera "$t" "$r" || { log "tessera up did not start"; continue; }; fi
     if [[ ,$JOBS, == *,seq,* ]]; then
       drop_caches
-      measure "$r" "$t" seqwrite -file "$d/seq.dat" -size "$SIZE" -seed "$RANDOM$r"
+      measure "$r" "$t" seqwrite -file "$d/seq.dat" -size "$SIZE" -window "$WINDOW" -seed "$RANDOM$r"
       restart "$t" || { log "$t did not restart"; continue; }
-      measure "$r" "$t" seqread -file "$d/seq.dat" -size "$SIZE"
+      measure "$r" "$t" seqread -file "$d/seq.dat" -size "$SIZE" -window "$WINDOW"
     fi
     if [[ ,$JOBS, == *,rand,* ]]; then
       for s in 1 4; do
@@ -351,7 +354,7 @@ report_header() {
   echo "# bench/nfs.sh: Tessera's NFS against NFS-Ganesha over ext4 and Tessera's FUSE mount"
   echo
   echo "$(date -u +%F) $(uname -r), $(nproc) cores, load before: $LOAD0; tessera at $COMMIT"
-  echo "command: bench/nfs.sh $ARGS (rounds $ROUNDS, seq $SIZE, randread $COUNT x 4 KiB, meta $FILES files x $THREADS workers, untar $TREE: $TREE_N entries)"
+  echo "command: bench/nfs.sh $ARGS (rounds $ROUNDS, seq $SIZE with $WINDOW call(s) in flight, randread $COUNT x 4 KiB, meta $FILES files x $THREADS workers, untar $TREE: $TREE_N entries)"
   for t in ${TARGETS//,/ }; do
     if [ -n "${AVAIL[$t]:-}" ]; then echo "- $t: ${CLIENT_OF[$t]:-?}"
     else echo "- $t: unavailable${GANESHA_WHY:+: $GANESHA_WHY}"; fi

@@ -32,7 +32,7 @@ var (
 )
 
 func (b *billyFS) v() *vfs.FS                 { return b.conn.srv.v }
-func (b *billyFS) ctx() context.Context       { return b.conn.ctx }
+func (b *billyFS) ctx() context.Context       { return b.conn.callCtx }
 func (b *billyFS) cred() vfs.Cred             { return b.conn.gate.cred() }
 func (b *billyFS) Join(elem ...string) string { return strings.Join(elem, "/") }
 func (b *billyFS) Root() string               { return "/" }
@@ -75,13 +75,14 @@ func split(p string) []string {
 	return out
 }
 
-// resolve returns the inode path p names.
+// resolve returns the inode path p names, looked up from the longest
+// part of it resolved during this call already.
 func (b *billyFS) resolve(p string) (meta.Inode, error) {
-	key := p
+	prefix := ""
 	if b.base != 0 {
-		key = inoComponent(b.base) + "/" + p
+		prefix = inoComponent(b.base) + "/"
 	}
-	if in, ok := b.conn.cached(key); ok {
+	if in, ok := b.conn.cached(prefix + p); ok {
 		return in, nil
 	}
 	parts := split(p)
@@ -100,16 +101,31 @@ func (b *billyFS) resolve(p string) (meta.Inode, error) {
 		}
 	}
 	v, ctx, cred := b.v(), b.ctx(), b.cred()
-	in, err := v.GetAttr(ctx, ino)
-	if err != nil {
-		return in, err
+	// The longest prefix of p met during this call (go-nfs resolves a
+	// handle, then names in it).
+	all := split(p)
+	skip := len(all) - len(parts) // an inode component
+	var in meta.Inode
+	found := false
+	for k := len(parts) - 1; k >= 0 && !found; k-- {
+		in, found = b.conn.cached(prefix + strings.Join(all[:skip+k], "/"))
+		if found {
+			parts = parts[k:]
+		}
+	}
+	if !found {
+		var err error
+		if in, err = v.GetAttr(ctx, ino); err != nil {
+			return in, err
+		}
 	}
 	for _, c := range parts {
+		var err error
 		if in, err = v.Lookup(ctx, cred, in.Ino, c); err != nil {
 			return in, err
 		}
 	}
-	b.conn.remember(key, in)
+	b.conn.remember(prefix+p, in)
 	return in, nil
 }
 
@@ -207,8 +223,9 @@ func (b *billyFS) Rename(from, to string) error {
 	if err != nil {
 		return pathErr("rename", err)
 	}
+	err = b.v().Rename(b.ctx(), b.cred(), fd.Ino, fname, td.Ino, tname, 0)
 	b.conn.forget()
-	return pathErr("rename", b.v().Rename(b.ctx(), b.cred(), fd.Ino, fname, td.Ino, tname, 0))
+	return pathErr("rename", err)
 }
 
 // Remove removes a file or an empty directory.
@@ -221,7 +238,9 @@ func (b *billyFS) Remove(p string) error {
 	if err != nil {
 		return pathErr("remove", err)
 	}
-	b.conn.forget()
+	// What this call resolved answers the permission checks of the
+	// removal, and is dropped after it.
+	defer b.conn.forget()
 	if in.IsDir() {
 		return pathErr("rmdir", b.v().Rmdir(b.ctx(), b.cred(), dir.Ino, name))
 	}
@@ -315,8 +334,12 @@ func (b *billyFS) setattr(op, p string, s vfs.SetAttr) error {
 	if err != nil {
 		return pathErr(op, err)
 	}
-	_, err = b.v().SetAttr(b.ctx(), b.cred(), in.Ino, s)
-	b.conn.forget()
+	after, err := b.v().SetAttr(b.ctx(), b.cred(), in.Ino, s)
+	if err != nil || s.Valid&meta.SetSize != 0 {
+		b.conn.forget()
+	} else {
+		b.conn.changed(after) // only its attributes changed
+	}
 	return pathErr(op, err)
 }
 

@@ -5,13 +5,18 @@
 // (internal/up.StartNFS).
 //
 // Each connection gets its own go-nfs server behind a gate (gate.go),
-// which hands go-nfs one RPC record at a time and the next only once the
-// reply to it was written: the AUTH_SYS credentials of the call being
-// served are known to the file system go-nfs calls (go-nfs passes them
-// on to nothing), a record is bounded (1 MiB of data plus 64 KiB) and its
-// variable-length fields are checked (xdrcheck.go) before go-nfs's decoder
-// allocates them, and a connection has one call in flight; the bytes of
-// all calls in flight are bounded (Config.MaxInFlight, budget.go).
+// which reads each RPC record itself: a record is bounded (1 MiB of data
+// plus 64 KiB) and its variable-length fields are checked (xdrcheck.go)
+// before go-nfs's decoder allocates them, and the bytes of all calls in
+// flight are bounded (Config.MaxInFlight, budget.go). READ, WRITE and
+// COMMIT the gate serves itself, by inode, up to 16 at once per
+// connection (dispatch.go): calls on overlapping bytes of one file keep
+// their order unless both read. Every other call it hands to go-nfs one at
+// a time, once the gate's own calls before it are done, and reads the next
+// record only when go-nfs has replied: so the AUTH_SYS credentials of the
+// call go-nfs serves are known to the file system go-nfs calls (go-nfs
+// passes them on to nothing).
+//
 // Connections are capped in all and per client address; --allow refuses other clients
 // at connect. Credentials are squashed as Config.Squash says (root to
 // nobody by default); AUTH_NONE is nobody.
@@ -24,19 +29,25 @@
 // handle of an inode outside the export reaches it (with its own
 // credentials still checked).
 //
-// Writes: the gate answers WRITE and COMMIT itself (write.go), not go-nfs
-// (which answers every WRITE FILE_SYNC and makes COMMIT a no-op): an
-// UNSTABLE write is buffered (vfs.FS.WriteAt without stable) and made
-// durable by COMMIT (vfs.FS.Commit); FILE_SYNC and DATA_SYNC commit before
-// the reply. Both carry the write verifier, which changes at every start,
-// so a client resends the UNSTABLE writes a restart may have lost. Reads
-// and writes go through one shared client handle per inode, released (and
-// so committed) when idle (vfs's stateless I/O).
+// Reads and writes: the gate answers READ, WRITE and COMMIT itself
+// (read.go, write.go), not go-nfs (which opens and stats the file by path
+// for every READ and WRITE, answers every WRITE FILE_SYNC and makes COMMIT
+// a no-op): one GetAttr checks the handle and the caller's permission
+// (vfs.FS.ReadAtInode, WriteAtInode); an UNSTABLE write is buffered and
+// made durable by COMMIT (vfs.FS.Commit); FILE_SYNC and DATA_SYNC commit
+// before the reply. Both carry the write verifier, which changes at every
+// start, so a client resends the UNSTABLE writes a restart may have lost.
+// Reads and writes go through one shared client handle per inode, released
+// (and so committed) when idle (vfs's stateless I/O); the block client's
+// read-ahead follows a sequential reader through it.
+//
+// go-nfs's other calls resolve paths from what the call met already (the
+// handle's directory), and vfs's permission checks take those attributes
+// (vfs.WithFresh) instead of asking the meta service again.
 //
 // What go-nfs decides and this package cannot change: ACCESS grants what
 // is asked (the operations themselves are checked), a failed LOOKUP is
-// NFS3ERR_NOENT (also when search permission is missing), a failed READ
-// other than a refused open is NFS3ERR_IO, LOOKUP ".." of a directory
+// NFS3ERR_NOENT (also when search permission is missing), LOOKUP ".." of a directory
 // reached through a handle answers the export's root, attributes carry
 // one time (the mtime) for atime, mtime and ctime, and set-id bits are
 // not shown in modes. Locks (NLM) are not served.

@@ -15,22 +15,28 @@ import (
 // call of a connection at a time: it hands go-nfs one whole RPC record,
 // read and checked here (parseCall), and the next only once the reply to
 // it has been written. So the credentials of the call being served are
-// known (go-nfs does not pass them to its Handler), a record is bounded
-// (maxRecordSize) before anything is allocated for it, and a connection
-// has at most one record in flight.
+// known (go-nfs does not pass them to its Handler) and a record is bounded
+// (maxRecordSize) before anything is allocated for it. READ, WRITE and
+// COMMIT are answered by the gate itself, several at once (dispatch.go);
+// a call for go-nfs waits until they are done.
 type gate struct {
 	net.Conn
 	squash func(flavor uint32, c vfs.Cred) vfs.Cred
 	// exportPath is what MOUNT EXPORT lists.
 	exportPath string
-	// serveIO answers NFS WRITE and COMMIT (connHandler.serveIO): given
-	// the call and its arguments, it returns the result.
-	serveIO func(c call, args []byte) []byte
+	// serveIO answers NFS READ, WRITE and COMMIT (connHandler.serveIO):
+	// given the call, its caller and its arguments, it returns the result.
+	serveIO func(c call, cred vfs.Cred, args []byte) reply
 	// inFlight is the server's budget of bytes in flight; held is what
-	// this connection holds of it (the call being served).
+	// this connection holds of it for the call go-nfs serves (the gate's
+	// own calls hold theirs until their replies are written).
 	inFlight *budget
 	ctx      context.Context
 	held     int64
+	// wsem is held while one reply record is written: go-nfs's (which
+	// may come in several writes) or one of the gate's.
+	wsem chan struct{}
+	io   ioCalls // the gate's own calls in flight (dispatch.go)
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -51,7 +57,8 @@ type gate struct {
 }
 
 func newGate(ctx context.Context, c net.Conn, squash func(uint32, vfs.Cred) vfs.Cred, inFlight *budget) *gate {
-	g := &gate{Conn: c, squash: squash, dead: make(chan struct{}), inFlight: inFlight, ctx: ctx}
+	g := &gate{Conn: c, squash: squash, dead: make(chan struct{}), inFlight: inFlight, ctx: ctx, wsem: make(chan struct{}, 1)}
+	g.io.jobs = make(chan func(), maxCallsPerConn)
 	g.cond = sync.NewCond(&g.mu)
 	return g
 }
@@ -93,22 +100,37 @@ func (g *gate) Read(p []byte) (int, error) {
 	}
 	for len(g.rec) == 0 {
 		g.mu.Unlock()
-		rec, c, err := g.readRecord()
+		rec, c, need, err := g.readRecord()
 		if err == nil {
 			var answered bool
-			if answered, err = g.answer(rec, c); answered && err == nil {
+			if answered, err = g.answer(rec, c, need); answered && err == nil {
 				g.mu.Lock()
-				g.releaseLocked()
 				continue
 			}
 		}
 		g.mu.Lock()
 		if err != nil {
+			g.inFlight.give(need)
+			// The gate's calls read before the end are answered first (a
+			// client may send its last calls and close its side).
+			for g.io.running > 0 && !g.closed {
+				g.cond.Wait()
+			}
 			g.err = err
 			g.mu.Unlock()
 			g.die.Do(func() { close(g.dead) })
 			return 0, err
 		}
+		// go-nfs serves this one: after the gate's own calls before it.
+		for g.io.running > 0 && !g.closed {
+			g.cond.Wait()
+		}
+		if g.closed {
+			g.inFlight.give(need)
+			g.mu.Unlock()
+			return 0, net.ErrClosed
+		}
+		g.held += need
 		g.rec, g.cur, g.owed = rec, c, true
 		g.seq++
 	}
@@ -120,38 +142,36 @@ func (g *gate) Read(p []byte) (int, error) {
 
 // readRecord reads one record (a single fragment, as go-nfs takes them),
 // checks its call, clamps a READ's count to maxIO and returns the record
-// with its mark.
-func (g *gate) readRecord() ([]byte, call, error) {
+// with its mark, and what it took of the server's budget (also with an
+// error: the caller gives it back).
+func (g *gate) readRecord() ([]byte, call, int64, error) {
 	var mark [4]byte
 	if _, err := io.ReadFull(g.Conn, mark[:]); err != nil {
-		return nil, call{}, err
+		return nil, call{}, 0, err
 	}
 	m := binary.BigEndian.Uint32(mark[:])
 	n := m &^ (1 << 31)
 	switch {
 	case m&(1<<31) == 0:
-		return nil, call{}, fmt.Errorf("nfs: a record in several fragments is not served")
+		return nil, call{}, 0, fmt.Errorf("nfs: a record in several fragments is not served")
 	case n > maxRecordSize:
-		return nil, call{}, fmt.Errorf("nfs: a record of %d bytes (at most %d)", n, maxRecordSize)
+		return nil, call{}, 0, fmt.Errorf("nfs: a record of %d bytes (at most %d)", n, maxRecordSize)
 	}
 	// The record, and the reply of a READ (at most maxIO), are taken
 	// from the server's budget before anything is allocated; given back
-	// when the reply is written (replied).
+	// when the reply is written.
 	need := int64(n) + maxIO
 	if err := g.inFlight.take(g.ctx, need); err != nil {
-		return nil, call{}, err
+		return nil, call{}, 0, err
 	}
-	g.mu.Lock()
-	g.held += need
-	g.mu.Unlock()
-	rec := make([]byte, 4+n)
+	rec := newRecord(int(n))
 	copy(rec, mark[:])
 	if _, err := io.ReadFull(g.Conn, rec[4:]); err != nil {
-		return nil, call{}, err
+		return nil, call{}, need, err
 	}
 	c, err := parseCall(rec[4:])
 	if err != nil {
-		return nil, call{}, fmt.Errorf("nfs: bad call: %w", err)
+		return nil, call{}, need, fmt.Errorf("nfs: bad call: %w", err)
 	}
 	if c.pathAt > 0 && binary.BigEndian.Uint32(rec[4+c.pathAt:]) == 0 {
 		// An empty MOUNT path (libnfs sends one for nfs://HOST/FILE)
@@ -166,7 +186,7 @@ func (g *gate) readRecord() ([]byte, call, error) {
 			binary.BigEndian.PutUint32(rec[at:], maxIO)
 		}
 	}
-	return rec, c, nil
+	return rec, c, need, nil
 }
 
 // Write passes replies on, following their record marks: once the last
@@ -174,10 +194,18 @@ func (g *gate) readRecord() ([]byte, call, error) {
 // reply is rewritten to offer reads and writes of at most maxIO.
 func (g *gate) Write(p []byte) (int, error) {
 	g.mu.Lock()
-	if g.outLeft == 0 && len(g.outHdr) == 0 && g.cur.prog == progNFS && g.cur.proc == procNFSFSInfo {
+	start := g.outLeft == 0 && len(g.outHdr) == 0
+	if start && g.cur.prog == progNFS && g.cur.proc == procNFSFSInfo {
 		p = capFSInfo(p)
 	}
 	g.mu.Unlock()
+	if start {
+		// A reply starts: no reply of the gate's may come between its
+		// writes (released when its last byte is written: replied).
+		if err := g.lockWrites(); err != nil {
+			return 0, err
+		}
+	}
 	p = fixAcceptStat(p)
 	n, err := g.Conn.Write(p)
 	g.track(p[:n])
@@ -205,18 +233,14 @@ func fixAcceptStat(p []byte) []byte {
 }
 
 // answer serves the MOUNT procedures go-nfs does not (EXPORT, DUMP,
-// UMNTALL) and NFS WRITE and COMMIT (write.go) itself: it writes the
-// reply and reports that it did. Nothing of go-nfs's is in flight then (a
-// record is read only once the reply to the one before was written).
-func (g *gate) answer(rec []byte, c call) (bool, error) {
+// UMNTALL) and NFS READ, WRITE and COMMIT (dispatch.go) itself, and
+// reports that it did: the reply is written, or will be by the call's
+// own goroutine, which gives need back to the budget then.
+func (g *gate) answer(rec []byte, c call, need int64) (bool, error) {
 	var body []byte
 	switch {
-	case c.prog == progNFS && c.vers == 3 && (c.proc == procNFSWrite || c.proc == procNFSCommit) && g.serveIO != nil:
-		g.mu.Lock()
-		g.cur = c // whose credentials g.cred returns
-		g.seq++
-		g.mu.Unlock()
-		body = g.serveIO(c, rec[4+c.argsAt:])
+	case c.prog == progNFS && c.vers == 3 && (c.proc == procNFSRead || c.proc == procNFSWrite || c.proc == procNFSCommit) && g.serveIO != nil:
+		return true, g.dispatch(rec, c, need)
 	case c.prog != progMount || c.vers != 3:
 		return false, nil
 	case c.proc == mountExport: // one export, open to every host (exportnode list)
@@ -230,17 +254,45 @@ func (g *gate) answer(rec []byte, c call) (bool, error) {
 	default:
 		return false, nil
 	}
-	xid := rec[4:8]
-	r := append([]byte(nil), 0, 0, 0, 0)
-	r = append(r, xid...)
-	for _, v := range []uint32{1, 0, 0, 0, 0} { // REPLY, ACCEPTED, AUTH_NONE verifier, SUCCESS
-		r = binary.BigEndian.AppendUint32(r, v)
-	}
-	r = append(r, body...)
-	binary.BigEndian.PutUint32(r, uint32(len(r)-4)|1<<31)
-	_, err := g.Conn.Write(r)
-	return true, err
+	defer g.inFlight.give(need)
+	return true, g.writeReply(rec[4:8], reply{body: body})
 }
+
+// writeReply writes the accepted reply to call xid: the RPC header, r's
+// body, then r's data padded to 4 bytes, as one record in one write.
+func (g *gate) writeReply(xid []byte, r reply) error {
+	h := make([]byte, 4, 28+len(r.body))
+	h = append(h, xid...)
+	for _, v := range []uint32{1, 0, 0, 0, 0} { // REPLY, ACCEPTED, AUTH_NONE verifier, SUCCESS
+		h = binary.BigEndian.AppendUint32(h, v)
+	}
+	h = append(h, r.body...)
+	pad := (4 - len(r.data)%4) % 4
+	binary.BigEndian.PutUint32(h, uint32(len(h)-4+len(r.data)+pad)|1<<31)
+	bufs := net.Buffers{h}
+	if len(r.data) > 0 {
+		bufs = append(bufs, r.data, make([]byte, pad))
+	}
+	if err := g.lockWrites(); err != nil {
+		return err
+	}
+	defer g.unlockWrites()
+	_, err := bufs.WriteTo(g.Conn)
+	return err
+}
+
+// lockWrites waits until no other reply is being written; an error if
+// the gate closed meanwhile.
+func (g *gate) lockWrites() error {
+	select {
+	case g.wsem <- struct{}{}:
+		return nil
+	case <-g.dead:
+		return net.ErrClosed
+	}
+}
+
+func (g *gate) unlockWrites() { <-g.wsem }
 
 func appendString(b []byte, s string) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s)))
@@ -285,6 +337,7 @@ func (g *gate) replied() {
 	g.owed = false
 	g.cond.Broadcast()
 	g.releaseLocked()
+	g.unlockWrites()
 }
 
 // releaseLocked gives back what the connection holds of the budget.
@@ -298,6 +351,7 @@ func (g *gate) releaseLocked() {
 func (g *gate) Close() error {
 	g.mu.Lock()
 	g.closed = true
+	g.endJobsLocked()
 	g.releaseLocked()
 	g.cond.Broadcast()
 	g.mu.Unlock()

@@ -15,6 +15,7 @@ import (
 	gonfs "github.com/willscott/go-nfs"
 
 	"tessera/internal/meta"
+	"tessera/internal/vfs"
 )
 
 // connHandler is go-nfs's Handler for one connection: each connection
@@ -25,7 +26,10 @@ type connHandler struct {
 	srv  *Server
 	gate *gate
 	ctx  context.Context
-	fs   *billyFS
+	// callCtx is ctx with the inodes of the call go-nfs serves
+	// (vfs.WithFresh: fresh), for the file system's calls.
+	callCtx context.Context
+	fs      *billyFS
 
 	// The inodes met while serving one call, by path (go-nfs stats and
 	// looks up the same paths several times per call, and READDIRPLUS
@@ -33,6 +37,7 @@ type connHandler struct {
 	// after every change.
 	seq   uint64
 	paths map[string]meta.Inode
+	inos  map[meta.Ino]meta.Inode
 }
 
 var (
@@ -42,34 +47,62 @@ var (
 
 func newConnHandler(srv *Server, g *gate, ctx context.Context) *connHandler {
 	h := &connHandler{srv: srv, gate: g, ctx: ctx}
+	h.callCtx = vfs.WithFresh(ctx, h.fresh)
 	h.fs = &billyFS{conn: h}
 	return h
 }
 
 // cached returns the inode path p resolved to during this call.
 func (h *connHandler) cached(p string) (meta.Inode, bool) {
-	if s := h.gate.serving(); s != h.seq {
-		h.seq, h.paths = s, nil
-	}
+	h.sync()
 	in, ok := h.paths[p]
 	return in, ok
 }
 
+// fresh returns the inode ino as this call met it (vfs.WithFresh).
+func (h *connHandler) fresh(ino meta.Ino) (meta.Inode, bool) {
+	h.sync()
+	in, ok := h.inos[ino]
+	return in, ok
+}
+
+// sync drops what an earlier call resolved.
+func (h *connHandler) sync() {
+	if s := h.gate.serving(); s != h.seq {
+		h.seq, h.paths, h.inos = s, nil, nil
+	}
+}
+
 // remember records what path p resolved to during this call.
 func (h *connHandler) remember(p string, in meta.Inode) {
-	if s := h.gate.serving(); s != h.seq {
-		h.seq, h.paths = s, nil
-	}
+	h.sync()
 	if h.paths == nil {
 		h.paths = make(map[string]meta.Inode)
+		h.inos = make(map[meta.Ino]meta.Inode)
 	}
 	if len(h.paths) < 1<<16 {
 		h.paths[p] = in
+		h.inos[in.Ino] = in
+	}
+}
+
+// changed records in as the inode's attributes now, wherever this call
+// met it (a change of its attributes only).
+func (h *connHandler) changed(in meta.Inode) {
+	h.sync()
+	if _, ok := h.inos[in.Ino]; !ok {
+		return
+	}
+	h.inos[in.Ino] = in
+	for p, old := range h.paths {
+		if old.Ino == in.Ino {
+			h.paths[p] = in
+		}
 	}
 }
 
 // forget drops what this call resolved: a change happened.
-func (h *connHandler) forget() { h.paths = nil }
+func (h *connHandler) forget() { h.paths, h.inos = nil, nil }
 
 // Mount answers MNT of the export ("/" or the --export path) or of a
 // directory inside it (libnfs mounts the directory of the file it is

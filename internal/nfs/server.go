@@ -46,7 +46,7 @@ type Config struct {
 	ReadOnly bool
 	// MaxConns bounds the connections open at once, MaxConnsPerIP those
 	// of one client address (defaults 256 and 16). Each connection has
-	// at most one call of at most maxRecordSize in flight.
+	// at most maxCallsPerConn calls of at most maxRecordSize in flight.
 	MaxConns, MaxConnsPerIP int
 	// MaxInFlight bounds the bytes of the calls in flight on all
 	// connections (default DefaultInFlight); a connection past it waits
@@ -66,6 +66,10 @@ type Server struct {
 	inFlight  *budget
 	refused   ratelog.Limiter
 	badLog    ratelog.Limiter
+
+	// ioHook, if set (tests), is called before each READ, WRITE or
+	// COMMIT the gate serves, with its procedure.
+	ioHook func(proc uint32)
 
 	mu    sync.Mutex
 	open  int
@@ -240,6 +244,8 @@ func (s *Server) serveConn(ctx context.Context, c net.Conn) {
 	g.Close()
 	close(ln.done)
 	<-served
+	cancel()
+	g.waitCalls()
 }
 
 // closeAll closes every connection (the server stops).

@@ -2,6 +2,7 @@ package nfs
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/willscott/go-nfs-client/nfs/xdr"
 
 	"tessera/internal/meta"
+	"tessera/internal/vfs"
 )
 
 // WRITE and COMMIT are answered here, not by go-nfs (which answers every
@@ -60,26 +62,52 @@ type writeArgs struct {
 	Data   []byte
 }
 
+// parseWrite reads WRITE's arguments (bounded by checkArgs); Data is a
+// slice of args, not a copy.
+func parseWrite(args []byte) (writeArgs, bool) {
+	var req writeArgs
+	fh, rest, ok := handleArg(args)
+	if !ok || len(rest) < 20 {
+		return req, false
+	}
+	req.Handle = fh
+	req.Offset = binary.BigEndian.Uint64(rest)
+	req.Count = binary.BigEndian.Uint32(rest[8:])
+	req.How = binary.BigEndian.Uint32(rest[12:])
+	n := binary.BigEndian.Uint32(rest[16:])
+	if n > maxIO || uint64(len(rest)-20) < uint64(n) {
+		return req, false
+	}
+	req.Data = rest[20 : 20+n]
+	return req, true
+}
+
 type commitArgs struct {
 	Handle []byte
 	Offset uint64
 	Count  uint32
 }
 
-// serveIO answers the WRITE or COMMIT call c, whose arguments are args
-// (already bounded by checkArgs), and returns the reply's body (the
-// procedure's result, after an accepted SUCCESS).
-func (h *connHandler) serveIO(c call, args []byte) []byte {
-	h.forget()
-	if c.proc == procNFSWrite {
-		return h.write(args)
+// serveIO answers the READ, WRITE or COMMIT call c as cred's caller,
+// whose arguments are args (already bounded by checkArgs), and returns the
+// reply's body (the procedure's result, after an accepted SUCCESS). It
+// keeps nothing of the connection's: calls may run at once (dispatch.go).
+func (h *connHandler) serveIO(c call, cred vfs.Cred, args []byte) reply {
+	if hook := h.srv.ioHook; hook != nil {
+		hook(c.proc)
 	}
-	return h.commit(args)
+	switch c.proc {
+	case procNFSRead:
+		return h.read(cred, args)
+	case procNFSWrite:
+		return reply{body: h.write(cred, args)}
+	}
+	return reply{body: h.commit(args)}
 }
 
-func (h *connHandler) write(args []byte) []byte {
-	var req writeArgs
-	if err := xdr.Read(bytes.NewReader(args), &req); err != nil {
+func (h *connHandler) write(cred vfs.Cred, args []byte) []byte {
+	req, ok := parseWrite(args)
+	if !ok {
 		return ioFail(nfsErrInval, nil)
 	}
 	if h.srv.cfg.ReadOnly {
@@ -95,25 +123,19 @@ func (h *connHandler) write(args []byte) []byte {
 	if req.Offset > math.MaxInt64-uint64(len(data)) {
 		return ioFail(nfsErrFBig, nil)
 	}
-	ino, path, status := h.fileOf(req.Handle)
-	if status != nfsOK {
-		return ioFail(status, nil)
-	}
-	info, err := h.fs.Stat(path)
-	if err != nil {
-		return ioFail(errStatus(err), nil)
-	}
+	in, status := h.srv.inodeOf(h.ctx, req.Handle)
 	switch {
-	case info.IsDir():
+	case status != nfsOK:
+		return ioFail(status, nil)
+	case in.IsDir():
 		return ioFail(nfsErrIsDir, nil)
-	case !info.Mode().IsRegular():
+	case !in.IsRegular():
 		return ioFail(nfsErrInval, nil)
 	}
-	pre := gonfs.ToFileAttribute(info, path).AsCache()
-	n, err := h.srv.v.WriteAt(h.ctx, h.gate.cred(), ino, int64(req.Offset), data, req.How != unstable)
-	h.forget()
+	pre := attrOf(in).AsCache()
+	n, err := h.srv.v.WriteAtInode(h.ctx, cred, &in, int64(req.Offset), data, req.How != unstable)
 	if err != nil {
-		return ioFail(errStatus(err), h.wcc(pre, path))
+		return ioFail(errStatus(err), h.wcc(pre, h.srv.after(in)))
 	}
 	committed := uint32(unstable)
 	if req.How != unstable {
@@ -121,7 +143,7 @@ func (h *connHandler) write(args []byte) []byte {
 	}
 	w := new(bytes.Buffer)
 	put(w, uint32(nfsOK))
-	w.Write(h.wcc(pre, path))
+	w.Write(h.wcc(pre, h.srv.after(in)))
 	put(w, uint32(n))
 	put(w, committed)
 	put(w, h.srv.verifier)
@@ -136,41 +158,35 @@ func (h *connHandler) commit(args []byte) []byte {
 	if h.srv.cfg.ReadOnly {
 		return ioFail(nfsErrROFS, nil)
 	}
-	ino, path, status := h.fileOf(req.Handle)
+	in, status := h.srv.inodeOf(h.ctx, req.Handle)
 	if status != nfsOK {
 		return ioFail(status, nil)
 	}
-	if err := h.srv.v.Commit(h.ctx, ino); err != nil {
-		return ioFail(errStatus(err), h.wcc(nil, path))
+	if err := h.srv.v.Commit(h.ctx, in.Ino); err != nil {
+		return ioFail(errStatus(err), h.wcc(nil, h.srv.after(in)))
 	}
-	h.forget()
 	w := new(bytes.Buffer)
 	put(w, uint32(nfsOK))
-	w.Write(h.wcc(nil, path))
+	w.Write(h.wcc(nil, h.srv.after(in)))
 	put(w, h.srv.verifier)
 	return w.Bytes()
 }
 
-// fileOf checks handle as every procedure does (FromHandle) and returns
-// its inode and the path go-nfs's helpers stat it by.
-func (h *connHandler) fileOf(handle []byte) (ino meta.Ino, path string, status uint32) {
-	fs, parts, err := h.FromHandle(handle)
-	if err != nil {
-		if errors.Is(err, errForeignHandle) && len(handle) != handleLen {
-			return 0, "", nfsErrBadHndle
-		}
-		return 0, "", nfsErrStale
-	}
-	fh, _ := decodeHandle(handle)
-	return fh.ino, fs.Join(parts...), nfsOK
+// attrOf is in as go-nfs encodes attributes.
+func attrOf(in meta.Inode) *gonfs.FileAttribute {
+	return gonfs.ToFileAttribute(&fileInfo{in: in}, "")
 }
 
-// wcc is a wcc_data: pre (nil: not known) and the attributes path has now.
-func (h *connHandler) wcc(pre *gonfs.FileCacheAttribute, path string) []byte {
-	var post *gonfs.FileAttribute
-	if info, err := h.fs.Stat(path); err == nil {
-		post = gonfs.ToFileAttribute(info, path)
-	}
+// after is in as this server sees it now: the size and mtime of what it
+// wrote and has not committed yet (client.Overlay), without asking the
+// meta service again.
+func (s *Server) after(in meta.Inode) *gonfs.FileAttribute {
+	s.v.Client().Overlay(&in)
+	return attrOf(in)
+}
+
+// wcc is a wcc_data: pre (nil: not known) and post.
+func (h *connHandler) wcc(pre *gonfs.FileCacheAttribute, post *gonfs.FileAttribute) []byte {
 	w := new(bytes.Buffer)
 	if err := gonfs.WriteWcc(w, pre, post); err != nil {
 		return []byte{0, 0, 0, 0, 0, 0, 0, 0} // neither known

@@ -130,7 +130,7 @@ func TestWriteRefusals(t *testing.T) {
 	}
 }
 
-// FuzzServeIO feeds WRITE and COMMIT arguments, bounded as the gate
+// FuzzServeIO feeds READ, WRITE and COMMIT arguments, bounded as the gate
 // bounds them (checkArgs), to serveIO: every input gets a result that
 // starts with a status, never a panic.
 func FuzzServeIO(f *testing.F) {
@@ -156,19 +156,22 @@ func FuzzServeIO(f *testing.F) {
 	f.Add(uint8(procNFSWrite), args(procNFSWrite, 1<<40, fileSync, []byte("far")))
 	f.Add(uint8(procNFSWrite), args(procNFSWrite, math.MaxUint64-1, dataSync, []byte("overflow")))
 	f.Add(uint8(procNFSCommit), args(procNFSCommit, 0, 0, nil))
+	f.Add(uint8(procNFSRead), args(procNFSRead, 0, 0, []byte("count")))
 	g := newGate(ctx, nil, srv.s.squash, srv.s.inFlight)
 	h := newConnHandler(srv.s, g, ctx)
 	f.Fuzz(func(t *testing.T, proc uint8, b []byte) {
-		c := call{prog: progNFS, vers: 3, proc: procNFSWrite}
-		if proc%2 == 1 {
-			c.proc = procNFSCommit
-		}
+		c := call{prog: progNFS, vers: 3, proc: []uint32{procNFSWrite, procNFSCommit, procNFSRead}[proc%3]}
 		if err := checkArgs(&xr{b: b}, &c); err != nil {
 			return // the gate closes the connection
 		}
-		res := h.serveIO(c, b)
-		if len(res) < 12 { // status and an empty wcc_data at least
-			t.Fatalf("a %d-byte result", len(res))
+		res := h.serveIO(c, vfs.Root, b)
+		defer res.release()
+		least := 12 // status and an empty wcc_data at least
+		if c.proc == procNFSRead {
+			least = 8 // status and no attributes
+		}
+		if len(res.body) < least || len(res.data) > maxIO {
+			t.Fatalf("a %d-byte result with %d bytes of data", len(res.body), len(res.data))
 		}
 	})
 }

@@ -161,10 +161,24 @@ func (v *FS) ReadAt(ctx context.Context, c Cred, ino meta.Ino, off int64, buf []
 		if err != nil {
 			return 0, false, err
 		}
+		return v.ReadAtInode(ctx, c, &in, off, buf)
+	}
+	return v.readAt(ctx, ino, off, buf)
+}
+
+// ReadAtInode is ReadAt for a caller that has just fetched the file's
+// attributes (GetAttr) for this call: in answers the permission check, so
+// the meta service is not asked again.
+func (v *FS) ReadAtInode(ctx context.Context, c Cred, in *meta.Inode, off int64, buf []byte) (int, bool, error) {
+	if !c.Checked {
 		if err := check(c, "read", &in.Attr, MayRead); err != nil {
 			return 0, false, err
 		}
 	}
+	return v.readAt(ctx, in.Ino, off, buf)
+}
+
+func (v *FS) readAt(ctx context.Context, ino meta.Ino, off int64, buf []byte) (int, bool, error) {
 	of, err := v.acquire(ctx, ino)
 	if err != nil {
 		return 0, false, err
@@ -185,22 +199,37 @@ func (v *FS) ReadAt(ctx context.Context, c Cred, ino meta.Ino, off int64, buf []
 // WriteAt writes data at off of file ino (write permission needed), after
 // clearing the set-id bits a write by c clears; with stable it commits
 // before it returns (NFS's FILE_SYNC and DATA_SYNC: the write survives a
-// crash of this server once answered). It returns the inode after.
+// crash of this server once answered). It returns the byte count.
 func (v *FS) WriteAt(ctx context.Context, c Cred, ino meta.Ino, off int64, data []byte, stable bool) (int, error) {
 	if !c.Checked {
 		in, err := v.GetAttr(ctx, ino)
 		if err != nil {
 			return 0, err
 		}
+		return v.WriteAtInode(ctx, c, &in, off, data, stable)
+	}
+	return v.writeAt(ctx, ino, off, data, stable)
+}
+
+// WriteAtInode is WriteAt for a caller that has just fetched the file's
+// attributes (GetAttr) for this call: in answers the permission check and
+// says whether set-id bits are to be cleared, so the meta service is not
+// asked again.
+func (v *FS) WriteAtInode(ctx context.Context, c Cred, in *meta.Inode, off int64, data []byte, stable bool) (int, error) {
+	if !c.Checked {
 		if err := check(c, "write", &in.Attr, MayWrite); err != nil {
 			return 0, err
 		}
 		if killOnWrite(c, in.Mode) != 0 {
-			if _, err := v.KillSuidgid(ctx, ino); err != nil {
+			if _, err := v.KillSuidgid(ctx, in.Ino); err != nil {
 				return 0, err
 			}
 		}
 	}
+	return v.writeAt(ctx, in.Ino, off, data, stable)
+}
+
+func (v *FS) writeAt(ctx context.Context, ino meta.Ino, off int64, data []byte, stable bool) (int, error) {
 	of, err := v.acquire(ctx, ino)
 	if err != nil {
 		return 0, err

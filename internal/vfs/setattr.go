@@ -39,8 +39,11 @@ func (v *FS) SetAttr(ctx context.Context, c Cred, ino meta.Ino, s SetAttr) (meta
 	var in meta.Inode
 	var err error
 	if s.Valid&meta.SetSize != 0 || s.KillSuidgid || (!c.Checked && s.Valid != 0) {
-		if in, err = v.api.GetAttr(ctx, ino); err != nil {
-			return in, err
+		var ok bool
+		if in, ok = fresh(ctx, ino); !ok {
+			if in, err = v.api.GetAttr(ctx, ino); err != nil {
+				return in, err
+			}
 		}
 	}
 	var req meta.SetAttrReq

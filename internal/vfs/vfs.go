@@ -103,14 +103,36 @@ func (v *FS) dir(ctx context.Context, c Cred, op string, ino meta.Ino, mask uint
 	if c.Checked {
 		return meta.Inode{}, nil
 	}
-	d, err := v.api.GetAttr(ctx, ino)
-	if err != nil {
-		return d, err
+	d, ok := fresh(ctx, ino)
+	if !ok {
+		var err error
+		if d, err = v.api.GetAttr(ctx, ino); err != nil {
+			return d, err
+		}
 	}
 	if !d.IsDir() {
 		return d, errorf(op, ino, errNotDir)
 	}
 	return d, check(c, op, &d.Attr, mask)
+}
+
+type freshKey struct{}
+
+// WithFresh returns ctx carrying f, which gives the attributes of inodes
+// that the caller fetched from the meta service during the call under way
+// (nothing changed since): the permission checks of directories and of
+// SetAttr use them instead of asking again. For one call of a front end that has just
+// fetched them (NFS: the handle's directory), never longer.
+func WithFresh(ctx context.Context, f func(meta.Ino) (meta.Inode, bool)) context.Context {
+	return context.WithValue(ctx, freshKey{}, f)
+}
+
+// fresh returns what ctx's WithFresh knows of ino.
+func fresh(ctx context.Context, ino meta.Ino) (meta.Inode, bool) {
+	if f, ok := ctx.Value(freshKey{}).(func(meta.Ino) (meta.Inode, bool)); ok {
+		return f(ino)
+	}
+	return meta.Inode{}, false
 }
 
 // Lookup returns the entry name of directory parent (search permission

@@ -296,3 +296,36 @@ func TestNamesFromTheNetworkAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestFreshAttributesAnswerDirectoryChecks: a directory's attributes a
+// caller fetched during its call (WithFresh) answer the permission
+// checks of a lookup, a create and a remove in it, and of a SetAttr of
+// it, without asking the meta service again; an inode the caller did not
+// give is asked for.
+func TestFreshAttributesAnswerDirectoryChecks(t *testing.T) {
+	v := newFS(t)
+	ctx := context.Background()
+	d := mk(t, v, alice, meta.RootIno, "d", syscall.S_IFDIR|0o777)
+	mk(t, v, alice, d.Ino, "f", syscall.S_IFREG|0o644)
+	closed := d
+	closed.Mode = syscall.S_IFDIR | 0o700 // as if alice had just closed it to others
+	fctx := WithFresh(ctx, func(ino meta.Ino) (meta.Inode, bool) { return closed, ino == d.Ino })
+	_, err := v.Lookup(fctx, bob, d.Ino, "f")
+	wantErrno(t, "lookup by bob with the fresh 0700", err, syscall.EACCES)
+	_, err = v.Create(fctx, bob, meta.CreateReq{Parent: d.Ino, Name: "g", Mode: syscall.S_IFREG | 0o644})
+	wantErrno(t, "create by bob with the fresh 0700", err, syscall.EACCES)
+	wantErrno(t, "unlink by bob with the fresh 0700", v.Unlink(fctx, bob, d.Ino, "f"), syscall.EACCES)
+	bobs := closed
+	bobs.Uid = bob.Uid // as if bob owned it
+	bctx := WithFresh(ctx, func(ino meta.Ino) (meta.Inode, bool) { return bobs, ino == d.Ino })
+	if _, err := v.SetAttr(bctx, bob, d.Ino, SetAttr{Valid: meta.SetMode, Mode: 0o755}); err != nil {
+		t.Fatalf("chmod by bob, the owner in the fresh attributes: %v", err)
+	}
+	if _, err := v.Lookup(ctx, bob, d.Ino, "f"); err != nil {
+		t.Fatalf("lookup by bob with the meta service's 0777: %v", err)
+	}
+	other := WithFresh(ctx, func(meta.Ino) (meta.Inode, bool) { return meta.Inode{}, false })
+	if _, err := v.Lookup(other, bob, d.Ino, "f"); err != nil {
+		t.Fatalf("lookup with nothing fresh for the directory: %v", err)
+	}
+}

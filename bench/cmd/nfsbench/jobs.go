@@ -35,18 +35,19 @@ func seqWrite(t target, o options) error {
 		return err
 	}
 	_, wsize := c.IOSize()
-	buf := newPiece(wsize, o.seed)
+	base := newPiece(wsize, o.seed)
 	start := time.Now()
 	f, err := c.Create(o.file, 0o644)
 	if err != nil {
 		return err
 	}
-	for off := int64(0); off < o.size; off += int64(wsize) {
-		n := min(int64(wsize), o.size-off)
+	err = inPieces(o.size, wsize, o.window, func(buf []byte, off int64) error {
+		copy(buf, base)
 		pattern(buf, off)
-		if err := f.WriteAt(buf[:n], off); err != nil {
-			return err
-		}
+		return f.WriteAt(buf, off)
+	})
+	if err != nil {
+		return err
 	}
 	if err := f.Sync(); err != nil {
 		return err
@@ -64,17 +65,15 @@ func seqRead(t target, o options) error {
 		return err
 	}
 	rsize, wsize := c.IOSize()
-	buf := make([]byte, rsize)
 	start := time.Now()
 	f, err := c.Open(o.file)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	var off int64
-	for off < o.size {
-		want := int(min(int64(rsize), o.size-off))
-		n, err := f.ReadAt(buf[:want], off)
+	err = inPieces(o.size, rsize, o.window, func(buf []byte, off int64) error {
+		want := len(buf)
+		n, err := f.ReadAt(buf, off)
 		if err != nil && !(errors.Is(err, io.EOF) && n == want) {
 			return fmt.Errorf("read at %d: got %d of %d bytes: %w", off, n, want, err)
 		}
@@ -84,10 +83,54 @@ func seqRead(t target, o options) error {
 		if off%int64(wsize) == 0 && n >= 8 && int64(binary.LittleEndian.Uint64(buf)) != off {
 			return fmt.Errorf("read at %d: the piece is stamped %d: not what seqwrite wrote there", off, binary.LittleEndian.Uint64(buf))
 		}
-		off += int64(n)
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	report("seqread", 1, off, time.Since(start).Seconds())
+	report("seqread", 1, o.size, time.Since(start).Seconds())
 	return nil
+}
+
+// inPieces calls do for each piece of size bytes in order of offset, with
+// window calls at once (each its own buffer): a kernel client keeps several
+// READs or WRITEs of a sequential reader or writer in flight (read-ahead,
+// write-behind); window 1 is one call after another. The first error stops
+// it.
+func inPieces(size int64, piece, window int, do func(buf []byte, off int64) error) error {
+	var (
+		mu    sync.Mutex
+		next  int64
+		first error
+		wg    sync.WaitGroup
+	)
+	for range max(window, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, piece)
+			for {
+				mu.Lock()
+				off := next
+				next += int64(piece)
+				stop := first != nil || off >= size
+				mu.Unlock()
+				if stop {
+					return
+				}
+				if err := do(buf[:min(int64(piece), size-off)], off); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
 }
 
 func randRead(t target, o options) error {

@@ -8,14 +8,15 @@
 //
 // Jobs (paths are relative to the export or DIR):
 //
-//	seqwrite -file F -size S    write S bytes in wsize pieces, then COMMIT (fsync)
-//	seqread  -file F -size S    read them back in rsize pieces, checking each piece's stamp
+//	seqwrite -file F -size S [-window W]   write S bytes in wsize pieces (W at once), then COMMIT (fsync)
+//	seqread  -file F -size S [-window W]   read them back in rsize pieces (W at once), checking each piece's stamp
 //	randread -file F -size S -streams N -count K   K 4 KiB reads at random offsets, split over N streams
 //	meta     -path D -n N -threads T   create, stat (LOOKUP), remove N empty files, one directory per worker
 //	untar    -tar FILE -path D  create the tar's directories, files (written, then COMMIT at close) and symlinks
 //
-// Every NFS worker has its own connection (go-nfs serves one call at a time
-// per connection; a worker is one call in flight). Output, one line per
+// Every NFS worker has its own connection; a worker is one call in flight,
+// except that seqwrite and seqread keep -window calls in flight on their
+// one connection (calls are matched to replies by xid). Output, one line per
 // timed phase: "job=seqwrite ops=1 bytes=2147483648 secs=12.345".
 package main
 
@@ -57,6 +58,7 @@ type options struct {
 	job, file, path, tar string
 	size                 int64
 	streams, count       int
+	window               int
 	n, threads           int
 	seed                 int64
 	dropCaches           bool
@@ -77,6 +79,7 @@ func main() {
 	flag.StringVar(&o.path, "path", "meta", "directory of the meta and untar jobs (made; must not exist)")
 	flag.StringVar(&o.tar, "tar", "", "tar file (local) for the untar job")
 	flag.IntVar(&o.streams, "streams", 1, "randread: concurrent streams, each on its own connection")
+	flag.IntVar(&o.window, "window", 1, "seqwrite, seqread: calls in flight at once on the one connection (a kernel client's read-ahead and write-behind); 1: one after another")
 	flag.IntVar(&o.count, "count", 20000, "randread: reads in all, split over the streams")
 	flag.IntVar(&o.n, "n", 10000, "meta: files in all, split over the workers")
 	flag.IntVar(&o.threads, "threads", 4, "meta: workers, each on its own connection and in its own directory")
@@ -89,8 +92,8 @@ func main() {
 	if o.size, err = parseSize(*size); err != nil {
 		fail(err)
 	}
-	if o.streams < 1 || o.threads < 1 || o.count < 1 || o.n < 1 {
-		fail(fmt.Errorf("-streams, -threads, -count and -n must be at least 1"))
+	if o.streams < 1 || o.threads < 1 || o.count < 1 || o.n < 1 || o.window < 1 || o.window > 64 {
+		fail(fmt.Errorf("-streams, -threads, -count, -n and -window must be at least 1 (-window at most 64)"))
 	}
 	rpc.DefaultReadTimeout = *timeout
 	if *timeout <= 0 {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	nfsc "github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
@@ -336,7 +337,7 @@ type nfsFile struct {
 	c     *nfsClient
 	fh    []byte
 	name  string
-	dirty bool // written since the last COMMIT
+	dirty atomic.Bool // written since the last COMMIT
 }
 
 func (f *nfsFile) WriteAt(p []byte, off int64) error {
@@ -364,7 +365,7 @@ func (f *nfsFile) WriteAt(p []byte, off int64) error {
 			return fmt.Errorf("write %s at %d: server wrote %d of %d bytes", f.name, off, ok.Count, n)
 		}
 		p, off = p[ok.Count:], off+int64(ok.Count)
-		f.dirty = true
+		f.dirty.Store(true)
 	}
 	return nil
 }
@@ -412,14 +413,14 @@ func (f *nfsFile) Sync() error {
 	}{f.c.hdr(nfsc.NFSProc3Commit), f.fh, 0, 0}); err != nil {
 		return fmt.Errorf("commit %s: %w", f.name, err)
 	}
-	f.dirty = false
+	f.dirty.Store(false)
 	return nil
 }
 
 // Close commits what was written since the last COMMIT, as a kernel client
 // does at close (close-to-open consistency).
 func (f *nfsFile) Close() error {
-	if !f.dirty {
+	if !f.dirty.Load() {
 		return nil
 	}
 	return f.Sync()

@@ -1,0 +1,205 @@
+package nfs
+
+import (
+	"encoding/binary"
+	"math"
+	"net"
+	"sync"
+
+	"tessera/internal/meta"
+)
+
+// The gate serves READ, WRITE and COMMIT of one connection several at a
+// time, on workers of the connection's (at most maxCallsPerConn, started as
+// needed and kept while it is open: a fresh goroutine per call grew its
+// stack through every call),
+// so that a client with several calls in flight on a connection (a kernel
+// client reading ahead or writing behind) is not served one call after
+// another. Calls on the same file keep the order they came in where it
+// matters: a call waits for the earlier calls in flight on the same inode
+// whose byte ranges overlap its own, unless both only read (a COMMIT
+// covers the whole file). Calls go-nfs serves (everything else) wait until
+// every call of the gate's before them is done, and the next record is
+// read only once go-nfs has answered: they are ordered against all.
+// Replies go out as whole records in the order the calls finish, each
+// carrying its call's xid.
+
+// maxCallsPerConn bounds the gate's calls in flight on one connection
+// (the server's budget bounds their bytes: Config.MaxInFlight).
+const maxCallsPerConn = 16
+
+// ioCalls are a gate's calls in flight and its workers. Guarded by
+// gate.mu.
+type ioCalls struct {
+	running int
+	pending []*ioCall
+	// jobs are the calls handed to the workers (room for
+	// maxCallsPerConn: sent under gate.mu, never blocks); closed with the
+	// gate.
+	jobs    chan func()
+	workers int // started
+	idle    int // waiting for a job and not claimed by one sent
+	ended   bool
+}
+
+// ioCall is a call in flight: the bytes of an inode it reads or changes.
+type ioCall struct {
+	ino        meta.Ino // 0: no valid handle (orders against nothing)
+	start, end uint64   // [start, end)
+	write      bool
+	done       chan struct{}
+}
+
+// conflicts reports whether b, which came after a, must wait for it.
+func (a *ioCall) conflicts(b *ioCall) bool {
+	return a.ino != 0 && a.ino == b.ino && (a.write || b.write) && a.start < b.end && b.start < a.end
+}
+
+// ioCallOf says what call c (whose record is rec) touches.
+func ioCallOf(rec []byte, c call) *ioCall {
+	x := &ioCall{done: make(chan struct{})}
+	fh, rest, ok := handleArg(rec[4+c.argsAt:])
+	if !ok {
+		return x
+	}
+	d, err := decodeHandle(fh)
+	if err != nil {
+		return x
+	}
+	x.ino = d.ino
+	switch {
+	case c.proc == procNFSCommit || len(rest) < 12:
+		x.start, x.end, x.write = 0, math.MaxUint64, true
+	default:
+		x.start = binary.BigEndian.Uint64(rest)
+		n := uint64(binary.BigEndian.Uint32(rest[8:])) // READ's count, WRITE's count
+		x.end = x.start + max(n, 1)
+		if x.end < x.start {
+			x.end = math.MaxUint64
+		}
+		x.write = c.proc == procNFSWrite
+	}
+	return x
+}
+
+// dispatch starts serving call c (record rec, holding need of the budget)
+// on a goroutine of its own, after the calls before it on the same bytes;
+// it waits first while the connection has maxCallsPerConn calls running.
+func (g *gate) dispatch(rec []byte, c call, need int64) error {
+	x := ioCallOf(rec, c)
+	g.mu.Lock()
+	for g.io.running >= maxCallsPerConn && !g.closed {
+		g.cond.Wait()
+	}
+	if g.closed {
+		g.mu.Unlock()
+		g.inFlight.give(need)
+		return net.ErrClosed
+	}
+	var after []chan struct{}
+	for _, p := range g.io.pending {
+		if p.conflicts(x) {
+			after = append(after, p.done)
+		}
+	}
+	g.io.pending = append(g.io.pending, x)
+	g.io.running++
+	cred := g.squash(c.flavor, c.cred)
+	job := func() {
+		defer g.finished(x, need)
+		for _, d := range after {
+			select {
+			case <-d:
+			case <-g.dead:
+				return
+			}
+		}
+		r := g.serveIO(c, cred, rec[4+c.argsAt:])
+		defer r.release()
+		_ = g.writeReply(rec[4:8], r) // a failed write ends the connection: its reader sees it
+		freeRecord(rec)               // nothing keeps it: vfs copies what it writes
+	}
+	start := false
+	if g.io.idle > 0 {
+		g.io.idle--
+	} else {
+		g.io.workers++
+		start = true
+	}
+	g.io.jobs <- job
+	g.mu.Unlock()
+	if start {
+		go g.worker()
+	}
+	return nil
+}
+
+// worker runs the gate's calls until the gate closes. The jobs channel is
+// in the order the calls came: a call's earlier calls on the same bytes
+// were taken by a worker before it, so waiting for them cannot deadlock.
+func (g *gate) worker() {
+	for job := range g.io.jobs {
+		job()
+		g.mu.Lock()
+		g.io.idle++
+		g.mu.Unlock()
+	}
+}
+
+// endJobsLocked closes the workers' channel (the gate closed: no call is
+// dispatched any more).
+func (g *gate) endJobsLocked() {
+	if !g.io.ended {
+		g.io.ended = true
+		close(g.io.jobs)
+	}
+}
+
+// finished ends call x: the calls after it may go on.
+func (g *gate) finished(x *ioCall, need int64) {
+	g.inFlight.give(need)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, p := range g.io.pending {
+		if p == x {
+			g.io.pending = append(g.io.pending[:i], g.io.pending[i+1:]...)
+			break
+		}
+	}
+	g.io.running--
+	close(x.done)
+	g.cond.Broadcast()
+}
+
+// waitCalls waits until the gate's calls are done (the gate is closed:
+// they end soon).
+func (g *gate) waitCalls() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for g.io.running > 0 {
+		g.cond.Wait()
+	}
+}
+
+// Records of more than pooledRecord bytes (WRITEs) come from a pool and go
+// back to it once the gate's call is answered; go-nfs's are left to the
+// garbage collector.
+const pooledRecord = 64 << 10
+
+var records = sync.Pool{New: func() any { b := make([]byte, 4+maxRecordSize); return &b }}
+
+// newRecord returns a buffer for a record of n bytes and its mark.
+func newRecord(n int) []byte {
+	if n <= pooledRecord || n > maxRecordSize {
+		return make([]byte, 4+n)
+	}
+	return (*records.Get().(*[]byte))[:4+n]
+}
+
+// freeRecord gives rec back to the pool if it came from there.
+func freeRecord(rec []byte) {
+	if cap(rec) == 4+maxRecordSize && len(rec) > 4+pooledRecord {
+		rec = rec[:cap(rec)]
+		records.Put(&rec)
+	}
+}
