@@ -4,8 +4,9 @@
 #
 #   bench/run.sh [--targets passthrough,userloop,juicefs,tessera] [--size 2G] [--runs 3] [--quick]
 #                [--rand-size 1G] [--runtime 30] [--files 10000] [--threads 4]
-#                [--tree DIR] [--clone-src tree|REPO] [--ow-count 300] [--ow-size 8M] [--ow-bs 64K] [--ow-settle 0]
-#                [--workdir /var/tmp] [--keep] [--workloads seq,rand,meta,tree,overwrite]
+#                [--tree DIR|small] [--clone-src REPO|tree] [--sqlite-tx 10000] [--ow-count 300] [--ow-size 8M]
+#                [--ow-bs 64K] [--ow-settle 0] [--workdir /var/tmp] [--keep]
+#                [--workloads seq,rand,meta,tree,git,sqlite,overwrite]
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,13 +16,13 @@ LOOPBACK_VERSION=v2.12.1
 
 TARGETS=passthrough,userloop,juicefs,tessera
 SIZE="" RAND_SIZE="" RUNTIME="" FILES="" RUNS=3 THREADS=4
-TREE="" CLONE_SRC=tree OW_COUNT="" OW_SIZE=8M OW_BS=64K OW_SETTLE=0
+TREE="" CLONE_SRC="$REPO" SQLITE_TX="" OW_COUNT="" OW_SIZE=8M OW_BS=64K OW_SETTLE=0
 WORKBASE=/var/tmp KEEP=0 QUICK=0
-WORKLOADS=seq,rand,meta,tree,overwrite   # groups of workloads to run (--workloads)
+WORKLOADS=seq,rand,meta,tree,git,sqlite,overwrite   # groups of workloads to run (--workloads)
 MEASURE_TIMEOUT=${BENCH_TIMEOUT:-1200}   # seconds, per fio/metaops invocation
 MOUNT_TIMEOUT=${BENCH_MOUNT_TIMEOUT:-60} # seconds for a daemon to show its mount
 
-usage() { sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 ARGS="$*"
 while [ $# -gt 0 ]; do
   case $1 in
@@ -43,6 +44,8 @@ while [ $# -gt 0 ]; do
     --tree=*) TREE=${1#*=}; shift ;;
     --clone-src) CLONE_SRC=$2; shift 2 ;;
     --clone-src=*) CLONE_SRC=${1#*=}; shift ;;
+    --sqlite-tx) SQLITE_TX=$2; shift 2 ;;
+    --sqlite-tx=*) SQLITE_TX=${1#*=}; shift ;;
     --ow-count) OW_COUNT=$2; shift 2 ;;
     --ow-count=*) OW_COUNT=${1#*=}; shift ;;
     --ow-size) OW_SIZE=$2; shift 2 ;;
@@ -61,13 +64,17 @@ while [ $# -gt 0 ]; do
     *) echo "run.sh: unknown argument: $1" >&2; usage 2 ;;
   esac
 done
-# defaults; --quick picks small ones for a smoke run (explicit --size etc. still win)
+# defaults; --quick picks small ones for a smoke run (explicit --size etc. still win). The
+# tree is Go's own src (>= 10,000 entries) in both; --tree small is the old 1,583-entry one.
 GOROOT_SRC=$(go env GOROOT)/src
+: "${TREE:=$GOROOT_SRC}"
+[ "$TREE" = small ] && TREE=$GOROOT_SRC/cmd/go
 if [ "$QUICK" = 1 ]; then
-  : "${SIZE:=256M}" "${RAND_SIZE:=256M}" "${RUNTIME:=5}" "${FILES:=1000}" "${TREE:=$GOROOT_SRC/cmd/go}" "${OW_COUNT:=100}"
+  : "${SIZE:=256M}" "${RAND_SIZE:=256M}" "${RUNTIME:=5}" "${FILES:=1000}" "${OW_COUNT:=100}" "${SQLITE_TX:=500}"
 else
-  : "${SIZE:=2G}" "${RAND_SIZE:=1G}" "${RUNTIME:=30}" "${FILES:=10000}" "${TREE:=$GOROOT_SRC}" "${OW_COUNT:=300}"
+  : "${SIZE:=2G}" "${RAND_SIZE:=1G}" "${RUNTIME:=30}" "${FILES:=10000}" "${OW_COUNT:=300}" "${SQLITE_TX:=10000}"
 fi
+[[ $SQLITE_TX =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --sqlite-tx must be a positive integer" >&2; exit 2; }
 [ -d "$TREE" ] || { echo "run.sh: --tree $TREE is not a directory" >&2; exit 2; }
 TREE=$(cd "$TREE" && pwd)
 [ "$CLONE_SRC" = tree ] || git -C "$CLONE_SRC" rev-parse --git-dir >/dev/null 2>&1 \
@@ -80,7 +87,7 @@ for t in "${TLIST[@]}"; do
 done
 [[ $RUNS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: --runs must be a positive integer" >&2; exit 2; }
 for g in ${WORKLOADS//,/ }; do
-  case $g in seq|rand|meta|tree|overwrite) ;; *) echo "run.sh: --workloads: unknown group '$g' (groups: seq,rand,meta,tree,overwrite)" >&2; exit 2 ;; esac
+  case $g in seq|rand|meta|tree|git|sqlite|overwrite) ;; *) echo "run.sh: --workloads: unknown group '$g' (groups: seq,rand,meta,tree,git,sqlite,overwrite)" >&2; exit 2 ;; esac
 done
 want_wl() { [[ ,$WORKLOADS, == *,$1,* ]]; } # want_wl GROUP: is the workload group selected?
 
@@ -232,7 +239,8 @@ DISK=$(df --output=source "$W" | tail -n 1)
   printf 'host\t%s, %s cores, %s MiB RAM, kernel %s\n' "$(hostname)" "$(nproc)" "$(awk '/MemTotal/{print int($2/1024)}' /proc/meminfo)" "$(uname -r)"
   printf 'data disk\t%s (%s) under %s\n' "$DISK" "$FSTYPE" "$W"
   printf 'workloads\tseq %s (1MiB, psync, end_fsync=1); randread 4KiB over %s for %ss (psync, qd1, invalidate=1; 1 and 4 jobs); metaops %s files, %s worker(s), one directory each\n' "$SIZE" "$RAND_SIZE" "$RUNTIME" "$FILES" "$THREADS"
-  printf 'tree\t%s\n' "$TREE"
+  printf 'tree\t%s (untar; stat of every entry: find -ls, tar -d; rm -rf)\n' "$TREE"
+  printf 'sqlite\t2 processes x %s transactions each (BEGIN IMMEDIATE; INSERT of 100 bytes; COMMIT; synchronous=FULL), WAL and rollback journal, PRAGMA integrity_check after; Tessera under policies session and posix (the other targets have no policies: their one figure stands in both rows)\n' "$SQLITE_TX"
   printf 'overwrite\t%s file, %s x %s pwrite+fsync at random offsets (seed 7), fresh instance of each target%s\n' "$OW_SIZE" "$OW_COUNT" "$OW_BS" \
     "$( [ "$OW_SETTLE" -gt 0 ] && echo "; store measured again ${OW_SETTLE}s after the job (JuiceFS, Tessera)")"
   printf 'runs\t%s (target order rotates each run)\n' "$RUNS"
@@ -265,7 +273,7 @@ make_clone_src() {
     CLONE_REPO=$W/clone-src.git
     log "cloning $CLONE_SRC (bare, packed) into $CLONE_REPO"
     git -c safe.directory='*' clone -q --bare --no-local "$CLONE_SRC" "$CLONE_REPO" || return 1
-    CLONE_DESC="bare clone of $CLONE_SRC ($(git -C "$CLONE_REPO" rev-list --all --count) commits)"
+    CLONE_DESC="a bare copy of $CLONE_SRC ($(git -C "$CLONE_REPO" rev-list --all --count) commits)"
   fi
   CLONE_FILES=$(git -C "$CLONE_REPO" ls-tree -r HEAD | wc -l)
   CLONE_PACK=$(du -sb "$CLONE_REPO/objects/pack" | cut -f1)
@@ -273,7 +281,7 @@ make_clone_src() {
 make_clone_src || { echo "run.sh: cannot make the git repository to clone" >&2; exit 1; }
 {
   printf 'untar\t%s: %s entries, %s bytes\n' "$TARBALL" "$TREE_ENTRIES" "$TREE_BYTES"
-  printf 'clone\tgit clone --no-hardlinks of %s: %s files, %s bytes of pack\n' "$CLONE_DESC" "$CLONE_FILES" "$CLONE_PACK"
+  printf 'clone\tgit clone --no-local of %s: %s files, %s bytes of pack; then git status in the clone\n' "$CLONE_DESC" "$CLONE_FILES" "$CLONE_PACK"
 } >> "$OUT/meta.tsv"
 
 DROP_OK=1
@@ -380,8 +388,10 @@ done
 printf 'Targets: %s\n' "$(for t in "${TLIST[@]}"; do printf '%s=%s ' "$t" "${STATUS[$t]}"; done)" >&2
 
 # ---------------------------------------------------------------- measurements
-# sample TARGET WORKLOAD RUN VALUE UNIT CPU WALL STATUS NOTE
-sample() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >> "$OUT/samples.tsv"; }
+# sample TARGET WORKLOAD RUN VALUE UNIT CPU WALL STATUS NOTE [OPS]: OPS, the operations the
+# measurement did (entries, files, transactions), gives the daemon's CPU per 1,000 of them
+sample() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >> "$OUT/samples.tsv"; }
+per1k() { awk -v c="$1" -v n="$2" 'BEGIN { if (c=="nan"||c==""||n==""||n+0==0) print "nan"; else printf "%.3f", c*1000/n }'; }
 now() { date +%s.%N; }
 fsub() { awk -v a="$1" -v b="$2" 'BEGIN { if (a=="nan"||b=="nan") print "nan"; else printf "%.2f", a-b }'; }
 
@@ -412,7 +422,7 @@ seq_file_ok() { # the seq file exists with the expected size
 run_workloads() {
   local t=$1 r=$2 m=${MNT[$1]}/bench wl
   if ! alive "${PID[$t]}" || ! fuse_mounted "${MNT[$t]}"; then
-    for wl in seqwrite seqread randread randread4 create stat unlink untar clone rmtree; do sample "$t" "$wl" "$r" nan - "" "" error "daemon gone"; done
+    for wl in seqwrite seqread randread randread4 create stat unlink untar statall tardiff rmtree clone gitstatus; do sample "$t" "$wl" "$r" nan - "" "" error "daemon gone"; done
     return
   fi
   # 1. sequential write (fresh file each run)
@@ -461,8 +471,8 @@ run_workloads() {
       v=$(sed -n 's/.*ops_per_s=\([^ ]*\).*/\1/p' <<< "$line")
       c=$(sed -n 's/.*daemon_cpu_s=\([^ ]*\).*/\1/p' <<< "$line")
       w=$(sed -n 's/.*secs=\([^ ]*\).*/\1/p' <<< "$line")
-      sample "$t" "$wl" "$r" "$v" ops/s "$c" "$w" ok ""
-      log "  $t $wl run $r: $v ops/s (daemon cpu $c s)"
+      sample "$t" "$wl" "$r" "$v" ops/s "$c" "$w" ok "" "$FILES"
+      log "  $t $wl run $r: $v ops/s (daemon cpu $c s, $(per1k "$c" "$FILES") s per 1,000)"
     else
       sample "$t" "$wl" "$r" nan ops/s "" "" error "metaops exit $rc: $(tail -n 1 "$mo" | tr '\t' ' ')"
     fi
@@ -470,20 +480,70 @@ run_workloads() {
   [ $rc -ne 0 ] && rm -rf "$m/meta.r$r" 2>/dev/null
   note_hwm "$t"
   fi
-  # 5. a real source tree: untar, git clone, rm -rf of the untarred tree (each cold, timed)
+  # 5. a real source tree: untar, stat of every entry (find -ls; tar -d: stat + compare
+  #    every file's bytes), rm -rf (each cold, timed; ops = the tree's entries)
   if want_wl tree; then
   mkdir -p "$m/tree.r$r"
-  timed "$t" untar "$r" tar -xf "$TARBALL" -C "$m/tree.r$r"
-  timed "$t" clone "$r" git clone -q --no-hardlinks "$CLONE_REPO" "$m/clone.r$r"
-  timed "$t" rmtree "$r" rm -rf "$m/tree.r$r"
-  rm -rf "$m/clone.r$r" "$m/tree.r$r" 2>/dev/null   # untimed
+  timed "$t" untar "$r" "$TREE_ENTRIES" tar -xf "$TARBALL" -C "$m/tree.r$r"
+  timed "$t" statall "$r" "$TREE_ENTRIES" find "$m/tree.r$r" -ls
+  timed "$t" tardiff "$r" "$TREE_ENTRIES" tar -df "$TARBALL" -C "$m/tree.r$r"
+  timed "$t" rmtree "$r" "$TREE_ENTRIES" rm -rf "$m/tree.r$r"
+  rm -rf "$m/tree.r$r" 2>/dev/null   # untimed
   note_hwm "$t"
+  fi
+  # 6. git: clone --no-local of a real repository, then git status in it (ops = its files)
+  if want_wl git; then
+  timed "$t" clone "$r" "$CLONE_FILES" git -c safe.directory='*' clone -q --no-local "$CLONE_REPO" "$m/clone.r$r" \
+    && timed "$t" gitstatus "$r" "$CLONE_FILES" git -c safe.directory='*' -C "$m/clone.r$r" status
+  rm -rf "$m/clone.r$r" 2>/dev/null   # untimed
+  note_hwm "$t"
+  fi
+  # 7. SQLite: 2 processes x $SQLITE_TX small transactions, WAL and rollback journal
+  if want_wl sqlite; then
+    local pol
+    for pol in session posix; do
+      [ "$t" != tessera ] && [ "$pol" = posix ] && continue   # no policies: one measurement, both rows
+      sqlite_job "$t" "$r" wal "$pol"
+      sqlite_job "$t" "$r" delete "$pol"
+    done
+    note_hwm "$t"
   fi
 }
 
-# timed TARGET WORKLOAD RUN CMD...: drop caches, run CMD, record its wall seconds
+# sqlite_job TARGET RUN MODE POLICY: bench/sqlitetx.py in a fresh directory (Tessera: with
+# the policy set on it); the figure is transactions/s. Workload sqlite_wal / sqlite_rollback
+# (session), sqlite_wal_posix / sqlite_rollback_posix (posix); a target without policies
+# records its one figure under both.
+sqlite_job() {
+  local t=$1 r=$2 mode=$3 pol=$4 d=${MNT[$1]}/bench/sqlite.r$2.$3.$4 wl lg c0 c1 rc line v secs ops=$((2 * SQLITE_TX))
+  wl=sqlite_wal; [ "$mode" = delete ] && wl=sqlite_rollback
+  [ "$pol" = posix ] && wl=${wl}_posix
+  lg=$OUT/logs/$t-$wl-r$r.txt
+  rm -rf "$d"; mkdir -p "$d"
+  if [ "$t" = tessera ] && ! "$TESSERA" policy set "$d" "$pol" >"$lg" 2>&1; then
+    sample "$t" "$wl" "$r" nan tx/s "" "" error "tessera policy set $pol: $(tail -n 1 "$lg" | tr '\t' ' ')"; return 1
+  fi
+  drop_caches
+  c0=$(cpu_of "${PID[$t]}")
+  timeout --foreground -k 30 "$MEASURE_TIMEOUT" python3 "$REPO/bench/sqlitetx.py" --db "$d/bench.db" --mode "$mode" \
+    --procs 2 --tx "$SQLITE_TX" >>"$lg" 2>&1
+  rc=$?; c1=$(cpu_of "${PID[$t]}")
+  line=$(grep '^step=sqlite ' "$lg")
+  rm -rf "$d"
+  if [ $rc -ne 0 ] || [ -z "$line" ]; then
+    sample "$t" "$wl" "$r" nan tx/s "$(fsub "$c1" "$c0")" "" error "sqlitetx exit $rc: $(tail -n 1 "$lg" | tr '\t' ' ')"
+    log "  $t $wl run $r: FAILED (exit $rc)"; return 1
+  fi
+  v=$(sed -n 's/.*tx_per_s=\([^ ]*\).*/\1/p' <<< "$line"); secs=$(sed -n 's/.* secs=\([^ ]*\).*/\1/p' <<< "$line")
+  sample "$t" "$wl" "$r" "$v" tx/s "$(fsub "$c1" "$c0")" "$secs" ok "$line" "$ops"
+  [ "$t" != tessera ] && sample "$t" "${wl}_posix" "$r" "$v" tx/s "$(fsub "$c1" "$c0")" "$secs" ok "no policies: the $wl measurement" "$ops"
+  log "  $t $wl run $r: $v tx/s ($secs s; daemon cpu $(fsub "$c1" "$c0") s, $(per1k "$(fsub "$c1" "$c0")" "$ops") s per 1,000)"
+}
+
+# timed TARGET WORKLOAD RUN OPS CMD...: drop caches, run CMD, record its wall seconds
+# (OPS: the operations it does, for the daemon's CPU per 1,000)
 timed() {
-  local t=$1 wl=$2 r=$3; shift 3
+  local t=$1 wl=$2 r=$3 ops=$4; shift 4
   local lg=$OUT/logs/$t-$wl-r$r.txt c0 c1 t0 t1 rc w
   drop_caches
   c0=$(cpu_of "${PID[$t]}"); t0=$(now)
@@ -491,12 +551,12 @@ timed() {
   rc=$?; t1=$(now); c1=$(cpu_of "${PID[$t]}")
   w=$(fsub "$t1" "$t0")
   if [ $rc -ne 0 ]; then
-    sample "$t" "$wl" "$r" nan s "$(fsub "$c1" "$c0")" "$w" error "$1 exit $rc: $(tail -n 1 "$lg" | tr '\t' ' ')"
+    sample "$t" "$wl" "$r" nan s "$(fsub "$c1" "$c0")" "$w" error "$1 exit $rc: $(tail -n 1 "$lg" | tr '\t' ' ')" "$ops"
     log "  $t $wl run $r: FAILED (exit $rc, $w s)"
     return 1
   fi
-  sample "$t" "$wl" "$r" "$w" s "$(fsub "$c1" "$c0")" "$w" ok ""
-  log "  $t $wl run $r: $w s (daemon cpu $(fsub "$c1" "$c0") s)"
+  sample "$t" "$wl" "$r" "$w" s "$(fsub "$c1" "$c0")" "$w" ok "" "$ops"
+  log "  $t $wl run $r: $w s (daemon cpu $(fsub "$c1" "$c0") s, $(per1k "$(fsub "$c1" "$c0")" "$ops") s per 1,000 ops)"
 }
 
 # store_bytes KEY: bytes of the instance's durable store, caches left out

@@ -22,6 +22,23 @@ func (c *Client) Unlink(ctx context.Context, parent meta.Ino, name string) (meta
 	if in.IsDir() {
 		return c.api.Unlink(ctx, parent, name, 0) // the meta service says EISDIR
 	}
+	return c.unlink(ctx, parent, name, in)
+}
+
+// UnlinkHinted is Unlink with ino, the inode parent/name named moments ago
+// (a listing or a lookup), in place of the lookup Unlink makes to learn it
+// (one meta call fewer per removal, issue 28). The hint only picks the
+// inode offered for the same-transaction reap: a stale one is safe, the
+// meta service reaps only the inode the name holds, and the inode the
+// unlink did leave an orphan is handed to Unlinked, as in Unlink. The
+// inode returned is the meta service's (or, when its reply was lost and
+// the unlink found applied, the hint with no link counted).
+func (c *Client) UnlinkHinted(ctx context.Context, parent meta.Ino, name string, ino meta.Ino) (meta.Inode, error) {
+	return c.unlink(ctx, parent, name, meta.Inode{Attr: meta.Attr{Ino: ino, Nlink: 1}})
+}
+
+// unlink removes parent/name, believed to name in.
+func (c *Client) unlink(ctx context.Context, parent meta.Ino, name string, in meta.Inode) (meta.Inode, error) {
 	f := c.pin(in.Ino)
 	f.mu.Lock()
 	c.mu.Lock()

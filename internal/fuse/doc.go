@@ -35,10 +35,13 @@
 //
 // Permissions are checked by the kernel (default_permissions) against the
 // attributes the meta service keeps; new inodes are owned by the caller's
-// uid and gid. A write by a caller without CAP_FSETID clears S_ISUID, and
-// S_ISGID of a group-executable file: the kernel does it with a SETATTR for
-// page-cache writes, this layer for direct-I/O writes flagged
-// WRITE_KILL_SUIDGID. File locks (flock, fcntl) are kept by the kernel, so
+// uid and gid. Set-id bits are this layer's to clear (the mount takes
+// HANDLE_KILLPRIV_V2, docs/design/2026-11-29-killpriv.md): a write, a
+// truncate or an O_TRUNC open by a caller without CAP_FSETID, and any
+// chown of a non-directory, clear S_ISUID, and S_ISGID of a
+// group-executable file; the kernel flags those requests
+// (WRITE_KILL_SUIDGID, FATTR_KILL_SUIDGID, OPEN_KILL_SUIDGID) instead of
+// asking GETATTR before each chown and GETXATTR before each write. File locks (flock, fcntl) are kept by the kernel, so
 // they hold between processes on this mount but not across mounts.
 //
 // Timestamps: every truncate (truncate(2), ftruncate, O_TRUNC of an existing

@@ -35,7 +35,17 @@ func (fs *FS) opened(o vfs.Opened, out *gofuse.OpenOut) {
 // CREATE).
 func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string, out *gofuse.CreateOut) gofuse.Status {
 	req := meta.CreateReq{Parent: meta.Ino(input.NodeId), Name: name, Mode: input.Mode}
-	o, err := fs.v.CreateOpen(ctxOf(cancel, &input.InHeader), cred(&input.InHeader), req, input.Flags)
+	ctx := ctxOf(cancel, &input.InHeader)
+	o, err := fs.v.CreateOpen(ctx, cred(&input.InHeader), req, input.Flags)
+	if err == nil && !o.Created && input.OpenFlags&gofuse.OPEN_KILL_SUIDGID != 0 {
+		// O_TRUNC of an existing file by a caller without CAP_FSETID
+		// (HANDLE_KILLPRIV_V2): the truncate clears the set-id bits.
+		if err = fs.killSuidgid(ctx, o.Inode.Ino); err != nil {
+			_ = fs.v.Release(ctx, o.Fh)
+			return fs.status("open", err)
+		}
+		o.Inode.Mode &^= vfs.KillBits(o.Inode.Mode)
+	}
 	if o.Inode.Ino != 0 {
 		fs.fillEntry(&o.Inode, &out.EntryOut)
 	}
@@ -51,9 +61,18 @@ func (fs *FS) Create(cancel <-chan struct{}, input *gofuse.CreateIn, name string
 }
 
 func (fs *FS) Open(cancel <-chan struct{}, input *gofuse.OpenIn, out *gofuse.OpenOut) gofuse.Status {
-	o, err := fs.v.OpenFile(ctxOf(cancel, &input.InHeader), cred(&input.InHeader), meta.Ino(input.NodeId), input.Flags)
+	ctx := ctxOf(cancel, &input.InHeader)
+	o, err := fs.v.OpenFile(ctx, cred(&input.InHeader), meta.Ino(input.NodeId), input.Flags)
 	if err != nil {
 		return fs.status("open", err)
+	}
+	if input.Mode&gofuse.OPEN_KILL_SUIDGID != 0 {
+		// OpenIn.Mode carries the open flags: O_TRUNC by a caller
+		// without CAP_FSETID (HANDLE_KILLPRIV_V2) clears the set-id bits.
+		if err := fs.killSuidgid(ctx, o.File.Ino()); err != nil {
+			_ = fs.v.Release(ctx, o.Fh)
+			return fs.status("open", err)
+		}
 	}
 	fs.opened(o, out)
 	return gofuse.OK

@@ -124,6 +124,9 @@ func (d *Dir) ensureLocked(ctx context.Context, idx int, plus bool) error {
 		if err != nil {
 			return err
 		}
+		for i := range page {
+			d.v.names.put(d.ino, page[i].Name, page[i].Ino, page[i].Mode)
+		}
 		d.ent = append(d.ent, page...)
 		d.more = more
 	}

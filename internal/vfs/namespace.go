@@ -28,6 +28,7 @@ func (v *FS) Create(ctx context.Context, c Cred, req meta.CreateReq) (meta.Inode
 	if err != nil {
 		return meta.Inode{}, err
 	}
+	v.noteCreated(&in)
 	v.c.Overlay(&in)
 	return in, nil
 }
@@ -54,11 +55,22 @@ func (v *FS) victim(ctx context.Context, c Cred, op string, parent meta.Ino, nam
 }
 
 // Unlink removes the non-directory parent/name.
+// The inode the name held when last listed or looked up (names.go), or
+// the one the permission check looked up, spares the client its lookup.
 func (v *FS) Unlink(ctx context.Context, c Cred, parent meta.Ino, name string) error {
-	if _, err := v.victim(ctx, c, "unlink", parent, name); err != nil {
+	in, err := v.victim(ctx, c, "unlink", parent, name)
+	if err != nil {
 		return err
 	}
-	_, err := v.c.Unlink(ctx, parent, name)
+	hint, ok := v.names.take(parent, name)
+	if in.Ino != 0 && !in.IsDir() {
+		hint, ok = in.Ino, true
+	}
+	if ok {
+		_, err = v.c.UnlinkHinted(ctx, parent, name, hint)
+	} else {
+		_, err = v.c.Unlink(ctx, parent, name)
+	}
 	return err
 }
 

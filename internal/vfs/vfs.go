@@ -40,6 +40,7 @@ type FS struct {
 
 	handles handles    // open files and directories (files.go, dirs.go)
 	ready   ready      // inodes that need no gateway (fileset.go)
+	names   names      // inodes of names seen last, hints for unlink (names.go)
 	reads   readCounts // bytes read from filesets, to report (filesetreads.go)
 	modes   modes      // modes of the filesets met (readonly.go)
 	// homeLog keeps home down from logging every refused request.
@@ -151,6 +152,7 @@ func (v *FS) Lookup(ctx context.Context, c Cred, parent meta.Ino, name string) (
 	if err != nil {
 		return meta.Inode{}, err
 	}
+	v.names.put(parent, name, in.Ino, in.Mode)
 	v.c.Overlay(&in)
 	return in, nil
 }

@@ -63,6 +63,24 @@ func runHelper(_ string, args []string) int {
 			}
 			extra = strconv.FormatUint(uint64(st.Mode&0o7777), 8)
 			return nil
+		case "truncate":
+			return unix.Truncate(path, 0)
+		case "opentrunc", "createtrunc": // open with O_TRUNC (and O_CREAT), then fstat: extra is the mode in octal
+			flags := unix.O_WRONLY | unix.O_TRUNC
+			if op == "createtrunc" {
+				flags |= unix.O_CREAT
+			}
+			fd, err := unix.Open(path, flags, 0o644)
+			if err != nil {
+				return err
+			}
+			defer unix.Close(fd)
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				return err
+			}
+			extra = strconv.FormatUint(uint64(st.Mode&0o7777), 8)
+			return nil
 		case "create":
 			fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY, 0o644)
 			if err != nil {

@@ -7,7 +7,10 @@
 //	                              summarise DIR/samples.tsv, DIR/targets.tsv and DIR/meta.tsv:
 //	                              print a table (median [min-max] per target, ratios) and write OUT as JSON
 //
-// samples.tsv: target workload run value unit daemon_cpu_s wall_s status note
+// samples.tsv: target workload run value unit daemon_cpu_s wall_s status note [ops]
+//
+//	(ops: operations the measurement did, for daemon CPU per 1,000 of them)
+//
 // targets.tsv: target status reason peak_rss_kib cpu_total_s version nprocs max_hwm_kib
 // meta.tsv:    key value
 package main
@@ -167,8 +170,15 @@ var workloads = []workload{
 	{"stat", "stat files (N workers)", "ops/s", false},
 	{"unlink", "unlink files (N workers)", "ops/s", false},
 	{"untar", "untar source tree", "s", true},
-	{"clone", "git clone (local bare repo)", "s", true},
+	{"statall", "stat every entry (find -ls)", "s", true},
+	{"tardiff", "stat+compare every entry (tar -d)", "s", true},
 	{"rmtree", "rm -rf untarred tree", "s", true},
+	{"clone", "git clone --no-local", "s", true},
+	{"gitstatus", "git status in the clone", "s", true},
+	{"sqlite_wal", "SQLite WAL, 2 procs (session)", "tx/s", false},
+	{"sqlite_rollback", "SQLite rollback journal (session)", "tx/s", false},
+	{"sqlite_wal_posix", "SQLite WAL, 2 procs (posix)", "tx/s", false},
+	{"sqlite_rollback_posix", "SQLite rollback journal (posix)", "tx/s", false},
 	{"ow_rate", "64KiB overwrite+fsync", "ops/s", false},
 	{"ow_sent", "  sent to the store / byte overwr.", "B/B", true},
 	{"ow_wchar", "  daemon write() bytes / byte overwr.", "B/B", true},
@@ -216,6 +226,10 @@ type stats struct {
 	Values []float64 `json:"values"`
 	CPU    float64   `json:"daemon_cpu_s_median"`
 	CPUs   []float64 `json:"daemon_cpu_s"`
+	// CPUPer1k: median daemon CPU seconds per 1,000 operations, for
+	// measurements that name their operation count
+	CPUPer1k  float64   `json:"daemon_cpu_s_per_1000_ops_median"`
+	CPUPer1ks []float64 `json:"daemon_cpu_s_per_1000_ops"`
 }
 
 type target struct {
@@ -236,6 +250,7 @@ type sample struct {
 	Unit             string
 	CPU, Wall        float64
 	Status, Note     string
+	Ops              float64 // operations done; NaN when not counted
 }
 
 func readTSV(path string) ([][]string, error) {
@@ -332,7 +347,7 @@ func reportCmd(dir, out, md string) error {
 	for _, r := range sRows {
 		run, _ := strconv.Atoi(col(r, 2))
 		s := sample{Target: r[0], Workload: col(r, 1), Run: run, Value: atof(col(r, 3)), Unit: col(r, 4),
-			CPU: atof(col(r, 5)), Wall: atof(col(r, 6)), Status: col(r, 7), Note: col(r, 8)}
+			CPU: atof(col(r, 5)), Wall: atof(col(r, 6)), Status: col(r, 7), Note: col(r, 8), Ops: atof(col(r, 9))}
 		samples = append(samples, s)
 		if results[s.Workload] == nil {
 			results[s.Workload] = map[string]*stats{}
@@ -349,6 +364,9 @@ func reportCmd(dir, out, md string) error {
 		st.Values = append(st.Values, s.Value)
 		if !math.IsNaN(s.CPU) {
 			st.CPUs = append(st.CPUs, s.CPU)
+			if s.Ops > 0 {
+				st.CPUPer1ks = append(st.CPUPer1ks, s.CPU*1000/s.Ops)
+			}
 		}
 	}
 	for _, m := range results {
@@ -362,6 +380,7 @@ func reportCmd(dir, out, md string) error {
 				}
 			}
 			st.CPU = median(st.CPUs)
+			st.CPUPer1k = median(st.CPUPer1ks)
 		}
 	}
 
@@ -397,6 +416,7 @@ func reportCmd(dir, out, md string) error {
 			Wall     *float64 `json:"wall_s"`
 			Status   string   `json:"status"`
 			Note     string   `json:"note,omitempty"`
+			Ops      *float64 `json:"ops,omitempty"`
 		}
 		num := func(v float64) *float64 {
 			if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -406,7 +426,7 @@ func reportCmd(dir, out, md string) error {
 		}
 		var sj []sampleJ
 		for _, s := range samples {
-			sj = append(sj, sampleJ{s.Target, s.Workload, s.Run, num(s.Value), s.Unit, num(s.CPU), num(s.Wall), s.Status, s.Note})
+			sj = append(sj, sampleJ{s.Target, s.Workload, s.Run, num(s.Value), s.Unit, num(s.CPU), num(s.Wall), s.Status, s.Note, num(s.Ops)})
 		}
 		type wlJ struct {
 			Key     string              `json:"key"`
@@ -438,6 +458,9 @@ func reportCmd(dir, out, md string) error {
 			for _, st := range m {
 				if math.IsNaN(st.CPU) {
 					st.CPU = 0
+				}
+				if math.IsNaN(st.CPUPer1k) {
+					st.CPUPer1k = 0
 				}
 			}
 		}
@@ -511,10 +534,10 @@ func ratio(m map[string]*stats, a, b string, lower bool) string {
 	return fmt.Sprintf("%.2f", r)
 }
 
-func cpuRatio(m map[string]*stats, a, b string) string {
+func cpuRatio(m map[string]*stats, a, b string, get func(*stats) float64) string {
 	sa, sb := m[a], m[b]
-	if sa == nil || sb == nil || math.IsNaN(sa.CPU) || math.IsNaN(sb.CPU) || sb.CPU == 0 {
+	if sa == nil || sb == nil || math.IsNaN(get(sa)) || math.IsNaN(get(sb)) || get(sb) == 0 {
 		return "n/a"
 	}
-	return fmt.Sprintf("%.2f", sa.CPU/sb.CPU)
+	return fmt.Sprintf("%.2f", get(sa)/get(sb))
 }
