@@ -28,7 +28,6 @@ func (v *FS) Create(ctx context.Context, c Cred, req meta.CreateReq) (meta.Inode
 	if err != nil {
 		return meta.Inode{}, err
 	}
-	v.noteCreated(&in)
 	v.c.Overlay(&in)
 	return in, nil
 }
