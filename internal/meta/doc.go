@@ -324,11 +324,24 @@
 // server sweeps, the mover, the reclaimer and the collector on elected
 // leaders only (Elected).
 //
+// # Mutation pipeline
+//
+// Every change runs in update (pipeline.go): the operation records in its
+// transaction's change set what it changed (edits: create, ingest, link,
+// remove, rename, delete, attr, content, xattr, fileset), each edit runs
+// the in-transaction stage of every registered hook as it is recorded (an
+// error aborts the change), and after the commit the post-commit stage
+// runs on the whole set. New registers the write-back hook (below), the
+// usage counters (usage.go) and the telling of lease holders (notice.go:
+// callback requests to other Services in the transaction, notices to this
+// Service's sessions after it). An operation names no hook; a hook is one
+// registration (docs/design/2026-11-29-meta-pipeline.md).
+//
 // # Write-back queue
 //
 // Every change under a fileset ("g" record; issue 14) (Create, Link, Unlink, Rmdir, Rename, Commit,
-// SetAttr, the xattr calls) runs one hook in wbqueue.go inside its own
-// transaction: a read-only fileset refuses it (EROFS; the xattr calls
+// SetAttr, the xattr calls) runs the write-back hook (writebackHook,
+// wbqueue.go) inside its own transaction: a read-only fileset refuses it (EROFS; the xattr calls
 // before they look at the attribute, so EROFS wins over ENODATA and
 // EEXIST, as on a read-only mount), an lu one keeps it
 // local (nothing queued), an sw or iw one appends the operation, with its paths relative to the fileset root, to
