@@ -152,6 +152,12 @@ type changeSet struct {
 	// calls are the callback requests written to other meta services,
 	// by inode (noticeHook).
 	calls map[Ino][][]byte
+	// quotas are the quota records, read once (quotaHook).
+	quotas     map[Ino]*Quota
+	quotasRead bool
+	// filesets are the filesets, read once (writebackHook).
+	filesets     map[Ino]Fileset
+	filesetsRead bool
 }
 
 // hook is a registered part of every change: inTxn sees each edit as it is

@@ -145,6 +145,7 @@ const (
 	queue    = "write-back queue bookkeeping, the writeback hook's own records"
 	hidden   = "drops recipe entries past a file's end, which no reader sees (segment.go)"
 	stats    = "fileset read statistics"
+	quotas   = "quota settings, the quota hook's own records"
 )
 
 var pipeRows = map[string]pipeRow{
@@ -169,6 +170,7 @@ var pipeRows = map[string]pipeRow{
 	"ClaimWriteback": {none: queue}, "WritebackFailed": {none: queue}, "RequestFlush": {none: queue},
 	"FinishDrops":     {none: hidden},
 	"AddFilesetReads": {none: stats},
+	"SetQuota":        {none: quotas}, "RemoveQuota": {none: quotas}, "Quota": {none: reads}, "Quotas": {none: reads},
 
 	"Create": {want: []editKind{editCreate}, call: func(e *pipeEnv) error {
 		e.spy.reset()

@@ -129,6 +129,7 @@ func New(store kv.Store, opts Options) (*Service, error) {
 	s.leases = newLeaseTable(opts, s.now)
 	s.addHook(s.writebackHook())
 	s.addHook(usageHook())
+	s.addHook(quotaHook())
 	s.addHook(s.noticeHook())
 	s.maxTxnOps = opts.MaxTxnOps
 	if s.maxTxnOps == 0 {

@@ -75,7 +75,20 @@ func (s *Service) writebackHook() hook {
 }
 
 // wbFilesets reads the filesets ("g" records); nil when there are none.
+// A change's transaction reads them once (the change set keeps them).
 func (t txn) wbFilesets() (map[Ino]Fileset, error) {
+	_, cs := t.changes()
+	if cs != nil && cs.filesetsRead {
+		return cs.filesets, nil
+	}
+	sets, err := t.readFilesets()
+	if cs != nil && err == nil {
+		cs.filesets, cs.filesetsRead = sets, true
+	}
+	return sets, err
+}
+
+func (t txn) readFilesets() (map[Ino]Fileset, error) {
 	var sets map[Ino]Fileset
 	p := []byte{pfxFileset}
 	err := t.Scan(p, kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
