@@ -55,6 +55,7 @@
 //	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)
 //	"g" root             -> fileset record: the directory root caches a home store (fileset.go)
 //	"G" root             -> the fileset's read counts from mounts: hit and miss bytes (8+8; filesetreads.go)
+//	"Q" dir              -> directory quota: max bytes, max inodes, bytes, inodes under dir (8 each; quota.go)
 //	"w" "f" root         -> a flush was requested at unix ns (8): entries queued before are due
 //	"w" "n" root         -> the fileset's next write-back queue number (8 bytes; wbqueue*.go)
 //	"w" "q" root seq     -> queued write-back operation (seq 8 bytes)
@@ -332,9 +333,10 @@
 // the in-transaction stage of every registered hook as it is recorded (an
 // error aborts the change), and after the commit the post-commit stage
 // runs on the whole set. New registers the write-back hook (below), the
-// usage counters (usage.go) and the telling of lease holders (notice.go:
-// callback requests to other Services in the transaction, notices to this
-// Service's sessions after it). An operation names no hook; a hook is one
+// usage counters (usage.go), directory quotas (quota.go: usage per quota
+// directory in the same transaction, EDQUOT past a limit) and the telling
+// of lease holders (notice.go: callback requests to other Services in the
+// transaction, notices to this Service's sessions after it). An operation names no hook; a hook is one
 // registration (docs/design/2026-11-29-meta-pipeline.md).
 //
 // # Write-back queue
