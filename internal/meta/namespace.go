@@ -276,6 +276,7 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 					return err
 				}
 			}
+			was := rec.Parent
 			if err := t.linkAdded(rec, newParent); err != nil {
 				return err
 			}
@@ -290,7 +291,7 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 				return err
 			}
 			out = rec.Inode
-			if err := t.record(edit{kind: editLink, ino: ino, rec: rec, dir: newParent, name: newName,
+			if err := t.record(edit{kind: editLink, ino: ino, rec: rec, dir: newParent, name: newName, was: was,
 				tell: &notice{change: change{ino: ino, inode: &out}}}); err != nil {
 				return err
 			}

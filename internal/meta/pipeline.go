@@ -42,7 +42,8 @@ const (
 	// editIngest: a placeholder rec of home's entry dir/name, made by a
 	// gateway's ingest (home's content, not a local change).
 	editIngest
-	// editLink: a further name dir/name of the inode rec.
+	// editLink: a further name dir/name of the inode rec (was: its
+	// parent pointer before).
 	editLink
 	// editRemove: the name dir/name of ino went (isDir: a directory); rec
 	// is the inode after (nil for a directory).
@@ -123,6 +124,9 @@ type edit struct {
 	to       Ino
 	toName   string
 	replaced Ino
+	// was: a link's inode's parent pointer before (an O_TMPFILE inode's
+	// moves to its first name).
+	was      Ino
 	isDir    bool
 	exchange bool
 	valid    uint32

@@ -183,7 +183,7 @@ func quotaHook() hook {
 			}
 			return t.chargeAt(qs, e.rec.Parent, 0, e.sizeDelta)
 		case editLink:
-			return t.sameQuotas(qs, e.dir, e.rec.Parent, "hard link")
+			return t.sameQuotas(qs, e.dir, e.was, "hard link")
 		case editRename:
 			return t.moveQuotas(qs, e)
 		}

@@ -95,6 +95,18 @@ func TestQuotaRefuses(t *testing.T) {
 	if _, err := s.Link(ctx, f.Ino, other, "f2"); !errors.Is(err, syscall.EXDEV) {
 		t.Fatalf("a hard link out of a quota tree: %v, want EXDEV", err)
 	}
+	// An O_TMPFILE inode counts where it was made: naming it in another
+	// quota tree would leave its usage behind.
+	tmp, err := s.Create(ctx, CreateReq{Parent: other, Mode: syscall.S_IFREG | 0o600, Tmpfile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Link(ctx, tmp.Ino, sub, "tmp"); !errors.Is(err, syscall.EXDEV) {
+		t.Fatalf("an O_TMPFILE inode named in a quota tree: %v, want EXDEV", err)
+	}
+	if _, err := s.Link(ctx, tmp.Ino, other, "tmp"); err != nil {
+		t.Fatalf("an O_TMPFILE inode named where it was made: %v", err)
+	}
 }
 
 // TestQuotaModel applies random changes (creates, writes, truncates,
