@@ -55,7 +55,8 @@
 //	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)
 //	"g" root             -> fileset record: the directory root caches a home store (fileset.go)
 //	"G" root             -> the fileset's read counts from mounts: hit and miss bytes (8+8; filesetreads.go)
-//	"Q" dir              -> directory quota: max bytes, max inodes, bytes, inodes under dir (8 each; quota.go)
+//	"Q" dir              -> directory quota's limits: max bytes, max inodes (8+8; quota.go)
+//	"U" dir              -> directory quota's usage: bytes, inodes under dir (8+8)
 //	"w" "f" root         -> a flush was requested at unix ns (8): entries queued before are due
 //	"w" "n" root         -> the fileset's next write-back queue number (8 bytes; wbqueue*.go)
 //	"w" "q" root seq     -> queued write-back operation (seq 8 bytes)

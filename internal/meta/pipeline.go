@@ -157,7 +157,7 @@ type changeSet struct {
 	// by inode (noticeHook).
 	calls map[Ino][][]byte
 	// quotas are the quota records, read once (quotaHook).
-	quotas     map[Ino]*Quota
+	quotas     map[Ino]*quotaState
 	quotasRead bool
 	// filesets are the filesets, read once (writebackHook).
 	filesets     map[Ino]Fileset

@@ -12,8 +12,10 @@ import (
 
 // Directory quotas (issue 26 item 3; docs/design/2026-11-29-meta-pipeline.md).
 //
-// A quota directory has a record ("Q" dir) with its limits and its usage:
-// the inodes under it (not itself) and the bytes of the regular files
+// A quota directory has a record of its limits ("Q" dir) and one of its
+// usage ("U" dir, apart: rewritten by every change under it, it would
+// slow the scan of the limits in an LSM store's memtable): the inodes
+// under it (not itself) and the bytes of the regular files
 // among them, each inode once however many names it has, an orphan until
 // it is deleted. The quota hook (quotaHook) keeps the usage of every quota
 // directory above a change in the change's own transaction, so it never
@@ -32,10 +34,15 @@ import (
 // limit.
 var ErrQuota = syscall.EDQUOT
 
-// pfxQuota is the prefix of quota records: "Q" dir.
-const pfxQuota = 'Q'
+// pfxQuota and pfxUsage are the prefixes of quota records: "Q" dir (the
+// limits) and "U" dir (the usage).
+const (
+	pfxQuota = 'Q'
+	pfxUsage = 'U'
+)
 
 func quotaKey(dir Ino) []byte { return inoKey(pfxQuota, dir) }
+func usageKey(dir Ino) []byte { return inoKey(pfxUsage, dir) }
 
 // Quota is a directory quota: its limits (0: none) and its usage.
 type Quota struct {
@@ -44,37 +51,90 @@ type Quota struct {
 	Bytes, Inodes       uint64
 }
 
-// Record: 1 | max bytes 8 | max inodes 8 | bytes 8 | inodes 8.
-func encodeQuota(q *Quota) []byte {
-	b := []byte{recordV1}
-	for _, v := range []uint64{q.MaxBytes, q.MaxInodes, q.Bytes, q.Inodes} {
-		b = binary.BigEndian.AppendUint64(b, v)
-	}
-	return b
+// quotaState is a quota as a transaction knows it: the usage is read when
+// first needed.
+type quotaState struct {
+	Quota
+	loaded bool
 }
 
-func decodeQuota(dir Ino, b []byte) (*Quota, error) {
-	if len(b) != 33 || b[0] != recordV1 {
-		return nil, corruptf("quota record of %d: %d bytes", dir, len(b))
-	}
-	return &Quota{Dir: dir, MaxBytes: be64(b[1:]), MaxInodes: be64(b[9:]), Bytes: be64(b[17:]), Inodes: be64(b[25:])}, nil
+// Records: 1 | a 8 | b 8: the limits (max bytes, max inodes) and the usage
+// (bytes, inodes).
+func encodePair(a, b uint64) []byte {
+	return binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64([]byte{recordV1}, a), b)
 }
 
-// readQuotas returns every quota record by directory; nil when none.
-func (t txn) readQuotas() (map[Ino]*Quota, error) {
-	var qs map[Ino]*Quota
+func decodePair(what string, dir Ino, v []byte) (uint64, uint64, error) {
+	if len(v) != 17 || v[0] != recordV1 {
+		return 0, 0, corruptf("quota %s record of %d: %d bytes", what, dir, len(v))
+	}
+	return be64(v[1:]), be64(v[9:]), nil
+}
+
+// loadUsage reads q's usage unless it has.
+func (t txn) loadUsage(q *quotaState) error {
+	if q.loaded {
+		return nil
+	}
+	v, ok, err := t.Get(usageKey(q.Dir))
+	if err != nil {
+		return err
+	}
+	if ok {
+		if q.Bytes, q.Inodes, err = decodePair("usage", q.Dir, v); err != nil {
+			return err
+		}
+	}
+	q.loaded = true
+	return nil
+}
+
+// getQuota returns the quota of dir with its usage (ok false: none).
+func (t txn) getQuota(dir Ino) (*quotaState, bool, error) {
+	v, ok, err := t.Get(quotaKey(dir))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	q := &quotaState{Quota: Quota{Dir: dir}}
+	if q.MaxBytes, q.MaxInodes, err = decodePair("limits", dir, v); err != nil {
+		return nil, false, err
+	}
+	return q, true, t.loadUsage(q)
+}
+
+// putQuota writes both records of q.
+func (t txn) putQuota(q *quotaState) error {
+	if err := t.Put(quotaKey(q.Dir), encodePair(q.MaxBytes, q.MaxInodes)); err != nil {
+		return err
+	}
+	return t.Put(usageKey(q.Dir), encodePair(q.Bytes, q.Inodes))
+}
+
+// deleteQuota deletes both records of the quota of dir.
+func (t txn) deleteQuota(dir Ino) error {
+	if err := t.Delete(quotaKey(dir)); err != nil {
+		return err
+	}
+	return t.Delete(usageKey(dir))
+}
+
+// readQuotas returns every quota by directory, usage not read; nil when
+// none.
+func (t txn) readQuotas() (map[Ino]*quotaState, error) {
+	var qs map[Ino]*quotaState
 	p := []byte{pfxQuota}
 	err := t.Scan(p, kv.PrefixEnd(p), func(k, v []byte) (bool, error) {
 		if len(k) != 9 {
 			return false, corruptf("quota key %x", k)
 		}
 		dir := Ino(be64(k[1:]))
-		q, err := decodeQuota(dir, v)
-		if err != nil {
+		q := &quotaState{Quota: Quota{Dir: dir}}
+		var err error
+		if q.MaxBytes, q.MaxInodes, err = decodePair("limits", dir, v); err != nil {
 			return false, err
 		}
 		if qs == nil {
-			qs = map[Ino]*Quota{}
+			qs = map[Ino]*quotaState{}
 		}
 		qs[dir] = q
 		return true, nil
@@ -84,7 +144,7 @@ func (t txn) readQuotas() (map[Ino]*Quota, error) {
 
 // quotasIn returns the quota records for the quota hook, read once per
 // change set.
-func (t txn) quotasIn() (map[Ino]*Quota, error) {
+func (t txn) quotasIn() (map[Ino]*quotaState, error) {
 	_, cs := t.changes()
 	if cs.quotasRead {
 		return cs.quotas, nil
@@ -99,7 +159,7 @@ func (t txn) quotasIn() (map[Ino]*Quota, error) {
 
 // quotaChain returns the quota directories an inode whose parent pointer
 // is dir counts in: dir and its ancestors that have a quota.
-func (t txn) quotaChain(qs map[Ino]*Quota, dir Ino) ([]Ino, error) {
+func (t txn) quotaChain(qs map[Ino]*quotaState, dir Ino) ([]Ino, error) {
 	var out []Ino
 	for range maxDepth {
 		if dir == 0 {
@@ -125,9 +185,12 @@ func (t txn) quotaChain(qs map[Ino]*Quota, dir Ino) ([]Ino, error) {
 
 // charge adds inodes and bytes to the usage of the quota directories in
 // chain, refusing with ErrQuota a growth past a limit.
-func (t txn) charge(qs map[Ino]*Quota, chain []Ino, inodes, bytes int64) error {
+func (t txn) charge(qs map[Ino]*quotaState, chain []Ino, inodes, bytes int64) error {
 	for _, dir := range chain {
 		q := qs[dir]
+		if err := t.loadUsage(q); err != nil {
+			return err
+		}
 		if inodes > 0 && q.MaxInodes > 0 && q.Inodes+uint64(inodes) > q.MaxInodes {
 			return fmt.Errorf("directory %d holds %d inodes, its quota %d: %w", dir, q.Inodes, q.MaxInodes, ErrQuota)
 		}
@@ -136,7 +199,7 @@ func (t txn) charge(qs map[Ino]*Quota, chain []Ino, inodes, bytes int64) error {
 		}
 		q.Inodes = addSat(q.Inodes, inodes)
 		q.Bytes = addSat(q.Bytes, bytes)
-		if err := t.Put(quotaKey(dir), encodeQuota(q)); err != nil {
+		if err := t.Put(usageKey(dir), encodePair(q.Bytes, q.Inodes)); err != nil {
 			return err
 		}
 	}
@@ -172,7 +235,7 @@ func quotaHook() hook {
 		case editDelete:
 			if q, ok := qs[e.ino]; ok && e.rec.IsDir() { // a quota directory removed
 				delete(qs, q.Dir)
-				if err := t.Delete(quotaKey(q.Dir)); err != nil {
+				if err := t.deleteQuota(q.Dir); err != nil {
 					return err
 				}
 			}
@@ -191,7 +254,7 @@ func quotaHook() hook {
 	}}
 }
 
-func (t txn) chargeAt(qs map[Ino]*Quota, dir Ino, inodes, bytes int64) error {
+func (t txn) chargeAt(qs map[Ino]*quotaState, dir Ino, inodes, bytes int64) error {
 	chain, err := t.quotaChain(qs, dir)
 	if err != nil || len(chain) == 0 {
 		return err
@@ -201,7 +264,7 @@ func (t txn) chargeAt(qs map[Ino]*Quota, dir Ino, inodes, bytes int64) error {
 
 // sameQuotas refuses with EXDEV a change that would give an inode names
 // under different sets of quota directories.
-func (t txn) sameQuotas(qs map[Ino]*Quota, a, b Ino, what string) error {
+func (t txn) sameQuotas(qs map[Ino]*quotaState, a, b Ino, what string) error {
 	ca, err := t.quotaChain(qs, a)
 	if err != nil {
 		return err
@@ -217,7 +280,7 @@ func (t txn) sameQuotas(qs map[Ino]*Quota, a, b Ino, what string) error {
 }
 
 // moveQuotas moves a renamed file's usage between quota directories.
-func (t txn) moveQuotas(qs map[Ino]*Quota, e *edit) error {
+func (t txn) moveQuotas(qs map[Ino]*quotaState, e *edit) error {
 	from, err := t.quotaChain(qs, e.dir)
 	if err != nil {
 		return err

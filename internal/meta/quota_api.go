@@ -36,24 +36,19 @@ func (s *Service) SetQuota(ctx context.Context, q Quota) (Quota, error) {
 		if _, err := t.getDir(q.Dir); err != nil {
 			return err
 		}
-		v, ok, err := t.Get(quotaKey(q.Dir))
+		cur, ok, err := t.getQuota(q.Dir)
 		if err != nil {
 			return err
 		}
-		var cur *Quota
-		if ok {
-			if cur, err = decodeQuota(q.Dir, v); err != nil {
-				return err
-			}
-		} else {
-			cur = &Quota{Dir: q.Dir}
+		if !ok {
+			cur = &quotaState{Quota: Quota{Dir: q.Dir}, loaded: true}
 			if cur.Bytes, cur.Inodes, err = t.quotaWalk(q.Dir, s.soft()); err != nil {
 				return err
 			}
 		}
 		cur.MaxBytes, cur.MaxInodes = q.MaxBytes, q.MaxInodes
-		out = *cur
-		return t.Put(quotaKey(q.Dir), encodeQuota(cur))
+		out = cur.Quota
+		return t.putQuota(cur)
 	})
 	if err != nil {
 		return Quota{}, fmt.Errorf("set quota of directory %d: %w", q.Dir, err)
@@ -65,18 +60,15 @@ func (s *Service) SetQuota(ctx context.Context, q Quota) (Quota, error) {
 func (s *Service) Quota(ctx context.Context, dir Ino) (Quota, error) {
 	var out Quota
 	err := s.view(ctx, func(t txn) error {
-		v, ok, err := t.Get(quotaKey(dir))
+		q, ok, err := t.getQuota(dir)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			return ErrNotFound
 		}
-		q, err := decodeQuota(dir, v)
-		if err == nil {
-			out = *q
-		}
-		return err
+		out = q.Quota
+		return nil
 	})
 	if err != nil {
 		return Quota{}, fmt.Errorf("quota of directory %d: %w", dir, err)
@@ -91,7 +83,10 @@ func (s *Service) Quotas(ctx context.Context) ([]Quota, error) {
 		qs, err := t.readQuotas()
 		out = out[:0]
 		for _, q := range qs {
-			out = append(out, *q)
+			if err == nil {
+				err = t.loadUsage(q)
+			}
+			out = append(out, q.Quota)
 		}
 		return err
 	})
@@ -111,7 +106,7 @@ func (s *Service) RemoveQuota(ctx context.Context, dir Ino) error {
 			}
 			return err
 		}
-		return t.Delete(quotaKey(dir))
+		return t.deleteQuota(dir)
 	})
 	if err != nil {
 		return fmt.Errorf("remove quota of directory %d: %w", dir, err)
