@@ -9,16 +9,11 @@ import (
 // or extends the file (extension leaves a hole); ctime becomes req.Ctime, or
 // now when that is 0, whenever anything changes.
 func (s *Service) SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, error) {
-	ctx = s.collectCalls(ctx)
 	mark := s.leaseMark(ctx, ino)
 	var out Inode
 	// Holders are called back inside the Sync change (see Commit).
 	err := s.syncChange(ctx, ino, req.Sync && req.Valid != 0, func() error {
-		if err := s.setAttr(ctx, ino, req, &out); err != nil || req.Valid == 0 {
-			return err
-		}
-		c := change{ino: ino, since: mark, keep: true, inode: &out, setSize: req.Valid&SetSize != 0}
-		return s.changed(ctx, c, req.Sync)
+		return s.setAttr(ctx, ino, req, mark, &out)
 	})
 	if err != nil {
 		return Inode{}, fmt.Errorf("setattr %d: %w", ino, err)
@@ -29,7 +24,9 @@ func (s *Service) SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, 
 	return out, nil
 }
 
-func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *Inode) error {
+// setAttr is SetAttr; mark is the lease mark its caller gains a lease
+// with.
+func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, mark uint64, outp *Inode) error {
 	var out Inode
 	defer func() { *outp = out }()
 	pending := false
@@ -45,11 +42,6 @@ func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *In
 		rec, err := t.getInode(ino)
 		if err != nil {
 			return err
-		}
-		if req.Valid != 0 {
-			if err := s.callBackIn(ctx, t, ino); err != nil {
-				return err
-			}
 		}
 		if req.Valid&SetSize != 0 && !rec.IsRegular() {
 			if rec.IsDir() {
@@ -76,6 +68,7 @@ func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *In
 		if req.Valid&SetMtime != 0 {
 			rec.Mtime = req.Mtime
 		}
+		var delta int64
 		if req.Valid&SetSize != 0 && req.Size != rec.Size {
 			if req.Size < rec.Size {
 				// The size changes here, in the first transaction: no
@@ -94,9 +87,7 @@ func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *In
 					}
 				}
 			}
-			if err := t.addCounter(ctrBytes, ino, int64(req.Size-rec.Size)); err != nil {
-				return err
-			}
+			delta = int64(req.Size - rec.Size)
 			rec.Size = req.Size
 		}
 		rec.touch(s.nowNs())
@@ -104,7 +95,9 @@ func (s *Service) setAttr(ctx context.Context, ino Ino, req SetAttrReq, outp *In
 			rec.Ctime = req.Ctime
 		}
 		out = rec.Inode
-		if err := s.wbSetAttr(ctx, t, rec, req.Valid); err != nil {
+		tell := &notice{change: change{ino: ino, since: mark, keep: true, inode: &out, setSize: req.Valid&SetSize != 0},
+			sync: req.Sync}
+		if err := t.record(edit{kind: editAttr, ino: ino, rec: rec, valid: req.Valid, sizeDelta: delta, tell: tell}); err != nil {
 			return err
 		}
 		return t.putInode(rec)

@@ -191,37 +191,6 @@ func (s *Service) syncChange(ctx context.Context, ino Ino, sync bool, apply func
 	return apply()
 }
 
-// changed calls a committed change back to the holders of leases on c.ino
-// other than the calling session, and with sync waits for their
-// acknowledgements (or their sessions' expiry).
-func (s *Service) changed(ctx context.Context, c change, sync bool) error {
-	c.from = sessionOf(ctx)
-	waits := s.leases.notify(c)
-	reqs, done := calledBack(ctx, c.ino)
-	var err error
-	if !done {
-		reqs, err = s.callRemote(ctx, c.ino)
-	}
-	if err != nil {
-		// The change is committed; its holders on other Services are
-		// not called back (the design note's failure table). Only a
-		// change whose transaction did not write its requests gets here.
-		if s.sh != nil {
-			s.sh.log.Warn("calling a change back to other meta services", "ino", c.ino, "err", err)
-		}
-		if sync {
-			return err
-		}
-	}
-	if !sync {
-		return nil
-	}
-	if err := s.leases.wait(ctx, waits); err != nil {
-		return err
-	}
-	return s.waitRemote(ctx, reqs)
-}
-
 // leaseMark is readMark for a change of ino that gives the calling session
 // a lease on it: in a shared store it first writes the lease record, so
 // that the grant after the change is not refused.

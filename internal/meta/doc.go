@@ -55,6 +55,8 @@
 //	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)
 //	"g" root             -> fileset record: the directory root caches a home store (fileset.go)
 //	"G" root             -> the fileset's read counts from mounts: hit and miss bytes (8+8; filesetreads.go)
+//	"Q" dir              -> directory quota's limits: max bytes, max inodes (8+8; quota.go)
+//	"U" dir              -> directory quota's usage: bytes, inodes under dir (8+8)
 //	"w" "f" root         -> a flush was requested at unix ns (8): entries queued before are due
 //	"w" "n" root         -> the fileset's next write-back queue number (8 bytes; wbqueue*.go)
 //	"w" "q" root seq     -> queued write-back operation (seq 8 bytes)
@@ -324,11 +326,25 @@
 // server sweeps, the mover, the reclaimer and the collector on elected
 // leaders only (Elected).
 //
+// # Mutation pipeline
+//
+// Every change runs in update (pipeline.go): the operation records in its
+// transaction's change set what it changed (edits: create, ingest, link,
+// remove, rename, delete, attr, content, xattr, fileset), each edit runs
+// the in-transaction stage of every registered hook as it is recorded (an
+// error aborts the change), and after the commit the post-commit stage
+// runs on the whole set. New registers the write-back hook (below), the
+// usage counters (usage.go), directory quotas (quota.go: usage per quota
+// directory in the same transaction, EDQUOT past a limit) and the telling
+// of lease holders (notice.go: callback requests to other Services in the
+// transaction, notices to this Service's sessions after it). An operation names no hook; a hook is one
+// registration (docs/design/2026-11-29-meta-pipeline.md).
+//
 // # Write-back queue
 //
 // Every change under a fileset ("g" record; issue 14) (Create, Link, Unlink, Rmdir, Rename, Commit,
-// SetAttr, the xattr calls) runs one hook in wbqueue.go inside its own
-// transaction: a read-only fileset refuses it (EROFS; the xattr calls
+// SetAttr, the xattr calls) runs the write-back hook (writebackHook,
+// wbqueue.go) inside its own transaction: a read-only fileset refuses it (EROFS; the xattr calls
 // before they look at the attribute, so EROFS wins over ENODATA and
 // EEXIST, as on a read-only mount), an lu one keeps it
 // local (nothing queued), an sw or iw one appends the operation, with its paths relative to the fileset root, to

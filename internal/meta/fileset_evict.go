@@ -31,14 +31,14 @@ var _ EvictAPI = (*Service)(nil)
 // of a lease on ino are called back: their cached content is gone.
 func (s *Service) EvictData(ctx context.Context, ino Ino) (Inode, error) {
 	var out Inode
-	changed, pending := false, false
+	pending := false
 	// As a truncate: the recipe is dropped a segment per transaction
 	// (segment.go); what the bound leaves of it is a pending drop,
 	// finished below. The file is a placeholder from the first
 	// transaction on, so readers ask home (through a gateway), and the
 	// gateway's commit of what it fetched finishes the drop first.
 	err := s.updateTrimmed(ctx, ino, func(t txn) error {
-		changed, pending = false, false
+		pending = false
 		rec, err := t.getInode(ino)
 		if err != nil {
 			return err
@@ -64,7 +64,7 @@ func (s *Service) EvictData(ctx context.Context, ino Ino) (Inode, error) {
 		if rec.Size != sec.HomeSize || rec.Mtime != sec.HomeMtime {
 			return fmt.Errorf("changed in the cache: %w", ErrDirty)
 		}
-		if err := s.callBackIn(ctx, t, ino); err != nil {
+		if err := t.record(edit{kind: editFileset, ino: ino, rec: rec, tell: &notice{change: change{ino: ino}}}); err != nil {
 			return err
 		}
 		trimInline(rec, 0)
@@ -82,7 +82,7 @@ func (s *Service) EvictData(ctx context.Context, ino Ino) (Inode, error) {
 		g.State = CachePlaceholder
 		rec.Gateway = &g
 		rec.touch(s.nowNs())
-		out, changed = rec.Inode, true
+		out = rec.Inode
 		return t.putInode(rec)
 	})
 	if err == nil && pending {
@@ -90,9 +90,6 @@ func (s *Service) EvictData(ctx context.Context, ino Ino) (Inode, error) {
 	}
 	if err != nil {
 		return Inode{}, fmt.Errorf("evict %d: %w", ino, err)
-	}
-	if changed {
-		s.changed(ctx, change{ino: ino}, false)
 	}
 	return out, nil
 }

@@ -85,7 +85,10 @@ func (s *Service) CreateFileset(ctx context.Context, f Fileset) (Fileset, error)
 		if err := t.putInode(root); err != nil {
 			return err
 		}
-		return t.Put(filesetKey(f.Root), encodeFileset(&f))
+		if err := t.Put(filesetKey(f.Root), encodeFileset(&f)); err != nil {
+			return err
+		}
+		return t.record(edit{kind: editFileset, ino: f.Root, rec: root})
 	})
 	if err != nil {
 		return Fileset{}, fmt.Errorf("create fileset at inode %d: %w", f.Root, err)
@@ -177,7 +180,10 @@ func (s *Service) DeleteFileset(ctx context.Context, root Ino) error {
 		if err := t.Delete(filesetReadsKey(root)); err != nil {
 			return err
 		}
-		return t.Delete(filesetKey(root))
+		if err := t.Delete(filesetKey(root)); err != nil {
+			return err
+		}
+		return t.record(edit{kind: editFileset, ino: root, rec: rec})
 	})
 	if err != nil {
 		return fmt.Errorf("delete fileset %d: %w", root, err)
@@ -252,7 +258,7 @@ func (s *Service) IngestDir(ctx context.Context, req IngestDirReq) (Inode, error
 			if err := t.putInode(rec); err != nil {
 				return err
 			}
-			if err := t.addCounter(ctrFiles, rec.Ino, 1); err != nil {
+			if err := t.record(edit{kind: editIngest, ino: rec.Ino, rec: rec, dir: dir.Ino, name: e.Name}); err != nil {
 				return err
 			}
 			used[i] = true
@@ -266,7 +272,7 @@ func (s *Service) IngestDir(ctx context.Context, req IngestDirReq) (Inode, error
 			return err
 		}
 		out = dir.Inode
-		return nil
+		return t.record(edit{kind: editFileset, ino: dir.Ino, rec: dir})
 	})
 	for i, u := range used {
 		if !u || err != nil {
@@ -354,7 +360,7 @@ func (s *Service) SetGateway(ctx context.Context, ino Ino, g GatewayInfo, ifChan
 			return err
 		}
 		out = rec.Inode
-		return nil
+		return t.record(edit{kind: editFileset, ino: ino, rec: rec})
 	})
 	if err != nil {
 		return Inode{}, fmt.Errorf("set gateway section of inode %d: %w", ino, err)

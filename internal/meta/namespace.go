@@ -227,13 +227,12 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 		if err := t.putInode(rec); err != nil {
 			return err
 		}
-		if err := t.addCounter(ctrFiles, ino, 1); err != nil {
-			return err
+		name := req.Name
+		if req.Tmpfile {
+			name = ""
 		}
-		if !req.Tmpfile {
-			if err := s.wbCreated(ctx, t, parent.Ino, req.Name, rec); err != nil {
-				return err
-			}
+		if err := t.record(edit{kind: editCreate, ino: ino, rec: rec, dir: parent.Ino, name: name}); err != nil {
+			return err
 		}
 		out = rec.Inode
 		used = true
@@ -247,7 +246,6 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 
 // Link adds the name newParent/newName for the non-directory ino.
 func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) (Inode, error) {
-	ctx = s.collectCalls(ctx)
 	var out Inode
 	err := checkName(newName)
 	if err == nil {
@@ -258,9 +256,6 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 			}
 			rec, err := t.getInode(ino)
 			if err != nil {
-				return err
-			}
-			if err := s.callBackIn(ctx, t, ino); err != nil {
 				return err
 			}
 			if _, _, exists, err := t.getDentry(newParent, newName); err != nil {
@@ -281,6 +276,7 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 					return err
 				}
 			}
+			was := rec.Parent
 			if err := t.linkAdded(rec, newParent); err != nil {
 				return err
 			}
@@ -294,17 +290,17 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 			if err := t.putInode(parent); err != nil {
 				return err
 			}
-			if err := s.wbLinked(ctx, t, newParent, newName); err != nil {
+			out = rec.Inode
+			if err := t.record(edit{kind: editLink, ino: ino, rec: rec, dir: newParent, name: newName, was: was,
+				tell: &notice{change: change{ino: ino, inode: &out}}}); err != nil {
 				return err
 			}
-			out = rec.Inode
 			return t.putInode(rec)
 		})
 	}
 	if err != nil {
 		return Inode{}, fmt.Errorf("link %d to %d/%s: %w", ino, newParent, Quote(newName), err)
 	}
-	s.changed(ctx, change{ino: ino, inode: &out}, false)
 	return out, nil
 }
 
@@ -313,7 +309,6 @@ func (s *Service) Link(ctx context.Context, ino, newParent Ino, newName string) 
 // session has it open (HoldOpen): then it is deleted in the same
 // transaction.
 func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino) (Inode, error) {
-	ctx = s.collectCalls(ctx)
 	var out Inode
 	cl := s.newClaims()
 	deleted := false
@@ -336,9 +331,6 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			}
 			rec, err := t.getInode(ino)
 			if err != nil {
-				return err
-			}
-			if err := s.callBackIn(ctx, t, ino); err != nil {
 				return err
 			}
 			now := s.nowNs()
@@ -367,7 +359,8 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			}
 			dir.touchDir(now)
 			out = rec.Inode
-			if err := s.wbRemoved(ctx, t, parent, name, ino, false); err != nil {
+			tell := &notice{change: change{ino: ino, inode: &out}, gone: out.Nlink == 0}
+			if err := t.record(edit{kind: editRemove, ino: ino, rec: rec, dir: parent, name: name, tell: tell}); err != nil {
 				return err
 			}
 			return t.putInode(dir)
@@ -387,10 +380,6 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			// to the reaper.
 			_, _ = s.reap(ctx, out.Ino)
 		}
-	}
-	s.changed(ctx, change{ino: out.Ino, inode: &out}, false)
-	if out.Nlink == 0 {
-		s.leases.gone(sessionOf(ctx), out.Ino)
 	}
 	return out, nil
 }
@@ -443,7 +432,6 @@ func (t txn) linkOrphan(rec *inodeRec) error {
 func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 	cl := s.newClaims()
 	err := checkName(name)
-	var removed Ino
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
 			dir, err := t.getDir(parent)
@@ -451,7 +439,6 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 				return err
 			}
 			ino, typ, ok, err := t.getDentry(parent, name)
-			removed = ino
 			if err != nil {
 				return err
 			}
@@ -469,7 +456,8 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 			}
 			dir.Nlink--
 			dir.touchDir(s.nowNs())
-			if err := s.wbRemoved(ctx, t, parent, name, ino, true); err != nil {
+			tell := &notice{change: change{ino: ino}, quiet: true, gone: true}
+			if err := t.record(edit{kind: editRemove, ino: ino, dir: parent, name: name, isDir: true, tell: tell}); err != nil {
 				return err
 			}
 			return t.putInode(dir)
@@ -479,7 +467,6 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 	if err != nil {
 		return fmt.Errorf("rmdir %d/%s: %w", parent, Quote(name), err)
 	}
-	s.leases.gone(sessionOf(ctx), removed)
 	return nil
 }
 
@@ -519,7 +506,7 @@ func (t txn) removeDir(ino Ino, keep bool, now int64) error {
 	if err := t.Delete(inodeKey(ino)); err != nil {
 		return err
 	}
-	return t.addCounter(ctrFiles, ino, -1)
+	return t.record(edit{kind: editDelete, ino: ino, rec: rec})
 }
 
 // keepDir reports whether a directory being removed must stay as an orphan

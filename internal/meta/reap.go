@@ -147,12 +147,7 @@ func (t txn) deleteInode(rec *inodeRec, now int64) error {
 	if err := t.Delete(inodeKey(ino)); err != nil {
 		return err
 	}
-	if rec.IsRegular() {
-		if err := t.addCounter(ctrBytes, ino, -int64(rec.Size)); err != nil {
-			return err
-		}
-	}
-	return t.addCounter(ctrFiles, ino, -1)
+	return t.record(edit{kind: editDelete, ino: ino, rec: rec})
 }
 
 // Orphans lists up to limit orphan inodes with numbers above after, for a

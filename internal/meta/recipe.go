@@ -228,7 +228,6 @@ func (t txn) dropSegmentsFrom(ino Ino, nb uint64, refs refDeltas) error {
 // past the resulting end are dropped, changes there included. A conflict's
 // Current lists the named indices in ascending order.
 func (s *Service) Commit(ctx context.Context, req CommitReq) (Inode, error) {
-	ctx = s.collectCalls(ctx)
 	mark := s.leaseMark(ctx, req.Ino)
 	var out Inode
 	// The holders are called back inside the Sync change: once it ends,
@@ -236,11 +235,8 @@ func (s *Service) Commit(ctx context.Context, req CommitReq) (Inode, error) {
 	// sent after that would reach them too (and a Sync one wait for their
 	// acknowledgement of a change they never saw the old side of).
 	err := s.syncChange(ctx, req.Ino, req.Sync, func() (err error) {
-		if out, err = s.commit(ctx, req); err != nil {
-			return err
-		}
-		c := change{ino: req.Ino, since: mark, keep: true, inode: &out, changes: req.Changes, setSize: req.SetSize}
-		return s.changed(ctx, c, req.Sync)
+		out, err = s.commit(ctx, req, mark)
+		return err
 	})
 	if err != nil {
 		return Inode{}, fmt.Errorf("commit inode %d: %w", req.Ino, err)
@@ -248,7 +244,8 @@ func (s *Service) Commit(ctx context.Context, req CommitReq) (Inode, error) {
 	return out, nil
 }
 
-func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
+// commit is Commit; mark is the lease mark its caller gains a lease with.
+func (s *Service) commit(ctx context.Context, req CommitReq, mark uint64) (Inode, error) {
 	changes := append([]BlockChange(nil), req.Changes...)
 	sort.Slice(changes, func(i, j int) bool { return changes[i].Index < changes[j].Index })
 	for i, c := range changes {
@@ -274,9 +271,6 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 		pending = false
 		rec, err := t.getInode(req.Ino)
 		if err != nil {
-			return err
-		}
-		if err := s.callBackIn(ctx, t, req.Ino); err != nil {
 			return err
 		}
 		if err := regularFile(rec); err != nil {
@@ -364,11 +358,10 @@ func (s *Service) commit(ctx context.Context, req CommitReq) (Inode, error) {
 		if err := t.releaseUnnamed(req.Superseded, now, s.soft()); err != nil {
 			return err
 		}
-		if err := t.addCounter(ctrBytes, rec.Ino, int64(rec.Size-oldSize)); err != nil {
-			return err
-		}
 		out = rec.Inode
-		if err := s.wbChanged(ctx, t, rec, true); err != nil {
+		tell := &notice{change: change{ino: req.Ino, since: mark, keep: true, inode: &out, changes: req.Changes,
+			setSize: req.SetSize}, sync: req.Sync}
+		if err := t.record(edit{kind: editContent, ino: rec.Ino, rec: rec, sizeDelta: int64(rec.Size - oldSize), tell: tell}); err != nil {
 			return err
 		}
 		if err := t.putInode(rec); err != nil {

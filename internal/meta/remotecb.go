@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sync"
 
 	"tessera/internal/kv"
 )
@@ -18,11 +17,9 @@ import (
 // lease on an inode not recorded), so a change that commits after a lease's
 // read finds the record. The change's transaction reads the inode's lease
 // records and, for each other live Service, writes a callback request
-// ("C" holder req) with the change (callBackIn; a change that does not,
-// the replaced inode of a Rename, writes them right after its commit:
-// callRemote); the holder watches its
-// requests, invalidates its sessions' leases on the inode, and deletes the
-// request once each acknowledged or expired. A Sync change waits for those
+// ("C" holder req) with the change (noticeHook, notice.go); the holder
+// watches its requests, invalidates its sessions' leases on the inode, and
+// deletes the request once each acknowledged or expired. A Sync change waits for those
 // deletions (or the holder's liveness to lapse), so Sync keeps its meaning
 // across Services. Callbacks across Services are always invalidations.
 // A holder drops its lease record lazily: when it delivers a request, or
@@ -74,24 +71,6 @@ func (s *Service) recordNew(ctx context.Context, in Inode, mark uint64) uint64 {
 		return mark
 	}
 	return fresh
-}
-
-// callRemote writes, in a transaction of its own, the callback requests of
-// a change of ino that its own transaction did not write (callBackIn).
-func (s *Service) callRemote(ctx context.Context, ino Ino) ([][]byte, error) {
-	if s.sh == nil || ino == 0 {
-		return nil, nil
-	}
-	var reqs [][]byte
-	err := s.update(ctx, func(t txn) error {
-		var err error
-		reqs, err = s.writeCalls(t, ino)
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("call back inode %d to other meta services: %w", ino, err)
-	}
-	return reqs, nil
 }
 
 // writeCalls writes in t a callback request of ino to every other live
@@ -181,58 +160,6 @@ func (s *Service) tidyLeases(ctx context.Context) {
 		// later.
 		s.sh.log.Warn("dropping lease records", "count", len(drop), "err", err)
 	}
-}
-
-// txnCalls collects the callback requests the transaction of one change
-// wrote (callBackIn), by inode; a retried transaction overwrites what its
-// earlier runs wrote (a request of a run that did not commit does not
-// exist, and waiting for it ends at once).
-type txnCalls struct {
-	mu sync.Mutex
-	by map[Ino][][]byte
-}
-
-type callsKey struct{}
-
-// collectCalls returns a context whose change transactions write their
-// callback requests themselves (callBackIn), so that the change and its
-// requests commit together: a Service that dies after the commit has
-// still called the change back.
-func (s *Service) collectCalls(ctx context.Context) context.Context {
-	if s.sh == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, callsKey{}, &txnCalls{by: make(map[Ino][][]byte)})
-}
-
-// callBackIn writes the callback requests of a change of ino in t, the
-// change's transaction, when ctx collects them (collectCalls).
-func (s *Service) callBackIn(ctx context.Context, t txn, ino Ino) error {
-	c, _ := ctx.Value(callsKey{}).(*txnCalls)
-	if s.sh == nil || c == nil || ino == 0 {
-		return nil
-	}
-	reqs, err := s.writeCalls(t, ino)
-	if err != nil {
-		return err
-	}
-	c.mu.Lock()
-	c.by[ino] = reqs
-	c.mu.Unlock()
-	return nil
-}
-
-// calledBack returns the requests the change's transaction wrote for ino,
-// and whether it wrote them (else the caller writes them: callRemote).
-func calledBack(ctx context.Context, ino Ino) ([][]byte, bool) {
-	c, _ := ctx.Value(callsKey{}).(*txnCalls)
-	if c == nil {
-		return nil, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	reqs, ok := c.by[ino]
-	return reqs, ok
 }
 
 // waitRemote returns once every request in reqs was deleted by its holder,

@@ -21,9 +21,6 @@ func (s *Service) Rename(ctx context.Context, oldParent Ino, oldName string, new
 	if err != nil {
 		return Inode{}, fmt.Errorf("rename %d/%s to %d/%s: %w", oldParent, Quote(oldName), newParent, Quote(newName), err)
 	}
-	if replaced.Ino != 0 {
-		s.changed(ctx, change{ino: replaced.Ino, inode: &replaced}, false)
-	}
 	return replaced, nil
 }
 
@@ -147,11 +144,14 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 		if err := t.putInode(op); err != nil {
 			return err
 		}
-		var over Ino
+		e := edit{kind: editRename, ino: srcIno, rec: src, dir: oldParent, name: oldName, to: newParent, toName: newName,
+			isDir: srcTyp == syscall.S_IFDIR, exchange: exchange}
 		if dstOk && !exchange {
-			over = dstIno
+			e.replaced = dstIno
+			// Its holders hear of it: it lost a name (and may be gone).
+			e.tell = &notice{change: change{ino: dstIno, inode: &replaced}}
 		}
-		if err := s.wbRenamed(ctx, t, oldParent, oldName, newParent, newName, srcIno, over, exchange); err != nil {
+		if err := t.record(e); err != nil {
 			return err
 		}
 		if crossDir {

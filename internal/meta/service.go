@@ -102,6 +102,8 @@ type Service struct {
 	// segmentFault, set by tests only, is called between the segments
 	// of a drop; an error stops the drop there, as a crash would.
 	segmentFault func(op string, ino Ino) error
+	// hooks run on every change (pipeline.go), in this order.
+	hooks []hook
 
 	// mu guards the batch of reserved inode numbers.
 	mu struct {
@@ -125,6 +127,10 @@ func New(store kv.Store, opts Options) (*Service, error) {
 		s.now = time.Now
 	}
 	s.leases = newLeaseTable(opts, s.now)
+	s.addHook(s.writebackHook())
+	s.addHook(usageHook())
+	s.addHook(quotaHook())
+	s.addHook(s.noticeHook())
 	s.maxTxnOps = opts.MaxTxnOps
 	if s.maxTxnOps == 0 {
 		s.maxTxnOps = DefaultMaxTxnOps
@@ -217,12 +223,6 @@ func New(store kv.Store, opts Options) (*Service, error) {
 
 // nowNs is the current time in unix nanoseconds.
 func (s *Service) nowNs() int64 { return s.now().UnixNano() }
-
-// update runs fn in a read-write transaction; kv errors that are not already
-// classified become ErrIO.
-func (s *Service) update(ctx context.Context, fn func(t txn) error) error {
-	return classify(s.store.Update(ctx, func(tx kv.Txn) error { return fn(txn{tx}) }))
-}
 
 // view runs fn in a read-only transaction.
 func (s *Service) view(ctx context.Context, fn func(t txn) error) error {

@@ -10,13 +10,14 @@ import (
 	"tessera/internal/kv"
 )
 
-// The write-back hook. Every namespace or content change calls one of the
-// wb* methods below inside its own kv transaction, after it made the
-// change; when the inode lies in a write-back fileset the method appends
-// the operation to the fileset's queue in that same transaction, so an
+// The write-back hook (writebackHook). Every namespace or content change
+// records its edit in its own kv transaction, after it made the change
+// (pipeline.go), and the hook calls one of the wb* methods below on it;
+// when the inode lies in a write-back fileset the method appends the
+// operation to the fileset's queue in that same transaction, so an
 // acknowledged change is never lost and never applied without its change
-// (issue 14 item 5). Outside filesets the cost is one scan of the empty
-// "g" (fileset) range.
+// (issue 14 item 5). In a read-only fileset it refuses the change. Outside
+// filesets the cost is one scan of the empty "g" (fileset) range.
 
 // ErrReadOnly is a change refused in a read-only fileset.
 var ErrReadOnly = syscall.EROFS
@@ -45,8 +46,49 @@ func skipWriteback(ctx context.Context) bool {
 	return ok && id.Role.Can(auth.CacheHome)
 }
 
+// writebackHook queues each local change made in a write-back fileset,
+// refuses those a read-only fileset or write-back cannot take, and checks
+// a RemoveVanished's removal (fileset_vanish.go).
+func (s *Service) writebackHook() hook {
+	return hook{name: "writeback", inTxn: func(ctx context.Context, t txn, e *edit) error {
+		switch e.kind {
+		case editCreate:
+			if e.name == "" {
+				return nil // nameless (O_TMPFILE): Link names it
+			}
+			return s.wbCreated(ctx, t, e.dir, e.name, e.rec)
+		case editLink:
+			return s.wbLinked(ctx, t, e.dir, e.name)
+		case editRemove:
+			return s.wbRemoved(ctx, t, e.dir, e.name, e.ino, e.isDir)
+		case editRename:
+			return s.wbRenamed(ctx, t, e.dir, e.name, e.to, e.toName, e.ino, e.replaced, e.exchange)
+		case editAttr:
+			return s.wbSetAttr(ctx, t, e.rec, e.valid)
+		case editContent:
+			return s.wbChanged(ctx, t, e.rec, true)
+		case editXattr:
+			return s.wbCheck(ctx, t, e.rec)
+		}
+		return nil
+	}}
+}
+
 // wbFilesets reads the filesets ("g" records); nil when there are none.
+// A change's transaction reads them once (the change set keeps them).
 func (t txn) wbFilesets() (map[Ino]Fileset, error) {
+	_, cs := t.changes()
+	if cs != nil && cs.filesetsRead {
+		return cs.filesets, nil
+	}
+	sets, err := t.readFilesets()
+	if cs != nil && err == nil {
+		cs.filesets, cs.filesetsRead = sets, true
+	}
+	return sets, err
+}
+
+func (t txn) readFilesets() (map[Ino]Fileset, error) {
 	var sets map[Ino]Fileset
 	p := []byte{pfxFileset}
 	err := t.Scan(p, kv.PrefixEnd(p), func(k, v []byte) (bool, error) {

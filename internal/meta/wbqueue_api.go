@@ -316,5 +316,8 @@ func (t txn) wbReached(op WBOp, token string, now int64) error {
 	g.HomePath, g.HomeSize, g.HomeMtime, g.HomeCtime, g.Token = op.Path, rec.Size, rec.Mtime, 0, token
 	g.Validated = now
 	rec.Gateway = &g
-	return t.putInode(rec)
+	if err := t.putInode(rec); err != nil {
+		return err
+	}
+	return t.record(edit{kind: editFileset, ino: rec.Ino, rec: rec})
 }

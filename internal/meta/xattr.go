@@ -58,7 +58,6 @@ func (s *Service) GetXattr(ctx context.Context, ino Ino, name string) ([]byte, e
 // SetXattr sets xattr name of ino; flags XattrCreate (fail with ErrExist if
 // present) or XattrReplace (fail with ErrNoAttr if absent).
 func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []byte, flags uint32) error {
-	ctx = s.collectCalls(ctx)
 	err := checkXattrName(name)
 	switch {
 	case err != nil:
@@ -73,12 +72,10 @@ func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []by
 			if err != nil {
 				return err
 			}
-			// A read-only fileset refuses before anything else is
-			// looked at (as a read-only mount: EROFS, not ENODATA).
-			if err := s.wbCheck(ctx, t, rec); err != nil {
-				return err
-			}
-			if err := s.callBackIn(ctx, t, ino); err != nil {
+			// Recorded before anything else is looked at: a read-only
+			// fileset refuses first (as a read-only mount: EROFS, not
+			// ENODATA).
+			if err := t.record(edit{kind: editXattr, ino: ino, rec: rec, tell: &notice{change: change{ino: ino}}}); err != nil {
 				return err
 			}
 			if fa, ok := fieldAttrs[name]; ok {
@@ -108,7 +105,6 @@ func (s *Service) SetXattr(ctx context.Context, ino Ino, name string, value []by
 	if err != nil {
 		return fmt.Errorf("setxattr %d %s: %w", ino, Quote(name), err)
 	}
-	s.changed(ctx, change{ino: ino}, false)
 	return nil
 }
 
@@ -142,7 +138,6 @@ func (s *Service) ListXattr(ctx context.Context, ino Ino) ([]string, error) {
 
 // RemoveXattr removes xattr name of ino; ErrNoAttr if absent.
 func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
-	ctx = s.collectCalls(ctx)
 	err := checkXattrName(name)
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
@@ -150,12 +145,10 @@ func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
 			if err != nil {
 				return err
 			}
-			// A read-only fileset refuses before anything else is
-			// looked at (as a read-only mount: EROFS, not ENODATA).
-			if err := s.wbCheck(ctx, t, rec); err != nil {
-				return err
-			}
-			if err := s.callBackIn(ctx, t, ino); err != nil {
+			// Recorded before anything else is looked at: a read-only
+			// fileset refuses first (as a read-only mount: EROFS, not
+			// ENODATA).
+			if err := t.record(edit{kind: editXattr, ino: ino, rec: rec, tell: &notice{change: change{ino: ino}}}); err != nil {
 				return err
 			}
 			if fa, ok := fieldAttrs[name]; ok {
@@ -182,6 +175,5 @@ func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
 	if err != nil {
 		return fmt.Errorf("removexattr %d %s: %w", ino, Quote(name), err)
 	}
-	s.changed(ctx, change{ino: ino}, false)
 	return nil
 }
