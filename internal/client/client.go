@@ -479,6 +479,11 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash, urgent bool) ([]byt
 	return data, nil
 }
 
+// getPiece is getBlock for a piece of a composed block a reader assembles.
+func (c *Client) getPiece(ctx context.Context, h block.Hash) ([]byte, error) {
+	return c.getBlock(ctx, h, true)
+}
+
 // getBuf is getBlock returning the block with a reference the caller must
 // release once done with its bytes, and must not use them after.
 func (c *Client) getBuf(ctx context.Context, h block.Hash, urgent bool) (*blockBuf, error) {
@@ -520,7 +525,7 @@ func (c *Client) getBuf(ctx context.Context, h block.Hash, urgent bool) (*blockB
 		// Stored as pieces: fetched (each taking its own fetch slot)
 		// and put together.
 		var data []byte
-		data, fl.err = c.assemble(withUrgency(ctx, &fl.urgent), h, comp)
+		data, fl.err = c.assemble(withUrgency(ctx, &fl.urgent), h, comp, c.getPiece)
 		if fl.err == nil {
 			fl.buf = newBlockBuf(data, false, nil)
 		}

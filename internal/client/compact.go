@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -10,6 +11,17 @@ import (
 	"tessera/internal/meta"
 	"tessera/internal/placement"
 )
+
+// Compaction and memory: nothing compaction reads stays in the memory
+// cache. It reads the block from the version this client kept there for
+// the next small write when it still is (putKept), and drops that version
+// once the block is stored whole: the writer has rested, and the share of
+// kept versions (memCache.keptMax) is for blocks still changing. Otherwise
+// it assembles the block from pieces it fetches for itself (getOnce), which
+// the cache never sees: under an untar with a policy that commits each
+// write, compaction's bases, patches and assembled blocks, which nobody
+// reads again, filled the cache and its fetch buffers
+// (docs/design/2026-11-29-compaction-memory.md).
 
 // DefaultCompactAfter is Config.CompactAfter's default.
 const DefaultCompactAfter = 5 * time.Second
@@ -116,7 +128,7 @@ func (c *Client) compact(ctx context.Context, j compactJob) error {
 	if _, ok := c.comps.get(j.h); !ok {
 		return nil // stored whole already, or never composed here
 	}
-	data, err := c.getBlock(ctx, j.h, false)
+	data, err := c.getOnce(ctx, j.h)
 	if err != nil {
 		return err
 	}
@@ -131,7 +143,35 @@ func (c *Client) compact(ctx context.Context, j compactJob) error {
 		return err
 	}
 	c.comps.drop(j.h)
+	c.mem.dropKept(j.h)
 	c.compacted.Add(1)
 	return nil
 }
 
+// getOnce returns block h for compaction: from the memory cache if it
+// holds it, otherwise fetched (a composed block assembled from pieces
+// fetched so too) without keeping it in the cache or sharing the fetch
+// with readers. The caller may keep the bytes.
+func (c *Client) getOnce(ctx context.Context, h block.Hash) ([]byte, error) {
+	if b := c.mem.get(h); b != nil {
+		data := b.keep()
+		b.release()
+		return data, nil
+	}
+	if comp, ok := c.comps.get(h); ok {
+		data, err := c.assemble(ctx, h, comp, c.getOnce)
+		if !errors.Is(err, block.ErrNotFound) {
+			return data, err
+		}
+		c.comps.drop(h) // stored whole since, and its pieces reclaimed
+	}
+	c.fetches <- struct{}{}
+	b, err := c.fetch(ctx, h)
+	<-c.fetches
+	if err != nil {
+		return nil, err
+	}
+	data := b.keep()
+	b.release()
+	return data, nil
+}

@@ -99,13 +99,15 @@ func (c *compCache) add(h block.Hash, comp meta.Composition) {
 	c.m[h] = comp
 }
 
-// assemble builds composed block h from comp and checks the result's hash.
-func (c *Client) assemble(ctx context.Context, h block.Hash, comp meta.Composition) ([]byte, error) {
+// assemble builds composed block h from comp and checks the result's
+// hash; get fetches each piece (getBlock for a reader, getOnce for
+// compaction).
+func (c *Client) assemble(ctx context.Context, h block.Hash, comp meta.Composition, get func(context.Context, block.Hash) ([]byte, error)) ([]byte, error) {
 	if comp.Base == h {
 		return nil, fmt.Errorf("composed block %s: its own base: %w", h.Short(), block.ErrCorrupt)
 	}
 	// The base and the patches are fetched at once (each takes its own
-	// fetch slot in getBlock), then laid down in order.
+	// fetch slot), then laid down in order.
 	pieces := make([][]byte, 1+len(comp.Patches))
 	errs := make([]error, len(pieces))
 	var wg sync.WaitGroup
@@ -113,7 +115,7 @@ func (c *Client) assemble(ctx context.Context, h block.Hash, comp meta.Compositi
 		if ph.IsZero() {
 			return
 		}
-		wg.Go(func() { pieces[i], errs[i] = c.getBlock(ctx, ph, true) })
+		wg.Go(func() { pieces[i], errs[i] = get(ctx, ph) })
 	}
 	fetch(0, comp.Base)
 	for i, p := range comp.Patches {

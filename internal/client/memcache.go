@@ -152,6 +152,16 @@ func (c *memCache) drop(h block.Hash) {
 	}
 }
 
+// dropKept removes h if the cache holds it as a block this client wrote
+// (a version kept for the next small write): a reader's copy stays.
+func (c *memCache) dropKept(h block.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.mu.items[h]; ok && e.Value.(*memEntry).kept != nil {
+		c.removeLocked(e)
+	}
+}
+
 // demote makes h the first block to evict: a sequential reader is done
 // with it (the kernel's page cache has its bytes), so the blocks fetched
 // ahead of the reader stay instead.
