@@ -163,7 +163,8 @@ type Client struct {
 	uploadFailed ratelog.Limiter
 	active       activity      // last read or write (memory.go)
 	comps        compCache     // compositions of composed blocks (compose.go)
-	compacts     compactQueue  // composed blocks to store whole (compose.go)
+	compacts     compactQueue  // composed blocks to store whole (compact.go)
+	compactNow   chan struct{} // wakes the compaction loop (compactAtClose)
 	compacted    atomic.Uint64 // composed blocks stored whole
 	// compactFailed keeps failed compactions from flooding the log.
 	compactFailed ratelog.Limiter
@@ -247,6 +248,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		}
 	}
 	c.stop = make(chan struct{})
+	c.compactNow = make(chan struct{}, 1)
 	if cfg.MaxUncommitted >= 0 {
 		limit := cfg.MaxUncommitted
 		if limit == 0 {

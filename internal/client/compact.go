@@ -83,6 +83,22 @@ func (q *compactQueue) remove(ino meta.Ino, idx uint64) {
 	}
 }
 
+// hurry makes the queued jobs of ino's blocks for which worth holds due at
+// once, and reports whether there was one.
+func (q *compactQueue) hurry(ino meta.Ino, worth func(block.Hash) bool) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	any := false
+	for k, h := range q.byBlock {
+		if j, ok := q.jobs[h]; ok && k[0] == uint64(ino) && worth(h) {
+			j.at = time.Time{}
+			q.jobs[h] = j
+			any = true
+		}
+	}
+	return any
+}
+
 // due takes the jobs queued before cutoff.
 func (q *compactQueue) due(cutoff time.Time) []compactJob {
 	q.mu.Lock()
@@ -111,14 +127,48 @@ func (c *Client) compactLoop(after time.Duration, stop <-chan struct{}) {
 		select {
 		case <-stop:
 			return
-		case now := <-t.C:
-			for _, j := range c.compacts.due(now.Add(-after)) {
-				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-				if err := c.compact(ctx, j); err != nil {
-					c.compactFailed.Log(c.log, slog.LevelWarn, "storing a composed block whole failed; it stays composed", "block", j.h.Short(), "err", err)
-				}
-				cancel()
+		case <-t.C:
+		case <-c.compactNow: // compactAtClose
+		}
+		for _, j := range c.compacts.due(time.Now().Add(-after)) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			if err := c.compact(ctx, j); err != nil {
+				c.compactFailed.Log(c.log, slog.LevelWarn, "storing a composed block whole failed; it stays composed", "block", j.h.Short(), "err", err)
 			}
+			cancel()
+		}
+	}
+}
+
+// compactAtClose makes the composed blocks of ino, whose last opener in
+// this client just closed it, due for compaction now rather than after
+// CompactAfter, when a quarter of what they hold or more was written since
+// they were last stored whole (an untar's file, written in appends): their
+// kept versions are then still in memory, and go once stored (see above).
+// Compaction after CompactAfter would send the same bytes unless the file
+// changed again meanwhile; the quarter bounds what a file changed at each
+// of many short opens (a log) sends: at most four times what was written
+// since the block was last stored whole. A block with smaller changes
+// waits as before.
+func (c *Client) compactAtClose(ino meta.Ino) {
+	if c.cfg.CompactAfter <= 0 {
+		return
+	}
+	worth := func(h block.Hash) bool {
+		comp, ok := c.comps.get(h)
+		if !ok {
+			return false
+		}
+		var n int64
+		for _, p := range comp.Patches {
+			n += int64(p.Len)
+		}
+		return 4*n >= int64(comp.Len)
+	}
+	if c.compacts.hurry(ino, worth) {
+		select {
+		case c.compactNow <- struct{}{}:
+		default:
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"math/rand"
 	"testing"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -87,5 +88,62 @@ func TestCompactionKeepsNothingInMemory(t *testing.T) {
 		if got := readAt(t, open(t, fresh, f.ino), bs); !bytes.Equal(got, f.model) {
 			t.Fatalf("inode %d reads something else after compaction (first difference at %d)", f.ino, firstDiff(got, f.model))
 		}
+	}
+}
+
+// TestCompactionAtLastClose: a file closed after most of a block was
+// written since it was last stored whole (an untar's file, written in a
+// few appends) has that block stored whole at once, and its kept version
+// leaves the memory cache, rather than CompactAfter later: under an untar
+// the kept versions of closed files otherwise filled their share of the
+// cache (16 MiB) and most were evicted before their compaction, which then
+// fetched and assembled the pieces. A block changed by a small write (a
+// log's append) still waits for CompactAfter.
+func TestCompactionAtLastClose(t *testing.T) {
+	const bs = 256 << 10
+	ctx := context.Background()
+	s := newShared(t, bs)
+	stores := map[string]*memStore{"b0": s.store}
+	c := testClient(t, s.api, stores, Config{CompactAfter: time.Hour})
+
+	// A small change to a large block: not worth storing whole at close.
+	small, smallIn, _, smallH := composedFile(t, s, c, "log", bs/2)
+	small.Release(ctx)
+
+	// Written in three appends, each committed: inline, whole (past
+	// meta.InlineMax), composed; the last version's patch is a third of it.
+	in := s.create(t, "untarred")
+	const part = 40 << 10
+	model := randBytes(rand.New(rand.NewSource(3)), 3*part)
+	h := open(t, c, in.Ino)
+	for off := 0; off < len(model); off += part {
+		write(t, h, int64(off), model[off:off+part])
+		flush(t, h)
+	}
+	r, err := s.api.GetRecipe(ctx, in.Ino, 0, 1)
+	if err != nil || len(r.Composed) != 1 {
+		t.Fatalf("recipe after three appends: %d composed, %v; want 1", len(r.Composed), err)
+	}
+	var composed block.Hash
+	for hh := range r.Composed {
+		composed = hh
+	}
+	waitFor(t, func() bool { return c.mem.contains(composed) })
+	h.Release(ctx)
+	waitFor(t, func() bool { return c.compacted.Load() >= 1 })
+	if r, _ := s.api.GetRecipe(ctx, in.Ino, 0, 1); len(r.Composed) != 0 {
+		t.Fatal("the appended file is still composed after its close")
+	}
+	if c.mem.contains(composed) {
+		t.Fatal("the appended file's kept version is still in the memory cache after its compaction")
+	}
+	if got := readAt(t, open(t, c, in.Ino), 1<<20); !bytes.Equal(got, model) {
+		t.Fatalf("the appended file reads something else after compaction (first difference at %d)", firstDiff(got, model))
+	}
+	if n := c.compacted.Load(); n != 1 {
+		t.Fatalf("%d blocks compacted; want 1 (the small change waits)", n)
+	}
+	if r, _ := s.api.GetRecipe(ctx, smallIn.Ino, 0, 1); len(r.Composed) != 1 || !c.mem.contains(smallH) {
+		t.Fatal("the block changed by a small write was compacted at close")
 	}
 }
