@@ -22,7 +22,8 @@ import (
 // a writer of many files (an untar) or of large files in small writes
 // otherwise filled the whole cache with versions nobody reads again, and
 // the copies behind them were most of the process's peak
-// (docs/design/2026-11-28-memory-bounds.md).
+// (docs/design/2026-11-28-memory-bounds.md). A kept version leaves once
+// its block is stored whole (compact.go).
 type memCache struct {
 	max     int64
 	keptMax int64
