@@ -147,3 +147,37 @@ func TestCompactionAtLastClose(t *testing.T) {
 		t.Fatal("the block changed by a small write was compacted at close")
 	}
 }
+
+// TestSupersededCompositionsForgotten: a block committed composed again
+// and again (appends under a policy that commits each) leaves the
+// client-wide cache of compositions holding its latest composition only,
+// not one per version with all the patches before it.
+func TestSupersededCompositionsForgotten(t *testing.T) {
+	const bs = 1 << 20
+	ctx := context.Background()
+	s := newShared(t, bs)
+	stores := map[string]*memStore{"b0": s.store}
+	c := testClient(t, s.api, stores, Config{CompactAfter: time.Hour})
+	in := s.create(t, "appended")
+	const part = 40 << 10
+	model := randBytes(rand.New(rand.NewSource(5)), 8*part)
+	h := open(t, c, in.Ino)
+	for off := 0; off < len(model); off += part {
+		write(t, h, int64(off), model[off:off+part])
+		flush(t, h)
+	}
+	r, err := s.api.GetRecipe(ctx, in.Ino, 0, 1)
+	if err != nil || len(r.Composed) != 1 {
+		t.Fatalf("recipe after eight appends: %d composed, %v; want 1", len(r.Composed), err)
+	}
+	c.comps.mu.Lock()
+	n := len(c.comps.m)
+	c.comps.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("after eight appends committed one by one the client holds %d compositions; want 1 (the latest)", n)
+	}
+	if got := readAt(t, open(t, testClient(t, s.api, stores, Config{CompactAfter: -1}), in.Ino), bs); !bytes.Equal(got, model) {
+		t.Fatalf("a fresh client reads something else (first difference at %d)", firstDiff(got, model))
+	}
+	h.Release(ctx)
+}
