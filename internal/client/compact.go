@@ -117,15 +117,15 @@ func (q *compactQueue) queued(h block.Hash) bool {
 func (q *compactQueue) hurry(ino meta.Ino, worth func(block.Hash) bool) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	any := false
+	found := false
 	for k, h := range q.byBlock {
 		if j, ok := q.jobs[h]; ok && k[0] == uint64(ino) && worth(h) {
 			j.at = time.Time{}
 			q.jobs[h] = j
-			any = true
+			found = true
 		}
 	}
-	return any
+	return found
 }
 
 // due takes the jobs queued before cutoff.
