@@ -163,7 +163,8 @@ type Client struct {
 	uploadFailed ratelog.Limiter
 	active       activity      // last read or write (memory.go)
 	comps        compCache     // compositions of composed blocks (compose.go)
-	compacts     compactQueue  // composed blocks to store whole (compose.go)
+	compacts     compactQueue  // composed blocks to store whole (compact.go)
+	compactNow   chan struct{} // wakes the compaction loop (compactAtClose)
 	compacted    atomic.Uint64 // composed blocks stored whole
 	// compactFailed keeps failed compactions from flooding the log.
 	compactFailed ratelog.Limiter
@@ -247,6 +248,7 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 		}
 	}
 	c.stop = make(chan struct{})
+	c.compactNow = make(chan struct{}, 1)
 	if cfg.MaxUncommitted >= 0 {
 		limit := cfg.MaxUncommitted
 		if limit == 0 {
@@ -479,6 +481,11 @@ func (c *Client) getBlock(ctx context.Context, h block.Hash, urgent bool) ([]byt
 	return data, nil
 }
 
+// getPiece is getBlock for a piece of a composed block a reader assembles.
+func (c *Client) getPiece(ctx context.Context, h block.Hash) ([]byte, error) {
+	return c.getBlock(ctx, h, true)
+}
+
 // getBuf is getBlock returning the block with a reference the caller must
 // release once done with its bytes, and must not use them after.
 func (c *Client) getBuf(ctx context.Context, h block.Hash, urgent bool) (*blockBuf, error) {
@@ -520,7 +527,7 @@ func (c *Client) getBuf(ctx context.Context, h block.Hash, urgent bool) (*blockB
 		// Stored as pieces: fetched (each taking its own fetch slot)
 		// and put together.
 		var data []byte
-		data, fl.err = c.assemble(withUrgency(ctx, &fl.urgent), h, comp)
+		data, fl.err = c.assemble(withUrgency(ctx, &fl.urgent), h, comp, c.getPiece)
 		if fl.err == nil {
 			fl.buf = newBlockBuf(data, false, nil)
 		}

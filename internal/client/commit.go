@@ -182,7 +182,7 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode, ours []*ourBlock
 			d.sp = d.own.clone()
 		}
 		if ch.InlineNew {
-			f.c.compacts.remove(f.ino, ch.Index)
+			f.c.superseded(f.c.compacts.remove(f.ino, ch.Index), block.Hash{})
 			continue
 		}
 		if ch.Index == 0 {
@@ -191,9 +191,9 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode, ours []*ourBlock
 		}
 		f.setHashLocked(ch.Index, ch.New)
 		if ch.Compose != nil {
-			f.c.compacts.add(f.ino, ch.Index, compactJob{h: ch.New, replicas: f.replicas, at: time.Now()})
+			f.c.superseded(f.c.compacts.add(f.ino, ch.Index, compactJob{h: ch.New, replicas: f.replicas, at: time.Now()}), ch.New)
 		} else {
-			f.c.compacts.remove(f.ino, ch.Index)
+			f.c.superseded(f.c.compacts.remove(f.ino, ch.Index), ch.New)
 		}
 	}
 	f.hasInline = in.HasInline

@@ -178,6 +178,9 @@ func (c *Client) release(ctx context.Context, f *file) error {
 	f.opens--
 	last := f.opens == 0
 	c.mu.Unlock()
+	if last && err == nil {
+		c.compactAtClose(f.ino)
+	}
 	if last && err != nil && f.lost == nil {
 		// The last descriptor is gone and its close was told the commit
 		// failed: nobody is left to retry it, and data kept in memory

@@ -22,7 +22,8 @@ import (
 // a writer of many files (an untar) or of large files in small writes
 // otherwise filled the whole cache with versions nobody reads again, and
 // the copies behind them were most of the process's peak
-// (docs/design/2026-11-28-memory-bounds.md).
+// (docs/design/2026-11-28-memory-bounds.md). A kept version leaves once
+// its block is stored whole (compact.go).
 type memCache struct {
 	max     int64
 	keptMax int64
@@ -148,6 +149,16 @@ func (c *memCache) drop(h block.Hash) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.mu.items[h]; ok {
+		c.removeLocked(e)
+	}
+}
+
+// dropKept removes h if the cache holds it as a block this client wrote
+// (a version kept for the next small write): a reader's copy stays.
+func (c *memCache) dropKept(h block.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.mu.items[h]; ok && e.Value.(*memEntry).kept != nil {
 		c.removeLocked(e)
 	}
 }

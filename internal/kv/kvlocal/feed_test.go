@@ -85,3 +85,27 @@ func TestWatchFromHistory(t *testing.T) {
 		t.Fatal("Watch after Close succeeded")
 	}
 }
+
+// TestHistoryHeldBytes: the history holds at most 1 MiB of keys and values
+// however much was committed (the daemon's whole live heap at an untar's
+// peak is ~50 MB; the history held 9 MB of it), and still replays the
+// latest commit.
+func TestHistoryHeldBytes(t *testing.T) {
+	var f Feed
+	val := make([]byte, 64<<10)
+	for i := range 64 {
+		f.Publish([]kv.Change{{Key: fmt.Appendf(nil, "k%d", i), Value: val}})
+	}
+	if f.bytes > 1<<20 {
+		t.Fatalf("after 4 MiB of commits the history holds %d KiB; want at most 1024", f.bytes>>10)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ch, err := f.Watch(ctx, nil, f.rev-1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := <-ch; !ok || b[0].Rev != f.rev {
+		t.Fatalf("replay of the latest commit: %v, %v", b, ok)
+	}
+}
