@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -10,8 +9,6 @@ import (
 	"strings"
 
 	"tessera/internal/auth"
-	"tessera/internal/blockdial"
-	"tessera/internal/client"
 	"tessera/internal/nfs"
 	"tessera/internal/up"
 )
@@ -98,18 +95,12 @@ const nfsHelp = "NFSv3 and MOUNT answer on this one port (libnfs: nfs://HOST/DIR
 
 func runNFS(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("nfs", flag.ContinueOnError)
-	ma := addMetaAddrFlags(fs, metaFlagUsage+"; required")
+	fe := addFrontEndFlags(fs, "the site this server runs in: blocks are read from its servers first, then from the nearest site")
 	listen := fs.String("listen", "", "HOST:PORT the NFS server listens on; required. "+nfsHelp)
 	nf := addNFSFlags(fs, "root", "")
 	readOnly := fs.Bool("read-only", false, "refuse every change with NFS3ERR_ROFS (always so for a client-ro certificate)")
-	mem := addMemFlags(fs)
-	pol := addPolicyFlag(fs)
-	metaTimeout := addMetaTimeoutFlag(fs)
-	siteF := addSiteFlag(fs, "the site this server runs in: blocks are read from its servers first, then from the nearest site")
-	tf := addTLSFlags(fs)
 	memParts := func() []memPart {
-		return append(nfsMemParts(client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty}, ""),
-			memPart{"runtime, per-inode state", roleFixedBytes})
+		return append(nfsMemParts(fe.clientBase(), ""), memPart{"runtime, per-inode state", roleFixedBytes})
 	}
 	if err := parse(fs, args); err != nil {
 		return helpMem(err, memParts)
@@ -128,56 +119,21 @@ func runNFS(ctx context.Context, args []string) error {
 		return err
 	}
 	cfg.ReadOnly = *readOnly
-	if err := mem.check(); err != nil {
-		return err
-	}
-	site, err := siteF.value()
+	c, err := fe.connect(ctx, []auth.Role{auth.RoleClientRW, auth.RoleClientRO, auth.RoleAdmin}, nil, memParts())
 	if err != nil {
 		return err
 	}
-	waitMeta, err := metaTimeout.value()
-	if err != nil {
-		return err
-	}
-	t, err := ma.resolve(ctx, "")
-	if err != nil {
-		return err
-	}
-	if len(t.addrs) == 0 {
-		return fmt.Errorf("%w: --meta ADDR is required (see tessera nfs -h)", errUsage)
-	}
-	creds, err := tf.role("nfs", up.MountCertName, []auth.Role{auth.RoleClientRW, auth.RoleClientRO, auth.RoleAdmin})
-	if err != nil {
-		return err
-	}
-	log := newLogger(false)
-	parts := memParts()
-	limitMemory(memTotal(parts))
-	log.Info("memory bound", "total_mib", memTotal(parts)>>20, "parts", memBoundLine(parts))
-	mc, err := t.dial(ctx, creds, log)
-	if err != nil {
-		return err
-	}
-	defer mc.Close()
+	defer c.meta.Close()
+	creds, log := c.creds, c.log
 	if creds != nil && creds.HasCert() && !creds.Identity.Role.Can(auth.WriteNamespace) {
 		cfg.ReadOnly = true
 		log.Info("nfs: read-only, the identity may only read", "identity", creds.Identity.Name, "role", string(creds.Identity.Role))
 	}
 	cfg.ClusterID = nfs.ClusterID(creds)
-	node, err := up.StartNFS(ctx, up.NFSConfig{Listen: *listen, Server: cfg, Client: client.Config{
-		Meta: mc, Dial: blockdial.New(creds).Block, Logger: log, Policy: pol.String(),
-		MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta, Site: site,
-	}})
+	node, err := up.StartNFS(ctx, up.NFSConfig{Listen: *listen, Server: cfg, Client: c.client})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("tessera nfs: ready nfs=%s meta=%s export=%s\n", node.Addr, mc.Addr(), *nf.export)
-	select {
-	case <-ctx.Done():
-	case err = <-node.Done():
-	}
-	if cerr := node.Close(); cerr != nil && err == nil && !errors.Is(cerr, context.Canceled) {
-		err = cerr
-	}
-	return err
+	fmt.Printf("tessera nfs: ready nfs=%s meta=%s export=%s\n", node.Addr, c.meta.Addr(), *nf.export)
+	return serveUntil(ctx, node.Done(), node.Close)
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	"tessera/internal/auth"
-	"tessera/internal/blockdial"
-	"tessera/internal/client"
 	"tessera/internal/s3"
 	"tessera/internal/up"
 )
@@ -44,17 +41,11 @@ func runS3(ctx context.Context, args []string) error {
 		return s3KeysCommand(ctx, args[1:], os.Stdout, time.Now())
 	}
 	fs := flag.NewFlagSet("s3", flag.ContinueOnError)
-	ma := addMetaAddrFlags(fs, metaFlagUsage+"; required")
+	fe := addFrontEndFlags(fs, "the site this endpoint runs in: blocks are read from its servers first, then from the nearest site")
 	listen := fs.String("listen", "", "HOST:PORT the S3 endpoint listens on; required. "+s3Help)
 	root := fs.String("root", "/", "the directory whose subdirectories are the buckets (a key with a root of its own gets those under it)")
-	mem := addMemFlags(fs)
-	pol := addPolicyFlag(fs)
-	metaTimeout := addMetaTimeoutFlag(fs)
-	siteF := addSiteFlag(fs, "the site this endpoint runs in: blocks are read from its servers first, then from the nearest site")
-	tf := addTLSFlags(fs)
 	memParts := func() []memPart {
-		return append(s3MemParts(client.Config{MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty}, ""),
-			memPart{"runtime, per-inode state", roleFixedBytes})
+		return append(s3MemParts(fe.clientBase(), ""), memPart{"runtime, per-inode state", roleFixedBytes})
 	}
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: tessera s3 --meta ADDR --listen HOST:PORT [--root /dir]\n       tessera s3 keys add NAME --role rw|ro [--root /proj] [--json] | list | remove NAME   (tessera s3 keys -h)")
@@ -70,62 +61,31 @@ func runS3(ctx context.Context, args []string) error {
 		return fmt.Errorf("%w: --listen HOST:PORT is required (see tessera s3 -h)", errUsage)
 	}
 	var certFile, keyFile string
-	if *tf.cert != "" && *tf.key != "" {
-		certFile, keyFile = *tf.cert, *tf.key
-	} else if err := s3Plain(*listen, *tf.insecure); err != nil {
+	if *fe.tls.cert != "" && *fe.tls.key != "" {
+		certFile, keyFile = *fe.tls.cert, *fe.tls.key
+	} else if err := s3Plain(*listen, *fe.tls.insecure); err != nil {
 		return err
 	}
-	if err := mem.check(); err != nil {
-		return err
+	unconfined := func(creds *auth.Credentials) error {
+		if creds != nil && creds.HasCert() && creds.Identity.Root != "" && creds.Identity.Root != "/" {
+			return fmt.Errorf("%w: the S3 endpoint reads access keys at the namespace's root: its certificate must not be confined (%s); confine the keys instead (tessera s3 keys add --root)", errUsage, creds.Identity.Root)
+		}
+		return nil
 	}
-	site, err := siteF.value()
+	c, err := fe.connect(ctx, []auth.Role{auth.RoleClientRW, auth.RoleAdmin}, unconfined, memParts())
 	if err != nil {
 		return err
 	}
-	waitMeta, err := metaTimeout.value()
-	if err != nil {
-		return err
-	}
-	t, err := ma.resolve(ctx, "")
-	if err != nil {
-		return err
-	}
-	if len(t.addrs) == 0 {
-		return fmt.Errorf("%w: --meta ADDR is required (see tessera s3 -h)", errUsage)
-	}
-	creds, err := tf.role("s3", up.MountCertName, []auth.Role{auth.RoleClientRW, auth.RoleAdmin})
-	if err != nil {
-		return err
-	}
-	if creds != nil && creds.HasCert() && creds.Identity.Root != "" && creds.Identity.Root != "/" {
-		return fmt.Errorf("%w: the S3 endpoint reads access keys at the namespace's root: its certificate must not be confined (%s); confine the keys instead (tessera s3 keys add --root)", errUsage, creds.Identity.Root)
-	}
-	log := newLogger(false)
-	parts := memParts()
-	limitMemory(memTotal(parts))
-	log.Info("memory bound", "total_mib", memTotal(parts)>>20, "parts", memBoundLine(parts))
-	mc, err := t.dial(ctx, creds, log)
-	if err != nil {
-		return err
-	}
-	defer mc.Close()
+	defer c.meta.Close()
 	node, err := up.StartS3(ctx, up.S3Config{
-		Client: client.Config{Meta: mc, Dial: blockdial.New(creds).Block, Logger: log, Policy: pol.String(),
-			MemCacheBytes: *mem.cache, DirtyBytes: *mem.dirty, MetaTimeout: waitMeta, Site: site},
+		Client: c.client,
 		Server: s3.ServerConfig{Listen: *listen, CertFile: certFile, KeyFile: keyFile, Backend: s3.Config{Root: *root}},
 	})
 	if err != nil {
 		return err
 	}
-	fmt.Printf("tessera s3: ready s3=%s meta=%s root=%s\n", node.Addr, mc.Addr(), *root)
-	select {
-	case <-ctx.Done():
-	case err = <-node.Done():
-	}
-	if cerr := node.Close(); cerr != nil && err == nil && !errors.Is(cerr, context.Canceled) {
-		err = cerr
-	}
-	return err
+	fmt.Printf("tessera s3: ready s3=%s meta=%s root=%s\n", node.Addr, c.meta.Addr(), *root)
+	return serveUntil(ctx, node.Done(), node.Close)
 }
 
 // s3KeysCommand is `tessera s3 keys add|list|remove`.
