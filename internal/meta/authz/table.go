@@ -66,6 +66,13 @@ var rules = map[string]rule{
 	// Filesets (meta.FilesetAPI): administered by admins, read by any
 	// unconfined caller (mounts learn a directory's fileset), filled by
 	// gateways.
+	// Directory quotas (meta.QuotaAPI): set and removed by admins, read
+	// by any caller (a confined one: in its subtree; the list spans the
+	// cluster).
+	"SetQuota":    {auth.Administer, cluster},
+	"RemoveQuota": {auth.Administer, cluster},
+	"Quota":       {auth.ReadNamespace, inTree},
+	"Quotas":      {auth.ReadNamespace, cluster},
 	// The write-back queue (meta.WritebackAPI): worked by gateways, its
 	// figures read by status.
 	"ClaimWriteback":  {auth.CacheHome, cluster},
