@@ -34,6 +34,15 @@ func (f Forward) Quotas(ctx context.Context) ([]Quota, error) {
 	return c.Quotas(ctx)
 }
 
+// QuotaOf implements QuotaAPI.
+func (f Forward) QuotaOf(ctx context.Context, ino Ino) (Quota, error) {
+	c, err := capability[QuotaAPI](f.Next, "QuotaOf")
+	if err != nil {
+		return Quota{}, err
+	}
+	return c.QuotaOf(ctx, ino)
+}
+
 // RemoveQuota implements QuotaAPI.
 func (f Forward) RemoveQuota(ctx context.Context, dir Ino) error {
 	c, err := capability[QuotaAPI](f.Next, "RemoveQuota")

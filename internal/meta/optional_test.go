@@ -166,6 +166,10 @@ func (f *full) Quotas(context.Context) ([]meta.Quota, error) {
 	f.note("Quotas")
 	return nil, nil
 }
+func (f *full) QuotaOf(context.Context, meta.Ino) (meta.Quota, error) {
+	f.note("QuotaOf")
+	return meta.Quota{}, nil
+}
 func (f *full) RemoveQuota(context.Context, meta.Ino) error { f.note("RemoveQuota"); return nil }
 
 // adminCtx carries an identity every decorator lets through (authz).

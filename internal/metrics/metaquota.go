@@ -30,6 +30,12 @@ func (a *metaAPI) Quotas(ctx context.Context) (out []meta.Quota, err error) {
 	return a.fwd.Quotas(ctx)
 }
 
+// QuotaOf implements meta.QuotaAPI.
+func (a *metaAPI) QuotaOf(ctx context.Context, ino meta.Ino) (out meta.Quota, err error) {
+	defer a.m.done("quota_of", time.Now(), &err)
+	return a.fwd.QuotaOf(ctx, ino)
+}
+
 // RemoveQuota implements meta.QuotaAPI.
 func (a *metaAPI) RemoveQuota(ctx context.Context, dir meta.Ino) (err error) {
 	defer a.m.done("remove_quota", time.Now(), &err)

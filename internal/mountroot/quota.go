@@ -35,6 +35,11 @@ func (a *API) Quotas(ctx context.Context) ([]meta.Quota, error) {
 	return l, err
 }
 
+// QuotaOf implements meta.QuotaAPI.
+func (a *API) QuotaOf(ctx context.Context, ino meta.Ino) (meta.Quota, error) {
+	return a.quota(a.fwd().QuotaOf(ctx, a.m(ino)))
+}
+
 // RemoveQuota implements meta.QuotaAPI.
 func (a *API) RemoveQuota(ctx context.Context, dir meta.Ino) error {
 	return a.fwd().RemoveQuota(ctx, a.m(dir))

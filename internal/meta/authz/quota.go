@@ -69,6 +69,31 @@ func (v *view) Quotas(ctx context.Context) ([]meta.Quota, error) {
 	return qa.Quotas(ctx)
 }
 
+// QuotaOf implements meta.QuotaAPI. The quota may be on a directory
+// above a confined caller's root (its project's): its limits and usage are
+// what df shows, its directory reads as 0.
+func (v *view) QuotaOf(ctx context.Context, ino meta.Ino) (meta.Quota, error) {
+	c, err := v.a.authorize(ctx, "QuotaOf")
+	if err != nil {
+		return meta.Quota{}, err
+	}
+	if ino, err = v.a.in(ctx, c, "QuotaOf", ino); err != nil {
+		return meta.Quota{}, err
+	}
+	qa, err := v.quotas("QuotaOf")
+	if err != nil {
+		return meta.Quota{}, err
+	}
+	out, err := qa.QuotaOf(ctx, ino)
+	if err == nil && c.root != 0 {
+		if _, ierr := v.a.in(ctx, c, "QuotaOf", out.Dir); ierr != nil {
+			out.Dir = 0
+		}
+	}
+	out.Dir = c.out(out.Dir)
+	return out, err
+}
+
 // RemoveQuota implements meta.QuotaAPI; it is logged with who asked.
 func (v *view) RemoveQuota(ctx context.Context, dir meta.Ino) error {
 	c, err := v.a.authorize(ctx, "RemoveQuota")

@@ -73,6 +73,7 @@ var rules = map[string]rule{
 	"RemoveQuota": {auth.Administer, cluster},
 	"Quota":       {auth.ReadNamespace, inTree},
 	"Quotas":      {auth.ReadNamespace, cluster},
+	"QuotaOf":     {auth.ReadNamespace, inTree}, // df in a quota tree
 	// The write-back queue (meta.WritebackAPI): worked by gateways, its
 	// figures read by status.
 	"ClaimWriteback":  {auth.CacheHome, cluster},

@@ -62,6 +62,16 @@ func (c *Client) RemoveQuota(ctx context.Context, dir meta.Ino) error {
 	return err
 }
 
+// QuotaOf implements meta.QuotaAPI.
+func (c *Client) QuotaOf(ctx context.Context, ino meta.Ino) (meta.Quota, error) {
+	return unary(c, ctx, "QuotaOf", c.mc.QuotaOf, &pb.InoRequest{Ino: uint64(ino)}, quotaIn)
+}
+
+// QuotaOf implements meta.QuotaAPI.
+func (m *Many) QuotaOf(ctx context.Context, ino meta.Ino) (meta.Quota, error) {
+	return many1(m, ctx, func(c *Client) (meta.Quota, error) { return c.QuotaOf(ctx, ino) })
+}
+
 // SetQuota implements meta.QuotaAPI.
 func (m *Many) SetQuota(ctx context.Context, q meta.Quota) (meta.Quota, error) {
 	return many1(m, ctx, func(c *Client) (meta.Quota, error) { return c.SetQuota(ctx, q) })
@@ -136,6 +146,15 @@ func (s *server) Quotas(ctx context.Context, _ *pb.Empty) (*pb.QuotaList, error)
 		out.Quotas = append(out.Quotas, quotaOut(q))
 	}
 	return out, nil
+}
+
+// QuotaOf serves meta.QuotaAPI.QuotaOf.
+func (s *server) QuotaOf(ctx context.Context, r *pb.InoRequest) (*pb.Quota, error) {
+	qa, err := s.quotas()
+	if err != nil {
+		return nil, err
+	}
+	return quotaReply(qa.QuotaOf(ctx, meta.Ino(r.Ino)))
 }
 
 // RemoveQuota serves meta.QuotaAPI.RemoveQuota.

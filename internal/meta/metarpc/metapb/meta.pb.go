@@ -5081,7 +5081,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\x9a\x1d\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\xda\x1d\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -5138,7 +5138,8 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\bSetQuota\x12\x16.tessera.meta.v1.Quota\x1a\x16.tessera.meta.v1.Quota\x12?\n" +
 	"\bGetQuota\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Quota\x12<\n" +
 	"\x06Quotas\x12\x16.tessera.meta.v1.Empty\x1a\x1a.tessera.meta.v1.QuotaList\x12B\n" +
-	"\vRemoveQuota\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.EmptyB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
+	"\vRemoveQuota\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty\x12>\n" +
+	"\aQuotaOf\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.QuotaB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
 
 var (
 	file_tessera_meta_v1_meta_proto_rawDescOnce sync.Once
@@ -5308,61 +5309,63 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	25, // 81: tessera.meta.v1.Meta.GetQuota:input_type -> tessera.meta.v1.InoRequest
 	8,  // 82: tessera.meta.v1.Meta.Quotas:input_type -> tessera.meta.v1.Empty
 	25, // 83: tessera.meta.v1.Meta.RemoveQuota:input_type -> tessera.meta.v1.InoRequest
-	12, // 84: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 85: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 86: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 87: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	12, // 88: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	12, // 89: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 90: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 91: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	35, // 92: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	38, // 93: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 94: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 95: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 96: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 97: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	42, // 98: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 99: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	43, // 100: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 101: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 102: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	44, // 103: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	46, // 104: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	46, // 105: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	46, // 106: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	46, // 107: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	50, // 108: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 109: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	55, // 110: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	56, // 111: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 112: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	59, // 113: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	60, // 114: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
-	62, // 115: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
-	14, // 116: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 117: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	18, // 118: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 119: tessera.meta.v1.Meta.AddFilesetReads:output_type -> tessera.meta.v1.Empty
-	8,  // 120: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 121: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 122: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	12, // 123: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
-	8,  // 124: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
-	2,  // 125: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 126: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 127: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 128: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 129: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	8,  // 130: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
-	65, // 131: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
-	65, // 132: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
-	15, // 133: tessera.meta.v1.Meta.SetQuota:output_type -> tessera.meta.v1.Quota
-	15, // 134: tessera.meta.v1.Meta.GetQuota:output_type -> tessera.meta.v1.Quota
-	16, // 135: tessera.meta.v1.Meta.Quotas:output_type -> tessera.meta.v1.QuotaList
-	8,  // 136: tessera.meta.v1.Meta.RemoveQuota:output_type -> tessera.meta.v1.Empty
-	84, // [84:137] is the sub-list for method output_type
-	31, // [31:84] is the sub-list for method input_type
+	25, // 84: tessera.meta.v1.Meta.QuotaOf:input_type -> tessera.meta.v1.InoRequest
+	12, // 85: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 86: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 87: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 88: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	12, // 89: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	12, // 90: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 91: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 92: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	35, // 93: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	38, // 94: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 95: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 96: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 97: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 98: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	42, // 99: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 100: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	43, // 101: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 102: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 103: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	44, // 104: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	46, // 105: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	46, // 106: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	46, // 107: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	46, // 108: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	50, // 109: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 110: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	55, // 111: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	56, // 112: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 113: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	59, // 114: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	60, // 115: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	62, // 116: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	14, // 117: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 118: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	18, // 119: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 120: tessera.meta.v1.Meta.AddFilesetReads:output_type -> tessera.meta.v1.Empty
+	8,  // 121: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 122: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 123: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	12, // 124: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
+	8,  // 125: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
+	2,  // 126: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 127: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 128: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 129: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 130: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 131: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
+	65, // 132: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
+	65, // 133: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
+	15, // 134: tessera.meta.v1.Meta.SetQuota:output_type -> tessera.meta.v1.Quota
+	15, // 135: tessera.meta.v1.Meta.GetQuota:output_type -> tessera.meta.v1.Quota
+	16, // 136: tessera.meta.v1.Meta.Quotas:output_type -> tessera.meta.v1.QuotaList
+	8,  // 137: tessera.meta.v1.Meta.RemoveQuota:output_type -> tessera.meta.v1.Empty
+	15, // 138: tessera.meta.v1.Meta.QuotaOf:output_type -> tessera.meta.v1.Quota
+	85, // [85:139] is the sub-list for method output_type
+	31, // [31:85] is the sub-list for method input_type
 	31, // [31:31] is the sub-list for extension type_name
 	31, // [31:31] is the sub-list for extension extendee
 	0,  // [0:31] is the sub-list for field type_name

@@ -82,6 +82,7 @@ const (
 	Meta_GetQuota_FullMethodName        = "/tessera.meta.v1.Meta/GetQuota"
 	Meta_Quotas_FullMethodName          = "/tessera.meta.v1.Meta/Quotas"
 	Meta_RemoveQuota_FullMethodName     = "/tessera.meta.v1.Meta/RemoveQuota"
+	Meta_QuotaOf_FullMethodName         = "/tessera.meta.v1.Meta/QuotaOf"
 )
 
 // MetaClient is the client API for Meta service.
@@ -165,6 +166,7 @@ type MetaClient interface {
 	GetQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error)
 	Quotas(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*QuotaList, error)
 	RemoveQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
+	QuotaOf(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error)
 }
 
 type metaClient struct {
@@ -708,6 +710,16 @@ func (c *metaClient) RemoveQuota(ctx context.Context, in *InoRequest, opts ...gr
 	return out, nil
 }
 
+func (c *metaClient) QuotaOf(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Quota)
+	err := c.cc.Invoke(ctx, Meta_QuotaOf_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetaServer is the server API for Meta service.
 // All implementations must embed UnimplementedMetaServer
 // for forward compatibility.
@@ -789,6 +801,7 @@ type MetaServer interface {
 	GetQuota(context.Context, *InoRequest) (*Quota, error)
 	Quotas(context.Context, *Empty) (*QuotaList, error)
 	RemoveQuota(context.Context, *InoRequest) (*Empty, error)
+	QuotaOf(context.Context, *InoRequest) (*Quota, error)
 	mustEmbedUnimplementedMetaServer()
 }
 
@@ -957,6 +970,9 @@ func (UnimplementedMetaServer) Quotas(context.Context, *Empty) (*QuotaList, erro
 }
 func (UnimplementedMetaServer) RemoveQuota(context.Context, *InoRequest) (*Empty, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RemoveQuota not implemented")
+}
+func (UnimplementedMetaServer) QuotaOf(context.Context, *InoRequest) (*Quota, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method QuotaOf not implemented")
 }
 func (UnimplementedMetaServer) mustEmbedUnimplementedMetaServer() {}
 func (UnimplementedMetaServer) testEmbeddedByValue()              {}
@@ -1922,6 +1938,24 @@ func _Meta_RemoveQuota_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Meta_QuotaOf_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).QuotaOf(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_QuotaOf_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).QuotaOf(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Meta_ServiceDesc is the grpc.ServiceDesc for Meta service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -2136,6 +2170,10 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveQuota",
 			Handler:    _Meta_RemoveQuota_Handler,
+		},
+		{
+			MethodName: "QuotaOf",
+			Handler:    _Meta_QuotaOf_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
