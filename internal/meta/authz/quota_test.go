@@ -58,6 +58,16 @@ func TestQuotaAuthorization(t *testing.T) {
 	if _, err := f.a.Quotas(as(projRW)); !errors.Is(err, syscall.EACCES) {
 		t.Errorf("Quotas as projRW: %v; want refused", err)
 	}
+	// QuotaOf (df): any reader, a confined one inside its tree only.
+	if got, err := f.a.QuotaOf(as(ro), tr.b); err != nil || got.Dir != tr.sub {
+		t.Errorf("QuotaOf /proj/sub/b as ro: %+v %v; want /proj/sub's", got, err)
+	}
+	if got, err := f.a.QuotaOf(as(projRW), tr.a); err != nil || got.Dir != meta.RootIno || got.MaxInodes != 100 {
+		t.Errorf("QuotaOf /proj/a as projRW: %+v %v; want /proj's, as RootIno", got, err)
+	}
+	if _, err := f.a.QuotaOf(as(projRW), tr.s); err == nil {
+		t.Errorf("projRW read the quota over /secret/s")
+	}
 	for _, id := range []auth.Identity{ro, rw, projRW} {
 		if err := f.a.RemoveQuota(as(id), tr.sub); !errors.Is(err, auth.ErrDenied) {
 			t.Errorf("RemoveQuota as %s: %v; want ErrDenied", id.Name, err)
