@@ -63,9 +63,6 @@ var rules = map[string]rule{
 	"SetReplicas":    {auth.Administer, cluster},
 	"WalkBlocks":     {auth.Administer, cluster},
 	"MoverProgress":  {auth.Administer, cluster}, // names lost blocks' inodes
-	// Filesets (meta.FilesetAPI): administered by admins, read by any
-	// unconfined caller (mounts learn a directory's fileset), filled by
-	// gateways.
 	// Directory quotas (meta.QuotaAPI): set and removed by admins, read
 	// by any caller (a confined one: in its subtree; the list spans the
 	// cluster).
@@ -74,6 +71,9 @@ var rules = map[string]rule{
 	"Quota":       {auth.ReadNamespace, inTree},
 	"Quotas":      {auth.ReadNamespace, cluster},
 	"QuotaOf":     {auth.ReadNamespace, inTree}, // df in a quota tree
+	// Filesets (meta.FilesetAPI): administered by admins, read by any
+	// unconfined caller (mounts learn a directory's fileset), filled by
+	// gateways.
 	// The write-back queue (meta.WritebackAPI): worked by gateways, its
 	// figures read by status.
 	"ClaimWriteback":  {auth.CacheHome, cluster},
