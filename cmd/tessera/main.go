@@ -41,6 +41,7 @@ var commands = map[string]command{
 	"policy":  {"get or set a file's consistency policy; list the policies", runPolicy},
 	"certs":   {"make a cluster CA, issue certificates and admin tokens", runCerts},
 	"fileset": {filesetSummary(), runFileset},
+	"quota":   {quotaSummary, runQuota},
 }
 
 func usage(w io.Writer) {

@@ -778,3 +778,10 @@ func (c *Client) makeRoom() int {
 	}
 	return n
 }
+
+// Quotas returns the meta service's quota calls (meta.QuotaAPI), or nil
+// when the API the client was given has none.
+func (c *Client) Quotas() meta.QuotaAPI {
+	qa, _ := c.cfg.Meta.(meta.QuotaAPI)
+	return qa
+}

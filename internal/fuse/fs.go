@@ -273,10 +273,10 @@ func (fs *FS) attrTTL(in *meta.Inode) time.Duration {
 	return fs.c.CacheTTL(in)
 }
 
-// StatFs reports the room the block servers have for new data
-// (vfs.FS.StatFS).
+// StatFs reports the room the block servers have for new data, or in a
+// directory quota's tree the quota's (vfs.FS.StatFSIn).
 func (fs *FS) StatFs(cancel <-chan struct{}, header *gofuse.InHeader, out *gofuse.StatfsOut) gofuse.Status {
-	st, err := fs.v.StatFS(ctxOf(cancel, header))
+	st, err := fs.v.StatFSIn(ctxOf(cancel, header), meta.Ino(header.NodeId))
 	if err != nil {
 		return fs.status("statfs", err)
 	}

@@ -41,6 +41,7 @@ func OptionalInterfaces() []reflect.Type {
 		reflect.TypeFor[VanishAPI](),
 		reflect.TypeFor[WritebackAPI](),
 		reflect.TypeFor[GatewaysAPI](),
+		reflect.TypeFor[QuotaAPI](),
 	}
 }
 

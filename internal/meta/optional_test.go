@@ -154,6 +154,23 @@ func (f *full) Gateways(context.Context) ([]meta.GatewayNode, error) {
 	f.note("Gateways")
 	return nil, nil
 }
+func (f *full) SetQuota(context.Context, meta.Quota) (meta.Quota, error) {
+	f.note("SetQuota")
+	return meta.Quota{}, nil
+}
+func (f *full) Quota(context.Context, meta.Ino) (meta.Quota, error) {
+	f.note("Quota")
+	return meta.Quota{}, nil
+}
+func (f *full) Quotas(context.Context) ([]meta.Quota, error) {
+	f.note("Quotas")
+	return nil, nil
+}
+func (f *full) QuotaOf(context.Context, meta.Ino) (meta.Quota, error) {
+	f.note("QuotaOf")
+	return meta.Quota{}, nil
+}
+func (f *full) RemoveQuota(context.Context, meta.Ino) error { f.note("RemoveQuota"); return nil }
 
 // adminCtx carries an identity every decorator lets through (authz).
 func adminCtx() context.Context {

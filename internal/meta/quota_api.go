@@ -21,6 +21,10 @@ type QuotaAPI interface {
 	Quotas(ctx context.Context) ([]Quota, error)
 	// RemoveQuota drops the quota of directory dir (ErrNotFound if none).
 	RemoveQuota(ctx context.Context, dir Ino) error
+	// QuotaOf returns the innermost quota whose tree holds inode ino (a
+	// directory's own quota included): what df in it shows (ErrNotFound
+	// if none).
+	QuotaOf(ctx context.Context, ino Ino) (Quota, error)
 }
 
 var _ QuotaAPI = (*Service)(nil)
@@ -112,6 +116,45 @@ func (s *Service) RemoveQuota(ctx context.Context, dir Ino) error {
 		return fmt.Errorf("remove quota of directory %d: %w", dir, err)
 	}
 	return nil
+}
+
+// QuotaOf implements QuotaAPI.
+func (s *Service) QuotaOf(ctx context.Context, ino Ino) (Quota, error) {
+	var out Quota
+	err := s.view(ctx, func(t txn) error {
+		qs, err := t.readQuotas()
+		if err != nil {
+			return err
+		}
+		if len(qs) == 0 {
+			return ErrNotFound
+		}
+		rec, err := t.getInode(ino)
+		if err != nil {
+			return err
+		}
+		dir := ino
+		if !rec.IsDir() {
+			dir = rec.Parent
+		}
+		chain, err := t.quotaChain(qs, dir)
+		if err != nil {
+			return err
+		}
+		if len(chain) == 0 {
+			return ErrNotFound
+		}
+		q := qs[chain[0]]
+		if err := t.loadUsage(q); err != nil {
+			return err
+		}
+		out = q.Quota
+		return nil
+	})
+	if err != nil {
+		return Quota{}, fmt.Errorf("quota of inode %d: %w", ino, err)
+	}
+	return out, nil
 }
 
 // quotaWalk counts what lies under directory dir as a quota counts it:

@@ -63,6 +63,14 @@ var rules = map[string]rule{
 	"SetReplicas":    {auth.Administer, cluster},
 	"WalkBlocks":     {auth.Administer, cluster},
 	"MoverProgress":  {auth.Administer, cluster}, // names lost blocks' inodes
+	// Directory quotas (meta.QuotaAPI): set and removed by admins, read
+	// by any caller (a confined one: in its subtree; the list spans the
+	// cluster).
+	"SetQuota":    {auth.Administer, cluster},
+	"RemoveQuota": {auth.Administer, cluster},
+	"Quota":       {auth.ReadNamespace, inTree},
+	"Quotas":      {auth.ReadNamespace, cluster},
+	"QuotaOf":     {auth.ReadNamespace, inTree}, // df in a quota tree
 	// Filesets (meta.FilesetAPI): administered by admins, read by any
 	// unconfined caller (mounts learn a directory's fileset), filled by
 	// gateways.

@@ -17,7 +17,7 @@ import (
 // it is covered by every test below without anyone remembering.
 func apiMethods() []reflect.Method {
 	var ms []reflect.Method
-	for _, typ := range []reflect.Type{reflect.TypeFor[meta.API](), reflect.TypeFor[meta.FilesetAPI](), reflect.TypeFor[meta.WritebackAPI](), reflect.TypeFor[meta.GatewaysAPI](), reflect.TypeFor[meta.EvictAPI](), reflect.TypeFor[meta.VanishAPI](), reflect.TypeFor[meta.FilesetReadsAPI]()} {
+	for _, typ := range []reflect.Type{reflect.TypeFor[meta.API](), reflect.TypeFor[meta.FilesetAPI](), reflect.TypeFor[meta.WritebackAPI](), reflect.TypeFor[meta.GatewaysAPI](), reflect.TypeFor[meta.EvictAPI](), reflect.TypeFor[meta.VanishAPI](), reflect.TypeFor[meta.FilesetReadsAPI](), reflect.TypeFor[meta.QuotaAPI]()} {
 		for i := range typ.NumMethod() {
 			ms = append(ms, typ.Method(i))
 		}

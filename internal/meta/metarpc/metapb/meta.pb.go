@@ -1251,6 +1251,128 @@ func (x *Fileset) GetReadMissBytes() uint64 {
 	return 0
 }
 
+// Quota is meta.Quota: a directory quota's limits (0: none) and, in
+// replies, its usage.
+type Quota struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Dir           uint64                 `protobuf:"varint,1,opt,name=dir,proto3" json:"dir,omitempty"`
+	MaxBytes      uint64                 `protobuf:"varint,2,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	MaxInodes     uint64                 `protobuf:"varint,3,opt,name=max_inodes,json=maxInodes,proto3" json:"max_inodes,omitempty"`
+	Bytes         uint64                 `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	Inodes        uint64                 `protobuf:"varint,5,opt,name=inodes,proto3" json:"inodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Quota) Reset() {
+	*x = Quota{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Quota) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Quota) ProtoMessage() {}
+
+func (x *Quota) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Quota.ProtoReflect.Descriptor instead.
+func (*Quota) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *Quota) GetDir() uint64 {
+	if x != nil {
+		return x.Dir
+	}
+	return 0
+}
+
+func (x *Quota) GetMaxBytes() uint64 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
+}
+
+func (x *Quota) GetMaxInodes() uint64 {
+	if x != nil {
+		return x.MaxInodes
+	}
+	return 0
+}
+
+func (x *Quota) GetBytes() uint64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *Quota) GetInodes() uint64 {
+	if x != nil {
+		return x.Inodes
+	}
+	return 0
+}
+
+type QuotaList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Quotas        []*Quota               `protobuf:"bytes,1,rep,name=quotas,proto3" json:"quotas,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaList) Reset() {
+	*x = QuotaList{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaList) ProtoMessage() {}
+
+func (x *QuotaList) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaList.ProtoReflect.Descriptor instead.
+func (*QuotaList) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *QuotaList) GetQuotas() []*Quota {
+	if x != nil {
+		return x.Quotas
+	}
+	return nil
+}
+
 // FilesetReadsRequest adds a mount's read counts to fileset root's.
 type FilesetReadsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1263,7 +1385,7 @@ type FilesetReadsRequest struct {
 
 func (x *FilesetReadsRequest) Reset() {
 	*x = FilesetReadsRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1275,7 +1397,7 @@ func (x *FilesetReadsRequest) String() string {
 func (*FilesetReadsRequest) ProtoMessage() {}
 
 func (x *FilesetReadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[14]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1288,7 +1410,7 @@ func (x *FilesetReadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilesetReadsRequest.ProtoReflect.Descriptor instead.
 func (*FilesetReadsRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{14}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FilesetReadsRequest) GetRoot() uint64 {
@@ -1321,7 +1443,7 @@ type FilesetList struct {
 
 func (x *FilesetList) Reset() {
 	*x = FilesetList{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1333,7 +1455,7 @@ func (x *FilesetList) String() string {
 func (*FilesetList) ProtoMessage() {}
 
 func (x *FilesetList) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1346,7 +1468,7 @@ func (x *FilesetList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilesetList.ProtoReflect.Descriptor instead.
 func (*FilesetList) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{15}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FilesetList) GetFilesets() []*Fileset {
@@ -1372,7 +1494,7 @@ type HomeEntry struct {
 
 func (x *HomeEntry) Reset() {
 	*x = HomeEntry{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1506,7 @@ func (x *HomeEntry) String() string {
 func (*HomeEntry) ProtoMessage() {}
 
 func (x *HomeEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1519,7 @@ func (x *HomeEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HomeEntry.ProtoReflect.Descriptor instead.
 func (*HomeEntry) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{16}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *HomeEntry) GetName() string {
@@ -1461,7 +1583,7 @@ type IngestDirRequest struct {
 
 func (x *IngestDirRequest) Reset() {
 	*x = IngestDirRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1473,7 +1595,7 @@ func (x *IngestDirRequest) String() string {
 func (*IngestDirRequest) ProtoMessage() {}
 
 func (x *IngestDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1486,7 +1608,7 @@ func (x *IngestDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestDirRequest.ProtoReflect.Descriptor instead.
 func (*IngestDirRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{17}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *IngestDirRequest) GetDir() uint64 {
@@ -1528,7 +1650,7 @@ type SetGatewayRequest struct {
 
 func (x *SetGatewayRequest) Reset() {
 	*x = SetGatewayRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1540,7 +1662,7 @@ func (x *SetGatewayRequest) String() string {
 func (*SetGatewayRequest) ProtoMessage() {}
 
 func (x *SetGatewayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1553,7 +1675,7 @@ func (x *SetGatewayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGatewayRequest.ProtoReflect.Descriptor instead.
 func (*SetGatewayRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{18}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SetGatewayRequest) GetIno() uint64 {
@@ -1588,7 +1710,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1600,7 +1722,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1613,7 +1735,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{19}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Patch) GetHash() []byte {
@@ -1648,7 +1770,7 @@ type Composition struct {
 
 func (x *Composition) Reset() {
 	*x = Composition{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1660,7 +1782,7 @@ func (x *Composition) String() string {
 func (*Composition) ProtoMessage() {}
 
 func (x *Composition) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1673,7 +1795,7 @@ func (x *Composition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Composition.ProtoReflect.Descriptor instead.
 func (*Composition) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{20}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Composition) GetLen() uint32 {
@@ -1711,7 +1833,7 @@ type BlockChange struct {
 
 func (x *BlockChange) Reset() {
 	*x = BlockChange{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1723,7 +1845,7 @@ func (x *BlockChange) String() string {
 func (*BlockChange) ProtoMessage() {}
 
 func (x *BlockChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1736,7 +1858,7 @@ func (x *BlockChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockChange.ProtoReflect.Descriptor instead.
 func (*BlockChange) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{21}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BlockChange) GetIndex() uint64 {
@@ -1790,7 +1912,7 @@ type InoRequest struct {
 
 func (x *InoRequest) Reset() {
 	*x = InoRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1802,7 +1924,7 @@ func (x *InoRequest) String() string {
 func (*InoRequest) ProtoMessage() {}
 
 func (x *InoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1815,7 +1937,7 @@ func (x *InoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InoRequest.ProtoReflect.Descriptor instead.
 func (*InoRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{22}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *InoRequest) GetIno() uint64 {
@@ -1835,7 +1957,7 @@ type LookupRequest struct {
 
 func (x *LookupRequest) Reset() {
 	*x = LookupRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1847,7 +1969,7 @@ func (x *LookupRequest) String() string {
 func (*LookupRequest) ProtoMessage() {}
 
 func (x *LookupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1860,7 +1982,7 @@ func (x *LookupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupRequest.ProtoReflect.Descriptor instead.
 func (*LookupRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{23}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LookupRequest) GetParent() uint64 {
@@ -1887,7 +2009,7 @@ type NameRequest struct {
 
 func (x *NameRequest) Reset() {
 	*x = NameRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1899,7 +2021,7 @@ func (x *NameRequest) String() string {
 func (*NameRequest) ProtoMessage() {}
 
 func (x *NameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1912,7 +2034,7 @@ func (x *NameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NameRequest.ProtoReflect.Descriptor instead.
 func (*NameRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{24}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *NameRequest) GetParent() uint64 {
@@ -1947,7 +2069,7 @@ type SetAttrRequest struct {
 
 func (x *SetAttrRequest) Reset() {
 	*x = SetAttrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1959,7 +2081,7 @@ func (x *SetAttrRequest) String() string {
 func (*SetAttrRequest) ProtoMessage() {}
 
 func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1972,7 +2094,7 @@ func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAttrRequest.ProtoReflect.Descriptor instead.
 func (*SetAttrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{25}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SetAttrRequest) GetIno() uint64 {
@@ -2063,7 +2185,7 @@ type CreateRequest struct {
 
 func (x *CreateRequest) Reset() {
 	*x = CreateRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2075,7 +2197,7 @@ func (x *CreateRequest) String() string {
 func (*CreateRequest) ProtoMessage() {}
 
 func (x *CreateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2088,7 +2210,7 @@ func (x *CreateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRequest.ProtoReflect.Descriptor instead.
 func (*CreateRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{26}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CreateRequest) GetParent() uint64 {
@@ -2172,7 +2294,7 @@ type LinkRequest struct {
 
 func (x *LinkRequest) Reset() {
 	*x = LinkRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2184,7 +2306,7 @@ func (x *LinkRequest) String() string {
 func (*LinkRequest) ProtoMessage() {}
 
 func (x *LinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2319,7 @@ func (x *LinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkRequest.ProtoReflect.Descriptor instead.
 func (*LinkRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{27}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *LinkRequest) GetIno() uint64 {
@@ -2232,7 +2354,7 @@ type UnlinkRequest struct {
 
 func (x *UnlinkRequest) Reset() {
 	*x = UnlinkRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2244,7 +2366,7 @@ func (x *UnlinkRequest) String() string {
 func (*UnlinkRequest) ProtoMessage() {}
 
 func (x *UnlinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2257,7 +2379,7 @@ func (x *UnlinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkRequest.ProtoReflect.Descriptor instead.
 func (*UnlinkRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{28}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *UnlinkRequest) GetParent() uint64 {
@@ -2294,7 +2416,7 @@ type RenameRequest struct {
 
 func (x *RenameRequest) Reset() {
 	*x = RenameRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2306,7 +2428,7 @@ func (x *RenameRequest) String() string {
 func (*RenameRequest) ProtoMessage() {}
 
 func (x *RenameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2319,7 +2441,7 @@ func (x *RenameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameRequest.ProtoReflect.Descriptor instead.
 func (*RenameRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{29}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RenameRequest) GetOldParent() uint64 {
@@ -2369,7 +2491,7 @@ type ReadDirRequest struct {
 
 func (x *ReadDirRequest) Reset() {
 	*x = ReadDirRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2381,7 +2503,7 @@ func (x *ReadDirRequest) String() string {
 func (*ReadDirRequest) ProtoMessage() {}
 
 func (x *ReadDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2394,7 +2516,7 @@ func (x *ReadDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirRequest.ProtoReflect.Descriptor instead.
 func (*ReadDirRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{30}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReadDirRequest) GetDir() uint64 {
@@ -2437,7 +2559,7 @@ type DirEntry struct {
 
 func (x *DirEntry) Reset() {
 	*x = DirEntry{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2449,7 +2571,7 @@ func (x *DirEntry) String() string {
 func (*DirEntry) ProtoMessage() {}
 
 func (x *DirEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2462,7 +2584,7 @@ func (x *DirEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirEntry.ProtoReflect.Descriptor instead.
 func (*DirEntry) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{31}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DirEntry) GetName() string {
@@ -2503,7 +2625,7 @@ type ReadDirReply struct {
 
 func (x *ReadDirReply) Reset() {
 	*x = ReadDirReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2515,7 +2637,7 @@ func (x *ReadDirReply) String() string {
 func (*ReadDirReply) ProtoMessage() {}
 
 func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2528,7 +2650,7 @@ func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirReply.ProtoReflect.Descriptor instead.
 func (*ReadDirReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{32}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ReadDirReply) GetEntries() []*DirEntry {
@@ -2556,7 +2678,7 @@ type GetRecipeRequest struct {
 
 func (x *GetRecipeRequest) Reset() {
 	*x = GetRecipeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2568,7 +2690,7 @@ func (x *GetRecipeRequest) String() string {
 func (*GetRecipeRequest) ProtoMessage() {}
 
 func (x *GetRecipeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2581,7 +2703,7 @@ func (x *GetRecipeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecipeRequest.ProtoReflect.Descriptor instead.
 func (*GetRecipeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{33}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GetRecipeRequest) GetIno() uint64 {
@@ -2615,7 +2737,7 @@ type ComposedBlock struct {
 
 func (x *ComposedBlock) Reset() {
 	*x = ComposedBlock{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2627,7 +2749,7 @@ func (x *ComposedBlock) String() string {
 func (*ComposedBlock) ProtoMessage() {}
 
 func (x *ComposedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2640,7 +2762,7 @@ func (x *ComposedBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposedBlock.ProtoReflect.Descriptor instead.
 func (*ComposedBlock) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ComposedBlock) GetHash() []byte {
@@ -2672,7 +2794,7 @@ type Recipe struct {
 
 func (x *Recipe) Reset() {
 	*x = Recipe{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2684,7 +2806,7 @@ func (x *Recipe) String() string {
 func (*Recipe) ProtoMessage() {}
 
 func (x *Recipe) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2697,7 +2819,7 @@ func (x *Recipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recipe.ProtoReflect.Descriptor instead.
 func (*Recipe) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Recipe) GetChange() uint64 {
@@ -2765,7 +2887,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2777,7 +2899,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2790,7 +2912,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CommitRequest) GetIno() uint64 {
@@ -2859,7 +2981,7 @@ type XattrRequest struct {
 
 func (x *XattrRequest) Reset() {
 	*x = XattrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2871,7 +2993,7 @@ func (x *XattrRequest) String() string {
 func (*XattrRequest) ProtoMessage() {}
 
 func (x *XattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2884,7 +3006,7 @@ func (x *XattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrRequest.ProtoReflect.Descriptor instead.
 func (*XattrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *XattrRequest) GetIno() uint64 {
@@ -2913,7 +3035,7 @@ type SetXattrRequest struct {
 
 func (x *SetXattrRequest) Reset() {
 	*x = SetXattrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2925,7 +3047,7 @@ func (x *SetXattrRequest) String() string {
 func (*SetXattrRequest) ProtoMessage() {}
 
 func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2938,7 +3060,7 @@ func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetXattrRequest.ProtoReflect.Descriptor instead.
 func (*SetXattrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SetXattrRequest) GetIno() uint64 {
@@ -2978,7 +3100,7 @@ type XattrValue struct {
 
 func (x *XattrValue) Reset() {
 	*x = XattrValue{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2990,7 +3112,7 @@ func (x *XattrValue) String() string {
 func (*XattrValue) ProtoMessage() {}
 
 func (x *XattrValue) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3003,7 +3125,7 @@ func (x *XattrValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrValue.ProtoReflect.Descriptor instead.
 func (*XattrValue) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *XattrValue) GetValue() []byte {
@@ -3022,7 +3144,7 @@ type XattrNames struct {
 
 func (x *XattrNames) Reset() {
 	*x = XattrNames{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3034,7 +3156,7 @@ func (x *XattrNames) String() string {
 func (*XattrNames) ProtoMessage() {}
 
 func (x *XattrNames) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3047,7 +3169,7 @@ func (x *XattrNames) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrNames.ProtoReflect.Descriptor instead.
 func (*XattrNames) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *XattrNames) GetNames() []string {
@@ -3067,7 +3189,7 @@ type FSStats struct {
 
 func (x *FSStats) Reset() {
 	*x = FSStats{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3079,7 +3201,7 @@ func (x *FSStats) String() string {
 func (*FSStats) ProtoMessage() {}
 
 func (x *FSStats) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3092,7 +3214,7 @@ func (x *FSStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FSStats.ProtoReflect.Descriptor instead.
 func (*FSStats) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *FSStats) GetFiles() uint64 {
@@ -3125,7 +3247,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3137,7 +3259,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3150,7 +3272,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Server) GetId() string {
@@ -3220,7 +3342,7 @@ type ServerMap struct {
 
 func (x *ServerMap) Reset() {
 	*x = ServerMap{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3232,7 +3354,7 @@ func (x *ServerMap) String() string {
 func (*ServerMap) ProtoMessage() {}
 
 func (x *ServerMap) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3245,7 +3367,7 @@ func (x *ServerMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMap.ProtoReflect.Descriptor instead.
 func (*ServerMap) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ServerMap) GetEpoch() uint64 {
@@ -3279,7 +3401,7 @@ type SetServerStateRequest struct {
 
 func (x *SetServerStateRequest) Reset() {
 	*x = SetServerStateRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +3413,7 @@ func (x *SetServerStateRequest) String() string {
 func (*SetServerStateRequest) ProtoMessage() {}
 
 func (x *SetServerStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +3426,7 @@ func (x *SetServerStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetServerStateRequest.ProtoReflect.Descriptor instead.
 func (*SetServerStateRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *SetServerStateRequest) GetId() string {
@@ -3330,7 +3452,7 @@ type SetReplicasRequest struct {
 
 func (x *SetReplicasRequest) Reset() {
 	*x = SetReplicasRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3342,7 +3464,7 @@ func (x *SetReplicasRequest) String() string {
 func (*SetReplicasRequest) ProtoMessage() {}
 
 func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3355,7 +3477,7 @@ func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReplicasRequest.ProtoReflect.Descriptor instead.
 func (*SetReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SetReplicasRequest) GetReplicas() int64 {
@@ -3375,7 +3497,7 @@ type LostBlock struct {
 
 func (x *LostBlock) Reset() {
 	*x = LostBlock{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3387,7 +3509,7 @@ func (x *LostBlock) String() string {
 func (*LostBlock) ProtoMessage() {}
 
 func (x *LostBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3400,7 +3522,7 @@ func (x *LostBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostBlock.ProtoReflect.Descriptor instead.
 func (*LostBlock) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *LostBlock) GetHash() []byte {
@@ -3439,7 +3561,7 @@ type MoverReport struct {
 
 func (x *MoverReport) Reset() {
 	*x = MoverReport{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3451,7 +3573,7 @@ func (x *MoverReport) String() string {
 func (*MoverReport) ProtoMessage() {}
 
 func (x *MoverReport) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3464,7 +3586,7 @@ func (x *MoverReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoverReport.ProtoReflect.Descriptor instead.
 func (*MoverReport) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *MoverReport) GetRound() uint64 {
@@ -3566,7 +3688,7 @@ type SiteCount struct {
 
 func (x *SiteCount) Reset() {
 	*x = SiteCount{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3578,7 +3700,7 @@ func (x *SiteCount) String() string {
 func (*SiteCount) ProtoMessage() {}
 
 func (x *SiteCount) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3591,7 +3713,7 @@ func (x *SiteCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SiteCount.ProtoReflect.Descriptor instead.
 func (*SiteCount) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SiteCount) GetSite() string {
@@ -3631,7 +3753,7 @@ type DecomposeRequest struct {
 
 func (x *DecomposeRequest) Reset() {
 	*x = DecomposeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3643,7 +3765,7 @@ func (x *DecomposeRequest) String() string {
 func (*DecomposeRequest) ProtoMessage() {}
 
 func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3656,7 +3778,7 @@ func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecomposeRequest.ProtoReflect.Descriptor instead.
 func (*DecomposeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DecomposeRequest) GetHash() []byte {
@@ -3677,7 +3799,7 @@ type ListBlocksRequest struct {
 
 func (x *ListBlocksRequest) Reset() {
 	*x = ListBlocksRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3689,7 +3811,7 @@ func (x *ListBlocksRequest) String() string {
 func (*ListBlocksRequest) ProtoMessage() {}
 
 func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3702,7 +3824,7 @@ func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ListBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ListBlocksRequest) GetAfterIno() uint64 {
@@ -3737,7 +3859,7 @@ type BlockRef struct {
 
 func (x *BlockRef) Reset() {
 	*x = BlockRef{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3749,7 +3871,7 @@ func (x *BlockRef) String() string {
 func (*BlockRef) ProtoMessage() {}
 
 func (x *BlockRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3762,7 +3884,7 @@ func (x *BlockRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRef.ProtoReflect.Descriptor instead.
 func (*BlockRef) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *BlockRef) GetIno() uint64 {
@@ -3796,7 +3918,7 @@ type ListBlocksReply struct {
 
 func (x *ListBlocksReply) Reset() {
 	*x = ListBlocksReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3808,7 +3930,7 @@ func (x *ListBlocksReply) String() string {
 func (*ListBlocksReply) ProtoMessage() {}
 
 func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3821,7 +3943,7 @@ func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksReply.ProtoReflect.Descriptor instead.
 func (*ListBlocksReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{52}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ListBlocksReply) GetRefs() []*BlockRef {
@@ -3848,7 +3970,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3860,7 +3982,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3873,7 +3995,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{53}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SessionInfo) GetId() uint64 {
@@ -3900,7 +4022,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3912,7 +4034,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3925,7 +4047,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{54}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -3956,7 +4078,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3968,7 +4090,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3981,7 +4103,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{55}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Callback) GetSeq() uint64 {
@@ -4035,7 +4157,7 @@ type CallbackBatch struct {
 
 func (x *CallbackBatch) Reset() {
 	*x = CallbackBatch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4047,7 +4169,7 @@ func (x *CallbackBatch) String() string {
 func (*CallbackBatch) ProtoMessage() {}
 
 func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4060,7 +4182,7 @@ func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackBatch.ProtoReflect.Descriptor instead.
 func (*CallbackBatch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{56}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CallbackBatch) GetCallbacks() []*Callback {
@@ -4080,7 +4202,7 @@ type HelloReply struct {
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4092,7 +4214,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4105,7 +4227,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{57}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *HelloReply) GetCluster() string {
@@ -4137,7 +4259,7 @@ type StoreMember struct {
 
 func (x *StoreMember) Reset() {
 	*x = StoreMember{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4149,7 +4271,7 @@ func (x *StoreMember) String() string {
 func (*StoreMember) ProtoMessage() {}
 
 func (x *StoreMember) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4162,7 +4284,7 @@ func (x *StoreMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMember.ProtoReflect.Descriptor instead.
 func (*StoreMember) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{58}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *StoreMember) GetName() string {
@@ -4222,7 +4344,7 @@ type ClusterStatusReply struct {
 
 func (x *ClusterStatusReply) Reset() {
 	*x = ClusterStatusReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4234,7 +4356,7 @@ func (x *ClusterStatusReply) String() string {
 func (*ClusterStatusReply) ProtoMessage() {}
 
 func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4247,7 +4369,7 @@ func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusReply.ProtoReflect.Descriptor instead.
 func (*ClusterStatusReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{59}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ClusterStatusReply) GetCluster() string {
@@ -4298,7 +4420,7 @@ type GatewayCounters struct {
 
 func (x *GatewayCounters) Reset() {
 	*x = GatewayCounters{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4310,7 +4432,7 @@ func (x *GatewayCounters) String() string {
 func (*GatewayCounters) ProtoMessage() {}
 
 func (x *GatewayCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4323,7 +4445,7 @@ func (x *GatewayCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayCounters.ProtoReflect.Descriptor instead.
 func (*GatewayCounters) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{60}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GatewayCounters) GetBytesIngested() uint64 {
@@ -4372,7 +4494,7 @@ type GatewayNode struct {
 
 func (x *GatewayNode) Reset() {
 	*x = GatewayNode{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4384,7 +4506,7 @@ func (x *GatewayNode) String() string {
 func (*GatewayNode) ProtoMessage() {}
 
 func (x *GatewayNode) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4397,7 +4519,7 @@ func (x *GatewayNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayNode.ProtoReflect.Descriptor instead.
 func (*GatewayNode) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{61}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GatewayNode) GetId() string {
@@ -4472,7 +4594,7 @@ type GatewayNodeList struct {
 
 func (x *GatewayNodeList) Reset() {
 	*x = GatewayNodeList{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4484,7 +4606,7 @@ func (x *GatewayNodeList) String() string {
 func (*GatewayNodeList) ProtoMessage() {}
 
 func (x *GatewayNodeList) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4497,7 +4619,7 @@ func (x *GatewayNodeList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayNodeList.ProtoReflect.Descriptor instead.
 func (*GatewayNodeList) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{62}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GatewayNodeList) GetGateways() []*GatewayNode {
@@ -4520,7 +4642,7 @@ type RemoveVanishedRequest struct {
 
 func (x *RemoveVanishedRequest) Reset() {
 	*x = RemoveVanishedRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4532,7 +4654,7 @@ func (x *RemoveVanishedRequest) String() string {
 func (*RemoveVanishedRequest) ProtoMessage() {}
 
 func (x *RemoveVanishedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4545,7 +4667,7 @@ func (x *RemoveVanishedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveVanishedRequest.ProtoReflect.Descriptor instead.
 func (*RemoveVanishedRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{63}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *RemoveVanishedRequest) GetParent() uint64 {
@@ -4683,7 +4805,16 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\acreated\x18\t \x01(\x03R\acreated\x12$\n" +
 	"\x0eread_hit_bytes\x18\n" +
 	" \x01(\x04R\freadHitBytes\x12&\n" +
-	"\x0fread_miss_bytes\x18\v \x01(\x04R\rreadMissBytes\"e\n" +
+	"\x0fread_miss_bytes\x18\v \x01(\x04R\rreadMissBytes\"\x83\x01\n" +
+	"\x05Quota\x12\x10\n" +
+	"\x03dir\x18\x01 \x01(\x04R\x03dir\x12\x1b\n" +
+	"\tmax_bytes\x18\x02 \x01(\x04R\bmaxBytes\x12\x1d\n" +
+	"\n" +
+	"max_inodes\x18\x03 \x01(\x04R\tmaxInodes\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x04R\x05bytes\x12\x16\n" +
+	"\x06inodes\x18\x05 \x01(\x04R\x06inodes\";\n" +
+	"\tQuotaList\x12.\n" +
+	"\x06quotas\x18\x01 \x03(\v2\x16.tessera.meta.v1.QuotaR\x06quotas\"e\n" +
 	"\x13FilesetReadsRequest\x12\x12\n" +
 	"\x04root\x18\x01 \x01(\x04R\x04root\x12\x1b\n" +
 	"\thit_bytes\x18\x02 \x01(\x04R\bhitBytes\x12\x1d\n" +
@@ -4950,7 +5081,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\x9b\x1b\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\xda\x1d\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -5003,7 +5134,12 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\x0eWritebackStats\x12\x1b.tessera.meta.v1.InoRequest\x1a\x18.tessera.meta.v1.WBStats\x12C\n" +
 	"\fRequestFlush\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty\x12Q\n" +
 	"\x0fRegisterGateway\x12\x1c.tessera.meta.v1.GatewayNode\x1a .tessera.meta.v1.GatewayNodeList\x12D\n" +
-	"\bGateways\x12\x16.tessera.meta.v1.Empty\x1a .tessera.meta.v1.GatewayNodeListB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
+	"\bGateways\x12\x16.tessera.meta.v1.Empty\x1a .tessera.meta.v1.GatewayNodeList\x12:\n" +
+	"\bSetQuota\x12\x16.tessera.meta.v1.Quota\x1a\x16.tessera.meta.v1.Quota\x12?\n" +
+	"\bGetQuota\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Quota\x12<\n" +
+	"\x06Quotas\x12\x16.tessera.meta.v1.Empty\x1a\x1a.tessera.meta.v1.QuotaList\x12B\n" +
+	"\vRemoveQuota\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty\x12>\n" +
+	"\aQuotaOf\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.QuotaB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
 
 var (
 	file_tessera_meta_v1_meta_proto_rawDescOnce sync.Once
@@ -5018,7 +5154,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 64)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),              // 0: tessera.meta.v1.CallbackKind
 	(*WBOp)(nil),                   // 1: tessera.meta.v1.WBOp
@@ -5035,56 +5171,58 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*Inode)(nil),                  // 12: tessera.meta.v1.Inode
 	(*GatewayInfo)(nil),            // 13: tessera.meta.v1.GatewayInfo
 	(*Fileset)(nil),                // 14: tessera.meta.v1.Fileset
-	(*FilesetReadsRequest)(nil),    // 15: tessera.meta.v1.FilesetReadsRequest
-	(*FilesetList)(nil),            // 16: tessera.meta.v1.FilesetList
-	(*HomeEntry)(nil),              // 17: tessera.meta.v1.HomeEntry
-	(*IngestDirRequest)(nil),       // 18: tessera.meta.v1.IngestDirRequest
-	(*SetGatewayRequest)(nil),      // 19: tessera.meta.v1.SetGatewayRequest
-	(*Patch)(nil),                  // 20: tessera.meta.v1.Patch
-	(*Composition)(nil),            // 21: tessera.meta.v1.Composition
-	(*BlockChange)(nil),            // 22: tessera.meta.v1.BlockChange
-	(*InoRequest)(nil),             // 23: tessera.meta.v1.InoRequest
-	(*LookupRequest)(nil),          // 24: tessera.meta.v1.LookupRequest
-	(*NameRequest)(nil),            // 25: tessera.meta.v1.NameRequest
-	(*SetAttrRequest)(nil),         // 26: tessera.meta.v1.SetAttrRequest
-	(*CreateRequest)(nil),          // 27: tessera.meta.v1.CreateRequest
-	(*LinkRequest)(nil),            // 28: tessera.meta.v1.LinkRequest
-	(*UnlinkRequest)(nil),          // 29: tessera.meta.v1.UnlinkRequest
-	(*RenameRequest)(nil),          // 30: tessera.meta.v1.RenameRequest
-	(*ReadDirRequest)(nil),         // 31: tessera.meta.v1.ReadDirRequest
-	(*DirEntry)(nil),               // 32: tessera.meta.v1.DirEntry
-	(*ReadDirReply)(nil),           // 33: tessera.meta.v1.ReadDirReply
-	(*GetRecipeRequest)(nil),       // 34: tessera.meta.v1.GetRecipeRequest
-	(*ComposedBlock)(nil),          // 35: tessera.meta.v1.ComposedBlock
-	(*Recipe)(nil),                 // 36: tessera.meta.v1.Recipe
-	(*CommitRequest)(nil),          // 37: tessera.meta.v1.CommitRequest
-	(*XattrRequest)(nil),           // 38: tessera.meta.v1.XattrRequest
-	(*SetXattrRequest)(nil),        // 39: tessera.meta.v1.SetXattrRequest
-	(*XattrValue)(nil),             // 40: tessera.meta.v1.XattrValue
-	(*XattrNames)(nil),             // 41: tessera.meta.v1.XattrNames
-	(*FSStats)(nil),                // 42: tessera.meta.v1.FSStats
-	(*Server)(nil),                 // 43: tessera.meta.v1.Server
-	(*ServerMap)(nil),              // 44: tessera.meta.v1.ServerMap
-	(*SetServerStateRequest)(nil),  // 45: tessera.meta.v1.SetServerStateRequest
-	(*SetReplicasRequest)(nil),     // 46: tessera.meta.v1.SetReplicasRequest
-	(*LostBlock)(nil),              // 47: tessera.meta.v1.LostBlock
-	(*MoverReport)(nil),            // 48: tessera.meta.v1.MoverReport
-	(*SiteCount)(nil),              // 49: tessera.meta.v1.SiteCount
-	(*DecomposeRequest)(nil),       // 50: tessera.meta.v1.DecomposeRequest
-	(*ListBlocksRequest)(nil),      // 51: tessera.meta.v1.ListBlocksRequest
-	(*BlockRef)(nil),               // 52: tessera.meta.v1.BlockRef
-	(*ListBlocksReply)(nil),        // 53: tessera.meta.v1.ListBlocksReply
-	(*SessionInfo)(nil),            // 54: tessera.meta.v1.SessionInfo
-	(*Ack)(nil),                    // 55: tessera.meta.v1.Ack
-	(*Callback)(nil),               // 56: tessera.meta.v1.Callback
-	(*CallbackBatch)(nil),          // 57: tessera.meta.v1.CallbackBatch
-	(*HelloReply)(nil),             // 58: tessera.meta.v1.HelloReply
-	(*StoreMember)(nil),            // 59: tessera.meta.v1.StoreMember
-	(*ClusterStatusReply)(nil),     // 60: tessera.meta.v1.ClusterStatusReply
-	(*GatewayCounters)(nil),        // 61: tessera.meta.v1.GatewayCounters
-	(*GatewayNode)(nil),            // 62: tessera.meta.v1.GatewayNode
-	(*GatewayNodeList)(nil),        // 63: tessera.meta.v1.GatewayNodeList
-	(*RemoveVanishedRequest)(nil),  // 64: tessera.meta.v1.RemoveVanishedRequest
+	(*Quota)(nil),                  // 15: tessera.meta.v1.Quota
+	(*QuotaList)(nil),              // 16: tessera.meta.v1.QuotaList
+	(*FilesetReadsRequest)(nil),    // 17: tessera.meta.v1.FilesetReadsRequest
+	(*FilesetList)(nil),            // 18: tessera.meta.v1.FilesetList
+	(*HomeEntry)(nil),              // 19: tessera.meta.v1.HomeEntry
+	(*IngestDirRequest)(nil),       // 20: tessera.meta.v1.IngestDirRequest
+	(*SetGatewayRequest)(nil),      // 21: tessera.meta.v1.SetGatewayRequest
+	(*Patch)(nil),                  // 22: tessera.meta.v1.Patch
+	(*Composition)(nil),            // 23: tessera.meta.v1.Composition
+	(*BlockChange)(nil),            // 24: tessera.meta.v1.BlockChange
+	(*InoRequest)(nil),             // 25: tessera.meta.v1.InoRequest
+	(*LookupRequest)(nil),          // 26: tessera.meta.v1.LookupRequest
+	(*NameRequest)(nil),            // 27: tessera.meta.v1.NameRequest
+	(*SetAttrRequest)(nil),         // 28: tessera.meta.v1.SetAttrRequest
+	(*CreateRequest)(nil),          // 29: tessera.meta.v1.CreateRequest
+	(*LinkRequest)(nil),            // 30: tessera.meta.v1.LinkRequest
+	(*UnlinkRequest)(nil),          // 31: tessera.meta.v1.UnlinkRequest
+	(*RenameRequest)(nil),          // 32: tessera.meta.v1.RenameRequest
+	(*ReadDirRequest)(nil),         // 33: tessera.meta.v1.ReadDirRequest
+	(*DirEntry)(nil),               // 34: tessera.meta.v1.DirEntry
+	(*ReadDirReply)(nil),           // 35: tessera.meta.v1.ReadDirReply
+	(*GetRecipeRequest)(nil),       // 36: tessera.meta.v1.GetRecipeRequest
+	(*ComposedBlock)(nil),          // 37: tessera.meta.v1.ComposedBlock
+	(*Recipe)(nil),                 // 38: tessera.meta.v1.Recipe
+	(*CommitRequest)(nil),          // 39: tessera.meta.v1.CommitRequest
+	(*XattrRequest)(nil),           // 40: tessera.meta.v1.XattrRequest
+	(*SetXattrRequest)(nil),        // 41: tessera.meta.v1.SetXattrRequest
+	(*XattrValue)(nil),             // 42: tessera.meta.v1.XattrValue
+	(*XattrNames)(nil),             // 43: tessera.meta.v1.XattrNames
+	(*FSStats)(nil),                // 44: tessera.meta.v1.FSStats
+	(*Server)(nil),                 // 45: tessera.meta.v1.Server
+	(*ServerMap)(nil),              // 46: tessera.meta.v1.ServerMap
+	(*SetServerStateRequest)(nil),  // 47: tessera.meta.v1.SetServerStateRequest
+	(*SetReplicasRequest)(nil),     // 48: tessera.meta.v1.SetReplicasRequest
+	(*LostBlock)(nil),              // 49: tessera.meta.v1.LostBlock
+	(*MoverReport)(nil),            // 50: tessera.meta.v1.MoverReport
+	(*SiteCount)(nil),              // 51: tessera.meta.v1.SiteCount
+	(*DecomposeRequest)(nil),       // 52: tessera.meta.v1.DecomposeRequest
+	(*ListBlocksRequest)(nil),      // 53: tessera.meta.v1.ListBlocksRequest
+	(*BlockRef)(nil),               // 54: tessera.meta.v1.BlockRef
+	(*ListBlocksReply)(nil),        // 55: tessera.meta.v1.ListBlocksReply
+	(*SessionInfo)(nil),            // 56: tessera.meta.v1.SessionInfo
+	(*Ack)(nil),                    // 57: tessera.meta.v1.Ack
+	(*Callback)(nil),               // 58: tessera.meta.v1.Callback
+	(*CallbackBatch)(nil),          // 59: tessera.meta.v1.CallbackBatch
+	(*HelloReply)(nil),             // 60: tessera.meta.v1.HelloReply
+	(*StoreMember)(nil),            // 61: tessera.meta.v1.StoreMember
+	(*ClusterStatusReply)(nil),     // 62: tessera.meta.v1.ClusterStatusReply
+	(*GatewayCounters)(nil),        // 63: tessera.meta.v1.GatewayCounters
+	(*GatewayNode)(nil),            // 64: tessera.meta.v1.GatewayNode
+	(*GatewayNodeList)(nil),        // 65: tessera.meta.v1.GatewayNodeList
+	(*RemoveVanishedRequest)(nil),  // 66: tessera.meta.v1.RemoveVanishedRequest
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 0: tessera.meta.v1.WBOpList.ops:type_name -> tessera.meta.v1.WBOp
@@ -5092,134 +5230,145 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 2: tessera.meta.v1.WritebackFailedRequest.op:type_name -> tessera.meta.v1.WBOp
 	1,  // 3: tessera.meta.v1.WBStats.failed:type_name -> tessera.meta.v1.WBOp
 	10, // 4: tessera.meta.v1.Error.conflict:type_name -> tessera.meta.v1.Conflict
-	22, // 5: tessera.meta.v1.Conflict.current:type_name -> tessera.meta.v1.BlockChange
+	24, // 5: tessera.meta.v1.Conflict.current:type_name -> tessera.meta.v1.BlockChange
 	11, // 6: tessera.meta.v1.Inode.attr:type_name -> tessera.meta.v1.Attr
 	13, // 7: tessera.meta.v1.Inode.gateway:type_name -> tessera.meta.v1.GatewayInfo
-	14, // 8: tessera.meta.v1.FilesetList.filesets:type_name -> tessera.meta.v1.Fileset
-	17, // 9: tessera.meta.v1.IngestDirRequest.entries:type_name -> tessera.meta.v1.HomeEntry
-	13, // 10: tessera.meta.v1.SetGatewayRequest.gateway:type_name -> tessera.meta.v1.GatewayInfo
-	20, // 11: tessera.meta.v1.Composition.patches:type_name -> tessera.meta.v1.Patch
-	21, // 12: tessera.meta.v1.BlockChange.compose:type_name -> tessera.meta.v1.Composition
-	12, // 13: tessera.meta.v1.DirEntry.inode:type_name -> tessera.meta.v1.Inode
-	32, // 14: tessera.meta.v1.ReadDirReply.entries:type_name -> tessera.meta.v1.DirEntry
-	21, // 15: tessera.meta.v1.ComposedBlock.composition:type_name -> tessera.meta.v1.Composition
-	35, // 16: tessera.meta.v1.Recipe.composed:type_name -> tessera.meta.v1.ComposedBlock
-	22, // 17: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
-	43, // 18: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
-	47, // 19: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
-	49, // 20: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
-	52, // 21: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
-	0,  // 22: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
-	12, // 23: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
-	22, // 24: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
-	56, // 25: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
-	59, // 26: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
-	61, // 27: tessera.meta.v1.GatewayNode.counters:type_name -> tessera.meta.v1.GatewayCounters
-	61, // 28: tessera.meta.v1.GatewayNode.prev:type_name -> tessera.meta.v1.GatewayCounters
-	62, // 29: tessera.meta.v1.GatewayNodeList.gateways:type_name -> tessera.meta.v1.GatewayNode
-	24, // 30: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	23, // 31: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	26, // 32: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	27, // 33: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
-	28, // 34: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
-	29, // 35: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	25, // 36: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	30, // 37: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
-	31, // 38: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	34, // 39: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	37, // 40: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
-	23, // 41: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	23, // 42: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	23, // 43: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
-	38, // 44: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	39, // 45: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	23, // 46: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	38, // 47: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
-	8,  // 48: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
-	8,  // 49: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
-	8,  // 50: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
-	43, // 51: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
-	45, // 52: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	46, // 53: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
-	8,  // 54: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
-	50, // 55: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	51, // 56: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
-	8,  // 57: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
-	8,  // 58: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
-	55, // 59: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
-	8,  // 60: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
-	8,  // 61: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
-	14, // 62: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
-	23, // 63: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
-	8,  // 64: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
-	15, // 65: tessera.meta.v1.Meta.AddFilesetReads:input_type -> tessera.meta.v1.FilesetReadsRequest
-	23, // 66: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
-	18, // 67: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
-	19, // 68: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
-	23, // 69: tessera.meta.v1.Meta.EvictData:input_type -> tessera.meta.v1.InoRequest
-	64, // 70: tessera.meta.v1.Meta.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
-	3,  // 71: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
-	4,  // 72: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
-	5,  // 73: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
-	23, // 74: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
-	23, // 75: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
-	23, // 76: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
-	62, // 77: tessera.meta.v1.Meta.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
-	8,  // 78: tessera.meta.v1.Meta.Gateways:input_type -> tessera.meta.v1.Empty
-	12, // 79: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 80: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 81: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 82: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	12, // 83: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	12, // 84: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 85: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 86: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	33, // 87: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	36, // 88: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 89: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 90: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 91: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 92: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	40, // 93: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 94: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	41, // 95: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 96: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 97: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	42, // 98: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	44, // 99: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	44, // 100: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	44, // 101: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	44, // 102: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	48, // 103: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 104: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	53, // 105: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	54, // 106: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 107: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	57, // 108: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	58, // 109: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
-	60, // 110: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
-	14, // 111: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 112: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	16, // 113: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 114: tessera.meta.v1.Meta.AddFilesetReads:output_type -> tessera.meta.v1.Empty
-	8,  // 115: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 116: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 117: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	12, // 118: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
-	8,  // 119: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
-	2,  // 120: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 121: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 122: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 123: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 124: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	8,  // 125: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
-	63, // 126: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
-	63, // 127: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
-	79, // [79:128] is the sub-list for method output_type
-	30, // [30:79] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	15, // 8: tessera.meta.v1.QuotaList.quotas:type_name -> tessera.meta.v1.Quota
+	14, // 9: tessera.meta.v1.FilesetList.filesets:type_name -> tessera.meta.v1.Fileset
+	19, // 10: tessera.meta.v1.IngestDirRequest.entries:type_name -> tessera.meta.v1.HomeEntry
+	13, // 11: tessera.meta.v1.SetGatewayRequest.gateway:type_name -> tessera.meta.v1.GatewayInfo
+	22, // 12: tessera.meta.v1.Composition.patches:type_name -> tessera.meta.v1.Patch
+	23, // 13: tessera.meta.v1.BlockChange.compose:type_name -> tessera.meta.v1.Composition
+	12, // 14: tessera.meta.v1.DirEntry.inode:type_name -> tessera.meta.v1.Inode
+	34, // 15: tessera.meta.v1.ReadDirReply.entries:type_name -> tessera.meta.v1.DirEntry
+	23, // 16: tessera.meta.v1.ComposedBlock.composition:type_name -> tessera.meta.v1.Composition
+	37, // 17: tessera.meta.v1.Recipe.composed:type_name -> tessera.meta.v1.ComposedBlock
+	24, // 18: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
+	45, // 19: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
+	49, // 20: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
+	51, // 21: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
+	54, // 22: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
+	0,  // 23: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
+	12, // 24: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
+	24, // 25: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
+	58, // 26: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
+	61, // 27: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
+	63, // 28: tessera.meta.v1.GatewayNode.counters:type_name -> tessera.meta.v1.GatewayCounters
+	63, // 29: tessera.meta.v1.GatewayNode.prev:type_name -> tessera.meta.v1.GatewayCounters
+	64, // 30: tessera.meta.v1.GatewayNodeList.gateways:type_name -> tessera.meta.v1.GatewayNode
+	26, // 31: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	25, // 32: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	28, // 33: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	29, // 34: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
+	30, // 35: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
+	31, // 36: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	27, // 37: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	32, // 38: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
+	33, // 39: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	36, // 40: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	39, // 41: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
+	25, // 42: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	25, // 43: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	25, // 44: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
+	40, // 45: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	41, // 46: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	25, // 47: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	40, // 48: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	8,  // 49: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
+	8,  // 50: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
+	8,  // 51: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
+	45, // 52: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
+	47, // 53: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	48, // 54: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	8,  // 55: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
+	52, // 56: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	53, // 57: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	8,  // 58: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
+	8,  // 59: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
+	57, // 60: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
+	8,  // 61: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
+	8,  // 62: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
+	14, // 63: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
+	25, // 64: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
+	8,  // 65: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
+	17, // 66: tessera.meta.v1.Meta.AddFilesetReads:input_type -> tessera.meta.v1.FilesetReadsRequest
+	25, // 67: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
+	20, // 68: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
+	21, // 69: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
+	25, // 70: tessera.meta.v1.Meta.EvictData:input_type -> tessera.meta.v1.InoRequest
+	66, // 71: tessera.meta.v1.Meta.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
+	3,  // 72: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
+	4,  // 73: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
+	5,  // 74: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
+	25, // 75: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
+	25, // 76: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
+	25, // 77: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
+	64, // 78: tessera.meta.v1.Meta.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
+	8,  // 79: tessera.meta.v1.Meta.Gateways:input_type -> tessera.meta.v1.Empty
+	15, // 80: tessera.meta.v1.Meta.SetQuota:input_type -> tessera.meta.v1.Quota
+	25, // 81: tessera.meta.v1.Meta.GetQuota:input_type -> tessera.meta.v1.InoRequest
+	8,  // 82: tessera.meta.v1.Meta.Quotas:input_type -> tessera.meta.v1.Empty
+	25, // 83: tessera.meta.v1.Meta.RemoveQuota:input_type -> tessera.meta.v1.InoRequest
+	25, // 84: tessera.meta.v1.Meta.QuotaOf:input_type -> tessera.meta.v1.InoRequest
+	12, // 85: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 86: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 87: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 88: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	12, // 89: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	12, // 90: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 91: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 92: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	35, // 93: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	38, // 94: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 95: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 96: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 97: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 98: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	42, // 99: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 100: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	43, // 101: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 102: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 103: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	44, // 104: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	46, // 105: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	46, // 106: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	46, // 107: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	46, // 108: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	50, // 109: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 110: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	55, // 111: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	56, // 112: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 113: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	59, // 114: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	60, // 115: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	62, // 116: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	14, // 117: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 118: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	18, // 119: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 120: tessera.meta.v1.Meta.AddFilesetReads:output_type -> tessera.meta.v1.Empty
+	8,  // 121: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 122: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 123: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	12, // 124: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
+	8,  // 125: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
+	2,  // 126: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 127: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 128: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 129: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 130: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 131: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
+	65, // 132: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
+	65, // 133: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
+	15, // 134: tessera.meta.v1.Meta.SetQuota:output_type -> tessera.meta.v1.Quota
+	15, // 135: tessera.meta.v1.Meta.GetQuota:output_type -> tessera.meta.v1.Quota
+	16, // 136: tessera.meta.v1.Meta.Quotas:output_type -> tessera.meta.v1.QuotaList
+	8,  // 137: tessera.meta.v1.Meta.RemoveQuota:output_type -> tessera.meta.v1.Empty
+	15, // 138: tessera.meta.v1.Meta.QuotaOf:output_type -> tessera.meta.v1.Quota
+	85, // [85:139] is the sub-list for method output_type
+	31, // [31:85] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_tessera_meta_v1_meta_proto_init() }
@@ -5233,7 +5382,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   64,
+			NumMessages:   66,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -78,6 +78,11 @@ const (
 	Meta_RequestFlush_FullMethodName    = "/tessera.meta.v1.Meta/RequestFlush"
 	Meta_RegisterGateway_FullMethodName = "/tessera.meta.v1.Meta/RegisterGateway"
 	Meta_Gateways_FullMethodName        = "/tessera.meta.v1.Meta/Gateways"
+	Meta_SetQuota_FullMethodName        = "/tessera.meta.v1.Meta/SetQuota"
+	Meta_GetQuota_FullMethodName        = "/tessera.meta.v1.Meta/GetQuota"
+	Meta_Quotas_FullMethodName          = "/tessera.meta.v1.Meta/Quotas"
+	Meta_RemoveQuota_FullMethodName     = "/tessera.meta.v1.Meta/RemoveQuota"
+	Meta_QuotaOf_FullMethodName         = "/tessera.meta.v1.Meta/QuotaOf"
 )
 
 // MetaClient is the client API for Meta service.
@@ -156,6 +161,12 @@ type MetaClient interface {
 	// list a mount hashes inodes over.
 	RegisterGateway(ctx context.Context, in *GatewayNode, opts ...grpc.CallOption) (*GatewayNodeList, error)
 	Gateways(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*GatewayNodeList, error)
+	// Directory quotas (meta.QuotaAPI): set and remove need the admin role.
+	SetQuota(ctx context.Context, in *Quota, opts ...grpc.CallOption) (*Quota, error)
+	GetQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error)
+	Quotas(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*QuotaList, error)
+	RemoveQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
+	QuotaOf(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error)
 }
 
 type metaClient struct {
@@ -659,6 +670,56 @@ func (c *metaClient) Gateways(ctx context.Context, in *Empty, opts ...grpc.CallO
 	return out, nil
 }
 
+func (c *metaClient) SetQuota(ctx context.Context, in *Quota, opts ...grpc.CallOption) (*Quota, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Quota)
+	err := c.cc.Invoke(ctx, Meta_SetQuota_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) GetQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Quota)
+	err := c.cc.Invoke(ctx, Meta_GetQuota_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) Quotas(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*QuotaList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QuotaList)
+	err := c.cc.Invoke(ctx, Meta_Quotas_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) RemoveQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, Meta_RemoveQuota_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *metaClient) QuotaOf(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Quota)
+	err := c.cc.Invoke(ctx, Meta_QuotaOf_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetaServer is the server API for Meta service.
 // All implementations must embed UnimplementedMetaServer
 // for forward compatibility.
@@ -735,6 +796,12 @@ type MetaServer interface {
 	// list a mount hashes inodes over.
 	RegisterGateway(context.Context, *GatewayNode) (*GatewayNodeList, error)
 	Gateways(context.Context, *Empty) (*GatewayNodeList, error)
+	// Directory quotas (meta.QuotaAPI): set and remove need the admin role.
+	SetQuota(context.Context, *Quota) (*Quota, error)
+	GetQuota(context.Context, *InoRequest) (*Quota, error)
+	Quotas(context.Context, *Empty) (*QuotaList, error)
+	RemoveQuota(context.Context, *InoRequest) (*Empty, error)
+	QuotaOf(context.Context, *InoRequest) (*Quota, error)
 	mustEmbedUnimplementedMetaServer()
 }
 
@@ -891,6 +958,21 @@ func (UnimplementedMetaServer) RegisterGateway(context.Context, *GatewayNode) (*
 }
 func (UnimplementedMetaServer) Gateways(context.Context, *Empty) (*GatewayNodeList, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Gateways not implemented")
+}
+func (UnimplementedMetaServer) SetQuota(context.Context, *Quota) (*Quota, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetQuota not implemented")
+}
+func (UnimplementedMetaServer) GetQuota(context.Context, *InoRequest) (*Quota, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetQuota not implemented")
+}
+func (UnimplementedMetaServer) Quotas(context.Context, *Empty) (*QuotaList, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Quotas not implemented")
+}
+func (UnimplementedMetaServer) RemoveQuota(context.Context, *InoRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RemoveQuota not implemented")
+}
+func (UnimplementedMetaServer) QuotaOf(context.Context, *InoRequest) (*Quota, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method QuotaOf not implemented")
 }
 func (UnimplementedMetaServer) mustEmbedUnimplementedMetaServer() {}
 func (UnimplementedMetaServer) testEmbeddedByValue()              {}
@@ -1784,6 +1866,96 @@ func _Meta_Gateways_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Meta_SetQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Quota)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).SetQuota(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_SetQuota_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).SetQuota(ctx, req.(*Quota))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_GetQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).GetQuota(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_GetQuota_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).GetQuota(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_Quotas_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).Quotas(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_Quotas_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).Quotas(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_RemoveQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).RemoveQuota(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_RemoveQuota_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).RemoveQuota(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Meta_QuotaOf_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).QuotaOf(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_QuotaOf_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).QuotaOf(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Meta_ServiceDesc is the grpc.ServiceDesc for Meta service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1982,6 +2154,26 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Gateways",
 			Handler:    _Meta_Gateways_Handler,
+		},
+		{
+			MethodName: "SetQuota",
+			Handler:    _Meta_SetQuota_Handler,
+		},
+		{
+			MethodName: "GetQuota",
+			Handler:    _Meta_GetQuota_Handler,
+		},
+		{
+			MethodName: "Quotas",
+			Handler:    _Meta_Quotas_Handler,
+		},
+		{
+			MethodName: "RemoveQuota",
+			Handler:    _Meta_RemoveQuota_Handler,
+		},
+		{
+			MethodName: "QuotaOf",
+			Handler:    _Meta_QuotaOf_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
