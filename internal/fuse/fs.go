@@ -284,7 +284,7 @@ func (fs *FS) StatFs(cancel <-chan struct{}, header *gofuse.InHeader, out *gofus
 	out.Frsize = st.Bsize
 	out.Blocks = st.Blocks
 	out.Bfree = st.Bfree
-	out.Bavail = st.Bfree
+	out.Bavail = st.Bavail
 	out.Files = st.Files
 	out.Ffree = st.Ffree
 	out.NameLen = st.NameLen

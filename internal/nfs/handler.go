@@ -148,7 +148,7 @@ func (h *connHandler) FSStat(ctx context.Context, _ billy.Filesystem, s *gonfs.F
 		return pathErr("fsstat", err)
 	}
 	b := uint64(st.Bsize)
-	s.TotalSize, s.FreeSize, s.AvailableSize = st.Blocks*b, st.Bfree*b, st.Bfree*b
+	s.TotalSize, s.FreeSize, s.AvailableSize = st.Blocks*b, st.Bfree*b, st.Bavail*b
 	s.TotalFiles, s.FreeFiles, s.AvailableFiles = st.Files, st.Ffree, st.Ffree
 	return nil
 }

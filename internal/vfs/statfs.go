@@ -31,13 +31,16 @@ func (v *FS) StatFSIn(ctx context.Context, ino meta.Ino) (StatFS, error) {
 	return withQuota(st, q), nil
 }
 
-// withQuota narrows st to quota q's limits.
+// withQuota narrows st to quota q's limits: the totals are the limits,
+// free is what the usage leaves (so df's used column is the quota's
+// usage), and available is that, never more than the cluster has.
 func withQuota(st StatFS, q meta.Quota) StatFS {
 	bsize := uint64(st.Bsize)
 	if q.MaxBytes > 0 && bsize > 0 {
 		blocks := (q.MaxBytes + bsize - 1) / bsize
 		used := (q.Bytes + bsize - 1) / bsize
-		st.Bfree = min(st.Bfree, blocks-min(used, blocks))
+		st.Bfree = blocks - min(used, blocks)
+		st.Bavail = min(st.Bavail, st.Bfree)
 		st.Blocks = blocks
 	}
 	if q.MaxInodes > 0 {

@@ -186,6 +186,7 @@ func (v *FS) Readlink(ctx context.Context, ino meta.Ino) (string, error) {
 type StatFS struct {
 	Bsize              uint32
 	Blocks, Bfree      uint64
+	Bavail             uint64 // of Bfree, what a write may still use
 	Files, Ffree       uint64
 	NameLen            uint32
 	LogicalBytes, Used uint64
@@ -209,6 +210,7 @@ func (v *FS) StatFS(ctx context.Context) (StatFS, error) {
 		out.Blocks = total
 		out.Bfree = total - min(used, total)
 	}
+	out.Bavail = out.Bfree
 	out.Files = 1 << 30
 	out.Ffree = out.Files - min(st.Files, out.Files)
 	return out, nil
