@@ -290,33 +290,28 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		return err
 	}
 	cleanups = append(cleanups, closeGW)
-	mnt, err := StartMountWith(ctx, MountConfig{Dir: cfg.Mount, Debug: cfg.Debug, Metrics: cfg.Metrics, Gateway: gw, Client: client.Config{
+	// The mount and the front ends beside it (NFS, S3) are clients of
+	// this process's meta service and block servers alike.
+	clientCfg := client.Config{
 		Meta:          mn.API,
 		Dial:          dial,
 		Logger:        log,
-		DiskCacheDir:  filepath.Join(cfg.DataDir, "cache"),
 		MemCacheBytes: cfg.MemCache,
 		DirtyBytes:    cfg.DirtyBytes,
 		MetaTimeout:   cfg.MetaTimeout,
 		Policy:        cfg.Policy,
 		Site:          cfg.Site,
-	}})
+	}
+	mountCfg := clientCfg
+	mountCfg.DiskCacheDir = filepath.Join(cfg.DataDir, "cache")
+	mnt, err := StartMountWith(ctx, MountConfig{Dir: cfg.Mount, Debug: cfg.Debug, Metrics: cfg.Metrics, Gateway: gw, Client: mountCfg})
 	if err != nil {
 		return err
 	}
 	if cfg.NFS != "" {
 		o := cfg.NFSOptions
 		o.ClusterID = nfs.ClusterID(lt.Mount)
-		nn, err := StartNFS(ctx, NFSConfig{Listen: cfg.NFS, Server: o, Client: client.Config{
-			Meta:          mn.API,
-			Dial:          dial,
-			Logger:        log,
-			MemCacheBytes: cfg.MemCache,
-			DirtyBytes:    cfg.DirtyBytes,
-			MetaTimeout:   cfg.MetaTimeout,
-			Policy:        cfg.Policy,
-			Site:          cfg.Site,
-		}})
+		nn, err := StartNFS(ctx, NFSConfig{Listen: cfg.NFS, Server: o, Client: clientCfg})
 		if err != nil {
 			_ = StopMount(mnt.srv, mnt.dir, mnt.Client, log)
 			return err
@@ -327,16 +322,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 	if cfg.S3 != "" {
-		sn, err := StartS3(ctx, S3Config{Server: s3.ServerConfig{Listen: cfg.S3}, Client: client.Config{
-			Meta:          mn.API,
-			Dial:          dial,
-			Logger:        log,
-			MemCacheBytes: cfg.MemCache,
-			DirtyBytes:    cfg.DirtyBytes,
-			MetaTimeout:   cfg.MetaTimeout,
-			Policy:        cfg.Policy,
-			Site:          cfg.Site,
-		}})
+		sn, err := StartS3(ctx, S3Config{Server: s3.ServerConfig{Listen: cfg.S3}, Client: clientCfg})
 		if err != nil {
 			_ = StopMount(mnt.srv, mnt.dir, mnt.Client, log)
 			return err
