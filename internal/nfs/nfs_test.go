@@ -22,54 +22,17 @@ import (
 	"github.com/willscott/go-nfs-client/nfs/rpc"
 
 	"tessera/internal/block"
+	"tessera/internal/block/blocktest"
 	"tessera/internal/client"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 	"tessera/internal/vfs"
 )
 
-// memStore is an in-memory block.Store: these tests are about the NFS
-// server and the rules of vfs, not about where blocks live (test/e2e
-// serves NFS over real block servers).
-type memStore struct {
-	mu     sync.Mutex
-	blocks map[block.Hash][]byte
-}
-
-func (m *memStore) Put(ctx context.Context, h block.Hash, data []byte) error {
-	if block.Sum(data) != h {
-		return block.ErrHashMismatch
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.blocks[h] = append([]byte(nil), data...)
-	return nil
-}
-
-func (m *memStore) Get(ctx context.Context, h block.Hash) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.blocks[h]
-	if !ok {
-		return nil, block.ErrNotFound
-	}
-	return b, nil
-}
-
-func (m *memStore) Has(ctx context.Context, hs []block.Hash) ([]bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]bool, len(hs))
-	for i, h := range hs {
-		_, out[i] = m.blocks[h]
-	}
-	return out, nil
-}
-
 // cluster is a meta service and a block store that servers share.
 type cluster struct {
 	svc *meta.Service
-	st  *memStore
+	st  *blocktest.MemStore
 }
 
 func newCluster(t testing.TB) *cluster {
@@ -85,7 +48,7 @@ func newCluster(t testing.TB) *cluster {
 	if _, err := svc.SetAttr(ctx, meta.RootIno, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o1777}); err != nil {
 		t.Fatal(err)
 	}
-	return &cluster{svc: svc, st: &memStore{blocks: make(map[block.Hash][]byte)}}
+	return &cluster{svc: svc, st: blocktest.NewMem()}
 }
 
 // server is a running NFS server of the cluster: its own client, vfs

@@ -5,7 +5,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"sync"
 	"testing"
 
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
@@ -13,64 +12,19 @@ import (
 	"github.com/versity/versitygw/s3response"
 
 	"tessera/internal/block"
+	"tessera/internal/block/blocktest"
 	"tessera/internal/client"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 	"tessera/internal/vfs"
 )
 
-// memStore is an in-memory block.Store that counts the blocks put: these
-// tests are about the backend's rules and what it asks of the meta
-// service, not about where blocks live.
-type memStore struct {
-	mu     sync.Mutex
-	blocks map[block.Hash][]byte
-	puts   int
-}
-
-func (m *memStore) Put(ctx context.Context, h block.Hash, data []byte) error {
-	if block.Sum(data) != h {
-		return block.ErrHashMismatch
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.blocks[h] = append([]byte(nil), data...)
-	m.puts++
-	return nil
-}
-
-func (m *memStore) Get(ctx context.Context, h block.Hash) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.blocks[h]
-	if !ok {
-		return nil, block.ErrNotFound
-	}
-	return b, nil
-}
-
-func (m *memStore) Has(ctx context.Context, hs []block.Hash) ([]bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]bool, len(hs))
-	for i, h := range hs {
-		_, out[i] = m.blocks[h]
-	}
-	return out, nil
-}
-
-func (m *memStore) putCount() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.puts
-}
-
 // fixture is a backend over a real meta service in memory (block size
 // 64 KiB) and a client.
 type fixture struct {
 	b   *Backend
 	svc *meta.Service
-	st  *memStore
+	st  *blocktest.MemStore
 }
 
 const testBlock = 64 << 10
@@ -85,7 +39,7 @@ func newFixture(t *testing.T) *fixture {
 	if _, err := svc.RegisterServer(ctx, meta.Server{ID: "b0", Addr: "mem", State: "up"}); err != nil {
 		t.Fatal(err)
 	}
-	st := &memStore{blocks: make(map[block.Hash][]byte)}
+	st := blocktest.NewMem()
 	c, err := client.New(ctx, client.Config{
 		Meta:   svc,
 		Dial:   func(meta.Server) (block.Store, error) { return st, nil },

@@ -103,13 +103,13 @@ func TestCompleteSharesPartBlocks(t *testing.T) {
 	for _, n := range []string{"00001", "00002", "00003"} {
 		partHashes = append(partHashes, recipe(t, f.svc, f.lookup(t, "/bkt/"+uploadsDir+"/"+id+"/"+n).Ino)...)
 	}
-	puts := f.st.putCount()
+	puts := f.st.Puts()
 	res, _, err := f.b.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{
 		Bucket: ptr("bkt"), Key: ptr("dir/obj"), UploadId: &id, MultipartUpload: completed([]int32{1, 2, 3}, etags)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := f.st.putCount() - puts; n != 0 {
+	if n := f.st.Puts() - puts; n != 0 {
 		t.Errorf("the complete uploaded %d blocks; want none (the parts' blocks are shared)", n)
 	}
 	obj := f.lookup(t, "/bkt/dir/obj")
@@ -174,12 +174,12 @@ func TestCopySharesBlocks(t *testing.T) {
 	f.bucket(t, ctx, "bkt")
 	data := randData(7, 3*testBlock+5)
 	etag := f.put(t, ctx, "bkt", "src", data)
-	puts := f.st.putCount()
+	puts := f.st.Puts()
 	out, err := f.b.CopyObject(ctx, s3response.CopyObjectInput{Bucket: ptr("bkt"), Key: ptr("a/copy"), CopySource: ptr("bkt/src")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := f.st.putCount() - puts; n != 0 {
+	if n := f.st.Puts() - puts; n != 0 {
 		t.Errorf("the copy uploaded %d blocks; want none", n)
 	}
 	if *out.CopyObjectResult.ETag != etag {

@@ -4,52 +4,15 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"syscall"
 	"testing"
 
 	"tessera/internal/block"
+	"tessera/internal/block/blocktest"
 	"tessera/internal/client"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 )
-
-// memStore is an in-memory block.Store: these tests are about the
-// permission rules, not about where blocks live.
-type memStore struct {
-	mu     sync.Mutex
-	blocks map[block.Hash][]byte
-}
-
-func (m *memStore) Put(ctx context.Context, h block.Hash, data []byte) error {
-	if block.Sum(data) != h {
-		return block.ErrHashMismatch
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.blocks[h] = append([]byte(nil), data...)
-	return nil
-}
-
-func (m *memStore) Get(ctx context.Context, h block.Hash) ([]byte, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	b, ok := m.blocks[h]
-	if !ok {
-		return nil, block.ErrNotFound
-	}
-	return b, nil
-}
-
-func (m *memStore) Has(ctx context.Context, hs []block.Hash) ([]bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	out := make([]bool, len(hs))
-	for i, h := range hs {
-		_, out[i] = m.blocks[h]
-	}
-	return out, nil
-}
 
 // newFS is a vfs over a real meta service (in memory) whose root is
 // 01777 (sticky, writable by all), and a client.
@@ -66,7 +29,7 @@ func newFS(t *testing.T) *FS {
 	if _, err := svc.SetAttr(ctx, meta.RootIno, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o1777}); err != nil {
 		t.Fatal(err)
 	}
-	st := &memStore{blocks: make(map[block.Hash][]byte)}
+	st := blocktest.NewMem()
 	c, err := client.New(ctx, client.Config{
 		Meta:   svc,
 		Dial:   func(meta.Server) (block.Store, error) { return st, nil },
