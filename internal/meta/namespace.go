@@ -562,15 +562,7 @@ func (s *Service) ReadDir(ctx context.Context, dir Ino, after string, limit int,
 		if err != nil || !plus {
 			return err
 		}
-		for i := range ents {
-			rec, err := t.getInode(ents[i].Ino)
-			if err != nil {
-				return err
-			}
-			ents[i].Inode = &rec.Inode
-			ents[i].Mode = rec.Mode
-		}
-		return nil
+		return t.fillInodes(ents)
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("readdir %d after %s: %w", dir, Quote(after), err)

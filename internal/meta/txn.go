@@ -39,6 +39,32 @@ func (t txn) getDir(ino Ino) (*inodeRec, error) {
 	return rec, nil
 }
 
+// fillInodes loads the inode of every entry, in one read of the store
+// when it can read several keys at once (kv.GetMany; etcd: one round trip
+// for a page of a listing, not one per entry).
+func (t txn) fillInodes(ents []DirEntry) error {
+	keys := make([][]byte, len(ents))
+	for i := range ents {
+		keys[i] = inodeKey(ents[i].Ino)
+	}
+	vals, oks, err := kv.GetMany(t.Txn, keys)
+	if err != nil {
+		return err
+	}
+	for i := range ents {
+		if !oks[i] {
+			return fmt.Errorf("inode %d: %w", ents[i].Ino, ErrNotFound)
+		}
+		rec, err := decodeInode(ents[i].Ino, vals[i])
+		if err != nil {
+			return err
+		}
+		ents[i].Inode = &rec.Inode
+		ents[i].Mode = rec.Mode
+	}
+	return nil
+}
+
 func (t txn) putInode(rec *inodeRec) error {
 	return t.Put(inodeKey(rec.Ino), encodeInode(rec))
 }

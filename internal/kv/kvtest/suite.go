@@ -32,6 +32,7 @@ type testCase struct {
 var cases = []testCase{
 	{"GetPutDelete", testGetPutDelete},
 	{"Absent", testAbsent},
+	{"GetMany", testGetMany},
 	{"ScanBounds", testScanBounds},
 	{"ScanManyKeys", testScanManyKeys},
 	{"ReadYourWrites", testReadYourWrites},
