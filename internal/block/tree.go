@@ -46,10 +46,16 @@ type Tree struct {
 	// root compression needs the node, not its chaining value).
 	root guts.Node
 	sum  Hash
+	// hashed is how many content bytes making the tree compressed.
+	hashed int
 }
 
 // Len returns the length of the content t is the tree of.
 func (t *Tree) Len() int { return t.n }
+
+// Hashed returns how many bytes of content were hashed to make t: its
+// length for NewTree, the groups it rehashed for Update.
+func (t *Tree) Hashed() int { return t.hashed }
 
 // Sum returns the BLAKE3 hash of t's content: its block name.
 func (t *Tree) Sum() Hash { return t.sum }
@@ -65,7 +71,7 @@ func (t *Tree) Size() int {
 
 // NewTree returns the tree of data; its Sum is Sum(data).
 func NewTree(data []byte) *Tree {
-	t := &Tree{n: len(data)}
+	t := &Tree{n: len(data), hashed: len(data)}
 	ng := numGroups(len(data))
 	if ng == 0 {
 		t.sum = Sum(nil)
@@ -127,6 +133,7 @@ func (t *Tree) Update(data []byte, changed [][2]int64) *Tree {
 	copy(leaves, t.levels[0])
 	for g := range dirty {
 		leaves[g] = guts.ChainingValue(groupNode(data, g))
+		nt.hashed += min(groupSize, len(data)-g*groupSize)
 	}
 	nt.levels = [][][8]uint32{leaves}
 	for i, l := 0, leaves; len(l) > 2; i++ {

@@ -94,11 +94,23 @@ func TestTreeUpdateTrustsRanges(t *testing.T) {
 	tr := NewTree(data)
 	next := append([]byte(nil), data...)
 	next[5*groupSize+7] ^= 1
+	if tr.Hashed() != len(data) {
+		t.Fatalf("NewTree hashed %d bytes of %d", tr.Hashed(), len(data))
+	}
 	if got := tr.Update(next, nil).Sum(); got != tr.Sum() {
 		t.Fatalf("an untold change was rehashed: Update is not incremental")
 	}
-	if got, want := tr.Update(next, [][2]int64{{5*groupSize + 7, 5*groupSize + 8}}).Sum(), Sum(next); got != want {
+	up := tr.Update(next, [][2]int64{{5*groupSize + 7, 5*groupSize + 8}})
+	if got, want := up.Sum(), Sum(next); got != want {
 		t.Fatalf("told change: %s, want %s", got.Short(), want.Short())
+	}
+	if up.Hashed() != groupSize {
+		t.Fatalf("a one-byte change rehashed %d bytes, want one group (%d)", up.Hashed(), groupSize)
+	}
+	longer := append(append([]byte(nil), data...), 1, 2, 3)
+	grown := tr.Update(longer, nil)
+	if grown.Sum() != Sum(longer) || grown.Hashed() != 3 {
+		t.Fatalf("a 3-byte append: hashed %d bytes (want 3), sum right: %v", grown.Hashed(), grown.Sum() == Sum(longer))
 	}
 }
 
