@@ -267,8 +267,10 @@ type Stats struct {
 	BlockBytesSent, BlockBytesReceived uint64
 	// ComposedNamed counts the composed block versions this client named
 	// (compose.go), ComposedHashed the bytes it hashed to name them
-	// (trees.go: what changed, given the version before's tree).
-	ComposedNamed, ComposedHashed uint64
+	// (trees.go: what changed, given the version before's tree), and
+	// ComposedHashedWhole those it hashed whole (no tree of the version
+	// before).
+	ComposedNamed, ComposedHashed, ComposedHashedWhole uint64
 }
 
 // Stats returns the client's cache and buffer counters.
@@ -279,7 +281,8 @@ func (c *Client) Stats() Stats {
 		RedoRetries: c.redo.retries.Load(), CommitsFailed: c.redo.failed.Load(),
 		IdleReleases:   c.idleReleases.Load(),
 		BlockBytesSent: c.router.sent.Load(), BlockBytesReceived: c.router.received.Load(),
-		ComposedNamed: c.trees.named.Load(), ComposedHashed: c.trees.hashed.Load()}
+		ComposedNamed: c.trees.named.Load(), ComposedHashed: c.trees.hashed.Load(),
+		ComposedHashedWhole: c.trees.whole.Load()}
 	if c.disk != nil {
 		st.DiskHits, st.DiskMisses = c.disk.hits.Load(), c.disk.misses.Load()
 	}

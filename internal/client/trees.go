@@ -20,7 +20,9 @@ import (
 // the name is exactly right whenever the composition is (a reader's
 // assembly checks both against the whole content's hash). A version whose
 // tree is not here (another client wrote it, or it was evicted) is hashed
-// whole once, into a tree.
+// whole once, into a tree. A block under small writes that is uploaded
+// whole (its composition reached meta.MaxPatches or 1.5 blocks of patches)
+// keeps its tree too, so the next version is named from it.
 //
 // Trees are content-addressed, so they never go stale. The cache holds at
 // most treeCacheBytes (a 4 MiB block's tree is 16 KiB) and drops arbitrary
@@ -33,9 +35,10 @@ type treeCache struct {
 	mu    sync.Mutex
 	m     map[block.Hash]*block.Tree
 	bytes int
-	// named counts the composed versions named, hashed the bytes hashed
-	// to name them (Stats).
-	named, hashed atomic.Uint64
+	// named counts the composed versions named, whole those of them
+	// whose predecessor's tree was not here, hashed the bytes hashed to
+	// name them (Stats).
+	named, whole, hashed atomic.Uint64
 }
 
 func (c *treeCache) get(h block.Hash) *block.Tree {
@@ -84,9 +87,17 @@ func (c *Client) sumChanged(data []byte, old block.Hash, runs [][2]int64) block.
 		t = ot.Update(data, runs)
 	} else {
 		t = block.NewTree(data)
+		c.trees.whole.Add(1)
 	}
 	c.trees.add(t)
 	c.trees.named.Add(1)
 	c.trees.hashed.Add(uint64(t.Hashed()))
+	return t.Sum()
+}
+
+// sumTree names data by hashing it whole into a tree, which it keeps.
+func (c *Client) sumTree(data []byte) block.Hash {
+	t := block.NewTree(data)
+	c.trees.add(t)
 	return t.Sum()
 }

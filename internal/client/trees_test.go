@@ -49,7 +49,15 @@ func TestComposedNamedFromTree(t *testing.T) {
 	}
 	st := c.Stats()
 	named, hashed := st.ComposedNamed-before.ComposedNamed, st.ComposedHashed-before.ComposedHashed
-	t.Logf("%d commits: %d composed versions named, %d bytes hashed for them (%d per version)", commits, named, hashed, hashed/max(named, 1))
+	whole := st.ComposedHashedWhole - before.ComposedHashedWhole
+	t.Logf("%d commits: %d composed versions named, %d bytes hashed for them (%d per version), %d hashed whole",
+		commits, named, hashed, hashed/max(named, 1), whole)
+	// Only the first: its predecessor was stored whole before the block
+	// was under small writes. The block uploaded whole when its patches
+	// reached meta.MaxPatches kept its tree.
+	if whole != 1 {
+		t.Fatalf("%d composed versions were hashed whole, want 1", whole)
+	}
 	if named < commits/2 {
 		t.Fatalf("%d of %d commits were composed: the test does not test composed names", named, commits)
 	}
