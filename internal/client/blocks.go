@@ -212,10 +212,16 @@ func (c *Client) prefetch(h block.Hash) {
 // completes when all were tried, and is returned with a failure too, while
 // copies may still use data.
 func (c *Client) upload(ctx context.Context, data []byte, spec placement.Spec) (h block.Hash, rep *replication, err error) {
+	return c.uploadSum(ctx, data, spec, block.Sum)
+}
+
+// uploadSum is upload with data named by sum (block.Sum, or sumTree to
+// keep the block's tree).
+func (c *Client) uploadSum(ctx context.Context, data []byte, spec placement.Spec, sum func([]byte) block.Hash) (h block.Hash, rep *replication, err error) {
 	if block.AllZero(data) {
 		return block.Hash{}, nil, nil
 	}
-	h = block.Sum(data)
+	h = sum(data)
 	c.uploads <- struct{}{}
 	rep, err = c.router.put(ctx, h, data, spec)
 	<-c.uploads

@@ -50,6 +50,7 @@ type Client struct {
 	uploadFailed ratelog.Limiter
 	active       activity      // last read or write (memory.go)
 	comps        compCache     // compositions of composed blocks (compose.go)
+	trees        treeCache     // hash trees of composed blocks (trees.go)
 	compacts     compactQueue  // composed blocks to store whole (compact.go)
 	compactNow   chan struct{} // wakes the compaction loop (compactAtClose)
 	compacted    atomic.Uint64 // composed blocks stored whole
@@ -264,6 +265,12 @@ type Stats struct {
 	// BlockBytesSent and BlockBytesReceived count the block bytes stored
 	// on (every copy) and fetched from the block servers.
 	BlockBytesSent, BlockBytesReceived uint64
+	// ComposedNamed counts the composed block versions this client named
+	// (compose.go), ComposedHashed the bytes it hashed to name them
+	// (trees.go: what changed, given the version before's tree), and
+	// ComposedHashedWhole those it hashed whole (no tree of the version
+	// before).
+	ComposedNamed, ComposedHashed, ComposedHashedWhole uint64
 }
 
 // Stats returns the client's cache and buffer counters.
@@ -273,7 +280,9 @@ func (c *Client) Stats() Stats {
 		Commits: c.redo.commits.Load(), Conflicts: c.redo.conflicts.Load(),
 		RedoRetries: c.redo.retries.Load(), CommitsFailed: c.redo.failed.Load(),
 		IdleReleases:   c.idleReleases.Load(),
-		BlockBytesSent: c.router.sent.Load(), BlockBytesReceived: c.router.received.Load()}
+		BlockBytesSent: c.router.sent.Load(), BlockBytesReceived: c.router.received.Load(),
+		ComposedNamed: c.trees.named.Load(), ComposedHashed: c.trees.hashed.Load(),
+		ComposedHashedWhole: c.trees.whole.Load()}
 	if c.disk != nil {
 		st.DiskHits, st.DiskMisses = c.disk.hits.Load(), c.disk.misses.Load()
 	}

@@ -17,8 +17,7 @@ import (
 // uploaded whole: the ranges are uploaded as patch blocks and the commit
 // names the new content's hash with a composition — the committed block it
 // was changed from plus the patches. A 64 KiB write into a 4 MiB block then
-// sends 64 KiB (and, under the block's lock, hashes the 4 MiB it has in
-// memory anyway), not 4 MiB.
+// sends 64 KiB, not 4 MiB, and rehashes only what changed (trees.go).
 //
 // A block is composed when all of these hold, and uploaded whole otherwise
 // (which compacts an existing composition): its committed version is known
@@ -153,6 +152,7 @@ func (c *Client) assemble(ctx context.Context, h block.Hash, comp meta.Compositi
 
 // composePlan is how a dirty block will be uploaded as a composition.
 type composePlan struct {
+	old    block.Hash   // the committed version the runs changed
 	base   block.Hash   // flattened: never a composed block
 	prefix []meta.Patch // the patches of the committed block, if composed
 	runs   [][2]int64   // changed ranges, clipped to the block's length
@@ -185,7 +185,7 @@ func (f *file) planComposeLocked(d *dblock) *composePlan {
 		// meanwhile. Stored whole now, once.
 		return nil
 	}
-	plan := &composePlan{base: b.old}
+	plan := &composePlan{old: b.old, base: b.old}
 	if comp, ok := f.comps[b.old]; ok {
 		// Flattened as the meta service does it: the committed block's
 		// base, its patches (cut at this block's length), then ours.
@@ -221,10 +221,11 @@ func (f *file) planComposeLocked(d *dblock) *composePlan {
 }
 
 // uploadComposed uploads the changed ranges of data as patch blocks and
-// returns data's hash, its composition and the patches' replications
-// merged into one.
+// returns data's hash (from the committed version's tree and the runs,
+// trees.go), its composition and the patches' replications merged into
+// one.
 func (c *Client) uploadComposed(ctx context.Context, data []byte, plan *composePlan, n placement.Spec) (block.Hash, *meta.Composition, *replication, error) {
-	h := block.Sum(data)
+	h := c.sumChanged(data, plan.old, plan.runs)
 	if h == plan.base {
 		// Written back as it was: the block is its committed self.
 		return h, nil, nil, nil

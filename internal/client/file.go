@@ -480,6 +480,11 @@ func (f *file) scheduleLocked(d *dblock) {
 	f.c.bg.Add(1)
 	n := f.replicas
 	plan := f.planComposeLocked(d)
+	// A block whose committed version is composed is under small
+	// writes: uploaded whole (its patches reached their bound), it keeps
+	// its hash tree for the next version (trees.go).
+	_, hot := f.comps[d.base.old]
+	hot = hot && d.base.oldSet
 	go func() {
 		defer f.c.bg.Done()
 		var h block.Hash
@@ -488,6 +493,8 @@ func (f *file) scheduleLocked(d *dblock) {
 		var err error
 		if plan != nil && !block.AllZero(d.buf) {
 			h, comp, rep, err = f.c.uploadComposed(context.Background(), d.buf, plan, n)
+		} else if hot {
+			h, rep, err = f.c.uploadSum(context.Background(), d.buf, n, f.c.sumTree)
 		} else {
 			h, rep, err = f.c.upload(context.Background(), d.buf, n)
 		}

@@ -37,7 +37,7 @@ import (
 // file data, the sum of its parts' bounds (MemoryParts): the memory
 // cache, the free fetch buffers, the dirty budget (written blocks from
 // the write until every copy of their upload was tried), the free write
-// buffers, the segment sums, the compositions, and the fetches under way
+// buffers, the segment sums, the compositions and their hash trees, and the fetches under way
 // (each holds one block until it lands in the cache; counted at the
 // default block size: files made with larger blocks take more). What the
 // client holds besides (per open file, per inode it caches) is small and
@@ -66,6 +66,7 @@ func MemoryParts(cfg Config) []MemoryPart {
 		{"free write buffers", writeFreeBytes(cfg.DirtyBytes)},
 		{"segment sums", DefaultSegSumsBytes},
 		{"compositions", compCacheBytes},
+		{"block hash trees", treeCacheBytes},
 		{"fetches under way", int64(cfg.Fetches) * (meta.DefaultBlockSize + hashSlack)},
 	}
 }
@@ -139,6 +140,7 @@ func (c *Client) releaseIdle(idle time.Duration, stop <-chan struct{}) {
 			c.mem.clear()
 			c.bufs.drain()
 			c.pool.drain()
+			c.trees.clear()
 			debug.FreeOSMemory()
 			c.idleReleases.Add(1)
 			released = last
