@@ -32,7 +32,7 @@ func (b *Backend) assemble(ctx context.Context, c caller, dst meta.Inode, srcs [
 		if off%uint64(bs) != 0 {
 			break
 		}
-		hs, ok, err := b.blocksOf(ctx, s, bs)
+		hs, ok, err := b.blocksOf(ctx, s, bs, i == len(srcs)-1)
 		if err != nil {
 			return a, err
 		}

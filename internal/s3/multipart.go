@@ -42,6 +42,9 @@ type uploadRecord struct {
 	ContentType string            `json:"ct,omitempty"`
 	Meta        map[string]string `json:"meta,omitempty"`
 	Initiated   int64             `json:"initiated"`
+	// BlockSize is the block size part 1 was written in, which the
+	// other parts are written in too (partblocks.go); 0 until then.
+	BlockSize uint32 `json:"bs,omitempty"`
 }
 
 // validUploadID reports whether id may name an upload (32 hex digits).
@@ -138,7 +141,7 @@ func (b *Backend) UploadPart(ctx context.Context, in *awss3.UploadPartInput) (*a
 	if n < 1 || n > MaxParts {
 		return nil, s3err.GetInvalidArgumentErr(s3err.InvalidArgPartNumber, strconv.Itoa(int(n)))
 	}
-	dir, _, err := b.upload(ctx, c, deref(in.Bucket), deref(in.Key), deref(in.UploadId))
+	dir, up, err := b.upload(ctx, c, deref(in.Bucket), deref(in.Key), deref(in.UploadId))
 	if err != nil {
 		return nil, err
 	}
@@ -146,13 +149,17 @@ func (b *Backend) UploadPart(ctx context.Context, in *awss3.UploadPartInput) (*a
 	if in.ContentLength != nil {
 		size = *in.ContentLength
 	}
+	bs, err := b.partBlockSize(ctx, c, dir, up, n, size)
+	if err != nil {
+		return nil, err
+	}
 	body, err := checksumReader(&s3response.PutObjectInput{Body: in.Body,
 		ChecksumCRC32: in.ChecksumCRC32, ChecksumCRC32C: in.ChecksumCRC32C, ChecksumSHA1: in.ChecksumSHA1,
 		ChecksumSHA256: in.ChecksumSHA256, ChecksumCRC64NVME: in.ChecksumCRC64NVME})
 	if err != nil {
 		return nil, s3err.GetAPIError(s3err.ErrInvalidChecksumHeader)
 	}
-	w, err := b.writeTemp(ctx, c, dir.Ino, body, size)
+	w, err := b.writeTemp(ctx, c, dir.Ino, bs, body, size)
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +407,9 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *awss3.Complet
 	if err != nil {
 		return out, "", err
 	}
-	w, _, err := b.newTemp(ctx, c, parent)
+	// The object's blocks are the first part's size: the parts written
+	// in it (partblocks.go) are then the object's blocks end to end.
+	w, _, err := b.newTemp(ctx, c, parent, srcs[0].BlockSize)
 	if err != nil {
 		return out, "", err
 	}

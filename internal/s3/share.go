@@ -17,11 +17,14 @@ import (
 // a whole number of blocks, and only its last block may be short: from
 // the first source that breaks this, the rest is copied (copy.go).
 
-// blocksOf returns the block hashes of file in (size in.Size), or ok false
-// when they cannot be shared: block 0 kept inline, composed blocks, a
-// block size other than bs, or a change under the read.
-func (b *Backend) blocksOf(ctx context.Context, in *meta.Inode, bs uint32) ([]block.Hash, bool, error) {
-	if in.BlockSize != bs || in.HasInline {
+// blocksOf returns the block hashes of file in (size in.Size) as blocks
+// of bs bytes, or ok false when they cannot be shared: block 0 kept
+// inline, composed blocks, a block size other than bs, or a change under
+// the read. A file of one block no larger than bs is shared whatever its
+// block size when it comes last (its one block is the object's last).
+func (b *Backend) blocksOf(ctx context.Context, in *meta.Inode, bs uint32, last bool) ([]block.Hash, bool, error) {
+	oneBlock := last && in.Size <= uint64(bs) && in.Size <= uint64(in.BlockSize)
+	if in.BlockSize != bs && !oneBlock || in.HasInline {
 		return nil, false, nil
 	}
 	nb := (in.Size + uint64(bs) - 1) / uint64(bs)
