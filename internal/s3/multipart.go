@@ -184,7 +184,8 @@ type part struct {
 	r  record
 }
 
-// parts lists an upload's parts by number.
+// parts lists an upload's parts by number (their records read
+// concurrently).
 func (b *Backend) parts(ctx context.Context, c caller, dir meta.Ino) ([]part, error) {
 	var out []part
 	after := ""
@@ -199,12 +200,17 @@ func (b *Backend) parts(ctx context.Context, c caller, dir meta.Ino) ([]part, er
 			if err != nil || len(e.Name) != 5 || n < 1 || n > MaxParts || e.Inode == nil || !e.Inode.IsRegular() {
 				continue
 			}
-			out = append(out, part{n: int32(n), in: *e.Inode, r: b.readRecord(ctx, e.Inode)})
+			out = append(out, part{n: int32(n), in: *e.Inode})
 		}
 		if !more {
-			return out, nil
+			break
 		}
 	}
+	each(len(out), recipeReads, func(i int) error {
+		out[i].r = b.readRecord(ctx, &out[i].in)
+		return nil
+	})
+	return out, nil
 }
 
 // ListParts lists an upload's parts after PartNumberMarker.
@@ -318,10 +324,13 @@ func (b *Backend) removeUpload(ctx context.Context, c caller, dir meta.Ino, buck
 		if len(ents) == 0 {
 			break
 		}
-		for _, e := range ents {
-			if err := b.v.Unlink(ctx, c.cred, dir, e.Name); err != nil && !errors.Is(err, syscall.ENOENT) {
-				return b.fail("remove upload", err)
+		if err := each(len(ents), recipeReads, func(i int) error {
+			if err := b.v.Unlink(ctx, c.cred, dir, ents[i].Name); err != nil && !errors.Is(err, syscall.ENOENT) {
+				return err
 			}
+			return nil
+		}); err != nil {
+			return b.fail("remove upload", err)
 		}
 	}
 	bkt, err := b.bucket(ctx, c, bucket)
