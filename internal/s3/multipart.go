@@ -122,7 +122,7 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 	if err != nil {
 		return out, b.fail("create upload", err)
 	}
-	val, _ := json.Marshal(uploadRecord{Key: key, ContentType: deref(in.ContentType), Meta: in.Metadata, Initiated: time.Now().Unix()})
+	val, _ := json.Marshal(uploadRecord{Key: key, ContentType: deref(in.ContentType), Meta: in.Metadata, Initiated: b.clk.Now().Unix()})
 	if err := b.v.SetXattr(ctx, c.cred, dir.Ino, UploadXattr, val, 0); err != nil {
 		b.v.Rmdir(context.WithoutCancel(ctx), c.cred, ups, id)
 		return out, b.fail("create upload", err)
@@ -315,6 +315,16 @@ func (b *Backend) AbortMultipartUpload(ctx context.Context, in *awss3.AbortMulti
 
 // removeUpload unlinks an upload's files and its directory.
 func (b *Backend) removeUpload(ctx context.Context, c caller, dir meta.Ino, bucket, id string) error {
+	bkt, err := b.bucket(ctx, c, bucket)
+	if err != nil {
+		return err
+	}
+	return b.removeUploadDir(ctx, c, dir, bkt.Ino, id)
+}
+
+// removeUploadDir unlinks the files of upload id (directory dir) of
+// bucket bkt, its directory, and the uploads directory if it was the last.
+func (b *Backend) removeUploadDir(ctx context.Context, c caller, dir, bkt meta.Ino, id string) error {
 	ctx = context.WithoutCancel(ctx)
 	for {
 		ents, _, err := b.v.ReadDir(ctx, c.cred, dir, "", 1024, false)
@@ -333,18 +343,14 @@ func (b *Backend) removeUpload(ctx context.Context, c caller, dir meta.Ino, buck
 			return b.fail("remove upload", err)
 		}
 	}
-	bkt, err := b.bucket(ctx, c, bucket)
-	if err != nil {
-		return err
-	}
-	ups, err := b.walk(ctx, c, bkt, []string{uploadsDir})
+	ups, err := b.v.Lookup(ctx, c.cred, bkt, uploadsDir)
 	if err != nil {
 		return b.fail("remove upload", err)
 	}
 	if err := b.v.Rmdir(ctx, c.cred, ups.Ino, id); err != nil && !errors.Is(err, syscall.ENOENT) {
 		return b.fail("remove upload", err)
 	}
-	b.v.Rmdir(ctx, c.cred, bkt.Ino, uploadsDir) // the last upload takes the directory with it
+	b.v.Rmdir(ctx, c.cred, bkt, uploadsDir) // the last upload takes the directory with it
 	return nil
 }
 
