@@ -118,7 +118,7 @@ func (s *Service) ListXattr(ctx context.Context, ino Ino) ([]string, error) {
 			return err
 		}
 		for name, fa := range fieldAttrs {
-			if _, present := fa.get(rec); present {
+			if _, present := fa.get(rec); present && !fa.unlisted {
 				names = append(names, name)
 			}
 		}
@@ -154,6 +154,9 @@ func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
 			if fa, ok := fieldAttrs[name]; ok {
 				if _, present := fa.get(rec); !present {
 					return ErrNoAttr
+				}
+				if fa.clear == nil {
+					return fmt.Errorf("%s can be set, not removed: %w", Quote(name), ErrInvalid)
 				}
 				fa.clear(rec)
 				rec.touch(s.nowNs())

@@ -9,6 +9,7 @@ import (
 	"path"
 	"strings"
 	"syscall"
+	"time"
 
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	vgwauth "github.com/versity/versitygw/auth"
@@ -16,6 +17,7 @@ import (
 	"github.com/versity/versitygw/s3api/utils"
 	"github.com/versity/versitygw/s3err"
 
+	"tessera/internal/clock"
 	"tessera/internal/meta"
 	"tessera/internal/vfs"
 )
@@ -29,6 +31,10 @@ type Backend struct {
 	iam  *IAM
 	root string // the serving root (--root), clean and absolute
 	log  *slog.Logger
+	clk  clock.Clock
+	// expiry is the age past which an upload is removed (expire.go);
+	// 0 or less: never.
+	expiry time.Duration
 }
 
 // Config is what a Backend serves.
@@ -37,6 +43,11 @@ type Config struct {
 	// keys without a root of their own ("" or "/": the namespace's root).
 	Root   string
 	Logger *slog.Logger
+	// Clock tells the age of multipart uploads (nil: the machine's).
+	Clock clock.Clock
+	// UploadExpiry is the age past which an upload neither completed nor
+	// aborted is removed: 0 is DefaultUploadExpiry, less than 0 never.
+	UploadExpiry time.Duration
 }
 
 // NewBackend returns the backend of v, finding keys through iam.
@@ -51,7 +62,11 @@ func NewBackend(v *vfs.FS, iam *IAM, cfg Config) (*Backend, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Backend{v: v, api: v.Client().Meta(), iam: iam, root: root, log: cfg.Logger}, nil
+	if cfg.UploadExpiry == 0 {
+		cfg.UploadExpiry = DefaultUploadExpiry
+	}
+	return &Backend{v: v, api: v.Client().Meta(), iam: iam, root: root, log: cfg.Logger,
+		clk: clock.Or(cfg.Clock), expiry: cfg.UploadExpiry}, nil
 }
 
 // String names the backend in versitygw's messages.

@@ -31,6 +31,13 @@ const testBlock = 64 << 10
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, Config{})
+}
+
+// newFixtureWith is newFixture with a backend configured as cfg (its
+// Logger is set here).
+func newFixtureWith(t *testing.T, cfg Config) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: testBlock})
 	if err != nil {
@@ -53,7 +60,8 @@ func newFixture(t *testing.T) *fixture {
 		v.Close()
 		c.Close(context.Background())
 	})
-	b, err := NewBackend(v, NewIAM(svc, nil), Config{Logger: slog.New(slog.DiscardHandler)})
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	b, err := NewBackend(v, NewIAM(svc, nil), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

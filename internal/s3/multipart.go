@@ -42,6 +42,9 @@ type uploadRecord struct {
 	ContentType string            `json:"ct,omitempty"`
 	Meta        map[string]string `json:"meta,omitempty"`
 	Initiated   int64             `json:"initiated"`
+	// BlockSize is the block size part 1 was written in, which the
+	// other parts are written in too (partblocks.go); 0 until then.
+	BlockSize uint32 `json:"bs,omitempty"`
 }
 
 // validUploadID reports whether id may name an upload (32 hex digits).
@@ -119,7 +122,7 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 	if err != nil {
 		return out, b.fail("create upload", err)
 	}
-	val, _ := json.Marshal(uploadRecord{Key: key, ContentType: deref(in.ContentType), Meta: in.Metadata, Initiated: time.Now().Unix()})
+	val, _ := json.Marshal(uploadRecord{Key: key, ContentType: deref(in.ContentType), Meta: in.Metadata, Initiated: b.clk.Now().Unix()})
 	if err := b.v.SetXattr(ctx, c.cred, dir.Ino, UploadXattr, val, 0); err != nil {
 		b.v.Rmdir(context.WithoutCancel(ctx), c.cred, ups, id)
 		return out, b.fail("create upload", err)
@@ -138,7 +141,7 @@ func (b *Backend) UploadPart(ctx context.Context, in *awss3.UploadPartInput) (*a
 	if n < 1 || n > MaxParts {
 		return nil, s3err.GetInvalidArgumentErr(s3err.InvalidArgPartNumber, strconv.Itoa(int(n)))
 	}
-	dir, _, err := b.upload(ctx, c, deref(in.Bucket), deref(in.Key), deref(in.UploadId))
+	dir, up, err := b.upload(ctx, c, deref(in.Bucket), deref(in.Key), deref(in.UploadId))
 	if err != nil {
 		return nil, err
 	}
@@ -146,13 +149,17 @@ func (b *Backend) UploadPart(ctx context.Context, in *awss3.UploadPartInput) (*a
 	if in.ContentLength != nil {
 		size = *in.ContentLength
 	}
+	bs, err := b.partBlockSize(ctx, c, dir, up, n, size)
+	if err != nil {
+		return nil, err
+	}
 	body, err := checksumReader(&s3response.PutObjectInput{Body: in.Body,
 		ChecksumCRC32: in.ChecksumCRC32, ChecksumCRC32C: in.ChecksumCRC32C, ChecksumSHA1: in.ChecksumSHA1,
 		ChecksumSHA256: in.ChecksumSHA256, ChecksumCRC64NVME: in.ChecksumCRC64NVME})
 	if err != nil {
 		return nil, s3err.GetAPIError(s3err.ErrInvalidChecksumHeader)
 	}
-	w, err := b.writeTemp(ctx, c, dir.Ino, body, size)
+	w, err := b.writeTemp(ctx, c, dir.Ino, bs, body, size)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +184,8 @@ type part struct {
 	r  record
 }
 
-// parts lists an upload's parts by number.
+// parts lists an upload's parts by number (their records read
+// concurrently).
 func (b *Backend) parts(ctx context.Context, c caller, dir meta.Ino) ([]part, error) {
 	var out []part
 	after := ""
@@ -192,12 +200,17 @@ func (b *Backend) parts(ctx context.Context, c caller, dir meta.Ino) ([]part, er
 			if err != nil || len(e.Name) != 5 || n < 1 || n > MaxParts || e.Inode == nil || !e.Inode.IsRegular() {
 				continue
 			}
-			out = append(out, part{n: int32(n), in: *e.Inode, r: b.readRecord(ctx, e.Inode)})
+			out = append(out, part{n: int32(n), in: *e.Inode})
 		}
 		if !more {
-			return out, nil
+			break
 		}
 	}
+	each(len(out), recipeReads, func(i int) error {
+		out[i].r = b.readRecord(ctx, &out[i].in)
+		return nil
+	})
+	return out, nil
 }
 
 // ListParts lists an upload's parts after PartNumberMarker.
@@ -302,6 +315,16 @@ func (b *Backend) AbortMultipartUpload(ctx context.Context, in *awss3.AbortMulti
 
 // removeUpload unlinks an upload's files and its directory.
 func (b *Backend) removeUpload(ctx context.Context, c caller, dir meta.Ino, bucket, id string) error {
+	bkt, err := b.bucket(ctx, c, bucket)
+	if err != nil {
+		return err
+	}
+	return b.removeUploadDir(ctx, c, dir, bkt.Ino, id)
+}
+
+// removeUploadDir unlinks the files of upload id (directory dir) of
+// bucket bkt, its directory, and the uploads directory if it was the last.
+func (b *Backend) removeUploadDir(ctx context.Context, c caller, dir, bkt meta.Ino, id string) error {
 	ctx = context.WithoutCancel(ctx)
 	for {
 		ents, _, err := b.v.ReadDir(ctx, c.cred, dir, "", 1024, false)
@@ -311,24 +334,23 @@ func (b *Backend) removeUpload(ctx context.Context, c caller, dir meta.Ino, buck
 		if len(ents) == 0 {
 			break
 		}
-		for _, e := range ents {
-			if err := b.v.Unlink(ctx, c.cred, dir, e.Name); err != nil && !errors.Is(err, syscall.ENOENT) {
-				return b.fail("remove upload", err)
+		if err := each(len(ents), recipeReads, func(i int) error {
+			if err := b.v.Unlink(ctx, c.cred, dir, ents[i].Name); err != nil && !errors.Is(err, syscall.ENOENT) {
+				return err
 			}
+			return nil
+		}); err != nil {
+			return b.fail("remove upload", err)
 		}
 	}
-	bkt, err := b.bucket(ctx, c, bucket)
-	if err != nil {
-		return err
-	}
-	ups, err := b.walk(ctx, c, bkt, []string{uploadsDir})
+	ups, err := b.v.Lookup(ctx, c.cred, bkt, uploadsDir)
 	if err != nil {
 		return b.fail("remove upload", err)
 	}
 	if err := b.v.Rmdir(ctx, c.cred, ups.Ino, id); err != nil && !errors.Is(err, syscall.ENOENT) {
 		return b.fail("remove upload", err)
 	}
-	b.v.Rmdir(ctx, c.cred, bkt.Ino, uploadsDir) // the last upload takes the directory with it
+	b.v.Rmdir(ctx, c.cred, bkt, uploadsDir) // the last upload takes the directory with it
 	return nil
 }
 
@@ -400,7 +422,9 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *awss3.Complet
 	if err != nil {
 		return out, "", err
 	}
-	w, _, err := b.newTemp(ctx, c, parent)
+	// The object's blocks are the first part's size: the parts written
+	// in it (partblocks.go) are then the object's blocks end to end.
+	w, _, err := b.newTemp(ctx, c, parent, srcs[0].BlockSize)
 	if err != nil {
 		return out, "", err
 	}

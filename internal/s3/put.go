@@ -71,9 +71,10 @@ type written struct {
 	md5    []byte
 }
 
-// newTemp makes an unnamed file in parent, open for writing.
-func (b *Backend) newTemp(ctx context.Context, c caller, parent meta.Ino) (written, *vfs.File, error) {
-	o, err := b.v.Tmpfile(ctx, c.cred, parent, 0o644, syscall.O_WRONLY)
+// newTemp makes an unnamed file in parent, open for writing, of blocks of
+// bs bytes (0: its parent's block size).
+func (b *Backend) newTemp(ctx context.Context, c caller, parent meta.Ino, bs uint32) (written, *vfs.File, error) {
+	o, err := b.v.TmpfileBlockSize(ctx, c.cred, parent, 0o644, syscall.O_WRONLY, bs)
 	if err != nil {
 		return written{}, nil, b.fail("create", err)
 	}
@@ -88,16 +89,16 @@ func (b *Backend) drop(ctx context.Context, w written) {
 }
 
 // writeTemp writes body (size bytes; -1: unknown, to EOF) into a new
-// unnamed file in parent, committed (Flush: an acknowledged change that
+// unnamed file in parent (blocks of bs bytes, 0: the parent's), committed (Flush: an acknowledged change that
 // survives a crash of this process and of the meta service, as a close
 // does; not fsync'd to disk, as versitygw's posix backend does not). The body must give
 // exactly size bytes; the checks its readers make (the Content-MD5 and
 // x-amz-checksum-* ones) fail the write. On error nothing is left.
-func (b *Backend) writeTemp(ctx context.Context, c caller, parent meta.Ino, body io.Reader, size int64) (written, error) {
+func (b *Backend) writeTemp(ctx context.Context, c caller, parent meta.Ino, bs uint32, body io.Reader, size int64) (written, error) {
 	if size > MaxObjectSize {
 		return written{}, s3err.GetEntityTooLargeErr(size, MaxObjectSize)
 	}
-	w, f, err := b.newTemp(ctx, c, parent)
+	w, f, err := b.newTemp(ctx, c, parent, bs)
 	if err != nil {
 		return written{}, err
 	}
@@ -253,7 +254,7 @@ func (b *Backend) PutObject(ctx context.Context, po s3response.PutObjectInput) (
 	if err != nil {
 		return s3response.PutObjectOutput{}, s3err.GetAPIError(s3err.ErrInvalidChecksumHeader)
 	}
-	w, err := b.writeTemp(ctx, c, parent, body, size)
+	w, err := b.writeTemp(ctx, c, parent, 0, body, size)
 	if err != nil {
 		return s3response.PutObjectOutput{}, err
 	}

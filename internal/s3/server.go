@@ -131,7 +131,28 @@ func Serve(ctx context.Context, v *vfs.FS, iam *IAM, cfg ServerConfig) (*Server,
 		return nil, ctx.Err()
 	}
 	cfg.Logger.Info("s3: serving", "listen", cfg.Listen, "tls", cfg.CertFile != "", "root", be.root)
+	go be.sweepUploads(sctx)
 	return s, nil
+}
+
+// sweepUploads runs ExpireUploads every expirySweep until ctx ends.
+func (b *Backend) sweepUploads(ctx context.Context) {
+	if b.expiry <= 0 {
+		return
+	}
+	t := b.clk.NewTimer(b.expirySweep())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		if _, err := b.ExpireUploads(ctx); err != nil && ctx.Err() == nil {
+			b.log.Warn("s3: removing abandoned multipart uploads failed", "err", err)
+		}
+		t.Reset(b.expirySweep())
+	}
 }
 
 // Done reports the end of serving.
