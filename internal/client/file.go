@@ -520,13 +520,13 @@ func (f *file) scheduleLocked(d *dblock) {
 }
 
 // newVersion notes that version seq of block idx was uploaded as h, and
-// drops the older version from the memory cache, if it holds it.
+// lets go of the older version (forgetVersion).
 func (f *file) newVersion(idx uint64, h block.Hash, seq uint64) {
 	f.mu.Lock()
 	old, ok := f.versions[idx]
 	if ok && old.seq > seq {
 		f.mu.Unlock()
-		f.c.mem.drop(h) // a newer version was uploaded already
+		f.forgetVersion(h) // a newer version was uploaded already
 		return
 	}
 	if f.versions == nil {
@@ -535,8 +535,18 @@ func (f *file) newVersion(idx uint64, h block.Hash, seq uint64) {
 	f.versions[idx] = version{h: h, seq: seq}
 	f.mu.Unlock()
 	if ok && old.h != h {
-		f.c.mem.drop(old.h)
+		f.forgetVersion(old.h)
 	}
+}
+
+// forgetVersion lets go of what the client keeps of version h of a block
+// this file replaced: its buffer in the memory cache and its segment sums
+// (each upload learns them; kept until the table's bound pushed them out,
+// they were most of an idle daemon's heap after fsx). Another file with
+// the same content reads it again from the servers, verified in full.
+func (f *file) forgetVersion(h block.Hash) {
+	f.c.mem.drop(h)
+	f.c.sums.forget(h)
 }
 
 func (f *file) uploadDone(d *dblock, h block.Hash, comp *meta.Composition, rep *replication, err error) {
