@@ -279,10 +279,12 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int6
 		}
 		buf := f.tailContentLocked(idx, p.h)
 		if buf == nil {
-			var err error
-			if buf, err = f.fetchLocked(ctx, idx, p.h); err != nil {
+			fetched, err := f.fetchBaseLocked(ctx, idx, p.h)
+			if err != nil {
 				return nil, b, 0, err
 			}
+			defer fetched.release()
+			buf = fetched.data
 		}
 		buf, shared := f.privateLocked(idx, buf, f.size-int64(idx)*f.bs, at)
 		return buf, b, shared, nil
@@ -304,9 +306,12 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int6
 	if isInline {
 		buf = inline
 	} else if buf = f.tailContentLocked(idx, h); buf == nil {
-		if buf, err = f.fetchLocked(ctx, idx, h); err != nil {
+		fetched, err := f.fetchBaseLocked(ctx, idx, h)
+		if err != nil {
 			return nil, base{}, 0, err
 		}
+		defer fetched.release() // copied below (privateLocked: a fetched buffer is never a tail)
+		buf = fetched.data
 	}
 	b := base{old: h, oldSet: true}
 	if lim := f.size - int64(idx)*f.bs; int64(len(buf)) > lim {
@@ -341,6 +346,24 @@ func (f *file) fetchLocked(ctx context.Context, idx uint64, h block.Hash) ([]byt
 		return nil, fmt.Errorf("inode %d block %d: %w", f.ino, idx, err)
 	}
 	return buf, nil
+}
+
+// fetchBaseLocked returns the content of block idx of hash h (a zero hash
+// is a hole: an empty buffer) for a write to start from, with a reference
+// the caller releases once it copied the bytes. It is not put in the
+// memory cache: the dirty block's copy holds it until its next version
+// replaces it (newVersion), so a cached one only doubled what a writer
+// holds (docs/design/2026-11-29-fsx-memory.md).
+func (f *file) fetchBaseLocked(ctx context.Context, idx uint64, h block.Hash) (*blockBuf, error) {
+	if h.IsZero() {
+		return newBlockBuf(nil, false, nil), nil
+	}
+	f.noteCompLocked(h)
+	b, err := f.c.getUncached(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("inode %d block %d: %w", f.ino, idx, err)
+	}
+	return b, nil
 }
 
 // cloneBlock returns a copy of at most lim bytes of buf, with room to grow
@@ -527,13 +550,13 @@ func (f *file) scheduleLocked(d *dblock) {
 }
 
 // newVersion notes that version seq of block idx was uploaded as h, and
-// drops the older version from the memory cache, if it holds it.
+// lets go of the older version (forgetVersion).
 func (f *file) newVersion(idx uint64, h block.Hash, seq uint64) {
 	f.mu.Lock()
 	old, ok := f.versions[idx]
 	if ok && old.seq > seq {
 		f.mu.Unlock()
-		f.c.mem.drop(h) // a newer version was uploaded already
+		f.forgetVersion(h) // a newer version was uploaded already
 		return
 	}
 	if f.versions == nil {
@@ -542,8 +565,18 @@ func (f *file) newVersion(idx uint64, h block.Hash, seq uint64) {
 	f.versions[idx] = version{h: h, seq: seq}
 	f.mu.Unlock()
 	if ok && old.h != h {
-		f.c.mem.drop(old.h)
+		f.forgetVersion(old.h)
 	}
+}
+
+// forgetVersion lets go of what the client keeps of version h of a block
+// this file replaced: its buffer in the memory cache and its segment sums
+// (each upload learns them; kept until the table's bound pushed them out,
+// they were most of an idle daemon's heap after fsx). Another file with
+// the same content reads it again from the servers, verified in full.
+func (f *file) forgetVersion(h block.Hash) {
+	f.c.mem.drop(h)
+	f.c.sums.forget(h)
 }
 
 func (f *file) uploadDone(d *dblock, h block.Hash, comp *meta.Composition, rep *replication, err error) {
