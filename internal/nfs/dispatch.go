@@ -9,8 +9,8 @@ import (
 	"tessera/internal/meta"
 )
 
-// The gate serves READ, WRITE and COMMIT of one connection several at a
-// time, on workers of the connection's (at most maxCallsPerConn, started as
+// The gate serves READ, WRITE, COMMIT, GETATTR, LOOKUP, ACCESS and REMOVE
+// of one connection several at a time, on workers of the connection's (at most maxCallsPerConn, started as
 // needed and kept while it is open: a fresh goroutine per call grew its
 // stack through every call),
 // so that a client with several calls in flight on a connection (a kernel
@@ -18,7 +18,11 @@ import (
 // another. Calls on the same file keep the order they came in where it
 // matters: a call waits for the earlier calls in flight on the same inode
 // whose byte ranges overlap its own, unless both only read (a COMMIT
-// covers the whole file). Calls go-nfs serves (everything else) wait until
+// covers the whole file; GETATTR and ACCESS read the whole inode, LOOKUP
+// its directory). A REMOVE changes its directory and an inode its
+// arguments do not name (the one removed): it waits for every call before
+// it and every call after it waits for it, but for REMOVEs in other
+// directories. Calls go-nfs serves (everything else) wait until
 // every call of the gate's before them is done, and the next record is
 // read only once go-nfs has answered: they are ordered against all.
 // Replies go out as whole records in the order the calls finish, each
@@ -47,12 +51,31 @@ type ioCall struct {
 	ino        meta.Ino // 0: no valid handle (orders against nothing)
 	start, end uint64   // [start, end)
 	write      bool
-	done       chan struct{}
+	// wide: the call changes an inode besides ino, not known before it
+	// is served (REMOVE: ino is the directory).
+	wide bool
+	done chan struct{}
 }
 
 // conflicts reports whether b, which came after a, must wait for it.
 func (a *ioCall) conflicts(b *ioCall) bool {
+	if a.wide || b.wide {
+		return !(a.wide && b.wide && a.ino != b.ino)
+	}
 	return a.ino != 0 && a.ino == b.ino && (a.write || b.write) && a.start < b.end && b.start < a.end
+}
+
+// gateServes reports whether the gate answers NFS call c (record rec)
+// itself: READ, WRITE, COMMIT, GETATTR, ACCESS, REMOVE, and LOOKUP of a
+// name other than "." and "..".
+func gateServes(c call, rec []byte) bool {
+	switch c.proc {
+	case procNFSRead, procNFSWrite, procNFSCommit, procNFSGetAttr, procNFSAccess, procNFSRemove:
+		return true
+	case procNFSLookup:
+		return !dotName(rec[4+c.argsAt:])
+	}
+	return false
 }
 
 // ioCallOf says what call c (whose record is rec) touches.
@@ -68,6 +91,10 @@ func ioCallOf(rec []byte, c call) *ioCall {
 	}
 	x.ino = d.ino
 	switch {
+	case c.proc == procNFSRemove:
+		x.start, x.end, x.write, x.wide = 0, math.MaxUint64, true, true
+	case c.proc == procNFSGetAttr || c.proc == procNFSAccess || c.proc == procNFSLookup:
+		x.start, x.end = 0, math.MaxUint64
 	case c.proc == procNFSCommit || len(rest) < 12:
 		x.start, x.end, x.write = 0, math.MaxUint64, true
 	default:

@@ -239,7 +239,7 @@ func fixAcceptStat(p []byte) []byte {
 func (g *gate) answer(rec []byte, c call, need int64) (bool, error) {
 	var body []byte
 	switch {
-	case c.prog == progNFS && c.vers == 3 && (c.proc == procNFSRead || c.proc == procNFSWrite || c.proc == procNFSCommit) && g.serveIO != nil:
+	case c.prog == progNFS && c.vers == 3 && gateServes(c, rec) && g.serveIO != nil:
 		return true, g.dispatch(rec, c, need)
 	case c.prog != progMount || c.vers != 3:
 		return false, nil

@@ -113,6 +113,11 @@ func handleArg(args []byte) (fh, rest []byte, ok bool) {
 // to answer: BADHANDLE for a handle of the wrong length, STALE otherwise.
 // Unlike FromHandle it keeps nothing, so calls may run at once.
 func (s *Server) inodeOf(ctx context.Context, fh []byte) (meta.Inode, uint32) {
+	return s.inodeOfBy(ctx, fh, s.v.GetAttr)
+}
+
+// inodeOfBy is inodeOf with the attributes from get.
+func (s *Server) inodeOfBy(ctx context.Context, fh []byte, get func(context.Context, meta.Ino) (meta.Inode, error)) (meta.Inode, uint32) {
 	d, err := decodeHandle(fh)
 	if err != nil {
 		if len(fh) != handleLen {
@@ -123,7 +128,7 @@ func (s *Server) inodeOf(ctx context.Context, fh []byte) (meta.Inode, uint32) {
 	if d.cluster != s.cfg.ClusterID || d.export != uint64(s.exportIno) {
 		return meta.Inode{}, nfsErrStale
 	}
-	in, err := s.v.GetAttr(ctx, d.ino)
+	in, err := get(ctx, d.ino)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || meta.Unavailable(err) {
 			return meta.Inode{}, errStatus(err)

@@ -88,7 +88,7 @@ type commitArgs struct {
 	Count  uint32
 }
 
-// serveIO answers the READ, WRITE or COMMIT call c as cred's caller,
+// serveIO answers the call c the gate serves (gateServes) as cred's caller,
 // whose arguments are args (already bounded by checkArgs), and returns the
 // reply's body (the procedure's result, after an accepted SUCCESS). It
 // keeps nothing of the connection's: calls may run at once (dispatch.go).
@@ -101,6 +101,14 @@ func (h *connHandler) serveIO(c call, cred vfs.Cred, args []byte) reply {
 		return h.read(cred, args)
 	case procNFSWrite:
 		return reply{body: h.write(cred, args)}
+	case procNFSGetAttr:
+		return h.getattr(args)
+	case procNFSLookup:
+		return h.lookup(cred, args)
+	case procNFSAccess:
+		return h.access(cred, args)
+	case procNFSRemove:
+		return h.remove(cred, args)
 	}
 	return reply{body: h.commit(args)}
 }

@@ -1,0 +1,143 @@
+package vfs
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"tessera/internal/meta"
+)
+
+// The attribute cache (Options.AttrCache) is for front ends that name an
+// inode on every call and have no cache of their own in front of this
+// layer: an NFS server checks the handle of every LOOKUP, GETATTR, ACCESS
+// and REMOVE (STALE or not, the caller's permission), where a FUSE mount's
+// kernel answers the same from its attribute cache. It trusts the
+// attributes the meta service gave for as long as a FUSE mount's kernel
+// may: the policy's CacheTTL for regular files (0 under posix and the other
+// coherent or uncached policies: never kept), Options.AttrTTL (1 s, FUSE's
+// attribute timeout) for directories, symlinks and special files. What
+// this FS changes is dropped at the change (the parents of a create or an
+// unlink, the inode of a SetAttr, a link, a commit...; an rmdir or a rename
+// drops everything), and so is an inode another client changed when this
+// client hears of it (Invalidate: the meta service's callbacks). Kept are
+// the attributes as the meta service sent them (not the cache tier's,
+// which may be a TTL old already); GetAttrCached applies
+// client.Overlay at every use, so this client's own writes show.
+
+// attrCacheMax bounds the inodes kept; past it the cache starts afresh.
+const attrCacheMax = 1 << 16
+
+type attrCache struct {
+	mu sync.Mutex
+	m  map[meta.Ino]cachedAttr
+	// gen counts drops: a fill that began before one is not kept (it
+	// may hold what the drop was for).
+	gen uint64
+}
+
+type cachedAttr struct {
+	in    meta.Inode
+	until time.Time
+}
+
+// begin returns the generation a fill starts at.
+func (a *attrCache) begin() uint64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.gen
+}
+
+// get returns ino's attributes if kept and still good at now.
+func (a *attrCache) get(ino meta.Ino, now time.Time) (meta.Inode, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.m[ino]
+	if !ok || !now.Before(e.until) {
+		return meta.Inode{}, false
+	}
+	return e.in, true
+}
+
+// put keeps in until until, unless something was dropped since gen.
+func (a *attrCache) put(gen uint64, in meta.Inode, until time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.gen != gen {
+		return
+	}
+	if a.m == nil || len(a.m) >= attrCacheMax {
+		a.m = make(map[meta.Ino]cachedAttr)
+	}
+	a.m[in.Ino] = cachedAttr{in: in, until: until}
+}
+
+// drop forgets inos.
+func (a *attrCache) drop(inos ...meta.Ino) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.gen++
+	for _, ino := range inos {
+		delete(a.m, ino)
+	}
+}
+
+// dropAll forgets everything.
+func (a *attrCache) dropAll() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.gen++
+	a.m = nil
+}
+
+// attrTTL is how long in's attributes may be trusted (see above).
+func (v *FS) attrTTL(in *meta.Inode) time.Duration {
+	if in.IsRegular() {
+		return v.c.CacheTTL(in)
+	}
+	return v.opts.AttrTTL
+}
+
+// keep records in, fetched from the meta service by a fill that began at
+// generation gen.
+func (v *FS) keep(gen uint64, in meta.Inode) {
+	if !v.opts.AttrCache || in.Ino == 0 {
+		return
+	}
+	if ttl := v.attrTTL(&in); ttl > 0 {
+		v.attrs.put(gen, in, v.opts.Clock.Now().Add(ttl))
+	}
+}
+
+// changed drops what the cache keeps of inos: this FS changed them.
+func (v *FS) changed(inos ...meta.Ino) {
+	if v.opts.AttrCache {
+		v.attrs.drop(inos...)
+	}
+}
+
+// changedAll drops the whole cache (a change whose inodes are not all
+// known: an rmdir, a rename).
+func (v *FS) changedAll() {
+	if v.opts.AttrCache {
+		v.attrs.dropAll()
+	}
+}
+
+// Invalidate forgets what the attribute cache keeps of ino: another client
+// changed it. Give it to vfs.Invalidations.Subscribe.
+func (v *FS) Invalidate(ino meta.Ino) { v.changed(ino) }
+
+// GetAttrCached is GetAttr answered from the attribute cache while the
+// attributes kept may be trusted (see above); without Options.AttrCache it
+// is GetAttr.
+func (v *FS) GetAttrCached(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
+	if !v.opts.AttrCache {
+		return v.GetAttr(ctx, ino)
+	}
+	if in, ok := v.attrs.get(ino, v.opts.Clock.Now()); ok {
+		v.c.Overlay(&in)
+		return in, nil
+	}
+	return v.GetAttr(ctx, ino)
+}
