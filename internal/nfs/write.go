@@ -17,7 +17,8 @@ import (
 
 // WRITE and COMMIT are answered here, not by go-nfs (which answers every
 // WRITE FILE_SYNC and makes COMMIT a no-op): the gate hands them to
-// serveIO (gate.answer). An UNSTABLE write is buffered in the inode's
+// serveIO (gate.answer). A WRITE checks its handle and caller against the
+// attributes as READ does (read.go), a COMMIT against fresh ones. An UNSTABLE write is buffered in the inode's
 // shared handle (vfs.FS.WriteAt without stable) and made durable by
 // COMMIT (vfs.FS.Commit); FILE_SYNC and DATA_SYNC commit before the reply.
 // Both replies carry the server's write verifier, which changes at every
@@ -131,7 +132,7 @@ func (h *connHandler) write(cred vfs.Cred, args []byte) []byte {
 	if req.Offset > math.MaxInt64-uint64(len(data)) {
 		return ioFail(nfsErrFBig, nil)
 	}
-	in, status := h.srv.inodeOf(h.ctx, req.Handle)
+	in, status := h.srv.cachedInode(h.ctx, req.Handle)
 	switch {
 	case status != nfsOK:
 		return ioFail(status, nil)
