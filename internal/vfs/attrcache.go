@@ -25,8 +25,10 @@ import (
 // which may be a TTL old already); GetAttrCached applies
 // client.Overlay at every use, so this client's own writes show.
 
-// attrCacheMax bounds the inodes kept; past it the cache starts afresh.
-const attrCacheMax = 1 << 16
+// attrCacheMax bounds the inodes kept (about 300 bytes each: some 10 MiB
+// at most; symlinks, whose targets may be 4 KiB, are not kept); past it
+// the cache starts afresh.
+const attrCacheMax = 1 << 15
 
 type attrCache struct {
 	mu sync.Mutex
@@ -101,7 +103,7 @@ func (v *FS) attrTTL(in *meta.Inode) time.Duration {
 // keep records in, fetched from the meta service by a fill that began at
 // generation gen.
 func (v *FS) keep(gen uint64, in meta.Inode) {
-	if !v.opts.AttrCache || in.Ino == 0 {
+	if !v.opts.AttrCache || in.Ino == 0 || in.Target != "" {
 		return
 	}
 	if ttl := v.attrTTL(&in); ttl > 0 {
