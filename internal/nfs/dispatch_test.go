@@ -131,7 +131,7 @@ func mkFile(t *testing.T, srv *server, name string) []byte {
 // TestPipelinedCallsKeepFileOrder: calls sent on one connection without
 // waiting for replies are served several at once, but a READ sees every
 // WRITE to its bytes sent before it and none sent after, and a COMMIT
-// and a GETATTR (served by go-nfs) come after all of them.
+// and a GETATTR (a read of the whole inode) come after all of them.
 func TestPipelinedCallsKeepFileOrder(t *testing.T) {
 	cl := newCluster(t)
 	srv := cl.serve(t, Config{Squash: SquashNone})
