@@ -25,10 +25,14 @@ import (
 // which may be a TTL old already); GetAttrCached applies
 // client.Overlay at every use, so this client's own writes show.
 
-// attrCacheMax bounds the inodes kept (about 300 bytes each: some 10 MiB
-// at most; symlinks, whose targets may be 4 KiB, are not kept); past it
-// the cache starts afresh.
+// attrCacheMax bounds the inodes kept (about 300 bytes each; symlinks,
+// whose targets may be 4 KiB, are not kept); past it the cache starts
+// afresh.
 const attrCacheMax = 1 << 15
+
+// AttrCacheBytes bounds the memory of an FS's attribute cache
+// (Options.AttrCache), for the memory bound a process reports.
+const AttrCacheBytes = attrCacheMax * 320
 
 type attrCache struct {
 	mu sync.Mutex
