@@ -16,10 +16,13 @@ import (
 // resolves and stats the name again, one call of a connection at a time):
 // the handle's inode comes from vfs's attribute cache
 // (vfs.FS.GetAttrCached: trusted as long as a FUSE mount's kernel may
-// trust the same attributes, dropped by every change this server makes),
-// so a LOOKUP is one meta call (the name), a GETATTR or an ACCESS none
-// while the attributes are fresh, a REMOVE one (the unlink, named by the
-// inode the name was last looked up to). The gate serves them several at
+// trust the same attributes, dropped by every change this server makes;
+// a directory's identity and permissions, which LOOKUP and REMOVE check,
+// kept across the entries this server adds and removes:
+// vfs.FS.IdentityCached), so a LOOKUP is one meta call (the name), a
+// GETATTR or an ACCESS none while the attributes are fresh, a REMOVE one
+// (the unlink, named by the inode the name was last looked up to; two
+// when it was not). The directory's attributes are sent when current. The gate serves them several at
 // once, ordered as dispatch.go says. LOOKUP of "." and ".." stays with
 // go-nfs.
 
@@ -73,6 +76,27 @@ func (s *Server) cachedInode(ctx context.Context, fh []byte) (meta.Inode, uint32
 	return s.inodeOfBy(ctx, fh, s.v.GetAttrCached)
 }
 
+// cachedDir is cachedInode for the directory of a LOOKUP or a REMOVE,
+// whose identity and permissions are what is checked: also from
+// attributes whose times this server changed since (vfs.IdentityCached);
+// whole says whether the rest is current, to be sent.
+func (s *Server) cachedDir(ctx context.Context, fh []byte) (dir meta.Inode, whole bool, st uint32) {
+	dir, st = s.inodeOfBy(ctx, fh, func(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
+		in, w, err := s.v.IdentityCached(ctx, ino)
+		whole = w
+		return in, err
+	})
+	return dir, whole, st
+}
+
+// ifWhole is &in if whole, else nil (attributes not sent).
+func ifWhole(in *meta.Inode, whole bool) *meta.Inode {
+	if whole {
+		return in
+	}
+	return nil
+}
+
 // getattr answers GETATTR: the attributes, or the status alone.
 func (h *connHandler) getattr(args []byte) reply {
 	fh, _, ok := handleArg(args)
@@ -100,22 +124,26 @@ func (h *connHandler) lookup(cred vfs.Cred, args []byte) reply {
 	if !ok {
 		return reply{body: opAttrFail(nfsErrInval, nil)}
 	}
-	dir, st := h.srv.cachedInode(h.ctx, fh)
+	dir, whole, st := h.srv.cachedDir(h.ctx, fh)
 	switch {
 	case st != nfsOK:
 		return reply{body: opAttrFail(st, nil)}
 	case !dir.IsDir():
-		return reply{body: opAttrFail(nfsErrNotDir, &dir)}
+		return reply{body: opAttrFail(nfsErrNotDir, ifWhole(&dir, whole))}
 	}
 	in, err := h.srv.v.Lookup(freshOne(h.ctx, dir), cred, dir.Ino, name)
 	if err != nil {
-		return reply{body: opAttrFail(errStatus(err), &dir)}
+		return reply{body: opAttrFail(errStatus(err), ifWhole(&dir, whole))}
 	}
 	w := new(bytes.Buffer)
 	put(w, uint32(nfsOK))
 	put(w, h.srv.handle(in.Ino, in.Gen))
 	_ = gonfs.WritePostOpAttrs(w, attrOf(in))
-	_ = gonfs.WritePostOpAttrs(w, attrOf(dir))
+	var da *gonfs.FileAttribute
+	if whole {
+		da = attrOf(dir)
+	}
+	_ = gonfs.WritePostOpAttrs(w, da)
 	return reply{body: w.Bytes()}
 }
 
@@ -192,14 +220,17 @@ func (h *connHandler) remove(cred vfs.Cred, args []byte) reply {
 	if h.srv.cfg.ReadOnly {
 		return reply{body: ioFail(nfsErrROFS, nil)}
 	}
-	dir, st := h.srv.cachedInode(h.ctx, fh)
+	dir, whole, st := h.srv.cachedDir(h.ctx, fh)
 	switch {
 	case st != nfsOK:
 		return reply{body: ioFail(st, nil)}
 	case !dir.IsDir():
-		return reply{body: ioFail(nfsErrNotDir, h.wcc(nil, attrOf(dir)))}
+		return reply{body: ioFail(nfsErrNotDir, nil)}
 	}
-	pre := attrOf(dir).AsCache()
+	var pre *gonfs.FileCacheAttribute // the directory's before: only when current
+	if whole {
+		pre = attrOf(dir).AsCache()
+	}
 	if err := h.srv.v.Unlink(freshOne(h.ctx, dir), cred, dir.Ino, name); err != nil {
 		return reply{body: ioFail(errStatus(err), h.wcc(pre, nil))}
 	}

@@ -87,9 +87,21 @@ func TestGateLookupAndGetattrAfterDelete(t *testing.T) {
 		}
 	}
 
-	// Removed through this server: at once.
+	// Removed through this server: at once; the directory's GETATTR
+	// shows the removal's times (the cache keeps only its identity).
+	mtime := func() []byte {
+		res := rc.one(0, 0, procNFSGetAttr, appendOpaque(nil, dfh))
+		if st(res) != nfsOK {
+			t.Fatalf("GETATTR d: status %d", st(res))
+		}
+		return append([]byte(nil), res[4+68:4+76]...)
+	}
+	before := mtime()
 	if s := st(rc.one(0, 0, procNFSRemove, dirOpArgs(dfh, "f"))); s != nfsOK {
 		t.Fatalf("REMOVE d/f: status %d", s)
+	}
+	if after := mtime(); bytes.Equal(after, before) {
+		t.Errorf("GETATTR of d after the REMOVE in it: mtime %x as before", after)
 	}
 	if s := st(rc.one(0, 0, procNFSGetAttr, appendOpaque(nil, f))); s != nfsErrStale {
 		t.Errorf("GETATTR of d/f removed through this server: status %d, want NFS3ERR_STALE", s)

@@ -17,10 +17,13 @@ import (
 // may: the policy's CacheTTL for regular files (0 under posix and the other
 // coherent or uncached policies: never kept), Options.AttrTTL (1 s, FUSE's
 // attribute timeout) for directories, symlinks and special files. What
-// this FS changes is dropped at the change (the parents of a create or an
-// unlink, the inode of a SetAttr, a link, a commit...; an rmdir or a rename
-// drops everything), and so is an inode another client changed when this
-// client hears of it (Invalidate: the meta service's callbacks). Kept are
+// this FS changes is dropped at the change (the inode of a SetAttr, a
+// link, an unlink, a commit...; an rmdir or a rename drops everything),
+// and so is an inode another client changed when this client hears of it
+// (Invalidate: the meta service's callbacks). A directory this FS added
+// an entry to or removed one from keeps only what such a change leaves as
+// it was, its identity and permissions, for IdentityCached (a lookup or a
+// removal in it); GetAttrCached asks the meta service for the rest. Kept are
 // the attributes as the meta service sent them (not the cache tier's,
 // which may be a TTL old already); GetAttrCached applies
 // client.Overlay at every use, so this client's own writes show.
@@ -45,6 +48,10 @@ type attrCache struct {
 type cachedAttr struct {
 	in    meta.Inode
 	until time.Time
+	// ident: this FS changed the directory's entries since (its times,
+	// size and link count changed): only its identity and permissions
+	// (Gen, Mode, Uid, Gid) still hold (IdentityCached).
+	ident bool
 }
 
 // begin returns the generation a fill starts at.
@@ -54,15 +61,16 @@ func (a *attrCache) begin() uint64 {
 	return a.gen
 }
 
-// get returns ino's attributes if kept and still good at now.
-func (a *attrCache) get(ino meta.Ino, now time.Time) (meta.Inode, bool) {
+// get returns ino's attributes if kept and still good at now, and
+// whether they are whole (not only its identity and permissions).
+func (a *attrCache) get(ino meta.Ino, now time.Time) (meta.Inode, bool, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	e, ok := a.m[ino]
 	if !ok || !now.Before(e.until) {
-		return meta.Inode{}, false
+		return meta.Inode{}, false, false
 	}
-	return e.in, true
+	return e.in, true, !e.ident
 }
 
 // put keeps in until until, unless something was dropped since gen.
@@ -85,6 +93,19 @@ func (a *attrCache) drop(inos ...meta.Ino) {
 	a.gen++
 	for _, ino := range inos {
 		delete(a.m, ino)
+	}
+}
+
+// entriesChanged keeps of dirs only their identity and permissions.
+func (a *attrCache) entriesChanged(dirs ...meta.Ino) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.gen++
+	for _, d := range dirs {
+		if e, ok := a.m[d]; ok {
+			e.ident = true
+			a.m[d] = e
+		}
 	}
 }
 
@@ -122,6 +143,15 @@ func (v *FS) changed(inos ...meta.Ino) {
 	}
 }
 
+// entriesChanged notes that this FS added or removed entries of dirs
+// (not a directory's own removal or rename: changedAll): their times,
+// size and link count changed, their identity and permissions did not.
+func (v *FS) entriesChanged(dirs ...meta.Ino) {
+	if v.opts.AttrCache {
+		v.attrs.entriesChanged(dirs...)
+	}
+}
+
 // changedAll drops the whole cache (a change whose inodes are not all
 // known: an rmdir, a rename).
 func (v *FS) changedAll() {
@@ -141,9 +171,28 @@ func (v *FS) GetAttrCached(ctx context.Context, ino meta.Ino) (meta.Inode, error
 	if !v.opts.AttrCache {
 		return v.GetAttr(ctx, ino)
 	}
-	if in, ok := v.attrs.get(ino, v.opts.Clock.Now()); ok {
+	if in, ok, whole := v.attrs.get(ino, v.opts.Clock.Now()); ok && whole {
 		v.c.Overlay(&in)
 		return in, nil
 	}
 	return v.GetAttr(ctx, ino)
+}
+
+// IdentityCached is GetAttrCached for a check of ino's identity and
+// permissions only (its generation, link count above 0, type, mode,
+// owner and group: a handle's, a directory's for a lookup or a removal in
+// it), also answered from attributes whose times and size this FS has
+// changed since by adding or removing entries of the directory. whole
+// reports whether the rest of in is current too.
+func (v *FS) IdentityCached(ctx context.Context, ino meta.Ino) (in meta.Inode, whole bool, err error) {
+	if v.opts.AttrCache {
+		if in, ok, whole := v.attrs.get(ino, v.opts.Clock.Now()); ok {
+			if whole {
+				v.c.Overlay(&in)
+			}
+			return in, whole, nil
+		}
+	}
+	in, err = v.GetAttr(ctx, ino)
+	return in, err == nil, err
 }

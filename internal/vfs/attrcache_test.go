@@ -92,3 +92,41 @@ func TestAttrCacheKeepsNothingUnderPosix(t *testing.T) {
 		t.Fatalf("under posix: mode %o (%v), want the meta service's 0600", in.Mode&0o777, err)
 	}
 }
+
+// TestAttrCacheKeepsADirectorysIdentityAcrossItsEntries: after this FS
+// adds or removes an entry of a directory, IdentityCached still answers
+// its identity and permissions from the cache (not whole), while
+// GetAttrCached asks for its new times.
+func TestAttrCacheKeepsADirectorysIdentityAcrossItsEntries(t *testing.T) {
+	fake := clock.NewFake(time.Unix(1_000_000, 0))
+	v, svc := newFSWith(t, Options{AttrCache: true, Clock: fake}, "")
+	ctx := context.Background()
+	d := mk(t, v, alice, meta.RootIno, "d", syscall.S_IFDIR|0o755)
+	if _, err := v.GetAttrCached(ctx, d.Ino); err != nil {
+		t.Fatal(err)
+	}
+	mk(t, v, alice, d.Ino, "f", syscall.S_IFREG|0o644)
+	// Behind the FS's back: the cache, not the meta service, answers
+	// the identity check.
+	if _, err := svc.SetAttr(ctx, d.Ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o700}); err != nil {
+		t.Fatal(err)
+	}
+	in, whole, err := v.IdentityCached(ctx, d.Ino)
+	if err != nil || whole || in.Mode&0o777 != 0o755 {
+		t.Fatalf("identity after its own create: mode %o, whole %v, %v; want the cached 0755, not whole", in.Mode&0o777, whole, err)
+	}
+	full, err := v.GetAttrCached(ctx, d.Ino)
+	if err != nil || full.Mode&0o777 != 0o700 {
+		t.Fatalf("GetAttrCached after its own create: mode %o, %v; want the meta service's 0700", full.Mode&0o777, err)
+	}
+	if err := v.Unlink(ctx, alice, d.Ino, "f"); err != nil {
+		t.Fatal(err)
+	}
+	if _, whole, _ := v.IdentityCached(ctx, d.Ino); whole {
+		t.Error("identity after its own unlink: whole, want only the identity")
+	}
+	fake.Advance(time.Second)
+	if in, whole, err := v.IdentityCached(ctx, d.Ino); err != nil || !whole || in.Mode&0o777 != 0o700 {
+		t.Errorf("identity past the TTL: mode %o, whole %v, %v; want fetched, whole", in.Mode&0o777, whole, err)
+	}
+}

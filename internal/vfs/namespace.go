@@ -25,7 +25,7 @@ func (v *FS) Create(ctx context.Context, c Cred, req meta.CreateReq) (meta.Inode
 	}
 	req.Uid, req.Gid = c.Uid, c.Gid
 	in, err := v.api.Create(ctx, req)
-	v.changed(req.Parent)
+	v.entriesChanged(req.Parent)
 	if err != nil {
 		return meta.Inode{}, err
 	}
@@ -81,7 +81,8 @@ func (v *FS) Unlink(ctx context.Context, c Cred, parent meta.Ino, name string) e
 	} else {
 		out, err = v.c.Unlink(ctx, parent, name)
 	}
-	v.changed(parent, hint, out.Ino)
+	v.entriesChanged(parent)
+	v.changed(hint, out.Ino)
 	return err
 }
 
@@ -149,7 +150,8 @@ func (v *FS) Link(ctx context.Context, c Cred, ino, newParent meta.Ino, newName 
 		}
 	}
 	in, err := v.api.Link(ctx, ino, newParent, newName)
-	v.changed(ino, newParent)
+	v.changed(ino)
+	v.entriesChanged(newParent)
 	if err != nil {
 		return meta.Inode{}, err
 	}
