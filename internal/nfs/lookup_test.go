@@ -55,8 +55,9 @@ func mkIn(t *testing.T, srv *server, parent meta.Ino, name string, mode uint32) 
 // TestGateLookupAndGetattrAfterDelete: LOOKUP and GETATTR, answered by the
 // gate from vfs's attribute cache, see a removal through the same server
 // at once (NFS3ERR_NOENT for the name, NFS3ERR_STALE for the handle, of a
-// file and of a directory), and one through another server once the
-// attributes' TTL has passed (at once under posix, whose TTL is 0).
+// file and of a directory), and one through another server at once for a
+// file not open here, once the attributes' TTL has passed for one this
+// server holds open (at once under posix, whose TTL is 0).
 func TestGateLookupAndGetattrAfterDelete(t *testing.T) {
 	cl := newCluster(t)
 	fake := clock.NewFake(time.Unix(1_000_000, 0))
@@ -81,7 +82,13 @@ func TestGateLookupAndGetattrAfterDelete(t *testing.T) {
 	}
 	f, g := fhOf(rc, "f"), fhOf(rc, "g")
 	fhOf(rcs, "g")
-	for _, fh := range [][]byte{f, g, dfh} {
+	mkIn(t, a, d.Ino, "h", syscall.S_IFREG|0o644)
+	h := fhOf(rc, "h")
+	// g open in a's shared handles (a WRITE), h not.
+	if s := st(rc.one(0, 0, procNFSWrite, writeArgsOf(g, 0, []byte("g"), unstable))); s != nfsOK {
+		t.Fatalf("WRITE d/g: status %d", s)
+	}
+	for _, fh := range [][]byte{f, g, h, dfh} {
 		if s := st(rc.one(0, 0, procNFSGetAttr, appendOpaque(nil, fh))); s != nfsOK {
 			t.Fatalf("GETATTR: status %d", s)
 		}
@@ -110,10 +117,16 @@ func TestGateLookupAndGetattrAfterDelete(t *testing.T) {
 		t.Errorf("LOOKUP of d/f removed through this server: status %d, want NFS3ERR_NOENT", s)
 	}
 
-	// Removed through another server: once the TTL has passed; under
-	// posix at once.
-	if s := st(rcb.one(0, 0, procNFSRemove, dirOpArgs(dfh, "g"))); s != nfsOK {
-		t.Fatalf("REMOVE d/g on the other server: status %d", s)
+	// Removed through another server: a file not open here at once; one
+	// open once the TTL has passed (or its callback came: these servers'
+	// clients keep no session); under posix at once.
+	for _, n := range []string{"g", "h"} {
+		if s := st(rcb.one(0, 0, procNFSRemove, dirOpArgs(dfh, n))); s != nfsOK {
+			t.Fatalf("REMOVE d/%s on the other server: status %d", n, s)
+		}
+	}
+	if s := st(rc.one(0, 0, procNFSGetAttr, appendOpaque(nil, h))); s != nfsErrStale {
+		t.Errorf("GETATTR of d/h, not open here, removed elsewhere: status %d, want NFS3ERR_STALE", s)
 	}
 	if s := st(rcs.one(0, 0, procNFSGetAttr, appendOpaque(nil, g))); s != nfsErrStale {
 		t.Errorf("GETATTR under posix of d/g removed elsewhere: status %d, want NFS3ERR_STALE", s)

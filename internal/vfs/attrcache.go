@@ -15,8 +15,10 @@ import (
 // kernel answers the same from its attribute cache. It trusts the
 // attributes the meta service gave for as long as a FUSE mount's kernel
 // may: the policy's CacheTTL for regular files (0 under posix and the other
-// coherent or uncached policies: never kept), Options.AttrTTL (1 s, FUSE's
-// attribute timeout) for directories, symlinks and special files. What
+// coherent or uncached policies: never kept), and only while the file is
+// open in the stateless I/O's shared handles (leased: the meta service
+// calls back when another client changes it), Options.AttrTTL (1 s, FUSE's
+// attribute timeout) for directories and special files. What
 // this FS changes is dropped at the change (the inode of a SetAttr, a
 // link, an unlink, a commit...; an rmdir or a rename drops everything),
 // and so is an inode another client changed when this client hears of it
@@ -128,12 +130,33 @@ func (v *FS) attrTTL(in *meta.Inode) time.Duration {
 // keep records in, fetched from the meta service by a fill that began at
 // generation gen.
 func (v *FS) keep(gen uint64, in meta.Inode) {
-	if !v.opts.AttrCache || in.Ino == 0 || in.Target != "" {
+	if !v.opts.AttrCache || in.Ino == 0 || in.Target != "" || in.IsRegular() && !v.leased(in.Ino) {
 		return
 	}
 	if ttl := v.attrTTL(&in); ttl > 0 {
 		v.attrs.put(gen, in, v.opts.Clock.Now().Add(ttl))
 	}
+}
+
+// leased reports whether regular file ino is open in the stateless I/O's
+// shared handles: its client holds it open with the meta service, whose
+// callbacks say when another client changes it (Invalidate). A file's
+// attributes are kept and used only while it is: a file removed elsewhere
+// is STALE at its next GETATTR here, not one TTL later.
+func (v *FS) leased(ino meta.Ino) bool {
+	v.open.mu.Lock()
+	defer v.open.mu.Unlock()
+	return v.open.m[ino] != nil
+}
+
+// cached returns what the cache keeps of ino (see attrCache.get), a
+// regular file's only while leased.
+func (v *FS) cached(ino meta.Ino) (in meta.Inode, ok, whole bool) {
+	in, ok, whole = v.attrs.get(ino, v.opts.Clock.Now())
+	if ok && in.IsRegular() && !v.leased(ino) {
+		return meta.Inode{}, false, false
+	}
+	return in, ok, whole
 }
 
 // changed drops what the cache keeps of inos: this FS changed them.
@@ -171,7 +194,7 @@ func (v *FS) GetAttrCached(ctx context.Context, ino meta.Ino) (meta.Inode, error
 	if !v.opts.AttrCache {
 		return v.GetAttr(ctx, ino)
 	}
-	if in, ok, whole := v.attrs.get(ino, v.opts.Clock.Now()); ok && whole {
+	if in, ok, whole := v.cached(ino); ok && whole {
 		v.c.Overlay(&in)
 		return in, nil
 	}
@@ -186,7 +209,7 @@ func (v *FS) GetAttrCached(ctx context.Context, ino meta.Ino) (meta.Inode, error
 // reports whether the rest of in is current too.
 func (v *FS) IdentityCached(ctx context.Context, ino meta.Ino) (in meta.Inode, whole bool, err error) {
 	if v.opts.AttrCache {
-		if in, ok, whole := v.attrs.get(ino, v.opts.Clock.Now()); ok {
+		if in, ok, whole := v.cached(ino); ok {
 			if whole {
 				v.c.Overlay(&in)
 			}

@@ -12,7 +12,8 @@ import (
 
 // TestAttrCacheTrustsAsLongAsAKernelMay: GetAttrCached answers from what
 // this FS fetched while the attributes may be trusted (a directory's for
-// AttrTTL, a regular file's for its policy's CacheTTL), sees a change
+// AttrTTL, a regular file's for its policy's CacheTTL while it is open in
+// the shared handles; one not open is always asked for), sees a change
 // made behind its back once that has passed (or at Invalidate), and its
 // own changes at once.
 func TestAttrCacheTrustsAsLongAsAKernelMay(t *testing.T) {
@@ -21,6 +22,10 @@ func TestAttrCacheTrustsAsLongAsAKernelMay(t *testing.T) {
 	ctx := context.Background()
 	d := mk(t, v, alice, meta.RootIno, "d", syscall.S_IFDIR|0o755)
 	f := mk(t, v, alice, d.Ino, "f", syscall.S_IFREG|0o644)
+	closed := mk(t, v, alice, d.Ino, "closed", syscall.S_IFREG|0o644)
+	if _, err := v.WriteAt(ctx, alice, f.Ino, 0, []byte("x"), false); err != nil { // f open in the shared handles
+		t.Fatal(err)
+	}
 	mode := func(ino meta.Ino) uint32 {
 		t.Helper()
 		in, err := v.GetAttrCached(ctx, ino)
@@ -31,14 +36,18 @@ func TestAttrCacheTrustsAsLongAsAKernelMay(t *testing.T) {
 	}
 	mode(d.Ino)
 	mode(f.Ino)
+	mode(closed.Ino)
 	// Changed behind the FS's back (another client).
-	for _, ino := range []meta.Ino{d.Ino, f.Ino} {
+	for _, ino := range []meta.Ino{d.Ino, f.Ino, closed.Ino} {
 		if _, err := svc.SetAttr(ctx, ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o700}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if mode(d.Ino) != 0o755 || mode(f.Ino) != 0o644 {
 		t.Fatalf("within the TTL: modes %o, %o; want what was fetched (the cache unused?)", mode(d.Ino), mode(f.Ino))
+	}
+	if m := mode(closed.Ino); m != 0o700 {
+		t.Errorf("a file not open, within the TTL: mode %o, want the meta service's 0700", m)
 	}
 	fake.Advance(time.Second)
 	if m := mode(d.Ino); m != 0o700 {
