@@ -15,6 +15,7 @@ import (
 	"tessera/internal/meta/metarpc"
 	"tessera/internal/nfs"
 	"tessera/internal/s3"
+	"tessera/internal/vfs"
 )
 
 // upFixedBytes is what tessera up holds besides its bounded parts: the Go
@@ -54,7 +55,8 @@ func nfsMemParts(mem client.Config, prefix string) []memPart {
 	for _, p := range client.MemoryParts(mem) {
 		out = append(out, memPart{prefix + p.Name, p.Bytes})
 	}
-	return append(out, memPart{prefix + "calls in flight, all connections", nfs.DefaultInFlight})
+	return append(out, memPart{prefix + "calls in flight, all connections", nfs.DefaultInFlight},
+		memPart{prefix + "attribute cache", vfs.AttrCacheBytes})
 }
 
 // s3MemParts are the parts of an S3 endpoint's memory: its client's and
