@@ -16,10 +16,11 @@ import (
 	"tessera/internal/nfs"
 	"tessera/internal/s3"
 	"tessera/internal/vfs"
+	"tessera/internal/up"
 )
 
 // upFixedBytes is what tessera up holds besides its bounded parts: the Go
-// runtime, the KV engine's caches and memtables (pebble's defaults), the
+// runtime, the KV engine's memtables (pebble's defaults), the
 // FUSE request buffers, goroutine stacks, the meta service's leases
 // (meta.DefaultMaxLeases a session, the mount's one) and the code.
 const upFixedBytes = 96 << 20
@@ -33,7 +34,8 @@ type memPart struct {
 // upMemParts are the parts of tessera up's memory and their bounds: the
 // mount's (client.MemoryParts), every block server's request bodies in
 // flight, the meta service's request bytes of one peer address (up's
-// mount; each other address that calls adds as much), and the rest.
+// mount; each other address that calls adds as much), the meta store's
+// block cache, and the rest.
 func upMemParts(mem client.Config, servers int, block blockserver.Limits, metaLim metarpc.PeerLimits) []memPart {
 	var out []memPart
 	for _, p := range client.MemoryParts(mem) {
@@ -43,7 +45,8 @@ func upMemParts(mem client.Config, servers int, block blockserver.Limits, metaLi
 	out = append(out,
 		memPart{fmt.Sprintf("block servers: request bodies in flight (%d x --max-inflight)", servers), int64(servers) * block.MaxInFlight},
 		memPart{"meta service: requests of one peer address (--meta-max-inflight-per-ip)", metaLim.InFlight},
-		memPart{"runtime, KV engine caches, FUSE buffers, leases", upFixedBytes},
+		memPart{"meta service: KV block cache", up.MetaCacheBytes},
+		memPart{"runtime, KV engine memtables, FUSE buffers, leases", upFixedBytes},
 	)
 	return out
 }

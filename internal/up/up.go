@@ -437,10 +437,18 @@ func CleanStaleMount(dir string, log *slog.Logger) error {
 // share fsyncs, and they are acknowledged once written to the WAL file (a
 // crash of the process loses none), made durable by the fsyncs of clients
 // (meta.API.Sync) or within MetaSyncEvery
-// (docs/design/2026-11-23-small-files.md).
+// (docs/design/2026-11-23-small-files.md); its block cache is
+// MetaCacheBytes.
 func MetaStoreOptions() pebblekv.Options {
-	return pebblekv.Options{PipelinedSync: true, WALSyncEvery: MetaSyncEvery}
+	return pebblekv.Options{PipelinedSync: true, WALSyncEvery: MetaSyncEvery, CacheBytes: MetaCacheBytes}
 }
+
+// MetaCacheBytes is the meta store's block cache. Pebble's default, 8 MiB,
+// is smaller than the tables of one untarred source tree (12,802 entries:
+// 20 MB): lookups and transactions reloaded and decompressed table blocks
+// for 15-36% of the daemon's CPU (docs/design/2026-11-29-meta-cache.md).
+// It is a part of tessera up's stated memory bound.
+const MetaCacheBytes = 32 << 20
 
 // MetaSyncEvery bounds what a crash of the meta service's machine may lose
 // of the changes no client synced: ext4 commits its journal every 5 s.
