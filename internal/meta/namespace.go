@@ -19,10 +19,7 @@ func (s *Service) Lookup(ctx context.Context, parent Ino, name string) (Inode, e
 	if err == nil {
 		err = s.leasedRead(ctx, 0, func() (Ino, error) {
 			err := s.view(ctx, func(t txn) error {
-				if _, err := t.getDir(parent); err != nil {
-					return err
-				}
-				ino, _, ok, err := t.getDentry(parent, name)
+				_, ino, _, ok, err := t.getDirEntry(parent, name)
 				if err != nil {
 					return err
 				}
@@ -148,17 +145,18 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 	used := false
 	err := s.update(ctx, func(t txn) error {
 		used = false
-		parent, err := t.getDir(req.Parent)
-		if err != nil {
-			return err
-		}
+		var parent *inodeRec
 		var old Ino
 		var oldTyp uint32
 		exists := false
-		if !req.Tmpfile {
-			if old, oldTyp, exists, err = t.getDentry(req.Parent, req.Name); err != nil {
-				return err
-			}
+		var err error
+		if req.Tmpfile {
+			parent, err = t.getDir(req.Parent)
+		} else {
+			parent, old, oldTyp, exists, err = t.getDirEntry(req.Parent, req.Name)
+		}
+		if err != nil {
+			return err
 		}
 		if exists {
 			if typ != syscall.S_IFREG || req.Excl {
@@ -315,11 +313,7 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 	err := checkName(name)
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
-			dir, err := t.getDir(parent)
-			if err != nil {
-				return err
-			}
-			ino, typ, ok, err := t.getDentry(parent, name)
+			dir, ino, typ, ok, err := t.getDirEntry(parent, name)
 			if err != nil {
 				return err
 			}
@@ -434,11 +428,7 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 	err := checkName(name)
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
-			dir, err := t.getDir(parent)
-			if err != nil {
-				return err
-			}
-			ino, typ, ok, err := t.getDentry(parent, name)
+			dir, ino, typ, ok, err := t.getDirEntry(parent, name)
 			if err != nil {
 				return err
 			}

@@ -185,6 +185,10 @@ type changeTxn struct {
 	cs *changeSet
 }
 
+// GetMany passes kv.GetMany through to the store's transaction, so that
+// it reads several keys in one call where the store can.
+func (c changeTxn) GetMany(keys [][]byte) ([][]byte, []bool, error) { return kv.GetMany(c.Txn, keys) }
+
 // changes returns t's change set and its Service; nil outside update.
 func (t txn) changes() (*Service, *changeSet) {
 	tx := t.Txn

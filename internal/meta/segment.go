@@ -121,6 +121,14 @@ func (t countTxn) Get(k []byte) ([]byte, bool, error) {
 	return t.Txn.Get(k)
 }
 
+// GetMany counts each key as a read (a compare at commit) as Get does.
+func (t countTxn) GetMany(keys [][]byte) ([][]byte, []bool, error) {
+	for _, k := range keys {
+		t.c.reads[string(k)] = struct{}{}
+	}
+	return kv.GetMany(t.Txn, keys)
+}
+
 func (t countTxn) Put(k, v []byte) error {
 	t.c.wrote(k, len(k)+len(v))
 	return t.Txn.Put(k, v)

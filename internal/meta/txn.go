@@ -69,6 +69,32 @@ func (t txn) putInode(rec *inodeRec) error {
 	return t.Put(inodeKey(rec.Ino), encodeInode(rec))
 }
 
+// getDirEntry is getDir(parent) and getDentry(parent, name) in one read
+// of the store (kv.GetMany: one round trip on etcd, not two).
+func (t txn) getDirEntry(parent Ino, name string) (dir *inodeRec, ino Ino, typ uint32, ok bool, err error) {
+	vals, oks, err := kv.GetMany(t.Txn, [][]byte{inodeKey(parent), dentryKey(parent, name)})
+	if err != nil {
+		return nil, 0, 0, false, err
+	}
+	if !oks[0] {
+		return nil, 0, 0, false, fmt.Errorf("inode %d: %w", parent, ErrNotFound)
+	}
+	if dir, err = decodeInode(parent, vals[0]); err != nil {
+		return nil, 0, 0, false, err
+	}
+	if !dir.IsDir() {
+		return nil, 0, 0, false, fmt.Errorf("inode %d: %w", parent, ErrNotDir)
+	}
+	if dir.Nlink == 0 {
+		return nil, 0, 0, false, fmt.Errorf("directory %d was removed: %w", parent, ErrNotFound)
+	}
+	if !oks[1] {
+		return dir, 0, 0, false, nil
+	}
+	ino, typ, err = decodeDentry(vals[1])
+	return dir, ino, typ, err == nil, err
+}
+
 // getDentry looks name up in parent; ok is false when it is absent.
 func (t txn) getDentry(parent Ino, name string) (ino Ino, typ uint32, ok bool, err error) {
 	v, ok, err := t.Get(dentryKey(parent, name))
