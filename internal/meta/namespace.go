@@ -90,12 +90,17 @@ func (s *Service) create(ctx context.Context, req CreateReq) (out Inode, again b
 	if err != nil {
 		return Inode{}, false, err
 	}
-	held, err := s.hold(ctx, id, ino) // a fresh inode: no reap to wait for
+	// A fresh inode: no reap to wait for. In a shared store its open
+	// record, and the lease record of the session that gains a lease on
+	// it, are written by the transaction that creates it (createIno), not
+	// in transactions of their own: no change can come between.
+	held, err := s.leases.hold(ctx, id, ino)
 	if err != nil {
 		s.releaseIno(ino)
 		return Inode{}, false, err
 	}
-	out, err = s.createIno(ctx, req, ino)
+	recs := newRecords{open: held && s.sh != nil, lease: s.sh != nil && sessionOf(ctx) != 0}
+	out, err = s.createIno(ctx, req, ino, recs)
 	if held && (err != nil || out.Ino != ino) {
 		s.leases.unhold(id, ino)
 	}
@@ -116,9 +121,15 @@ func (s *Service) create(ctx context.Context, req CreateReq) (out Inode, again b
 	return out, false, err
 }
 
+// newRecords says which records of a shared store createIno writes with a
+// new inode: this Service's open record (the caller holds it open) and
+// lease record (the calling session gains a lease on it).
+type newRecords struct{ open, lease bool }
+
 // createIno makes the entry with the new inode number ino, or returns the
-// regular file the name has (non-Excl).
-func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode, error) {
+// regular file the name has (non-Excl). With a new inode it writes recs in
+// the same transaction and notes them once it committed.
+func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino, recs newRecords) (Inode, error) {
 	typ := typeOf(req.Mode)
 	if typ == 0 {
 		typ = syscall.S_IFREG
@@ -225,6 +236,16 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 		if err := t.putInode(rec); err != nil {
 			return err
 		}
+		if recs.open {
+			if err := t.Put(openRecKey(ino, s.sh.id), []byte{recordV1}); err != nil {
+				return err
+			}
+		}
+		if recs.lease {
+			if err := t.Put(leaseRecKey(ino, s.sh.id), []byte{recordV1}); err != nil {
+				return err
+			}
+		}
 		name := req.Name
 		if req.Tmpfile {
 			name = ""
@@ -238,6 +259,8 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 	})
 	if !used {
 		s.releaseIno(ino)
+	} else if err == nil {
+		s.notedNew(ino, recs)
 	}
 	return out, err
 }
