@@ -160,6 +160,9 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino, recs ne
 		var old Ino
 		var oldTyp uint32
 		exists := false
+		if err := t.prefetchCreate(req, ino); err != nil {
+			return err
+		}
 		var err error
 		if req.Tmpfile {
 			parent, err = t.getDir(req.Parent)

@@ -62,7 +62,7 @@ func TestOpCountsShared(t *testing.T) {
 		{"create and open", func() (err error) {
 			made, err = api.Create(ctx, CreateReq{Parent: d.Ino, Name: "new", Mode: 0644, Excl: true, Open: true})
 			return err
-		}, opCounts{updates: 1, gets: 1, scans: 2, getManys: 1}},
+		}, opCounts{updates: 1, prefetches: 1}},
 		// The create's lease record is noted: no record to write.
 		{"getattr of the new file", func() error {
 			_, err := api.GetAttr(ctx, made.Ino)

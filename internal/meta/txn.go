@@ -95,6 +95,19 @@ func (t txn) getDirEntry(parent Ino, name string) (dir *inodeRec, ino Ino, typ u
 	return dir, ino, typ, err == nil, err
 }
 
+// prefetchCreate reads what a create of ino reads, in one call where the
+// store can (kv.Prefetch; etcd: one round trip, not four): the parent, the
+// name, the usage counter's shard, and the ranges of the hooks' records
+// every change reads (filesets, quotas).
+func (t txn) prefetchCreate(req CreateReq, ino Ino) error {
+	keys := [][]byte{inodeKey(req.Parent), counterKey(ctrFiles, ino)}
+	if !req.Tmpfile {
+		keys = append(keys, dentryKey(req.Parent, req.Name))
+	}
+	fs, q := []byte{pfxFileset}, []byte{pfxQuota}
+	return kv.Prefetch(t.Txn, keys, []kv.Range{{Start: fs, End: kv.PrefixEnd(fs)}, {Start: q, End: kv.PrefixEnd(q)}})
+}
+
 // getDentry looks name up in parent; ok is false when it is absent.
 func (t txn) getDentry(parent Ino, name string) (ino Ino, typ uint32, ok bool, err error) {
 	v, ok, err := t.Get(dentryKey(parent, name))
