@@ -339,6 +339,9 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 	err := checkName(name)
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
+			if err := t.prefetchEntry(parent, name); err != nil {
+				return err
+			}
 			dir, ino, typ, ok, err := t.getDirEntry(parent, name)
 			if err != nil {
 				return err
@@ -348,6 +351,9 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			}
 			if typ == syscall.S_IFDIR {
 				return ErrIsDir
+			}
+			if err := t.prefetchRemoval(ino); err != nil {
+				return err
 			}
 			rec, err := t.getInode(ino)
 			if err != nil {

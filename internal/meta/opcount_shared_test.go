@@ -83,6 +83,13 @@ func TestOpCountsShared(t *testing.T) {
 			_, err := api.GetAttr(ctx, d.Ino+3)
 			return err
 		}, opCounts{views: 1, updates: 1, gets: 1}},
+		// An unlink that deletes the file: one Prefetch of the
+		// directory, the name and the hooks' ranges, one of the inode
+		// and its records, then the commit.
+		{"unlink", func() error {
+			_, err := api.Unlink(ctx, d.Ino, "new", made.Ino)
+			return err
+		}, opCounts{updates: 1, prefetches: 2}},
 	}
 	for _, c := range cases {
 		before := counter.snapshot()

@@ -95,6 +95,33 @@ func (t txn) getDirEntry(parent Ino, name string) (dir *inodeRec, ino Ino, typ u
 	return dir, ino, typ, err == nil, err
 }
 
+// hookRanges are the key ranges the hooks of every change scan: the
+// filesets (write-back) and the quotas.
+func hookRanges() []kv.Range {
+	fs, q := []byte{pfxFileset}, []byte{pfxQuota}
+	return []kv.Range{{Start: fs, End: kv.PrefixEnd(fs)}, {Start: q, End: kv.PrefixEnd(q)}}
+}
+
+// prefetchEntry reads, in one call where the store can (kv.Prefetch), the
+// directory parent, its entry name and the ranges of hookRanges: what a
+// change of the entry reads before it knows the inode.
+func (t txn) prefetchEntry(parent Ino, name string) error {
+	return kv.Prefetch(t.Txn, [][]byte{inodeKey(parent), dentryKey(parent, name)}, hookRanges())
+}
+
+// prefetchRemoval reads, in one call where the store can, what removing a
+// link of ino (and maybe deleting it) reads of it: the inode, its pending
+// drop, its usage counter shard, and the ranges of its open and lease
+// records, recipe and xattrs (a range too large for one read is left to
+// the Scan).
+func (t txn) prefetchRemoval(ino Ino) error {
+	var ranges []kv.Range
+	for _, p := range [][]byte{inoKey(pfxOpen, ino), segmentPrefix(ino), xattrPrefix(ino), inoKey(pfxLease, ino)} {
+		ranges = append(ranges, kv.Range{Start: p, End: kv.PrefixEnd(p)})
+	}
+	return kv.Prefetch(t.Txn, [][]byte{inodeKey(ino), pendingKey(ino), counterKey(ctrFiles, ino)}, ranges)
+}
+
 // prefetchCreate reads what a create of ino reads, in one call where the
 // store can (kv.Prefetch; etcd: one round trip, not four): the parent, the
 // name, the usage counter's shard, and the ranges of the hooks' records
@@ -104,8 +131,7 @@ func (t txn) prefetchCreate(req CreateReq, ino Ino) error {
 	if !req.Tmpfile {
 		keys = append(keys, dentryKey(req.Parent, req.Name))
 	}
-	fs, q := []byte{pfxFileset}, []byte{pfxQuota}
-	return kv.Prefetch(t.Txn, keys, []kv.Range{{Start: fs, End: kv.PrefixEnd(fs)}, {Start: q, End: kv.PrefixEnd(q)}})
+	return kv.Prefetch(t.Txn, keys, hookRanges())
 }
 
 // getDentry looks name up in parent; ok is false when it is absent.
