@@ -62,6 +62,14 @@ func TestOpCounts(t *testing.T) {
 			_, err := s.GetAttr(ctx, d.Ino+7)
 			return err
 		}, opCounts{views: 1, gets: 1}},
+		// ls -l asks for an attribute of every file: the inode and the
+		// attribute in one read.
+		{"getxattr of a missing attribute", func() error {
+			if _, err := s.GetXattr(ctx, d.Ino+7, "user.nope"); err == nil {
+				return fmt.Errorf("getxattr of a missing attribute succeeded")
+			}
+			return nil
+		}, opCounts{views: 1, getManys: 1}},
 		// A page of n entries with attributes: the directory, one scan,
 		// one GetMany.
 		{"readdir plus", func() error {
