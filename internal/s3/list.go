@@ -221,7 +221,7 @@ func maxOf(p *int32) int {
 // ListObjectsV2 lists keys with prefix, delimiter, continuation token and
 // start-after (the token is the last key or common prefix returned).
 func (b *Backend) ListObjectsV2(ctx context.Context, in *awss3.ListObjectsV2Input) (s3response.ListObjectsV2Result, error) {
-	c, err := b.who(ctx, false)
+	c, ctx, err := b.who(ctx, false)
 	if err != nil {
 		return s3response.ListObjectsV2Result{}, err
 	}
@@ -249,7 +249,7 @@ func (b *Backend) ListObjectsV2(ctx context.Context, in *awss3.ListObjectsV2Inpu
 
 // ListObjects is the first version's listing (marker instead of tokens).
 func (b *Backend) ListObjects(ctx context.Context, in *awss3.ListObjectsInput) (s3response.ListObjectsResult, error) {
-	c, err := b.who(ctx, false)
+	c, ctx, err := b.who(ctx, false)
 	if err != nil {
 		return s3response.ListObjectsResult{}, err
 	}
