@@ -35,7 +35,8 @@ type Backend struct {
 	clk  clock.Clock
 	// expiry is the age past which an upload is removed (expire.go);
 	// 0 or less: never.
-	expiry time.Duration
+	expiry  time.Duration
+	buckets bucketCache // bucketcache.go
 }
 
 // Config is what a Backend serves.
@@ -216,6 +217,11 @@ func (b *Backend) bucket(ctx context.Context, c caller, name string) (meta.Inode
 	if !validBucket(name) {
 		return meta.Inode{}, s3err.GetBucketErr(s3err.ErrInvalidBucketName, name)
 	}
+	key := bucketKey{base: c.base, name: name, uid: c.cred.Uid, gid: c.cred.Gid}
+	if in, ok := b.buckets.get(key, b.clk.Now()); ok {
+		c.seen.put(in)
+		return in, nil
+	}
 	in, err := b.v.Lookup(ctx, c.cred, c.base, name)
 	if errors.Is(err, syscall.ENOENT) || err == nil && !in.IsDir() {
 		return meta.Inode{}, s3err.GetBucketErr(s3err.ErrNoSuchBucket, name)
@@ -223,6 +229,7 @@ func (b *Backend) bucket(ctx context.Context, c caller, name string) (meta.Inode
 	if err != nil {
 		return meta.Inode{}, b.fail("bucket", err)
 	}
+	b.buckets.put(key, in, b.clk.Now())
 	c.seen.put(in)
 	return in, nil
 }

@@ -100,6 +100,7 @@ func (b *Backend) DeleteBucket(ctx context.Context, name string) error {
 		return s3err.GetBucketErr(s3err.ErrBucketNotEmpty, name)
 	}
 	err = b.v.Rmdir(ctx, c.cred, c.base, name)
+	b.buckets.forget(c.base, name)
 	if errors.Is(err, syscall.ENOTEMPTY) {
 		return s3err.GetBucketErr(s3err.ErrBucketNotEmpty, name)
 	}
