@@ -15,8 +15,9 @@ import (
 // gone), as S3's own bucket operations are eventually consistent; those
 // made and removed through this endpoint are seen at once. A missing
 // bucket is not kept. The attributes kept are the directory's at the
-// lookup: they serve only to find keys under it (whose own lookups check
-// search permission on it again, with fresh attributes).
+// lookup, and the request's permission checks on the bucket use them
+// (vfs.WithFresh): a chmod or chown of a bucket's directory applies to
+// S3 requests within bucketTTL, as an NFS client's attribute cache does.
 
 // bucketTTL is how long a bucket found is kept.
 const bucketTTL = time.Second
