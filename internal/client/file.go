@@ -261,14 +261,14 @@ func (f *file) contentLocked(ctx context.Context, idx uint64) (buf []byte, h blo
 // the version being uploaded or waiting for its commit, or else the
 // committed one; and, when content is set, a private, modifiable copy of
 // the block's content as this client sees it (cut at its size).
-func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int64) ([]byte, base, int64, error) {
+func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at, end int64) ([]byte, base, int64, error) {
 	if d, ok := f.inflight[idx]; ok {
 		b := d.base
 		b.sp = b.sp.clone()
 		if !content {
 			return nil, b, 0, nil
 		}
-		buf, shared := f.privateLocked(idx, d.buf, f.size-int64(idx)*f.bs, at)
+		buf, shared := f.privateLocked(idx, d.buf, f.size-int64(idx)*f.bs, at, end)
 		return buf, b, shared, nil
 	}
 	if p, ok := f.pending[idx]; ok {
@@ -286,7 +286,7 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int6
 			defer fetched.release()
 			buf = fetched.data
 		}
-		buf, shared := f.privateLocked(idx, buf, f.size-int64(idx)*f.bs, at)
+		buf, shared := f.privateLocked(idx, buf, f.size-int64(idx)*f.bs, at, end)
 		return buf, b, shared, nil
 	}
 	if !content {
@@ -325,9 +325,9 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int6
 		buf = buf[:lim]
 	}
 	if isInline {
-		return cloneBlock(buf, int64(len(buf)), f.bs), b, 0, nil
+		return cloneRoom(buf, int64(len(buf)), f.bs, end), b, 0, nil
 	}
-	buf, shared := f.privateLocked(idx, buf, int64(len(buf)), at)
+	buf, shared := f.privateLocked(idx, buf, int64(len(buf)), at, end)
 	return buf, b, shared, nil
 }
 
@@ -376,11 +376,17 @@ func (f *file) fetchBaseLocked(ctx context.Context, idx uint64, h block.Hash) (*
 // journal's first block, written a page at a time) held up to 64 times
 // the block's bytes; the cache counted their length, so it held gigabytes
 // within its bound.
-func cloneBlock(buf []byte, lim, bs int64) []byte {
+func cloneBlock(buf []byte, lim, bs int64) []byte { return cloneRoom(buf, lim, bs, 0) }
+
+// cloneRoom is cloneBlock with room for a write ending at end: a write
+// past the copy's capacity allocated a second buffer at once (extend), and
+// under fsx these regrowths were a quarter of everything tessera up
+// allocated.
+func cloneRoom(buf []byte, lim, bs, end int64) []byte {
 	if int64(len(buf)) > lim {
 		buf = buf[:max(lim, 0)]
 	}
-	out := make([]byte, len(buf), blockCap(int64(len(buf)), bs))
+	out := make([]byte, len(buf), blockCap(max(int64(len(buf)), end), bs))
 	copy(out, buf)
 	return out
 }
@@ -425,7 +431,7 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 				f.c.budget.release(f.bs)
 			} else {
 				d = &dblock{idx: idx}
-				buf, b, shared, err := f.baseLocked(ctx, idx, !(bo == 0 && n == f.bs), bo)
+				buf, b, shared, err := f.baseLocked(ctx, idx, !(bo == 0 && n == f.bs), bo, bo+n)
 				if err != nil {
 					f.c.budget.release(f.bs)
 					return written, err
