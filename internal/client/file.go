@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"tessera/internal/backoff"
 	"tessera/internal/block"
@@ -278,15 +279,16 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at, end
 			return nil, b, 0, nil
 		}
 		buf := f.tailContentLocked(idx, p.h)
+		var fetched *blockBuf
 		if buf == nil {
-			fetched, err := f.fetchBaseLocked(ctx, idx, p.h)
-			if err != nil {
+			var err error
+			if fetched, err = f.fetchBaseLocked(ctx, idx, p.h); err != nil {
 				return nil, b, 0, err
 			}
-			defer fetched.release()
 			buf = fetched.data
 		}
 		buf, shared := f.privateLocked(idx, buf, f.size-int64(idx)*f.bs, at, end)
+		doneWithBase(fetched, buf)
 		return buf, b, shared, nil
 	}
 	if !content {
@@ -303,14 +305,13 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at, end
 		return nil, base{}, 0, err
 	}
 	var buf []byte
+	var fetched *blockBuf
 	if isInline {
 		buf = inline
 	} else if buf = f.tailContentLocked(idx, h); buf == nil {
-		fetched, err := f.fetchBaseLocked(ctx, idx, h)
-		if err != nil {
+		if fetched, err = f.fetchBaseLocked(ctx, idx, h); err != nil {
 			return nil, base{}, 0, err
 		}
-		defer fetched.release() // copied below (privateLocked: a fetched buffer is never a tail)
 		buf = fetched.data
 	}
 	b := base{old: h, oldSet: true}
@@ -328,7 +329,23 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at, end
 		return cloneRoom(buf, int64(len(buf)), f.bs, end), b, 0, nil
 	}
 	buf, shared := f.privateLocked(idx, buf, int64(len(buf)), at, end)
+	doneWithBase(fetched, buf)
 	return buf, b, shared, nil
+}
+
+// doneWithBase drops the reference to a write's fetched base b (nil: none
+// was fetched) once the dirty block has buf: a copy, so b's buffer may go
+// back to the fetch pool; or, should the dirty block have taken b's buffer
+// itself (a cached version that is the block's tail, privateLocked), pinned
+// so that it never does.
+func doneWithBase(b *blockBuf, buf []byte) {
+	if b == nil {
+		return
+	}
+	if len(buf) > 0 && len(b.data) > 0 && unsafe.SliceData(buf) == unsafe.SliceData(b.data) {
+		b.keep()
+	}
+	b.release()
 }
 
 // staleBase returns an Old hash no block has: a commit naming it conflicts.
