@@ -15,8 +15,8 @@ import (
 	"tessera/internal/meta/metarpc"
 	"tessera/internal/nfs"
 	"tessera/internal/s3"
-	"tessera/internal/vfs"
 	"tessera/internal/up"
+	"tessera/internal/vfs"
 )
 
 // upFixedBytes is what tessera up holds besides its bounded parts: the Go
