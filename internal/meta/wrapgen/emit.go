@@ -28,7 +28,7 @@ func generate(dir string, cfg config) ([]byte, error) {
 		return nil, err
 	}
 	typ := strings.TrimPrefix(cfg.typ, "*")
-	hand, pkg, err := handWritten(dir, typ, cfg.out)
+	hand, pkg, err := handWritten(dir, typ, cfg.out, strings.HasSuffix(cfg.out, "_test.go"))
 	if err != nil {
 		return nil, err
 	}
