@@ -4,9 +4,10 @@ package authz_test
 
 import (
 	"context"
+	"time"
+
 	"tessera/internal/block"
 	"tessera/internal/meta"
-	"time"
 )
 
 // The pass-through methods of withID for meta.FS, meta.Cluster,

@@ -4,6 +4,7 @@ package metawait
 
 import (
 	"context"
+
 	"tessera/internal/block"
 	"tessera/internal/meta"
 )
