@@ -167,8 +167,14 @@ func (g *gen) method(m method, optional bool) error {
 			continue
 		}
 		n := p.name
-		for taken[n] || n == "_" {
-			n += "_"
+		if n == "_" {
+			n = fmt.Sprintf("p%d", i)
+		}
+		for k := 2; taken[n]; k++ {
+			n = fmt.Sprintf("%sArg%d", p.name, k)
+			if k == 2 {
+				n = p.name + "Arg"
+			}
 		}
 		taken[n] = true
 		params = append(params, n+" "+g.typ(p.typ))
