@@ -380,7 +380,9 @@ func (f *file) applyLocked(x meta.Callback) {
 // sessionAPI is the meta API the client and the FUSE layer use with
 // sessions on: calls that read or change an inode go through the current
 // session's binding (so they gain leases), the rest straight to the
-// service.
+// service. Written by hand, not generated (internal/meta/wrapgen): which
+// calls are bound is a choice per method (as meta's boundService makes
+// it), and Commit and SetAttr also set Sync.
 type sessionAPI struct {
 	meta.API // unbound
 	cb       *callbacks

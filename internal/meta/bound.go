@@ -52,7 +52,10 @@ func (s *Service) WithSession(id SessionID) API {
 }
 
 // boundService is a Service whose calls carry a session; the Service's
-// methods grant leases to it and leave it out of their callbacks.
+// methods grant leases to it and leave it out of their callbacks. Written
+// by hand, not generated (internal/meta/wrapgen): it binds only the calls
+// that grant leases or call back (the rest are the embedded Service's),
+// and which those are is a choice per method, not a pass-through.
 type boundService struct {
 	*Service
 	id SessionID

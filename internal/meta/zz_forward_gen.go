@@ -23,12 +23,12 @@ var (
 )
 
 // CreateFileset implements FilesetAPI.
-func (f Forward) CreateFileset(ctx context.Context, f_ Fileset) (r0 Fileset, err error) {
+func (f Forward) CreateFileset(ctx context.Context, fArg Fileset) (r0 Fileset, err error) {
 	c, err := capability[FilesetAPI](f.Next, "CreateFileset")
 	if err != nil {
 		return r0, err
 	}
-	return c.CreateFileset(ctx, f_)
+	return c.CreateFileset(ctx, fArg)
 }
 
 // Fileset implements FilesetAPI.

@@ -4,9 +4,10 @@ package metrics
 
 import (
 	"context"
+	"time"
+
 	"tessera/internal/block"
 	"tessera/internal/meta"
-	"time"
 )
 
 // The pass-through methods of metaAPI for meta.FS, meta.Cluster,

@@ -49,7 +49,14 @@ func Walk(ctx context.Context, api meta.API, dir string) (meta.Ino, error) {
 	return ino, nil
 }
 
-// API is a meta.API seen from a directory.
+// API is a meta.API seen from a directory. Its methods are written by
+// hand, not generated (internal/meta/wrapgen): each maps different fields
+// of its arguments and replies (inode numbers in requests, directory
+// entries, fileset roots, queued operations, quota directories), and a
+// generated pass-through would hand a new method's inode numbers on
+// unmapped, reaching the wrong inode without a word. Since API embeds no
+// meta.API, a new method of meta.API does not compile until it is written
+// here.
 type API struct {
 	api  meta.API
 	root meta.Ino

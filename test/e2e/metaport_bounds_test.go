@@ -145,7 +145,7 @@ func TestMetaPortBounds(t *testing.T) {
 
 // metaConn is a raw gRPC client of the meta port at addr, dialing from
 // local (a loopback IP) with tc, speaking the protocol's version.
-func metaConn(t *testing.T, addr, local string, tc *tls.Config) pb.MetaClient {
+func metaConn(t *testing.T, addr, local string, tc *tls.Config) pb.FSServiceClient {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(local)}}
 	cc, err := grpc.NewClient(addr,
@@ -157,5 +157,5 @@ func metaConn(t *testing.T, addr, local string, tc *tls.Config) pb.MetaClient {
 		}))
 	must(t, err)
 	t.Cleanup(func() { cc.Close() })
-	return pb.NewMetaClient(cc)
+	return pb.NewFSServiceClient(cc)
 }

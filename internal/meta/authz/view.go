@@ -11,6 +11,12 @@ import (
 )
 
 // view is the decorator's meta.API, unbound (sid 0) or bound to a session.
+// Its methods are written by hand, not generated (internal/meta/wrapgen):
+// each checks its own inode arguments against a confined caller's root,
+// maps its own replies, and logs the administrative ones; a generated
+// pass-through would let a new method past confinement. view embeds no
+// meta.API, so a new method does not compile until it is written here, and
+// the rule tables (table.go) refuse a method they do not name.
 type view struct {
 	a   *Authorizer
 	api meta.API // the Service, bound to sid when sid != 0

@@ -53,7 +53,7 @@ func TestOversizedNamesRefusedOnPrefix(t *testing.T) {
 	if _, err := c.GetAttr(ctx, meta.RootIno); err != nil {
 		t.Fatalf("after the refusals: %v", err)
 	}
-	if !strings.Contains(logs.String(), "refused a call") || !strings.Contains(logs.String(), "/tessera.meta.v1.Meta/Lookup") {
+	if !strings.Contains(logs.String(), "refused a call") || !strings.Contains(logs.String(), "/tessera.meta.v1.FSService/Lookup") {
 		t.Errorf("refusal not logged:\n%s", logs)
 	}
 }

@@ -129,7 +129,7 @@ func (b *budgets) use(peer string) budgetUse {
 // streamMsgMax are the largest messages of the streaming methods, which
 // piecesConn enforces on their length prefix: a read of one is charged
 // this, not MaxRecvMsg. A callback Ack is two integers.
-var streamMsgMax = map[string]int64{pb.Meta_Callbacks_FullMethodName: maxAck}
+var streamMsgMax = map[string]int64{pb.SessionsService_Callbacks_FullMethodName: maxAck}
 
 const maxAck = 1 << 10
 

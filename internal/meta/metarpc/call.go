@@ -91,6 +91,10 @@ func (c *Client) classify(ctx context.Context, method string, err error, sent bo
 		return fmt.Errorf("meta %s %s: %s: %w (%w)", c.addr, method, st.Message(), auth.ErrUnauthenticated, syscall.EACCES), false
 	case st.Code() == codes.PermissionDenied:
 		return fmt.Errorf("meta %s %s: %s: %w (%w)", c.addr, method, st.Message(), auth.ErrDenied, syscall.EACCES), false
+	case st.Code() == codes.Unimplemented:
+		// An older server (protocol 1 had one Meta service) does not
+		// know the service; its gate did not run, so no version header.
+		return c.ioErr(method, fmt.Errorf("the server does not serve this call (one older than protocol %d?): %s", c.protocol, st.Message())), false
 	case st.Code() == codes.Canceled && ctx.Err() != nil:
 		return c.ioErr(method, ctx.Err()), false
 	case st.Code() == codes.DeadlineExceeded || ctx.Err() != nil:

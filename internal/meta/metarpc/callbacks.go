@@ -28,7 +28,7 @@ type streams struct {
 // cbStream is one session's stream; turn serializes its exchanges.
 type cbStream struct {
 	turn   chan struct{} // holds a token while an exchange runs
-	st     pb.Meta_CallbacksClient
+	st     pb.SessionsService_CallbacksClient
 	cancel context.CancelFunc
 }
 

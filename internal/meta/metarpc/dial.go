@@ -21,7 +21,6 @@ import (
 
 	"tessera/internal/auth"
 	"tessera/internal/meta"
-	pb "tessera/internal/meta/metarpc/metapb"
 )
 
 // Client limits and defaults; see the package comment.
@@ -69,7 +68,7 @@ var (
 type conn struct {
 	addr     string
 	cc       *grpc.ClientConn
-	mc       pb.MetaClient
+	mc       stubs
 	token    string
 	protocol int
 	closed   atomic.Bool
@@ -126,7 +125,7 @@ func Dial(addr string, opts DialOptions) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("meta service %s: %w", addr, err)
 	}
-	c.cc, c.mc = cc, pb.NewMetaClient(cc)
+	c.cc, c.mc = cc, newStubs(cc)
 	ctx, cancel := context.WithTimeout(context.Background(), DialTimeout)
 	defer cancel()
 	if err := c.waitReady(ctx); err != nil {

@@ -1,10 +1,14 @@
 // Package metarpc carries meta.API over TCP: Serve exposes any meta.API,
 // and the Client returned by Dial implements meta.API against it.
 //
-// Protocol. gRPC with protobuf, service tessera.meta.v1.Meta
-// (proto/tessera/meta/v1/meta.proto, generated code in metapb, regenerated
+// Protocol. gRPC with protobuf, one service per concern of the API
+// (tessera.meta.v1.FSService, ClusterService, SessionsService,
+// FilesetService, WritebackService, QuotaService: services.go;
+// proto/tessera/meta/v1/meta.proto, generated code in metapb, regenerated
 // by `make proto`; docs/protocol.md). One method per API method, WalkBlocks
-// as pages of ListBlocks, Callbacks as one stream per session. Every call
+// as pages of ListBlocks, Callbacks as one stream per session. A call of a
+// service the server lacks (version 1's one Meta service) is answered as a
+// call of another version when its version differs. Every call
 // carries the protocol version (metadata tessera-protocol, ProtocolVersion):
 // the server refuses another version, and the client one whose server
 // answers with another, each with "client speaks protocol N, server M".

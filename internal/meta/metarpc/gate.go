@@ -21,8 +21,10 @@ import (
 // ProtocolVersion is the version of the meta protocol this package speaks
 // (docs/protocol.md). Every call carries it in the metadata mdProtocol; the
 // server refuses a call of another version, and the client refuses a server
-// that answers with another one.
-const ProtocolVersion = 1
+// that answers with another one. Version 2 split version 1's one Meta
+// service into one service per concern (services.go), with the same
+// messages.
+const ProtocolVersion = 2
 
 // Metadata keys of the protocol.
 const (
@@ -74,6 +76,22 @@ func (g *gate) admit(ctx context.Context, method string) (context.Context, error
 		return nil, g.refuse(ctx, method, status.Errorf(codes.InvalidArgument, "metadata %s: %s (want %q or none)", mdRead, meta.Quote(v), readSerializable))
 	}
 	return ctx, nil
+}
+
+// unknown answers a call of a service or method this server does not
+// serve (grpc.UnknownServiceHandler: no interceptor runs for it). A peer of
+// another protocol version — a version 1 client calling the one Meta
+// service it had — is told so as the version check tells it; a peer of
+// this version gets Unimplemented naming the method, quoted and bounded.
+func (g *gate) unknown(_ any, ss grpc.ServerStream) error {
+	ctx := ss.Context()
+	method, _ := grpc.MethodFromServerStream(ss)
+	md, _ := metadata.FromIncomingContext(ctx)
+	ss.SetHeader(metadata.Pairs(mdProtocol, strconv.Itoa(g.opts.protocol)))
+	if err := g.checkVersion(md); err != nil {
+		return g.refuse(ctx, meta.Quote(method), err)
+	}
+	return status.Errorf(codes.Unimplemented, "this server has no method %s", meta.Quote(method))
 }
 
 func (g *gate) checkVersion(md metadata.MD) error {

@@ -14,7 +14,7 @@ import (
 // bound to the call's session, and encodes the reply or the error
 // (statusOf).
 type server struct {
-	pb.UnimplementedMetaServer
+	unimplemented
 	api     meta.API
 	cluster ClusterInfo // Hello, ClusterStatus (cluster.go)
 }
@@ -257,7 +257,7 @@ func (s *server) CloseSession(ctx context.Context, _ *pb.Empty) (*pb.Empty, erro
 
 // Callbacks serves the session's callback stream: one meta.API.Callbacks
 // poll per Ack, its batch sent back (proto/tessera/meta/v1/meta.proto).
-func (s *server) Callbacks(st pb.Meta_CallbacksServer) error {
+func (s *server) Callbacks(st pb.SessionsService_CallbacksServer) error {
 	ctx := st.Context()
 	id := sessionOf(ctx)
 	for {

@@ -63,8 +63,8 @@ func announceHuge(t *testing.T, addr string, n int, size uint32) net.Conn {
 	enc := hpack.NewEncoder(&hb)
 	for i := range n {
 		hb.Reset()
-		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/tessera.meta.v1.Meta/SetXattr"},
-			{":authority", addr}, {"content-type", "application/grpc"}, {"te", "trailers"}, {"tessera-protocol", "1"}} {
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", "/tessera.meta.v1.FSService/SetXattr"},
+			{":authority", addr}, {"content-type", "application/grpc"}, {"te", "trailers"}, {"tessera-protocol", "2"}} {
 			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 		}
 		id := uint32(2*i + 1)

@@ -32,7 +32,7 @@ func newHeaderBlocks() *headerBlocks {
 func (h *headerBlocks) call(method string) []byte {
 	h.buf.Reset()
 	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "https"}, {":path", method},
-		{":authority", "meta"}, {"content-type", "application/grpc"}, {"te", "trailers"}, {"tessera-protocol", "1"}} {
+		{":authority", "meta"}, {"content-type", "application/grpc"}, {"te", "trailers"}, {"tessera-protocol", "2"}} {
 		h.enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 	}
 	return append([]byte(nil), h.buf.Bytes()...)
@@ -72,7 +72,7 @@ func TestPiecesLegitimate(t *testing.T) {
 	fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
 	// Stream 1's headers padded, with a priority, and cut in a
 	// CONTINUATION frame.
-	block := hb.call(pb.Meta_Commit_FullMethodName)
+	block := hb.call(pb.FSService_Commit_FullMethodName)
 	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block[:10], PadLength: 7,
 		Priority: http2.PriorityParam{StreamDep: 0, Weight: 15}})
 	fr.WriteContinuation(1, true, block[10:])
@@ -98,16 +98,16 @@ func TestPiecesLegitimate(t *testing.T) {
 	fr.WriteData(1, true, nil)
 	// Streams 3..: a thousand small calls, each a frame, on a stream of its own.
 	for id := uint32(3); id < 2003; id += 2 {
-		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.call(pb.Meta_GetAttr_FullMethodName), EndHeaders: true})
+		fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.call(pb.FSService_GetAttr_FullMethodName), EndHeaders: true})
 		fr.WriteData(id, true, grpcMessage(rnd.IntN(300)))
 	}
 	// A callback stream: many Acks, one frame each, never ended.
-	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 2005, BlockFragment: hb.call(pb.Meta_Callbacks_FullMethodName), EndHeaders: true})
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 2005, BlockFragment: hb.call(pb.SessionsService_Callbacks_FullMethodName), EndHeaders: true})
 	for range 1000 {
 		fr.WriteData(2005, false, grpcMessage(12))
 	}
 	// A stream reset by its client in the middle of a message.
-	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 2007, BlockFragment: hb.call(pb.Meta_SetXattr_FullMethodName), EndHeaders: true})
+	fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 2007, BlockFragment: hb.call(pb.FSService_SetXattr_FullMethodName), EndHeaders: true})
 	fr.WriteData(2007, false, grpcMessage(60 << 10)[:1000])
 	fr.WriteRSTStream(2007, http2.ErrCodeCancel)
 
@@ -149,7 +149,7 @@ func TestPiecesTiny(t *testing.T) {
 // testPieces is the scanner of a meta server's connection.
 func testPieces() *piecesConn {
 	gs := grpc.NewServer()
-	pb.RegisterMetaServer(gs, &server{})
+	registerServices(gs, &server{})
 	b := newBudgets(ServeOptions{MaxRecvMsg: DefaultMaxRecvMsg})
 	maxima := methodMaxima(gs, DefaultMaxRecvMsg)
 	b.learn(gs, maxima)
@@ -171,13 +171,13 @@ func TestPiecesRefuseOnPrefix(t *testing.T) {
 		size   int
 		refuse bool
 	}{
-		{pb.Meta_Callbacks_FullMethodName, maxAck + 1, true},
-		{pb.Meta_SetXattr_FullMethodName, maxAck + 1, false},
-		{pb.Meta_SetXattr_FullMethodName, 68 << 10, false},
-		{pb.Meta_SetXattr_FullMethodName, 15 << 20, true},
-		{pb.Meta_Lookup_FullMethodName, 4 << 10, false},
-		{pb.Meta_Lookup_FullMethodName, 15 << 20, true},
-		{pb.Meta_Commit_FullMethodName, 15 << 20, false},
+		{pb.SessionsService_Callbacks_FullMethodName, maxAck + 1, true},
+		{pb.FSService_SetXattr_FullMethodName, maxAck + 1, false},
+		{pb.FSService_SetXattr_FullMethodName, 68 << 10, false},
+		{pb.FSService_SetXattr_FullMethodName, 15 << 20, true},
+		{pb.FSService_Lookup_FullMethodName, 4 << 10, false},
+		{pb.FSService_Lookup_FullMethodName, 15 << 20, true},
+		{pb.FSService_Commit_FullMethodName, 15 << 20, false},
 	} {
 		var w bytes.Buffer
 		w.WriteString(http2.ClientPreface)

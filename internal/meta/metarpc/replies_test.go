@@ -50,8 +50,8 @@ func TestRepliesChargedUntilWritten(t *testing.T) {
 	enc := hpack.NewEncoder(&hb)
 	for i := range n {
 		hb.Reset()
-		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", pb.Meta_GetXattr_FullMethodName},
-			{":authority", addr}, {"content-type", "application/grpc"}, {"te", "trailers"}, {"tessera-protocol", "1"}} {
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", pb.FSService_GetXattr_FullMethodName},
+			{":authority", addr}, {"content-type", "application/grpc"}, {"te", "trailers"}, {"tessera-protocol", "2"}} {
 			enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 		}
 		id := uint32(2*i + 1)

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -121,24 +122,39 @@ func rawConn(t testing.TB, addr string, cfg *tls.Config) *grpc.ClientConn {
 func callEvery(t *testing.T, cc *grpc.ClientConn, md ...string) map[string]error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang only
 	defer cancel()
-	ctx = metadata.AppendToOutgoingContext(ctx, append([]string{"tessera-protocol", "1"}, md...)...)
+	ctx = metadata.AppendToOutgoingContext(ctx, append([]string{"tessera-protocol", "2"}, md...)...)
 	errs := map[string]error{}
-	sd := pb.Meta_ServiceDesc
-	for _, m := range sd.Methods {
-		errs[m.MethodName] = cc.Invoke(ctx, "/"+sd.ServiceName+"/"+m.MethodName, &pb.Empty{}, &pb.Empty{})
-	}
-	for _, s := range sd.Streams {
-		st, err := cc.NewStream(ctx, &sd.Streams[0], "/"+sd.ServiceName+"/"+s.StreamName)
-		if err == nil {
-			st.SendMsg(&pb.Ack{})
-			err = st.RecvMsg(&pb.CallbackBatch{})
+	for _, sd := range serviceDescs {
+		for _, m := range sd.Methods {
+			errs[m.MethodName] = cc.Invoke(ctx, "/"+sd.ServiceName+"/"+m.MethodName, &pb.Empty{}, &pb.Empty{})
 		}
-		errs[s.StreamName] = err
+		for _, s := range sd.Streams {
+			st, err := cc.NewStream(ctx, &sd.Streams[0], "/"+sd.ServiceName+"/"+s.StreamName)
+			if err == nil {
+				st.SendMsg(&pb.Ack{})
+				err = st.RecvMsg(&pb.CallbackBatch{})
+			}
+			errs[s.StreamName] = err
+		}
 	}
-	if len(errs) != len(sd.Methods)+len(sd.Streams) || len(errs) < 30 {
-		t.Fatalf("called %d methods of a descriptor of %d+%d", len(errs), len(sd.Methods), len(sd.Streams))
+	if len(errs) != methodCount() || len(errs) < 30 {
+		t.Fatalf("called %d methods of descriptors of %d", len(errs), methodCount())
 	}
 	return errs
+}
+
+// serviceDescs are the protocol's services, one per concern.
+var serviceDescs = []*grpc.ServiceDesc{&pb.FSService_ServiceDesc, &pb.ClusterService_ServiceDesc,
+	&pb.SessionsService_ServiceDesc, &pb.FilesetService_ServiceDesc, &pb.WritebackService_ServiceDesc,
+	&pb.QuotaService_ServiceDesc}
+
+// methodCount is how many methods and streams the services have.
+func methodCount() int {
+	n := 0
+	for _, sd := range serviceDescs {
+		n += len(sd.Methods) + len(sd.Streams)
+	}
+	return n
 }
 
 // TestEveryMethodRefusedWithoutCredentials: on a TLS port, a caller with
@@ -162,14 +178,14 @@ func TestEveryMethodRefusedWithoutCredentials(t *testing.T) {
 		}
 	}
 	if n := strings.Count(logs.String(), "meta rpc refused a call"); n != 1 {
-		t.Errorf("%d lines for %d refusals, want 1:\n%s", n, 2*(len(pb.Meta_ServiceDesc.Methods)+len(pb.Meta_ServiceDesc.Streams)), logs)
+		t.Errorf("%d lines for %d refusals, want 1:\n%s", n, 2*methodCount(), logs)
 	}
-	if !strings.Contains(logs.String(), "peer=127.0.0.1:") || !strings.Contains(logs.String(), "method=/tessera.meta.v1.Meta/") {
+	if !strings.Contains(logs.String(), "peer=127.0.0.1:") || !strings.Contains(logs.String(), "method=/tessera.meta.v1.") {
 		t.Errorf("refusals logged without peer or method:\n%s", logs)
 	}
 	clk.add(time.Minute)
 	callEvery(t, cc)
-	held := 2*(len(pb.Meta_ServiceDesc.Methods)+len(pb.Meta_ServiceDesc.Streams)) - 1
+	held := 2*methodCount() - 1
 	if n := strings.Count(logs.String(), "meta rpc refused a call"); n != 2 || !strings.Contains(logs.String(), fmt.Sprintf("suppressed=%d", held)) {
 		t.Errorf("a minute later: %d lines, want 2, the second with suppressed=%d:\n%s", n, held, logs)
 	}
@@ -306,7 +322,7 @@ func TestIdentityReachesTheAPI(t *testing.T) {
 func TestProtocolVersionHandshake(t *testing.T) {
 	ctx := context.Background()
 	svc := newService(t)
-	v1, _ := serveOpts(t, svc, metarpc.ServeOptions{})
+	v1, _ := serveOpts(t, svc, metarpc.ServeOptions{}.SpeakProtocol(1))
 	c2, err := metarpc.Dial(v1, metarpc.DialOptions{}.SpeakProtocol(2))
 	if err != nil {
 		t.Fatal(err)
@@ -320,13 +336,42 @@ func TestProtocolVersionHandshake(t *testing.T) {
 		t.Fatalf("v2 client's callbacks, v1 server: %v", err)
 	}
 
-	// A server of version 3 that still answered a v1 call: the client
+	// A server of version 3 that still answered a v2 call: the client
 	// refuses the answer.
 	v3, _ := serveOpts(t, svc, metarpc.ServeOptions{}.SpeakProtocol(3))
 	c1 := dial(t, v3)
 	_, err = c1.GetAttr(ctx, meta.RootIno)
-	if err == nil || !strings.Contains(err.Error(), "client speaks protocol 1, server 3") {
-		t.Fatalf("v1 client, v3 server: %v, want \"client speaks protocol 1, server 3\"", err)
+	if err == nil || !strings.Contains(err.Error(), "client speaks protocol 2, server 3") {
+		t.Fatalf("v2 client, v3 server: %v, want \"client speaks protocol 2, server 3\"", err)
+	}
+}
+
+// TestOldClientToldItsVersion: a protocol 1 client calls the one Meta
+// service version 1 had, which this server does not serve; it is told its
+// version is not the server's (FAILED_PRECONDITION, both numbers), as the
+// version check tells any peer of another version, and the refusal is
+// logged. A call of this version to a method no service has gets
+// Unimplemented naming it. Before the unknown-service handler, both got
+// gRPC's bare "unknown service".
+func TestOldClientToldItsVersion(t *testing.T) {
+	addr, logs := serveOpts(t, newService(t), metarpc.ServeOptions{})
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "tessera-protocol", "1")
+	err = cc.Invoke(ctx, "/tessera.meta.v1.Meta/GetAttr", &pb.InoRequest{Ino: 1}, &pb.Inode{})
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "client speaks protocol 1, server 2") {
+		t.Errorf("protocol 1 call of Meta/GetAttr: %v, want FailedPrecondition \"client speaks protocol 1, server 2\"", err)
+	}
+	if !strings.Contains(logs.String(), "refused a call") || !strings.Contains(logs.String(), "Meta/GetAttr") {
+		t.Errorf("the old client's call is not logged:\n%s", logs)
+	}
+	ctx = metadata.AppendToOutgoingContext(context.Background(), "tessera-protocol", "2")
+	err = cc.Invoke(ctx, "/tessera.meta.v1.FSService/NoSuchCall", &pb.Empty{}, &pb.Empty{})
+	if status.Code(err) != codes.Unimplemented || !strings.Contains(err.Error(), "FSService/NoSuchCall") {
+		t.Errorf("a call of no method: %v, want Unimplemented naming it", err)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 
 	"tessera/internal/auth"
 	"tessera/internal/meta"
-	pb "tessera/internal/meta/metarpc/metapb"
 	"tessera/internal/ratelog"
 )
 
@@ -153,7 +152,7 @@ func (o *ServeOptions) defaults() {
 // the options' bounds cannot work together.
 func Serve(ln net.Listener, api meta.API, opts ServeOptions) error {
 	return ServeWith(ln, opts, "meta rpc", func(gs grpc.ServiceRegistrar) {
-		pb.RegisterMetaServer(gs, &server{api: api, cluster: opts.Cluster})
+		registerServices(gs, &server{api: api, cluster: opts.Cluster})
 	})
 }
 
@@ -188,6 +187,7 @@ func ServeWith(ln net.Listener, opts ServeOptions, what string, register func(gr
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingGap, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(gate.unary, budgets.unaryReply),
 		grpc.ChainStreamInterceptor(gate.stream, budgets.stream),
+		grpc.UnknownServiceHandler(gate.unknown),
 		grpc.InTapHandle(budgets.tap),
 		grpc.StatsHandler(budgetStats{budgets}),
 		grpc.WaitForHandlers(true),

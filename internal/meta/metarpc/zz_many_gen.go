@@ -4,9 +4,10 @@ package metarpc
 
 import (
 	"context"
+	"time"
+
 	"tessera/internal/block"
 	"tessera/internal/meta"
-	"time"
 )
 
 // The pass-through methods of Many for meta.FS, meta.Cluster,

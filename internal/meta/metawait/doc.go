@@ -43,7 +43,11 @@
 // another client overwrote since, which a redo would apply a second time
 // after that client's write: the commit fails with meta.ErrMaybeApplied,
 // as it does when given up on (timeout, cancel, interrupt) after a lost
-// reply. Every other call is idempotent.
+// reply. Every other call is idempotent. Those are generated
+// (zz_metawait_gen.go, by internal/meta/wrapgen: one call of around each),
+// and so is any method added to meta.FS or meta.Cluster: a new call that is
+// not safe to send twice must be written by hand in methods.go, with its
+// check, which takes it out of the generated file.
 //
 // Calls the session machinery makes for itself (OpenSession, Callbacks,
 // CloseSession) and WalkBlocks are not retried: their callers keep their own

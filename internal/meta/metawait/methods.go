@@ -12,51 +12,24 @@ import (
 	"tessera/internal/meta"
 )
 
-// The calls that are safe to send again as they are.
+// The calls that are safe to send again as they are are generated
+// (zz_metawait_gen.go): each is one call of around, which sends it until
+// the service answers (call, without an applied check). Among them SetAttr
+// sets absolute attributes, and HoldOpen, sent again after its reply was
+// lost, counts the open twice if the first was applied: the session keeps
+// the inode until it ends (space kept longer, nothing dropped early); when
+// the reply was lost because the meta died, the count died with the
+// session, and the client announces its opens again to its new one. A new
+// method of meta.FS or meta.Cluster is generated so, as safe to send
+// again: one that is not must be written here by hand, with its applied
+// check (wrapgen then leaves it out).
 
-// Lookup implements meta.API.
-func (a *API) Lookup(ctx context.Context, parent meta.Ino, name string) (out meta.Inode, err error) {
-	err = a.call(ctx, "lookup", func(ctx context.Context) (err error) {
-		out, err = a.API.Lookup(ctx, parent, name)
-		return err
-	}, nil)
-	return out, err
-}
+//go:generate go run tessera/internal/meta/wrapgen -type *API -recv a -ifaces api -lower all -o zz_metawait_gen.go
 
-// GetAttr implements meta.API.
-func (a *API) GetAttr(ctx context.Context, ino meta.Ino) (out meta.Inode, err error) {
-	err = a.call(ctx, "getattr", func(ctx context.Context) (err error) {
-		out, err = a.API.GetAttr(ctx, ino)
-		return err
-	}, nil)
-	return out, err
-}
-
-// SetAttr implements meta.API: the attributes it sets are absolute.
-func (a *API) SetAttr(ctx context.Context, ino meta.Ino, req meta.SetAttrReq) (out meta.Inode, err error) {
-	err = a.call(ctx, "setattr", func(ctx context.Context) (err error) {
-		out, err = a.API.SetAttr(ctx, ino, req)
-		return err
-	}, nil)
-	return out, err
-}
-
-// ReadDir implements meta.API.
-func (a *API) ReadDir(ctx context.Context, dir meta.Ino, after string, limit int, plus bool) (ents []meta.DirEntry, more bool, err error) {
-	err = a.call(ctx, "readdir", func(ctx context.Context) (err error) {
-		ents, more, err = a.API.ReadDir(ctx, dir, after, limit, plus)
-		return err
-	}, nil)
-	return ents, more, err
-}
-
-// GetRecipe implements meta.API.
-func (a *API) GetRecipe(ctx context.Context, ino meta.Ino, first, count uint64) (out meta.Recipe, err error) {
-	err = a.call(ctx, "getrecipe", func(ctx context.Context) (err error) {
-		out, err = a.API.GetRecipe(ctx, ino, first, count)
-		return err
-	}, nil)
-	return out, err
+// around sends a call the generated methods make until the service
+// answers (call).
+func (a *API) around(ctx context.Context, op string, call func(context.Context, meta.API) error) error {
+	return a.call(ctx, op, func(ctx context.Context) error { return call(ctx, a.API) }, nil)
 }
 
 // Commit implements meta.API. A commit whose reply was lost is sent again
@@ -79,106 +52,6 @@ func (a *API) Commit(ctx context.Context, req meta.CommitReq) (out meta.Inode, e
 		// Given up on while in doubt: the first may have been applied.
 		err = fmt.Errorf("commit of inode %d: %w (%w)", req.Ino, meta.ErrMaybeApplied, err)
 	}
-	return out, err
-}
-
-// Reap implements meta.API.
-func (a *API) Reap(ctx context.Context, ino meta.Ino) error {
-	return a.call(ctx, "reap", func(ctx context.Context) error { return a.API.Reap(ctx, ino) }, nil)
-}
-
-// GetXattr implements meta.API.
-func (a *API) GetXattr(ctx context.Context, ino meta.Ino, name string) (v []byte, err error) {
-	err = a.call(ctx, "getxattr", func(ctx context.Context) (err error) {
-		v, err = a.API.GetXattr(ctx, ino, name)
-		return err
-	}, nil)
-	return v, err
-}
-
-// ListXattr implements meta.API.
-func (a *API) ListXattr(ctx context.Context, ino meta.Ino) (names []string, err error) {
-	err = a.call(ctx, "listxattr", func(ctx context.Context) (err error) {
-		names, err = a.API.ListXattr(ctx, ino)
-		return err
-	}, nil)
-	return names, err
-}
-
-// Sync implements meta.API.
-func (a *API) Sync(ctx context.Context) error {
-	return a.call(ctx, "sync", func(ctx context.Context) error { return a.API.Sync(ctx) }, nil)
-}
-
-// StatFS implements meta.API.
-func (a *API) StatFS(ctx context.Context) (out meta.StatFS, err error) {
-	err = a.call(ctx, "statfs", func(ctx context.Context) (err error) {
-		out, err = a.API.StatFS(ctx)
-		return err
-	}, nil)
-	return out, err
-}
-
-// Servers implements meta.API.
-func (a *API) Servers(ctx context.Context) (out meta.ServerMap, err error) {
-	err = a.call(ctx, "servers", func(ctx context.Context) (err error) {
-		out, err = a.API.Servers(ctx)
-		return err
-	}, nil)
-	return out, err
-}
-
-// RegisterServer implements meta.API.
-func (a *API) RegisterServer(ctx context.Context, srv meta.Server) (out meta.ServerMap, err error) {
-	err = a.call(ctx, "registerserver", func(ctx context.Context) (err error) {
-		out, err = a.API.RegisterServer(ctx, srv)
-		return err
-	}, nil)
-	return out, err
-}
-
-// SetServerState implements meta.API.
-func (a *API) SetServerState(ctx context.Context, id, state string) (out meta.ServerMap, err error) {
-	err = a.call(ctx, "setserverstate", func(ctx context.Context) (err error) {
-		out, err = a.API.SetServerState(ctx, id, state)
-		return err
-	}, nil)
-	return out, err
-}
-
-// SetReplicas implements meta.API.
-func (a *API) SetReplicas(ctx context.Context, r int) (out meta.ServerMap, err error) {
-	err = a.call(ctx, "setreplicas", func(ctx context.Context) (err error) {
-		out, err = a.API.SetReplicas(ctx, r)
-		return err
-	}, nil)
-	return out, err
-}
-
-// MoverProgress implements meta.API.
-func (a *API) MoverProgress(ctx context.Context) (out meta.MoverProgress, err error) {
-	err = a.call(ctx, "moverprogress", func(ctx context.Context) (err error) {
-		out, err = a.API.MoverProgress(ctx)
-		return err
-	}, nil)
-	return out, err
-}
-
-// Decompose implements meta.API.
-func (a *API) Decompose(ctx context.Context, h block.Hash) error {
-	return a.call(ctx, "decompose", func(ctx context.Context) error { return a.API.Decompose(ctx, h) }, nil)
-}
-
-// HoldOpen implements meta.API. An open whose reply was lost is sent again:
-// if the first one was applied, the session counts the open twice and keeps
-// the inode until the session ends (space kept longer, nothing dropped
-// early); when the reply was lost because the meta died, the count died
-// with the session, and the client announces its opens again to its new one.
-func (a *API) HoldOpen(ctx context.Context, ino meta.Ino) (out meta.Inode, err error) {
-	err = a.call(ctx, "holdopen", func(ctx context.Context) (err error) {
-		out, err = a.API.HoldOpen(ctx, ino)
-		return err
-	}, nil)
 	return out, err
 }
 

@@ -24,7 +24,8 @@
 //	-lower   interfaces whose op names are the method's name in lower
 //	         case ("getattr"; "all" for every one); the others' are in
 //	         snake case ("set_server_state")
-//	-o       the output file, in the decorator's directory (zz_*_gen.go)
+//	-o       the output file, in the decorator's directory (zz_*_gen.go;
+//	         zz_*_gen_test.go for a decorator declared in a test file)
 //
 // What the decorator supplies is what differs. With -style around it is
 // one method,

@@ -204,26 +204,40 @@ func check(m method) error {
 	return nil
 }
 
-// handWritten returns the methods the non-test files of dir but skip
-// define on type typ (its name, without a star).
-func handWritten(dir, typ, skip string) (map[string]bool, string, error) {
+// handWritten returns the methods defined on type typ (its name, without a
+// star) in dir's files but skip, and the package that declares typ: its
+// non-test files, or, when tests is set (an output file named *_test.go),
+// its test files of the package that declares typ.
+func handWritten(dir, typ, skip string, tests bool) (map[string]bool, string, error) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, "", err
 	}
 	fset := token.NewFileSet()
-	out := map[string]bool{}
+	var files []*ast.File
 	pkg := ""
 	for _, e := range ents {
 		n := e.Name()
-		if e.IsDir() || n == skip || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
+		if e.IsDir() || n == skip || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") != tests {
 			continue
 		}
 		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
 		if err != nil {
 			return nil, "", err
 		}
-		pkg = f.Name.Name
+		files = append(files, f)
+		if declares(f, typ) {
+			pkg = f.Name.Name
+		}
+	}
+	if pkg == "" {
+		return nil, "", fmt.Errorf("%s: no file declares type %s", dir, typ)
+	}
+	out := map[string]bool{}
+	for _, f := range files {
+		if f.Name.Name != pkg {
+			continue
+		}
 		for _, d := range f.Decls {
 			fd, ok := d.(*ast.FuncDecl)
 			if !ok || fd.Recv == nil || len(fd.Recv.List) != 1 {
@@ -238,8 +252,19 @@ func handWritten(dir, typ, skip string) (map[string]bool, string, error) {
 			}
 		}
 	}
-	if pkg == "" {
-		return nil, "", fmt.Errorf("%s: no Go files", dir)
-	}
 	return out, pkg, nil
+}
+
+// declares reports whether f declares type typ.
+func declares(f *ast.File, typ string) bool {
+	for _, d := range f.Decls {
+		if g, ok := d.(*ast.GenDecl); ok {
+			for _, s := range g.Specs {
+				if ts, ok := s.(*ast.TypeSpec); ok && ts.Name.Name == typ {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

@@ -1,10 +1,12 @@
-// The meta service's RPC protocol, version 1 (docs/protocol.md).
+// The meta service's RPC protocol, version 2 (docs/protocol.md).
 //
-// One method per meta.API method (internal/meta/api.go), with WalkBlocks
+// One service per concern of the meta API (internal/meta/apis.go: FS,
+// Cluster, Sessions; the fileset, write-back and quota interfaces), one
+// method per Go method, same name and messages, with WalkBlocks
 // carried as pages of ListBlocks and the callback long poll replaced by one
 // bidirectional stream per session. Hashes are block hashes: 32 bytes, or
 // empty for the zero hash (a hole). Times are unix nanoseconds, durations
-// nanoseconds. Every call carries the metadata "tessera-protocol: 1"; calls
+// nanoseconds. Every call carries the metadata "tessera-protocol: 2"; calls
 // made for a session carry "tessera-session: ID" (decimal). An error of the
 // API travels as a gRPC status whose details hold one Error.
 
@@ -1125,7 +1127,7 @@ func (x *GatewayInfo) GetCached() []uint64 {
 	return nil
 }
 
-// Fileset is meta.Fileset.
+// FilesetService is meta.Fileset.
 type Fileset struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Root        uint64                 `protobuf:"varint,1,opt,name=root,proto3" json:"root,omitempty"`
@@ -1251,7 +1253,7 @@ func (x *Fileset) GetReadMissBytes() uint64 {
 	return 0
 }
 
-// Quota is meta.Quota: a directory quota's limits (0: none) and, in
+// QuotaService is meta.Quota: a directory quota's limits (0: none) and, in
 // replies, its usage.
 type Quota struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -5212,8 +5214,9 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\xda\x1d\n" +
-	"\x04Meta\x12@\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\xbb\n" +
+	"\n" +
+	"\tFSService\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
 	"\aSetAttr\x12\x1f.tessera.meta.v1.SetAttrRequest\x1a\x16.tessera.meta.v1.Inode\x12@\n" +
@@ -5233,7 +5236,8 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\tListXattr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x1b.tessera.meta.v1.XattrNames\x12D\n" +
 	"\vRemoveXattr\x12\x1d.tessera.meta.v1.XattrRequest\x1a\x16.tessera.meta.v1.Empty\x126\n" +
 	"\x04Sync\x12\x16.tessera.meta.v1.Empty\x1a\x16.tessera.meta.v1.Empty\x12:\n" +
-	"\x06StatFS\x12\x16.tessera.meta.v1.Empty\x1a\x18.tessera.meta.v1.FSStats\x12=\n" +
+	"\x06StatFS\x12\x16.tessera.meta.v1.Empty\x1a\x18.tessera.meta.v1.FSStats2\xab\x05\n" +
+	"\x0eClusterService\x12=\n" +
 	"\aServers\x12\x16.tessera.meta.v1.Empty\x1a\x1a.tessera.meta.v1.ServerMap\x12E\n" +
 	"\x0eRegisterServer\x12\x17.tessera.meta.v1.Server\x1a\x1a.tessera.meta.v1.ServerMap\x12T\n" +
 	"\x0eSetServerState\x12&.tessera.meta.v1.SetServerStateRequest\x1a\x1a.tessera.meta.v1.ServerMap\x12N\n" +
@@ -5241,12 +5245,14 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\rMoverProgress\x12\x16.tessera.meta.v1.Empty\x1a\x1c.tessera.meta.v1.MoverReport\x12F\n" +
 	"\tDecompose\x12!.tessera.meta.v1.DecomposeRequest\x1a\x16.tessera.meta.v1.Empty\x12R\n" +
 	"\n" +
-	"ListBlocks\x12\".tessera.meta.v1.ListBlocksRequest\x1a .tessera.meta.v1.ListBlocksReply\x12C\n" +
+	"ListBlocks\x12\".tessera.meta.v1.ListBlocksRequest\x1a .tessera.meta.v1.ListBlocksReply\x12<\n" +
+	"\x05Hello\x12\x16.tessera.meta.v1.Empty\x1a\x1b.tessera.meta.v1.HelloReply\x12L\n" +
+	"\rClusterStatus\x12\x16.tessera.meta.v1.Empty\x1a#.tessera.meta.v1.ClusterStatusReply2\xdd\x01\n" +
+	"\x0fSessionsService\x12C\n" +
 	"\vOpenSession\x12\x16.tessera.meta.v1.Empty\x1a\x1c.tessera.meta.v1.SessionInfo\x12>\n" +
 	"\fCloseSession\x12\x16.tessera.meta.v1.Empty\x1a\x16.tessera.meta.v1.Empty\x12E\n" +
-	"\tCallbacks\x12\x14.tessera.meta.v1.Ack\x1a\x1e.tessera.meta.v1.CallbackBatch(\x010\x01\x12<\n" +
-	"\x05Hello\x12\x16.tessera.meta.v1.Empty\x1a\x1b.tessera.meta.v1.HelloReply\x12L\n" +
-	"\rClusterStatus\x12\x16.tessera.meta.v1.Empty\x1a#.tessera.meta.v1.ClusterStatusReply\x12C\n" +
+	"\tCallbacks\x12\x14.tessera.meta.v1.Ack\x1a\x1e.tessera.meta.v1.CallbackBatch(\x010\x012\xb2\x06\n" +
+	"\x0eFilesetService\x12C\n" +
 	"\rCreateFileset\x12\x18.tessera.meta.v1.Fileset\x1a\x18.tessera.meta.v1.Fileset\x12C\n" +
 	"\n" +
 	"GetFileset\x12\x1b.tessera.meta.v1.InoRequest\x1a\x18.tessera.meta.v1.Fileset\x12@\n" +
@@ -5257,15 +5263,17 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
 	"SetGateway\x12\".tessera.meta.v1.SetGatewayRequest\x1a\x16.tessera.meta.v1.Inode\x12@\n" +
 	"\tEvictData\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12P\n" +
-	"\x0eRemoveVanished\x12&.tessera.meta.v1.RemoveVanishedRequest\x1a\x16.tessera.meta.v1.Empty\x12S\n" +
+	"\x0eRemoveVanished\x12&.tessera.meta.v1.RemoveVanishedRequest\x1a\x16.tessera.meta.v1.Empty\x12Q\n" +
+	"\x0fRegisterGateway\x12\x1c.tessera.meta.v1.GatewayNode\x1a .tessera.meta.v1.GatewayNodeList\x12D\n" +
+	"\bGateways\x12\x16.tessera.meta.v1.Empty\x1a .tessera.meta.v1.GatewayNodeList2\xee\x03\n" +
+	"\x10WritebackService\x12S\n" +
 	"\x0eClaimWriteback\x12&.tessera.meta.v1.ClaimWritebackRequest\x1a\x19.tessera.meta.v1.WBOpList\x12N\n" +
 	"\rWritebackDone\x12%.tessera.meta.v1.WritebackDoneRequest\x1a\x16.tessera.meta.v1.Empty\x12R\n" +
 	"\x0fWritebackFailed\x12'.tessera.meta.v1.WritebackFailedRequest\x1a\x16.tessera.meta.v1.Empty\x12S\n" +
 	"\x0eWritebackToken\x12\x1b.tessera.meta.v1.InoRequest\x1a$.tessera.meta.v1.WritebackTokenReply\x12G\n" +
 	"\x0eWritebackStats\x12\x1b.tessera.meta.v1.InoRequest\x1a\x18.tessera.meta.v1.WBStats\x12C\n" +
-	"\fRequestFlush\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty\x12Q\n" +
-	"\x0fRegisterGateway\x12\x1c.tessera.meta.v1.GatewayNode\x1a .tessera.meta.v1.GatewayNodeList\x12D\n" +
-	"\bGateways\x12\x16.tessera.meta.v1.Empty\x1a .tessera.meta.v1.GatewayNodeList\x12:\n" +
+	"\fRequestFlush\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty2\xcd\x02\n" +
+	"\fQuotaService\x12:\n" +
 	"\bSetQuota\x12\x16.tessera.meta.v1.Quota\x1a\x16.tessera.meta.v1.Quota\x12?\n" +
 	"\bGetQuota\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Quota\x12<\n" +
 	"\x06Quotas\x12\x16.tessera.meta.v1.Empty\x1a\x1a.tessera.meta.v1.QuotaList\x12B\n" +
@@ -5389,114 +5397,114 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	64, // 29: tessera.meta.v1.GatewayNode.counters:type_name -> tessera.meta.v1.GatewayCounters
 	64, // 30: tessera.meta.v1.GatewayNode.prev:type_name -> tessera.meta.v1.GatewayCounters
 	65, // 31: tessera.meta.v1.GatewayNodeList.gateways:type_name -> tessera.meta.v1.GatewayNode
-	26, // 32: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	25, // 33: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	28, // 34: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	29, // 35: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
-	30, // 36: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
-	31, // 37: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	27, // 38: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	32, // 39: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
-	33, // 40: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	36, // 41: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	39, // 42: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
-	25, // 43: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	25, // 44: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	25, // 45: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
-	40, // 46: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	41, // 47: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	25, // 48: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	40, // 49: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
-	8,  // 50: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
-	8,  // 51: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
-	8,  // 52: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
-	45, // 53: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
-	47, // 54: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	48, // 55: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
-	8,  // 56: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
-	52, // 57: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	53, // 58: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
-	8,  // 59: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
-	8,  // 60: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
-	57, // 61: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
-	8,  // 62: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
-	8,  // 63: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
-	14, // 64: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
-	25, // 65: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
-	8,  // 66: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
-	17, // 67: tessera.meta.v1.Meta.AddFilesetReads:input_type -> tessera.meta.v1.FilesetReadsRequest
-	25, // 68: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
-	20, // 69: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
-	21, // 70: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
-	25, // 71: tessera.meta.v1.Meta.EvictData:input_type -> tessera.meta.v1.InoRequest
-	67, // 72: tessera.meta.v1.Meta.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
-	3,  // 73: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
-	4,  // 74: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
-	5,  // 75: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
-	25, // 76: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
-	25, // 77: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
-	25, // 78: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
-	65, // 79: tessera.meta.v1.Meta.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
-	8,  // 80: tessera.meta.v1.Meta.Gateways:input_type -> tessera.meta.v1.Empty
-	15, // 81: tessera.meta.v1.Meta.SetQuota:input_type -> tessera.meta.v1.Quota
-	25, // 82: tessera.meta.v1.Meta.GetQuota:input_type -> tessera.meta.v1.InoRequest
-	8,  // 83: tessera.meta.v1.Meta.Quotas:input_type -> tessera.meta.v1.Empty
-	25, // 84: tessera.meta.v1.Meta.RemoveQuota:input_type -> tessera.meta.v1.InoRequest
-	25, // 85: tessera.meta.v1.Meta.QuotaOf:input_type -> tessera.meta.v1.InoRequest
-	12, // 86: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 87: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 88: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 89: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	12, // 90: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	12, // 91: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 92: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 93: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	35, // 94: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	38, // 95: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 96: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 97: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 98: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 99: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	42, // 100: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 101: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	43, // 102: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 103: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 104: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	44, // 105: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	46, // 106: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	46, // 107: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	46, // 108: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	46, // 109: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	50, // 110: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 111: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	55, // 112: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	56, // 113: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 114: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	59, // 115: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	60, // 116: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
-	63, // 117: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
-	14, // 118: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 119: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	18, // 120: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 121: tessera.meta.v1.Meta.AddFilesetReads:output_type -> tessera.meta.v1.Empty
-	8,  // 122: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 123: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 124: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	12, // 125: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
-	8,  // 126: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
-	2,  // 127: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 128: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 129: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 130: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 131: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	8,  // 132: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
-	66, // 133: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
-	66, // 134: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
-	15, // 135: tessera.meta.v1.Meta.SetQuota:output_type -> tessera.meta.v1.Quota
-	15, // 136: tessera.meta.v1.Meta.GetQuota:output_type -> tessera.meta.v1.Quota
-	16, // 137: tessera.meta.v1.Meta.Quotas:output_type -> tessera.meta.v1.QuotaList
-	8,  // 138: tessera.meta.v1.Meta.RemoveQuota:output_type -> tessera.meta.v1.Empty
-	15, // 139: tessera.meta.v1.Meta.QuotaOf:output_type -> tessera.meta.v1.Quota
+	26, // 32: tessera.meta.v1.FSService.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	25, // 33: tessera.meta.v1.FSService.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	28, // 34: tessera.meta.v1.FSService.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	29, // 35: tessera.meta.v1.FSService.Create:input_type -> tessera.meta.v1.CreateRequest
+	30, // 36: tessera.meta.v1.FSService.Link:input_type -> tessera.meta.v1.LinkRequest
+	31, // 37: tessera.meta.v1.FSService.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	27, // 38: tessera.meta.v1.FSService.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	32, // 39: tessera.meta.v1.FSService.Rename:input_type -> tessera.meta.v1.RenameRequest
+	33, // 40: tessera.meta.v1.FSService.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	36, // 41: tessera.meta.v1.FSService.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	39, // 42: tessera.meta.v1.FSService.Commit:input_type -> tessera.meta.v1.CommitRequest
+	25, // 43: tessera.meta.v1.FSService.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	25, // 44: tessera.meta.v1.FSService.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	25, // 45: tessera.meta.v1.FSService.Reap:input_type -> tessera.meta.v1.InoRequest
+	40, // 46: tessera.meta.v1.FSService.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	41, // 47: tessera.meta.v1.FSService.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	25, // 48: tessera.meta.v1.FSService.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	40, // 49: tessera.meta.v1.FSService.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	8,  // 50: tessera.meta.v1.FSService.Sync:input_type -> tessera.meta.v1.Empty
+	8,  // 51: tessera.meta.v1.FSService.StatFS:input_type -> tessera.meta.v1.Empty
+	8,  // 52: tessera.meta.v1.ClusterService.Servers:input_type -> tessera.meta.v1.Empty
+	45, // 53: tessera.meta.v1.ClusterService.RegisterServer:input_type -> tessera.meta.v1.Server
+	47, // 54: tessera.meta.v1.ClusterService.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	48, // 55: tessera.meta.v1.ClusterService.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	8,  // 56: tessera.meta.v1.ClusterService.MoverProgress:input_type -> tessera.meta.v1.Empty
+	52, // 57: tessera.meta.v1.ClusterService.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	53, // 58: tessera.meta.v1.ClusterService.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	8,  // 59: tessera.meta.v1.ClusterService.Hello:input_type -> tessera.meta.v1.Empty
+	8,  // 60: tessera.meta.v1.ClusterService.ClusterStatus:input_type -> tessera.meta.v1.Empty
+	8,  // 61: tessera.meta.v1.SessionsService.OpenSession:input_type -> tessera.meta.v1.Empty
+	8,  // 62: tessera.meta.v1.SessionsService.CloseSession:input_type -> tessera.meta.v1.Empty
+	57, // 63: tessera.meta.v1.SessionsService.Callbacks:input_type -> tessera.meta.v1.Ack
+	14, // 64: tessera.meta.v1.FilesetService.CreateFileset:input_type -> tessera.meta.v1.Fileset
+	25, // 65: tessera.meta.v1.FilesetService.GetFileset:input_type -> tessera.meta.v1.InoRequest
+	8,  // 66: tessera.meta.v1.FilesetService.Filesets:input_type -> tessera.meta.v1.Empty
+	17, // 67: tessera.meta.v1.FilesetService.AddFilesetReads:input_type -> tessera.meta.v1.FilesetReadsRequest
+	25, // 68: tessera.meta.v1.FilesetService.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
+	20, // 69: tessera.meta.v1.FilesetService.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
+	21, // 70: tessera.meta.v1.FilesetService.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
+	25, // 71: tessera.meta.v1.FilesetService.EvictData:input_type -> tessera.meta.v1.InoRequest
+	67, // 72: tessera.meta.v1.FilesetService.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
+	65, // 73: tessera.meta.v1.FilesetService.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
+	8,  // 74: tessera.meta.v1.FilesetService.Gateways:input_type -> tessera.meta.v1.Empty
+	3,  // 75: tessera.meta.v1.WritebackService.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
+	4,  // 76: tessera.meta.v1.WritebackService.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
+	5,  // 77: tessera.meta.v1.WritebackService.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
+	25, // 78: tessera.meta.v1.WritebackService.WritebackToken:input_type -> tessera.meta.v1.InoRequest
+	25, // 79: tessera.meta.v1.WritebackService.WritebackStats:input_type -> tessera.meta.v1.InoRequest
+	25, // 80: tessera.meta.v1.WritebackService.RequestFlush:input_type -> tessera.meta.v1.InoRequest
+	15, // 81: tessera.meta.v1.QuotaService.SetQuota:input_type -> tessera.meta.v1.Quota
+	25, // 82: tessera.meta.v1.QuotaService.GetQuota:input_type -> tessera.meta.v1.InoRequest
+	8,  // 83: tessera.meta.v1.QuotaService.Quotas:input_type -> tessera.meta.v1.Empty
+	25, // 84: tessera.meta.v1.QuotaService.RemoveQuota:input_type -> tessera.meta.v1.InoRequest
+	25, // 85: tessera.meta.v1.QuotaService.QuotaOf:input_type -> tessera.meta.v1.InoRequest
+	12, // 86: tessera.meta.v1.FSService.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 87: tessera.meta.v1.FSService.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 88: tessera.meta.v1.FSService.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 89: tessera.meta.v1.FSService.Create:output_type -> tessera.meta.v1.Inode
+	12, // 90: tessera.meta.v1.FSService.Link:output_type -> tessera.meta.v1.Inode
+	12, // 91: tessera.meta.v1.FSService.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 92: tessera.meta.v1.FSService.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 93: tessera.meta.v1.FSService.Rename:output_type -> tessera.meta.v1.Inode
+	35, // 94: tessera.meta.v1.FSService.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	38, // 95: tessera.meta.v1.FSService.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 96: tessera.meta.v1.FSService.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 97: tessera.meta.v1.FSService.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 98: tessera.meta.v1.FSService.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 99: tessera.meta.v1.FSService.Reap:output_type -> tessera.meta.v1.Empty
+	42, // 100: tessera.meta.v1.FSService.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 101: tessera.meta.v1.FSService.SetXattr:output_type -> tessera.meta.v1.Empty
+	43, // 102: tessera.meta.v1.FSService.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 103: tessera.meta.v1.FSService.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 104: tessera.meta.v1.FSService.Sync:output_type -> tessera.meta.v1.Empty
+	44, // 105: tessera.meta.v1.FSService.StatFS:output_type -> tessera.meta.v1.FSStats
+	46, // 106: tessera.meta.v1.ClusterService.Servers:output_type -> tessera.meta.v1.ServerMap
+	46, // 107: tessera.meta.v1.ClusterService.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	46, // 108: tessera.meta.v1.ClusterService.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	46, // 109: tessera.meta.v1.ClusterService.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	50, // 110: tessera.meta.v1.ClusterService.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 111: tessera.meta.v1.ClusterService.Decompose:output_type -> tessera.meta.v1.Empty
+	55, // 112: tessera.meta.v1.ClusterService.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	60, // 113: tessera.meta.v1.ClusterService.Hello:output_type -> tessera.meta.v1.HelloReply
+	63, // 114: tessera.meta.v1.ClusterService.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	56, // 115: tessera.meta.v1.SessionsService.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 116: tessera.meta.v1.SessionsService.CloseSession:output_type -> tessera.meta.v1.Empty
+	59, // 117: tessera.meta.v1.SessionsService.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	14, // 118: tessera.meta.v1.FilesetService.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 119: tessera.meta.v1.FilesetService.GetFileset:output_type -> tessera.meta.v1.Fileset
+	18, // 120: tessera.meta.v1.FilesetService.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 121: tessera.meta.v1.FilesetService.AddFilesetReads:output_type -> tessera.meta.v1.Empty
+	8,  // 122: tessera.meta.v1.FilesetService.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 123: tessera.meta.v1.FilesetService.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 124: tessera.meta.v1.FilesetService.SetGateway:output_type -> tessera.meta.v1.Inode
+	12, // 125: tessera.meta.v1.FilesetService.EvictData:output_type -> tessera.meta.v1.Inode
+	8,  // 126: tessera.meta.v1.FilesetService.RemoveVanished:output_type -> tessera.meta.v1.Empty
+	66, // 127: tessera.meta.v1.FilesetService.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
+	66, // 128: tessera.meta.v1.FilesetService.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
+	2,  // 129: tessera.meta.v1.WritebackService.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 130: tessera.meta.v1.WritebackService.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 131: tessera.meta.v1.WritebackService.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 132: tessera.meta.v1.WritebackService.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 133: tessera.meta.v1.WritebackService.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 134: tessera.meta.v1.WritebackService.RequestFlush:output_type -> tessera.meta.v1.Empty
+	15, // 135: tessera.meta.v1.QuotaService.SetQuota:output_type -> tessera.meta.v1.Quota
+	15, // 136: tessera.meta.v1.QuotaService.GetQuota:output_type -> tessera.meta.v1.Quota
+	16, // 137: tessera.meta.v1.QuotaService.Quotas:output_type -> tessera.meta.v1.QuotaList
+	8,  // 138: tessera.meta.v1.QuotaService.RemoveQuota:output_type -> tessera.meta.v1.Empty
+	15, // 139: tessera.meta.v1.QuotaService.QuotaOf:output_type -> tessera.meta.v1.Quota
 	86, // [86:140] is the sub-list for method output_type
 	32, // [32:86] is the sub-list for method input_type
 	32, // [32:32] is the sub-list for extension type_name
@@ -5517,7 +5525,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			NumEnums:      1,
 			NumMessages:   67,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   6,
 		},
 		GoTypes:           file_tessera_meta_v1_meta_proto_goTypes,
 		DependencyIndexes: file_tessera_meta_v1_meta_proto_depIdxs,

@@ -1,10 +1,12 @@
-// The meta service's RPC protocol, version 1 (docs/protocol.md).
+// The meta service's RPC protocol, version 2 (docs/protocol.md).
 //
-// One method per meta.API method (internal/meta/api.go), with WalkBlocks
+// One service per concern of the meta API (internal/meta/apis.go: FS,
+// Cluster, Sessions; the fileset, write-back and quota interfaces), one
+// method per Go method, same name and messages, with WalkBlocks
 // carried as pages of ListBlocks and the callback long poll replaced by one
 // bidirectional stream per session. Hashes are block hashes: 32 bytes, or
 // empty for the zero hash (a hole). Times are unix nanoseconds, durations
-// nanoseconds. Every call carries the metadata "tessera-protocol: 1"; calls
+// nanoseconds. Every call carries the metadata "tessera-protocol: 2"; calls
 // made for a session carry "tessera-session: ID" (decimal). An error of the
 // API travels as a gRPC status whose details hold one Error.
 
@@ -29,66 +31,34 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Meta_Lookup_FullMethodName          = "/tessera.meta.v1.Meta/Lookup"
-	Meta_GetAttr_FullMethodName         = "/tessera.meta.v1.Meta/GetAttr"
-	Meta_SetAttr_FullMethodName         = "/tessera.meta.v1.Meta/SetAttr"
-	Meta_Create_FullMethodName          = "/tessera.meta.v1.Meta/Create"
-	Meta_Link_FullMethodName            = "/tessera.meta.v1.Meta/Link"
-	Meta_Unlink_FullMethodName          = "/tessera.meta.v1.Meta/Unlink"
-	Meta_Rmdir_FullMethodName           = "/tessera.meta.v1.Meta/Rmdir"
-	Meta_Rename_FullMethodName          = "/tessera.meta.v1.Meta/Rename"
-	Meta_ReadDir_FullMethodName         = "/tessera.meta.v1.Meta/ReadDir"
-	Meta_GetRecipe_FullMethodName       = "/tessera.meta.v1.Meta/GetRecipe"
-	Meta_Commit_FullMethodName          = "/tessera.meta.v1.Meta/Commit"
-	Meta_HoldOpen_FullMethodName        = "/tessera.meta.v1.Meta/HoldOpen"
-	Meta_ReleaseOpen_FullMethodName     = "/tessera.meta.v1.Meta/ReleaseOpen"
-	Meta_Reap_FullMethodName            = "/tessera.meta.v1.Meta/Reap"
-	Meta_GetXattr_FullMethodName        = "/tessera.meta.v1.Meta/GetXattr"
-	Meta_SetXattr_FullMethodName        = "/tessera.meta.v1.Meta/SetXattr"
-	Meta_ListXattr_FullMethodName       = "/tessera.meta.v1.Meta/ListXattr"
-	Meta_RemoveXattr_FullMethodName     = "/tessera.meta.v1.Meta/RemoveXattr"
-	Meta_Sync_FullMethodName            = "/tessera.meta.v1.Meta/Sync"
-	Meta_StatFS_FullMethodName          = "/tessera.meta.v1.Meta/StatFS"
-	Meta_Servers_FullMethodName         = "/tessera.meta.v1.Meta/Servers"
-	Meta_RegisterServer_FullMethodName  = "/tessera.meta.v1.Meta/RegisterServer"
-	Meta_SetServerState_FullMethodName  = "/tessera.meta.v1.Meta/SetServerState"
-	Meta_SetReplicas_FullMethodName     = "/tessera.meta.v1.Meta/SetReplicas"
-	Meta_MoverProgress_FullMethodName   = "/tessera.meta.v1.Meta/MoverProgress"
-	Meta_Decompose_FullMethodName       = "/tessera.meta.v1.Meta/Decompose"
-	Meta_ListBlocks_FullMethodName      = "/tessera.meta.v1.Meta/ListBlocks"
-	Meta_OpenSession_FullMethodName     = "/tessera.meta.v1.Meta/OpenSession"
-	Meta_CloseSession_FullMethodName    = "/tessera.meta.v1.Meta/CloseSession"
-	Meta_Callbacks_FullMethodName       = "/tessera.meta.v1.Meta/Callbacks"
-	Meta_Hello_FullMethodName           = "/tessera.meta.v1.Meta/Hello"
-	Meta_ClusterStatus_FullMethodName   = "/tessera.meta.v1.Meta/ClusterStatus"
-	Meta_CreateFileset_FullMethodName   = "/tessera.meta.v1.Meta/CreateFileset"
-	Meta_GetFileset_FullMethodName      = "/tessera.meta.v1.Meta/GetFileset"
-	Meta_Filesets_FullMethodName        = "/tessera.meta.v1.Meta/Filesets"
-	Meta_AddFilesetReads_FullMethodName = "/tessera.meta.v1.Meta/AddFilesetReads"
-	Meta_DeleteFileset_FullMethodName   = "/tessera.meta.v1.Meta/DeleteFileset"
-	Meta_IngestDir_FullMethodName       = "/tessera.meta.v1.Meta/IngestDir"
-	Meta_SetGateway_FullMethodName      = "/tessera.meta.v1.Meta/SetGateway"
-	Meta_EvictData_FullMethodName       = "/tessera.meta.v1.Meta/EvictData"
-	Meta_RemoveVanished_FullMethodName  = "/tessera.meta.v1.Meta/RemoveVanished"
-	Meta_ClaimWriteback_FullMethodName  = "/tessera.meta.v1.Meta/ClaimWriteback"
-	Meta_WritebackDone_FullMethodName   = "/tessera.meta.v1.Meta/WritebackDone"
-	Meta_WritebackFailed_FullMethodName = "/tessera.meta.v1.Meta/WritebackFailed"
-	Meta_WritebackToken_FullMethodName  = "/tessera.meta.v1.Meta/WritebackToken"
-	Meta_WritebackStats_FullMethodName  = "/tessera.meta.v1.Meta/WritebackStats"
-	Meta_RequestFlush_FullMethodName    = "/tessera.meta.v1.Meta/RequestFlush"
-	Meta_RegisterGateway_FullMethodName = "/tessera.meta.v1.Meta/RegisterGateway"
-	Meta_Gateways_FullMethodName        = "/tessera.meta.v1.Meta/Gateways"
-	Meta_SetQuota_FullMethodName        = "/tessera.meta.v1.Meta/SetQuota"
-	Meta_GetQuota_FullMethodName        = "/tessera.meta.v1.Meta/GetQuota"
-	Meta_Quotas_FullMethodName          = "/tessera.meta.v1.Meta/Quotas"
-	Meta_RemoveQuota_FullMethodName     = "/tessera.meta.v1.Meta/RemoveQuota"
-	Meta_QuotaOf_FullMethodName         = "/tessera.meta.v1.Meta/QuotaOf"
+	FSService_Lookup_FullMethodName      = "/tessera.meta.v1.FSService/Lookup"
+	FSService_GetAttr_FullMethodName     = "/tessera.meta.v1.FSService/GetAttr"
+	FSService_SetAttr_FullMethodName     = "/tessera.meta.v1.FSService/SetAttr"
+	FSService_Create_FullMethodName      = "/tessera.meta.v1.FSService/Create"
+	FSService_Link_FullMethodName        = "/tessera.meta.v1.FSService/Link"
+	FSService_Unlink_FullMethodName      = "/tessera.meta.v1.FSService/Unlink"
+	FSService_Rmdir_FullMethodName       = "/tessera.meta.v1.FSService/Rmdir"
+	FSService_Rename_FullMethodName      = "/tessera.meta.v1.FSService/Rename"
+	FSService_ReadDir_FullMethodName     = "/tessera.meta.v1.FSService/ReadDir"
+	FSService_GetRecipe_FullMethodName   = "/tessera.meta.v1.FSService/GetRecipe"
+	FSService_Commit_FullMethodName      = "/tessera.meta.v1.FSService/Commit"
+	FSService_HoldOpen_FullMethodName    = "/tessera.meta.v1.FSService/HoldOpen"
+	FSService_ReleaseOpen_FullMethodName = "/tessera.meta.v1.FSService/ReleaseOpen"
+	FSService_Reap_FullMethodName        = "/tessera.meta.v1.FSService/Reap"
+	FSService_GetXattr_FullMethodName    = "/tessera.meta.v1.FSService/GetXattr"
+	FSService_SetXattr_FullMethodName    = "/tessera.meta.v1.FSService/SetXattr"
+	FSService_ListXattr_FullMethodName   = "/tessera.meta.v1.FSService/ListXattr"
+	FSService_RemoveXattr_FullMethodName = "/tessera.meta.v1.FSService/RemoveXattr"
+	FSService_Sync_FullMethodName        = "/tessera.meta.v1.FSService/Sync"
+	FSService_StatFS_FullMethodName      = "/tessera.meta.v1.FSService/StatFS"
 )
 
-// MetaClient is the client API for Meta service.
+// FSServiceClient is the client API for FSService service.
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
-type MetaClient interface {
+//
+// FSService is meta.FS: the file-system operations a mount makes.
+type FSServiceClient interface {
 	Lookup(ctx context.Context, in *LookupRequest, opts ...grpc.CallOption) (*Inode, error)
 	GetAttr(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error)
 	SetAttr(ctx context.Context, in *SetAttrRequest, opts ...grpc.CallOption) (*Inode, error)
@@ -109,621 +79,222 @@ type MetaClient interface {
 	RemoveXattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*Empty, error)
 	Sync(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Empty, error)
 	StatFS(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*FSStats, error)
-	Servers(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ServerMap, error)
-	RegisterServer(ctx context.Context, in *Server, opts ...grpc.CallOption) (*ServerMap, error)
-	SetServerState(ctx context.Context, in *SetServerStateRequest, opts ...grpc.CallOption) (*ServerMap, error)
-	SetReplicas(ctx context.Context, in *SetReplicasRequest, opts ...grpc.CallOption) (*ServerMap, error)
-	MoverProgress(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*MoverReport, error)
-	Decompose(ctx context.Context, in *DecomposeRequest, opts ...grpc.CallOption) (*Empty, error)
-	// ListBlocks is one page of meta.API.WalkBlocks (meta.BlockLister).
-	ListBlocks(ctx context.Context, in *ListBlocksRequest, opts ...grpc.CallOption) (*ListBlocksReply, error)
-	OpenSession(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*SessionInfo, error)
-	// CloseSession closes the session named in the call's metadata.
-	CloseSession(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Empty, error)
-	// Callbacks is the session's callback channel, one stream per session:
-	// the client sends an Ack (what it applied, how long it waits), the server
-	// answers each Ack with one batch, at once when callbacks are pending,
-	// else as soon as one arrives or the wait ends. Each Ack renews the
-	// session, so a session lives while its client process acks, not merely
-	// while its connection stays open. An expired session ends the stream
-	// with an Error of errno ESTALE.
-	Callbacks(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Ack, CallbackBatch], error)
-	// Hello names the cluster and the site of the meta process that answers.
-	// Any authenticated caller may ask, whatever its role: clients time it to
-	// find the nearest of several meta processes, and check that an address
-	// belongs to the cluster they were asked to mount. Not a meta.API method:
-	// it says something of the process, not of the file system.
-	Hello(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*HelloReply, error)
-	// ClusterStatus is the answering process's view of the cluster for
-	// `tessera status`: its name and site, and the members of a replicated
-	// metadata store with their health. Admin only.
-	ClusterStatus(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ClusterStatusReply, error)
-	// Filesets (meta.FilesetAPI, issue 14).
-	CreateFileset(ctx context.Context, in *Fileset, opts ...grpc.CallOption) (*Fileset, error)
-	GetFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Fileset, error)
-	Filesets(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*FilesetList, error)
-	AddFilesetReads(ctx context.Context, in *FilesetReadsRequest, opts ...grpc.CallOption) (*Empty, error)
-	DeleteFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
-	IngestDir(ctx context.Context, in *IngestDirRequest, opts ...grpc.CallOption) (*Inode, error)
-	SetGateway(ctx context.Context, in *SetGatewayRequest, opts ...grpc.CallOption) (*Inode, error)
-	// Drops a fileset file's cached data (meta.EvictAPI: tessera fileset evict).
-	EvictData(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error)
-	// Removes a name home no longer has (meta.VanishAPI: revalidation).
-	RemoveVanished(ctx context.Context, in *RemoveVanishedRequest, opts ...grpc.CallOption) (*Empty, error)
-	// The write-back queue (meta.WritebackAPI, issue 14).
-	ClaimWriteback(ctx context.Context, in *ClaimWritebackRequest, opts ...grpc.CallOption) (*WBOpList, error)
-	WritebackDone(ctx context.Context, in *WritebackDoneRequest, opts ...grpc.CallOption) (*Empty, error)
-	WritebackFailed(ctx context.Context, in *WritebackFailedRequest, opts ...grpc.CallOption) (*Empty, error)
-	WritebackToken(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WritebackTokenReply, error)
-	WritebackStats(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WBStats, error)
-	RequestFlush(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
-	// Gateway processes (meta.GatewaysAPI, issue 14): a heartbeat, and the
-	// list a mount hashes inodes over.
-	RegisterGateway(ctx context.Context, in *GatewayNode, opts ...grpc.CallOption) (*GatewayNodeList, error)
-	Gateways(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*GatewayNodeList, error)
-	// Directory quotas (meta.QuotaAPI): set and remove need the admin role.
-	SetQuota(ctx context.Context, in *Quota, opts ...grpc.CallOption) (*Quota, error)
-	GetQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error)
-	Quotas(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*QuotaList, error)
-	RemoveQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
-	QuotaOf(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error)
 }
 
-type metaClient struct {
+type fSServiceClient struct {
 	cc grpc.ClientConnInterface
 }
 
-func NewMetaClient(cc grpc.ClientConnInterface) MetaClient {
-	return &metaClient{cc}
+func NewFSServiceClient(cc grpc.ClientConnInterface) FSServiceClient {
+	return &fSServiceClient{cc}
 }
 
-func (c *metaClient) Lookup(ctx context.Context, in *LookupRequest, opts ...grpc.CallOption) (*Inode, error) {
+func (c *fSServiceClient) Lookup(ctx context.Context, in *LookupRequest, opts ...grpc.CallOption) (*Inode, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Inode)
-	err := c.cc.Invoke(ctx, Meta_Lookup_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_Lookup_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) GetAttr(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error) {
+func (c *fSServiceClient) GetAttr(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Inode)
-	err := c.cc.Invoke(ctx, Meta_GetAttr_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_GetAttr_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) SetAttr(ctx context.Context, in *SetAttrRequest, opts ...grpc.CallOption) (*Inode, error) {
+func (c *fSServiceClient) SetAttr(ctx context.Context, in *SetAttrRequest, opts ...grpc.CallOption) (*Inode, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Inode)
-	err := c.cc.Invoke(ctx, Meta_SetAttr_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_SetAttr_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) Create(ctx context.Context, in *CreateRequest, opts ...grpc.CallOption) (*Inode, error) {
+func (c *fSServiceClient) Create(ctx context.Context, in *CreateRequest, opts ...grpc.CallOption) (*Inode, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Inode)
-	err := c.cc.Invoke(ctx, Meta_Create_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_Create_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) Link(ctx context.Context, in *LinkRequest, opts ...grpc.CallOption) (*Inode, error) {
+func (c *fSServiceClient) Link(ctx context.Context, in *LinkRequest, opts ...grpc.CallOption) (*Inode, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Inode)
-	err := c.cc.Invoke(ctx, Meta_Link_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_Link_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) Unlink(ctx context.Context, in *UnlinkRequest, opts ...grpc.CallOption) (*Inode, error) {
+func (c *fSServiceClient) Unlink(ctx context.Context, in *UnlinkRequest, opts ...grpc.CallOption) (*Inode, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Inode)
-	err := c.cc.Invoke(ctx, Meta_Unlink_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_Unlink_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) Rmdir(ctx context.Context, in *NameRequest, opts ...grpc.CallOption) (*Empty, error) {
+func (c *fSServiceClient) Rmdir(ctx context.Context, in *NameRequest, opts ...grpc.CallOption) (*Empty, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_Rmdir_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_Rmdir_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) Rename(ctx context.Context, in *RenameRequest, opts ...grpc.CallOption) (*Inode, error) {
+func (c *fSServiceClient) Rename(ctx context.Context, in *RenameRequest, opts ...grpc.CallOption) (*Inode, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Inode)
-	err := c.cc.Invoke(ctx, Meta_Rename_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_Rename_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) ReadDir(ctx context.Context, in *ReadDirRequest, opts ...grpc.CallOption) (*ReadDirReply, error) {
+func (c *fSServiceClient) ReadDir(ctx context.Context, in *ReadDirRequest, opts ...grpc.CallOption) (*ReadDirReply, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ReadDirReply)
-	err := c.cc.Invoke(ctx, Meta_ReadDir_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_ReadDir_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) GetRecipe(ctx context.Context, in *GetRecipeRequest, opts ...grpc.CallOption) (*Recipe, error) {
+func (c *fSServiceClient) GetRecipe(ctx context.Context, in *GetRecipeRequest, opts ...grpc.CallOption) (*Recipe, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Recipe)
-	err := c.cc.Invoke(ctx, Meta_GetRecipe_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_GetRecipe_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) Commit(ctx context.Context, in *CommitRequest, opts ...grpc.CallOption) (*Inode, error) {
+func (c *fSServiceClient) Commit(ctx context.Context, in *CommitRequest, opts ...grpc.CallOption) (*Inode, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Inode)
-	err := c.cc.Invoke(ctx, Meta_Commit_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_Commit_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) HoldOpen(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error) {
+func (c *fSServiceClient) HoldOpen(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Inode)
-	err := c.cc.Invoke(ctx, Meta_HoldOpen_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_HoldOpen_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) ReleaseOpen(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
+func (c *fSServiceClient) ReleaseOpen(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_ReleaseOpen_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_ReleaseOpen_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) Reap(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
+func (c *fSServiceClient) Reap(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_Reap_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_Reap_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) GetXattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*XattrValue, error) {
+func (c *fSServiceClient) GetXattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*XattrValue, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(XattrValue)
-	err := c.cc.Invoke(ctx, Meta_GetXattr_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_GetXattr_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) SetXattr(ctx context.Context, in *SetXattrRequest, opts ...grpc.CallOption) (*Empty, error) {
+func (c *fSServiceClient) SetXattr(ctx context.Context, in *SetXattrRequest, opts ...grpc.CallOption) (*Empty, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_SetXattr_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_SetXattr_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) ListXattr(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*XattrNames, error) {
+func (c *fSServiceClient) ListXattr(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*XattrNames, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(XattrNames)
-	err := c.cc.Invoke(ctx, Meta_ListXattr_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_ListXattr_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) RemoveXattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*Empty, error) {
+func (c *fSServiceClient) RemoveXattr(ctx context.Context, in *XattrRequest, opts ...grpc.CallOption) (*Empty, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_RemoveXattr_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_RemoveXattr_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) Sync(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Empty, error) {
+func (c *fSServiceClient) Sync(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Empty, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_Sync_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_Sync_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) StatFS(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*FSStats, error) {
+func (c *fSServiceClient) StatFS(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*FSStats, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(FSStats)
-	err := c.cc.Invoke(ctx, Meta_StatFS_FullMethodName, in, out, cOpts...)
+	err := c.cc.Invoke(ctx, FSService_StatFS_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-func (c *metaClient) Servers(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ServerMap, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ServerMap)
-	err := c.cc.Invoke(ctx, Meta_Servers_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) RegisterServer(ctx context.Context, in *Server, opts ...grpc.CallOption) (*ServerMap, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ServerMap)
-	err := c.cc.Invoke(ctx, Meta_RegisterServer_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) SetServerState(ctx context.Context, in *SetServerStateRequest, opts ...grpc.CallOption) (*ServerMap, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ServerMap)
-	err := c.cc.Invoke(ctx, Meta_SetServerState_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) SetReplicas(ctx context.Context, in *SetReplicasRequest, opts ...grpc.CallOption) (*ServerMap, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ServerMap)
-	err := c.cc.Invoke(ctx, Meta_SetReplicas_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) MoverProgress(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*MoverReport, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(MoverReport)
-	err := c.cc.Invoke(ctx, Meta_MoverProgress_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) Decompose(ctx context.Context, in *DecomposeRequest, opts ...grpc.CallOption) (*Empty, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_Decompose_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) ListBlocks(ctx context.Context, in *ListBlocksRequest, opts ...grpc.CallOption) (*ListBlocksReply, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ListBlocksReply)
-	err := c.cc.Invoke(ctx, Meta_ListBlocks_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) OpenSession(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*SessionInfo, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(SessionInfo)
-	err := c.cc.Invoke(ctx, Meta_OpenSession_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) CloseSession(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Empty, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_CloseSession_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) Callbacks(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Ack, CallbackBatch], error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &Meta_ServiceDesc.Streams[0], Meta_Callbacks_FullMethodName, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	x := &grpc.GenericClientStream[Ack, CallbackBatch]{ClientStream: stream}
-	return x, nil
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Meta_CallbacksClient = grpc.BidiStreamingClient[Ack, CallbackBatch]
-
-func (c *metaClient) Hello(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*HelloReply, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(HelloReply)
-	err := c.cc.Invoke(ctx, Meta_Hello_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) ClusterStatus(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ClusterStatusReply, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(ClusterStatusReply)
-	err := c.cc.Invoke(ctx, Meta_ClusterStatus_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) CreateFileset(ctx context.Context, in *Fileset, opts ...grpc.CallOption) (*Fileset, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Fileset)
-	err := c.cc.Invoke(ctx, Meta_CreateFileset_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) GetFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Fileset, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Fileset)
-	err := c.cc.Invoke(ctx, Meta_GetFileset_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) Filesets(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*FilesetList, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(FilesetList)
-	err := c.cc.Invoke(ctx, Meta_Filesets_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) AddFilesetReads(ctx context.Context, in *FilesetReadsRequest, opts ...grpc.CallOption) (*Empty, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_AddFilesetReads_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) DeleteFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_DeleteFileset_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) IngestDir(ctx context.Context, in *IngestDirRequest, opts ...grpc.CallOption) (*Inode, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Inode)
-	err := c.cc.Invoke(ctx, Meta_IngestDir_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) SetGateway(ctx context.Context, in *SetGatewayRequest, opts ...grpc.CallOption) (*Inode, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Inode)
-	err := c.cc.Invoke(ctx, Meta_SetGateway_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) EvictData(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Inode)
-	err := c.cc.Invoke(ctx, Meta_EvictData_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) RemoveVanished(ctx context.Context, in *RemoveVanishedRequest, opts ...grpc.CallOption) (*Empty, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_RemoveVanished_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) ClaimWriteback(ctx context.Context, in *ClaimWritebackRequest, opts ...grpc.CallOption) (*WBOpList, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(WBOpList)
-	err := c.cc.Invoke(ctx, Meta_ClaimWriteback_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) WritebackDone(ctx context.Context, in *WritebackDoneRequest, opts ...grpc.CallOption) (*Empty, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_WritebackDone_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) WritebackFailed(ctx context.Context, in *WritebackFailedRequest, opts ...grpc.CallOption) (*Empty, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_WritebackFailed_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) WritebackToken(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WritebackTokenReply, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(WritebackTokenReply)
-	err := c.cc.Invoke(ctx, Meta_WritebackToken_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) WritebackStats(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WBStats, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(WBStats)
-	err := c.cc.Invoke(ctx, Meta_WritebackStats_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) RequestFlush(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_RequestFlush_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) RegisterGateway(ctx context.Context, in *GatewayNode, opts ...grpc.CallOption) (*GatewayNodeList, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(GatewayNodeList)
-	err := c.cc.Invoke(ctx, Meta_RegisterGateway_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) Gateways(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*GatewayNodeList, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(GatewayNodeList)
-	err := c.cc.Invoke(ctx, Meta_Gateways_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) SetQuota(ctx context.Context, in *Quota, opts ...grpc.CallOption) (*Quota, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Quota)
-	err := c.cc.Invoke(ctx, Meta_SetQuota_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) GetQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Quota)
-	err := c.cc.Invoke(ctx, Meta_GetQuota_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) Quotas(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*QuotaList, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(QuotaList)
-	err := c.cc.Invoke(ctx, Meta_Quotas_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) RemoveQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Empty)
-	err := c.cc.Invoke(ctx, Meta_RemoveQuota_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (c *metaClient) QuotaOf(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error) {
-	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(Quota)
-	err := c.cc.Invoke(ctx, Meta_QuotaOf_FullMethodName, in, out, cOpts...)
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// MetaServer is the server API for Meta service.
-// All implementations must embed UnimplementedMetaServer
+// FSServiceServer is the server API for FSService service.
+// All implementations must embed UnimplementedFSServiceServer
 // for forward compatibility.
-type MetaServer interface {
+//
+// FSService is meta.FS: the file-system operations a mount makes.
+type FSServiceServer interface {
 	Lookup(context.Context, *LookupRequest) (*Inode, error)
 	GetAttr(context.Context, *InoRequest) (*Inode, error)
 	SetAttr(context.Context, *SetAttrRequest) (*Inode, error)
@@ -744,6 +315,695 @@ type MetaServer interface {
 	RemoveXattr(context.Context, *XattrRequest) (*Empty, error)
 	Sync(context.Context, *Empty) (*Empty, error)
 	StatFS(context.Context, *Empty) (*FSStats, error)
+	mustEmbedUnimplementedFSServiceServer()
+}
+
+// UnimplementedFSServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedFSServiceServer struct{}
+
+func (UnimplementedFSServiceServer) Lookup(context.Context, *LookupRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Lookup not implemented")
+}
+func (UnimplementedFSServiceServer) GetAttr(context.Context, *InoRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetAttr not implemented")
+}
+func (UnimplementedFSServiceServer) SetAttr(context.Context, *SetAttrRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetAttr not implemented")
+}
+func (UnimplementedFSServiceServer) Create(context.Context, *CreateRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Create not implemented")
+}
+func (UnimplementedFSServiceServer) Link(context.Context, *LinkRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Link not implemented")
+}
+func (UnimplementedFSServiceServer) Unlink(context.Context, *UnlinkRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Unlink not implemented")
+}
+func (UnimplementedFSServiceServer) Rmdir(context.Context, *NameRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Rmdir not implemented")
+}
+func (UnimplementedFSServiceServer) Rename(context.Context, *RenameRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Rename not implemented")
+}
+func (UnimplementedFSServiceServer) ReadDir(context.Context, *ReadDirRequest) (*ReadDirReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ReadDir not implemented")
+}
+func (UnimplementedFSServiceServer) GetRecipe(context.Context, *GetRecipeRequest) (*Recipe, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetRecipe not implemented")
+}
+func (UnimplementedFSServiceServer) Commit(context.Context, *CommitRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Commit not implemented")
+}
+func (UnimplementedFSServiceServer) HoldOpen(context.Context, *InoRequest) (*Inode, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method HoldOpen not implemented")
+}
+func (UnimplementedFSServiceServer) ReleaseOpen(context.Context, *InoRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ReleaseOpen not implemented")
+}
+func (UnimplementedFSServiceServer) Reap(context.Context, *InoRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Reap not implemented")
+}
+func (UnimplementedFSServiceServer) GetXattr(context.Context, *XattrRequest) (*XattrValue, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetXattr not implemented")
+}
+func (UnimplementedFSServiceServer) SetXattr(context.Context, *SetXattrRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetXattr not implemented")
+}
+func (UnimplementedFSServiceServer) ListXattr(context.Context, *InoRequest) (*XattrNames, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListXattr not implemented")
+}
+func (UnimplementedFSServiceServer) RemoveXattr(context.Context, *XattrRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RemoveXattr not implemented")
+}
+func (UnimplementedFSServiceServer) Sync(context.Context, *Empty) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Sync not implemented")
+}
+func (UnimplementedFSServiceServer) StatFS(context.Context, *Empty) (*FSStats, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method StatFS not implemented")
+}
+func (UnimplementedFSServiceServer) mustEmbedUnimplementedFSServiceServer() {}
+func (UnimplementedFSServiceServer) testEmbeddedByValue()                   {}
+
+// UnsafeFSServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to FSServiceServer will
+// result in compilation errors.
+type UnsafeFSServiceServer interface {
+	mustEmbedUnimplementedFSServiceServer()
+}
+
+func RegisterFSServiceServer(s grpc.ServiceRegistrar, srv FSServiceServer) {
+	// If the following call pancis, it indicates UnimplementedFSServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&FSService_ServiceDesc, srv)
+}
+
+func _FSService_Lookup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LookupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).Lookup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_Lookup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).Lookup(ctx, req.(*LookupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_GetAttr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).GetAttr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_GetAttr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).GetAttr(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_SetAttr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetAttrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).SetAttr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_SetAttr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).SetAttr(ctx, req.(*SetAttrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CreateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).Create(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_Create_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).Create(ctx, req.(*CreateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_Link_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(LinkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).Link(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_Link_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).Link(ctx, req.(*LinkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_Unlink_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnlinkRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).Unlink(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_Unlink_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).Unlink(ctx, req.(*UnlinkRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_Rmdir_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NameRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).Rmdir(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_Rmdir_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).Rmdir(ctx, req.(*NameRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_Rename_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RenameRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).Rename(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_Rename_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).Rename(ctx, req.(*RenameRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_ReadDir_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReadDirRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).ReadDir(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_ReadDir_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).ReadDir(ctx, req.(*ReadDirRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_GetRecipe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetRecipeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).GetRecipe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_GetRecipe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).GetRecipe(ctx, req.(*GetRecipeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_Commit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CommitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).Commit(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_Commit_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).Commit(ctx, req.(*CommitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_HoldOpen_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).HoldOpen(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_HoldOpen_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).HoldOpen(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_ReleaseOpen_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).ReleaseOpen(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_ReleaseOpen_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).ReleaseOpen(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_Reap_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).Reap(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_Reap_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).Reap(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_GetXattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(XattrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).GetXattr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_GetXattr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).GetXattr(ctx, req.(*XattrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_SetXattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetXattrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).SetXattr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_SetXattr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).SetXattr(ctx, req.(*SetXattrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_ListXattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).ListXattr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_ListXattr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).ListXattr(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_RemoveXattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(XattrRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).RemoveXattr(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_RemoveXattr_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).RemoveXattr(ctx, req.(*XattrRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_Sync_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).Sync(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_Sync_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).Sync(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _FSService_StatFS_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(FSServiceServer).StatFS(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: FSService_StatFS_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(FSServiceServer).StatFS(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// FSService_ServiceDesc is the grpc.ServiceDesc for FSService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var FSService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "tessera.meta.v1.FSService",
+	HandlerType: (*FSServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Lookup",
+			Handler:    _FSService_Lookup_Handler,
+		},
+		{
+			MethodName: "GetAttr",
+			Handler:    _FSService_GetAttr_Handler,
+		},
+		{
+			MethodName: "SetAttr",
+			Handler:    _FSService_SetAttr_Handler,
+		},
+		{
+			MethodName: "Create",
+			Handler:    _FSService_Create_Handler,
+		},
+		{
+			MethodName: "Link",
+			Handler:    _FSService_Link_Handler,
+		},
+		{
+			MethodName: "Unlink",
+			Handler:    _FSService_Unlink_Handler,
+		},
+		{
+			MethodName: "Rmdir",
+			Handler:    _FSService_Rmdir_Handler,
+		},
+		{
+			MethodName: "Rename",
+			Handler:    _FSService_Rename_Handler,
+		},
+		{
+			MethodName: "ReadDir",
+			Handler:    _FSService_ReadDir_Handler,
+		},
+		{
+			MethodName: "GetRecipe",
+			Handler:    _FSService_GetRecipe_Handler,
+		},
+		{
+			MethodName: "Commit",
+			Handler:    _FSService_Commit_Handler,
+		},
+		{
+			MethodName: "HoldOpen",
+			Handler:    _FSService_HoldOpen_Handler,
+		},
+		{
+			MethodName: "ReleaseOpen",
+			Handler:    _FSService_ReleaseOpen_Handler,
+		},
+		{
+			MethodName: "Reap",
+			Handler:    _FSService_Reap_Handler,
+		},
+		{
+			MethodName: "GetXattr",
+			Handler:    _FSService_GetXattr_Handler,
+		},
+		{
+			MethodName: "SetXattr",
+			Handler:    _FSService_SetXattr_Handler,
+		},
+		{
+			MethodName: "ListXattr",
+			Handler:    _FSService_ListXattr_Handler,
+		},
+		{
+			MethodName: "RemoveXattr",
+			Handler:    _FSService_RemoveXattr_Handler,
+		},
+		{
+			MethodName: "Sync",
+			Handler:    _FSService_Sync_Handler,
+		},
+		{
+			MethodName: "StatFS",
+			Handler:    _FSService_StatFS_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "tessera/meta/v1/meta.proto",
+}
+
+const (
+	ClusterService_Servers_FullMethodName        = "/tessera.meta.v1.ClusterService/Servers"
+	ClusterService_RegisterServer_FullMethodName = "/tessera.meta.v1.ClusterService/RegisterServer"
+	ClusterService_SetServerState_FullMethodName = "/tessera.meta.v1.ClusterService/SetServerState"
+	ClusterService_SetReplicas_FullMethodName    = "/tessera.meta.v1.ClusterService/SetReplicas"
+	ClusterService_MoverProgress_FullMethodName  = "/tessera.meta.v1.ClusterService/MoverProgress"
+	ClusterService_Decompose_FullMethodName      = "/tessera.meta.v1.ClusterService/Decompose"
+	ClusterService_ListBlocks_FullMethodName     = "/tessera.meta.v1.ClusterService/ListBlocks"
+	ClusterService_Hello_FullMethodName          = "/tessera.meta.v1.ClusterService/Hello"
+	ClusterService_ClusterStatus_FullMethodName  = "/tessera.meta.v1.ClusterService/ClusterStatus"
+)
+
+// ClusterServiceClient is the client API for ClusterService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// ClusterService is meta.Cluster and meta.BlockLister, with the process-level
+// Hello and ClusterStatus: the server map, the mover, composed blocks, the
+// walk of every block.
+type ClusterServiceClient interface {
+	Servers(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ServerMap, error)
+	RegisterServer(ctx context.Context, in *Server, opts ...grpc.CallOption) (*ServerMap, error)
+	SetServerState(ctx context.Context, in *SetServerStateRequest, opts ...grpc.CallOption) (*ServerMap, error)
+	SetReplicas(ctx context.Context, in *SetReplicasRequest, opts ...grpc.CallOption) (*ServerMap, error)
+	MoverProgress(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*MoverReport, error)
+	Decompose(ctx context.Context, in *DecomposeRequest, opts ...grpc.CallOption) (*Empty, error)
+	// ListBlocks is one page of meta.API.WalkBlocks (meta.BlockLister).
+	ListBlocks(ctx context.Context, in *ListBlocksRequest, opts ...grpc.CallOption) (*ListBlocksReply, error)
+	// Hello names the cluster and the site of the meta process that answers.
+	// Any authenticated caller may ask, whatever its role: clients time it to
+	// find the nearest of several meta processes, and check that an address
+	// belongs to the cluster they were asked to mount. Not a meta.API method:
+	// it says something of the process, not of the file system.
+	Hello(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*HelloReply, error)
+	// ClusterStatus is the answering process's view of the cluster for
+	// `tessera status`: its name and site, and the members of a replicated
+	// metadata store with their health. Admin only.
+	ClusterStatus(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ClusterStatusReply, error)
+}
+
+type clusterServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewClusterServiceClient(cc grpc.ClientConnInterface) ClusterServiceClient {
+	return &clusterServiceClient{cc}
+}
+
+func (c *clusterServiceClient) Servers(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ServerMap, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServerMap)
+	err := c.cc.Invoke(ctx, ClusterService_Servers_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) RegisterServer(ctx context.Context, in *Server, opts ...grpc.CallOption) (*ServerMap, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServerMap)
+	err := c.cc.Invoke(ctx, ClusterService_RegisterServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) SetServerState(ctx context.Context, in *SetServerStateRequest, opts ...grpc.CallOption) (*ServerMap, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServerMap)
+	err := c.cc.Invoke(ctx, ClusterService_SetServerState_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) SetReplicas(ctx context.Context, in *SetReplicasRequest, opts ...grpc.CallOption) (*ServerMap, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ServerMap)
+	err := c.cc.Invoke(ctx, ClusterService_SetReplicas_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) MoverProgress(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*MoverReport, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoverReport)
+	err := c.cc.Invoke(ctx, ClusterService_MoverProgress_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) Decompose(ctx context.Context, in *DecomposeRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, ClusterService_Decompose_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) ListBlocks(ctx context.Context, in *ListBlocksRequest, opts ...grpc.CallOption) (*ListBlocksReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBlocksReply)
+	err := c.cc.Invoke(ctx, ClusterService_ListBlocks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) Hello(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*HelloReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(HelloReply)
+	err := c.cc.Invoke(ctx, ClusterService_Hello_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterServiceClient) ClusterStatus(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*ClusterStatusReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ClusterStatusReply)
+	err := c.cc.Invoke(ctx, ClusterService_ClusterStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ClusterServiceServer is the server API for ClusterService service.
+// All implementations must embed UnimplementedClusterServiceServer
+// for forward compatibility.
+//
+// ClusterService is meta.Cluster and meta.BlockLister, with the process-level
+// Hello and ClusterStatus: the server map, the mover, composed blocks, the
+// walk of every block.
+type ClusterServiceServer interface {
 	Servers(context.Context, *Empty) (*ServerMap, error)
 	RegisterServer(context.Context, *Server) (*ServerMap, error)
 	SetServerState(context.Context, *SetServerStateRequest) (*ServerMap, error)
@@ -752,6 +1012,356 @@ type MetaServer interface {
 	Decompose(context.Context, *DecomposeRequest) (*Empty, error)
 	// ListBlocks is one page of meta.API.WalkBlocks (meta.BlockLister).
 	ListBlocks(context.Context, *ListBlocksRequest) (*ListBlocksReply, error)
+	// Hello names the cluster and the site of the meta process that answers.
+	// Any authenticated caller may ask, whatever its role: clients time it to
+	// find the nearest of several meta processes, and check that an address
+	// belongs to the cluster they were asked to mount. Not a meta.API method:
+	// it says something of the process, not of the file system.
+	Hello(context.Context, *Empty) (*HelloReply, error)
+	// ClusterStatus is the answering process's view of the cluster for
+	// `tessera status`: its name and site, and the members of a replicated
+	// metadata store with their health. Admin only.
+	ClusterStatus(context.Context, *Empty) (*ClusterStatusReply, error)
+	mustEmbedUnimplementedClusterServiceServer()
+}
+
+// UnimplementedClusterServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedClusterServiceServer struct{}
+
+func (UnimplementedClusterServiceServer) Servers(context.Context, *Empty) (*ServerMap, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Servers not implemented")
+}
+func (UnimplementedClusterServiceServer) RegisterServer(context.Context, *Server) (*ServerMap, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RegisterServer not implemented")
+}
+func (UnimplementedClusterServiceServer) SetServerState(context.Context, *SetServerStateRequest) (*ServerMap, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetServerState not implemented")
+}
+func (UnimplementedClusterServiceServer) SetReplicas(context.Context, *SetReplicasRequest) (*ServerMap, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetReplicas not implemented")
+}
+func (UnimplementedClusterServiceServer) MoverProgress(context.Context, *Empty) (*MoverReport, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method MoverProgress not implemented")
+}
+func (UnimplementedClusterServiceServer) Decompose(context.Context, *DecomposeRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Decompose not implemented")
+}
+func (UnimplementedClusterServiceServer) ListBlocks(context.Context, *ListBlocksRequest) (*ListBlocksReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListBlocks not implemented")
+}
+func (UnimplementedClusterServiceServer) Hello(context.Context, *Empty) (*HelloReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Hello not implemented")
+}
+func (UnimplementedClusterServiceServer) ClusterStatus(context.Context, *Empty) (*ClusterStatusReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ClusterStatus not implemented")
+}
+func (UnimplementedClusterServiceServer) mustEmbedUnimplementedClusterServiceServer() {}
+func (UnimplementedClusterServiceServer) testEmbeddedByValue()                        {}
+
+// UnsafeClusterServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to ClusterServiceServer will
+// result in compilation errors.
+type UnsafeClusterServiceServer interface {
+	mustEmbedUnimplementedClusterServiceServer()
+}
+
+func RegisterClusterServiceServer(s grpc.ServiceRegistrar, srv ClusterServiceServer) {
+	// If the following call pancis, it indicates UnimplementedClusterServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&ClusterService_ServiceDesc, srv)
+}
+
+func _ClusterService_Servers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).Servers(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_Servers_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).Servers(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_RegisterServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Server)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).RegisterServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_RegisterServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).RegisterServer(ctx, req.(*Server))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_SetServerState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetServerStateRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).SetServerState(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_SetServerState_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).SetServerState(ctx, req.(*SetServerStateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_SetReplicas_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetReplicasRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).SetReplicas(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_SetReplicas_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).SetReplicas(ctx, req.(*SetReplicasRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_MoverProgress_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).MoverProgress(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_MoverProgress_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).MoverProgress(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_Decompose_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DecomposeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).Decompose(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_Decompose_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).Decompose(ctx, req.(*DecomposeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_ListBlocks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBlocksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).ListBlocks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_ListBlocks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).ListBlocks(ctx, req.(*ListBlocksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_Hello_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).Hello(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_Hello_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).Hello(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ClusterService_ClusterStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServiceServer).ClusterStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ClusterService_ClusterStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServiceServer).ClusterStatus(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// ClusterService_ServiceDesc is the grpc.ServiceDesc for ClusterService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var ClusterService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "tessera.meta.v1.ClusterService",
+	HandlerType: (*ClusterServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Servers",
+			Handler:    _ClusterService_Servers_Handler,
+		},
+		{
+			MethodName: "RegisterServer",
+			Handler:    _ClusterService_RegisterServer_Handler,
+		},
+		{
+			MethodName: "SetServerState",
+			Handler:    _ClusterService_SetServerState_Handler,
+		},
+		{
+			MethodName: "SetReplicas",
+			Handler:    _ClusterService_SetReplicas_Handler,
+		},
+		{
+			MethodName: "MoverProgress",
+			Handler:    _ClusterService_MoverProgress_Handler,
+		},
+		{
+			MethodName: "Decompose",
+			Handler:    _ClusterService_Decompose_Handler,
+		},
+		{
+			MethodName: "ListBlocks",
+			Handler:    _ClusterService_ListBlocks_Handler,
+		},
+		{
+			MethodName: "Hello",
+			Handler:    _ClusterService_Hello_Handler,
+		},
+		{
+			MethodName: "ClusterStatus",
+			Handler:    _ClusterService_ClusterStatus_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "tessera/meta/v1/meta.proto",
+}
+
+const (
+	SessionsService_OpenSession_FullMethodName  = "/tessera.meta.v1.SessionsService/OpenSession"
+	SessionsService_CloseSession_FullMethodName = "/tessera.meta.v1.SessionsService/CloseSession"
+	SessionsService_Callbacks_FullMethodName    = "/tessera.meta.v1.SessionsService/Callbacks"
+)
+
+// SessionsServiceClient is the client API for SessionsService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// SessionsService is meta.Sessions: client sessions and their callbacks.
+type SessionsServiceClient interface {
+	OpenSession(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*SessionInfo, error)
+	// CloseSession closes the session named in the call's metadata.
+	CloseSession(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Empty, error)
+	// Callbacks is the session's callback channel, one stream per session:
+	// the client sends an Ack (what it applied, how long it waits), the server
+	// answers each Ack with one batch, at once when callbacks are pending,
+	// else as soon as one arrives or the wait ends. Each Ack renews the
+	// session, so a session lives while its client process acks, not merely
+	// while its connection stays open. An expired session ends the stream
+	// with an Error of errno ESTALE.
+	Callbacks(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Ack, CallbackBatch], error)
+}
+
+type sessionsServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewSessionsServiceClient(cc grpc.ClientConnInterface) SessionsServiceClient {
+	return &sessionsServiceClient{cc}
+}
+
+func (c *sessionsServiceClient) OpenSession(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*SessionInfo, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SessionInfo)
+	err := c.cc.Invoke(ctx, SessionsService_OpenSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionsServiceClient) CloseSession(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, SessionsService_CloseSession_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *sessionsServiceClient) Callbacks(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[Ack, CallbackBatch], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SessionsService_ServiceDesc.Streams[0], SessionsService_Callbacks_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[Ack, CallbackBatch]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionsService_CallbacksClient = grpc.BidiStreamingClient[Ack, CallbackBatch]
+
+// SessionsServiceServer is the server API for SessionsService service.
+// All implementations must embed UnimplementedSessionsServiceServer
+// for forward compatibility.
+//
+// SessionsService is meta.Sessions: client sessions and their callbacks.
+type SessionsServiceServer interface {
 	OpenSession(context.Context, *Empty) (*SessionInfo, error)
 	// CloseSession closes the session named in the call's metadata.
 	CloseSession(context.Context, *Empty) (*Empty, error)
@@ -763,17 +1373,277 @@ type MetaServer interface {
 	// while its connection stays open. An expired session ends the stream
 	// with an Error of errno ESTALE.
 	Callbacks(grpc.BidiStreamingServer[Ack, CallbackBatch]) error
-	// Hello names the cluster and the site of the meta process that answers.
-	// Any authenticated caller may ask, whatever its role: clients time it to
-	// find the nearest of several meta processes, and check that an address
-	// belongs to the cluster they were asked to mount. Not a meta.API method:
-	// it says something of the process, not of the file system.
-	Hello(context.Context, *Empty) (*HelloReply, error)
-	// ClusterStatus is the answering process's view of the cluster for
-	// `tessera status`: its name and site, and the members of a replicated
-	// metadata store with their health. Admin only.
-	ClusterStatus(context.Context, *Empty) (*ClusterStatusReply, error)
-	// Filesets (meta.FilesetAPI, issue 14).
+	mustEmbedUnimplementedSessionsServiceServer()
+}
+
+// UnimplementedSessionsServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedSessionsServiceServer struct{}
+
+func (UnimplementedSessionsServiceServer) OpenSession(context.Context, *Empty) (*SessionInfo, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method OpenSession not implemented")
+}
+func (UnimplementedSessionsServiceServer) CloseSession(context.Context, *Empty) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CloseSession not implemented")
+}
+func (UnimplementedSessionsServiceServer) Callbacks(grpc.BidiStreamingServer[Ack, CallbackBatch]) error {
+	return status.Errorf(codes.Unimplemented, "method Callbacks not implemented")
+}
+func (UnimplementedSessionsServiceServer) mustEmbedUnimplementedSessionsServiceServer() {}
+func (UnimplementedSessionsServiceServer) testEmbeddedByValue()                         {}
+
+// UnsafeSessionsServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to SessionsServiceServer will
+// result in compilation errors.
+type UnsafeSessionsServiceServer interface {
+	mustEmbedUnimplementedSessionsServiceServer()
+}
+
+func RegisterSessionsServiceServer(s grpc.ServiceRegistrar, srv SessionsServiceServer) {
+	// If the following call pancis, it indicates UnimplementedSessionsServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&SessionsService_ServiceDesc, srv)
+}
+
+func _SessionsService_OpenSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionsServiceServer).OpenSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionsService_OpenSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionsServiceServer).OpenSession(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionsService_CloseSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SessionsServiceServer).CloseSession(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SessionsService_CloseSession_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SessionsServiceServer).CloseSession(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SessionsService_Callbacks_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(SessionsServiceServer).Callbacks(&grpc.GenericServerStream[Ack, CallbackBatch]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SessionsService_CallbacksServer = grpc.BidiStreamingServer[Ack, CallbackBatch]
+
+// SessionsService_ServiceDesc is the grpc.ServiceDesc for SessionsService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var SessionsService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "tessera.meta.v1.SessionsService",
+	HandlerType: (*SessionsServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "OpenSession",
+			Handler:    _SessionsService_OpenSession_Handler,
+		},
+		{
+			MethodName: "CloseSession",
+			Handler:    _SessionsService_CloseSession_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Callbacks",
+			Handler:       _SessionsService_Callbacks_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
+	Metadata: "tessera/meta/v1/meta.proto",
+}
+
+const (
+	FilesetService_CreateFileset_FullMethodName   = "/tessera.meta.v1.FilesetService/CreateFileset"
+	FilesetService_GetFileset_FullMethodName      = "/tessera.meta.v1.FilesetService/GetFileset"
+	FilesetService_Filesets_FullMethodName        = "/tessera.meta.v1.FilesetService/Filesets"
+	FilesetService_AddFilesetReads_FullMethodName = "/tessera.meta.v1.FilesetService/AddFilesetReads"
+	FilesetService_DeleteFileset_FullMethodName   = "/tessera.meta.v1.FilesetService/DeleteFileset"
+	FilesetService_IngestDir_FullMethodName       = "/tessera.meta.v1.FilesetService/IngestDir"
+	FilesetService_SetGateway_FullMethodName      = "/tessera.meta.v1.FilesetService/SetGateway"
+	FilesetService_EvictData_FullMethodName       = "/tessera.meta.v1.FilesetService/EvictData"
+	FilesetService_RemoveVanished_FullMethodName  = "/tessera.meta.v1.FilesetService/RemoveVanished"
+	FilesetService_RegisterGateway_FullMethodName = "/tessera.meta.v1.FilesetService/RegisterGateway"
+	FilesetService_Gateways_FullMethodName        = "/tessera.meta.v1.FilesetService/Gateways"
+)
+
+// FilesetServiceClient is the client API for FilesetService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// FilesetService is meta.FilesetAPI, FilesetReadsAPI, EvictAPI, VanishAPI and
+// GatewaysAPI (issue 14): filesets, their cached data and their gateways.
+type FilesetServiceClient interface {
+	CreateFileset(ctx context.Context, in *Fileset, opts ...grpc.CallOption) (*Fileset, error)
+	GetFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Fileset, error)
+	Filesets(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*FilesetList, error)
+	AddFilesetReads(ctx context.Context, in *FilesetReadsRequest, opts ...grpc.CallOption) (*Empty, error)
+	DeleteFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
+	IngestDir(ctx context.Context, in *IngestDirRequest, opts ...grpc.CallOption) (*Inode, error)
+	SetGateway(ctx context.Context, in *SetGatewayRequest, opts ...grpc.CallOption) (*Inode, error)
+	// Drops a fileset file's cached data (meta.EvictAPI: tessera fileset evict).
+	EvictData(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error)
+	// Removes a name home no longer has (meta.VanishAPI: revalidation).
+	RemoveVanished(ctx context.Context, in *RemoveVanishedRequest, opts ...grpc.CallOption) (*Empty, error)
+	RegisterGateway(ctx context.Context, in *GatewayNode, opts ...grpc.CallOption) (*GatewayNodeList, error)
+	Gateways(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*GatewayNodeList, error)
+}
+
+type filesetServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewFilesetServiceClient(cc grpc.ClientConnInterface) FilesetServiceClient {
+	return &filesetServiceClient{cc}
+}
+
+func (c *filesetServiceClient) CreateFileset(ctx context.Context, in *Fileset, opts ...grpc.CallOption) (*Fileset, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Fileset)
+	err := c.cc.Invoke(ctx, FilesetService_CreateFileset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *filesetServiceClient) GetFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Fileset, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Fileset)
+	err := c.cc.Invoke(ctx, FilesetService_GetFileset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *filesetServiceClient) Filesets(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*FilesetList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FilesetList)
+	err := c.cc.Invoke(ctx, FilesetService_Filesets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *filesetServiceClient) AddFilesetReads(ctx context.Context, in *FilesetReadsRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, FilesetService_AddFilesetReads_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *filesetServiceClient) DeleteFileset(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, FilesetService_DeleteFileset_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *filesetServiceClient) IngestDir(ctx context.Context, in *IngestDirRequest, opts ...grpc.CallOption) (*Inode, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Inode)
+	err := c.cc.Invoke(ctx, FilesetService_IngestDir_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *filesetServiceClient) SetGateway(ctx context.Context, in *SetGatewayRequest, opts ...grpc.CallOption) (*Inode, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Inode)
+	err := c.cc.Invoke(ctx, FilesetService_SetGateway_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *filesetServiceClient) EvictData(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Inode, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Inode)
+	err := c.cc.Invoke(ctx, FilesetService_EvictData_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *filesetServiceClient) RemoveVanished(ctx context.Context, in *RemoveVanishedRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, FilesetService_RemoveVanished_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *filesetServiceClient) RegisterGateway(ctx context.Context, in *GatewayNode, opts ...grpc.CallOption) (*GatewayNodeList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GatewayNodeList)
+	err := c.cc.Invoke(ctx, FilesetService_RegisterGateway_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *filesetServiceClient) Gateways(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*GatewayNodeList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GatewayNodeList)
+	err := c.cc.Invoke(ctx, FilesetService_Gateways_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// FilesetServiceServer is the server API for FilesetService service.
+// All implementations must embed UnimplementedFilesetServiceServer
+// for forward compatibility.
+//
+// FilesetService is meta.FilesetAPI, FilesetReadsAPI, EvictAPI, VanishAPI and
+// GatewaysAPI (issue 14): filesets, their cached data and their gateways.
+type FilesetServiceServer interface {
 	CreateFileset(context.Context, *Fileset) (*Fileset, error)
 	GetFileset(context.Context, *InoRequest) (*Fileset, error)
 	Filesets(context.Context, *Empty) (*FilesetList, error)
@@ -785,1404 +1655,878 @@ type MetaServer interface {
 	EvictData(context.Context, *InoRequest) (*Inode, error)
 	// Removes a name home no longer has (meta.VanishAPI: revalidation).
 	RemoveVanished(context.Context, *RemoveVanishedRequest) (*Empty, error)
-	// The write-back queue (meta.WritebackAPI, issue 14).
-	ClaimWriteback(context.Context, *ClaimWritebackRequest) (*WBOpList, error)
-	WritebackDone(context.Context, *WritebackDoneRequest) (*Empty, error)
-	WritebackFailed(context.Context, *WritebackFailedRequest) (*Empty, error)
-	WritebackToken(context.Context, *InoRequest) (*WritebackTokenReply, error)
-	WritebackStats(context.Context, *InoRequest) (*WBStats, error)
-	RequestFlush(context.Context, *InoRequest) (*Empty, error)
-	// Gateway processes (meta.GatewaysAPI, issue 14): a heartbeat, and the
-	// list a mount hashes inodes over.
 	RegisterGateway(context.Context, *GatewayNode) (*GatewayNodeList, error)
 	Gateways(context.Context, *Empty) (*GatewayNodeList, error)
-	// Directory quotas (meta.QuotaAPI): set and remove need the admin role.
-	SetQuota(context.Context, *Quota) (*Quota, error)
-	GetQuota(context.Context, *InoRequest) (*Quota, error)
-	Quotas(context.Context, *Empty) (*QuotaList, error)
-	RemoveQuota(context.Context, *InoRequest) (*Empty, error)
-	QuotaOf(context.Context, *InoRequest) (*Quota, error)
-	mustEmbedUnimplementedMetaServer()
+	mustEmbedUnimplementedFilesetServiceServer()
 }
 
-// UnimplementedMetaServer must be embedded to have
+// UnimplementedFilesetServiceServer must be embedded to have
 // forward compatible implementations.
 //
 // NOTE: this should be embedded by value instead of pointer to avoid a nil
 // pointer dereference when methods are called.
-type UnimplementedMetaServer struct{}
+type UnimplementedFilesetServiceServer struct{}
 
-func (UnimplementedMetaServer) Lookup(context.Context, *LookupRequest) (*Inode, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Lookup not implemented")
-}
-func (UnimplementedMetaServer) GetAttr(context.Context, *InoRequest) (*Inode, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method GetAttr not implemented")
-}
-func (UnimplementedMetaServer) SetAttr(context.Context, *SetAttrRequest) (*Inode, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method SetAttr not implemented")
-}
-func (UnimplementedMetaServer) Create(context.Context, *CreateRequest) (*Inode, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Create not implemented")
-}
-func (UnimplementedMetaServer) Link(context.Context, *LinkRequest) (*Inode, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Link not implemented")
-}
-func (UnimplementedMetaServer) Unlink(context.Context, *UnlinkRequest) (*Inode, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Unlink not implemented")
-}
-func (UnimplementedMetaServer) Rmdir(context.Context, *NameRequest) (*Empty, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Rmdir not implemented")
-}
-func (UnimplementedMetaServer) Rename(context.Context, *RenameRequest) (*Inode, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Rename not implemented")
-}
-func (UnimplementedMetaServer) ReadDir(context.Context, *ReadDirRequest) (*ReadDirReply, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method ReadDir not implemented")
-}
-func (UnimplementedMetaServer) GetRecipe(context.Context, *GetRecipeRequest) (*Recipe, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method GetRecipe not implemented")
-}
-func (UnimplementedMetaServer) Commit(context.Context, *CommitRequest) (*Inode, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Commit not implemented")
-}
-func (UnimplementedMetaServer) HoldOpen(context.Context, *InoRequest) (*Inode, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method HoldOpen not implemented")
-}
-func (UnimplementedMetaServer) ReleaseOpen(context.Context, *InoRequest) (*Empty, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method ReleaseOpen not implemented")
-}
-func (UnimplementedMetaServer) Reap(context.Context, *InoRequest) (*Empty, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Reap not implemented")
-}
-func (UnimplementedMetaServer) GetXattr(context.Context, *XattrRequest) (*XattrValue, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method GetXattr not implemented")
-}
-func (UnimplementedMetaServer) SetXattr(context.Context, *SetXattrRequest) (*Empty, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method SetXattr not implemented")
-}
-func (UnimplementedMetaServer) ListXattr(context.Context, *InoRequest) (*XattrNames, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method ListXattr not implemented")
-}
-func (UnimplementedMetaServer) RemoveXattr(context.Context, *XattrRequest) (*Empty, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method RemoveXattr not implemented")
-}
-func (UnimplementedMetaServer) Sync(context.Context, *Empty) (*Empty, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Sync not implemented")
-}
-func (UnimplementedMetaServer) StatFS(context.Context, *Empty) (*FSStats, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method StatFS not implemented")
-}
-func (UnimplementedMetaServer) Servers(context.Context, *Empty) (*ServerMap, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Servers not implemented")
-}
-func (UnimplementedMetaServer) RegisterServer(context.Context, *Server) (*ServerMap, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method RegisterServer not implemented")
-}
-func (UnimplementedMetaServer) SetServerState(context.Context, *SetServerStateRequest) (*ServerMap, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method SetServerState not implemented")
-}
-func (UnimplementedMetaServer) SetReplicas(context.Context, *SetReplicasRequest) (*ServerMap, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method SetReplicas not implemented")
-}
-func (UnimplementedMetaServer) MoverProgress(context.Context, *Empty) (*MoverReport, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method MoverProgress not implemented")
-}
-func (UnimplementedMetaServer) Decompose(context.Context, *DecomposeRequest) (*Empty, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Decompose not implemented")
-}
-func (UnimplementedMetaServer) ListBlocks(context.Context, *ListBlocksRequest) (*ListBlocksReply, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method ListBlocks not implemented")
-}
-func (UnimplementedMetaServer) OpenSession(context.Context, *Empty) (*SessionInfo, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method OpenSession not implemented")
-}
-func (UnimplementedMetaServer) CloseSession(context.Context, *Empty) (*Empty, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method CloseSession not implemented")
-}
-func (UnimplementedMetaServer) Callbacks(grpc.BidiStreamingServer[Ack, CallbackBatch]) error {
-	return status.Errorf(codes.Unimplemented, "method Callbacks not implemented")
-}
-func (UnimplementedMetaServer) Hello(context.Context, *Empty) (*HelloReply, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Hello not implemented")
-}
-func (UnimplementedMetaServer) ClusterStatus(context.Context, *Empty) (*ClusterStatusReply, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method ClusterStatus not implemented")
-}
-func (UnimplementedMetaServer) CreateFileset(context.Context, *Fileset) (*Fileset, error) {
+func (UnimplementedFilesetServiceServer) CreateFileset(context.Context, *Fileset) (*Fileset, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CreateFileset not implemented")
 }
-func (UnimplementedMetaServer) GetFileset(context.Context, *InoRequest) (*Fileset, error) {
+func (UnimplementedFilesetServiceServer) GetFileset(context.Context, *InoRequest) (*Fileset, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetFileset not implemented")
 }
-func (UnimplementedMetaServer) Filesets(context.Context, *Empty) (*FilesetList, error) {
+func (UnimplementedFilesetServiceServer) Filesets(context.Context, *Empty) (*FilesetList, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Filesets not implemented")
 }
-func (UnimplementedMetaServer) AddFilesetReads(context.Context, *FilesetReadsRequest) (*Empty, error) {
+func (UnimplementedFilesetServiceServer) AddFilesetReads(context.Context, *FilesetReadsRequest) (*Empty, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method AddFilesetReads not implemented")
 }
-func (UnimplementedMetaServer) DeleteFileset(context.Context, *InoRequest) (*Empty, error) {
+func (UnimplementedFilesetServiceServer) DeleteFileset(context.Context, *InoRequest) (*Empty, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DeleteFileset not implemented")
 }
-func (UnimplementedMetaServer) IngestDir(context.Context, *IngestDirRequest) (*Inode, error) {
+func (UnimplementedFilesetServiceServer) IngestDir(context.Context, *IngestDirRequest) (*Inode, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method IngestDir not implemented")
 }
-func (UnimplementedMetaServer) SetGateway(context.Context, *SetGatewayRequest) (*Inode, error) {
+func (UnimplementedFilesetServiceServer) SetGateway(context.Context, *SetGatewayRequest) (*Inode, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method SetGateway not implemented")
 }
-func (UnimplementedMetaServer) EvictData(context.Context, *InoRequest) (*Inode, error) {
+func (UnimplementedFilesetServiceServer) EvictData(context.Context, *InoRequest) (*Inode, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method EvictData not implemented")
 }
-func (UnimplementedMetaServer) RemoveVanished(context.Context, *RemoveVanishedRequest) (*Empty, error) {
+func (UnimplementedFilesetServiceServer) RemoveVanished(context.Context, *RemoveVanishedRequest) (*Empty, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RemoveVanished not implemented")
 }
-func (UnimplementedMetaServer) ClaimWriteback(context.Context, *ClaimWritebackRequest) (*WBOpList, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method ClaimWriteback not implemented")
-}
-func (UnimplementedMetaServer) WritebackDone(context.Context, *WritebackDoneRequest) (*Empty, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method WritebackDone not implemented")
-}
-func (UnimplementedMetaServer) WritebackFailed(context.Context, *WritebackFailedRequest) (*Empty, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method WritebackFailed not implemented")
-}
-func (UnimplementedMetaServer) WritebackToken(context.Context, *InoRequest) (*WritebackTokenReply, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method WritebackToken not implemented")
-}
-func (UnimplementedMetaServer) WritebackStats(context.Context, *InoRequest) (*WBStats, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method WritebackStats not implemented")
-}
-func (UnimplementedMetaServer) RequestFlush(context.Context, *InoRequest) (*Empty, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method RequestFlush not implemented")
-}
-func (UnimplementedMetaServer) RegisterGateway(context.Context, *GatewayNode) (*GatewayNodeList, error) {
+func (UnimplementedFilesetServiceServer) RegisterGateway(context.Context, *GatewayNode) (*GatewayNodeList, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RegisterGateway not implemented")
 }
-func (UnimplementedMetaServer) Gateways(context.Context, *Empty) (*GatewayNodeList, error) {
+func (UnimplementedFilesetServiceServer) Gateways(context.Context, *Empty) (*GatewayNodeList, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Gateways not implemented")
 }
-func (UnimplementedMetaServer) SetQuota(context.Context, *Quota) (*Quota, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method SetQuota not implemented")
-}
-func (UnimplementedMetaServer) GetQuota(context.Context, *InoRequest) (*Quota, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method GetQuota not implemented")
-}
-func (UnimplementedMetaServer) Quotas(context.Context, *Empty) (*QuotaList, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method Quotas not implemented")
-}
-func (UnimplementedMetaServer) RemoveQuota(context.Context, *InoRequest) (*Empty, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method RemoveQuota not implemented")
-}
-func (UnimplementedMetaServer) QuotaOf(context.Context, *InoRequest) (*Quota, error) {
-	return nil, status.Errorf(codes.Unimplemented, "method QuotaOf not implemented")
-}
-func (UnimplementedMetaServer) mustEmbedUnimplementedMetaServer() {}
-func (UnimplementedMetaServer) testEmbeddedByValue()              {}
+func (UnimplementedFilesetServiceServer) mustEmbedUnimplementedFilesetServiceServer() {}
+func (UnimplementedFilesetServiceServer) testEmbeddedByValue()                        {}
 
-// UnsafeMetaServer may be embedded to opt out of forward compatibility for this service.
-// Use of this interface is not recommended, as added methods to MetaServer will
+// UnsafeFilesetServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to FilesetServiceServer will
 // result in compilation errors.
-type UnsafeMetaServer interface {
-	mustEmbedUnimplementedMetaServer()
+type UnsafeFilesetServiceServer interface {
+	mustEmbedUnimplementedFilesetServiceServer()
 }
 
-func RegisterMetaServer(s grpc.ServiceRegistrar, srv MetaServer) {
-	// If the following call pancis, it indicates UnimplementedMetaServer was
+func RegisterFilesetServiceServer(s grpc.ServiceRegistrar, srv FilesetServiceServer) {
+	// If the following call pancis, it indicates UnimplementedFilesetServiceServer was
 	// embedded by pointer and is nil.  This will cause panics if an
 	// unimplemented method is ever invoked, so we test this at initialization
 	// time to prevent it from happening at runtime later due to I/O.
 	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
 		t.testEmbeddedByValue()
 	}
-	s.RegisterService(&Meta_ServiceDesc, srv)
+	s.RegisterService(&FilesetService_ServiceDesc, srv)
 }
 
-func _Meta_Lookup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(LookupRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).Lookup(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_Lookup_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Lookup(ctx, req.(*LookupRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_GetAttr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(InoRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).GetAttr(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_GetAttr_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).GetAttr(ctx, req.(*InoRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_SetAttr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(SetAttrRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).SetAttr(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_SetAttr_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).SetAttr(ctx, req.(*SetAttrRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_Create_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(CreateRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).Create(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_Create_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Create(ctx, req.(*CreateRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_Link_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(LinkRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).Link(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_Link_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Link(ctx, req.(*LinkRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_Unlink_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(UnlinkRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).Unlink(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_Unlink_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Unlink(ctx, req.(*UnlinkRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_Rmdir_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(NameRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).Rmdir(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_Rmdir_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Rmdir(ctx, req.(*NameRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_Rename_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(RenameRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).Rename(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_Rename_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Rename(ctx, req.(*RenameRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_ReadDir_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ReadDirRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).ReadDir(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_ReadDir_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).ReadDir(ctx, req.(*ReadDirRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_GetRecipe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(GetRecipeRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).GetRecipe(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_GetRecipe_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).GetRecipe(ctx, req.(*GetRecipeRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_Commit_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(CommitRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).Commit(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_Commit_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Commit(ctx, req.(*CommitRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_HoldOpen_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(InoRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).HoldOpen(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_HoldOpen_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).HoldOpen(ctx, req.(*InoRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_ReleaseOpen_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(InoRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).ReleaseOpen(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_ReleaseOpen_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).ReleaseOpen(ctx, req.(*InoRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_Reap_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(InoRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).Reap(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_Reap_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Reap(ctx, req.(*InoRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_GetXattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(XattrRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).GetXattr(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_GetXattr_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).GetXattr(ctx, req.(*XattrRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_SetXattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(SetXattrRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).SetXattr(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_SetXattr_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).SetXattr(ctx, req.(*SetXattrRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_ListXattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(InoRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).ListXattr(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_ListXattr_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).ListXattr(ctx, req.(*InoRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_RemoveXattr_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(XattrRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).RemoveXattr(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_RemoveXattr_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).RemoveXattr(ctx, req.(*XattrRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_Sync_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(Empty)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).Sync(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_Sync_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Sync(ctx, req.(*Empty))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_StatFS_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(Empty)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).StatFS(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_StatFS_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).StatFS(ctx, req.(*Empty))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_Servers_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(Empty)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).Servers(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_Servers_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Servers(ctx, req.(*Empty))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_RegisterServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(Server)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).RegisterServer(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_RegisterServer_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).RegisterServer(ctx, req.(*Server))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_SetServerState_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(SetServerStateRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).SetServerState(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_SetServerState_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).SetServerState(ctx, req.(*SetServerStateRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_SetReplicas_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(SetReplicasRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).SetReplicas(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_SetReplicas_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).SetReplicas(ctx, req.(*SetReplicasRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_MoverProgress_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(Empty)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).MoverProgress(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_MoverProgress_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).MoverProgress(ctx, req.(*Empty))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_Decompose_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(DecomposeRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).Decompose(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_Decompose_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Decompose(ctx, req.(*DecomposeRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_ListBlocks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ListBlocksRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).ListBlocks(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_ListBlocks_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).ListBlocks(ctx, req.(*ListBlocksRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_OpenSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(Empty)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).OpenSession(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_OpenSession_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).OpenSession(ctx, req.(*Empty))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_CloseSession_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(Empty)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).CloseSession(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_CloseSession_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).CloseSession(ctx, req.(*Empty))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_Callbacks_Handler(srv interface{}, stream grpc.ServerStream) error {
-	return srv.(MetaServer).Callbacks(&grpc.GenericServerStream[Ack, CallbackBatch]{ServerStream: stream})
-}
-
-// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
-type Meta_CallbacksServer = grpc.BidiStreamingServer[Ack, CallbackBatch]
-
-func _Meta_Hello_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(Empty)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).Hello(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_Hello_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Hello(ctx, req.(*Empty))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_ClusterStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(Empty)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).ClusterStatus(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_ClusterStatus_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).ClusterStatus(ctx, req.(*Empty))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_CreateFileset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _FilesetService_CreateFileset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(Fileset)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).CreateFileset(ctx, in)
+		return srv.(FilesetServiceServer).CreateFileset(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_CreateFileset_FullMethodName,
+		FullMethod: FilesetService_CreateFileset_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).CreateFileset(ctx, req.(*Fileset))
+		return srv.(FilesetServiceServer).CreateFileset(ctx, req.(*Fileset))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_GetFileset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _FilesetService_GetFileset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(InoRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).GetFileset(ctx, in)
+		return srv.(FilesetServiceServer).GetFileset(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_GetFileset_FullMethodName,
+		FullMethod: FilesetService_GetFileset_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).GetFileset(ctx, req.(*InoRequest))
+		return srv.(FilesetServiceServer).GetFileset(ctx, req.(*InoRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_Filesets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _FilesetService_Filesets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(Empty)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).Filesets(ctx, in)
+		return srv.(FilesetServiceServer).Filesets(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_Filesets_FullMethodName,
+		FullMethod: FilesetService_Filesets_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Filesets(ctx, req.(*Empty))
+		return srv.(FilesetServiceServer).Filesets(ctx, req.(*Empty))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_AddFilesetReads_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _FilesetService_AddFilesetReads_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(FilesetReadsRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).AddFilesetReads(ctx, in)
+		return srv.(FilesetServiceServer).AddFilesetReads(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_AddFilesetReads_FullMethodName,
+		FullMethod: FilesetService_AddFilesetReads_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).AddFilesetReads(ctx, req.(*FilesetReadsRequest))
+		return srv.(FilesetServiceServer).AddFilesetReads(ctx, req.(*FilesetReadsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_DeleteFileset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _FilesetService_DeleteFileset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(InoRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).DeleteFileset(ctx, in)
+		return srv.(FilesetServiceServer).DeleteFileset(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_DeleteFileset_FullMethodName,
+		FullMethod: FilesetService_DeleteFileset_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).DeleteFileset(ctx, req.(*InoRequest))
+		return srv.(FilesetServiceServer).DeleteFileset(ctx, req.(*InoRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_IngestDir_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _FilesetService_IngestDir_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(IngestDirRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).IngestDir(ctx, in)
+		return srv.(FilesetServiceServer).IngestDir(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_IngestDir_FullMethodName,
+		FullMethod: FilesetService_IngestDir_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).IngestDir(ctx, req.(*IngestDirRequest))
+		return srv.(FilesetServiceServer).IngestDir(ctx, req.(*IngestDirRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_SetGateway_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _FilesetService_SetGateway_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SetGatewayRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).SetGateway(ctx, in)
+		return srv.(FilesetServiceServer).SetGateway(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_SetGateway_FullMethodName,
+		FullMethod: FilesetService_SetGateway_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).SetGateway(ctx, req.(*SetGatewayRequest))
+		return srv.(FilesetServiceServer).SetGateway(ctx, req.(*SetGatewayRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_EvictData_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _FilesetService_EvictData_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(InoRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).EvictData(ctx, in)
+		return srv.(FilesetServiceServer).EvictData(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_EvictData_FullMethodName,
+		FullMethod: FilesetService_EvictData_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).EvictData(ctx, req.(*InoRequest))
+		return srv.(FilesetServiceServer).EvictData(ctx, req.(*InoRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_RemoveVanished_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _FilesetService_RemoveVanished_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(RemoveVanishedRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).RemoveVanished(ctx, in)
+		return srv.(FilesetServiceServer).RemoveVanished(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_RemoveVanished_FullMethodName,
+		FullMethod: FilesetService_RemoveVanished_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).RemoveVanished(ctx, req.(*RemoveVanishedRequest))
+		return srv.(FilesetServiceServer).RemoveVanished(ctx, req.(*RemoveVanishedRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_ClaimWriteback_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(ClaimWritebackRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).ClaimWriteback(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_ClaimWriteback_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).ClaimWriteback(ctx, req.(*ClaimWritebackRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_WritebackDone_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(WritebackDoneRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).WritebackDone(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_WritebackDone_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).WritebackDone(ctx, req.(*WritebackDoneRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_WritebackFailed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(WritebackFailedRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).WritebackFailed(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_WritebackFailed_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).WritebackFailed(ctx, req.(*WritebackFailedRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_WritebackToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(InoRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).WritebackToken(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_WritebackToken_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).WritebackToken(ctx, req.(*InoRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_WritebackStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(InoRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).WritebackStats(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_WritebackStats_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).WritebackStats(ctx, req.(*InoRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_RequestFlush_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(InoRequest)
-	if err := dec(in); err != nil {
-		return nil, err
-	}
-	if interceptor == nil {
-		return srv.(MetaServer).RequestFlush(ctx, in)
-	}
-	info := &grpc.UnaryServerInfo{
-		Server:     srv,
-		FullMethod: Meta_RequestFlush_FullMethodName,
-	}
-	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).RequestFlush(ctx, req.(*InoRequest))
-	}
-	return interceptor(ctx, in, info, handler)
-}
-
-func _Meta_RegisterGateway_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _FilesetService_RegisterGateway_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GatewayNode)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).RegisterGateway(ctx, in)
+		return srv.(FilesetServiceServer).RegisterGateway(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_RegisterGateway_FullMethodName,
+		FullMethod: FilesetService_RegisterGateway_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).RegisterGateway(ctx, req.(*GatewayNode))
+		return srv.(FilesetServiceServer).RegisterGateway(ctx, req.(*GatewayNode))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_Gateways_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _FilesetService_Gateways_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(Empty)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).Gateways(ctx, in)
+		return srv.(FilesetServiceServer).Gateways(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_Gateways_FullMethodName,
+		FullMethod: FilesetService_Gateways_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Gateways(ctx, req.(*Empty))
+		return srv.(FilesetServiceServer).Gateways(ctx, req.(*Empty))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_SetQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+// FilesetService_ServiceDesc is the grpc.ServiceDesc for FilesetService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var FilesetService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "tessera.meta.v1.FilesetService",
+	HandlerType: (*FilesetServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "CreateFileset",
+			Handler:    _FilesetService_CreateFileset_Handler,
+		},
+		{
+			MethodName: "GetFileset",
+			Handler:    _FilesetService_GetFileset_Handler,
+		},
+		{
+			MethodName: "Filesets",
+			Handler:    _FilesetService_Filesets_Handler,
+		},
+		{
+			MethodName: "AddFilesetReads",
+			Handler:    _FilesetService_AddFilesetReads_Handler,
+		},
+		{
+			MethodName: "DeleteFileset",
+			Handler:    _FilesetService_DeleteFileset_Handler,
+		},
+		{
+			MethodName: "IngestDir",
+			Handler:    _FilesetService_IngestDir_Handler,
+		},
+		{
+			MethodName: "SetGateway",
+			Handler:    _FilesetService_SetGateway_Handler,
+		},
+		{
+			MethodName: "EvictData",
+			Handler:    _FilesetService_EvictData_Handler,
+		},
+		{
+			MethodName: "RemoveVanished",
+			Handler:    _FilesetService_RemoveVanished_Handler,
+		},
+		{
+			MethodName: "RegisterGateway",
+			Handler:    _FilesetService_RegisterGateway_Handler,
+		},
+		{
+			MethodName: "Gateways",
+			Handler:    _FilesetService_Gateways_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "tessera/meta/v1/meta.proto",
+}
+
+const (
+	WritebackService_ClaimWriteback_FullMethodName  = "/tessera.meta.v1.WritebackService/ClaimWriteback"
+	WritebackService_WritebackDone_FullMethodName   = "/tessera.meta.v1.WritebackService/WritebackDone"
+	WritebackService_WritebackFailed_FullMethodName = "/tessera.meta.v1.WritebackService/WritebackFailed"
+	WritebackService_WritebackToken_FullMethodName  = "/tessera.meta.v1.WritebackService/WritebackToken"
+	WritebackService_WritebackStats_FullMethodName  = "/tessera.meta.v1.WritebackService/WritebackStats"
+	WritebackService_RequestFlush_FullMethodName    = "/tessera.meta.v1.WritebackService/RequestFlush"
+)
+
+// WritebackServiceClient is the client API for WritebackService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// WritebackService is meta.WritebackAPI (issue 14): the write-back queue.
+type WritebackServiceClient interface {
+	ClaimWriteback(ctx context.Context, in *ClaimWritebackRequest, opts ...grpc.CallOption) (*WBOpList, error)
+	WritebackDone(ctx context.Context, in *WritebackDoneRequest, opts ...grpc.CallOption) (*Empty, error)
+	WritebackFailed(ctx context.Context, in *WritebackFailedRequest, opts ...grpc.CallOption) (*Empty, error)
+	WritebackToken(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WritebackTokenReply, error)
+	WritebackStats(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WBStats, error)
+	RequestFlush(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
+}
+
+type writebackServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewWritebackServiceClient(cc grpc.ClientConnInterface) WritebackServiceClient {
+	return &writebackServiceClient{cc}
+}
+
+func (c *writebackServiceClient) ClaimWriteback(ctx context.Context, in *ClaimWritebackRequest, opts ...grpc.CallOption) (*WBOpList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WBOpList)
+	err := c.cc.Invoke(ctx, WritebackService_ClaimWriteback_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *writebackServiceClient) WritebackDone(ctx context.Context, in *WritebackDoneRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, WritebackService_WritebackDone_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *writebackServiceClient) WritebackFailed(ctx context.Context, in *WritebackFailedRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, WritebackService_WritebackFailed_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *writebackServiceClient) WritebackToken(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WritebackTokenReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WritebackTokenReply)
+	err := c.cc.Invoke(ctx, WritebackService_WritebackToken_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *writebackServiceClient) WritebackStats(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*WBStats, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WBStats)
+	err := c.cc.Invoke(ctx, WritebackService_WritebackStats_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *writebackServiceClient) RequestFlush(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, WritebackService_RequestFlush_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// WritebackServiceServer is the server API for WritebackService service.
+// All implementations must embed UnimplementedWritebackServiceServer
+// for forward compatibility.
+//
+// WritebackService is meta.WritebackAPI (issue 14): the write-back queue.
+type WritebackServiceServer interface {
+	ClaimWriteback(context.Context, *ClaimWritebackRequest) (*WBOpList, error)
+	WritebackDone(context.Context, *WritebackDoneRequest) (*Empty, error)
+	WritebackFailed(context.Context, *WritebackFailedRequest) (*Empty, error)
+	WritebackToken(context.Context, *InoRequest) (*WritebackTokenReply, error)
+	WritebackStats(context.Context, *InoRequest) (*WBStats, error)
+	RequestFlush(context.Context, *InoRequest) (*Empty, error)
+	mustEmbedUnimplementedWritebackServiceServer()
+}
+
+// UnimplementedWritebackServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedWritebackServiceServer struct{}
+
+func (UnimplementedWritebackServiceServer) ClaimWriteback(context.Context, *ClaimWritebackRequest) (*WBOpList, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ClaimWriteback not implemented")
+}
+func (UnimplementedWritebackServiceServer) WritebackDone(context.Context, *WritebackDoneRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method WritebackDone not implemented")
+}
+func (UnimplementedWritebackServiceServer) WritebackFailed(context.Context, *WritebackFailedRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method WritebackFailed not implemented")
+}
+func (UnimplementedWritebackServiceServer) WritebackToken(context.Context, *InoRequest) (*WritebackTokenReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method WritebackToken not implemented")
+}
+func (UnimplementedWritebackServiceServer) WritebackStats(context.Context, *InoRequest) (*WBStats, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method WritebackStats not implemented")
+}
+func (UnimplementedWritebackServiceServer) RequestFlush(context.Context, *InoRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RequestFlush not implemented")
+}
+func (UnimplementedWritebackServiceServer) mustEmbedUnimplementedWritebackServiceServer() {}
+func (UnimplementedWritebackServiceServer) testEmbeddedByValue()                          {}
+
+// UnsafeWritebackServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to WritebackServiceServer will
+// result in compilation errors.
+type UnsafeWritebackServiceServer interface {
+	mustEmbedUnimplementedWritebackServiceServer()
+}
+
+func RegisterWritebackServiceServer(s grpc.ServiceRegistrar, srv WritebackServiceServer) {
+	// If the following call pancis, it indicates UnimplementedWritebackServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&WritebackService_ServiceDesc, srv)
+}
+
+func _WritebackService_ClaimWriteback_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ClaimWritebackRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WritebackServiceServer).ClaimWriteback(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WritebackService_ClaimWriteback_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WritebackServiceServer).ClaimWriteback(ctx, req.(*ClaimWritebackRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WritebackService_WritebackDone_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WritebackDoneRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WritebackServiceServer).WritebackDone(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WritebackService_WritebackDone_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WritebackServiceServer).WritebackDone(ctx, req.(*WritebackDoneRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WritebackService_WritebackFailed_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WritebackFailedRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WritebackServiceServer).WritebackFailed(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WritebackService_WritebackFailed_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WritebackServiceServer).WritebackFailed(ctx, req.(*WritebackFailedRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WritebackService_WritebackToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WritebackServiceServer).WritebackToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WritebackService_WritebackToken_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WritebackServiceServer).WritebackToken(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WritebackService_WritebackStats_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WritebackServiceServer).WritebackStats(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WritebackService_WritebackStats_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WritebackServiceServer).WritebackStats(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WritebackService_RequestFlush_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WritebackServiceServer).RequestFlush(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WritebackService_RequestFlush_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WritebackServiceServer).RequestFlush(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// WritebackService_ServiceDesc is the grpc.ServiceDesc for WritebackService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var WritebackService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "tessera.meta.v1.WritebackService",
+	HandlerType: (*WritebackServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "ClaimWriteback",
+			Handler:    _WritebackService_ClaimWriteback_Handler,
+		},
+		{
+			MethodName: "WritebackDone",
+			Handler:    _WritebackService_WritebackDone_Handler,
+		},
+		{
+			MethodName: "WritebackFailed",
+			Handler:    _WritebackService_WritebackFailed_Handler,
+		},
+		{
+			MethodName: "WritebackToken",
+			Handler:    _WritebackService_WritebackToken_Handler,
+		},
+		{
+			MethodName: "WritebackStats",
+			Handler:    _WritebackService_WritebackStats_Handler,
+		},
+		{
+			MethodName: "RequestFlush",
+			Handler:    _WritebackService_RequestFlush_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "tessera/meta/v1/meta.proto",
+}
+
+const (
+	QuotaService_SetQuota_FullMethodName    = "/tessera.meta.v1.QuotaService/SetQuota"
+	QuotaService_GetQuota_FullMethodName    = "/tessera.meta.v1.QuotaService/GetQuota"
+	QuotaService_Quotas_FullMethodName      = "/tessera.meta.v1.QuotaService/Quotas"
+	QuotaService_RemoveQuota_FullMethodName = "/tessera.meta.v1.QuotaService/RemoveQuota"
+	QuotaService_QuotaOf_FullMethodName     = "/tessera.meta.v1.QuotaService/QuotaOf"
+)
+
+// QuotaServiceClient is the client API for QuotaService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// QuotaService is meta.QuotaAPI: directory quotas; set and remove need the
+// admin role.
+type QuotaServiceClient interface {
+	SetQuota(ctx context.Context, in *Quota, opts ...grpc.CallOption) (*Quota, error)
+	GetQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error)
+	Quotas(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*QuotaList, error)
+	RemoveQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
+	QuotaOf(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error)
+}
+
+type quotaServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewQuotaServiceClient(cc grpc.ClientConnInterface) QuotaServiceClient {
+	return &quotaServiceClient{cc}
+}
+
+func (c *quotaServiceClient) SetQuota(ctx context.Context, in *Quota, opts ...grpc.CallOption) (*Quota, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Quota)
+	err := c.cc.Invoke(ctx, QuotaService_SetQuota_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *quotaServiceClient) GetQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Quota)
+	err := c.cc.Invoke(ctx, QuotaService_GetQuota_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *quotaServiceClient) Quotas(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*QuotaList, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QuotaList)
+	err := c.cc.Invoke(ctx, QuotaService_Quotas_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *quotaServiceClient) RemoveQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, QuotaService_RemoveQuota_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *quotaServiceClient) QuotaOf(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Quota)
+	err := c.cc.Invoke(ctx, QuotaService_QuotaOf_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// QuotaServiceServer is the server API for QuotaService service.
+// All implementations must embed UnimplementedQuotaServiceServer
+// for forward compatibility.
+//
+// QuotaService is meta.QuotaAPI: directory quotas; set and remove need the
+// admin role.
+type QuotaServiceServer interface {
+	SetQuota(context.Context, *Quota) (*Quota, error)
+	GetQuota(context.Context, *InoRequest) (*Quota, error)
+	Quotas(context.Context, *Empty) (*QuotaList, error)
+	RemoveQuota(context.Context, *InoRequest) (*Empty, error)
+	QuotaOf(context.Context, *InoRequest) (*Quota, error)
+	mustEmbedUnimplementedQuotaServiceServer()
+}
+
+// UnimplementedQuotaServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedQuotaServiceServer struct{}
+
+func (UnimplementedQuotaServiceServer) SetQuota(context.Context, *Quota) (*Quota, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method SetQuota not implemented")
+}
+func (UnimplementedQuotaServiceServer) GetQuota(context.Context, *InoRequest) (*Quota, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetQuota not implemented")
+}
+func (UnimplementedQuotaServiceServer) Quotas(context.Context, *Empty) (*QuotaList, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Quotas not implemented")
+}
+func (UnimplementedQuotaServiceServer) RemoveQuota(context.Context, *InoRequest) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RemoveQuota not implemented")
+}
+func (UnimplementedQuotaServiceServer) QuotaOf(context.Context, *InoRequest) (*Quota, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method QuotaOf not implemented")
+}
+func (UnimplementedQuotaServiceServer) mustEmbedUnimplementedQuotaServiceServer() {}
+func (UnimplementedQuotaServiceServer) testEmbeddedByValue()                      {}
+
+// UnsafeQuotaServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to QuotaServiceServer will
+// result in compilation errors.
+type UnsafeQuotaServiceServer interface {
+	mustEmbedUnimplementedQuotaServiceServer()
+}
+
+func RegisterQuotaServiceServer(s grpc.ServiceRegistrar, srv QuotaServiceServer) {
+	// If the following call pancis, it indicates UnimplementedQuotaServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&QuotaService_ServiceDesc, srv)
+}
+
+func _QuotaService_SetQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(Quota)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).SetQuota(ctx, in)
+		return srv.(QuotaServiceServer).SetQuota(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_SetQuota_FullMethodName,
+		FullMethod: QuotaService_SetQuota_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).SetQuota(ctx, req.(*Quota))
+		return srv.(QuotaServiceServer).SetQuota(ctx, req.(*Quota))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_GetQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _QuotaService_GetQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(InoRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).GetQuota(ctx, in)
+		return srv.(QuotaServiceServer).GetQuota(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_GetQuota_FullMethodName,
+		FullMethod: QuotaService_GetQuota_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).GetQuota(ctx, req.(*InoRequest))
+		return srv.(QuotaServiceServer).GetQuota(ctx, req.(*InoRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_Quotas_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _QuotaService_Quotas_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(Empty)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).Quotas(ctx, in)
+		return srv.(QuotaServiceServer).Quotas(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_Quotas_FullMethodName,
+		FullMethod: QuotaService_Quotas_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).Quotas(ctx, req.(*Empty))
+		return srv.(QuotaServiceServer).Quotas(ctx, req.(*Empty))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_RemoveQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _QuotaService_RemoveQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(InoRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).RemoveQuota(ctx, in)
+		return srv.(QuotaServiceServer).RemoveQuota(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_RemoveQuota_FullMethodName,
+		FullMethod: QuotaService_RemoveQuota_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).RemoveQuota(ctx, req.(*InoRequest))
+		return srv.(QuotaServiceServer).RemoveQuota(ctx, req.(*InoRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-func _Meta_QuotaOf_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+func _QuotaService_QuotaOf_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(InoRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MetaServer).QuotaOf(ctx, in)
+		return srv.(QuotaServiceServer).QuotaOf(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: Meta_QuotaOf_FullMethodName,
+		FullMethod: QuotaService_QuotaOf_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MetaServer).QuotaOf(ctx, req.(*InoRequest))
+		return srv.(QuotaServiceServer).QuotaOf(ctx, req.(*InoRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
 
-// Meta_ServiceDesc is the grpc.ServiceDesc for Meta service.
+// QuotaService_ServiceDesc is the grpc.ServiceDesc for QuotaService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
-var Meta_ServiceDesc = grpc.ServiceDesc{
-	ServiceName: "tessera.meta.v1.Meta",
-	HandlerType: (*MetaServer)(nil),
+var QuotaService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "tessera.meta.v1.QuotaService",
+	HandlerType: (*QuotaServiceServer)(nil),
 	Methods: []grpc.MethodDesc{
 		{
-			MethodName: "Lookup",
-			Handler:    _Meta_Lookup_Handler,
-		},
-		{
-			MethodName: "GetAttr",
-			Handler:    _Meta_GetAttr_Handler,
-		},
-		{
-			MethodName: "SetAttr",
-			Handler:    _Meta_SetAttr_Handler,
-		},
-		{
-			MethodName: "Create",
-			Handler:    _Meta_Create_Handler,
-		},
-		{
-			MethodName: "Link",
-			Handler:    _Meta_Link_Handler,
-		},
-		{
-			MethodName: "Unlink",
-			Handler:    _Meta_Unlink_Handler,
-		},
-		{
-			MethodName: "Rmdir",
-			Handler:    _Meta_Rmdir_Handler,
-		},
-		{
-			MethodName: "Rename",
-			Handler:    _Meta_Rename_Handler,
-		},
-		{
-			MethodName: "ReadDir",
-			Handler:    _Meta_ReadDir_Handler,
-		},
-		{
-			MethodName: "GetRecipe",
-			Handler:    _Meta_GetRecipe_Handler,
-		},
-		{
-			MethodName: "Commit",
-			Handler:    _Meta_Commit_Handler,
-		},
-		{
-			MethodName: "HoldOpen",
-			Handler:    _Meta_HoldOpen_Handler,
-		},
-		{
-			MethodName: "ReleaseOpen",
-			Handler:    _Meta_ReleaseOpen_Handler,
-		},
-		{
-			MethodName: "Reap",
-			Handler:    _Meta_Reap_Handler,
-		},
-		{
-			MethodName: "GetXattr",
-			Handler:    _Meta_GetXattr_Handler,
-		},
-		{
-			MethodName: "SetXattr",
-			Handler:    _Meta_SetXattr_Handler,
-		},
-		{
-			MethodName: "ListXattr",
-			Handler:    _Meta_ListXattr_Handler,
-		},
-		{
-			MethodName: "RemoveXattr",
-			Handler:    _Meta_RemoveXattr_Handler,
-		},
-		{
-			MethodName: "Sync",
-			Handler:    _Meta_Sync_Handler,
-		},
-		{
-			MethodName: "StatFS",
-			Handler:    _Meta_StatFS_Handler,
-		},
-		{
-			MethodName: "Servers",
-			Handler:    _Meta_Servers_Handler,
-		},
-		{
-			MethodName: "RegisterServer",
-			Handler:    _Meta_RegisterServer_Handler,
-		},
-		{
-			MethodName: "SetServerState",
-			Handler:    _Meta_SetServerState_Handler,
-		},
-		{
-			MethodName: "SetReplicas",
-			Handler:    _Meta_SetReplicas_Handler,
-		},
-		{
-			MethodName: "MoverProgress",
-			Handler:    _Meta_MoverProgress_Handler,
-		},
-		{
-			MethodName: "Decompose",
-			Handler:    _Meta_Decompose_Handler,
-		},
-		{
-			MethodName: "ListBlocks",
-			Handler:    _Meta_ListBlocks_Handler,
-		},
-		{
-			MethodName: "OpenSession",
-			Handler:    _Meta_OpenSession_Handler,
-		},
-		{
-			MethodName: "CloseSession",
-			Handler:    _Meta_CloseSession_Handler,
-		},
-		{
-			MethodName: "Hello",
-			Handler:    _Meta_Hello_Handler,
-		},
-		{
-			MethodName: "ClusterStatus",
-			Handler:    _Meta_ClusterStatus_Handler,
-		},
-		{
-			MethodName: "CreateFileset",
-			Handler:    _Meta_CreateFileset_Handler,
-		},
-		{
-			MethodName: "GetFileset",
-			Handler:    _Meta_GetFileset_Handler,
-		},
-		{
-			MethodName: "Filesets",
-			Handler:    _Meta_Filesets_Handler,
-		},
-		{
-			MethodName: "AddFilesetReads",
-			Handler:    _Meta_AddFilesetReads_Handler,
-		},
-		{
-			MethodName: "DeleteFileset",
-			Handler:    _Meta_DeleteFileset_Handler,
-		},
-		{
-			MethodName: "IngestDir",
-			Handler:    _Meta_IngestDir_Handler,
-		},
-		{
-			MethodName: "SetGateway",
-			Handler:    _Meta_SetGateway_Handler,
-		},
-		{
-			MethodName: "EvictData",
-			Handler:    _Meta_EvictData_Handler,
-		},
-		{
-			MethodName: "RemoveVanished",
-			Handler:    _Meta_RemoveVanished_Handler,
-		},
-		{
-			MethodName: "ClaimWriteback",
-			Handler:    _Meta_ClaimWriteback_Handler,
-		},
-		{
-			MethodName: "WritebackDone",
-			Handler:    _Meta_WritebackDone_Handler,
-		},
-		{
-			MethodName: "WritebackFailed",
-			Handler:    _Meta_WritebackFailed_Handler,
-		},
-		{
-			MethodName: "WritebackToken",
-			Handler:    _Meta_WritebackToken_Handler,
-		},
-		{
-			MethodName: "WritebackStats",
-			Handler:    _Meta_WritebackStats_Handler,
-		},
-		{
-			MethodName: "RequestFlush",
-			Handler:    _Meta_RequestFlush_Handler,
-		},
-		{
-			MethodName: "RegisterGateway",
-			Handler:    _Meta_RegisterGateway_Handler,
-		},
-		{
-			MethodName: "Gateways",
-			Handler:    _Meta_Gateways_Handler,
-		},
-		{
 			MethodName: "SetQuota",
-			Handler:    _Meta_SetQuota_Handler,
+			Handler:    _QuotaService_SetQuota_Handler,
 		},
 		{
 			MethodName: "GetQuota",
-			Handler:    _Meta_GetQuota_Handler,
+			Handler:    _QuotaService_GetQuota_Handler,
 		},
 		{
 			MethodName: "Quotas",
-			Handler:    _Meta_Quotas_Handler,
+			Handler:    _QuotaService_Quotas_Handler,
 		},
 		{
 			MethodName: "RemoveQuota",
-			Handler:    _Meta_RemoveQuota_Handler,
+			Handler:    _QuotaService_RemoveQuota_Handler,
 		},
 		{
 			MethodName: "QuotaOf",
-			Handler:    _Meta_QuotaOf_Handler,
+			Handler:    _QuotaService_QuotaOf_Handler,
 		},
 	},
-	Streams: []grpc.StreamDesc{
-		{
-			StreamName:    "Callbacks",
-			Handler:       _Meta_Callbacks_Handler,
-			ServerStreams: true,
-			ClientStreams: true,
-		},
-	},
+	Streams:  []grpc.StreamDesc{},
 	Metadata: "tessera/meta/v1/meta.proto",
 }
