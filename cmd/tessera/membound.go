@@ -15,10 +15,12 @@ import (
 	"tessera/internal/meta/metarpc"
 	"tessera/internal/nfs"
 	"tessera/internal/s3"
+	"tessera/internal/up"
+	"tessera/internal/vfs"
 )
 
 // upFixedBytes is what tessera up holds besides its bounded parts: the Go
-// runtime, the KV engine's caches and memtables (pebble's defaults), the
+// runtime, the KV engine's memtables (pebble's defaults), the
 // FUSE request buffers, goroutine stacks, the meta service's leases
 // (meta.DefaultMaxLeases a session, the mount's one) and the code.
 const upFixedBytes = 96 << 20
@@ -32,7 +34,8 @@ type memPart struct {
 // upMemParts are the parts of tessera up's memory and their bounds: the
 // mount's (client.MemoryParts), every block server's request bodies in
 // flight, the meta service's request bytes of one peer address (up's
-// mount; each other address that calls adds as much), and the rest.
+// mount; each other address that calls adds as much), the meta store's
+// block cache, and the rest.
 func upMemParts(mem client.Config, servers int, block blockserver.Limits, metaLim metarpc.PeerLimits) []memPart {
 	var out []memPart
 	for _, p := range client.MemoryParts(mem) {
@@ -42,7 +45,8 @@ func upMemParts(mem client.Config, servers int, block blockserver.Limits, metaLi
 	out = append(out,
 		memPart{fmt.Sprintf("block servers: request bodies in flight (%d x --max-inflight)", servers), int64(servers) * block.MaxInFlight},
 		memPart{"meta service: requests of one peer address (--meta-max-inflight-per-ip)", metaLim.InFlight},
-		memPart{"runtime, KV engine caches, FUSE buffers, leases", upFixedBytes},
+		memPart{"meta service: KV block cache", up.MetaCacheBytes},
+		memPart{"runtime, KV engine memtables, FUSE buffers, leases", upFixedBytes},
 	)
 	return out
 }
@@ -54,7 +58,8 @@ func nfsMemParts(mem client.Config, prefix string) []memPart {
 	for _, p := range client.MemoryParts(mem) {
 		out = append(out, memPart{prefix + p.Name, p.Bytes})
 	}
-	return append(out, memPart{prefix + "calls in flight, all connections", nfs.DefaultInFlight})
+	return append(out, memPart{prefix + "calls in flight, all connections", nfs.DefaultInFlight},
+		memPart{prefix + "attribute cache", vfs.AttrCacheBytes})
 }
 
 // s3MemParts are the parts of an S3 endpoint's memory: its client's and
@@ -136,6 +141,18 @@ func limitMemory(total int64) {
 		debug.SetMemoryLimit(total)
 	}
 }
+
+// setGCPercent sets the collector's target (GOGC) to p.
+func setGCPercent(p int) { debug.SetGCPercent(p) }
+
+// upGCPercent is tessera up's GC target (GOGC; the other commands run at
+// main's 50). Its heap is mostly block buffers, which hold no pointers and
+// cost the collector almost nothing to mark, and it allocates fast (a
+// private copy per partial write of a block, fetch buffers): fsx allocated
+// 12 GB in 36 s. The heap's growth between collections was a third of
+// up's peak there; at 25 the collector ran 1.1% -> 2-3% of the process's
+// CPU (docs/design/2026-11-29-fsx-memory.md).
+const upGCPercent = 25
 
 // upInFlight is tessera up's default of --max-inflight and
 // --max-inflight-per-ip: its block servers share one host and mostly its

@@ -9,6 +9,7 @@ import (
 
 	blockserver "tessera/internal/block/server"
 	"tessera/internal/client"
+	"tessera/internal/up"
 )
 
 // TestUpMemoryBound: tessera up's stated bound is the mount's
@@ -38,7 +39,7 @@ func TestUpMemoryBound(t *testing.T) {
 	}
 	cfg := client.Config{MemCacheBytes: 64 << 20, DirtyBytes: 32 << 20}
 	parts := upMemParts(cfg, 3, lim, mlim)
-	want := client.MemoryBound(cfg) + 3*lim.MaxInFlight + mlim.InFlight + upFixedBytes
+	want := client.MemoryBound(cfg) + 3*lim.MaxInFlight + mlim.InFlight + up.MetaCacheBytes + upFixedBytes
 	if got := memTotal(parts); got != want {
 		t.Fatalf("total %d MiB; want %d MiB", got>>20, want>>20)
 	}

@@ -2,6 +2,10 @@
 // (BLAKE3-256 hashes), the Store interface every block holder implements, and
 // the errors they classify.
 //
+// Tree (tree.go) keeps a block's BLAKE3 tree so that the name of a version
+// changed in a few ranges is computed by rehashing only those: the same
+// name Sum gives.
+//
 // Contract. A block is immutable: Put of a hash that is already present keeps
 // the stored copy (and refreshes its age, so the garbage collector's grace
 // period counts from the latest Put). Put verifies that data hashes to h and

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"tessera/internal/backoff"
 	"tessera/internal/block"
@@ -261,14 +262,14 @@ func (f *file) contentLocked(ctx context.Context, idx uint64) (buf []byte, h blo
 // the version being uploaded or waiting for its commit, or else the
 // committed one; and, when content is set, a private, modifiable copy of
 // the block's content as this client sees it (cut at its size).
-func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int64) ([]byte, base, int64, error) {
+func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at, end int64) ([]byte, base, int64, error) {
 	if d, ok := f.inflight[idx]; ok {
 		b := d.base
 		b.sp = b.sp.clone()
 		if !content {
 			return nil, b, 0, nil
 		}
-		buf, shared := f.privateLocked(idx, d.buf, f.size-int64(idx)*f.bs, at)
+		buf, shared := f.privateLocked(idx, d.buf, f.size-int64(idx)*f.bs, at, end)
 		return buf, b, shared, nil
 	}
 	if p, ok := f.pending[idx]; ok {
@@ -278,15 +279,16 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int6
 			return nil, b, 0, nil
 		}
 		buf := f.tailContentLocked(idx, p.h)
+		var fetched *blockBuf
 		if buf == nil {
-			fetched, err := f.fetchBaseLocked(ctx, idx, p.h)
-			if err != nil {
+			var err error
+			if fetched, err = f.fetchBaseLocked(ctx, idx, p.h); err != nil {
 				return nil, b, 0, err
 			}
-			defer fetched.release()
 			buf = fetched.data
 		}
-		buf, shared := f.privateLocked(idx, buf, f.size-int64(idx)*f.bs, at)
+		buf, shared := f.privateLocked(idx, buf, f.size-int64(idx)*f.bs, at, end)
+		doneWithBase(fetched, buf)
 		return buf, b, shared, nil
 	}
 	if !content {
@@ -303,14 +305,13 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int6
 		return nil, base{}, 0, err
 	}
 	var buf []byte
+	var fetched *blockBuf
 	if isInline {
 		buf = inline
 	} else if buf = f.tailContentLocked(idx, h); buf == nil {
-		fetched, err := f.fetchBaseLocked(ctx, idx, h)
-		if err != nil {
+		if fetched, err = f.fetchBaseLocked(ctx, idx, h); err != nil {
 			return nil, base{}, 0, err
 		}
-		defer fetched.release() // copied below (privateLocked: a fetched buffer is never a tail)
 		buf = fetched.data
 	}
 	b := base{old: h, oldSet: true}
@@ -325,10 +326,26 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int6
 		buf = buf[:lim]
 	}
 	if isInline {
-		return cloneBlock(buf, int64(len(buf)), f.bs), b, 0, nil
+		return cloneRoom(buf, int64(len(buf)), f.bs, end), b, 0, nil
 	}
-	buf, shared := f.privateLocked(idx, buf, int64(len(buf)), at)
+	buf, shared := f.privateLocked(idx, buf, int64(len(buf)), at, end)
+	doneWithBase(fetched, buf)
 	return buf, b, shared, nil
+}
+
+// doneWithBase drops the reference to a write's fetched base b (nil: none
+// was fetched) once the dirty block has buf: a copy, so b's buffer may go
+// back to the fetch pool; or, should the dirty block have taken b's buffer
+// itself (a cached version that is the block's tail, privateLocked), pinned
+// so that it never does.
+func doneWithBase(b *blockBuf, buf []byte) {
+	if b == nil {
+		return
+	}
+	if len(buf) > 0 && len(b.data) > 0 && unsafe.SliceData(buf) == unsafe.SliceData(b.data) {
+		b.keep()
+	}
+	b.release()
 }
 
 // staleBase returns an Old hash no block has: a commit naming it conflicts.
@@ -376,11 +393,17 @@ func (f *file) fetchBaseLocked(ctx context.Context, idx uint64, h block.Hash) (*
 // journal's first block, written a page at a time) held up to 64 times
 // the block's bytes; the cache counted their length, so it held gigabytes
 // within its bound.
-func cloneBlock(buf []byte, lim, bs int64) []byte {
+func cloneBlock(buf []byte, lim, bs int64) []byte { return cloneRoom(buf, lim, bs, 0) }
+
+// cloneRoom is cloneBlock with room for a write ending at end: a write
+// past the copy's capacity allocated a second buffer at once (extend), and
+// under fsx these regrowths were a quarter of everything tessera up
+// allocated.
+func cloneRoom(buf []byte, lim, bs, end int64) []byte {
 	if int64(len(buf)) > lim {
 		buf = buf[:max(lim, 0)]
 	}
-	out := make([]byte, len(buf), blockCap(int64(len(buf)), bs))
+	out := make([]byte, len(buf), blockCap(max(int64(len(buf)), end), bs))
 	copy(out, buf)
 	return out
 }
@@ -425,7 +448,7 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 				f.c.budget.release(f.bs)
 			} else {
 				d = &dblock{idx: idx}
-				buf, b, shared, err := f.baseLocked(ctx, idx, !(bo == 0 && n == f.bs), bo)
+				buf, b, shared, err := f.baseLocked(ctx, idx, !(bo == 0 && n == f.bs), bo, bo+n)
 				if err != nil {
 					f.c.budget.release(f.bs)
 					return written, err

@@ -24,6 +24,13 @@ import (
 // whole (its composition reached meta.MaxPatches or 1.5 blocks of patches)
 // keeps its tree too, so the next version is named from it.
 //
+// The ranges are the composition's, so a change they missed (a bug in
+// tracking them) would name the content readers assemble while the writer
+// holds its own buffer under that name, where a whole-content hash made
+// readers fail on it. So every verifyEvery-th version named from a tree
+// is hashed whole too; a difference is logged and the whole hash used (the
+// readers' checks then fail loudly, as before): 1/64 of the old cost.
+//
 // Trees are content-addressed, so they never go stale. The cache holds at
 // most treeCacheBytes (a 4 MiB block's tree is 16 KiB) and drops arbitrary
 // entries past that; an idle client empties it.
@@ -31,14 +38,19 @@ import (
 // treeCacheBytes bounds the trees a client keeps.
 const treeCacheBytes = 2 << 20
 
+// verifyEvery: one version in this many named from a tree is hashed whole
+// as well (see above).
+const verifyEvery = 64
+
 type treeCache struct {
 	mu    sync.Mutex
 	m     map[block.Hash]*block.Tree
 	bytes int
 	// named counts the composed versions named, whole those of them
 	// whose predecessor's tree was not here, hashed the bytes hashed to
-	// name them (Stats).
-	named, whole, hashed atomic.Uint64
+	// name them (Stats); updated counts those named from a tree
+	// (verifyEvery).
+	named, whole, hashed, updated atomic.Uint64
 }
 
 func (c *treeCache) get(h block.Hash) *block.Tree {
@@ -85,6 +97,13 @@ func (c *Client) sumChanged(data []byte, old block.Hash, runs [][2]int64) block.
 	var t *block.Tree
 	if ot := c.trees.get(old); ot != nil {
 		t = ot.Update(data, runs)
+		if c.trees.updated.Add(1)%verifyEvery == 0 {
+			if h := block.Sum(data); h != t.Sum() {
+				c.log.Error("a composed block's changed ranges missed a change: named by its whole content",
+					"block", h.Short(), "from", old.Short(), "ranges", len(runs))
+				t = block.NewTree(data)
+			}
+		}
 	} else {
 		t = block.NewTree(data)
 		c.trees.whole.Add(1)

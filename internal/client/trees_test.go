@@ -3,7 +3,9 @@ package client
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"math/rand"
+	"strings"
 	"testing"
 
 	"tessera/internal/block"
@@ -78,5 +80,33 @@ func TestComposedNamedFromTree(t *testing.T) {
 	fresh := s.client(t, nil, nil, nil)
 	if got := readAt(t, open(t, fresh, in.Ino), len(model)+1); !bytes.Equal(got, model) {
 		t.Fatalf("a fresh client reads something else (first difference at %d of %d)", firstDiff(got, model), len(got))
+	}
+}
+
+// TestTreeNamesVerified: every verifyEvery-th version named from a tree is
+// also hashed whole; ranges that missed a change are caught there, logged,
+// and the version named by its whole content.
+func TestTreeNamesVerified(t *testing.T) {
+	s := newShared(t, 1<<20)
+	var logged bytes.Buffer
+	c := s.client(t, nil, nil, slog.New(slog.NewTextHandler(&logged, nil)))
+	data := randBytes(rand.New(rand.NewSource(5)), 200<<10)
+	old := c.sumTree(data)
+	for i := 1; i <= verifyEvery; i++ {
+		next := bytes.Clone(data)
+		next[1000] ^= byte(i)    // told
+		next[150<<10] ^= byte(i) // not told: in a group the run does not touch
+		h := c.sumChanged(next, old, [][2]int64{{1000, 1001}})
+		if i < verifyEvery && h == block.Sum(next) {
+			t.Fatalf("version %d: named by its whole content before the verifying turn; the test does not test the check", i)
+		}
+		if i == verifyEvery {
+			if h != block.Sum(next) {
+				t.Fatalf("the verifying turn kept the tree's name %s, want the whole content's %s", h.Short(), block.Sum(next).Short())
+			}
+			if !strings.Contains(logged.String(), "missed a change") {
+				t.Fatalf("the difference was not logged: %q", logged.String())
+			}
+		}
 	}
 }

@@ -26,6 +26,25 @@ func (s *Service) GetXattr(ctx context.Context, ino Ino, name string) ([]byte, e
 	err := checkXattrName(name)
 	if err == nil {
 		err = s.view(ctx, func(t txn) error {
+			if _, field := fieldAttrs[name]; !field {
+				// The inode and the attribute in one read (kv.GetMany:
+				// one round trip on etcd; ls -l asks for one per file).
+				vals, oks, err := kv.GetMany(t.Txn, [][]byte{inodeKey(ino), xattrKey(ino, name)})
+				if err != nil {
+					return err
+				}
+				if !oks[0] {
+					return fmt.Errorf("inode %d: %w", ino, ErrNotFound)
+				}
+				if _, err := decodeInode(ino, vals[0]); err != nil {
+					return err
+				}
+				if !oks[1] {
+					return ErrNoAttr
+				}
+				out, err = decodeXattr(vals[1])
+				return err
+			}
 			rec, err := t.getInode(ino)
 			if err != nil {
 				return err

@@ -19,7 +19,7 @@ import (
 // metadata is the source's, or the request's with REPLACE.
 func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput) (s3response.CopyObjectOutput, error) {
 	var out s3response.CopyObjectOutput
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return out, err
 	}

@@ -38,6 +38,13 @@ func newFixture(t *testing.T) *fixture {
 // Logger is set here).
 func newFixtureWith(t *testing.T, cfg Config) *fixture {
 	t.Helper()
+	return newFixtureWrapped(t, cfg, nil)
+}
+
+// newFixtureWrapped is newFixtureWith whose client reaches the meta
+// service through wrap(service), when wrap is not nil.
+func newFixtureWrapped(t *testing.T, cfg Config, wrap func(meta.API) meta.API) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: testBlock})
 	if err != nil {
@@ -47,8 +54,12 @@ func newFixtureWith(t *testing.T, cfg Config) *fixture {
 		t.Fatal(err)
 	}
 	st := blocktest.NewMem()
+	var api meta.API = svc
+	if wrap != nil {
+		api = wrap(svc)
+	}
 	c, err := client.New(ctx, client.Config{
-		Meta:   svc,
+		Meta:   api,
 		Dial:   func(meta.Server) (block.Store, error) { return st, nil },
 		Logger: slog.New(slog.DiscardHandler),
 	})

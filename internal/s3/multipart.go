@@ -19,7 +19,6 @@ import (
 	"github.com/versity/versitygw/s3response"
 
 	"tessera/internal/meta"
-	"tessera/internal/vfs"
 )
 
 // Multipart uploads: an upload is a directory BUCKET/.tessera-s3-uploads/
@@ -80,7 +79,7 @@ func (b *Backend) upload(ctx context.Context, c caller, bucket, key, id string) 
 }
 
 func (b *Backend) uploadRecord(ctx context.Context, dir meta.Ino) (uploadRecord, error) {
-	val, err := b.v.GetXattr(ctx, vfs.Root, dir, UploadXattr)
+	val, err := b.v.GetXattr(ctx, asRecords, dir, UploadXattr)
 	if err != nil {
 		return uploadRecord{}, err
 	}
@@ -94,7 +93,7 @@ func (b *Backend) uploadRecord(ctx context.Context, dir meta.Ino) (uploadRecord,
 // CreateMultipartUpload makes the upload's directory and record.
 func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.CreateMultipartUploadInput) (s3response.InitiateMultipartUploadResult, error) {
 	var out s3response.InitiateMultipartUploadResult
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return out, err
 	}
@@ -133,7 +132,7 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 // UploadPart writes a part as a PUT writes an object (a part sent again
 // replaces the one before).
 func (b *Backend) UploadPart(ctx context.Context, in *awss3.UploadPartInput) (*awss3.UploadPartOutput, error) {
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +215,7 @@ func (b *Backend) parts(ctx context.Context, c caller, dir meta.Ino) ([]part, er
 // ListParts lists an upload's parts after PartNumberMarker.
 func (b *Backend) ListParts(ctx context.Context, in *awss3.ListPartsInput) (s3response.ListPartsResult, error) {
 	var out s3response.ListPartsResult
-	c, err := b.who(ctx, false)
+	c, ctx, err := b.who(ctx, false)
 	if err != nil {
 		return out, err
 	}
@@ -252,7 +251,7 @@ func (b *Backend) ListParts(ctx context.Context, in *awss3.ListPartsInput) (s3re
 // most 1000, keys starting with Prefix).
 func (b *Backend) ListMultipartUploads(ctx context.Context, in *awss3.ListMultipartUploadsInput) (s3response.ListMultipartUploadsResult, error) {
 	out := s3response.ListMultipartUploadsResult{Bucket: deref(in.Bucket), Prefix: deref(in.Prefix), MaxUploads: 1000}
-	c, err := b.who(ctx, false)
+	c, ctx, err := b.who(ctx, false)
 	if err != nil {
 		return out, err
 	}
@@ -302,7 +301,7 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *awss3.ListMultip
 
 // AbortMultipartUpload removes the upload and its parts.
 func (b *Backend) AbortMultipartUpload(ctx context.Context, in *awss3.AbortMultipartUploadInput) error {
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -360,7 +359,7 @@ func (b *Backend) removeUploadDir(ctx context.Context, c caller, dir, bkt meta.I
 // the key and removes the upload.
 func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *awss3.CompleteMultipartUploadInput) (s3response.CompleteMultipartUploadResult, string, error) {
 	var out s3response.CompleteMultipartUploadResult
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return out, "", err
 	}

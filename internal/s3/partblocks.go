@@ -18,10 +18,12 @@ import (
 // written in blocks that divide P: part 1 chooses the block size from its
 // own size (partBlocks), records it in the upload's record, and the parts
 // after it are written in it too; the object is made in part 1's block
-// size. A part written before part 1 started (parallel uploads) chooses
-// from its own size, which is the same choice for a part of size P; only
-// a last part racing ahead of part 1 may end up with other blocks, and is
-// then copied at the complete (at most one part's bytes).
+// size. A part written before part 1 chose (parallel uploads) chooses
+// from its own size, which is the same choice for a part of size P, or,
+// under MinPartSize (only the last part is that small), takes the
+// directory's block size. A last part racing ahead of part 1 may so end
+// up with other blocks than the object's, and is then copied at the
+// complete (at most one part's bytes).
 
 // Bounds of a part's own block size: one block of the part up to
 // maxPartBlock (the client holds a block being written in memory), else
@@ -57,6 +59,12 @@ func partBlocks(size int64, def uint32) uint32 {
 func (b *Backend) partBlockSize(ctx context.Context, c caller, dir meta.Inode, up uploadRecord, n int32, size int64) (uint32, error) {
 	if n != 1 && up.BlockSize != 0 {
 		return up.BlockSize, nil
+	}
+	if n != 1 && size < MinPartSize {
+		// Before part 1 chose (parts sent in parallel), a part this
+		// small can only be the last: the directory's blocks, which
+		// follow parts of whole blocks (the common case).
+		return dir.BlockSize, nil
 	}
 	bs := partBlocks(size, dir.BlockSize)
 	if n != 1 || up.BlockSize == bs {

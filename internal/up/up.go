@@ -30,6 +30,7 @@
 //	DIR/blocks/bN/     block server N's store
 //	DIR/cache/         the mount's local disk block cache
 //	DIR/tls/           the CA and certificates of its processes (TLSDir)
+//	DIR/tessera-s3-admin-*/  the S3 endpoint's private admin socket (up --s3)
 //
 // A second process on a data directory (a second `tessera up`, or `tessera
 // meta` on the directory of a running `up`) is refused with an error that
@@ -322,7 +323,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 	if cfg.S3 != "" {
-		sn, err := StartS3(ctx, S3Config{Server: s3.ServerConfig{Listen: cfg.S3}, Client: clientCfg})
+		sn, err := StartS3(ctx, S3Config{Server: s3.ServerConfig{Listen: cfg.S3, AdminDir: cfg.DataDir}, Client: clientCfg})
 		if err != nil {
 			_ = StopMount(mnt.srv, mnt.dir, mnt.Client, log)
 			return err
@@ -437,10 +438,18 @@ func CleanStaleMount(dir string, log *slog.Logger) error {
 // share fsyncs, and they are acknowledged once written to the WAL file (a
 // crash of the process loses none), made durable by the fsyncs of clients
 // (meta.API.Sync) or within MetaSyncEvery
-// (docs/design/2026-11-23-small-files.md).
+// (docs/design/2026-11-23-small-files.md); its block cache is
+// MetaCacheBytes.
 func MetaStoreOptions() pebblekv.Options {
-	return pebblekv.Options{PipelinedSync: true, WALSyncEvery: MetaSyncEvery}
+	return pebblekv.Options{PipelinedSync: true, WALSyncEvery: MetaSyncEvery, CacheBytes: MetaCacheBytes}
 }
+
+// MetaCacheBytes is the meta store's block cache. Pebble's default, 8 MiB,
+// is smaller than the tables of one untarred source tree (12,802 entries:
+// 20 MB): lookups and transactions reloaded and decompressed table blocks
+// for 15-36% of the daemon's CPU (docs/design/2026-11-29-meta-cache.md).
+// It is a part of tessera up's stated memory bound.
+const MetaCacheBytes = 32 << 20
 
 // MetaSyncEvery bounds what a crash of the meta service's machine may lose
 // of the changes no client synced: ext4 commits its journal every 5 s.

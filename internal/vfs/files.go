@@ -364,7 +364,10 @@ func (f *File) Write(ctx context.Context, off int64, data []byte) (int, error) {
 func (f *File) Flush(ctx context.Context) error { return f.h.Flush(ctx) }
 
 // Fsync makes what the handle wrote durable.
-func (f *File) Fsync(ctx context.Context) error { return f.h.Fsync(ctx) }
+func (f *File) Fsync(ctx context.Context) error {
+	defer f.v.changed(f.ino)
+	return f.h.Fsync(ctx)
+}
 
 // Release closes open file fh: what it wrote is committed and the open
 // recorded with the meta service is dropped. An error means data written
@@ -378,5 +381,6 @@ func (v *FS) Release(ctx context.Context, fh uint64) error {
 	if f == nil {
 		return nil
 	}
+	defer v.changed(f.ino)
 	return f.h.Release(ctx)
 }

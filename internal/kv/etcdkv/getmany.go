@@ -41,6 +41,10 @@ func (t *txn) GetMany(keys [][]byte) ([][]byte, []bool, error) {
 			values[i], present[i] = r.value, r.present
 			continue
 		}
+		if r, ok := t.pre[string(key)]; ok {
+			values[i], present[i] = r.value, r.present
+			continue
+		}
 		miss = append(miss, i)
 	}
 	for len(miss) > 0 {
@@ -74,6 +78,13 @@ func (t *txn) GetMany(keys [][]byte) ([][]byte, []bool, error) {
 // getMany reads the etcd keys in one read-only Txn at the snapshot, as
 // get reads one: the first read of the transaction fixes its revision.
 func (t *txn) getMany(keys []string) (*clientv3.TxnResponse, error) {
+	return t.readOps(func(opts ...clientv3.OpOption) []clientv3.Op { return getOps(keys, opts...) })
+}
+
+// readOps sends the read operations build makes (given the options that
+// pick the revision and the consistency) as one read-only Txn at the
+// snapshot; the first read of the transaction fixes its revision.
+func (t *txn) readOps(build func(opts ...clientv3.OpOption) []clientv3.Op) (*clientv3.TxnResponse, error) {
 	var resp *clientv3.TxnResponse
 	var err error
 	if t.rev == 0 {
@@ -81,12 +92,12 @@ func (t *txn) getMany(keys []string) (*clientv3.TxnResponse, error) {
 		if t.serializable || t.local {
 			opts = append(opts, clientv3.WithSerializable())
 		}
-		resp, err = t.s.cli.Txn(t.ctx).Then(getOps(keys, opts...)...).Commit()
+		resp, err = t.s.cli.Txn(t.ctx).Then(build(opts...)...).Commit()
 		if err == nil {
 			t.rev = resp.Header.Revision
 		}
 	} else {
-		resp, err = t.s.readManyAt(t.ctx, t.rev, keys)
+		resp, err = t.s.readOpsAt(t.ctx, t.rev, build)
 	}
 	if err != nil {
 		t.readErr = err
@@ -102,12 +113,12 @@ func getOps(keys []string, opts ...clientv3.OpOption) []clientv3.Op {
 	return ops
 }
 
-// readManyAt is readAt for several keys in one read-only Txn: etcd serves
-// it at the member when every Get in it is serializable, else after the
+// readOpsAt is readAt for several reads in one read-only Txn: etcd serves
+// it at the member when every read in it is serializable, else after the
 // leader's read index.
-func (s *Store) readManyAt(ctx context.Context, rev int64, keys []string) (*clientv3.TxnResponse, error) {
-	at := getOps(keys, clientv3.WithRev(rev))
-	serial := getOps(keys, clientv3.WithRev(rev), clientv3.WithSerializable())
+func (s *Store) readOpsAt(ctx context.Context, rev int64, build func(opts ...clientv3.OpOption) []clientv3.Op) (*clientv3.TxnResponse, error) {
+	at := build(clientv3.WithRev(rev))
+	serial := build(clientv3.WithRev(rev), clientv3.WithSerializable())
 	resp, err := s.cli.Txn(ctx).Then(serial...).Commit()
 	if err == nil || !isFutureRev(err) {
 		return resp, err

@@ -33,6 +33,7 @@ var cases = []testCase{
 	{"GetPutDelete", testGetPutDelete},
 	{"Absent", testAbsent},
 	{"GetMany", testGetMany},
+	{"Prefetch", testPrefetch},
 	{"ScanBounds", testScanBounds},
 	{"ScanManyKeys", testScanManyKeys},
 	{"ReadYourWrites", testReadYourWrites},
