@@ -25,6 +25,9 @@ type QuotaAPI interface {
 	// directory's own quota included): what df in it shows (ErrNotFound
 	// if none).
 	QuotaOf(ctx context.Context, ino Ino) (Quota, error)
+	// CheckQuota returns directory dir's quota beside what a walk of its
+	// tree counts, in one snapshot (quota_check.go): what fsck compares.
+	CheckQuota(ctx context.Context, dir Ino) (QuotaCheck, error)
 }
 
 var _ QuotaAPI = (*Service)(nil)

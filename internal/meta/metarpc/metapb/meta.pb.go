@@ -1329,6 +1329,68 @@ func (x *Quota) GetInodes() uint64 {
 	return 0
 }
 
+// QuotaCheck is meta.QuotaCheck: a quota with what a walk of its tree
+// counts, for fsck.
+type QuotaCheck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Quota         *Quota                 `protobuf:"bytes,1,opt,name=quota,proto3" json:"quota,omitempty"`
+	WalkBytes     uint64                 `protobuf:"varint,2,opt,name=walk_bytes,json=walkBytes,proto3" json:"walk_bytes,omitempty"`
+	WalkInodes    uint64                 `protobuf:"varint,3,opt,name=walk_inodes,json=walkInodes,proto3" json:"walk_inodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaCheck) Reset() {
+	*x = QuotaCheck{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaCheck) ProtoMessage() {}
+
+func (x *QuotaCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaCheck.ProtoReflect.Descriptor instead.
+func (*QuotaCheck) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *QuotaCheck) GetQuota() *Quota {
+	if x != nil {
+		return x.Quota
+	}
+	return nil
+}
+
+func (x *QuotaCheck) GetWalkBytes() uint64 {
+	if x != nil {
+		return x.WalkBytes
+	}
+	return 0
+}
+
+func (x *QuotaCheck) GetWalkInodes() uint64 {
+	if x != nil {
+		return x.WalkInodes
+	}
+	return 0
+}
+
 type QuotaList struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Quotas        []*Quota               `protobuf:"bytes,1,rep,name=quotas,proto3" json:"quotas,omitempty"`
@@ -1338,7 +1400,7 @@ type QuotaList struct {
 
 func (x *QuotaList) Reset() {
 	*x = QuotaList{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1350,7 +1412,7 @@ func (x *QuotaList) String() string {
 func (*QuotaList) ProtoMessage() {}
 
 func (x *QuotaList) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1363,7 +1425,7 @@ func (x *QuotaList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaList.ProtoReflect.Descriptor instead.
 func (*QuotaList) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{15}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *QuotaList) GetQuotas() []*Quota {
@@ -1385,7 +1447,7 @@ type FilesetReadsRequest struct {
 
 func (x *FilesetReadsRequest) Reset() {
 	*x = FilesetReadsRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1459,7 @@ func (x *FilesetReadsRequest) String() string {
 func (*FilesetReadsRequest) ProtoMessage() {}
 
 func (x *FilesetReadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1472,7 @@ func (x *FilesetReadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilesetReadsRequest.ProtoReflect.Descriptor instead.
 func (*FilesetReadsRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{16}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FilesetReadsRequest) GetRoot() uint64 {
@@ -1443,7 +1505,7 @@ type FilesetList struct {
 
 func (x *FilesetList) Reset() {
 	*x = FilesetList{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1455,7 +1517,7 @@ func (x *FilesetList) String() string {
 func (*FilesetList) ProtoMessage() {}
 
 func (x *FilesetList) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1468,7 +1530,7 @@ func (x *FilesetList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilesetList.ProtoReflect.Descriptor instead.
 func (*FilesetList) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{17}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FilesetList) GetFilesets() []*Fileset {
@@ -1494,7 +1556,7 @@ type HomeEntry struct {
 
 func (x *HomeEntry) Reset() {
 	*x = HomeEntry{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1506,7 +1568,7 @@ func (x *HomeEntry) String() string {
 func (*HomeEntry) ProtoMessage() {}
 
 func (x *HomeEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1519,7 +1581,7 @@ func (x *HomeEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HomeEntry.ProtoReflect.Descriptor instead.
 func (*HomeEntry) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{18}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HomeEntry) GetName() string {
@@ -1583,7 +1645,7 @@ type IngestDirRequest struct {
 
 func (x *IngestDirRequest) Reset() {
 	*x = IngestDirRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1595,7 +1657,7 @@ func (x *IngestDirRequest) String() string {
 func (*IngestDirRequest) ProtoMessage() {}
 
 func (x *IngestDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1608,7 +1670,7 @@ func (x *IngestDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestDirRequest.ProtoReflect.Descriptor instead.
 func (*IngestDirRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{19}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *IngestDirRequest) GetDir() uint64 {
@@ -1650,7 +1712,7 @@ type SetGatewayRequest struct {
 
 func (x *SetGatewayRequest) Reset() {
 	*x = SetGatewayRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1662,7 +1724,7 @@ func (x *SetGatewayRequest) String() string {
 func (*SetGatewayRequest) ProtoMessage() {}
 
 func (x *SetGatewayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1675,7 +1737,7 @@ func (x *SetGatewayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGatewayRequest.ProtoReflect.Descriptor instead.
 func (*SetGatewayRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{20}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetGatewayRequest) GetIno() uint64 {
@@ -1710,7 +1772,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1722,7 +1784,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1735,7 +1797,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{21}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Patch) GetHash() []byte {
@@ -1770,7 +1832,7 @@ type Composition struct {
 
 func (x *Composition) Reset() {
 	*x = Composition{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1782,7 +1844,7 @@ func (x *Composition) String() string {
 func (*Composition) ProtoMessage() {}
 
 func (x *Composition) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1795,7 +1857,7 @@ func (x *Composition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Composition.ProtoReflect.Descriptor instead.
 func (*Composition) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{22}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Composition) GetLen() uint32 {
@@ -1833,7 +1895,7 @@ type BlockChange struct {
 
 func (x *BlockChange) Reset() {
 	*x = BlockChange{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +1907,7 @@ func (x *BlockChange) String() string {
 func (*BlockChange) ProtoMessage() {}
 
 func (x *BlockChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +1920,7 @@ func (x *BlockChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockChange.ProtoReflect.Descriptor instead.
 func (*BlockChange) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{23}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BlockChange) GetIndex() uint64 {
@@ -1912,7 +1974,7 @@ type InoRequest struct {
 
 func (x *InoRequest) Reset() {
 	*x = InoRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1924,7 +1986,7 @@ func (x *InoRequest) String() string {
 func (*InoRequest) ProtoMessage() {}
 
 func (x *InoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1937,7 +1999,7 @@ func (x *InoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InoRequest.ProtoReflect.Descriptor instead.
 func (*InoRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{24}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *InoRequest) GetIno() uint64 {
@@ -1957,7 +2019,7 @@ type LookupRequest struct {
 
 func (x *LookupRequest) Reset() {
 	*x = LookupRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1969,7 +2031,7 @@ func (x *LookupRequest) String() string {
 func (*LookupRequest) ProtoMessage() {}
 
 func (x *LookupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1982,7 +2044,7 @@ func (x *LookupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupRequest.ProtoReflect.Descriptor instead.
 func (*LookupRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{25}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LookupRequest) GetParent() uint64 {
@@ -2009,7 +2071,7 @@ type NameRequest struct {
 
 func (x *NameRequest) Reset() {
 	*x = NameRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2021,7 +2083,7 @@ func (x *NameRequest) String() string {
 func (*NameRequest) ProtoMessage() {}
 
 func (x *NameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2034,7 +2096,7 @@ func (x *NameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NameRequest.ProtoReflect.Descriptor instead.
 func (*NameRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{26}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *NameRequest) GetParent() uint64 {
@@ -2069,7 +2131,7 @@ type SetAttrRequest struct {
 
 func (x *SetAttrRequest) Reset() {
 	*x = SetAttrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2081,7 +2143,7 @@ func (x *SetAttrRequest) String() string {
 func (*SetAttrRequest) ProtoMessage() {}
 
 func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2094,7 +2156,7 @@ func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAttrRequest.ProtoReflect.Descriptor instead.
 func (*SetAttrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{27}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SetAttrRequest) GetIno() uint64 {
@@ -2185,7 +2247,7 @@ type CreateRequest struct {
 
 func (x *CreateRequest) Reset() {
 	*x = CreateRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2197,7 +2259,7 @@ func (x *CreateRequest) String() string {
 func (*CreateRequest) ProtoMessage() {}
 
 func (x *CreateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2210,7 +2272,7 @@ func (x *CreateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRequest.ProtoReflect.Descriptor instead.
 func (*CreateRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{28}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateRequest) GetParent() uint64 {
@@ -2294,7 +2356,7 @@ type LinkRequest struct {
 
 func (x *LinkRequest) Reset() {
 	*x = LinkRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2306,7 +2368,7 @@ func (x *LinkRequest) String() string {
 func (*LinkRequest) ProtoMessage() {}
 
 func (x *LinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2319,7 +2381,7 @@ func (x *LinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkRequest.ProtoReflect.Descriptor instead.
 func (*LinkRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{29}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LinkRequest) GetIno() uint64 {
@@ -2354,7 +2416,7 @@ type UnlinkRequest struct {
 
 func (x *UnlinkRequest) Reset() {
 	*x = UnlinkRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2366,7 +2428,7 @@ func (x *UnlinkRequest) String() string {
 func (*UnlinkRequest) ProtoMessage() {}
 
 func (x *UnlinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2379,7 +2441,7 @@ func (x *UnlinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkRequest.ProtoReflect.Descriptor instead.
 func (*UnlinkRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{30}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UnlinkRequest) GetParent() uint64 {
@@ -2416,7 +2478,7 @@ type RenameRequest struct {
 
 func (x *RenameRequest) Reset() {
 	*x = RenameRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2428,7 +2490,7 @@ func (x *RenameRequest) String() string {
 func (*RenameRequest) ProtoMessage() {}
 
 func (x *RenameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2441,7 +2503,7 @@ func (x *RenameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameRequest.ProtoReflect.Descriptor instead.
 func (*RenameRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{31}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RenameRequest) GetOldParent() uint64 {
@@ -2491,7 +2553,7 @@ type ReadDirRequest struct {
 
 func (x *ReadDirRequest) Reset() {
 	*x = ReadDirRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2503,7 +2565,7 @@ func (x *ReadDirRequest) String() string {
 func (*ReadDirRequest) ProtoMessage() {}
 
 func (x *ReadDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2516,7 +2578,7 @@ func (x *ReadDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirRequest.ProtoReflect.Descriptor instead.
 func (*ReadDirRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{32}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReadDirRequest) GetDir() uint64 {
@@ -2559,7 +2621,7 @@ type DirEntry struct {
 
 func (x *DirEntry) Reset() {
 	*x = DirEntry{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2571,7 +2633,7 @@ func (x *DirEntry) String() string {
 func (*DirEntry) ProtoMessage() {}
 
 func (x *DirEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2584,7 +2646,7 @@ func (x *DirEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirEntry.ProtoReflect.Descriptor instead.
 func (*DirEntry) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{33}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DirEntry) GetName() string {
@@ -2625,7 +2687,7 @@ type ReadDirReply struct {
 
 func (x *ReadDirReply) Reset() {
 	*x = ReadDirReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2637,7 +2699,7 @@ func (x *ReadDirReply) String() string {
 func (*ReadDirReply) ProtoMessage() {}
 
 func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2650,7 +2712,7 @@ func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirReply.ProtoReflect.Descriptor instead.
 func (*ReadDirReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReadDirReply) GetEntries() []*DirEntry {
@@ -2678,7 +2740,7 @@ type GetRecipeRequest struct {
 
 func (x *GetRecipeRequest) Reset() {
 	*x = GetRecipeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2690,7 +2752,7 @@ func (x *GetRecipeRequest) String() string {
 func (*GetRecipeRequest) ProtoMessage() {}
 
 func (x *GetRecipeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2703,7 +2765,7 @@ func (x *GetRecipeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecipeRequest.ProtoReflect.Descriptor instead.
 func (*GetRecipeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetRecipeRequest) GetIno() uint64 {
@@ -2737,7 +2799,7 @@ type ComposedBlock struct {
 
 func (x *ComposedBlock) Reset() {
 	*x = ComposedBlock{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2749,7 +2811,7 @@ func (x *ComposedBlock) String() string {
 func (*ComposedBlock) ProtoMessage() {}
 
 func (x *ComposedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2762,7 +2824,7 @@ func (x *ComposedBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposedBlock.ProtoReflect.Descriptor instead.
 func (*ComposedBlock) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ComposedBlock) GetHash() []byte {
@@ -2794,7 +2856,7 @@ type Recipe struct {
 
 func (x *Recipe) Reset() {
 	*x = Recipe{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2806,7 +2868,7 @@ func (x *Recipe) String() string {
 func (*Recipe) ProtoMessage() {}
 
 func (x *Recipe) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2819,7 +2881,7 @@ func (x *Recipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recipe.ProtoReflect.Descriptor instead.
 func (*Recipe) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Recipe) GetChange() uint64 {
@@ -2887,7 +2949,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2899,7 +2961,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2912,7 +2974,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CommitRequest) GetIno() uint64 {
@@ -2981,7 +3043,7 @@ type XattrRequest struct {
 
 func (x *XattrRequest) Reset() {
 	*x = XattrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2993,7 +3055,7 @@ func (x *XattrRequest) String() string {
 func (*XattrRequest) ProtoMessage() {}
 
 func (x *XattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3006,7 +3068,7 @@ func (x *XattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrRequest.ProtoReflect.Descriptor instead.
 func (*XattrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *XattrRequest) GetIno() uint64 {
@@ -3035,7 +3097,7 @@ type SetXattrRequest struct {
 
 func (x *SetXattrRequest) Reset() {
 	*x = SetXattrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3047,7 +3109,7 @@ func (x *SetXattrRequest) String() string {
 func (*SetXattrRequest) ProtoMessage() {}
 
 func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3060,7 +3122,7 @@ func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetXattrRequest.ProtoReflect.Descriptor instead.
 func (*SetXattrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SetXattrRequest) GetIno() uint64 {
@@ -3100,7 +3162,7 @@ type XattrValue struct {
 
 func (x *XattrValue) Reset() {
 	*x = XattrValue{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3174,7 @@ func (x *XattrValue) String() string {
 func (*XattrValue) ProtoMessage() {}
 
 func (x *XattrValue) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3187,7 @@ func (x *XattrValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrValue.ProtoReflect.Descriptor instead.
 func (*XattrValue) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *XattrValue) GetValue() []byte {
@@ -3144,7 +3206,7 @@ type XattrNames struct {
 
 func (x *XattrNames) Reset() {
 	*x = XattrNames{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3156,7 +3218,7 @@ func (x *XattrNames) String() string {
 func (*XattrNames) ProtoMessage() {}
 
 func (x *XattrNames) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3169,7 +3231,7 @@ func (x *XattrNames) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrNames.ProtoReflect.Descriptor instead.
 func (*XattrNames) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *XattrNames) GetNames() []string {
@@ -3189,7 +3251,7 @@ type FSStats struct {
 
 func (x *FSStats) Reset() {
 	*x = FSStats{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3201,7 +3263,7 @@ func (x *FSStats) String() string {
 func (*FSStats) ProtoMessage() {}
 
 func (x *FSStats) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3214,7 +3276,7 @@ func (x *FSStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FSStats.ProtoReflect.Descriptor instead.
 func (*FSStats) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *FSStats) GetFiles() uint64 {
@@ -3247,7 +3309,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3321,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3334,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Server) GetId() string {
@@ -3342,7 +3404,7 @@ type ServerMap struct {
 
 func (x *ServerMap) Reset() {
 	*x = ServerMap{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3354,7 +3416,7 @@ func (x *ServerMap) String() string {
 func (*ServerMap) ProtoMessage() {}
 
 func (x *ServerMap) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3367,7 +3429,7 @@ func (x *ServerMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMap.ProtoReflect.Descriptor instead.
 func (*ServerMap) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ServerMap) GetEpoch() uint64 {
@@ -3401,7 +3463,7 @@ type SetServerStateRequest struct {
 
 func (x *SetServerStateRequest) Reset() {
 	*x = SetServerStateRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +3475,7 @@ func (x *SetServerStateRequest) String() string {
 func (*SetServerStateRequest) ProtoMessage() {}
 
 func (x *SetServerStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +3488,7 @@ func (x *SetServerStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetServerStateRequest.ProtoReflect.Descriptor instead.
 func (*SetServerStateRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SetServerStateRequest) GetId() string {
@@ -3452,7 +3514,7 @@ type SetReplicasRequest struct {
 
 func (x *SetReplicasRequest) Reset() {
 	*x = SetReplicasRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3464,7 +3526,7 @@ func (x *SetReplicasRequest) String() string {
 func (*SetReplicasRequest) ProtoMessage() {}
 
 func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3477,7 +3539,7 @@ func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReplicasRequest.ProtoReflect.Descriptor instead.
 func (*SetReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SetReplicasRequest) GetReplicas() int64 {
@@ -3497,7 +3559,7 @@ type LostBlock struct {
 
 func (x *LostBlock) Reset() {
 	*x = LostBlock{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3509,7 +3571,7 @@ func (x *LostBlock) String() string {
 func (*LostBlock) ProtoMessage() {}
 
 func (x *LostBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3522,7 +3584,7 @@ func (x *LostBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostBlock.ProtoReflect.Descriptor instead.
 func (*LostBlock) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *LostBlock) GetHash() []byte {
@@ -3561,7 +3623,7 @@ type MoverReport struct {
 
 func (x *MoverReport) Reset() {
 	*x = MoverReport{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3573,7 +3635,7 @@ func (x *MoverReport) String() string {
 func (*MoverReport) ProtoMessage() {}
 
 func (x *MoverReport) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3586,7 +3648,7 @@ func (x *MoverReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoverReport.ProtoReflect.Descriptor instead.
 func (*MoverReport) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *MoverReport) GetRound() uint64 {
@@ -3688,7 +3750,7 @@ type SiteCount struct {
 
 func (x *SiteCount) Reset() {
 	*x = SiteCount{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3700,7 +3762,7 @@ func (x *SiteCount) String() string {
 func (*SiteCount) ProtoMessage() {}
 
 func (x *SiteCount) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3713,7 +3775,7 @@ func (x *SiteCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SiteCount.ProtoReflect.Descriptor instead.
 func (*SiteCount) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SiteCount) GetSite() string {
@@ -3753,7 +3815,7 @@ type DecomposeRequest struct {
 
 func (x *DecomposeRequest) Reset() {
 	*x = DecomposeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3765,7 +3827,7 @@ func (x *DecomposeRequest) String() string {
 func (*DecomposeRequest) ProtoMessage() {}
 
 func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3778,7 +3840,7 @@ func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecomposeRequest.ProtoReflect.Descriptor instead.
 func (*DecomposeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DecomposeRequest) GetHash() []byte {
@@ -3799,7 +3861,7 @@ type ListBlocksRequest struct {
 
 func (x *ListBlocksRequest) Reset() {
 	*x = ListBlocksRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3811,7 +3873,7 @@ func (x *ListBlocksRequest) String() string {
 func (*ListBlocksRequest) ProtoMessage() {}
 
 func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3824,7 +3886,7 @@ func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ListBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{52}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListBlocksRequest) GetAfterIno() uint64 {
@@ -3859,7 +3921,7 @@ type BlockRef struct {
 
 func (x *BlockRef) Reset() {
 	*x = BlockRef{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3871,7 +3933,7 @@ func (x *BlockRef) String() string {
 func (*BlockRef) ProtoMessage() {}
 
 func (x *BlockRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3884,7 +3946,7 @@ func (x *BlockRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRef.ProtoReflect.Descriptor instead.
 func (*BlockRef) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{53}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *BlockRef) GetIno() uint64 {
@@ -3918,7 +3980,7 @@ type ListBlocksReply struct {
 
 func (x *ListBlocksReply) Reset() {
 	*x = ListBlocksReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3930,7 +3992,7 @@ func (x *ListBlocksReply) String() string {
 func (*ListBlocksReply) ProtoMessage() {}
 
 func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3943,7 +4005,7 @@ func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksReply.ProtoReflect.Descriptor instead.
 func (*ListBlocksReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{54}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListBlocksReply) GetRefs() []*BlockRef {
@@ -3970,7 +4032,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3982,7 +4044,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3995,7 +4057,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{55}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SessionInfo) GetId() uint64 {
@@ -4022,7 +4084,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4034,7 +4096,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4047,7 +4109,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{56}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -4078,7 +4140,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4090,7 +4152,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4103,7 +4165,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{57}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Callback) GetSeq() uint64 {
@@ -4157,7 +4219,7 @@ type CallbackBatch struct {
 
 func (x *CallbackBatch) Reset() {
 	*x = CallbackBatch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4169,7 +4231,7 @@ func (x *CallbackBatch) String() string {
 func (*CallbackBatch) ProtoMessage() {}
 
 func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4182,7 +4244,7 @@ func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackBatch.ProtoReflect.Descriptor instead.
 func (*CallbackBatch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{58}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CallbackBatch) GetCallbacks() []*Callback {
@@ -4202,7 +4264,7 @@ type HelloReply struct {
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4214,7 +4276,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4227,7 +4289,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{59}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *HelloReply) GetCluster() string {
@@ -4261,7 +4323,7 @@ type StoreMember struct {
 
 func (x *StoreMember) Reset() {
 	*x = StoreMember{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4273,7 +4335,7 @@ func (x *StoreMember) String() string {
 func (*StoreMember) ProtoMessage() {}
 
 func (x *StoreMember) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4286,7 +4348,7 @@ func (x *StoreMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMember.ProtoReflect.Descriptor instead.
 func (*StoreMember) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{60}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *StoreMember) GetName() string {
@@ -4361,7 +4423,7 @@ type StoreMaintenance struct {
 
 func (x *StoreMaintenance) Reset() {
 	*x = StoreMaintenance{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4373,7 +4435,7 @@ func (x *StoreMaintenance) String() string {
 func (*StoreMaintenance) ProtoMessage() {}
 
 func (x *StoreMaintenance) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4386,7 +4448,7 @@ func (x *StoreMaintenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMaintenance.ProtoReflect.Descriptor instead.
 func (*StoreMaintenance) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{61}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *StoreMaintenance) GetCompactedRev() int64 {
@@ -4450,7 +4512,7 @@ type ClusterStatusReply struct {
 
 func (x *ClusterStatusReply) Reset() {
 	*x = ClusterStatusReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4462,7 +4524,7 @@ func (x *ClusterStatusReply) String() string {
 func (*ClusterStatusReply) ProtoMessage() {}
 
 func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4475,7 +4537,7 @@ func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusReply.ProtoReflect.Descriptor instead.
 func (*ClusterStatusReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{62}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ClusterStatusReply) GetCluster() string {
@@ -4540,7 +4602,7 @@ type GatewayCounters struct {
 
 func (x *GatewayCounters) Reset() {
 	*x = GatewayCounters{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4552,7 +4614,7 @@ func (x *GatewayCounters) String() string {
 func (*GatewayCounters) ProtoMessage() {}
 
 func (x *GatewayCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4565,7 +4627,7 @@ func (x *GatewayCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayCounters.ProtoReflect.Descriptor instead.
 func (*GatewayCounters) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{63}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GatewayCounters) GetBytesIngested() uint64 {
@@ -4614,7 +4676,7 @@ type GatewayNode struct {
 
 func (x *GatewayNode) Reset() {
 	*x = GatewayNode{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4626,7 +4688,7 @@ func (x *GatewayNode) String() string {
 func (*GatewayNode) ProtoMessage() {}
 
 func (x *GatewayNode) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4639,7 +4701,7 @@ func (x *GatewayNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayNode.ProtoReflect.Descriptor instead.
 func (*GatewayNode) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{64}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GatewayNode) GetId() string {
@@ -4714,7 +4776,7 @@ type GatewayNodeList struct {
 
 func (x *GatewayNodeList) Reset() {
 	*x = GatewayNodeList{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4726,7 +4788,7 @@ func (x *GatewayNodeList) String() string {
 func (*GatewayNodeList) ProtoMessage() {}
 
 func (x *GatewayNodeList) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4739,7 +4801,7 @@ func (x *GatewayNodeList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayNodeList.ProtoReflect.Descriptor instead.
 func (*GatewayNodeList) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{65}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GatewayNodeList) GetGateways() []*GatewayNode {
@@ -4762,7 +4824,7 @@ type RemoveVanishedRequest struct {
 
 func (x *RemoveVanishedRequest) Reset() {
 	*x = RemoveVanishedRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[66]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4774,7 +4836,7 @@ func (x *RemoveVanishedRequest) String() string {
 func (*RemoveVanishedRequest) ProtoMessage() {}
 
 func (x *RemoveVanishedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[66]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4787,7 +4849,7 @@ func (x *RemoveVanishedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveVanishedRequest.ProtoReflect.Descriptor instead.
 func (*RemoveVanishedRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{66}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RemoveVanishedRequest) GetParent() uint64 {
@@ -4932,7 +4994,14 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
 	"max_inodes\x18\x03 \x01(\x04R\tmaxInodes\x12\x14\n" +
 	"\x05bytes\x18\x04 \x01(\x04R\x05bytes\x12\x16\n" +
-	"\x06inodes\x18\x05 \x01(\x04R\x06inodes\";\n" +
+	"\x06inodes\x18\x05 \x01(\x04R\x06inodes\"z\n" +
+	"\n" +
+	"QuotaCheck\x12,\n" +
+	"\x05quota\x18\x01 \x01(\v2\x16.tessera.meta.v1.QuotaR\x05quota\x12\x1d\n" +
+	"\n" +
+	"walk_bytes\x18\x02 \x01(\x04R\twalkBytes\x12\x1f\n" +
+	"\vwalk_inodes\x18\x03 \x01(\x04R\n" +
+	"walkInodes\";\n" +
 	"\tQuotaList\x12.\n" +
 	"\x06quotas\x18\x01 \x03(\v2\x16.tessera.meta.v1.QuotaR\x06quotas\"e\n" +
 	"\x13FilesetReadsRequest\x12\x12\n" +
@@ -5212,7 +5281,7 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\fCallbackKind\x12\x1d\n" +
 	"\x19CALLBACK_KIND_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18CALLBACK_KIND_INVALIDATE\x10\x01\x12\x18\n" +
-	"\x14CALLBACK_KIND_UPDATE\x10\x022\xda\x1d\n" +
+	"\x14CALLBACK_KIND_UPDATE\x10\x022\xa2\x1e\n" +
 	"\x04Meta\x12@\n" +
 	"\x06Lookup\x12\x1e.tessera.meta.v1.LookupRequest\x1a\x16.tessera.meta.v1.Inode\x12>\n" +
 	"\aGetAttr\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Inode\x12B\n" +
@@ -5270,7 +5339,9 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\bGetQuota\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Quota\x12<\n" +
 	"\x06Quotas\x12\x16.tessera.meta.v1.Empty\x1a\x1a.tessera.meta.v1.QuotaList\x12B\n" +
 	"\vRemoveQuota\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty\x12>\n" +
-	"\aQuotaOf\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.QuotaB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
+	"\aQuotaOf\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Quota\x12F\n" +
+	"\n" +
+	"CheckQuota\x12\x1b.tessera.meta.v1.InoRequest\x1a\x1b.tessera.meta.v1.QuotaCheckB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
 
 var (
 	file_tessera_meta_v1_meta_proto_rawDescOnce sync.Once
@@ -5285,7 +5356,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),              // 0: tessera.meta.v1.CallbackKind
 	(*WBOp)(nil),                   // 1: tessera.meta.v1.WBOp
@@ -5303,58 +5374,59 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*GatewayInfo)(nil),            // 13: tessera.meta.v1.GatewayInfo
 	(*Fileset)(nil),                // 14: tessera.meta.v1.Fileset
 	(*Quota)(nil),                  // 15: tessera.meta.v1.Quota
-	(*QuotaList)(nil),              // 16: tessera.meta.v1.QuotaList
-	(*FilesetReadsRequest)(nil),    // 17: tessera.meta.v1.FilesetReadsRequest
-	(*FilesetList)(nil),            // 18: tessera.meta.v1.FilesetList
-	(*HomeEntry)(nil),              // 19: tessera.meta.v1.HomeEntry
-	(*IngestDirRequest)(nil),       // 20: tessera.meta.v1.IngestDirRequest
-	(*SetGatewayRequest)(nil),      // 21: tessera.meta.v1.SetGatewayRequest
-	(*Patch)(nil),                  // 22: tessera.meta.v1.Patch
-	(*Composition)(nil),            // 23: tessera.meta.v1.Composition
-	(*BlockChange)(nil),            // 24: tessera.meta.v1.BlockChange
-	(*InoRequest)(nil),             // 25: tessera.meta.v1.InoRequest
-	(*LookupRequest)(nil),          // 26: tessera.meta.v1.LookupRequest
-	(*NameRequest)(nil),            // 27: tessera.meta.v1.NameRequest
-	(*SetAttrRequest)(nil),         // 28: tessera.meta.v1.SetAttrRequest
-	(*CreateRequest)(nil),          // 29: tessera.meta.v1.CreateRequest
-	(*LinkRequest)(nil),            // 30: tessera.meta.v1.LinkRequest
-	(*UnlinkRequest)(nil),          // 31: tessera.meta.v1.UnlinkRequest
-	(*RenameRequest)(nil),          // 32: tessera.meta.v1.RenameRequest
-	(*ReadDirRequest)(nil),         // 33: tessera.meta.v1.ReadDirRequest
-	(*DirEntry)(nil),               // 34: tessera.meta.v1.DirEntry
-	(*ReadDirReply)(nil),           // 35: tessera.meta.v1.ReadDirReply
-	(*GetRecipeRequest)(nil),       // 36: tessera.meta.v1.GetRecipeRequest
-	(*ComposedBlock)(nil),          // 37: tessera.meta.v1.ComposedBlock
-	(*Recipe)(nil),                 // 38: tessera.meta.v1.Recipe
-	(*CommitRequest)(nil),          // 39: tessera.meta.v1.CommitRequest
-	(*XattrRequest)(nil),           // 40: tessera.meta.v1.XattrRequest
-	(*SetXattrRequest)(nil),        // 41: tessera.meta.v1.SetXattrRequest
-	(*XattrValue)(nil),             // 42: tessera.meta.v1.XattrValue
-	(*XattrNames)(nil),             // 43: tessera.meta.v1.XattrNames
-	(*FSStats)(nil),                // 44: tessera.meta.v1.FSStats
-	(*Server)(nil),                 // 45: tessera.meta.v1.Server
-	(*ServerMap)(nil),              // 46: tessera.meta.v1.ServerMap
-	(*SetServerStateRequest)(nil),  // 47: tessera.meta.v1.SetServerStateRequest
-	(*SetReplicasRequest)(nil),     // 48: tessera.meta.v1.SetReplicasRequest
-	(*LostBlock)(nil),              // 49: tessera.meta.v1.LostBlock
-	(*MoverReport)(nil),            // 50: tessera.meta.v1.MoverReport
-	(*SiteCount)(nil),              // 51: tessera.meta.v1.SiteCount
-	(*DecomposeRequest)(nil),       // 52: tessera.meta.v1.DecomposeRequest
-	(*ListBlocksRequest)(nil),      // 53: tessera.meta.v1.ListBlocksRequest
-	(*BlockRef)(nil),               // 54: tessera.meta.v1.BlockRef
-	(*ListBlocksReply)(nil),        // 55: tessera.meta.v1.ListBlocksReply
-	(*SessionInfo)(nil),            // 56: tessera.meta.v1.SessionInfo
-	(*Ack)(nil),                    // 57: tessera.meta.v1.Ack
-	(*Callback)(nil),               // 58: tessera.meta.v1.Callback
-	(*CallbackBatch)(nil),          // 59: tessera.meta.v1.CallbackBatch
-	(*HelloReply)(nil),             // 60: tessera.meta.v1.HelloReply
-	(*StoreMember)(nil),            // 61: tessera.meta.v1.StoreMember
-	(*StoreMaintenance)(nil),       // 62: tessera.meta.v1.StoreMaintenance
-	(*ClusterStatusReply)(nil),     // 63: tessera.meta.v1.ClusterStatusReply
-	(*GatewayCounters)(nil),        // 64: tessera.meta.v1.GatewayCounters
-	(*GatewayNode)(nil),            // 65: tessera.meta.v1.GatewayNode
-	(*GatewayNodeList)(nil),        // 66: tessera.meta.v1.GatewayNodeList
-	(*RemoveVanishedRequest)(nil),  // 67: tessera.meta.v1.RemoveVanishedRequest
+	(*QuotaCheck)(nil),             // 16: tessera.meta.v1.QuotaCheck
+	(*QuotaList)(nil),              // 17: tessera.meta.v1.QuotaList
+	(*FilesetReadsRequest)(nil),    // 18: tessera.meta.v1.FilesetReadsRequest
+	(*FilesetList)(nil),            // 19: tessera.meta.v1.FilesetList
+	(*HomeEntry)(nil),              // 20: tessera.meta.v1.HomeEntry
+	(*IngestDirRequest)(nil),       // 21: tessera.meta.v1.IngestDirRequest
+	(*SetGatewayRequest)(nil),      // 22: tessera.meta.v1.SetGatewayRequest
+	(*Patch)(nil),                  // 23: tessera.meta.v1.Patch
+	(*Composition)(nil),            // 24: tessera.meta.v1.Composition
+	(*BlockChange)(nil),            // 25: tessera.meta.v1.BlockChange
+	(*InoRequest)(nil),             // 26: tessera.meta.v1.InoRequest
+	(*LookupRequest)(nil),          // 27: tessera.meta.v1.LookupRequest
+	(*NameRequest)(nil),            // 28: tessera.meta.v1.NameRequest
+	(*SetAttrRequest)(nil),         // 29: tessera.meta.v1.SetAttrRequest
+	(*CreateRequest)(nil),          // 30: tessera.meta.v1.CreateRequest
+	(*LinkRequest)(nil),            // 31: tessera.meta.v1.LinkRequest
+	(*UnlinkRequest)(nil),          // 32: tessera.meta.v1.UnlinkRequest
+	(*RenameRequest)(nil),          // 33: tessera.meta.v1.RenameRequest
+	(*ReadDirRequest)(nil),         // 34: tessera.meta.v1.ReadDirRequest
+	(*DirEntry)(nil),               // 35: tessera.meta.v1.DirEntry
+	(*ReadDirReply)(nil),           // 36: tessera.meta.v1.ReadDirReply
+	(*GetRecipeRequest)(nil),       // 37: tessera.meta.v1.GetRecipeRequest
+	(*ComposedBlock)(nil),          // 38: tessera.meta.v1.ComposedBlock
+	(*Recipe)(nil),                 // 39: tessera.meta.v1.Recipe
+	(*CommitRequest)(nil),          // 40: tessera.meta.v1.CommitRequest
+	(*XattrRequest)(nil),           // 41: tessera.meta.v1.XattrRequest
+	(*SetXattrRequest)(nil),        // 42: tessera.meta.v1.SetXattrRequest
+	(*XattrValue)(nil),             // 43: tessera.meta.v1.XattrValue
+	(*XattrNames)(nil),             // 44: tessera.meta.v1.XattrNames
+	(*FSStats)(nil),                // 45: tessera.meta.v1.FSStats
+	(*Server)(nil),                 // 46: tessera.meta.v1.Server
+	(*ServerMap)(nil),              // 47: tessera.meta.v1.ServerMap
+	(*SetServerStateRequest)(nil),  // 48: tessera.meta.v1.SetServerStateRequest
+	(*SetReplicasRequest)(nil),     // 49: tessera.meta.v1.SetReplicasRequest
+	(*LostBlock)(nil),              // 50: tessera.meta.v1.LostBlock
+	(*MoverReport)(nil),            // 51: tessera.meta.v1.MoverReport
+	(*SiteCount)(nil),              // 52: tessera.meta.v1.SiteCount
+	(*DecomposeRequest)(nil),       // 53: tessera.meta.v1.DecomposeRequest
+	(*ListBlocksRequest)(nil),      // 54: tessera.meta.v1.ListBlocksRequest
+	(*BlockRef)(nil),               // 55: tessera.meta.v1.BlockRef
+	(*ListBlocksReply)(nil),        // 56: tessera.meta.v1.ListBlocksReply
+	(*SessionInfo)(nil),            // 57: tessera.meta.v1.SessionInfo
+	(*Ack)(nil),                    // 58: tessera.meta.v1.Ack
+	(*Callback)(nil),               // 59: tessera.meta.v1.Callback
+	(*CallbackBatch)(nil),          // 60: tessera.meta.v1.CallbackBatch
+	(*HelloReply)(nil),             // 61: tessera.meta.v1.HelloReply
+	(*StoreMember)(nil),            // 62: tessera.meta.v1.StoreMember
+	(*StoreMaintenance)(nil),       // 63: tessera.meta.v1.StoreMaintenance
+	(*ClusterStatusReply)(nil),     // 64: tessera.meta.v1.ClusterStatusReply
+	(*GatewayCounters)(nil),        // 65: tessera.meta.v1.GatewayCounters
+	(*GatewayNode)(nil),            // 66: tessera.meta.v1.GatewayNode
+	(*GatewayNodeList)(nil),        // 67: tessera.meta.v1.GatewayNodeList
+	(*RemoveVanishedRequest)(nil),  // 68: tessera.meta.v1.RemoveVanishedRequest
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 0: tessera.meta.v1.WBOpList.ops:type_name -> tessera.meta.v1.WBOp
@@ -5362,146 +5434,149 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 2: tessera.meta.v1.WritebackFailedRequest.op:type_name -> tessera.meta.v1.WBOp
 	1,  // 3: tessera.meta.v1.WBStats.failed:type_name -> tessera.meta.v1.WBOp
 	10, // 4: tessera.meta.v1.Error.conflict:type_name -> tessera.meta.v1.Conflict
-	24, // 5: tessera.meta.v1.Conflict.current:type_name -> tessera.meta.v1.BlockChange
+	25, // 5: tessera.meta.v1.Conflict.current:type_name -> tessera.meta.v1.BlockChange
 	11, // 6: tessera.meta.v1.Inode.attr:type_name -> tessera.meta.v1.Attr
 	13, // 7: tessera.meta.v1.Inode.gateway:type_name -> tessera.meta.v1.GatewayInfo
-	15, // 8: tessera.meta.v1.QuotaList.quotas:type_name -> tessera.meta.v1.Quota
-	14, // 9: tessera.meta.v1.FilesetList.filesets:type_name -> tessera.meta.v1.Fileset
-	19, // 10: tessera.meta.v1.IngestDirRequest.entries:type_name -> tessera.meta.v1.HomeEntry
-	13, // 11: tessera.meta.v1.SetGatewayRequest.gateway:type_name -> tessera.meta.v1.GatewayInfo
-	22, // 12: tessera.meta.v1.Composition.patches:type_name -> tessera.meta.v1.Patch
-	23, // 13: tessera.meta.v1.BlockChange.compose:type_name -> tessera.meta.v1.Composition
-	12, // 14: tessera.meta.v1.DirEntry.inode:type_name -> tessera.meta.v1.Inode
-	34, // 15: tessera.meta.v1.ReadDirReply.entries:type_name -> tessera.meta.v1.DirEntry
-	23, // 16: tessera.meta.v1.ComposedBlock.composition:type_name -> tessera.meta.v1.Composition
-	37, // 17: tessera.meta.v1.Recipe.composed:type_name -> tessera.meta.v1.ComposedBlock
-	24, // 18: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
-	45, // 19: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
-	49, // 20: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
-	51, // 21: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
-	54, // 22: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
-	0,  // 23: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
-	12, // 24: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
-	24, // 25: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
-	58, // 26: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
-	61, // 27: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
-	62, // 28: tessera.meta.v1.ClusterStatusReply.maintenance:type_name -> tessera.meta.v1.StoreMaintenance
-	64, // 29: tessera.meta.v1.GatewayNode.counters:type_name -> tessera.meta.v1.GatewayCounters
-	64, // 30: tessera.meta.v1.GatewayNode.prev:type_name -> tessera.meta.v1.GatewayCounters
-	65, // 31: tessera.meta.v1.GatewayNodeList.gateways:type_name -> tessera.meta.v1.GatewayNode
-	26, // 32: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	25, // 33: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	28, // 34: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	29, // 35: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
-	30, // 36: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
-	31, // 37: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	27, // 38: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	32, // 39: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
-	33, // 40: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	36, // 41: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	39, // 42: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
-	25, // 43: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	25, // 44: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	25, // 45: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
-	40, // 46: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	41, // 47: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	25, // 48: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	40, // 49: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
-	8,  // 50: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
-	8,  // 51: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
-	8,  // 52: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
-	45, // 53: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
-	47, // 54: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	48, // 55: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
-	8,  // 56: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
-	52, // 57: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	53, // 58: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
-	8,  // 59: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
-	8,  // 60: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
-	57, // 61: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
-	8,  // 62: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
-	8,  // 63: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
-	14, // 64: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
-	25, // 65: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
-	8,  // 66: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
-	17, // 67: tessera.meta.v1.Meta.AddFilesetReads:input_type -> tessera.meta.v1.FilesetReadsRequest
-	25, // 68: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
-	20, // 69: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
-	21, // 70: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
-	25, // 71: tessera.meta.v1.Meta.EvictData:input_type -> tessera.meta.v1.InoRequest
-	67, // 72: tessera.meta.v1.Meta.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
-	3,  // 73: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
-	4,  // 74: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
-	5,  // 75: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
-	25, // 76: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
-	25, // 77: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
-	25, // 78: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
-	65, // 79: tessera.meta.v1.Meta.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
-	8,  // 80: tessera.meta.v1.Meta.Gateways:input_type -> tessera.meta.v1.Empty
-	15, // 81: tessera.meta.v1.Meta.SetQuota:input_type -> tessera.meta.v1.Quota
-	25, // 82: tessera.meta.v1.Meta.GetQuota:input_type -> tessera.meta.v1.InoRequest
-	8,  // 83: tessera.meta.v1.Meta.Quotas:input_type -> tessera.meta.v1.Empty
-	25, // 84: tessera.meta.v1.Meta.RemoveQuota:input_type -> tessera.meta.v1.InoRequest
-	25, // 85: tessera.meta.v1.Meta.QuotaOf:input_type -> tessera.meta.v1.InoRequest
-	12, // 86: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 87: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 88: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 89: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	12, // 90: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	12, // 91: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 92: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 93: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	35, // 94: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	38, // 95: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 96: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 97: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 98: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 99: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	42, // 100: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 101: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	43, // 102: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 103: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 104: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	44, // 105: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	46, // 106: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	46, // 107: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	46, // 108: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	46, // 109: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	50, // 110: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 111: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	55, // 112: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	56, // 113: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 114: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	59, // 115: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	60, // 116: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
-	63, // 117: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
-	14, // 118: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 119: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	18, // 120: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 121: tessera.meta.v1.Meta.AddFilesetReads:output_type -> tessera.meta.v1.Empty
-	8,  // 122: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 123: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 124: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	12, // 125: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
-	8,  // 126: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
-	2,  // 127: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 128: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 129: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 130: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 131: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	8,  // 132: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
-	66, // 133: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
-	66, // 134: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
-	15, // 135: tessera.meta.v1.Meta.SetQuota:output_type -> tessera.meta.v1.Quota
-	15, // 136: tessera.meta.v1.Meta.GetQuota:output_type -> tessera.meta.v1.Quota
-	16, // 137: tessera.meta.v1.Meta.Quotas:output_type -> tessera.meta.v1.QuotaList
-	8,  // 138: tessera.meta.v1.Meta.RemoveQuota:output_type -> tessera.meta.v1.Empty
-	15, // 139: tessera.meta.v1.Meta.QuotaOf:output_type -> tessera.meta.v1.Quota
-	86, // [86:140] is the sub-list for method output_type
-	32, // [32:86] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	15, // 8: tessera.meta.v1.QuotaCheck.quota:type_name -> tessera.meta.v1.Quota
+	15, // 9: tessera.meta.v1.QuotaList.quotas:type_name -> tessera.meta.v1.Quota
+	14, // 10: tessera.meta.v1.FilesetList.filesets:type_name -> tessera.meta.v1.Fileset
+	20, // 11: tessera.meta.v1.IngestDirRequest.entries:type_name -> tessera.meta.v1.HomeEntry
+	13, // 12: tessera.meta.v1.SetGatewayRequest.gateway:type_name -> tessera.meta.v1.GatewayInfo
+	23, // 13: tessera.meta.v1.Composition.patches:type_name -> tessera.meta.v1.Patch
+	24, // 14: tessera.meta.v1.BlockChange.compose:type_name -> tessera.meta.v1.Composition
+	12, // 15: tessera.meta.v1.DirEntry.inode:type_name -> tessera.meta.v1.Inode
+	35, // 16: tessera.meta.v1.ReadDirReply.entries:type_name -> tessera.meta.v1.DirEntry
+	24, // 17: tessera.meta.v1.ComposedBlock.composition:type_name -> tessera.meta.v1.Composition
+	38, // 18: tessera.meta.v1.Recipe.composed:type_name -> tessera.meta.v1.ComposedBlock
+	25, // 19: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
+	46, // 20: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
+	50, // 21: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
+	52, // 22: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
+	55, // 23: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
+	0,  // 24: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
+	12, // 25: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
+	25, // 26: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
+	59, // 27: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
+	62, // 28: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
+	63, // 29: tessera.meta.v1.ClusterStatusReply.maintenance:type_name -> tessera.meta.v1.StoreMaintenance
+	65, // 30: tessera.meta.v1.GatewayNode.counters:type_name -> tessera.meta.v1.GatewayCounters
+	65, // 31: tessera.meta.v1.GatewayNode.prev:type_name -> tessera.meta.v1.GatewayCounters
+	66, // 32: tessera.meta.v1.GatewayNodeList.gateways:type_name -> tessera.meta.v1.GatewayNode
+	27, // 33: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	26, // 34: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	29, // 35: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	30, // 36: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
+	31, // 37: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
+	32, // 38: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	28, // 39: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	33, // 40: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
+	34, // 41: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	37, // 42: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	40, // 43: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
+	26, // 44: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	26, // 45: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	26, // 46: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
+	41, // 47: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	42, // 48: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	26, // 49: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	41, // 50: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	8,  // 51: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
+	8,  // 52: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
+	8,  // 53: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
+	46, // 54: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
+	48, // 55: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	49, // 56: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	8,  // 57: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
+	53, // 58: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	54, // 59: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	8,  // 60: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
+	8,  // 61: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
+	58, // 62: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
+	8,  // 63: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
+	8,  // 64: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
+	14, // 65: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
+	26, // 66: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
+	8,  // 67: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
+	18, // 68: tessera.meta.v1.Meta.AddFilesetReads:input_type -> tessera.meta.v1.FilesetReadsRequest
+	26, // 69: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
+	21, // 70: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
+	22, // 71: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
+	26, // 72: tessera.meta.v1.Meta.EvictData:input_type -> tessera.meta.v1.InoRequest
+	68, // 73: tessera.meta.v1.Meta.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
+	3,  // 74: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
+	4,  // 75: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
+	5,  // 76: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
+	26, // 77: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
+	26, // 78: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
+	26, // 79: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
+	66, // 80: tessera.meta.v1.Meta.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
+	8,  // 81: tessera.meta.v1.Meta.Gateways:input_type -> tessera.meta.v1.Empty
+	15, // 82: tessera.meta.v1.Meta.SetQuota:input_type -> tessera.meta.v1.Quota
+	26, // 83: tessera.meta.v1.Meta.GetQuota:input_type -> tessera.meta.v1.InoRequest
+	8,  // 84: tessera.meta.v1.Meta.Quotas:input_type -> tessera.meta.v1.Empty
+	26, // 85: tessera.meta.v1.Meta.RemoveQuota:input_type -> tessera.meta.v1.InoRequest
+	26, // 86: tessera.meta.v1.Meta.QuotaOf:input_type -> tessera.meta.v1.InoRequest
+	26, // 87: tessera.meta.v1.Meta.CheckQuota:input_type -> tessera.meta.v1.InoRequest
+	12, // 88: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 89: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 90: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 91: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	12, // 92: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	12, // 93: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 94: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 95: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	36, // 96: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	39, // 97: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 98: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 99: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 100: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 101: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	43, // 102: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 103: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	44, // 104: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 105: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 106: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	45, // 107: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	47, // 108: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	47, // 109: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	47, // 110: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	47, // 111: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	51, // 112: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 113: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	56, // 114: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	57, // 115: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 116: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	60, // 117: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	61, // 118: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	64, // 119: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	14, // 120: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 121: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	19, // 122: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 123: tessera.meta.v1.Meta.AddFilesetReads:output_type -> tessera.meta.v1.Empty
+	8,  // 124: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 125: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 126: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	12, // 127: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
+	8,  // 128: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
+	2,  // 129: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 130: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 131: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 132: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 133: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 134: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
+	67, // 135: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
+	67, // 136: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
+	15, // 137: tessera.meta.v1.Meta.SetQuota:output_type -> tessera.meta.v1.Quota
+	15, // 138: tessera.meta.v1.Meta.GetQuota:output_type -> tessera.meta.v1.Quota
+	17, // 139: tessera.meta.v1.Meta.Quotas:output_type -> tessera.meta.v1.QuotaList
+	8,  // 140: tessera.meta.v1.Meta.RemoveQuota:output_type -> tessera.meta.v1.Empty
+	15, // 141: tessera.meta.v1.Meta.QuotaOf:output_type -> tessera.meta.v1.Quota
+	16, // 142: tessera.meta.v1.Meta.CheckQuota:output_type -> tessera.meta.v1.QuotaCheck
+	88, // [88:143] is the sub-list for method output_type
+	33, // [33:88] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_tessera_meta_v1_meta_proto_init() }
@@ -5515,7 +5590,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   67,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -83,6 +83,7 @@ const (
 	Meta_Quotas_FullMethodName          = "/tessera.meta.v1.Meta/Quotas"
 	Meta_RemoveQuota_FullMethodName     = "/tessera.meta.v1.Meta/RemoveQuota"
 	Meta_QuotaOf_FullMethodName         = "/tessera.meta.v1.Meta/QuotaOf"
+	Meta_CheckQuota_FullMethodName      = "/tessera.meta.v1.Meta/CheckQuota"
 )
 
 // MetaClient is the client API for Meta service.
@@ -167,6 +168,7 @@ type MetaClient interface {
 	Quotas(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*QuotaList, error)
 	RemoveQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
 	QuotaOf(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error)
+	CheckQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*QuotaCheck, error)
 }
 
 type metaClient struct {
@@ -720,6 +722,16 @@ func (c *metaClient) QuotaOf(ctx context.Context, in *InoRequest, opts ...grpc.C
 	return out, nil
 }
 
+func (c *metaClient) CheckQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*QuotaCheck, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QuotaCheck)
+	err := c.cc.Invoke(ctx, Meta_CheckQuota_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // MetaServer is the server API for Meta service.
 // All implementations must embed UnimplementedMetaServer
 // for forward compatibility.
@@ -802,6 +814,7 @@ type MetaServer interface {
 	Quotas(context.Context, *Empty) (*QuotaList, error)
 	RemoveQuota(context.Context, *InoRequest) (*Empty, error)
 	QuotaOf(context.Context, *InoRequest) (*Quota, error)
+	CheckQuota(context.Context, *InoRequest) (*QuotaCheck, error)
 	mustEmbedUnimplementedMetaServer()
 }
 
@@ -973,6 +986,9 @@ func (UnimplementedMetaServer) RemoveQuota(context.Context, *InoRequest) (*Empty
 }
 func (UnimplementedMetaServer) QuotaOf(context.Context, *InoRequest) (*Quota, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method QuotaOf not implemented")
+}
+func (UnimplementedMetaServer) CheckQuota(context.Context, *InoRequest) (*QuotaCheck, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CheckQuota not implemented")
 }
 func (UnimplementedMetaServer) mustEmbedUnimplementedMetaServer() {}
 func (UnimplementedMetaServer) testEmbeddedByValue()              {}
@@ -1956,6 +1972,24 @@ func _Meta_QuotaOf_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Meta_CheckQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MetaServer).CheckQuota(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Meta_CheckQuota_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MetaServer).CheckQuota(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Meta_ServiceDesc is the grpc.ServiceDesc for Meta service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -2174,6 +2208,10 @@ var Meta_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "QuotaOf",
 			Handler:    _Meta_QuotaOf_Handler,
+		},
+		{
+			MethodName: "CheckQuota",
+			Handler:    _Meta_CheckQuota_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
