@@ -142,12 +142,12 @@ func runFsck(ctx context.Context, args []string) error {
 	}
 	out.result("fsck", map[string]any{"blocks": r.Blocks, "copies": r.Copies, "corrupt": r.Corrupt,
 		"quarantined": r.Quarantined, "lost": r.Lost, "impossible": r.Impossible, "unreachable": r.Unreachable,
-		"problems": r.Problems(), "repair": *repair}, err)
+		"quotas": r.Quotas, "quota_drift": r.QuotaDrift, "problems": r.Problems(), "repair": *repair}, err)
 	if *jsonOut || failed {
 		return err
 	}
-	fmt.Printf("fsck: %d blocks, %d copies checked; %d corrupt copies (%d moved aside), %d lost blocks, %d impossible recipes\n",
-		r.Blocks, r.Copies, r.Corrupt, r.Quarantined, r.Lost, r.Impossible)
+	fmt.Printf("fsck: %d blocks, %d copies checked; %d corrupt copies (%d moved aside), %d lost blocks, %d impossible recipes; %d quotas checked, %d with usage unlike their tree\n",
+		r.Blocks, r.Copies, r.Corrupt, r.Quarantined, r.Lost, r.Impossible, r.Quotas, r.QuotaDrift)
 	if err != nil {
 		return err
 	}

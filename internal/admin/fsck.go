@@ -30,10 +30,14 @@ type FsckReport struct {
 	Lost        int // live blocks without a good copy
 	Impossible  int // recipes no writes could have made
 	Unreachable int // servers that could not be listed
+	Quotas      int // directory quotas whose usage was checked by a walk
+	QuotaDrift  int // quotas whose kept usage differs from the walk
 }
 
 // Problems is the number of problems the report counts.
-func (r FsckReport) Problems() int { return r.Corrupt + r.Lost + r.Impossible + r.Unreachable }
+func (r FsckReport) Problems() int {
+	return r.Corrupt + r.Lost + r.Impossible + r.Unreachable + r.QuotaDrift
+}
 
 // fileRef is one recipe entry naming a block.
 type fileRef struct {
@@ -45,7 +49,9 @@ type fileRef struct {
 // server that lists it, against its hash where it lies (block.Checker),
 // reports a block with no good copy left as lost with the files (inodes)
 // naming it, and checks that each block's content can be what writes and
-// truncates made (impossible). It writes one line per problem to w. Only
+// truncates made (impossible), and that each directory quota's usage is
+// what a walk of its tree counts (fsckQuotas). It writes one line per
+// problem to w. Only
 // with opts.Repair does it change anything: corrupt copies are then moved
 // aside, for the mover to restore from good ones.
 func Fsck(ctx context.Context, c *Cluster, w io.Writer, opts FsckOptions) (FsckReport, error) {
@@ -153,6 +159,9 @@ func Fsck(ctx context.Context, c *Cluster, w io.Writer, opts FsckOptions) (FsckR
 		}
 	}
 	c.report(check)
+	if err := fsckQuotas(ctx, c, w, &r); err != nil {
+		return r, err
+	}
 	if opts.Repair && r.Quarantined > 0 {
 		fmt.Fprintf(w, "fsck: %d corrupt copies moved aside; the mover restores them from good copies at its next round\n", r.Quarantined)
 	}

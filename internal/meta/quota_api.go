@@ -25,6 +25,9 @@ type QuotaAPI interface {
 	// directory's own quota included): what df in it shows (ErrNotFound
 	// if none).
 	QuotaOf(ctx context.Context, ino Ino) (Quota, error)
+	// CheckQuota returns directory dir's quota beside what a walk of its
+	// tree counts, in one snapshot (quota_check.go): what fsck compares.
+	CheckQuota(ctx context.Context, dir Ino) (QuotaCheck, error)
 }
 
 var _ QuotaAPI = (*Service)(nil)
@@ -46,7 +49,7 @@ func (s *Service) SetQuota(ctx context.Context, q Quota) (Quota, error) {
 		}
 		if !ok {
 			cur = &quotaState{Quota: Quota{Dir: q.Dir}, loaded: true}
-			if cur.Bytes, cur.Inodes, err = t.quotaWalk(q.Dir, s.soft()); err != nil {
+			if cur.Bytes, cur.Inodes, err = t.quotaWalk(q.Dir, s.soft(), 0); err != nil {
 				return err
 			}
 		}
@@ -159,9 +162,10 @@ func (s *Service) QuotaOf(ctx context.Context, ino Ino) (Quota, error) {
 
 // quotaWalk counts what lies under directory dir as a quota counts it:
 // every inode once (orphans filed under its directories too) and the
-// bytes of the regular files. It stops with ErrTooBig past b, and with
-// EXDEV at a file with a link outside the tree.
-func (t txn) quotaWalk(dir Ino, b budget) (bytes, inodes uint64, _ error) {
+// bytes of the regular files. It stops with ErrTooBig past b or past
+// maxInodes inodes (0: no bound), and with EXDEV at a file with a link
+// outside the tree.
+func (t txn) quotaWalk(dir Ino, b budget, maxInodes uint64) (bytes, inodes uint64, _ error) {
 	names := map[Ino]uint32{} // non-directories: names seen
 	var linked []*inodeRec    // files with several links
 	seen := map[Ino]bool{}
@@ -178,6 +182,9 @@ func (t txn) quotaWalk(dir Ino, b budget) (bytes, inodes uint64, _ error) {
 		queue = queue[1:]
 		if !t.fits(b) {
 			return 0, 0, fmt.Errorf("the tree under directory %d is too large to count in one transaction: %w", dir, ErrTooBig)
+		}
+		if maxInodes > 0 && inodes > maxInodes {
+			return 0, 0, fmt.Errorf("the tree under directory %d holds more than %d inodes: %w", dir, maxInodes, ErrTooBig)
 		}
 		var kids []Ino
 		p := dentryPrefix(d)

@@ -234,7 +234,8 @@ func TestQuotaModel(t *testing.T) {
 	t.Logf("done by op %v; refused (EDQUOT, EXDEV) %v", done, refused)
 }
 
-// checkQuotas compares every quota's usage with a walk of its tree.
+// checkQuotas compares every quota's usage with a walk of its tree
+// (CheckQuota, what fsck does).
 func checkQuotas(t *testing.T, s *Service, step int) {
 	t.Helper()
 	qs, err := s.Quotas(context.Background())
@@ -242,16 +243,52 @@ func checkQuotas(t *testing.T, s *Service, step int) {
 		t.Fatal(err)
 	}
 	for _, q := range qs {
-		var bytes, inodes uint64
-		err := s.view(context.Background(), func(tx txn) (err error) {
-			bytes, inodes, err = tx.quotaWalk(q.Dir, budget{})
-			return err
-		})
+		c, err := s.CheckQuota(context.Background(), q.Dir)
 		if err != nil {
-			t.Fatalf("step %d: walk of %d: %v", step, q.Dir, err)
+			t.Fatalf("step %d: check of %d: %v", step, q.Dir, err)
 		}
-		if bytes != q.Bytes || inodes != q.Inodes {
-			t.Fatalf("step %d: quota of %d counts %d inodes, %d bytes; the walk %d, %d", step, q.Dir, q.Inodes, q.Bytes, inodes, bytes)
+		if c.Quota != q || !c.Agrees() {
+			t.Fatalf("step %d: quota of %d counts %d inodes, %d bytes; the walk %d, %d", step, q.Dir, q.Inodes, q.Bytes, c.WalkInodes, c.WalkBytes)
 		}
+	}
+}
+
+// TestCheckQuotaFindsDrift: a usage record that no longer matches its tree
+// (written behind the quota hook's back) is what CheckQuota reports, and
+// a directory without a quota is ErrNotFound.
+func TestCheckQuotaFindsDrift(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(memkv.New(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := s.Create(ctx, CreateReq{Parent: RootIno, Name: "q", Mode: syscall.S_IFDIR | 0o755})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := s.Create(ctx, CreateReq{Parent: dir.Ino, Name: "f", Mode: syscall.S_IFREG | 0o644})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetAttr(ctx, f.Ino, SetAttrReq{Valid: SetSize, Size: 1000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CheckQuota(ctx, dir.Ino); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("check of a directory without a quota: %v; want ErrNotFound", err)
+	}
+	if _, err := s.SetQuota(ctx, Quota{Dir: dir.Ino, MaxBytes: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := s.CheckQuota(ctx, dir.Ino)
+	if err != nil || !c.Agrees() || c.WalkBytes != 1000 || c.WalkInodes != 1 {
+		t.Fatalf("check after set: %+v, %v; want 1 inode, 1000 bytes, agreeing", c, err)
+	}
+	err = s.update(ctx, func(t txn) error { return t.Put(usageKey(dir.Ino), encodePair(7, 1)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = s.CheckQuota(ctx, dir.Ino)
+	if err != nil || c.Agrees() || c.Bytes != 7 || c.WalkBytes != 1000 {
+		t.Fatalf("check after the usage drifted to 7 bytes: %+v, %v; want the drift reported", c, err)
 	}
 }

@@ -219,3 +219,12 @@ func (f Forward) QuotaOf(ctx context.Context, ino Ino) (r0 Quota, err error) {
 	}
 	return c.QuotaOf(ctx, ino)
 }
+
+// CheckQuota implements QuotaAPI.
+func (f Forward) CheckQuota(ctx context.Context, dir Ino) (r0 QuotaCheck, err error) {
+	c, err := capability[QuotaAPI](f.Next, "CheckQuota")
+	if err != nil {
+		return r0, err
+	}
+	return c.CheckQuota(ctx, dir)
+}

@@ -505,3 +505,12 @@ func (a *metaAPI) QuotaOf(ctx context.Context, ino meta.Ino) (r0 meta.Quota, err
 	})
 	return r0, err
 }
+
+// CheckQuota implements meta.QuotaAPI.
+func (a *metaAPI) CheckQuota(ctx context.Context, dir meta.Ino) (r0 meta.QuotaCheck, err error) {
+	err = a.around(ctx, "check_quota", func(ctx context.Context, next meta.API) (err error) {
+		r0, err = meta.Forward{Next: next}.CheckQuota(ctx, dir)
+		return err
+	})
+	return r0, err
+}

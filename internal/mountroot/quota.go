@@ -44,3 +44,10 @@ func (a *API) QuotaOf(ctx context.Context, ino meta.Ino) (meta.Quota, error) {
 func (a *API) RemoveQuota(ctx context.Context, dir meta.Ino) error {
 	return a.fwd().RemoveQuota(ctx, a.m(dir))
 }
+
+// CheckQuota implements meta.QuotaAPI.
+func (a *API) CheckQuota(ctx context.Context, dir meta.Ino) (meta.QuotaCheck, error) {
+	c, err := a.fwd().CheckQuota(ctx, a.m(dir))
+	c.Dir = a.m(c.Dir)
+	return c, err
+}

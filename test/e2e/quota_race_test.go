@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -30,7 +31,8 @@ const quotaRaceBlock = 256 << 10
 // commit) is refused with EDQUOT and never counted. Both writers see
 // EDQUOT; the tree (the refused files' committed parts included) ends
 // within two files' worth of the limit (both could use the room); every file whose fsync and close succeeded reads back
-// whole; and the usage the quota reports is the tree's as a walk finds it.
+// whole; and the usage the quota reports is the tree's as a walk finds it,
+// which `tessera fsck` checks too.
 func TestQuotaTwoMetasFillAtOnce(t *testing.T) {
 	needBinary(t)
 	etcd := etcdtest.Start(t, 1)
@@ -104,6 +106,10 @@ func TestQuotaTwoMetasFillAtOnce(t *testing.T) {
 	got := regexp.MustCompile(`\((\d+) of`).FindStringSubmatch(res.Stdout)
 	if got == nil || got[1] != strconv.FormatInt(used, 10) {
 		t.Errorf("quota get reports %q; the walk finds %d bytes\n%s", got, used, res.Stdout)
+	}
+	res, err = m.Run(ctx, "fsck")
+	if err != nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, "1 quotas checked, 0 with usage unlike their tree") {
+		t.Errorf("fsck after the race: %v, exit %d\n%s%s", err, res.ExitCode, res.Stdout, res.Stderr)
 	}
 }
 

@@ -108,3 +108,16 @@ func (v *view) RemoveQuota(ctx context.Context, dir meta.Ino) error {
 	v.a.admin(ctx, c.id, "RemoveQuota", err, "dir", uint64(dir))
 	return err
 }
+
+// CheckQuota implements meta.QuotaAPI: an administrator's (fsck's), as it
+// walks a whole tree.
+func (v *view) CheckQuota(ctx context.Context, dir meta.Ino) (meta.QuotaCheck, error) {
+	if _, err := v.a.authorize(ctx, "CheckQuota"); err != nil {
+		return meta.QuotaCheck{}, err
+	}
+	qa, err := v.quotas("CheckQuota")
+	if err != nil {
+		return meta.QuotaCheck{}, err
+	}
+	return qa.CheckQuota(ctx, dir)
+}

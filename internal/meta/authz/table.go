@@ -89,6 +89,7 @@ var quotaRules = map[string]rule{
 	"Quota":       {auth.ReadNamespace, inTree},
 	"Quotas":      {auth.ReadNamespace, cluster},
 	"QuotaOf":     {auth.ReadNamespace, inTree}, // df in a quota tree
+	"CheckQuota":  {auth.Administer, cluster},   // fsck: walks a whole tree
 }
 
 // writebackRules: meta.WritebackAPI, worked by gateways, its figures read

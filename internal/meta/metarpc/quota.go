@@ -67,6 +67,16 @@ func (c *Client) QuotaOf(ctx context.Context, ino meta.Ino) (meta.Quota, error) 
 	return unary(c, ctx, "QuotaOf", c.mc.QuotaOf, &pb.InoRequest{Ino: uint64(ino)}, quotaIn)
 }
 
+// CheckQuota implements meta.QuotaAPI.
+func (c *Client) CheckQuota(ctx context.Context, dir meta.Ino) (meta.QuotaCheck, error) {
+	return unary(c, ctx, "CheckQuota", c.mc.CheckQuota, &pb.InoRequest{Ino: uint64(dir)}, quotaCheckIn)
+}
+
+func quotaCheckIn(p *pb.QuotaCheck) (meta.QuotaCheck, error) {
+	q, err := quotaIn(p.GetQuota())
+	return meta.QuotaCheck{Quota: q, WalkBytes: p.GetWalkBytes(), WalkInodes: p.GetWalkInodes()}, err
+}
+
 // errNoQuotas answers quota calls to a service that has none.
 var errNoQuotas = fmt.Errorf("meta service has no quotas: %w", syscall.ENOTSUP)
 
@@ -130,6 +140,19 @@ func (s *server) QuotaOf(ctx context.Context, r *pb.InoRequest) (*pb.Quota, erro
 		return nil, err
 	}
 	return quotaReply(qa.QuotaOf(ctx, meta.Ino(r.Ino)))
+}
+
+// CheckQuota serves meta.QuotaAPI.CheckQuota.
+func (s *server) CheckQuota(ctx context.Context, r *pb.InoRequest) (*pb.QuotaCheck, error) {
+	qa, err := s.quotas()
+	if err != nil {
+		return nil, err
+	}
+	c, err := qa.CheckQuota(ctx, meta.Ino(r.Ino))
+	if err != nil {
+		return nil, statusOf(err)
+	}
+	return &pb.QuotaCheck{Quota: quotaOut(c.Quota), WalkBytes: c.WalkBytes, WalkInodes: c.WalkInodes}, nil
 }
 
 // RemoveQuota serves meta.QuotaAPI.RemoveQuota.

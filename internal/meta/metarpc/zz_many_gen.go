@@ -496,3 +496,12 @@ func (m *Many) QuotaOf(ctx context.Context, ino meta.Ino) (r0 meta.Quota, err er
 	})
 	return r0, err
 }
+
+// CheckQuota implements meta.QuotaAPI.
+func (m *Many) CheckQuota(ctx context.Context, dir meta.Ino) (r0 meta.QuotaCheck, err error) {
+	err = m.around(ctx, "check_quota", func(ctx context.Context, next *Client) (err error) {
+		r0, err = next.CheckQuota(ctx, dir)
+		return err
+	})
+	return r0, err
+}

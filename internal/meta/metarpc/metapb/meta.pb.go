@@ -1331,6 +1331,68 @@ func (x *Quota) GetInodes() uint64 {
 	return 0
 }
 
+// QuotaCheck is meta.QuotaCheck: a quota with what a walk of its tree
+// counts, for fsck.
+type QuotaCheck struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Quota         *Quota                 `protobuf:"bytes,1,opt,name=quota,proto3" json:"quota,omitempty"`
+	WalkBytes     uint64                 `protobuf:"varint,2,opt,name=walk_bytes,json=walkBytes,proto3" json:"walk_bytes,omitempty"`
+	WalkInodes    uint64                 `protobuf:"varint,3,opt,name=walk_inodes,json=walkInodes,proto3" json:"walk_inodes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QuotaCheck) Reset() {
+	*x = QuotaCheck{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QuotaCheck) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QuotaCheck) ProtoMessage() {}
+
+func (x *QuotaCheck) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QuotaCheck.ProtoReflect.Descriptor instead.
+func (*QuotaCheck) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *QuotaCheck) GetQuota() *Quota {
+	if x != nil {
+		return x.Quota
+	}
+	return nil
+}
+
+func (x *QuotaCheck) GetWalkBytes() uint64 {
+	if x != nil {
+		return x.WalkBytes
+	}
+	return 0
+}
+
+func (x *QuotaCheck) GetWalkInodes() uint64 {
+	if x != nil {
+		return x.WalkInodes
+	}
+	return 0
+}
+
 type QuotaList struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Quotas        []*Quota               `protobuf:"bytes,1,rep,name=quotas,proto3" json:"quotas,omitempty"`
@@ -1340,7 +1402,7 @@ type QuotaList struct {
 
 func (x *QuotaList) Reset() {
 	*x = QuotaList{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1352,7 +1414,7 @@ func (x *QuotaList) String() string {
 func (*QuotaList) ProtoMessage() {}
 
 func (x *QuotaList) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[15]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1365,7 +1427,7 @@ func (x *QuotaList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use QuotaList.ProtoReflect.Descriptor instead.
 func (*QuotaList) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{15}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *QuotaList) GetQuotas() []*Quota {
@@ -1387,7 +1449,7 @@ type FilesetReadsRequest struct {
 
 func (x *FilesetReadsRequest) Reset() {
 	*x = FilesetReadsRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1399,7 +1461,7 @@ func (x *FilesetReadsRequest) String() string {
 func (*FilesetReadsRequest) ProtoMessage() {}
 
 func (x *FilesetReadsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[16]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1412,7 +1474,7 @@ func (x *FilesetReadsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilesetReadsRequest.ProtoReflect.Descriptor instead.
 func (*FilesetReadsRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{16}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FilesetReadsRequest) GetRoot() uint64 {
@@ -1445,7 +1507,7 @@ type FilesetList struct {
 
 func (x *FilesetList) Reset() {
 	*x = FilesetList{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1457,7 +1519,7 @@ func (x *FilesetList) String() string {
 func (*FilesetList) ProtoMessage() {}
 
 func (x *FilesetList) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[17]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1470,7 +1532,7 @@ func (x *FilesetList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FilesetList.ProtoReflect.Descriptor instead.
 func (*FilesetList) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{17}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *FilesetList) GetFilesets() []*Fileset {
@@ -1496,7 +1558,7 @@ type HomeEntry struct {
 
 func (x *HomeEntry) Reset() {
 	*x = HomeEntry{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1508,7 +1570,7 @@ func (x *HomeEntry) String() string {
 func (*HomeEntry) ProtoMessage() {}
 
 func (x *HomeEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[18]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1521,7 +1583,7 @@ func (x *HomeEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HomeEntry.ProtoReflect.Descriptor instead.
 func (*HomeEntry) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{18}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *HomeEntry) GetName() string {
@@ -1585,7 +1647,7 @@ type IngestDirRequest struct {
 
 func (x *IngestDirRequest) Reset() {
 	*x = IngestDirRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1597,7 +1659,7 @@ func (x *IngestDirRequest) String() string {
 func (*IngestDirRequest) ProtoMessage() {}
 
 func (x *IngestDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[19]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1610,7 +1672,7 @@ func (x *IngestDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IngestDirRequest.ProtoReflect.Descriptor instead.
 func (*IngestDirRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{19}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *IngestDirRequest) GetDir() uint64 {
@@ -1652,7 +1714,7 @@ type SetGatewayRequest struct {
 
 func (x *SetGatewayRequest) Reset() {
 	*x = SetGatewayRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1664,7 +1726,7 @@ func (x *SetGatewayRequest) String() string {
 func (*SetGatewayRequest) ProtoMessage() {}
 
 func (x *SetGatewayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[20]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1677,7 +1739,7 @@ func (x *SetGatewayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetGatewayRequest.ProtoReflect.Descriptor instead.
 func (*SetGatewayRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{20}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *SetGatewayRequest) GetIno() uint64 {
@@ -1712,7 +1774,7 @@ type Patch struct {
 
 func (x *Patch) Reset() {
 	*x = Patch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1724,7 +1786,7 @@ func (x *Patch) String() string {
 func (*Patch) ProtoMessage() {}
 
 func (x *Patch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[21]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1737,7 +1799,7 @@ func (x *Patch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Patch.ProtoReflect.Descriptor instead.
 func (*Patch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{21}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Patch) GetHash() []byte {
@@ -1772,7 +1834,7 @@ type Composition struct {
 
 func (x *Composition) Reset() {
 	*x = Composition{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1784,7 +1846,7 @@ func (x *Composition) String() string {
 func (*Composition) ProtoMessage() {}
 
 func (x *Composition) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[22]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1797,7 +1859,7 @@ func (x *Composition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Composition.ProtoReflect.Descriptor instead.
 func (*Composition) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{22}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Composition) GetLen() uint32 {
@@ -1835,7 +1897,7 @@ type BlockChange struct {
 
 func (x *BlockChange) Reset() {
 	*x = BlockChange{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1847,7 +1909,7 @@ func (x *BlockChange) String() string {
 func (*BlockChange) ProtoMessage() {}
 
 func (x *BlockChange) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[23]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1860,7 +1922,7 @@ func (x *BlockChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockChange.ProtoReflect.Descriptor instead.
 func (*BlockChange) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{23}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BlockChange) GetIndex() uint64 {
@@ -1914,7 +1976,7 @@ type InoRequest struct {
 
 func (x *InoRequest) Reset() {
 	*x = InoRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1926,7 +1988,7 @@ func (x *InoRequest) String() string {
 func (*InoRequest) ProtoMessage() {}
 
 func (x *InoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[24]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1939,7 +2001,7 @@ func (x *InoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InoRequest.ProtoReflect.Descriptor instead.
 func (*InoRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{24}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *InoRequest) GetIno() uint64 {
@@ -1959,7 +2021,7 @@ type LookupRequest struct {
 
 func (x *LookupRequest) Reset() {
 	*x = LookupRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1971,7 +2033,7 @@ func (x *LookupRequest) String() string {
 func (*LookupRequest) ProtoMessage() {}
 
 func (x *LookupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[25]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1984,7 +2046,7 @@ func (x *LookupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LookupRequest.ProtoReflect.Descriptor instead.
 func (*LookupRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{25}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *LookupRequest) GetParent() uint64 {
@@ -2011,7 +2073,7 @@ type NameRequest struct {
 
 func (x *NameRequest) Reset() {
 	*x = NameRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2023,7 +2085,7 @@ func (x *NameRequest) String() string {
 func (*NameRequest) ProtoMessage() {}
 
 func (x *NameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[26]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2036,7 +2098,7 @@ func (x *NameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NameRequest.ProtoReflect.Descriptor instead.
 func (*NameRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{26}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *NameRequest) GetParent() uint64 {
@@ -2071,7 +2133,7 @@ type SetAttrRequest struct {
 
 func (x *SetAttrRequest) Reset() {
 	*x = SetAttrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2083,7 +2145,7 @@ func (x *SetAttrRequest) String() string {
 func (*SetAttrRequest) ProtoMessage() {}
 
 func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[27]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2096,7 +2158,7 @@ func (x *SetAttrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetAttrRequest.ProtoReflect.Descriptor instead.
 func (*SetAttrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{27}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SetAttrRequest) GetIno() uint64 {
@@ -2187,7 +2249,7 @@ type CreateRequest struct {
 
 func (x *CreateRequest) Reset() {
 	*x = CreateRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2199,7 +2261,7 @@ func (x *CreateRequest) String() string {
 func (*CreateRequest) ProtoMessage() {}
 
 func (x *CreateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[28]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2212,7 +2274,7 @@ func (x *CreateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateRequest.ProtoReflect.Descriptor instead.
 func (*CreateRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{28}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *CreateRequest) GetParent() uint64 {
@@ -2296,7 +2358,7 @@ type LinkRequest struct {
 
 func (x *LinkRequest) Reset() {
 	*x = LinkRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2308,7 +2370,7 @@ func (x *LinkRequest) String() string {
 func (*LinkRequest) ProtoMessage() {}
 
 func (x *LinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[29]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2321,7 +2383,7 @@ func (x *LinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LinkRequest.ProtoReflect.Descriptor instead.
 func (*LinkRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{29}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *LinkRequest) GetIno() uint64 {
@@ -2356,7 +2418,7 @@ type UnlinkRequest struct {
 
 func (x *UnlinkRequest) Reset() {
 	*x = UnlinkRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2368,7 +2430,7 @@ func (x *UnlinkRequest) String() string {
 func (*UnlinkRequest) ProtoMessage() {}
 
 func (x *UnlinkRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[30]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2381,7 +2443,7 @@ func (x *UnlinkRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnlinkRequest.ProtoReflect.Descriptor instead.
 func (*UnlinkRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{30}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UnlinkRequest) GetParent() uint64 {
@@ -2418,7 +2480,7 @@ type RenameRequest struct {
 
 func (x *RenameRequest) Reset() {
 	*x = RenameRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2430,7 +2492,7 @@ func (x *RenameRequest) String() string {
 func (*RenameRequest) ProtoMessage() {}
 
 func (x *RenameRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[31]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2443,7 +2505,7 @@ func (x *RenameRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RenameRequest.ProtoReflect.Descriptor instead.
 func (*RenameRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{31}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *RenameRequest) GetOldParent() uint64 {
@@ -2493,7 +2555,7 @@ type ReadDirRequest struct {
 
 func (x *ReadDirRequest) Reset() {
 	*x = ReadDirRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2505,7 +2567,7 @@ func (x *ReadDirRequest) String() string {
 func (*ReadDirRequest) ProtoMessage() {}
 
 func (x *ReadDirRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[32]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2518,7 +2580,7 @@ func (x *ReadDirRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirRequest.ProtoReflect.Descriptor instead.
 func (*ReadDirRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{32}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReadDirRequest) GetDir() uint64 {
@@ -2561,7 +2623,7 @@ type DirEntry struct {
 
 func (x *DirEntry) Reset() {
 	*x = DirEntry{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2573,7 +2635,7 @@ func (x *DirEntry) String() string {
 func (*DirEntry) ProtoMessage() {}
 
 func (x *DirEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[33]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2586,7 +2648,7 @@ func (x *DirEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DirEntry.ProtoReflect.Descriptor instead.
 func (*DirEntry) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{33}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DirEntry) GetName() string {
@@ -2627,7 +2689,7 @@ type ReadDirReply struct {
 
 func (x *ReadDirReply) Reset() {
 	*x = ReadDirReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2639,7 +2701,7 @@ func (x *ReadDirReply) String() string {
 func (*ReadDirReply) ProtoMessage() {}
 
 func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[34]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2652,7 +2714,7 @@ func (x *ReadDirReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadDirReply.ProtoReflect.Descriptor instead.
 func (*ReadDirReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{34}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ReadDirReply) GetEntries() []*DirEntry {
@@ -2680,7 +2742,7 @@ type GetRecipeRequest struct {
 
 func (x *GetRecipeRequest) Reset() {
 	*x = GetRecipeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2692,7 +2754,7 @@ func (x *GetRecipeRequest) String() string {
 func (*GetRecipeRequest) ProtoMessage() {}
 
 func (x *GetRecipeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[35]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2705,7 +2767,7 @@ func (x *GetRecipeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetRecipeRequest.ProtoReflect.Descriptor instead.
 func (*GetRecipeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{35}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *GetRecipeRequest) GetIno() uint64 {
@@ -2739,7 +2801,7 @@ type ComposedBlock struct {
 
 func (x *ComposedBlock) Reset() {
 	*x = ComposedBlock{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2751,7 +2813,7 @@ func (x *ComposedBlock) String() string {
 func (*ComposedBlock) ProtoMessage() {}
 
 func (x *ComposedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[36]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2764,7 +2826,7 @@ func (x *ComposedBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComposedBlock.ProtoReflect.Descriptor instead.
 func (*ComposedBlock) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{36}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ComposedBlock) GetHash() []byte {
@@ -2796,7 +2858,7 @@ type Recipe struct {
 
 func (x *Recipe) Reset() {
 	*x = Recipe{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +2870,7 @@ func (x *Recipe) String() string {
 func (*Recipe) ProtoMessage() {}
 
 func (x *Recipe) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[37]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +2883,7 @@ func (x *Recipe) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Recipe.ProtoReflect.Descriptor instead.
 func (*Recipe) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{37}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Recipe) GetChange() uint64 {
@@ -2889,7 +2951,7 @@ type CommitRequest struct {
 
 func (x *CommitRequest) Reset() {
 	*x = CommitRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2901,7 +2963,7 @@ func (x *CommitRequest) String() string {
 func (*CommitRequest) ProtoMessage() {}
 
 func (x *CommitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[38]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2914,7 +2976,7 @@ func (x *CommitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitRequest.ProtoReflect.Descriptor instead.
 func (*CommitRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{38}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CommitRequest) GetIno() uint64 {
@@ -2983,7 +3045,7 @@ type XattrRequest struct {
 
 func (x *XattrRequest) Reset() {
 	*x = XattrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2995,7 +3057,7 @@ func (x *XattrRequest) String() string {
 func (*XattrRequest) ProtoMessage() {}
 
 func (x *XattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[39]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3008,7 +3070,7 @@ func (x *XattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrRequest.ProtoReflect.Descriptor instead.
 func (*XattrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{39}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *XattrRequest) GetIno() uint64 {
@@ -3037,7 +3099,7 @@ type SetXattrRequest struct {
 
 func (x *SetXattrRequest) Reset() {
 	*x = SetXattrRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3049,7 +3111,7 @@ func (x *SetXattrRequest) String() string {
 func (*SetXattrRequest) ProtoMessage() {}
 
 func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[40]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3062,7 +3124,7 @@ func (x *SetXattrRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetXattrRequest.ProtoReflect.Descriptor instead.
 func (*SetXattrRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{40}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *SetXattrRequest) GetIno() uint64 {
@@ -3102,7 +3164,7 @@ type XattrValue struct {
 
 func (x *XattrValue) Reset() {
 	*x = XattrValue{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3114,7 +3176,7 @@ func (x *XattrValue) String() string {
 func (*XattrValue) ProtoMessage() {}
 
 func (x *XattrValue) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[41]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3127,7 +3189,7 @@ func (x *XattrValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrValue.ProtoReflect.Descriptor instead.
 func (*XattrValue) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{41}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *XattrValue) GetValue() []byte {
@@ -3146,7 +3208,7 @@ type XattrNames struct {
 
 func (x *XattrNames) Reset() {
 	*x = XattrNames{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3158,7 +3220,7 @@ func (x *XattrNames) String() string {
 func (*XattrNames) ProtoMessage() {}
 
 func (x *XattrNames) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[42]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3171,7 +3233,7 @@ func (x *XattrNames) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use XattrNames.ProtoReflect.Descriptor instead.
 func (*XattrNames) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{42}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *XattrNames) GetNames() []string {
@@ -3191,7 +3253,7 @@ type FSStats struct {
 
 func (x *FSStats) Reset() {
 	*x = FSStats{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3203,7 +3265,7 @@ func (x *FSStats) String() string {
 func (*FSStats) ProtoMessage() {}
 
 func (x *FSStats) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[43]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3216,7 +3278,7 @@ func (x *FSStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FSStats.ProtoReflect.Descriptor instead.
 func (*FSStats) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{43}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *FSStats) GetFiles() uint64 {
@@ -3249,7 +3311,7 @@ type Server struct {
 
 func (x *Server) Reset() {
 	*x = Server{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3261,7 +3323,7 @@ func (x *Server) String() string {
 func (*Server) ProtoMessage() {}
 
 func (x *Server) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[44]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3274,7 +3336,7 @@ func (x *Server) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Server.ProtoReflect.Descriptor instead.
 func (*Server) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{44}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Server) GetId() string {
@@ -3344,7 +3406,7 @@ type ServerMap struct {
 
 func (x *ServerMap) Reset() {
 	*x = ServerMap{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3356,7 +3418,7 @@ func (x *ServerMap) String() string {
 func (*ServerMap) ProtoMessage() {}
 
 func (x *ServerMap) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[45]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3369,7 +3431,7 @@ func (x *ServerMap) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ServerMap.ProtoReflect.Descriptor instead.
 func (*ServerMap) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{45}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ServerMap) GetEpoch() uint64 {
@@ -3403,7 +3465,7 @@ type SetServerStateRequest struct {
 
 func (x *SetServerStateRequest) Reset() {
 	*x = SetServerStateRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3415,7 +3477,7 @@ func (x *SetServerStateRequest) String() string {
 func (*SetServerStateRequest) ProtoMessage() {}
 
 func (x *SetServerStateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[46]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3428,7 +3490,7 @@ func (x *SetServerStateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetServerStateRequest.ProtoReflect.Descriptor instead.
 func (*SetServerStateRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{46}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SetServerStateRequest) GetId() string {
@@ -3454,7 +3516,7 @@ type SetReplicasRequest struct {
 
 func (x *SetReplicasRequest) Reset() {
 	*x = SetReplicasRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3466,7 +3528,7 @@ func (x *SetReplicasRequest) String() string {
 func (*SetReplicasRequest) ProtoMessage() {}
 
 func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[47]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3479,7 +3541,7 @@ func (x *SetReplicasRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetReplicasRequest.ProtoReflect.Descriptor instead.
 func (*SetReplicasRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{47}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *SetReplicasRequest) GetReplicas() int64 {
@@ -3499,7 +3561,7 @@ type LostBlock struct {
 
 func (x *LostBlock) Reset() {
 	*x = LostBlock{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3511,7 +3573,7 @@ func (x *LostBlock) String() string {
 func (*LostBlock) ProtoMessage() {}
 
 func (x *LostBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[48]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3524,7 +3586,7 @@ func (x *LostBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LostBlock.ProtoReflect.Descriptor instead.
 func (*LostBlock) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{48}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *LostBlock) GetHash() []byte {
@@ -3563,7 +3625,7 @@ type MoverReport struct {
 
 func (x *MoverReport) Reset() {
 	*x = MoverReport{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3575,7 +3637,7 @@ func (x *MoverReport) String() string {
 func (*MoverReport) ProtoMessage() {}
 
 func (x *MoverReport) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[49]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3588,7 +3650,7 @@ func (x *MoverReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MoverReport.ProtoReflect.Descriptor instead.
 func (*MoverReport) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{49}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *MoverReport) GetRound() uint64 {
@@ -3690,7 +3752,7 @@ type SiteCount struct {
 
 func (x *SiteCount) Reset() {
 	*x = SiteCount{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3702,7 +3764,7 @@ func (x *SiteCount) String() string {
 func (*SiteCount) ProtoMessage() {}
 
 func (x *SiteCount) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[50]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3715,7 +3777,7 @@ func (x *SiteCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SiteCount.ProtoReflect.Descriptor instead.
 func (*SiteCount) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{50}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *SiteCount) GetSite() string {
@@ -3755,7 +3817,7 @@ type DecomposeRequest struct {
 
 func (x *DecomposeRequest) Reset() {
 	*x = DecomposeRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3767,7 +3829,7 @@ func (x *DecomposeRequest) String() string {
 func (*DecomposeRequest) ProtoMessage() {}
 
 func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[51]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3780,7 +3842,7 @@ func (x *DecomposeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecomposeRequest.ProtoReflect.Descriptor instead.
 func (*DecomposeRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{51}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DecomposeRequest) GetHash() []byte {
@@ -3801,7 +3863,7 @@ type ListBlocksRequest struct {
 
 func (x *ListBlocksRequest) Reset() {
 	*x = ListBlocksRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3813,7 +3875,7 @@ func (x *ListBlocksRequest) String() string {
 func (*ListBlocksRequest) ProtoMessage() {}
 
 func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[52]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3826,7 +3888,7 @@ func (x *ListBlocksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksRequest.ProtoReflect.Descriptor instead.
 func (*ListBlocksRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{52}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListBlocksRequest) GetAfterIno() uint64 {
@@ -3861,7 +3923,7 @@ type BlockRef struct {
 
 func (x *BlockRef) Reset() {
 	*x = BlockRef{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3873,7 +3935,7 @@ func (x *BlockRef) String() string {
 func (*BlockRef) ProtoMessage() {}
 
 func (x *BlockRef) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[53]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3886,7 +3948,7 @@ func (x *BlockRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BlockRef.ProtoReflect.Descriptor instead.
 func (*BlockRef) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{53}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *BlockRef) GetIno() uint64 {
@@ -3920,7 +3982,7 @@ type ListBlocksReply struct {
 
 func (x *ListBlocksReply) Reset() {
 	*x = ListBlocksReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3932,7 +3994,7 @@ func (x *ListBlocksReply) String() string {
 func (*ListBlocksReply) ProtoMessage() {}
 
 func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[54]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3945,7 +4007,7 @@ func (x *ListBlocksReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBlocksReply.ProtoReflect.Descriptor instead.
 func (*ListBlocksReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{54}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ListBlocksReply) GetRefs() []*BlockRef {
@@ -3972,7 +4034,7 @@ type SessionInfo struct {
 
 func (x *SessionInfo) Reset() {
 	*x = SessionInfo{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3984,7 +4046,7 @@ func (x *SessionInfo) String() string {
 func (*SessionInfo) ProtoMessage() {}
 
 func (x *SessionInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[55]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3997,7 +4059,7 @@ func (x *SessionInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionInfo.ProtoReflect.Descriptor instead.
 func (*SessionInfo) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{55}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *SessionInfo) GetId() uint64 {
@@ -4024,7 +4086,7 @@ type Ack struct {
 
 func (x *Ack) Reset() {
 	*x = Ack{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4036,7 +4098,7 @@ func (x *Ack) String() string {
 func (*Ack) ProtoMessage() {}
 
 func (x *Ack) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[56]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4049,7 +4111,7 @@ func (x *Ack) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Ack.ProtoReflect.Descriptor instead.
 func (*Ack) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{56}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *Ack) GetSeq() uint64 {
@@ -4080,7 +4142,7 @@ type Callback struct {
 
 func (x *Callback) Reset() {
 	*x = Callback{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4092,7 +4154,7 @@ func (x *Callback) String() string {
 func (*Callback) ProtoMessage() {}
 
 func (x *Callback) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[57]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4105,7 +4167,7 @@ func (x *Callback) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Callback.ProtoReflect.Descriptor instead.
 func (*Callback) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{57}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *Callback) GetSeq() uint64 {
@@ -4159,7 +4221,7 @@ type CallbackBatch struct {
 
 func (x *CallbackBatch) Reset() {
 	*x = CallbackBatch{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4171,7 +4233,7 @@ func (x *CallbackBatch) String() string {
 func (*CallbackBatch) ProtoMessage() {}
 
 func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[58]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4184,7 +4246,7 @@ func (x *CallbackBatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallbackBatch.ProtoReflect.Descriptor instead.
 func (*CallbackBatch) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{58}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *CallbackBatch) GetCallbacks() []*Callback {
@@ -4204,7 +4266,7 @@ type HelloReply struct {
 
 func (x *HelloReply) Reset() {
 	*x = HelloReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4216,7 +4278,7 @@ func (x *HelloReply) String() string {
 func (*HelloReply) ProtoMessage() {}
 
 func (x *HelloReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[59]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4229,7 +4291,7 @@ func (x *HelloReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HelloReply.ProtoReflect.Descriptor instead.
 func (*HelloReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{59}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *HelloReply) GetCluster() string {
@@ -4263,7 +4325,7 @@ type StoreMember struct {
 
 func (x *StoreMember) Reset() {
 	*x = StoreMember{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4275,7 +4337,7 @@ func (x *StoreMember) String() string {
 func (*StoreMember) ProtoMessage() {}
 
 func (x *StoreMember) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[60]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4288,7 +4350,7 @@ func (x *StoreMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMember.ProtoReflect.Descriptor instead.
 func (*StoreMember) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{60}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *StoreMember) GetName() string {
@@ -4363,7 +4425,7 @@ type StoreMaintenance struct {
 
 func (x *StoreMaintenance) Reset() {
 	*x = StoreMaintenance{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4375,7 +4437,7 @@ func (x *StoreMaintenance) String() string {
 func (*StoreMaintenance) ProtoMessage() {}
 
 func (x *StoreMaintenance) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4388,7 +4450,7 @@ func (x *StoreMaintenance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreMaintenance.ProtoReflect.Descriptor instead.
 func (*StoreMaintenance) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{61}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *StoreMaintenance) GetCompactedRev() int64 {
@@ -4452,7 +4514,7 @@ type ClusterStatusReply struct {
 
 func (x *ClusterStatusReply) Reset() {
 	*x = ClusterStatusReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4464,7 +4526,7 @@ func (x *ClusterStatusReply) String() string {
 func (*ClusterStatusReply) ProtoMessage() {}
 
 func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4477,7 +4539,7 @@ func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusReply.ProtoReflect.Descriptor instead.
 func (*ClusterStatusReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{62}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ClusterStatusReply) GetCluster() string {
@@ -4542,7 +4604,7 @@ type GatewayCounters struct {
 
 func (x *GatewayCounters) Reset() {
 	*x = GatewayCounters{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4554,7 +4616,7 @@ func (x *GatewayCounters) String() string {
 func (*GatewayCounters) ProtoMessage() {}
 
 func (x *GatewayCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4567,7 +4629,7 @@ func (x *GatewayCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayCounters.ProtoReflect.Descriptor instead.
 func (*GatewayCounters) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{63}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GatewayCounters) GetBytesIngested() uint64 {
@@ -4616,7 +4678,7 @@ type GatewayNode struct {
 
 func (x *GatewayNode) Reset() {
 	*x = GatewayNode{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4628,7 +4690,7 @@ func (x *GatewayNode) String() string {
 func (*GatewayNode) ProtoMessage() {}
 
 func (x *GatewayNode) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4641,7 +4703,7 @@ func (x *GatewayNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayNode.ProtoReflect.Descriptor instead.
 func (*GatewayNode) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{64}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GatewayNode) GetId() string {
@@ -4716,7 +4778,7 @@ type GatewayNodeList struct {
 
 func (x *GatewayNodeList) Reset() {
 	*x = GatewayNodeList{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4728,7 +4790,7 @@ func (x *GatewayNodeList) String() string {
 func (*GatewayNodeList) ProtoMessage() {}
 
 func (x *GatewayNodeList) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4741,7 +4803,7 @@ func (x *GatewayNodeList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayNodeList.ProtoReflect.Descriptor instead.
 func (*GatewayNodeList) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{65}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GatewayNodeList) GetGateways() []*GatewayNode {
@@ -4764,7 +4826,7 @@ type RemoveVanishedRequest struct {
 
 func (x *RemoveVanishedRequest) Reset() {
 	*x = RemoveVanishedRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[66]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4776,7 +4838,7 @@ func (x *RemoveVanishedRequest) String() string {
 func (*RemoveVanishedRequest) ProtoMessage() {}
 
 func (x *RemoveVanishedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[66]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4789,7 +4851,7 @@ func (x *RemoveVanishedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveVanishedRequest.ProtoReflect.Descriptor instead.
 func (*RemoveVanishedRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{66}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *RemoveVanishedRequest) GetParent() uint64 {
@@ -4934,7 +4996,14 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
 	"max_inodes\x18\x03 \x01(\x04R\tmaxInodes\x12\x14\n" +
 	"\x05bytes\x18\x04 \x01(\x04R\x05bytes\x12\x16\n" +
-	"\x06inodes\x18\x05 \x01(\x04R\x06inodes\";\n" +
+	"\x06inodes\x18\x05 \x01(\x04R\x06inodes\"z\n" +
+	"\n" +
+	"QuotaCheck\x12,\n" +
+	"\x05quota\x18\x01 \x01(\v2\x16.tessera.meta.v1.QuotaR\x05quota\x12\x1d\n" +
+	"\n" +
+	"walk_bytes\x18\x02 \x01(\x04R\twalkBytes\x12\x1f\n" +
+	"\vwalk_inodes\x18\x03 \x01(\x04R\n" +
+	"walkInodes\";\n" +
 	"\tQuotaList\x12.\n" +
 	"\x06quotas\x18\x01 \x03(\v2\x16.tessera.meta.v1.QuotaR\x06quotas\"e\n" +
 	"\x13FilesetReadsRequest\x12\x12\n" +
@@ -5272,13 +5341,15 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\x0fWritebackFailed\x12'.tessera.meta.v1.WritebackFailedRequest\x1a\x16.tessera.meta.v1.Empty\x12S\n" +
 	"\x0eWritebackToken\x12\x1b.tessera.meta.v1.InoRequest\x1a$.tessera.meta.v1.WritebackTokenReply\x12G\n" +
 	"\x0eWritebackStats\x12\x1b.tessera.meta.v1.InoRequest\x1a\x18.tessera.meta.v1.WBStats\x12C\n" +
-	"\fRequestFlush\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty2\xcd\x02\n" +
+	"\fRequestFlush\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty2\x95\x03\n" +
 	"\fQuotaService\x12:\n" +
 	"\bSetQuota\x12\x16.tessera.meta.v1.Quota\x1a\x16.tessera.meta.v1.Quota\x12?\n" +
 	"\bGetQuota\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Quota\x12<\n" +
 	"\x06Quotas\x12\x16.tessera.meta.v1.Empty\x1a\x1a.tessera.meta.v1.QuotaList\x12B\n" +
 	"\vRemoveQuota\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Empty\x12>\n" +
-	"\aQuotaOf\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.QuotaB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
+	"\aQuotaOf\x12\x1b.tessera.meta.v1.InoRequest\x1a\x16.tessera.meta.v1.Quota\x12F\n" +
+	"\n" +
+	"CheckQuota\x12\x1b.tessera.meta.v1.InoRequest\x1a\x1b.tessera.meta.v1.QuotaCheckB-Z+tessera/internal/meta/metarpc/metapb;metapbb\x06proto3"
 
 var (
 	file_tessera_meta_v1_meta_proto_rawDescOnce sync.Once
@@ -5293,7 +5364,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),              // 0: tessera.meta.v1.CallbackKind
 	(*WBOp)(nil),                   // 1: tessera.meta.v1.WBOp
@@ -5311,58 +5382,59 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*GatewayInfo)(nil),            // 13: tessera.meta.v1.GatewayInfo
 	(*Fileset)(nil),                // 14: tessera.meta.v1.Fileset
 	(*Quota)(nil),                  // 15: tessera.meta.v1.Quota
-	(*QuotaList)(nil),              // 16: tessera.meta.v1.QuotaList
-	(*FilesetReadsRequest)(nil),    // 17: tessera.meta.v1.FilesetReadsRequest
-	(*FilesetList)(nil),            // 18: tessera.meta.v1.FilesetList
-	(*HomeEntry)(nil),              // 19: tessera.meta.v1.HomeEntry
-	(*IngestDirRequest)(nil),       // 20: tessera.meta.v1.IngestDirRequest
-	(*SetGatewayRequest)(nil),      // 21: tessera.meta.v1.SetGatewayRequest
-	(*Patch)(nil),                  // 22: tessera.meta.v1.Patch
-	(*Composition)(nil),            // 23: tessera.meta.v1.Composition
-	(*BlockChange)(nil),            // 24: tessera.meta.v1.BlockChange
-	(*InoRequest)(nil),             // 25: tessera.meta.v1.InoRequest
-	(*LookupRequest)(nil),          // 26: tessera.meta.v1.LookupRequest
-	(*NameRequest)(nil),            // 27: tessera.meta.v1.NameRequest
-	(*SetAttrRequest)(nil),         // 28: tessera.meta.v1.SetAttrRequest
-	(*CreateRequest)(nil),          // 29: tessera.meta.v1.CreateRequest
-	(*LinkRequest)(nil),            // 30: tessera.meta.v1.LinkRequest
-	(*UnlinkRequest)(nil),          // 31: tessera.meta.v1.UnlinkRequest
-	(*RenameRequest)(nil),          // 32: tessera.meta.v1.RenameRequest
-	(*ReadDirRequest)(nil),         // 33: tessera.meta.v1.ReadDirRequest
-	(*DirEntry)(nil),               // 34: tessera.meta.v1.DirEntry
-	(*ReadDirReply)(nil),           // 35: tessera.meta.v1.ReadDirReply
-	(*GetRecipeRequest)(nil),       // 36: tessera.meta.v1.GetRecipeRequest
-	(*ComposedBlock)(nil),          // 37: tessera.meta.v1.ComposedBlock
-	(*Recipe)(nil),                 // 38: tessera.meta.v1.Recipe
-	(*CommitRequest)(nil),          // 39: tessera.meta.v1.CommitRequest
-	(*XattrRequest)(nil),           // 40: tessera.meta.v1.XattrRequest
-	(*SetXattrRequest)(nil),        // 41: tessera.meta.v1.SetXattrRequest
-	(*XattrValue)(nil),             // 42: tessera.meta.v1.XattrValue
-	(*XattrNames)(nil),             // 43: tessera.meta.v1.XattrNames
-	(*FSStats)(nil),                // 44: tessera.meta.v1.FSStats
-	(*Server)(nil),                 // 45: tessera.meta.v1.Server
-	(*ServerMap)(nil),              // 46: tessera.meta.v1.ServerMap
-	(*SetServerStateRequest)(nil),  // 47: tessera.meta.v1.SetServerStateRequest
-	(*SetReplicasRequest)(nil),     // 48: tessera.meta.v1.SetReplicasRequest
-	(*LostBlock)(nil),              // 49: tessera.meta.v1.LostBlock
-	(*MoverReport)(nil),            // 50: tessera.meta.v1.MoverReport
-	(*SiteCount)(nil),              // 51: tessera.meta.v1.SiteCount
-	(*DecomposeRequest)(nil),       // 52: tessera.meta.v1.DecomposeRequest
-	(*ListBlocksRequest)(nil),      // 53: tessera.meta.v1.ListBlocksRequest
-	(*BlockRef)(nil),               // 54: tessera.meta.v1.BlockRef
-	(*ListBlocksReply)(nil),        // 55: tessera.meta.v1.ListBlocksReply
-	(*SessionInfo)(nil),            // 56: tessera.meta.v1.SessionInfo
-	(*Ack)(nil),                    // 57: tessera.meta.v1.Ack
-	(*Callback)(nil),               // 58: tessera.meta.v1.Callback
-	(*CallbackBatch)(nil),          // 59: tessera.meta.v1.CallbackBatch
-	(*HelloReply)(nil),             // 60: tessera.meta.v1.HelloReply
-	(*StoreMember)(nil),            // 61: tessera.meta.v1.StoreMember
-	(*StoreMaintenance)(nil),       // 62: tessera.meta.v1.StoreMaintenance
-	(*ClusterStatusReply)(nil),     // 63: tessera.meta.v1.ClusterStatusReply
-	(*GatewayCounters)(nil),        // 64: tessera.meta.v1.GatewayCounters
-	(*GatewayNode)(nil),            // 65: tessera.meta.v1.GatewayNode
-	(*GatewayNodeList)(nil),        // 66: tessera.meta.v1.GatewayNodeList
-	(*RemoveVanishedRequest)(nil),  // 67: tessera.meta.v1.RemoveVanishedRequest
+	(*QuotaCheck)(nil),             // 16: tessera.meta.v1.QuotaCheck
+	(*QuotaList)(nil),              // 17: tessera.meta.v1.QuotaList
+	(*FilesetReadsRequest)(nil),    // 18: tessera.meta.v1.FilesetReadsRequest
+	(*FilesetList)(nil),            // 19: tessera.meta.v1.FilesetList
+	(*HomeEntry)(nil),              // 20: tessera.meta.v1.HomeEntry
+	(*IngestDirRequest)(nil),       // 21: tessera.meta.v1.IngestDirRequest
+	(*SetGatewayRequest)(nil),      // 22: tessera.meta.v1.SetGatewayRequest
+	(*Patch)(nil),                  // 23: tessera.meta.v1.Patch
+	(*Composition)(nil),            // 24: tessera.meta.v1.Composition
+	(*BlockChange)(nil),            // 25: tessera.meta.v1.BlockChange
+	(*InoRequest)(nil),             // 26: tessera.meta.v1.InoRequest
+	(*LookupRequest)(nil),          // 27: tessera.meta.v1.LookupRequest
+	(*NameRequest)(nil),            // 28: tessera.meta.v1.NameRequest
+	(*SetAttrRequest)(nil),         // 29: tessera.meta.v1.SetAttrRequest
+	(*CreateRequest)(nil),          // 30: tessera.meta.v1.CreateRequest
+	(*LinkRequest)(nil),            // 31: tessera.meta.v1.LinkRequest
+	(*UnlinkRequest)(nil),          // 32: tessera.meta.v1.UnlinkRequest
+	(*RenameRequest)(nil),          // 33: tessera.meta.v1.RenameRequest
+	(*ReadDirRequest)(nil),         // 34: tessera.meta.v1.ReadDirRequest
+	(*DirEntry)(nil),               // 35: tessera.meta.v1.DirEntry
+	(*ReadDirReply)(nil),           // 36: tessera.meta.v1.ReadDirReply
+	(*GetRecipeRequest)(nil),       // 37: tessera.meta.v1.GetRecipeRequest
+	(*ComposedBlock)(nil),          // 38: tessera.meta.v1.ComposedBlock
+	(*Recipe)(nil),                 // 39: tessera.meta.v1.Recipe
+	(*CommitRequest)(nil),          // 40: tessera.meta.v1.CommitRequest
+	(*XattrRequest)(nil),           // 41: tessera.meta.v1.XattrRequest
+	(*SetXattrRequest)(nil),        // 42: tessera.meta.v1.SetXattrRequest
+	(*XattrValue)(nil),             // 43: tessera.meta.v1.XattrValue
+	(*XattrNames)(nil),             // 44: tessera.meta.v1.XattrNames
+	(*FSStats)(nil),                // 45: tessera.meta.v1.FSStats
+	(*Server)(nil),                 // 46: tessera.meta.v1.Server
+	(*ServerMap)(nil),              // 47: tessera.meta.v1.ServerMap
+	(*SetServerStateRequest)(nil),  // 48: tessera.meta.v1.SetServerStateRequest
+	(*SetReplicasRequest)(nil),     // 49: tessera.meta.v1.SetReplicasRequest
+	(*LostBlock)(nil),              // 50: tessera.meta.v1.LostBlock
+	(*MoverReport)(nil),            // 51: tessera.meta.v1.MoverReport
+	(*SiteCount)(nil),              // 52: tessera.meta.v1.SiteCount
+	(*DecomposeRequest)(nil),       // 53: tessera.meta.v1.DecomposeRequest
+	(*ListBlocksRequest)(nil),      // 54: tessera.meta.v1.ListBlocksRequest
+	(*BlockRef)(nil),               // 55: tessera.meta.v1.BlockRef
+	(*ListBlocksReply)(nil),        // 56: tessera.meta.v1.ListBlocksReply
+	(*SessionInfo)(nil),            // 57: tessera.meta.v1.SessionInfo
+	(*Ack)(nil),                    // 58: tessera.meta.v1.Ack
+	(*Callback)(nil),               // 59: tessera.meta.v1.Callback
+	(*CallbackBatch)(nil),          // 60: tessera.meta.v1.CallbackBatch
+	(*HelloReply)(nil),             // 61: tessera.meta.v1.HelloReply
+	(*StoreMember)(nil),            // 62: tessera.meta.v1.StoreMember
+	(*StoreMaintenance)(nil),       // 63: tessera.meta.v1.StoreMaintenance
+	(*ClusterStatusReply)(nil),     // 64: tessera.meta.v1.ClusterStatusReply
+	(*GatewayCounters)(nil),        // 65: tessera.meta.v1.GatewayCounters
+	(*GatewayNode)(nil),            // 66: tessera.meta.v1.GatewayNode
+	(*GatewayNodeList)(nil),        // 67: tessera.meta.v1.GatewayNodeList
+	(*RemoveVanishedRequest)(nil),  // 68: tessera.meta.v1.RemoveVanishedRequest
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 0: tessera.meta.v1.WBOpList.ops:type_name -> tessera.meta.v1.WBOp
@@ -5370,146 +5442,149 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 2: tessera.meta.v1.WritebackFailedRequest.op:type_name -> tessera.meta.v1.WBOp
 	1,  // 3: tessera.meta.v1.WBStats.failed:type_name -> tessera.meta.v1.WBOp
 	10, // 4: tessera.meta.v1.Error.conflict:type_name -> tessera.meta.v1.Conflict
-	24, // 5: tessera.meta.v1.Conflict.current:type_name -> tessera.meta.v1.BlockChange
+	25, // 5: tessera.meta.v1.Conflict.current:type_name -> tessera.meta.v1.BlockChange
 	11, // 6: tessera.meta.v1.Inode.attr:type_name -> tessera.meta.v1.Attr
 	13, // 7: tessera.meta.v1.Inode.gateway:type_name -> tessera.meta.v1.GatewayInfo
-	15, // 8: tessera.meta.v1.QuotaList.quotas:type_name -> tessera.meta.v1.Quota
-	14, // 9: tessera.meta.v1.FilesetList.filesets:type_name -> tessera.meta.v1.Fileset
-	19, // 10: tessera.meta.v1.IngestDirRequest.entries:type_name -> tessera.meta.v1.HomeEntry
-	13, // 11: tessera.meta.v1.SetGatewayRequest.gateway:type_name -> tessera.meta.v1.GatewayInfo
-	22, // 12: tessera.meta.v1.Composition.patches:type_name -> tessera.meta.v1.Patch
-	23, // 13: tessera.meta.v1.BlockChange.compose:type_name -> tessera.meta.v1.Composition
-	12, // 14: tessera.meta.v1.DirEntry.inode:type_name -> tessera.meta.v1.Inode
-	34, // 15: tessera.meta.v1.ReadDirReply.entries:type_name -> tessera.meta.v1.DirEntry
-	23, // 16: tessera.meta.v1.ComposedBlock.composition:type_name -> tessera.meta.v1.Composition
-	37, // 17: tessera.meta.v1.Recipe.composed:type_name -> tessera.meta.v1.ComposedBlock
-	24, // 18: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
-	45, // 19: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
-	49, // 20: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
-	51, // 21: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
-	54, // 22: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
-	0,  // 23: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
-	12, // 24: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
-	24, // 25: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
-	58, // 26: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
-	61, // 27: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
-	62, // 28: tessera.meta.v1.ClusterStatusReply.maintenance:type_name -> tessera.meta.v1.StoreMaintenance
-	64, // 29: tessera.meta.v1.GatewayNode.counters:type_name -> tessera.meta.v1.GatewayCounters
-	64, // 30: tessera.meta.v1.GatewayNode.prev:type_name -> tessera.meta.v1.GatewayCounters
-	65, // 31: tessera.meta.v1.GatewayNodeList.gateways:type_name -> tessera.meta.v1.GatewayNode
-	26, // 32: tessera.meta.v1.FSService.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	25, // 33: tessera.meta.v1.FSService.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	28, // 34: tessera.meta.v1.FSService.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	29, // 35: tessera.meta.v1.FSService.Create:input_type -> tessera.meta.v1.CreateRequest
-	30, // 36: tessera.meta.v1.FSService.Link:input_type -> tessera.meta.v1.LinkRequest
-	31, // 37: tessera.meta.v1.FSService.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	27, // 38: tessera.meta.v1.FSService.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	32, // 39: tessera.meta.v1.FSService.Rename:input_type -> tessera.meta.v1.RenameRequest
-	33, // 40: tessera.meta.v1.FSService.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	36, // 41: tessera.meta.v1.FSService.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	39, // 42: tessera.meta.v1.FSService.Commit:input_type -> tessera.meta.v1.CommitRequest
-	25, // 43: tessera.meta.v1.FSService.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	25, // 44: tessera.meta.v1.FSService.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	25, // 45: tessera.meta.v1.FSService.Reap:input_type -> tessera.meta.v1.InoRequest
-	40, // 46: tessera.meta.v1.FSService.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	41, // 47: tessera.meta.v1.FSService.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	25, // 48: tessera.meta.v1.FSService.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	40, // 49: tessera.meta.v1.FSService.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
-	8,  // 50: tessera.meta.v1.FSService.Sync:input_type -> tessera.meta.v1.Empty
-	8,  // 51: tessera.meta.v1.FSService.StatFS:input_type -> tessera.meta.v1.Empty
-	8,  // 52: tessera.meta.v1.ClusterService.Servers:input_type -> tessera.meta.v1.Empty
-	45, // 53: tessera.meta.v1.ClusterService.RegisterServer:input_type -> tessera.meta.v1.Server
-	47, // 54: tessera.meta.v1.ClusterService.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	48, // 55: tessera.meta.v1.ClusterService.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
-	8,  // 56: tessera.meta.v1.ClusterService.MoverProgress:input_type -> tessera.meta.v1.Empty
-	52, // 57: tessera.meta.v1.ClusterService.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	53, // 58: tessera.meta.v1.ClusterService.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
-	8,  // 59: tessera.meta.v1.ClusterService.Hello:input_type -> tessera.meta.v1.Empty
-	8,  // 60: tessera.meta.v1.ClusterService.ClusterStatus:input_type -> tessera.meta.v1.Empty
-	8,  // 61: tessera.meta.v1.SessionsService.OpenSession:input_type -> tessera.meta.v1.Empty
-	8,  // 62: tessera.meta.v1.SessionsService.CloseSession:input_type -> tessera.meta.v1.Empty
-	57, // 63: tessera.meta.v1.SessionsService.Callbacks:input_type -> tessera.meta.v1.Ack
-	14, // 64: tessera.meta.v1.FilesetService.CreateFileset:input_type -> tessera.meta.v1.Fileset
-	25, // 65: tessera.meta.v1.FilesetService.GetFileset:input_type -> tessera.meta.v1.InoRequest
-	8,  // 66: tessera.meta.v1.FilesetService.Filesets:input_type -> tessera.meta.v1.Empty
-	17, // 67: tessera.meta.v1.FilesetService.AddFilesetReads:input_type -> tessera.meta.v1.FilesetReadsRequest
-	25, // 68: tessera.meta.v1.FilesetService.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
-	20, // 69: tessera.meta.v1.FilesetService.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
-	21, // 70: tessera.meta.v1.FilesetService.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
-	25, // 71: tessera.meta.v1.FilesetService.EvictData:input_type -> tessera.meta.v1.InoRequest
-	67, // 72: tessera.meta.v1.FilesetService.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
-	65, // 73: tessera.meta.v1.FilesetService.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
-	8,  // 74: tessera.meta.v1.FilesetService.Gateways:input_type -> tessera.meta.v1.Empty
-	3,  // 75: tessera.meta.v1.WritebackService.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
-	4,  // 76: tessera.meta.v1.WritebackService.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
-	5,  // 77: tessera.meta.v1.WritebackService.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
-	25, // 78: tessera.meta.v1.WritebackService.WritebackToken:input_type -> tessera.meta.v1.InoRequest
-	25, // 79: tessera.meta.v1.WritebackService.WritebackStats:input_type -> tessera.meta.v1.InoRequest
-	25, // 80: tessera.meta.v1.WritebackService.RequestFlush:input_type -> tessera.meta.v1.InoRequest
-	15, // 81: tessera.meta.v1.QuotaService.SetQuota:input_type -> tessera.meta.v1.Quota
-	25, // 82: tessera.meta.v1.QuotaService.GetQuota:input_type -> tessera.meta.v1.InoRequest
-	8,  // 83: tessera.meta.v1.QuotaService.Quotas:input_type -> tessera.meta.v1.Empty
-	25, // 84: tessera.meta.v1.QuotaService.RemoveQuota:input_type -> tessera.meta.v1.InoRequest
-	25, // 85: tessera.meta.v1.QuotaService.QuotaOf:input_type -> tessera.meta.v1.InoRequest
-	12, // 86: tessera.meta.v1.FSService.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 87: tessera.meta.v1.FSService.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 88: tessera.meta.v1.FSService.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 89: tessera.meta.v1.FSService.Create:output_type -> tessera.meta.v1.Inode
-	12, // 90: tessera.meta.v1.FSService.Link:output_type -> tessera.meta.v1.Inode
-	12, // 91: tessera.meta.v1.FSService.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 92: tessera.meta.v1.FSService.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 93: tessera.meta.v1.FSService.Rename:output_type -> tessera.meta.v1.Inode
-	35, // 94: tessera.meta.v1.FSService.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	38, // 95: tessera.meta.v1.FSService.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 96: tessera.meta.v1.FSService.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 97: tessera.meta.v1.FSService.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 98: tessera.meta.v1.FSService.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 99: tessera.meta.v1.FSService.Reap:output_type -> tessera.meta.v1.Empty
-	42, // 100: tessera.meta.v1.FSService.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 101: tessera.meta.v1.FSService.SetXattr:output_type -> tessera.meta.v1.Empty
-	43, // 102: tessera.meta.v1.FSService.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 103: tessera.meta.v1.FSService.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 104: tessera.meta.v1.FSService.Sync:output_type -> tessera.meta.v1.Empty
-	44, // 105: tessera.meta.v1.FSService.StatFS:output_type -> tessera.meta.v1.FSStats
-	46, // 106: tessera.meta.v1.ClusterService.Servers:output_type -> tessera.meta.v1.ServerMap
-	46, // 107: tessera.meta.v1.ClusterService.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	46, // 108: tessera.meta.v1.ClusterService.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	46, // 109: tessera.meta.v1.ClusterService.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	50, // 110: tessera.meta.v1.ClusterService.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 111: tessera.meta.v1.ClusterService.Decompose:output_type -> tessera.meta.v1.Empty
-	55, // 112: tessera.meta.v1.ClusterService.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	60, // 113: tessera.meta.v1.ClusterService.Hello:output_type -> tessera.meta.v1.HelloReply
-	63, // 114: tessera.meta.v1.ClusterService.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
-	56, // 115: tessera.meta.v1.SessionsService.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 116: tessera.meta.v1.SessionsService.CloseSession:output_type -> tessera.meta.v1.Empty
-	59, // 117: tessera.meta.v1.SessionsService.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	14, // 118: tessera.meta.v1.FilesetService.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 119: tessera.meta.v1.FilesetService.GetFileset:output_type -> tessera.meta.v1.Fileset
-	18, // 120: tessera.meta.v1.FilesetService.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 121: tessera.meta.v1.FilesetService.AddFilesetReads:output_type -> tessera.meta.v1.Empty
-	8,  // 122: tessera.meta.v1.FilesetService.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 123: tessera.meta.v1.FilesetService.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 124: tessera.meta.v1.FilesetService.SetGateway:output_type -> tessera.meta.v1.Inode
-	12, // 125: tessera.meta.v1.FilesetService.EvictData:output_type -> tessera.meta.v1.Inode
-	8,  // 126: tessera.meta.v1.FilesetService.RemoveVanished:output_type -> tessera.meta.v1.Empty
-	66, // 127: tessera.meta.v1.FilesetService.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
-	66, // 128: tessera.meta.v1.FilesetService.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
-	2,  // 129: tessera.meta.v1.WritebackService.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 130: tessera.meta.v1.WritebackService.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 131: tessera.meta.v1.WritebackService.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 132: tessera.meta.v1.WritebackService.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 133: tessera.meta.v1.WritebackService.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	8,  // 134: tessera.meta.v1.WritebackService.RequestFlush:output_type -> tessera.meta.v1.Empty
-	15, // 135: tessera.meta.v1.QuotaService.SetQuota:output_type -> tessera.meta.v1.Quota
-	15, // 136: tessera.meta.v1.QuotaService.GetQuota:output_type -> tessera.meta.v1.Quota
-	16, // 137: tessera.meta.v1.QuotaService.Quotas:output_type -> tessera.meta.v1.QuotaList
-	8,  // 138: tessera.meta.v1.QuotaService.RemoveQuota:output_type -> tessera.meta.v1.Empty
-	15, // 139: tessera.meta.v1.QuotaService.QuotaOf:output_type -> tessera.meta.v1.Quota
-	86, // [86:140] is the sub-list for method output_type
-	32, // [32:86] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	15, // 8: tessera.meta.v1.QuotaCheck.quota:type_name -> tessera.meta.v1.Quota
+	15, // 9: tessera.meta.v1.QuotaList.quotas:type_name -> tessera.meta.v1.Quota
+	14, // 10: tessera.meta.v1.FilesetList.filesets:type_name -> tessera.meta.v1.Fileset
+	20, // 11: tessera.meta.v1.IngestDirRequest.entries:type_name -> tessera.meta.v1.HomeEntry
+	13, // 12: tessera.meta.v1.SetGatewayRequest.gateway:type_name -> tessera.meta.v1.GatewayInfo
+	23, // 13: tessera.meta.v1.Composition.patches:type_name -> tessera.meta.v1.Patch
+	24, // 14: tessera.meta.v1.BlockChange.compose:type_name -> tessera.meta.v1.Composition
+	12, // 15: tessera.meta.v1.DirEntry.inode:type_name -> tessera.meta.v1.Inode
+	35, // 16: tessera.meta.v1.ReadDirReply.entries:type_name -> tessera.meta.v1.DirEntry
+	24, // 17: tessera.meta.v1.ComposedBlock.composition:type_name -> tessera.meta.v1.Composition
+	38, // 18: tessera.meta.v1.Recipe.composed:type_name -> tessera.meta.v1.ComposedBlock
+	25, // 19: tessera.meta.v1.CommitRequest.changes:type_name -> tessera.meta.v1.BlockChange
+	46, // 20: tessera.meta.v1.ServerMap.servers:type_name -> tessera.meta.v1.Server
+	50, // 21: tessera.meta.v1.MoverReport.lost_blocks:type_name -> tessera.meta.v1.LostBlock
+	52, // 22: tessera.meta.v1.MoverReport.under_by_site:type_name -> tessera.meta.v1.SiteCount
+	55, // 23: tessera.meta.v1.ListBlocksReply.refs:type_name -> tessera.meta.v1.BlockRef
+	0,  // 24: tessera.meta.v1.Callback.kind:type_name -> tessera.meta.v1.CallbackKind
+	12, // 25: tessera.meta.v1.Callback.inode:type_name -> tessera.meta.v1.Inode
+	25, // 26: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
+	59, // 27: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
+	62, // 28: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
+	63, // 29: tessera.meta.v1.ClusterStatusReply.maintenance:type_name -> tessera.meta.v1.StoreMaintenance
+	65, // 30: tessera.meta.v1.GatewayNode.counters:type_name -> tessera.meta.v1.GatewayCounters
+	65, // 31: tessera.meta.v1.GatewayNode.prev:type_name -> tessera.meta.v1.GatewayCounters
+	66, // 32: tessera.meta.v1.GatewayNodeList.gateways:type_name -> tessera.meta.v1.GatewayNode
+	27, // 33: tessera.meta.v1.FSService.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	26, // 34: tessera.meta.v1.FSService.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	29, // 35: tessera.meta.v1.FSService.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	30, // 36: tessera.meta.v1.FSService.Create:input_type -> tessera.meta.v1.CreateRequest
+	31, // 37: tessera.meta.v1.FSService.Link:input_type -> tessera.meta.v1.LinkRequest
+	32, // 38: tessera.meta.v1.FSService.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	28, // 39: tessera.meta.v1.FSService.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	33, // 40: tessera.meta.v1.FSService.Rename:input_type -> tessera.meta.v1.RenameRequest
+	34, // 41: tessera.meta.v1.FSService.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	37, // 42: tessera.meta.v1.FSService.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	40, // 43: tessera.meta.v1.FSService.Commit:input_type -> tessera.meta.v1.CommitRequest
+	26, // 44: tessera.meta.v1.FSService.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	26, // 45: tessera.meta.v1.FSService.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	26, // 46: tessera.meta.v1.FSService.Reap:input_type -> tessera.meta.v1.InoRequest
+	41, // 47: tessera.meta.v1.FSService.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	42, // 48: tessera.meta.v1.FSService.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	26, // 49: tessera.meta.v1.FSService.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	41, // 50: tessera.meta.v1.FSService.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	8,  // 51: tessera.meta.v1.FSService.Sync:input_type -> tessera.meta.v1.Empty
+	8,  // 52: tessera.meta.v1.FSService.StatFS:input_type -> tessera.meta.v1.Empty
+	8,  // 53: tessera.meta.v1.ClusterService.Servers:input_type -> tessera.meta.v1.Empty
+	46, // 54: tessera.meta.v1.ClusterService.RegisterServer:input_type -> tessera.meta.v1.Server
+	48, // 55: tessera.meta.v1.ClusterService.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	49, // 56: tessera.meta.v1.ClusterService.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	8,  // 57: tessera.meta.v1.ClusterService.MoverProgress:input_type -> tessera.meta.v1.Empty
+	53, // 58: tessera.meta.v1.ClusterService.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	54, // 59: tessera.meta.v1.ClusterService.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	8,  // 60: tessera.meta.v1.ClusterService.Hello:input_type -> tessera.meta.v1.Empty
+	8,  // 61: tessera.meta.v1.ClusterService.ClusterStatus:input_type -> tessera.meta.v1.Empty
+	8,  // 62: tessera.meta.v1.SessionsService.OpenSession:input_type -> tessera.meta.v1.Empty
+	8,  // 63: tessera.meta.v1.SessionsService.CloseSession:input_type -> tessera.meta.v1.Empty
+	58, // 64: tessera.meta.v1.SessionsService.Callbacks:input_type -> tessera.meta.v1.Ack
+	14, // 65: tessera.meta.v1.FilesetService.CreateFileset:input_type -> tessera.meta.v1.Fileset
+	26, // 66: tessera.meta.v1.FilesetService.GetFileset:input_type -> tessera.meta.v1.InoRequest
+	8,  // 67: tessera.meta.v1.FilesetService.Filesets:input_type -> tessera.meta.v1.Empty
+	18, // 68: tessera.meta.v1.FilesetService.AddFilesetReads:input_type -> tessera.meta.v1.FilesetReadsRequest
+	26, // 69: tessera.meta.v1.FilesetService.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
+	21, // 70: tessera.meta.v1.FilesetService.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
+	22, // 71: tessera.meta.v1.FilesetService.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
+	26, // 72: tessera.meta.v1.FilesetService.EvictData:input_type -> tessera.meta.v1.InoRequest
+	68, // 73: tessera.meta.v1.FilesetService.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
+	66, // 74: tessera.meta.v1.FilesetService.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
+	8,  // 75: tessera.meta.v1.FilesetService.Gateways:input_type -> tessera.meta.v1.Empty
+	3,  // 76: tessera.meta.v1.WritebackService.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
+	4,  // 77: tessera.meta.v1.WritebackService.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
+	5,  // 78: tessera.meta.v1.WritebackService.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
+	26, // 79: tessera.meta.v1.WritebackService.WritebackToken:input_type -> tessera.meta.v1.InoRequest
+	26, // 80: tessera.meta.v1.WritebackService.WritebackStats:input_type -> tessera.meta.v1.InoRequest
+	26, // 81: tessera.meta.v1.WritebackService.RequestFlush:input_type -> tessera.meta.v1.InoRequest
+	15, // 82: tessera.meta.v1.QuotaService.SetQuota:input_type -> tessera.meta.v1.Quota
+	26, // 83: tessera.meta.v1.QuotaService.GetQuota:input_type -> tessera.meta.v1.InoRequest
+	8,  // 84: tessera.meta.v1.QuotaService.Quotas:input_type -> tessera.meta.v1.Empty
+	26, // 85: tessera.meta.v1.QuotaService.RemoveQuota:input_type -> tessera.meta.v1.InoRequest
+	26, // 86: tessera.meta.v1.QuotaService.QuotaOf:input_type -> tessera.meta.v1.InoRequest
+	26, // 87: tessera.meta.v1.QuotaService.CheckQuota:input_type -> tessera.meta.v1.InoRequest
+	12, // 88: tessera.meta.v1.FSService.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 89: tessera.meta.v1.FSService.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 90: tessera.meta.v1.FSService.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 91: tessera.meta.v1.FSService.Create:output_type -> tessera.meta.v1.Inode
+	12, // 92: tessera.meta.v1.FSService.Link:output_type -> tessera.meta.v1.Inode
+	12, // 93: tessera.meta.v1.FSService.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 94: tessera.meta.v1.FSService.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 95: tessera.meta.v1.FSService.Rename:output_type -> tessera.meta.v1.Inode
+	36, // 96: tessera.meta.v1.FSService.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	39, // 97: tessera.meta.v1.FSService.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 98: tessera.meta.v1.FSService.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 99: tessera.meta.v1.FSService.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 100: tessera.meta.v1.FSService.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 101: tessera.meta.v1.FSService.Reap:output_type -> tessera.meta.v1.Empty
+	43, // 102: tessera.meta.v1.FSService.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 103: tessera.meta.v1.FSService.SetXattr:output_type -> tessera.meta.v1.Empty
+	44, // 104: tessera.meta.v1.FSService.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 105: tessera.meta.v1.FSService.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 106: tessera.meta.v1.FSService.Sync:output_type -> tessera.meta.v1.Empty
+	45, // 107: tessera.meta.v1.FSService.StatFS:output_type -> tessera.meta.v1.FSStats
+	47, // 108: tessera.meta.v1.ClusterService.Servers:output_type -> tessera.meta.v1.ServerMap
+	47, // 109: tessera.meta.v1.ClusterService.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	47, // 110: tessera.meta.v1.ClusterService.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	47, // 111: tessera.meta.v1.ClusterService.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	51, // 112: tessera.meta.v1.ClusterService.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 113: tessera.meta.v1.ClusterService.Decompose:output_type -> tessera.meta.v1.Empty
+	56, // 114: tessera.meta.v1.ClusterService.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	61, // 115: tessera.meta.v1.ClusterService.Hello:output_type -> tessera.meta.v1.HelloReply
+	64, // 116: tessera.meta.v1.ClusterService.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	57, // 117: tessera.meta.v1.SessionsService.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 118: tessera.meta.v1.SessionsService.CloseSession:output_type -> tessera.meta.v1.Empty
+	60, // 119: tessera.meta.v1.SessionsService.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	14, // 120: tessera.meta.v1.FilesetService.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 121: tessera.meta.v1.FilesetService.GetFileset:output_type -> tessera.meta.v1.Fileset
+	19, // 122: tessera.meta.v1.FilesetService.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 123: tessera.meta.v1.FilesetService.AddFilesetReads:output_type -> tessera.meta.v1.Empty
+	8,  // 124: tessera.meta.v1.FilesetService.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 125: tessera.meta.v1.FilesetService.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 126: tessera.meta.v1.FilesetService.SetGateway:output_type -> tessera.meta.v1.Inode
+	12, // 127: tessera.meta.v1.FilesetService.EvictData:output_type -> tessera.meta.v1.Inode
+	8,  // 128: tessera.meta.v1.FilesetService.RemoveVanished:output_type -> tessera.meta.v1.Empty
+	67, // 129: tessera.meta.v1.FilesetService.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
+	67, // 130: tessera.meta.v1.FilesetService.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
+	2,  // 131: tessera.meta.v1.WritebackService.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 132: tessera.meta.v1.WritebackService.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 133: tessera.meta.v1.WritebackService.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 134: tessera.meta.v1.WritebackService.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 135: tessera.meta.v1.WritebackService.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 136: tessera.meta.v1.WritebackService.RequestFlush:output_type -> tessera.meta.v1.Empty
+	15, // 137: tessera.meta.v1.QuotaService.SetQuota:output_type -> tessera.meta.v1.Quota
+	15, // 138: tessera.meta.v1.QuotaService.GetQuota:output_type -> tessera.meta.v1.Quota
+	17, // 139: tessera.meta.v1.QuotaService.Quotas:output_type -> tessera.meta.v1.QuotaList
+	8,  // 140: tessera.meta.v1.QuotaService.RemoveQuota:output_type -> tessera.meta.v1.Empty
+	15, // 141: tessera.meta.v1.QuotaService.QuotaOf:output_type -> tessera.meta.v1.Quota
+	16, // 142: tessera.meta.v1.QuotaService.CheckQuota:output_type -> tessera.meta.v1.QuotaCheck
+	88, // [88:143] is the sub-list for method output_type
+	33, // [33:88] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_tessera_meta_v1_meta_proto_init() }
@@ -5523,7 +5598,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   67,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   6,
 		},

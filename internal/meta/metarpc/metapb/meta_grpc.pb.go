@@ -2277,6 +2277,7 @@ const (
 	QuotaService_Quotas_FullMethodName      = "/tessera.meta.v1.QuotaService/Quotas"
 	QuotaService_RemoveQuota_FullMethodName = "/tessera.meta.v1.QuotaService/RemoveQuota"
 	QuotaService_QuotaOf_FullMethodName     = "/tessera.meta.v1.QuotaService/QuotaOf"
+	QuotaService_CheckQuota_FullMethodName  = "/tessera.meta.v1.QuotaService/CheckQuota"
 )
 
 // QuotaServiceClient is the client API for QuotaService service.
@@ -2291,6 +2292,7 @@ type QuotaServiceClient interface {
 	Quotas(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*QuotaList, error)
 	RemoveQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Empty, error)
 	QuotaOf(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*Quota, error)
+	CheckQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*QuotaCheck, error)
 }
 
 type quotaServiceClient struct {
@@ -2351,6 +2353,16 @@ func (c *quotaServiceClient) QuotaOf(ctx context.Context, in *InoRequest, opts .
 	return out, nil
 }
 
+func (c *quotaServiceClient) CheckQuota(ctx context.Context, in *InoRequest, opts ...grpc.CallOption) (*QuotaCheck, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(QuotaCheck)
+	err := c.cc.Invoke(ctx, QuotaService_CheckQuota_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // QuotaServiceServer is the server API for QuotaService service.
 // All implementations must embed UnimplementedQuotaServiceServer
 // for forward compatibility.
@@ -2363,6 +2375,7 @@ type QuotaServiceServer interface {
 	Quotas(context.Context, *Empty) (*QuotaList, error)
 	RemoveQuota(context.Context, *InoRequest) (*Empty, error)
 	QuotaOf(context.Context, *InoRequest) (*Quota, error)
+	CheckQuota(context.Context, *InoRequest) (*QuotaCheck, error)
 	mustEmbedUnimplementedQuotaServiceServer()
 }
 
@@ -2387,6 +2400,9 @@ func (UnimplementedQuotaServiceServer) RemoveQuota(context.Context, *InoRequest)
 }
 func (UnimplementedQuotaServiceServer) QuotaOf(context.Context, *InoRequest) (*Quota, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method QuotaOf not implemented")
+}
+func (UnimplementedQuotaServiceServer) CheckQuota(context.Context, *InoRequest) (*QuotaCheck, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method CheckQuota not implemented")
 }
 func (UnimplementedQuotaServiceServer) mustEmbedUnimplementedQuotaServiceServer() {}
 func (UnimplementedQuotaServiceServer) testEmbeddedByValue()                      {}
@@ -2499,6 +2515,24 @@ func _QuotaService_QuotaOf_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _QuotaService_CheckQuota_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(InoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(QuotaServiceServer).CheckQuota(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: QuotaService_CheckQuota_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(QuotaServiceServer).CheckQuota(ctx, req.(*InoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // QuotaService_ServiceDesc is the grpc.ServiceDesc for QuotaService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -2525,6 +2559,10 @@ var QuotaService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "QuotaOf",
 			Handler:    _QuotaService_QuotaOf_Handler,
+		},
+		{
+			MethodName: "CheckQuota",
+			Handler:    _QuotaService_CheckQuota_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
