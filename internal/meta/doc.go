@@ -9,8 +9,9 @@
 // isolated, except the drops of recipe entries that reap and truncate do
 // in segments of bounded transactions, invisible to readers (see Bounded
 // transactions); a Service keeps no state the store does not hold except a batch
-// of pre-allocated inode numbers and its sessions (below), so several
-// Services may share one store.
+// of pre-allocated inode numbers, its sessions (below) and hints of which
+// inode a name last named (hints.go: bounded, never trusted, only read
+// ahead with the entry), so several Services may share one store.
 // Errors are syscall.Errno sentinels (ErrNotFound, ErrExist, ...) wrapped
 // with the operation's context: test them with errors.Is. A record that fails
 // to decode is ErrCorrupt (which also matches ErrIO) and is never retried.

@@ -19,20 +19,16 @@ func (s *Service) Lookup(ctx context.Context, parent Ino, name string) (Inode, e
 	if err == nil {
 		err = s.leasedRead(ctx, 0, func() (Ino, error) {
 			err := s.view(ctx, func(t txn) error {
-				_, ino, _, ok, err := t.getDirEntry(parent, name)
-				if err != nil {
-					return err
-				}
-				if !ok {
-					return ErrNotFound
-				}
-				rec, err := t.getInode(ino)
+				rec, err := t.lookup(s.hints, parent, name)
 				if err != nil {
 					return err
 				}
 				out = rec.Inode
 				return nil
 			})
+			if errors.Is(err, ErrNotFound) {
+				s.hints.drop(parent, name)
+			}
 			return out.Ino, err
 		})
 	}
@@ -264,6 +260,9 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino, recs ne
 		s.releaseIno(ino)
 	} else if err == nil {
 		s.notedNew(ino, recs)
+		if !req.Tmpfile {
+			s.hints.put(req.Parent, req.Name, ino)
+		}
 	}
 	return out, err
 }

@@ -84,6 +84,7 @@ type Options struct {
 // Service implements API over a kv.Store. It is safe for concurrent use.
 type Service struct {
 	store     kv.Store
+	hints     *nameHints // which inode names had when last seen (hints.go)
 	now       func() time.Time
 	blockSize uint32
 	replicas  int    // default replication factor (Options.Replicas)
@@ -127,6 +128,7 @@ func New(store kv.Store, opts Options) (*Service, error) {
 		s.now = time.Now
 	}
 	s.leases = newLeaseTable(opts, s.now)
+	s.hints = newNameHints()
 	s.addHook(s.writebackHook())
 	s.addHook(usageHook())
 	s.addHook(quotaHook())

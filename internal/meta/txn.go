@@ -134,6 +134,47 @@ func (t txn) prefetchCreate(req CreateReq, ino Ino) error {
 	return kv.Prefetch(t.Txn, keys, hookRanges())
 }
 
+// lookup returns the inode parent/name names: the directory, the entry
+// and, when hints has one, the inode the entry last named, in one
+// kv.GetMany; the inode again only when the hint was wrong. It records
+// what it found in hints.
+func (t txn) lookup(hints *nameHints, parent Ino, name string) (*inodeRec, error) {
+	keys := [][]byte{inodeKey(parent), dentryKey(parent, name)}
+	hint, hinted := hints.get(parent, name)
+	if hinted {
+		keys = append(keys, inodeKey(hint))
+	}
+	vals, oks, err := kv.GetMany(t.Txn, keys)
+	if err != nil {
+		return nil, err
+	}
+	if !oks[0] {
+		return nil, fmt.Errorf("inode %d: %w", parent, ErrNotFound)
+	}
+	dir, err := decodeInode(parent, vals[0])
+	if err != nil {
+		return nil, err
+	}
+	if !dir.IsDir() {
+		return nil, fmt.Errorf("inode %d: %w", parent, ErrNotDir)
+	}
+	if dir.Nlink == 0 {
+		return nil, fmt.Errorf("directory %d was removed: %w", parent, ErrNotFound)
+	}
+	if !oks[1] {
+		return nil, ErrNotFound
+	}
+	ino, _, err := decodeDentry(vals[1])
+	if err != nil {
+		return nil, err
+	}
+	if hinted && ino == hint && oks[2] {
+		return decodeInode(ino, vals[2])
+	}
+	hints.put(parent, name, ino)
+	return t.getInode(ino)
+}
+
 // getDentry looks name up in parent; ok is false when it is absent.
 func (t txn) getDentry(parent Ino, name string) (ino Ino, typ uint32, ok bool, err error) {
 	v, ok, err := t.Get(dentryKey(parent, name))
