@@ -3,21 +3,24 @@
 # revisions side by side: each round starts `tessera up` of A, then of B, on fresh data, runs
 # metaops on its mount, and stops it; rounds alternate so that load on the machine falls on both.
 #
-#   bench/meta-ab.sh REV_A REV_B [--rounds 4] [--files 4000] [--threads 4] [--workdir /var/tmp]
+#   bench/meta-ab.sh REV_A REV_B [--rounds 4] [--files 4000] [--threads 4] [--workdir /var/tmp] [--quota-b]
 #
+# --quota-b sets a directory quota (1 TiB, 10^9 inodes: never reached) on the job's directory in B's
+# runs before the job, so `bench/meta-ab.sh main main --quota-b` is the quota hook's cost side by side.
 # Prints one line per round and phase (rev, round, phase, ops/s) and the median of each.
 set -uo pipefail
 
 REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 [ $# -ge 2 ] || { sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
 A=$1 B=$2; shift 2
-ROUNDS=4 FILES=4000 THREADS=4 WORKBASE=/var/tmp
+ROUNDS=4 FILES=4000 THREADS=4 WORKBASE=/var/tmp QUOTA_B=""
 while [ $# -gt 0 ]; do
   case $1 in
     --rounds) ROUNDS=$2; shift 2 ;;
     --files) FILES=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --workdir) WORKBASE=$2; shift 2 ;;
+    --quota-b) QUOTA_B=1; shift ;;
     *) echo "meta-ab.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -49,8 +52,13 @@ run() { # run NAME ROUND
     kill -0 "$PIDUP" 2>/dev/null && [ $n -gt 0 ] || { echo "meta-ab.sh: $1 did not mount: $(tail -n 1 "$d/up.log")" >&2; return 1; }
     n=$((n-1)); sleep 0.1
   done
-  "$W/metaops" -dir "$d/mnt/meta" -n "$FILES" -threads "$THREADS" -unique-dir $DROP >"$d/metaops.txt" 2>&1
   local name=$A; [ "$1" = b ] && name=$B
+  if [ "$1" = b ] && [ -n "$QUOTA_B" ]; then
+    name="$B+quota"
+    mkdir -p "$d/mnt/meta" && "$W/b" quota set "$d/mnt/meta" --bytes 1T --inodes 1000000000 >"$d/quota.log" 2>&1 ||
+      { echo "meta-ab.sh: quota set failed: $(tail -n 1 "$d/quota.log")" >&2; return 1; }
+  fi
+  "$W/metaops" -dir "$d/mnt/meta" -n "$FILES" -threads "$THREADS" -unique-dir $DROP >"$d/metaops.txt" 2>&1
   sed -n 's/^phase=\([a-z]*\) .*ops_per_s=\([^ ]*\).*/\1 \2/p' "$d/metaops.txt" | while read -r ph v; do
     printf '%s\t%s\t%s\t%s\n' "$name" "$2" "$ph" "$v"
   done
@@ -65,7 +73,8 @@ for r in $(seq 1 "$ROUNDS"); do
   run b "$r" || exit 1
 done | tee "$W/all.tsv"
 echo "# medians over $ROUNDS rounds ($FILES files, $THREADS workers, one directory each)"
-for rev in "$A" "$B"; do
+B_NAME=$B; [ -n "$QUOTA_B" ] && B_NAME="$B+quota"
+for rev in "$A" "$B_NAME"; do
   for ph in create stat unlink; do
     awk -F'\t' -v r="$rev" -v p="$ph" '$1==r && $3==p {print $4}' "$W/all.tsv" | sort -g |
       awk -v r="$rev" -v p="$ph" '{v[NR]=$1} END {m=(NR%2)?v[(NR+1)/2]:(v[NR/2]+v[NR/2+1])/2; printf "%s\t%s\tmedian\t%.1f\n", r, p, m}'

@@ -185,8 +185,13 @@ stop_snfs() { local i; for i in "${!SPID[@]}"; do stop_pid "${SPID[$i]}"; done; 
 # scale_job R: files a and b (SIZE each, written through the FUSE mount), then cold reads of a
 # through one `tessera nfs` (scale1), and of a and b through two at once, one client each (scale2:
 # both files' bytes over the slower reader's time). Fresh servers and dropped caches before each.
+# Where the CPU went goes to scale-cpu.tsv: the NFS servers', the up's (its block servers and meta
+# service), the clients' (nfsbench), and how busy the machine's cores were (all processes, the
+# other users' included) over the reads.
+busy_sample() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9, $5+$6; exit}' /proc/stat; } # busy idle (jiffies)
 scale_job() {
   local r=$1 d=bench/tessera-nfs.r$r/scale n lg=$OUT/logs/scale.r$r c secs
+  [ -s "$OUT/scale-cpu.tsv" ] || printf 'round\tservers\tnfs_servers_cpu_s\tup_cpu_s\tclients_cpu_s\tmachine_busy_pct\n' > "$OUT/scale-cpu.tsv"
   mkdir -p "$TMNT/$d" && chmod 1777 "$TMNT/$d"
   for f in a b; do
     "$NFSBENCH" -dir "$TMNT" -job seqwrite -file "$d/$f.dat" -size "$SIZE" -seed "$RANDOM" >/dev/null 2>>"$lg.log" \
@@ -196,11 +201,18 @@ scale_job() {
     stop_snfs; drop_caches
     start_snfs 1 && { [ $n = 1 ] || start_snfs 2; } \
       || { printf '%s\ttessera-nfs\tscale%s\tFAIL\t0\tnan\tnan\n' "$r" $n >> "$RES"; stop_snfs; return 1; }
-    "$NFSBENCH" -nfs "127.0.0.1:${SPORT[1]}" -job seqread -file "$d/a.dat" -size "$SIZE" -window "$WINDOW" >"$lg.$n.a" 2>>"$lg.log" &
+    local u0 b0 u1 b1
+    u0=$(cpu_of "$TPID"); b0=$(busy_sample)
+    /usr/bin/time -f '%U %S' -o "$lg.$n.a.cpu" "$NFSBENCH" -nfs "127.0.0.1:${SPORT[1]}" -job seqread -file "$d/a.dat" -size "$SIZE" -window "$WINDOW" >"$lg.$n.a" 2>>"$lg.log" &
     local pa=$! pb=""
-    if [ $n = 2 ]; then "$NFSBENCH" -nfs "127.0.0.1:${SPORT[2]}" -job seqread -file "$d/b.dat" -size "$SIZE" -window "$WINDOW" >"$lg.$n.b" 2>>"$lg.log" & pb=$!; fi
+    if [ $n = 2 ]; then /usr/bin/time -f '%U %S' -o "$lg.$n.b.cpu" "$NFSBENCH" -nfs "127.0.0.1:${SPORT[2]}" -job seqread -file "$d/b.dat" -size "$SIZE" -window "$WINDOW" >"$lg.$n.b" 2>>"$lg.log" & pb=$!; fi
     wait $pa; local ra=$? rb=0; [ -n "$pb" ] && { wait "$pb"; rb=$?; }
+    u1=$(cpu_of "$TPID"); b1=$(busy_sample)
     c=$(cpu_sum "${SPID[@]}")
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$r" "$n" "$c" \
+      "$(awk -v a="$u0" -v b="$u1" 'BEGIN{printf "%.2f", b-a}')" \
+      "$(cat "$lg.$n".*.cpu 2>/dev/null | awk 'NF==2{t+=$1+$2} END{printf "%.2f", t}')" \
+      "$(echo "$b0 $b1" | awk '{b=$3-$1; i=$4-$2; printf "%.0f", (b+i) ? 100*b/(b+i) : 0}')" >> "$OUT/scale-cpu.tsv"
     [ -n "${CLIENT_OF[tessera-nfs]:-}" ] || CLIENT_OF[tessera-nfs]="$(sed -n 's/^nfsbench: \(go-nfs.*\)/\1/p' "$lg.log" | head -n 1) (scale: tessera nfs servers)"
     if [ $ra != 0 ] || [ $rb != 0 ]; then
       log "scale$n failed: $(tail -n 2 "$lg.log" | tr '\n' ' ')"; printf '%s\ttessera-nfs\tscale%s\tFAIL\t0\tnan\tnan\n' "$r" $n >> "$RES"
@@ -210,6 +222,7 @@ scale_job() {
     fi
   done
   stop_snfs
+  log "scale CPU (round, servers, NFS servers' CPU s, up's CPU s, clients' CPU s, machine busy %): $(grep "^$r	" "$OUT/scale-cpu.tsv" | tr '\t\n' ' ;')"
 }
 
 # ---------------------------------------------------------------- ganesha (own namespace + rpcbind)

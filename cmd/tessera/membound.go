@@ -16,6 +16,7 @@ import (
 	"tessera/internal/nfs"
 	"tessera/internal/s3"
 	"tessera/internal/up"
+	"tessera/internal/vfs"
 )
 
 // upFixedBytes is what tessera up holds besides its bounded parts: the Go
@@ -57,7 +58,8 @@ func nfsMemParts(mem client.Config, prefix string) []memPart {
 	for _, p := range client.MemoryParts(mem) {
 		out = append(out, memPart{prefix + p.Name, p.Bytes})
 	}
-	return append(out, memPart{prefix + "calls in flight, all connections", nfs.DefaultInFlight})
+	return append(out, memPart{prefix + "calls in flight, all connections", nfs.DefaultInFlight},
+		memPart{prefix + "attribute cache", vfs.AttrCacheBytes})
 }
 
 // s3MemParts are the parts of an S3 endpoint's memory: its client's and
@@ -139,6 +141,18 @@ func limitMemory(total int64) {
 		debug.SetMemoryLimit(total)
 	}
 }
+
+// setGCPercent sets the collector's target (GOGC) to p.
+func setGCPercent(p int) { debug.SetGCPercent(p) }
+
+// upGCPercent is tessera up's GC target (GOGC; the other commands run at
+// main's 50). Its heap is mostly block buffers, which hold no pointers and
+// cost the collector almost nothing to mark, and it allocates fast (a
+// private copy per partial write of a block, fetch buffers): fsx allocated
+// 12 GB in 36 s. The heap's growth between collections was a third of
+// up's peak there; at 25 the collector ran 1.1% -> 2-3% of the process's
+// CPU (docs/design/2026-11-29-fsx-memory.md).
+const upGCPercent = 25
 
 // upInFlight is tessera up's default of --max-inflight and
 // --max-inflight-per-ip: its block servers share one host and mostly its

@@ -17,9 +17,31 @@ type memFlags struct {
 func addMemFlags(fs *flag.FlagSet) memFlags {
 	return memFlags{
 		cache: fs.Int64("mem-cache", client.DefaultMemCacheBytes(),
-			"memory block cache in bytes (default: 1/256 of this machine's memory, 32 MiB to 64 MiB; evicted blocks' memory kept for the next fetches adds up to an eighth); an idle mount empties both after 20 s"),
+			"memory block cache in bytes (default: 1/256 of this machine's memory, 32 MiB to 64 MiB; "+memCacheHelp),
 		dirty: fs.Int64("dirty-bytes", client.DefaultDirtyBytes(),
 			"written data a mount buffers and uploads at once, in bytes (default: 1/256 of this machine's memory, 32 MiB to 64 MiB); writers wait beyond it"),
+	}
+}
+
+const memCacheHelp = "evicted blocks' memory kept for the next fetches adds up to an eighth); an idle mount empties both after 20 s"
+
+// upMemBytes is tessera up's default of --mem-cache and --dirty-bytes on
+// any machine: a mount's floor. Its block servers run in the same process,
+// on this host's disks: the mount reads their block files directly
+// (checked against the segment sums), so the page cache of those files
+// already holds what a block cache would, and an upload is a write over
+// loopback, not a network round trip. At 64 MiB each the cache filled
+// with blocks the page cache held as well, and was the largest part of
+// up's peak under fsx (docs/design/2026-11-29-fsx-memory.md).
+const upMemBytes = 32 << 20
+
+// addUpMemFlags is addMemFlags with tessera up's defaults.
+func addUpMemFlags(fs *flag.FlagSet) memFlags {
+	return memFlags{
+		cache: fs.Int64("mem-cache", upMemBytes,
+			"memory block cache in bytes (evicted blocks' memory kept for the next fetches adds up to an eighth; an idle mount empties both after 20 s); 32 MiB whatever the machine, the block servers' files being on this host, in its page cache"),
+		dirty: fs.Int64("dirty-bytes", upMemBytes,
+			"written data the mount buffers and uploads at once, in bytes; writers wait beyond it. 32 MiB whatever the machine: uploads go to this host's block servers"),
 	}
 }
 

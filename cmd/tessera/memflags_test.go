@@ -38,3 +38,26 @@ func TestMemFlags(t *testing.T) {
 		}
 	}
 }
+
+// TestUpMemFlags: tessera up's mount defaults to 32 MiB of cache and of
+// dirty data whatever the machine (its block servers' files are on this
+// host), and explicit values still win.
+func TestUpMemFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args         []string
+		cache, dirty int64
+	}{
+		{nil, 32 << 20, 32 << 20},
+		{[]string{"--mem-cache", "67108864", "--dirty-bytes", "16777216"}, 64 << 20, 16 << 20},
+	} {
+		fs := flag.NewFlagSet("up", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		m := addUpMemFlags(fs)
+		if err := parse(fs, tc.args); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.check(); err != nil || *m.cache != tc.cache || *m.dirty != tc.dirty {
+			t.Errorf("%v: cache %d dirty %d, %v; want %d and %d", tc.args, *m.cache, *m.dirty, err, tc.cache, tc.dirty)
+		}
+	}
+}

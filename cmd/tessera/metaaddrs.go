@@ -112,6 +112,7 @@ func describe(m *metarpc.Many) func(ctx context.Context) (admin.ClusterView, err
 			v.Name = st.Cluster
 		}
 		v.Replicated, v.Members, v.MembersErr = st.Replicated, admin.Members(st.Members), st.MembersErr
+		v.Maintenance, v.MaintenanceErr = admin.Maintenance(st.Maintenance), st.MaintenanceErr
 		return v, nil
 	}
 }

@@ -16,6 +16,8 @@ import (
 type metaRoleFlags struct {
 	downAfter, interval, gcEvery, gcGrace, reclaimAfter *time.Duration
 	rate                                                *int64
+	maintEvery, retain                                  *time.Duration
+	defragFree                                          *int64
 }
 
 func addMetaRoleFlags(fs *flag.FlagSet) metaRoleFlags {
@@ -27,6 +29,9 @@ func addMetaRoleFlags(fs *flag.FlagSet) metaRoleFlags {
 		gcGrace:   fs.Duration("gc-grace", up.DefaultGCGrace, "the background collection keeps unreferenced blocks younger than this (uploads not yet committed; clients re-mark uploads older than 1s before committing them, so keep it well above that)"),
 		reclaimAfter: fs.Duration("reclaim-after", reclaim.DefaultAfter, "remove a block from the block servers this long after the last file naming it let go "+
 			"(covers readers of the previous content; 0: never, leaving it to the collection every --gc-interval)"),
+		maintEvery: fs.Duration("store-maintain-every", up.DefaultStoreMaintainEvery, "time between compactions and defragmentations of an etcd meta store by the elected meta (0: none)"),
+		retain:     fs.Duration("store-retain", up.DefaultStoreRetain, "history of an etcd meta store kept by its compactions"),
+		defragFree: fs.Int64("store-defrag-free", up.DefaultStoreDefragFree, "defragment an etcd member (one at a time) once this many bytes of its file are free"),
 	}
 }
 
@@ -45,6 +50,13 @@ func (f metaRoleFlags) config() (up.MetaRole, error) {
 	rc := up.MetaRole{DownAfter: *f.downAfter, MoverInterval: *f.interval, MoverRate: *f.rate, GCInterval: *f.gcEvery, GCGrace: *f.gcGrace}
 	if *f.gcEvery == 0 {
 		rc.GCInterval = -1 // off
+	}
+	if *f.maintEvery < 0 || *f.retain <= 0 || *f.defragFree <= 0 {
+		return up.MetaRole{}, fmt.Errorf("%w: --store-maintain-every must not be negative, --store-retain and --store-defrag-free must be positive", errUsage)
+	}
+	rc.StoreMaintainEvery, rc.StoreRetain, rc.StoreDefragFree = *f.maintEvery, *f.retain, *f.defragFree
+	if *f.maintEvery == 0 {
+		rc.StoreMaintainEvery = -1 // off
 	}
 	rc.ReclaimAfter = *f.reclaimAfter
 	if rc.ReclaimAfter == 0 {

@@ -23,10 +23,10 @@ const s3Help = "S3 clients use path-style addressing (http://HOST:PORT/BUCKET/KE
 // s3Plain checks that an S3 endpoint may serve plain HTTP on listen: a
 // loopback address, or --insecure.
 func s3Plain(listen string, insecure bool) error {
-	host, port, err := net.SplitHostPort(listen)
-	if err != nil || port == "" || port == "0" {
-		return fmt.Errorf("%w: --s3/--listen %q: want HOST:PORT with a port other than 0", errUsage, listen)
+	if err := s3.CheckListen(listen); err != nil {
+		return fmt.Errorf("%w: --s3/--listen: %w", errUsage, err)
 	}
+	host, _, _ := net.SplitHostPort(listen)
 	if insecure || host == "localhost" {
 		return nil
 	}
@@ -59,6 +59,9 @@ func runS3(ctx context.Context, args []string) error {
 	}
 	if *listen == "" {
 		return fmt.Errorf("%w: --listen HOST:PORT is required (see tessera s3 -h)", errUsage)
+	}
+	if err := s3.CheckListen(*listen); err != nil {
+		return fmt.Errorf("%w: --listen: %w", errUsage, err)
 	}
 	var certFile, keyFile string
 	if *fe.tls.cert != "" && *fe.tls.key != "" {

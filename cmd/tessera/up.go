@@ -33,7 +33,7 @@ func runUp(ctx context.Context, args []string) error {
 	heartbeat := fs.Duration("heartbeat", meta.DefaultHeartbeat, "how often the block servers re-register")
 	debug := fs.Bool("debug", false, "log every FUSE request")
 	pol := addPolicyFlag(fs)
-	mem := addMemFlags(fs)
+	mem := addUpMemFlags(fs)
 	pprofAddr := addPprofFlag(fs)
 	metaTimeout := addMetaTimeoutFlag(fs)
 	siteF := addSiteFlag(fs, "the site of this node: its meta service, block servers and mount")
@@ -133,6 +133,7 @@ func runUp(ctx context.Context, args []string) error {
 	log := newLogger(false)
 	parts := memParts()
 	limitMemory(memTotal(parts))
+	setGCPercent(upGCPercent)
 	log.Info("memory bound", "total_mib", memTotal(parts)>>20, "parts", memBoundLine(parts))
 	mf, err := startMetrics(*metricsAddr, log)
 	if err != nil {

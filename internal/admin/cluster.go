@@ -25,6 +25,29 @@ type ClusterView struct {
 	Replicated bool          `json:"replicated_store"`              // the store lists members (an etcd cluster)
 	Members    []StoreMember `json:"store_members,omitempty"`       // the store's servers and their health
 	MembersErr string        `json:"store_members_error,omitempty"` // why the members could not be listed
+	// Maintenance is the store's compaction and defragmentation by the
+	// meta role (etcd); nil when the store has none.
+	Maintenance    *StoreMaintenance `json:"store_maintenance,omitempty"`
+	MaintenanceErr string            `json:"store_maintenance_error,omitempty"` // why it could not be read
+}
+
+// StoreMaintenance is kv.Maintenance for status output.
+type StoreMaintenance struct {
+	CompactedRev int64     `json:"compacted_revision"` // 0: never compacted
+	CompactedAt  time.Time `json:"compacted_at,omitzero"`
+	DefragAt     time.Time `json:"defragmented_at,omitzero"`
+	DefragMember string    `json:"defragmented_member,omitempty"`
+	Err          string    `json:"error,omitempty"` // why the latest round failed
+	At           time.Time `json:"latest_round,omitzero"`
+}
+
+// Maintenance converts a store's maintenance state for a ClusterView.
+func Maintenance(m *kv.Maintenance) *StoreMaintenance {
+	if m == nil {
+		return nil
+	}
+	return &StoreMaintenance{CompactedRev: m.CompactedRev, CompactedAt: m.CompactedAt, DefragAt: m.DefragAt,
+		DefragMember: m.DefragMember, Err: m.Err, At: m.At}
 }
 
 // StoreMember is one server of a replicated metadata store (kv.Member).
@@ -33,15 +56,18 @@ type StoreMember struct {
 	Addr    string `json:"addr"`
 	Leader  bool   `json:"leader"`
 	Healthy bool   `json:"healthy"`
-	Err     string `json:"error,omitempty"` // why not healthy
-	Rev     int64  `json:"revision"`        // latest applied, when healthy
+	Err     string `json:"error,omitempty"`     // why not healthy
+	Rev     int64  `json:"revision"`            // latest applied, when healthy
+	DBSize  int64  `json:"db_size,omitempty"`   // its backend file, bytes; 0 unknown
+	DBInUse int64  `json:"db_in_use,omitempty"` // the part of it holding data
 }
 
 // Members converts a store's members for a ClusterView.
 func Members(ms []kv.Member) []StoreMember {
 	out := make([]StoreMember, 0, len(ms))
 	for _, m := range ms {
-		out = append(out, StoreMember{Name: m.Name, Addr: m.Addr, Leader: m.Leader, Healthy: m.Healthy, Err: m.Err, Rev: m.Rev})
+		out = append(out, StoreMember{Name: m.Name, Addr: m.Addr, Leader: m.Leader, Healthy: m.Healthy, Err: m.Err, Rev: m.Rev,
+			DBSize: m.DBSize, DBInUse: m.DBInUse})
 	}
 	return out
 }
@@ -161,10 +187,25 @@ func (r StatusReport) printCluster(w io.Writer) {
 				if !m.Healthy {
 					state = "unhealthy: " + m.Err
 				}
-				fmt.Fprintf(w, "store member %s: addr=%s leader=%t rev=%d state=%s\n", m.Name, m.Addr, m.Leader, m.Rev, state)
+				db := ""
+				if m.DBSize > 0 {
+					db = fmt.Sprintf(" db=%d in_use=%d", m.DBSize, m.DBInUse)
+				}
+				fmt.Fprintf(w, "store member %s: addr=%s leader=%t rev=%d%s state=%s\n", m.Name, m.Addr, m.Leader, m.Rev, db, state)
 			}
 			if v.MembersErr != "" {
 				fmt.Fprintf(w, "store members error: %s\n", v.MembersErr)
+			}
+			if m := v.Maintenance; m != nil {
+				errs := ""
+				if m.Err != "" {
+					errs = " error=" + m.Err
+				}
+				fmt.Fprintf(w, "store maintenance: compacted_rev=%d compacted=%s defragmented=%s%s last_round=%s%s\n",
+					m.CompactedRev, when(m.CompactedAt), when(m.DefragAt), memberOf(m.DefragMember), when(m.At), errs)
+			}
+			if v.MaintenanceErr != "" {
+				fmt.Fprintf(w, "store maintenance error: %s\n", v.MaintenanceErr)
 			}
 		}
 	}
@@ -178,6 +219,21 @@ func (r StatusReport) printCluster(w io.Writer) {
 				orNone(s.Name), s.Servers, s.Up, s.Draining, s.Down, s.Metas, s.UnderReplicated, s.UnderBytes, lag)
 		}
 	}
+}
+
+// when is t for status lines: RFC 3339 in UTC, "-" never.
+func when(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func memberOf(name string) string {
+	if name == "" {
+		return ""
+	}
+	return " (" + name + ")"
 }
 
 func orNone(s string) string {

@@ -70,15 +70,15 @@ func (f *file) claimTailLocked(idx uint64, buf []byte) bool {
 
 // privateLocked returns what a new dirty block of block idx starts from,
 // given the block's content buf cut at lim bytes: buf itself when the first
-// write is an append at `at` (>= its length; -1: not a write) and buf is the
-// block's tail, with the length of the bytes it shares with the version;
-// else a private copy (cloneBlock) and 0.
-func (f *file) privateLocked(idx uint64, buf []byte, lim, at int64) ([]byte, int64) {
+// write, [at, end), is an append (at >= its length; -1: not a write) and buf
+// is the block's tail, with the length of the bytes it shares with the
+// version; else a private copy with room up to end (cloneRoom) and 0.
+func (f *file) privateLocked(idx uint64, buf []byte, lim, at, end int64) ([]byte, int64) {
 	n := int64(len(buf))
 	if n <= lim && at >= n && f.claimTailLocked(idx, buf) {
 		return buf, n
 	}
-	return cloneBlock(buf, lim, f.bs), 0
+	return cloneRoom(buf, lim, f.bs, end), 0
 }
 
 // unshareLocked gives d a private copy of its buffer before a write at off

@@ -283,7 +283,7 @@ func (f *file) cutLocked(ctx context.Context, last uint64, keep int64) error {
 		return nil
 	}
 	p, hasPend := f.pending[last]
-	buf, b, _, err := f.baseLocked(ctx, last, true, -1) // never shared: at -1
+	buf, b, _, err := f.baseLocked(ctx, last, true, -1, 0) // never shared: at -1
 	if err != nil {
 		return fmt.Errorf("truncate inode %d: %w", f.ino, err)
 	}

@@ -227,26 +227,34 @@ func (c *Client) compact(ctx context.Context, j compactJob) error {
 	return nil
 }
 
+// getUncached is getOnce returning the block with a reference the caller
+// must release once done with its bytes: a fetched buffer then goes back
+// to the fetch pool instead of becoming garbage.
+func (c *Client) getUncached(ctx context.Context, h block.Hash) (*blockBuf, error) {
+	if b := c.mem.get(h); b != nil {
+		return b, nil
+	}
+	if comp, ok := c.comps.get(h); ok {
+		data, err := c.assemble(ctx, h, comp, c.getOnce)
+		if err == nil {
+			return newBlockBuf(data, false, nil), nil
+		}
+		if !errors.Is(err, block.ErrNotFound) {
+			return nil, err
+		}
+		c.comps.drop(h) // stored whole since, and its pieces reclaimed
+	}
+	c.fetches <- struct{}{}
+	defer func() { <-c.fetches }()
+	return c.fetch(ctx, h)
+}
+
 // getOnce returns block h for compaction: from the memory cache if it
 // holds it, otherwise fetched (a composed block assembled from pieces
 // fetched so too) without keeping it in the cache or sharing the fetch
 // with readers. The caller may keep the bytes.
 func (c *Client) getOnce(ctx context.Context, h block.Hash) ([]byte, error) {
-	if b := c.mem.get(h); b != nil {
-		data := b.keep()
-		b.release()
-		return data, nil
-	}
-	if comp, ok := c.comps.get(h); ok {
-		data, err := c.assemble(ctx, h, comp, c.getOnce)
-		if !errors.Is(err, block.ErrNotFound) {
-			return data, err
-		}
-		c.comps.drop(h) // stored whole since, and its pieces reclaimed
-	}
-	c.fetches <- struct{}{}
-	b, err := c.fetch(ctx, h)
-	<-c.fetches
+	b, err := c.getUncached(ctx, h)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"tessera/internal/backoff"
 	"tessera/internal/block"
@@ -264,14 +265,14 @@ func (f *file) contentLocked(ctx context.Context, idx uint64) (buf []byte, h blo
 // the version being uploaded or waiting for its commit, or else the
 // committed one; and, when content is set, a private, modifiable copy of
 // the block's content as this client sees it (cut at its size).
-func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int64) ([]byte, base, int64, error) {
+func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at, end int64) ([]byte, base, int64, error) {
 	if d, ok := f.inflight[idx]; ok {
 		b := d.base
 		b.sp = b.sp.clone()
 		if !content {
 			return nil, b, 0, nil
 		}
-		buf, shared := f.privateLocked(idx, d.buf, f.size-int64(idx)*f.bs, at)
+		buf, shared := f.privateLocked(idx, d.buf, f.size-int64(idx)*f.bs, at, end)
 		return buf, b, shared, nil
 	}
 	if p, ok := f.pending[idx]; ok {
@@ -281,13 +282,16 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int6
 			return nil, b, 0, nil
 		}
 		buf := f.tailContentLocked(idx, p.h)
+		var fetched *blockBuf
 		if buf == nil {
 			var err error
-			if buf, err = f.fetchLocked(ctx, idx, p.h); err != nil {
+			if fetched, err = f.fetchBaseLocked(ctx, idx, p.h); err != nil {
 				return nil, b, 0, err
 			}
+			buf = fetched.data
 		}
-		buf, shared := f.privateLocked(idx, buf, f.size-int64(idx)*f.bs, at)
+		buf, shared := f.privateLocked(idx, buf, f.size-int64(idx)*f.bs, at, end)
+		doneWithBase(fetched, buf)
 		return buf, b, shared, nil
 	}
 	if !content {
@@ -304,12 +308,14 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int6
 		return nil, base{}, 0, err
 	}
 	var buf []byte
+	var fetched *blockBuf
 	if isInline {
 		buf = inline
 	} else if buf = f.tailContentLocked(idx, h); buf == nil {
-		if buf, err = f.fetchLocked(ctx, idx, h); err != nil {
+		if fetched, err = f.fetchBaseLocked(ctx, idx, h); err != nil {
 			return nil, base{}, 0, err
 		}
+		buf = fetched.data
 	}
 	b := base{old: h, oldSet: true}
 	if lim := f.size - int64(idx)*f.bs; int64(len(buf)) > lim {
@@ -323,10 +329,26 @@ func (f *file) baseLocked(ctx context.Context, idx uint64, content bool, at int6
 		buf = buf[:lim]
 	}
 	if isInline {
-		return cloneBlock(buf, int64(len(buf)), f.bs), b, 0, nil
+		return cloneRoom(buf, int64(len(buf)), f.bs, end), b, 0, nil
 	}
-	buf, shared := f.privateLocked(idx, buf, int64(len(buf)), at)
+	buf, shared := f.privateLocked(idx, buf, int64(len(buf)), at, end)
+	doneWithBase(fetched, buf)
 	return buf, b, shared, nil
+}
+
+// doneWithBase drops the reference to a write's fetched base b (nil: none
+// was fetched) once the dirty block has buf: a copy, so b's buffer may go
+// back to the fetch pool; or, should the dirty block have taken b's buffer
+// itself (a cached version that is the block's tail, privateLocked), pinned
+// so that it never does.
+func doneWithBase(b *blockBuf, buf []byte) {
+	if b == nil {
+		return
+	}
+	if len(buf) > 0 && len(b.data) > 0 && unsafe.SliceData(buf) == unsafe.SliceData(b.data) {
+		b.keep()
+	}
+	b.release()
 }
 
 // staleBase returns an Old hash no block has: a commit naming it conflicts.
@@ -346,6 +368,24 @@ func (f *file) fetchLocked(ctx context.Context, idx uint64, h block.Hash) ([]byt
 	return buf, nil
 }
 
+// fetchBaseLocked returns the content of block idx of hash h (a zero hash
+// is a hole: an empty buffer) for a write to start from, with a reference
+// the caller releases once it copied the bytes. It is not put in the
+// memory cache: the dirty block's copy holds it until its next version
+// replaces it (newVersion), so a cached one only doubled what a writer
+// holds (docs/design/2026-11-29-fsx-memory.md).
+func (f *file) fetchBaseLocked(ctx context.Context, idx uint64, h block.Hash) (*blockBuf, error) {
+	if h.IsZero() {
+		return newBlockBuf(nil, false, nil), nil
+	}
+	f.noteCompLocked(h)
+	b, err := f.c.getUncached(ctx, h)
+	if err != nil {
+		return nil, fmt.Errorf("inode %d block %d: %w", f.ino, idx, err)
+	}
+	return b, nil
+}
+
 // cloneBlock returns a copy of at most lim bytes of buf, with room to grow
 // within a block of bs bytes (blockCap).
 //
@@ -356,11 +396,17 @@ func (f *file) fetchLocked(ctx context.Context, idx uint64, h block.Hash) ([]byt
 // journal's first block, written a page at a time) held up to 64 times
 // the block's bytes; the cache counted their length, so it held gigabytes
 // within its bound.
-func cloneBlock(buf []byte, lim, bs int64) []byte {
+func cloneBlock(buf []byte, lim, bs int64) []byte { return cloneRoom(buf, lim, bs, 0) }
+
+// cloneRoom is cloneBlock with room for a write ending at end: a write
+// past the copy's capacity allocated a second buffer at once (extend), and
+// under fsx these regrowths were a quarter of everything tessera up
+// allocated.
+func cloneRoom(buf []byte, lim, bs, end int64) []byte {
 	if int64(len(buf)) > lim {
 		buf = buf[:max(lim, 0)]
 	}
-	out := make([]byte, len(buf), blockCap(int64(len(buf)), bs))
+	out := make([]byte, len(buf), blockCap(max(int64(len(buf)), end), bs))
 	copy(out, buf)
 	return out
 }
@@ -405,7 +451,7 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 				f.c.budget.release(f.bs)
 			} else {
 				d = &dblock{idx: idx}
-				buf, b, shared, err := f.baseLocked(ctx, idx, !(bo == 0 && n == f.bs), bo)
+				buf, b, shared, err := f.baseLocked(ctx, idx, !(bo == 0 && n == f.bs), bo, bo+n)
 				if err != nil {
 					f.c.budget.release(f.bs)
 					return written, err
@@ -530,13 +576,13 @@ func (f *file) scheduleLocked(d *dblock) {
 }
 
 // newVersion notes that version seq of block idx was uploaded as h, and
-// drops the older version from the memory cache, if it holds it.
+// lets go of the older version (forgetVersion).
 func (f *file) newVersion(idx uint64, h block.Hash, seq uint64) {
 	f.mu.Lock()
 	old, ok := f.versions[idx]
 	if ok && old.seq > seq {
 		f.mu.Unlock()
-		f.c.mem.drop(h) // a newer version was uploaded already
+		f.forgetVersion(h) // a newer version was uploaded already
 		return
 	}
 	if f.versions == nil {
@@ -545,8 +591,18 @@ func (f *file) newVersion(idx uint64, h block.Hash, seq uint64) {
 	f.versions[idx] = version{h: h, seq: seq}
 	f.mu.Unlock()
 	if ok && old.h != h {
-		f.c.mem.drop(old.h)
+		f.forgetVersion(old.h)
 	}
+}
+
+// forgetVersion lets go of what the client keeps of version h of a block
+// this file replaced: its buffer in the memory cache and its segment sums
+// (each upload learns them; kept until the table's bound pushed them out,
+// they were most of an idle daemon's heap after fsx). Another file with
+// the same content reads it again from the servers, verified in full.
+func (f *file) forgetVersion(h block.Hash) {
+	f.c.mem.drop(h)
+	f.c.sums.forget(h)
 }
 
 func (f *file) uploadDone(d *dblock, h block.Hash, comp *meta.Composition, rep *replication, err error) {

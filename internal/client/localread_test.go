@@ -289,3 +289,30 @@ func TestSegSums(t *testing.T) {
 		}
 	}
 }
+
+// TestSegSumsForgetReplacedVersions: the segment sums of a block's version
+// this client replaced by uploading a newer one go with it. They stayed
+// until the table's bound pushed them out: after fsx through tessera up
+// (30,000 operations) 12 of the 26 MB the idle daemon held were sums of
+// versions no file named any more.
+func TestSegSumsForgetReplacedVersions(t *testing.T) {
+	svc, c, _ := localEnv(t)
+	in := createFile(t, svc, "f")
+	h := open(t, c, in.Ino)
+	rng := rand.New(rand.NewSource(9))
+	data := make([]byte, 2*localBS)
+	const versions = 20
+	for range versions {
+		rng.Read(data)
+		write(t, h, 0, data)
+		flush(t, h)
+	}
+	c.bg.Wait()
+	if n := c.sums.len(); n > 2 {
+		t.Fatalf("segment sums of %d blocks after %d versions of a 2-block file; want at most the 2 current ones", n, versions)
+	}
+	got, err := readRange(t, h, 0, len(data))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back: %v, equal %v", err, bytes.Equal(got, data))
+	}
+}

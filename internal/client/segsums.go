@@ -161,3 +161,10 @@ func (e *sumEntry) check(buf []byte, first int) bool {
 	}
 	return true
 }
+
+// len is the number of blocks whose sums the table holds.
+func (s *segSums) len() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return len(s.mu.items)
+}

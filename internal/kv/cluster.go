@@ -1,6 +1,9 @@
 package kv
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // This file holds what a store shared by several meta processes offers
 // beyond transactions (issue 13): a feed of committed changes, a read
@@ -91,10 +94,57 @@ type Member struct {
 	Healthy bool   // answered a status request just now
 	Err     string // why not, when !Healthy
 	Rev     int64  // the member's latest applied revision, when Healthy
+	// DBSize is the size of the member's backend file and DBInUse the
+	// part of it that holds data (the rest is free pages a
+	// defragmentation gives back), when Healthy; 0 unknown.
+	DBSize, DBInUse int64
 }
 
 // Members is implemented by replicated stores that can list their servers
 // and their health (tessera status).
 type Members interface {
 	Members(ctx context.Context) ([]Member, error)
+}
+
+// Maintenance is what the meta role last did to a replicated store's
+// history and files (Maintainer; tessera status).
+type Maintenance struct {
+	// CompactedRev is the revision the history was last compacted to
+	// (every older version of a key is gone), at CompactedAt; 0 never.
+	CompactedRev int64
+	CompactedAt  time.Time
+	// DefragAt is when a member's file was last defragmented, and
+	// DefragMember which one; zero never.
+	DefragAt     time.Time
+	DefragMember string
+	// Err is why the latest round failed; "" it did not.
+	Err string
+	// At is when the latest round ran; zero never.
+	At time.Time
+}
+
+// MaintainOptions bound one round of Maintainer.Maintain.
+type MaintainOptions struct {
+	// Retain is how much history is kept: the round compacts to the
+	// newest revision it noted at least Retain ago (rounds note the
+	// revision they find), so what is older than Retain plus the
+	// rounds' interval is compacted.
+	Retain time.Duration
+	// DefragFree is how many bytes of a member's file must be free
+	// before that member is defragmented (a defragmentation stops the
+	// member's service while it runs, so it is done one member at a
+	// time); 0 defragments every member every round.
+	DefragFree int64
+}
+
+// Maintainer is implemented by stores that keep a history of versions
+// and files that do not shrink by themselves (etcd): the meta role's
+// leader runs Maintain on a schedule, and tessera status reports its state.
+type Maintainer interface {
+	// Maintain compacts the history and defragments the members that
+	// need it, one at a time, and records and returns the state.
+	Maintain(ctx context.Context, now time.Time, opts MaintainOptions) (Maintenance, error)
+	// Maintenance returns the state the latest Maintain recorded, by
+	// any process sharing the store.
+	Maintenance(ctx context.Context) (Maintenance, error)
 }

@@ -26,7 +26,9 @@
 // (embedded), pebblekv (embedded, durable, the default) and etcdkv (a
 // shared etcd cluster; cluster.go: change feeds, read consistency and
 // elections for several meta processes). Every engine passes the
-// conformance suite in kvtest.
+// conformance suite in kvtest. Engines that read several keys, or small
+// ranges, in one round trip offer it through GetMany and Prefetch
+// (getmany.go): optional, with a fallback that reads as Get and Scan do.
 package kv
 
 import (

@@ -1,11 +1,9 @@
 package meta
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"syscall"
-	"time"
 
 	"tessera/internal/block"
 )
@@ -342,95 +340,4 @@ const (
 type LostBlock struct {
 	Hash block.Hash
 	Inos []Ino
-}
-
-// API is the metadata service as clients see it; the in-process Service and
-// the RPC Client both implement it. Every method may return ErrIO wrapped
-// with context when the service is unreachable.
-type API interface {
-	Lookup(ctx context.Context, parent Ino, name string) (Inode, error)
-	GetAttr(ctx context.Context, ino Ino) (Inode, error)
-	SetAttr(ctx context.Context, ino Ino, req SetAttrReq) (Inode, error)
-	Create(ctx context.Context, req CreateReq) (Inode, error)
-	Link(ctx context.Context, ino, newParent Ino, newName string) (Inode, error)
-	// Unlink removes a non-directory entry and returns the inode as it is
-	// after (Nlink 0 means it became an orphan; see Reap). When reap names the
-	// entry's inode (the caller has no handle open on it), this was its last
-	// link and no live session holds it open (HoldOpen), the inode is
-	// deleted in the same transaction instead.
-	Unlink(ctx context.Context, parent Ino, name string, reap Ino) (Inode, error)
-	// Rmdir removes the empty directory parent/name. A directory a live
-	// session has open stays as an orphan (Nlink 0, no entries can be
-	// made in it) until the last of them releases it.
-	Rmdir(ctx context.Context, parent Ino, name string) error
-	// Rename returns the inode the rename replaced, as it is after (Ino 0
-	// when it replaced nothing; Nlink 0 means it became an orphan to Reap).
-	Rename(ctx context.Context, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) (replaced Inode, err error)
-	// ReadDir lists entries with names after `after` (in name order), at most
-	// limit of them; more reports whether entries remain.
-	ReadDir(ctx context.Context, dir Ino, after string, limit int, plus bool) (ents []DirEntry, more bool, err error)
-
-	// GetRecipe returns block hashes from index first, at most count.
-	GetRecipe(ctx context.Context, ino Ino, first, count uint64) (Recipe, error)
-	Commit(ctx context.Context, req CommitReq) (Inode, error)
-	// Reap deletes an orphan (Nlink 0) inode and its recipe unless a live
-	// session holds it open (HoldOpen) or the service is in its restart
-	// grace; a no-op for linked inodes.
-	Reap(ctx context.Context, ino Ino) error
-	// HoldOpen records that the calling session has ino open (a file or a
-	// directory; one more open each call) and returns the inode, as
-	// GetAttr. While a live session holds an orphan open it is not deleted:
-	// it can still be read, written and stat'ed (opens.go). Without a
-	// session, or with an expired one, it holds nothing.
-	HoldOpen(ctx context.Context, ino Ino) (Inode, error)
-	// ReleaseOpen drops one open HoldOpen (or Create with Open) recorded
-	// for the calling session; an orphan that no live session holds any
-	// more is deleted.
-	ReleaseOpen(ctx context.Context, ino Ino) error
-
-	GetXattr(ctx context.Context, ino Ino, name string) ([]byte, error)
-	SetXattr(ctx context.Context, ino Ino, name string, value []byte, flags uint32) error
-	ListXattr(ctx context.Context, ino Ino) ([]string, error)
-	RemoveXattr(ctx context.Context, ino Ino, name string) error
-
-	// Sync returns once every change acknowledged before the call is
-	// durable: it survives a crash of the machine, where an acknowledged
-	// change is only sure to survive a crash of the meta service (see the
-	// package comment, Durability).
-	Sync(ctx context.Context) error
-
-	StatFS(ctx context.Context) (StatFS, error)
-	Servers(ctx context.Context) (ServerMap, error)
-	// RegisterServer adds a server or refreshes it (a heartbeat): Seen is
-	// set, a down server comes back up, a draining one stays draining.
-	RegisterServer(ctx context.Context, s Server) (ServerMap, error)
-	// SetServerState sets StateUp or StateDraining, or "removed" to drop
-	// the server from the map.
-	SetServerState(ctx context.Context, id, state string) (ServerMap, error)
-	// SetReplicas sets the cluster's default replication factor.
-	SetReplicas(ctx context.Context, r int) (ServerMap, error)
-	// MoverProgress returns the mover's latest report.
-	MoverProgress(ctx context.Context) (MoverProgress, error)
-	// Decompose records that composed block h is now stored whole on the
-	// block servers (BlockChange.Compose): its composition goes, and with
-	// it the references to its pieces. A hash that is not composed is left
-	// alone.
-	Decompose(ctx context.Context, h block.Hash) error
-	// WalkBlocks calls fn with every block hash some recipe (or orphan's
-	// recipe) refers to, with the inode that refers to it; for gc and fsck.
-	// A composed block is reported as its pieces (BlockChange.Compose).
-	WalkBlocks(ctx context.Context, fn func(ino Ino, index uint64, h block.Hash) error) error
-
-	// OpenSession starts a client session: the holder of leases and the
-	// receiver of callbacks (session.go). It lives while it polls Callbacks
-	// at least once per TTL.
-	OpenSession(ctx context.Context) (SessionInfo, error)
-	// Callbacks is a long poll: it acknowledges every callback with Seq <=
-	// ack, renews the session, and returns the pending callbacks (Seq > ack)
-	// at once if there are any, else waits up to wait (capped at TTL/3) for
-	// one. An expired or unknown session gives ErrSessionExpired.
-	Callbacks(ctx context.Context, id SessionID, ack uint64, wait time.Duration) ([]Callback, error)
-	// CloseSession ends a session and drops its leases; closing an unknown
-	// session is not an error.
-	CloseSession(ctx context.Context, id SessionID) error
 }

@@ -21,6 +21,25 @@ const ReplicasXattr = "user.tessera.replicas"
 // their parent's.
 const PolicyXattr = "user.tessera.policy"
 
+// BlockSizeXattr is the extended attribute through which the block size
+// of the files made in a directory is set (decimal bytes, MinFileBlockSize
+// to MaxFileBlockSize): new files and directories inherit their parent's,
+// as they do its policy. It can also be set on an unnamed, empty regular
+// file (an O_TMPFILE inode nobody else can have open: its block size can
+// change before any block is written), which is how the S3 endpoint gives
+// a multipart part blocks that divide it. A file's block size never
+// changes once it has a name or content. Read with getxattr, never listed
+// (copying it with the other xattrs would fail on a written file), never
+// removed.
+const BlockSizeXattr = "user.tessera.blocksize"
+
+// The bounds of BlockSizeXattr: at least an inline block 0, at most what
+// a block server takes by default (internal/block/server).
+const (
+	MinFileBlockSize = InlineMax
+	MaxFileBlockSize = 64 << 20
+)
+
 // MaxReplicas bounds the replication factor (the copies of a spec in all).
 const MaxReplicas = placement.MaxCopies
 
@@ -29,11 +48,13 @@ const MaxReplicas = placement.MaxCopies
 type fieldAttr struct {
 	get   func(rec *inodeRec) (string, bool)
 	set   func(rec *inodeRec, v string) error
-	clear func(rec *inodeRec)
+	clear func(rec *inodeRec) // nil: it cannot be removed
+	// unlisted keeps it out of ListXattr (it is still read by name).
+	unlisted bool
 }
 
 // IsFieldXattr reports whether name is one of the xattrs that expose an
-// inode field (PolicyXattr, ReplicasXattr).
+// inode field (PolicyXattr, ReplicasXattr, BlockSizeXattr).
 func IsFieldXattr(name string) bool {
 	_, ok := fieldAttrs[name]
 	return ok
@@ -73,6 +94,30 @@ var fieldAttrs = map[string]fieldAttr{
 		},
 		clear: func(rec *inodeRec) { rec.Policy = "" },
 	},
+	BlockSizeXattr: {
+		get: func(rec *inodeRec) (string, bool) {
+			return strconv.FormatUint(uint64(rec.BlockSize), 10), rec.IsDir() || rec.IsRegular()
+		},
+		set:      setBlockSize,
+		unlisted: true,
+	},
+}
+
+// setBlockSize sets the block size of a directory's new files, or of an
+// unnamed empty regular file.
+func setBlockSize(rec *inodeRec, v string) error {
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil || n < MinFileBlockSize || n > MaxFileBlockSize {
+		return fmt.Errorf("%s: want a number of bytes from %d to %d: %w", BlockSizeXattr, MinFileBlockSize, MaxFileBlockSize, ErrInvalid)
+	}
+	switch {
+	case rec.IsDir():
+	case rec.IsRegular() && rec.Nlink == 0 && rec.Size == 0 && !rec.HasInline:
+	default:
+		return fmt.Errorf("%s: set it on a directory (for the files made in it) or on an unnamed empty file, not on a named or written file: %w", BlockSizeXattr, ErrInvalid)
+	}
+	rec.BlockSize = uint32(n)
+	return nil
 }
 
 // checkPolicy returns the name of the policy called name, or an error

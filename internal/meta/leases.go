@@ -391,6 +391,14 @@ func (l *leaseTable) record(ino Ino) {
 	l.changedLocked(ino)
 }
 
+// recordNew notes the lease record of an inode written by the
+// transaction that created it: not a change (see Service.notedNew).
+func (l *leaseTable) recordNew(ino Ino) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.mu.recorded[ino] = true
+}
+
 // unrecordIfUnheld forgets the lease record of ino when no session holds a
 // lease on it, and reports whether it did (the caller deletes the record;
 // until then, and after, no lease on ino is granted without a new one).

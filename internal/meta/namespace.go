@@ -19,10 +19,7 @@ func (s *Service) Lookup(ctx context.Context, parent Ino, name string) (Inode, e
 	if err == nil {
 		err = s.leasedRead(ctx, 0, func() (Ino, error) {
 			err := s.view(ctx, func(t txn) error {
-				if _, err := t.getDir(parent); err != nil {
-					return err
-				}
-				ino, _, ok, err := t.getDentry(parent, name)
+				_, ino, _, ok, err := t.getDirEntry(parent, name)
 				if err != nil {
 					return err
 				}
@@ -93,12 +90,17 @@ func (s *Service) create(ctx context.Context, req CreateReq) (out Inode, again b
 	if err != nil {
 		return Inode{}, false, err
 	}
-	held, err := s.hold(ctx, id, ino) // a fresh inode: no reap to wait for
+	// A fresh inode: no reap to wait for. In a shared store its open
+	// record, and the lease record of the session that gains a lease on
+	// it, are written by the transaction that creates it (createIno), not
+	// in transactions of their own: no change can come between.
+	held, err := s.leases.hold(ctx, id, ino)
 	if err != nil {
 		s.releaseIno(ino)
 		return Inode{}, false, err
 	}
-	out, err = s.createIno(ctx, req, ino)
+	recs := newRecords{open: held && s.sh != nil, lease: s.sh != nil && sessionOf(ctx) != 0}
+	out, err = s.createIno(ctx, req, ino, recs)
 	if held && (err != nil || out.Ino != ino) {
 		s.leases.unhold(id, ino)
 	}
@@ -119,9 +121,15 @@ func (s *Service) create(ctx context.Context, req CreateReq) (out Inode, again b
 	return out, false, err
 }
 
+// newRecords says which records of a shared store createIno writes with a
+// new inode: this Service's open record (the caller holds it open) and
+// lease record (the calling session gains a lease on it).
+type newRecords struct{ open, lease bool }
+
 // createIno makes the entry with the new inode number ino, or returns the
-// regular file the name has (non-Excl).
-func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode, error) {
+// regular file the name has (non-Excl). With a new inode it writes recs in
+// the same transaction and notes them once it committed.
+func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino, recs newRecords) (Inode, error) {
 	typ := typeOf(req.Mode)
 	if typ == 0 {
 		typ = syscall.S_IFREG
@@ -148,17 +156,21 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 	used := false
 	err := s.update(ctx, func(t txn) error {
 		used = false
-		parent, err := t.getDir(req.Parent)
-		if err != nil {
-			return err
-		}
+		var parent *inodeRec
 		var old Ino
 		var oldTyp uint32
 		exists := false
-		if !req.Tmpfile {
-			if old, oldTyp, exists, err = t.getDentry(req.Parent, req.Name); err != nil {
-				return err
-			}
+		if err := t.prefetchCreate(req, ino); err != nil {
+			return err
+		}
+		var err error
+		if req.Tmpfile {
+			parent, err = t.getDir(req.Parent)
+		} else {
+			parent, old, oldTyp, exists, err = t.getDirEntry(req.Parent, req.Name)
+		}
+		if err != nil {
+			return err
 		}
 		if exists {
 			if typ != syscall.S_IFREG || req.Excl {
@@ -227,6 +239,16 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 		if err := t.putInode(rec); err != nil {
 			return err
 		}
+		if recs.open {
+			if err := t.Put(openRecKey(ino, s.sh.id), []byte{recordV1}); err != nil {
+				return err
+			}
+		}
+		if recs.lease {
+			if err := t.Put(leaseRecKey(ino, s.sh.id), []byte{recordV1}); err != nil {
+				return err
+			}
+		}
 		name := req.Name
 		if req.Tmpfile {
 			name = ""
@@ -240,6 +262,8 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino) (Inode,
 	})
 	if !used {
 		s.releaseIno(ino)
+	} else if err == nil {
+		s.notedNew(ino, recs)
 	}
 	return out, err
 }
@@ -315,11 +339,10 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 	err := checkName(name)
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
-			dir, err := t.getDir(parent)
-			if err != nil {
+			if err := t.prefetchEntry(parent, name); err != nil {
 				return err
 			}
-			ino, typ, ok, err := t.getDentry(parent, name)
+			dir, ino, typ, ok, err := t.getDirEntry(parent, name)
 			if err != nil {
 				return err
 			}
@@ -328,6 +351,9 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			}
 			if typ == syscall.S_IFDIR {
 				return ErrIsDir
+			}
+			if err := t.prefetchRemoval(ino); err != nil {
+				return err
 			}
 			rec, err := t.getInode(ino)
 			if err != nil {
@@ -434,11 +460,7 @@ func (s *Service) Rmdir(ctx context.Context, parent Ino, name string) error {
 	err := checkName(name)
 	if err == nil {
 		err = s.update(ctx, func(t txn) error {
-			dir, err := t.getDir(parent)
-			if err != nil {
-				return err
-			}
-			ino, typ, ok, err := t.getDentry(parent, name)
+			dir, ino, typ, ok, err := t.getDirEntry(parent, name)
 			if err != nil {
 				return err
 			}
@@ -562,15 +584,7 @@ func (s *Service) ReadDir(ctx context.Context, dir Ino, after string, limit int,
 		if err != nil || !plus {
 			return err
 		}
-		for i := range ents {
-			rec, err := t.getInode(ents[i].Ino)
-			if err != nil {
-				return err
-			}
-			ents[i].Inode = &rec.Inode
-			ents[i].Mode = rec.Mode
-		}
-		return nil
+		return t.fillInodes(ents)
 	})
 	if err != nil {
 		return nil, false, fmt.Errorf("readdir %d after %s: %w", dir, Quote(after), err)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"time"
 
 	"tessera/internal/block"
 )
@@ -90,172 +89,13 @@ var errPageFull = errors.New("page full")
 // Forward implements every optional interface but SessionBinder by
 // passing the call to Next when Next has the capability (ErrNotSupported
 // when not). A decorator that changes nothing in those calls embeds it.
+// Its methods are generated (zz_forward_gen.go) but ListBlocks, which
+// falls back to a walk.
 type Forward struct{ Next API }
 
-var (
-	_ BlockLister     = Forward{}
-	_ FilesetAPI      = Forward{}
-	_ FilesetReadsAPI = Forward{}
-	_ EvictAPI        = Forward{}
-	_ VanishAPI       = Forward{}
-	_ WritebackAPI    = Forward{}
-	_ GatewaysAPI     = Forward{}
-)
+//go:generate go run tessera/internal/meta/wrapgen -type Forward -recv f -ifaces optional -style forward -o zz_forward_gen.go
 
 // ListBlocks implements BlockLister (ListBlocksOf).
 func (f Forward) ListBlocks(ctx context.Context, afterIno Ino, afterIndex uint64, limit int) ([]BlockRef, bool, error) {
 	return ListBlocksOf(ctx, f.Next, afterIno, afterIndex, limit)
-}
-
-// CreateFileset implements FilesetAPI.
-func (f Forward) CreateFileset(ctx context.Context, fs Fileset) (Fileset, error) {
-	c, err := capability[FilesetAPI](f.Next, "CreateFileset")
-	if err != nil {
-		return Fileset{}, err
-	}
-	return c.CreateFileset(ctx, fs)
-}
-
-// Fileset implements FilesetAPI.
-func (f Forward) Fileset(ctx context.Context, root Ino) (Fileset, error) {
-	c, err := capability[FilesetAPI](f.Next, "Fileset")
-	if err != nil {
-		return Fileset{}, err
-	}
-	return c.Fileset(ctx, root)
-}
-
-// Filesets implements FilesetAPI.
-func (f Forward) Filesets(ctx context.Context) ([]Fileset, error) {
-	c, err := capability[FilesetAPI](f.Next, "Filesets")
-	if err != nil {
-		return nil, err
-	}
-	return c.Filesets(ctx)
-}
-
-// DeleteFileset implements FilesetAPI.
-func (f Forward) DeleteFileset(ctx context.Context, root Ino) error {
-	c, err := capability[FilesetAPI](f.Next, "DeleteFileset")
-	if err != nil {
-		return err
-	}
-	return c.DeleteFileset(ctx, root)
-}
-
-// IngestDir implements FilesetAPI.
-func (f Forward) IngestDir(ctx context.Context, req IngestDirReq) (Inode, error) {
-	c, err := capability[FilesetAPI](f.Next, "IngestDir")
-	if err != nil {
-		return Inode{}, err
-	}
-	return c.IngestDir(ctx, req)
-}
-
-// SetGateway implements FilesetAPI.
-func (f Forward) SetGateway(ctx context.Context, ino Ino, g GatewayInfo, ifChange uint64) (Inode, error) {
-	c, err := capability[FilesetAPI](f.Next, "SetGateway")
-	if err != nil {
-		return Inode{}, err
-	}
-	return c.SetGateway(ctx, ino, g, ifChange)
-}
-
-// AddFilesetReads implements FilesetReadsAPI.
-func (f Forward) AddFilesetReads(ctx context.Context, root Ino, d FilesetReads) error {
-	c, err := capability[FilesetReadsAPI](f.Next, "AddFilesetReads")
-	if err != nil {
-		return err
-	}
-	return c.AddFilesetReads(ctx, root, d)
-}
-
-// EvictData implements EvictAPI.
-func (f Forward) EvictData(ctx context.Context, ino Ino) (Inode, error) {
-	c, err := capability[EvictAPI](f.Next, "EvictData")
-	if err != nil {
-		return Inode{}, err
-	}
-	return c.EvictData(ctx, ino)
-}
-
-// RemoveVanished implements VanishAPI.
-func (f Forward) RemoveVanished(ctx context.Context, parent Ino, name string, ino Ino, isDir bool) error {
-	c, err := capability[VanishAPI](f.Next, "RemoveVanished")
-	if err != nil {
-		return err
-	}
-	return c.RemoveVanished(ctx, parent, name, ino, isDir)
-}
-
-// ClaimWriteback implements WritebackAPI.
-func (f Forward) ClaimWriteback(ctx context.Context, req ClaimReq) ([]WBOp, error) {
-	c, err := capability[WritebackAPI](f.Next, "ClaimWriteback")
-	if err != nil {
-		return nil, err
-	}
-	return c.ClaimWriteback(ctx, req)
-}
-
-// WritebackDone implements WritebackAPI.
-func (f Forward) WritebackDone(ctx context.Context, op WBOp, token string) error {
-	c, err := capability[WritebackAPI](f.Next, "WritebackDone")
-	if err != nil {
-		return err
-	}
-	return c.WritebackDone(ctx, op, token)
-}
-
-// WritebackFailed implements WritebackAPI.
-func (f Forward) WritebackFailed(ctx context.Context, op WBOp, cause string, permanent bool, retryAt time.Time) error {
-	c, err := capability[WritebackAPI](f.Next, "WritebackFailed")
-	if err != nil {
-		return err
-	}
-	return c.WritebackFailed(ctx, op, cause, permanent, retryAt)
-}
-
-// WritebackToken implements WritebackAPI.
-func (f Forward) WritebackToken(ctx context.Context, ino Ino) (string, error) {
-	c, err := capability[WritebackAPI](f.Next, "WritebackToken")
-	if err != nil {
-		return "", err
-	}
-	return c.WritebackToken(ctx, ino)
-}
-
-// WritebackStats implements WritebackAPI.
-func (f Forward) WritebackStats(ctx context.Context, root Ino) (WBStats, error) {
-	c, err := capability[WritebackAPI](f.Next, "WritebackStats")
-	if err != nil {
-		return WBStats{}, err
-	}
-	return c.WritebackStats(ctx, root)
-}
-
-// RequestFlush implements WritebackAPI.
-func (f Forward) RequestFlush(ctx context.Context, root Ino) error {
-	c, err := capability[WritebackAPI](f.Next, "RequestFlush")
-	if err != nil {
-		return err
-	}
-	return c.RequestFlush(ctx, root)
-}
-
-// RegisterGateway implements GatewaysAPI.
-func (f Forward) RegisterGateway(ctx context.Context, g GatewayNode) ([]GatewayNode, error) {
-	c, err := capability[GatewaysAPI](f.Next, "RegisterGateway")
-	if err != nil {
-		return nil, err
-	}
-	return c.RegisterGateway(ctx, g)
-}
-
-// Gateways implements GatewaysAPI.
-func (f Forward) Gateways(ctx context.Context) ([]GatewayNode, error) {
-	c, err := capability[GatewaysAPI](f.Next, "Gateways")
-	if err != nil {
-		return nil, err
-	}
-	return c.Gateways(ctx)
 }

@@ -185,6 +185,15 @@ type changeTxn struct {
 	cs *changeSet
 }
 
+// GetMany passes kv.GetMany through to the store's transaction, so that
+// it reads several keys in one call where the store can.
+func (c changeTxn) GetMany(keys [][]byte) ([][]byte, []bool, error) { return kv.GetMany(c.Txn, keys) }
+
+// Prefetch passes kv.Prefetch through to the store's transaction.
+func (c changeTxn) Prefetch(keys [][]byte, ranges []kv.Range) error {
+	return kv.Prefetch(c.Txn, keys, ranges)
+}
+
 // changes returns t's change set and its Service; nil outside update.
 func (t txn) changes() (*Service, *changeSet) {
 	tx := t.Txn

@@ -47,6 +47,22 @@ func (s *Service) ensureLease(ctx context.Context, ino Ino) error {
 	return nil
 }
 
+// notedNew notes the records of a shared store the transaction that
+// created ino wrote (createIno): its open record, and its lease record,
+// which counts as no change of ino (unlike ensureLease's): the inode did
+// not exist before that transaction, so no read of it began before the
+// record, and every change after it finds the record.
+func (s *Service) notedNew(ino Ino, recs newRecords) {
+	if recs.open {
+		s.sh.mu.Lock()
+		s.sh.mu.opened[ino] = true
+		s.sh.mu.Unlock()
+	}
+	if recs.lease {
+		s.leases.recordNew(ino)
+	}
+}
+
 // recordNew writes the lease record of in, which the calling session
 // created (or found) and is to gain a lease on, and returns the mark to
 // grant it with: a fresh one when the inode did not change before the

@@ -121,6 +121,23 @@ func (t countTxn) Get(k []byte) ([]byte, bool, error) {
 	return t.Txn.Get(k)
 }
 
+// GetMany counts each key as a read (a compare at commit) as Get does.
+func (t countTxn) GetMany(keys [][]byte) ([][]byte, []bool, error) {
+	for _, k := range keys {
+		t.c.reads[string(k)] = struct{}{}
+	}
+	return kv.GetMany(t.Txn, keys)
+}
+
+// Prefetch counts the keys as reads (the store compares them at commit);
+// a prefetched range counts once it is scanned.
+func (t countTxn) Prefetch(keys [][]byte, ranges []kv.Range) error {
+	for _, k := range keys {
+		t.c.reads[string(k)] = struct{}{}
+	}
+	return kv.Prefetch(t.Txn, keys, ranges)
+}
+
 func (t countTxn) Put(k, v []byte) error {
 	t.c.wrote(k, len(k)+len(v))
 	return t.Txn.Put(k, v)

@@ -39,8 +39,99 @@ func (t txn) getDir(ino Ino) (*inodeRec, error) {
 	return rec, nil
 }
 
+// fillInodes loads the inode of every entry, in one read of the store
+// when it can read several keys at once (kv.GetMany; etcd: one round trip
+// for a page of a listing, not one per entry).
+func (t txn) fillInodes(ents []DirEntry) error {
+	keys := make([][]byte, len(ents))
+	for i := range ents {
+		keys[i] = inodeKey(ents[i].Ino)
+	}
+	vals, oks, err := kv.GetMany(t.Txn, keys)
+	if err != nil {
+		return err
+	}
+	for i := range ents {
+		if !oks[i] {
+			return fmt.Errorf("inode %d: %w", ents[i].Ino, ErrNotFound)
+		}
+		rec, err := decodeInode(ents[i].Ino, vals[i])
+		if err != nil {
+			return err
+		}
+		ents[i].Inode = &rec.Inode
+		ents[i].Mode = rec.Mode
+	}
+	return nil
+}
+
 func (t txn) putInode(rec *inodeRec) error {
 	return t.Put(inodeKey(rec.Ino), encodeInode(rec))
+}
+
+// getDirEntry is getDir(parent) and getDentry(parent, name) in one read
+// of the store (kv.GetMany: one round trip on etcd, not two).
+func (t txn) getDirEntry(parent Ino, name string) (dir *inodeRec, ino Ino, typ uint32, ok bool, err error) {
+	vals, oks, err := kv.GetMany(t.Txn, [][]byte{inodeKey(parent), dentryKey(parent, name)})
+	if err != nil {
+		return nil, 0, 0, false, err
+	}
+	if !oks[0] {
+		return nil, 0, 0, false, fmt.Errorf("inode %d: %w", parent, ErrNotFound)
+	}
+	if dir, err = decodeInode(parent, vals[0]); err != nil {
+		return nil, 0, 0, false, err
+	}
+	if !dir.IsDir() {
+		return nil, 0, 0, false, fmt.Errorf("inode %d: %w", parent, ErrNotDir)
+	}
+	if dir.Nlink == 0 {
+		return nil, 0, 0, false, fmt.Errorf("directory %d was removed: %w", parent, ErrNotFound)
+	}
+	if !oks[1] {
+		return dir, 0, 0, false, nil
+	}
+	ino, typ, err = decodeDentry(vals[1])
+	return dir, ino, typ, err == nil, err
+}
+
+// hookRanges are the key ranges the hooks of every change scan: the
+// filesets (write-back) and the quotas.
+func hookRanges() []kv.Range {
+	fs, q := []byte{pfxFileset}, []byte{pfxQuota}
+	return []kv.Range{{Start: fs, End: kv.PrefixEnd(fs)}, {Start: q, End: kv.PrefixEnd(q)}}
+}
+
+// prefetchEntry reads, in one call where the store can (kv.Prefetch), the
+// directory parent, its entry name and the ranges of hookRanges: what a
+// change of the entry reads before it knows the inode.
+func (t txn) prefetchEntry(parent Ino, name string) error {
+	return kv.Prefetch(t.Txn, [][]byte{inodeKey(parent), dentryKey(parent, name)}, hookRanges())
+}
+
+// prefetchRemoval reads, in one call where the store can, what removing a
+// link of ino (and maybe deleting it) reads of it: the inode, its pending
+// drop, its usage counter shard, and the ranges of its open and lease
+// records, recipe and xattrs (a range too large for one read is left to
+// the Scan).
+func (t txn) prefetchRemoval(ino Ino) error {
+	var ranges []kv.Range
+	for _, p := range [][]byte{inoKey(pfxOpen, ino), segmentPrefix(ino), xattrPrefix(ino), inoKey(pfxLease, ino)} {
+		ranges = append(ranges, kv.Range{Start: p, End: kv.PrefixEnd(p)})
+	}
+	return kv.Prefetch(t.Txn, [][]byte{inodeKey(ino), pendingKey(ino), counterKey(ctrFiles, ino)}, ranges)
+}
+
+// prefetchCreate reads what a create of ino reads, in one call where the
+// store can (kv.Prefetch; etcd: one round trip, not four): the parent, the
+// name, the usage counter's shard, and the ranges of the hooks' records
+// every change reads (filesets, quotas).
+func (t txn) prefetchCreate(req CreateReq, ino Ino) error {
+	keys := [][]byte{inodeKey(req.Parent), counterKey(ctrFiles, ino)}
+	if !req.Tmpfile {
+		keys = append(keys, dentryKey(req.Parent, req.Name))
+	}
+	return kv.Prefetch(t.Txn, keys, hookRanges())
 }
 
 // getDentry looks name up in parent; ok is false when it is absent.

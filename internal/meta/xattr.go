@@ -26,6 +26,25 @@ func (s *Service) GetXattr(ctx context.Context, ino Ino, name string) ([]byte, e
 	err := checkXattrName(name)
 	if err == nil {
 		err = s.view(ctx, func(t txn) error {
+			if _, field := fieldAttrs[name]; !field {
+				// The inode and the attribute in one read (kv.GetMany:
+				// one round trip on etcd; ls -l asks for one per file).
+				vals, oks, err := kv.GetMany(t.Txn, [][]byte{inodeKey(ino), xattrKey(ino, name)})
+				if err != nil {
+					return err
+				}
+				if !oks[0] {
+					return fmt.Errorf("inode %d: %w", ino, ErrNotFound)
+				}
+				if _, err := decodeInode(ino, vals[0]); err != nil {
+					return err
+				}
+				if !oks[1] {
+					return ErrNoAttr
+				}
+				out, err = decodeXattr(vals[1])
+				return err
+			}
 			rec, err := t.getInode(ino)
 			if err != nil {
 				return err
@@ -118,7 +137,7 @@ func (s *Service) ListXattr(ctx context.Context, ino Ino) ([]string, error) {
 			return err
 		}
 		for name, fa := range fieldAttrs {
-			if _, present := fa.get(rec); present {
+			if _, present := fa.get(rec); present && !fa.unlisted {
 				names = append(names, name)
 			}
 		}
@@ -154,6 +173,9 @@ func (s *Service) RemoveXattr(ctx context.Context, ino Ino, name string) error {
 			if fa, ok := fieldAttrs[name]; ok {
 				if _, present := fa.get(rec); !present {
 					return ErrNoAttr
+				}
+				if fa.clear == nil {
+					return fmt.Errorf("%s can be set, not removed: %w", Quote(name), ErrInvalid)
 				}
 				fa.clear(rec)
 				rec.touch(s.nowNs())

@@ -84,23 +84,30 @@ func resultOf(err error) string {
 // MetaAPI returns api counting and timing every call in m. The result
 // implements every optional meta interface (meta.OptionalInterfaces),
 // passing each call on to api, counted, when api has the capability and
-// answering meta.ErrNotSupported when not (metaoptional.go); bound copies
+// answering meta.ErrNotSupported when not (meta.Forward); bound copies
 // (meta.SessionBinder) count in m too.
 func MetaAPI(api meta.API, m *MetaCalls) meta.API {
-	return &metaAPI{api: api, m: m, fwd: meta.Forward{Next: api}}
+	return &metaAPI{api: api, m: m}
 }
 
-// metaAPI is the decorator.
+// metaAPI is the decorator. Its meta methods are generated
+// (zz_metaapi_gen.go): each is one call of around under its op name, the
+// method's name in lower case for meta.FS ("getattr") and in snake case
+// for the others ("set_server_state").
 type metaAPI struct {
 	api meta.API
 	m   *MetaCalls
-	fwd meta.Forward // the optional calls, passed on to api
 }
 
-var (
-	_ meta.API           = (*metaAPI)(nil)
-	_ meta.SessionBinder = (*metaAPI)(nil)
-)
+//go:generate go run tessera/internal/meta/wrapgen -type *metaAPI -recv a -ifaces api,optional -lower FS -o zz_metaapi_gen.go
+
+var _ meta.SessionBinder = (*metaAPI)(nil)
+
+// around makes one call on the wrapped API and records it under op.
+func (a *metaAPI) around(ctx context.Context, op string, call func(context.Context, meta.API) error) (err error) {
+	defer a.m.done(op, time.Now(), &err)
+	return call(ctx, a.api)
+}
 
 // WithSession implements meta.SessionBinder when the wrapped API does
 // (else it returns a itself).

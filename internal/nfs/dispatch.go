@@ -9,20 +9,24 @@ import (
 	"tessera/internal/meta"
 )
 
-// The gate serves READ, WRITE and COMMIT of one connection several at a
-// time, on workers of the connection's (at most maxCallsPerConn, started as
-// needed and kept while it is open: a fresh goroutine per call grew its
-// stack through every call),
-// so that a client with several calls in flight on a connection (a kernel
-// client reading ahead or writing behind) is not served one call after
-// another. Calls on the same file keep the order they came in where it
-// matters: a call waits for the earlier calls in flight on the same inode
-// whose byte ranges overlap its own, unless both only read (a COMMIT
-// covers the whole file). Calls go-nfs serves (everything else) wait until
-// every call of the gate's before them is done, and the next record is
-// read only once go-nfs has answered: they are ordered against all.
-// Replies go out as whole records in the order the calls finish, each
-// carrying its call's xid.
+// The gate serves READ, WRITE, COMMIT, GETATTR, LOOKUP, ACCESS and REMOVE
+// of one connection several at a time, on workers of the connection's (at
+// most maxCallsPerConn, started as needed and kept while it is open: a
+// fresh goroutine per call grew its stack through every call), so that a
+// client with several calls in flight on a connection (a kernel client
+// reading ahead or writing behind) is not served one call after another.
+// Calls on the same file keep the order they came in where it matters: a
+// call waits for the earlier calls in flight on the same inode whose byte
+// ranges overlap its own, unless both only read, and a WRITE for every
+// WRITE before it on the same inode (a COMMIT covers the whole file;
+// GETATTR and ACCESS read the whole inode, LOOKUP its directory). A
+// REMOVE changes its directory and an inode its arguments do not name
+// (the one removed): it waits for every call before it and every call
+// after it waits for it, but for REMOVEs in other directories. Calls
+// go-nfs serves (everything else) wait until every call of the gate's
+// before them is done, and the next record is read only once go-nfs has
+// answered: they are ordered against all. Replies go out as whole records
+// in the order the calls finish, each carrying its call's xid.
 
 // maxCallsPerConn bounds the gate's calls in flight on one connection
 // (the server's budget bounds their bytes: Config.MaxInFlight).
@@ -47,12 +51,45 @@ type ioCall struct {
 	ino        meta.Ino // 0: no valid handle (orders against nothing)
 	start, end uint64   // [start, end)
 	write      bool
-	done       chan struct{}
+	// wide: the call changes an inode besides ino, not known before it
+	// is served (REMOVE: ino is the directory).
+	wide bool
+	done chan struct{}
 }
 
 // conflicts reports whether b, which came after a, must wait for it.
 func (a *ioCall) conflicts(b *ioCall) bool {
-	return a.ino != 0 && a.ino == b.ino && (a.write || b.write) && a.start < b.end && b.start < a.end
+	if a.wide || b.wide {
+		return !(a.wide && b.wide && a.ino != b.ino)
+	}
+	if a.ino == 0 || a.ino != b.ino {
+		return false
+	}
+	// Writes of one file are applied in the order they came, whatever
+	// their ranges: the client uploads a block once a write reaches its
+	// end, so a write-behind's last piece of a block overtaking the ones
+	// before it would send the block out unfinished, and the block be
+	// written and uploaded again with the rest.
+	return a.write && b.write || (a.write || b.write) && a.start < b.end && b.start < a.end
+}
+
+// gateServes reports whether the gate answers NFS call c (record rec)
+// itself: READ, WRITE, COMMIT, GETATTR, ACCESS, REMOVE, and LOOKUP of a
+// name other than "." and "..".
+func gateServes(c call, rec []byte) bool {
+	switch c.proc {
+	case procNFSRead, procNFSWrite, procNFSCommit, procNFSGetAttr, procNFSAccess, procNFSRemove:
+		return true
+	case procNFSLookup:
+		return !dotName(rec[4+c.argsAt:])
+	}
+	return false
+}
+
+// namespaceCall reports whether proc is one of the gate's calls that do
+// no I/O of file data.
+func namespaceCall(proc uint32) bool {
+	return proc == procNFSGetAttr || proc == procNFSLookup || proc == procNFSAccess || proc == procNFSRemove
 }
 
 // ioCallOf says what call c (whose record is rec) touches.
@@ -68,6 +105,10 @@ func ioCallOf(rec []byte, c call) *ioCall {
 	}
 	x.ino = d.ino
 	switch {
+	case c.proc == procNFSRemove:
+		x.start, x.end, x.write, x.wide = 0, math.MaxUint64, true, true
+	case c.proc == procNFSGetAttr || c.proc == procNFSAccess || c.proc == procNFSLookup:
+		x.start, x.end = 0, math.MaxUint64
 	case c.proc == procNFSCommit || len(rest) < 12:
 		x.start, x.end, x.write = 0, math.MaxUint64, true
 	default:
@@ -85,6 +126,11 @@ func ioCallOf(rec []byte, c call) *ioCall {
 // dispatch starts serving call c (record rec, holding need of the budget)
 // on a goroutine of its own, after the calls before it on the same bytes;
 // it waits first while the connection has maxCallsPerConn calls running.
+// A GETATTR, LOOKUP, ACCESS or REMOVE that comes alone (no call of the
+// connection's running, none read behind it) is served at once by the
+// reader instead: a client that waits for each reply (stat, rm) is not
+// made to wait for a worker to be woken too, which on a busy machine
+// costs more than the call.
 func (g *gate) dispatch(rec []byte, c call, need int64) error {
 	x := ioCallOf(rec, c)
 	g.mu.Lock()
@@ -102,6 +148,7 @@ func (g *gate) dispatch(rec []byte, c call, need int64) error {
 			after = append(after, p.done)
 		}
 	}
+	inline := g.io.running == 0 && g.br.Buffered() == 0 && namespaceCall(c.proc)
 	g.io.pending = append(g.io.pending, x)
 	g.io.running++
 	cred := g.squash(c.flavor, c.cred)
@@ -118,6 +165,11 @@ func (g *gate) dispatch(rec []byte, c call, need int64) error {
 		defer r.release()
 		_ = g.writeReply(rec[4:8], r) // a failed write ends the connection: its reader sees it
 		freeRecord(rec)               // nothing keeps it: vfs copies what it writes
+	}
+	if inline {
+		g.mu.Unlock()
+		job()
+		return nil
 	}
 	start := false
 	if g.io.idle > 0 {

@@ -40,6 +40,11 @@ func dialRaw(t *testing.T, addr string) *rawConn {
 
 // record is an NFSv3 call of proc as root (AUTH_SYS) with args.
 func (rc *rawConn) record(proc uint32, args []byte) ([]byte, uint32) {
+	return rc.recordAs(0, 0, proc, args)
+}
+
+// recordAs is record as uid:gid.
+func (rc *rawConn) recordAs(uid, gid, proc uint32, args []byte) ([]byte, uint32) {
 	rc.xid++
 	b := make([]byte, 4)
 	for _, v := range []uint32{rc.xid, 0, 2, progNFS, 3, proc, authSys} {
@@ -48,8 +53,8 @@ func (rc *rawConn) record(proc uint32, args []byte) ([]byte, uint32) {
 	var cred []byte
 	cred = binary.BigEndian.AppendUint32(cred, 0) // stamp
 	cred = appendOpaque(cred, []byte("test"))
-	cred = binary.BigEndian.AppendUint32(cred, 0) // uid
-	cred = binary.BigEndian.AppendUint32(cred, 0) // gid
+	cred = binary.BigEndian.AppendUint32(cred, uid)
+	cred = binary.BigEndian.AppendUint32(cred, gid)
 	cred = binary.BigEndian.AppendUint32(cred, 0) // no groups
 	b = appendOpaque(b, cred)
 	b = binary.BigEndian.AppendUint32(b, 0) // AUTH_NONE verifier
@@ -126,7 +131,7 @@ func mkFile(t *testing.T, srv *server, name string) []byte {
 // TestPipelinedCallsKeepFileOrder: calls sent on one connection without
 // waiting for replies are served several at once, but a READ sees every
 // WRITE to its bytes sent before it and none sent after, and a COMMIT
-// and a GETATTR (served by go-nfs) come after all of them.
+// and a GETATTR (a read of the whole inode) come after all of them.
 func TestPipelinedCallsKeepFileOrder(t *testing.T) {
 	cl := newCluster(t)
 	srv := cl.serve(t, Config{Squash: SquashNone})

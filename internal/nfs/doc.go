@@ -8,14 +8,17 @@
 // which reads each RPC record itself: a record is bounded (1 MiB of data
 // plus 64 KiB) and its variable-length fields are checked (xdrcheck.go)
 // before go-nfs's decoder allocates them, and the bytes of all calls in
-// flight are bounded (Config.MaxInFlight, budget.go). READ, WRITE and
-// COMMIT the gate serves itself, by inode, up to 16 at once per
-// connection (dispatch.go): calls on overlapping bytes of one file keep
-// their order unless both read. Every other call it hands to go-nfs one at
-// a time, once the gate's own calls before it are done, and reads the next
-// record only when go-nfs has replied: so the AUTH_SYS credentials of the
-// call go-nfs serves are known to the file system go-nfs calls (go-nfs
-// passes them on to nothing).
+// flight are bounded (Config.MaxInFlight, budget.go). READ, WRITE,
+// COMMIT, GETATTR, LOOKUP (but of "." and ".."), ACCESS and REMOVE the
+// gate serves itself, by inode, up to 16 at once per connection
+// (dispatch.go): calls on overlapping bytes of one file keep their order
+// unless both read, WRITEs of one file keep theirs, a REMOVE is ordered
+// against every other call but REMOVEs in other directories; a namespace
+// call that comes alone is served by the reader. Every other call it
+// hands to go-nfs one at a time, once the gate's own calls before it are
+// done, and reads the next record only when go-nfs has replied: so the
+// AUTH_SYS credentials of the call go-nfs serves are known to the file
+// system go-nfs calls (go-nfs passes them on to nothing).
 //
 // Connections are capped in all and per client address; --allow refuses other clients
 // at connect. Credentials are squashed as Config.Squash says (root to
@@ -29,11 +32,18 @@
 // handle of an inode outside the export reaches it (with its own
 // credentials still checked).
 //
+// The handle checks of the gate's calls take the inode's attributes from
+// vfs's attribute cache (vfs.Options.AttrCache, which the server's FS must
+// have: up.StartNFS turns it on), trusted as long as a FUSE mount's kernel
+// may trust them and dropped by every change this server makes; a
+// COMMIT's from the meta service (lookup.go). ACCESS answers the caller's
+// permissions.
+//
 // Reads and writes: the gate answers READ, WRITE and COMMIT itself
 // (read.go, write.go), not go-nfs (which opens and stats the file by path
 // for every READ and WRITE, answers every WRITE FILE_SYNC and makes COMMIT
-// a no-op): one GetAttr checks the handle and the caller's permission
-// (vfs.FS.ReadAtInode, WriteAtInode); an UNSTABLE write is buffered and
+// a no-op): the inode's attributes check the handle and the caller's
+// permission (vfs.FS.ReadAtInode, WriteAtInode); an UNSTABLE write is buffered and
 // made durable by COMMIT (vfs.FS.Commit); FILE_SYNC and DATA_SYNC commit
 // before the reply. Both carry the write verifier, which changes at every
 // start, so a client resends the UNSTABLE writes a restart may have lost.
@@ -45,9 +55,7 @@
 // handle's directory), and vfs's permission checks take those attributes
 // (vfs.WithFresh) instead of asking the meta service again.
 //
-// What go-nfs decides and this package cannot change: ACCESS grants what
-// is asked (the operations themselves are checked), a failed LOOKUP is
-// NFS3ERR_NOENT (also when search permission is missing), LOOKUP ".." of a directory
+// What go-nfs decides and this package cannot change: LOOKUP ".." of a directory
 // reached through a handle answers the export's root, attributes carry
 // one time (the mtime) for atime, mtime and ctime, and set-id bits are
 // not shown in modes. Locks (NLM) are not served.

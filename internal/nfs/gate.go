@@ -1,6 +1,7 @@
 package nfs
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -21,6 +22,10 @@ import (
 // a call for go-nfs waits until they are done.
 type gate struct {
 	net.Conn
+	// br reads the connection's records: it tells whether the client has
+	// sent more calls than the one being read (dispatch serves a call
+	// inline when not).
+	br     *bufio.Reader
 	squash func(flavor uint32, c vfs.Cred) vfs.Cred
 	// exportPath is what MOUNT EXPORT lists.
 	exportPath string
@@ -56,8 +61,13 @@ type gate struct {
 	outHdr  []byte // a record mark split across writes
 }
 
+// readBuf is the size of a connection's read buffer: many small calls
+// (a pipelining client's) in one read; a WRITE's data bigger than it is
+// read straight into its record.
+const readBuf = 64 << 10
+
 func newGate(ctx context.Context, c net.Conn, squash func(uint32, vfs.Cred) vfs.Cred, inFlight *budget) *gate {
-	g := &gate{Conn: c, squash: squash, dead: make(chan struct{}), inFlight: inFlight, ctx: ctx, wsem: make(chan struct{}, 1)}
+	g := &gate{Conn: c, br: bufio.NewReaderSize(c, readBuf), squash: squash, dead: make(chan struct{}), inFlight: inFlight, ctx: ctx, wsem: make(chan struct{}, 1)}
 	g.io.jobs = make(chan func(), maxCallsPerConn)
 	g.cond = sync.NewCond(&g.mu)
 	return g
@@ -146,7 +156,7 @@ func (g *gate) Read(p []byte) (int, error) {
 // error: the caller gives it back).
 func (g *gate) readRecord() ([]byte, call, int64, error) {
 	var mark [4]byte
-	if _, err := io.ReadFull(g.Conn, mark[:]); err != nil {
+	if _, err := io.ReadFull(g.br, mark[:]); err != nil {
 		return nil, call{}, 0, err
 	}
 	m := binary.BigEndian.Uint32(mark[:])
@@ -166,7 +176,7 @@ func (g *gate) readRecord() ([]byte, call, int64, error) {
 	}
 	rec := newRecord(int(n))
 	copy(rec, mark[:])
-	if _, err := io.ReadFull(g.Conn, rec[4:]); err != nil {
+	if _, err := io.ReadFull(g.br, rec[4:]); err != nil {
 		return nil, call{}, need, err
 	}
 	c, err := parseCall(rec[4:])
@@ -239,7 +249,7 @@ func fixAcceptStat(p []byte) []byte {
 func (g *gate) answer(rec []byte, c call, need int64) (bool, error) {
 	var body []byte
 	switch {
-	case c.prog == progNFS && c.vers == 3 && (c.proc == procNFSRead || c.proc == procNFSWrite || c.proc == procNFSCommit) && g.serveIO != nil:
+	case c.prog == progNFS && c.vers == 3 && gateServes(c, rec) && g.serveIO != nil:
 		return true, g.dispatch(rec, c, need)
 	case c.prog != progMount || c.vers != 3:
 		return false, nil

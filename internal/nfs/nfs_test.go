@@ -24,6 +24,7 @@ import (
 	"tessera/internal/block"
 	"tessera/internal/block/blocktest"
 	"tessera/internal/client"
+	"tessera/internal/clock"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 	"tessera/internal/vfs"
@@ -62,16 +63,24 @@ type server struct {
 
 func (cl *cluster) serve(t testing.TB, cfg Config) *server {
 	t.Helper()
+	return cl.serveWith(t, cfg, "", nil)
+}
+
+// serveWith is serve with the client's default policy and vfs's clock
+// (nil: the machine's).
+func (cl *cluster) serveWith(t testing.TB, cfg Config, policy string, clk clock.Clock) *server {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := client.New(ctx, client.Config{
 		Meta:   cl.svc,
 		Dial:   func(meta.Server) (block.Store, error) { return cl.st, nil },
 		Logger: slog.New(slog.DiscardHandler),
+		Policy: policy,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := vfs.New(c, vfs.Options{Logger: slog.New(slog.DiscardHandler)})
+	v := vfs.New(c, vfs.Options{Logger: slog.New(slog.DiscardHandler), AttrCache: true, Clock: clk})
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.ClusterID = 42
 	var verf [8]byte

@@ -15,11 +15,12 @@ import (
 
 // READ is answered here by inode, not by go-nfs (which opens and stats
 // the file by path for every READ and copies the data three times into
-// its reply): one GetAttr checks the handle (stale or not) and the
-// caller's permission, the read goes through vfs's shared handle of the
-// inode (vfs.FS.ReadAtInode: the block client's read-ahead follows a
-// sequential reader across calls), into a pooled buffer written out as it
-// is (reply.data).
+// its reply): the inode's attributes check the handle (stale or not) and
+// the caller's permission (from vfs's attribute cache while the file's
+// policy lets them be trusted: lookup.go; a GetAttr otherwise), the read
+// goes through vfs's shared handle of the inode (vfs.FS.ReadAtInode: the
+// block client's read-ahead follows a sequential reader across calls),
+// into a pooled buffer written out as it is (reply.data).
 
 // reply is the result of a call answered by the gate: body, then data
 // (nil or a READ's bytes, padded to 4 when written), then buf is given
@@ -49,7 +50,7 @@ func (h *connHandler) read(cred vfs.Cred, args []byte) reply {
 	}
 	off := binary.BigEndian.Uint64(rest)
 	count := min(binary.BigEndian.Uint32(rest[8:]), maxIO)
-	in, status := h.srv.inodeOf(h.ctx, fh)
+	in, status := h.srv.cachedInode(h.ctx, fh)
 	switch {
 	case status != nfsOK:
 		return reply{body: readFail(status)}
@@ -113,6 +114,11 @@ func handleArg(args []byte) (fh, rest []byte, ok bool) {
 // to answer: BADHANDLE for a handle of the wrong length, STALE otherwise.
 // Unlike FromHandle it keeps nothing, so calls may run at once.
 func (s *Server) inodeOf(ctx context.Context, fh []byte) (meta.Inode, uint32) {
+	return s.inodeOfBy(ctx, fh, s.v.GetAttr)
+}
+
+// inodeOfBy is inodeOf with the attributes from get.
+func (s *Server) inodeOfBy(ctx context.Context, fh []byte, get func(context.Context, meta.Ino) (meta.Inode, error)) (meta.Inode, uint32) {
 	d, err := decodeHandle(fh)
 	if err != nil {
 		if len(fh) != handleLen {
@@ -123,7 +129,7 @@ func (s *Server) inodeOf(ctx context.Context, fh []byte) (meta.Inode, uint32) {
 	if d.cluster != s.cfg.ClusterID || d.export != uint64(s.exportIno) {
 		return meta.Inode{}, nfsErrStale
 	}
-	in, err := s.v.GetAttr(ctx, d.ino)
+	in, err := get(ctx, d.ino)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || meta.Unavailable(err) {
 			return meta.Inode{}, errStatus(err)

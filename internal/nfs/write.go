@@ -17,7 +17,8 @@ import (
 
 // WRITE and COMMIT are answered here, not by go-nfs (which answers every
 // WRITE FILE_SYNC and makes COMMIT a no-op): the gate hands them to
-// serveIO (gate.answer). An UNSTABLE write is buffered in the inode's
+// serveIO (gate.answer). A WRITE checks its handle and caller against the
+// attributes as READ does (read.go), a COMMIT against fresh ones. An UNSTABLE write is buffered in the inode's
 // shared handle (vfs.FS.WriteAt without stable) and made durable by
 // COMMIT (vfs.FS.Commit); FILE_SYNC and DATA_SYNC commit before the reply.
 // Both replies carry the server's write verifier, which changes at every
@@ -88,7 +89,7 @@ type commitArgs struct {
 	Count  uint32
 }
 
-// serveIO answers the READ, WRITE or COMMIT call c as cred's caller,
+// serveIO answers the call c the gate serves (gateServes) as cred's caller,
 // whose arguments are args (already bounded by checkArgs), and returns the
 // reply's body (the procedure's result, after an accepted SUCCESS). It
 // keeps nothing of the connection's: calls may run at once (dispatch.go).
@@ -101,6 +102,14 @@ func (h *connHandler) serveIO(c call, cred vfs.Cred, args []byte) reply {
 		return h.read(cred, args)
 	case procNFSWrite:
 		return reply{body: h.write(cred, args)}
+	case procNFSGetAttr:
+		return h.getattr(args)
+	case procNFSLookup:
+		return h.lookup(cred, args)
+	case procNFSAccess:
+		return h.access(cred, args)
+	case procNFSRemove:
+		return h.remove(cred, args)
 	}
 	return reply{body: h.commit(args)}
 }
@@ -123,7 +132,7 @@ func (h *connHandler) write(cred vfs.Cred, args []byte) []byte {
 	if req.Offset > math.MaxInt64-uint64(len(data)) {
 		return ioFail(nfsErrFBig, nil)
 	}
-	in, status := h.srv.inodeOf(h.ctx, req.Handle)
+	in, status := h.srv.cachedInode(h.ctx, req.Handle)
 	switch {
 	case status != nfsOK:
 		return ioFail(status, nil)

@@ -3,8 +3,11 @@ package nfs
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
 	"math"
+	"runtime"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -183,4 +186,52 @@ func appendOpaque(b, v []byte) []byte {
 		b = append(b, 0)
 	}
 	return b
+}
+
+// TestPipelinedWritesUploadEachBlockOnce: a file written as pieces of a
+// quarter block, all sent on one connection without waiting (a kernel
+// client's write-behind), is uploaded one block at a time, each once:
+// the WRITEs of one file are applied in the order they came, so the piece
+// that ends a block (which starts its upload) never overtakes the pieces
+// before it.
+func TestPipelinedWritesUploadEachBlockOnce(t *testing.T) {
+	cl := newCluster(t) // 64 KiB blocks
+	srv := cl.serve(t, Config{Squash: SquashNone})
+	fh := mkFile(t, srv, "f")
+	var n atomic.Int32
+	srv.s.ioHook = func(proc uint32) {
+		if proc == procNFSWrite && n.Add(1)%4 != 0 {
+			for range 20 { // the pieces before a block's last one are slower
+				runtime.Gosched()
+			}
+		}
+	}
+	const blocks, piece = 8, 16 << 10
+	data := make([]byte, blocks*64<<10)
+	rand.Read(data)
+	rc := dialRaw(t, srv.addr)
+	var out bytes.Buffer
+	for off := 0; off < len(data); off += piece {
+		rec, _ := rc.record(procNFSWrite, writeArgsOf(fh, uint64(off), data[off:off+piece], unstable))
+		out.Write(rec)
+	}
+	commit, _ := rc.record(procNFSCommit, readArgsOf(fh, 0, 0))
+	out.Write(commit)
+	before := cl.st.Puts()
+	if _, err := rc.c.Write(out.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	res := rc.replies(len(data)/piece + 1)
+	for xid, r := range res {
+		if st := binary.BigEndian.Uint32(r); st != nfsOK {
+			t.Fatalf("call %d: status %d", xid, st)
+		}
+	}
+	if got := cl.st.Puts() - before; got != blocks {
+		t.Errorf("%d blocks written as %d pipelined WRITEs: %d block uploads, want %d", blocks, len(data)/piece, got, blocks)
+	}
+	target := mount(t, srv.addr, 0, 0)
+	if got := readFile(t, target, "f"); !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes, not what was written", len(got))
+	}
 }

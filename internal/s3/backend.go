@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"path"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	vgwauth "github.com/versity/versitygw/auth"
@@ -16,6 +18,7 @@ import (
 	"github.com/versity/versitygw/s3api/utils"
 	"github.com/versity/versitygw/s3err"
 
+	"tessera/internal/clock"
 	"tessera/internal/meta"
 	"tessera/internal/vfs"
 )
@@ -29,6 +32,11 @@ type Backend struct {
 	iam  *IAM
 	root string // the serving root (--root), clean and absolute
 	log  *slog.Logger
+	clk  clock.Clock
+	// expiry is the age past which an upload is removed (expire.go);
+	// 0 or less: never.
+	expiry  time.Duration
+	buckets bucketCache // bucketcache.go
 }
 
 // Config is what a Backend serves.
@@ -37,6 +45,11 @@ type Config struct {
 	// keys without a root of their own ("" or "/": the namespace's root).
 	Root   string
 	Logger *slog.Logger
+	// Clock tells the age of multipart uploads (nil: the machine's).
+	Clock clock.Clock
+	// UploadExpiry is the age past which an upload neither completed nor
+	// aborted is removed: 0 is DefaultUploadExpiry, less than 0 never.
+	UploadExpiry time.Duration
 }
 
 // NewBackend returns the backend of v, finding keys through iam.
@@ -51,7 +64,11 @@ func NewBackend(v *vfs.FS, iam *IAM, cfg Config) (*Backend, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Backend{v: v, api: v.Client().Meta(), iam: iam, root: root, log: cfg.Logger}, nil
+	if cfg.UploadExpiry == 0 {
+		cfg.UploadExpiry = DefaultUploadExpiry
+	}
+	return &Backend{v: v, api: v.Client().Meta(), iam: iam, root: root, log: cfg.Logger,
+		clk: clock.Or(cfg.Clock), expiry: cfg.UploadExpiry}, nil
 }
 
 // String names the backend in versitygw's messages.
@@ -65,42 +82,84 @@ type caller struct {
 	key  Key
 	cred vfs.Cred
 	base meta.Ino // the directory whose subdirectories are the buckets
+	seen *seen
 }
+
+// seen holds the inodes a request looked up, which vfs's permission checks
+// of directories in the same request use (vfs.WithFresh) instead of
+// fetching them again: a bucket's attributes are fetched once a request,
+// not once a call. For one request only, as vfs asks.
+type seen struct {
+	mu sync.Mutex
+	m  map[meta.Ino]meta.Inode
+}
+
+// maxSeen bounds the inodes a request keeps (a key has at most 512
+// components; most requests see two or three).
+const maxSeen = 64
+
+func (s *seen) put(in meta.Inode) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	if len(s.m) < maxSeen {
+		s.m[in.Ino] = in
+	}
+	s.mu.Unlock()
+}
+
+func (s *seen) get(ino meta.Ino) (meta.Inode, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in, ok := s.m[ino]
+	return in, ok
+}
+
+// asRecords is how the backend reads and writes its own records (an
+// object's, an upload's): the request was authorized already, so vfs
+// checks nothing more (and fetches nothing for it).
+var asRecords = vfs.Cred{Checked: true}
 
 // accountKey is the name versitygw keeps the request's account under in
 // the request's context (fiber's locals).
 const accountKey = "account"
 
-// who returns the caller of the request ctx carries; write says the
-// request changes something (refused for a read-only key).
-func (b *Backend) who(ctx context.Context, write bool) (caller, error) {
+// who returns the caller of the request ctx carries, and the context the
+// request's vfs calls are made with (carrying what it looked up); write
+// says the request changes something (refused for a read-only key).
+func (b *Backend) who(ctx context.Context, write bool) (caller, context.Context, error) {
 	acct, ok := ctx.Value(accountKey).(vgwauth.Account)
 	if !ok || acct.Access == "" {
-		return caller{}, s3err.GetAPIError(s3err.ErrAccessDenied)
+		return caller{}, ctx, s3err.GetAPIError(s3err.ErrAccessDenied)
 	}
 	k, err := b.iam.Key(ctx, acct.Access)
 	if err != nil {
-		return caller{}, s3err.GetAPIError(s3err.ErrAccessDenied)
+		return caller{}, ctx, s3err.GetAPIError(s3err.ErrAccessDenied)
 	}
 	if write && k.ReadOnly {
-		return caller{}, s3err.GetAPIError(s3err.ErrAccessDenied)
+		return caller{}, ctx, s3err.GetAPIError(s3err.ErrAccessDenied)
 	}
 	basePath := b.root
 	if k.Root != "/" {
 		if b.root != "/" && k.Root != b.root && !strings.HasPrefix(k.Root, b.root+"/") {
-			return caller{}, s3err.GetAPIError(s3err.ErrAccessDenied)
+			return caller{}, ctx, s3err.GetAPIError(s3err.ErrAccessDenied)
 		}
 		basePath = k.Root
 	}
-	cred := vfs.Cred{Uid: k.Uid, Gid: k.Gid}
+	s := &seen{m: make(map[meta.Ino]meta.Inode, 4)}
+	ctx = vfs.WithFresh(ctx, s.get)
+	c := caller{key: k, cred: vfs.Cred{Uid: k.Uid, Gid: k.Gid}, base: meta.RootIno, seen: s}
 	if basePath == "/" {
-		return caller{key: k, cred: cred, base: meta.RootIno}, nil
+		return c, ctx, nil
 	}
 	base, err := b.v.Resolve(ctx, vfs.Root, meta.RootIno, basePath)
 	if err != nil || !base.IsDir() {
-		return caller{}, s3err.GetAPIError(s3err.ErrAccessDenied)
+		return caller{}, ctx, s3err.GetAPIError(s3err.ErrAccessDenied)
 	}
-	return caller{key: k, cred: cred, base: base.Ino}, nil
+	c.base = base.Ino
+	s.put(base)
+	return c, ctx, nil
 }
 
 // uploadsDir is the directory at a bucket's top holding the multipart
@@ -158,6 +217,11 @@ func (b *Backend) bucket(ctx context.Context, c caller, name string) (meta.Inode
 	if !validBucket(name) {
 		return meta.Inode{}, s3err.GetBucketErr(s3err.ErrInvalidBucketName, name)
 	}
+	key := bucketKey{base: c.base, name: name, uid: c.cred.Uid, gid: c.cred.Gid}
+	if in, ok := b.buckets.get(key, b.clk.Now()); ok {
+		c.seen.put(in)
+		return in, nil
+	}
 	in, err := b.v.Lookup(ctx, c.cred, c.base, name)
 	if errors.Is(err, syscall.ENOENT) || err == nil && !in.IsDir() {
 		return meta.Inode{}, s3err.GetBucketErr(s3err.ErrNoSuchBucket, name)
@@ -165,6 +229,8 @@ func (b *Backend) bucket(ctx context.Context, c caller, name string) (meta.Inode
 	if err != nil {
 		return meta.Inode{}, b.fail("bucket", err)
 	}
+	b.buckets.put(key, in, b.clk.Now())
+	c.seen.put(in)
 	return in, nil
 }
 
@@ -180,6 +246,7 @@ func (b *Backend) walk(ctx context.Context, c caller, dir meta.Inode, comps []st
 		if cur, err = b.v.Lookup(ctx, c.cred, cur.Ino, name); err != nil {
 			return meta.Inode{}, err
 		}
+		c.seen.put(cur)
 	}
 	return cur, nil
 }
@@ -226,7 +293,7 @@ func (b *Backend) fail(op string, err error) error {
 // caller and granting nothing: versitygw's own ACL checks are off (every
 // account has its admin role), and no bucket is public.
 func (b *Backend) GetBucketAcl(ctx context.Context, in *awss3.GetBucketAclInput) ([]byte, error) {
-	c, err := b.who(ctx, false)
+	c, ctx, err := b.who(ctx, false)
 	if err != nil {
 		return nil, err
 	}

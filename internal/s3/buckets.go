@@ -19,7 +19,7 @@ const maxBuckets = 10000
 // ListBuckets lists the directories under the caller's base whose names
 // are bucket names.
 func (b *Backend) ListBuckets(ctx context.Context, in s3response.ListBucketsInput) (s3response.ListAllMyBucketsResult, error) {
-	c, err := b.who(ctx, false)
+	c, ctx, err := b.who(ctx, false)
 	if err != nil {
 		return s3response.ListAllMyBucketsResult{}, err
 	}
@@ -55,7 +55,7 @@ func (b *Backend) ListBuckets(ctx context.Context, in s3response.ListBucketsInpu
 
 // HeadBucket answers whether the bucket exists (for the caller).
 func (b *Backend) HeadBucket(ctx context.Context, in *awss3.HeadBucketInput) (*awss3.HeadBucketOutput, error) {
-	c, err := b.who(ctx, false)
+	c, ctx, err := b.who(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (b *Backend) HeadBucket(ctx context.Context, in *awss3.HeadBucketInput) (*a
 
 // CreateBucket makes the bucket's directory under the caller's base.
 func (b *Backend) CreateBucket(ctx context.Context, in *awss3.CreateBucketInput, _ []byte) error {
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (b *Backend) CreateBucket(ctx context.Context, in *awss3.CreateBucketInput,
 // DeleteBucket removes an empty bucket (multipart uploads in progress
 // keep it).
 func (b *Backend) DeleteBucket(ctx context.Context, name string) error {
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -100,6 +100,7 @@ func (b *Backend) DeleteBucket(ctx context.Context, name string) error {
 		return s3err.GetBucketErr(s3err.ErrBucketNotEmpty, name)
 	}
 	err = b.v.Rmdir(ctx, c.cred, c.base, name)
+	b.buckets.forget(c.base, name)
 	if errors.Is(err, syscall.ENOTEMPTY) {
 		return s3err.GetBucketErr(s3err.ErrBucketNotEmpty, name)
 	}

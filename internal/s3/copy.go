@@ -19,7 +19,7 @@ import (
 // metadata is the source's, or the request's with REPLACE.
 func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput) (s3response.CopyObjectOutput, error) {
 	var out s3response.CopyObjectOutput
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return out, err
 	}
@@ -70,7 +70,9 @@ func (b *Backend) CopyObject(ctx context.Context, in s3response.CopyObjectInput)
 	if err != nil {
 		return out, err
 	}
-	w, _, err := b.newTemp(ctx, c, parent)
+	// In the source's block size, whatever the directory's: its
+	// blocks are then the copy's.
+	w, _, err := b.newTemp(ctx, c, parent, src.BlockSize)
 	if err != nil {
 		return out, err
 	}

@@ -31,6 +31,20 @@ const testBlock = 64 << 10
 
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
+	return newFixtureWith(t, Config{})
+}
+
+// newFixtureWith is newFixture with a backend configured as cfg (its
+// Logger is set here).
+func newFixtureWith(t *testing.T, cfg Config) *fixture {
+	t.Helper()
+	return newFixtureWrapped(t, cfg, nil)
+}
+
+// newFixtureWrapped is newFixtureWith whose client reaches the meta
+// service through wrap(service), when wrap is not nil.
+func newFixtureWrapped(t *testing.T, cfg Config, wrap func(meta.API) meta.API) *fixture {
+	t.Helper()
 	ctx := context.Background()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: testBlock})
 	if err != nil {
@@ -40,8 +54,12 @@ func newFixture(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	st := blocktest.NewMem()
+	var api meta.API = svc
+	if wrap != nil {
+		api = wrap(svc)
+	}
 	c, err := client.New(ctx, client.Config{
-		Meta:   svc,
+		Meta:   api,
 		Dial:   func(meta.Server) (block.Store, error) { return st, nil },
 		Logger: slog.New(slog.DiscardHandler),
 	})
@@ -53,7 +71,8 @@ func newFixture(t *testing.T) *fixture {
 		v.Close()
 		c.Close(context.Background())
 	})
-	b, err := NewBackend(v, NewIAM(svc, nil), Config{Logger: slog.New(slog.DiscardHandler)})
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	b, err := NewBackend(v, NewIAM(svc, nil), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func (b *Backend) object(ctx context.Context, c caller, bucket, key string) (met
 
 // HeadObject answers an object's attributes and record.
 func (b *Backend) HeadObject(ctx context.Context, in *awss3.HeadObjectInput) (*awss3.HeadObjectOutput, error) {
-	c, err := b.who(ctx, false)
+	c, ctx, err := b.who(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +106,7 @@ func (b *Backend) mayRead(_ context.Context, c caller, obj *meta.Inode) error {
 // GetObject streams an object, or the range asked for, from an open
 // handle released when the body is closed.
 func (b *Backend) GetObject(ctx context.Context, in *awss3.GetObjectInput) (*awss3.GetObjectOutput, error) {
-	c, err := b.who(ctx, false)
+	c, ctx, err := b.who(ctx, false)
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +201,7 @@ func (r *objectReader) Close() error {
 // and the directories it leaves empty up to the bucket; a key ending
 // with "/" removes that directory if it is empty.
 func (b *Backend) DeleteObject(ctx context.Context, in *awss3.DeleteObjectInput) (*awss3.DeleteObjectOutput, error) {
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -269,7 +269,7 @@ const maxDeleteObjects = 1000
 
 // DeleteObjects removes each key as DeleteObject does, reporting each.
 func (b *Backend) DeleteObjects(ctx context.Context, in *awss3.DeleteObjectsInput) (s3response.DeleteResult, error) {
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return s3response.DeleteResult{}, err
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/versity/versitygw/s3response"
 
 	"tessera/internal/meta"
-	"tessera/internal/vfs"
 )
 
 // Multipart uploads: an upload is a directory BUCKET/.tessera-s3-uploads/
@@ -42,6 +41,9 @@ type uploadRecord struct {
 	ContentType string            `json:"ct,omitempty"`
 	Meta        map[string]string `json:"meta,omitempty"`
 	Initiated   int64             `json:"initiated"`
+	// BlockSize is the block size part 1 was written in, which the
+	// other parts are written in too (partblocks.go); 0 until then.
+	BlockSize uint32 `json:"bs,omitempty"`
 }
 
 // validUploadID reports whether id may name an upload (32 hex digits).
@@ -77,7 +79,7 @@ func (b *Backend) upload(ctx context.Context, c caller, bucket, key, id string) 
 }
 
 func (b *Backend) uploadRecord(ctx context.Context, dir meta.Ino) (uploadRecord, error) {
-	val, err := b.v.GetXattr(ctx, vfs.Root, dir, UploadXattr)
+	val, err := b.v.GetXattr(ctx, asRecords, dir, UploadXattr)
 	if err != nil {
 		return uploadRecord{}, err
 	}
@@ -91,7 +93,7 @@ func (b *Backend) uploadRecord(ctx context.Context, dir meta.Ino) (uploadRecord,
 // CreateMultipartUpload makes the upload's directory and record.
 func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.CreateMultipartUploadInput) (s3response.InitiateMultipartUploadResult, error) {
 	var out s3response.InitiateMultipartUploadResult
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return out, err
 	}
@@ -119,7 +121,7 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 	if err != nil {
 		return out, b.fail("create upload", err)
 	}
-	val, _ := json.Marshal(uploadRecord{Key: key, ContentType: deref(in.ContentType), Meta: in.Metadata, Initiated: time.Now().Unix()})
+	val, _ := json.Marshal(uploadRecord{Key: key, ContentType: deref(in.ContentType), Meta: in.Metadata, Initiated: b.clk.Now().Unix()})
 	if err := b.v.SetXattr(ctx, c.cred, dir.Ino, UploadXattr, val, 0); err != nil {
 		b.v.Rmdir(context.WithoutCancel(ctx), c.cred, ups, id)
 		return out, b.fail("create upload", err)
@@ -130,7 +132,7 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 // UploadPart writes a part as a PUT writes an object (a part sent again
 // replaces the one before).
 func (b *Backend) UploadPart(ctx context.Context, in *awss3.UploadPartInput) (*awss3.UploadPartOutput, error) {
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +140,7 @@ func (b *Backend) UploadPart(ctx context.Context, in *awss3.UploadPartInput) (*a
 	if n < 1 || n > MaxParts {
 		return nil, s3err.GetInvalidArgumentErr(s3err.InvalidArgPartNumber, strconv.Itoa(int(n)))
 	}
-	dir, _, err := b.upload(ctx, c, deref(in.Bucket), deref(in.Key), deref(in.UploadId))
+	dir, up, err := b.upload(ctx, c, deref(in.Bucket), deref(in.Key), deref(in.UploadId))
 	if err != nil {
 		return nil, err
 	}
@@ -146,13 +148,17 @@ func (b *Backend) UploadPart(ctx context.Context, in *awss3.UploadPartInput) (*a
 	if in.ContentLength != nil {
 		size = *in.ContentLength
 	}
+	bs, err := b.partBlockSize(ctx, c, dir, up, n, size)
+	if err != nil {
+		return nil, err
+	}
 	body, err := checksumReader(&s3response.PutObjectInput{Body: in.Body,
 		ChecksumCRC32: in.ChecksumCRC32, ChecksumCRC32C: in.ChecksumCRC32C, ChecksumSHA1: in.ChecksumSHA1,
 		ChecksumSHA256: in.ChecksumSHA256, ChecksumCRC64NVME: in.ChecksumCRC64NVME})
 	if err != nil {
 		return nil, s3err.GetAPIError(s3err.ErrInvalidChecksumHeader)
 	}
-	w, err := b.writeTemp(ctx, c, dir.Ino, body, size)
+	w, err := b.writeTemp(ctx, c, dir.Ino, bs, body, size)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +183,8 @@ type part struct {
 	r  record
 }
 
-// parts lists an upload's parts by number.
+// parts lists an upload's parts by number (their records read
+// concurrently).
 func (b *Backend) parts(ctx context.Context, c caller, dir meta.Ino) ([]part, error) {
 	var out []part
 	after := ""
@@ -192,18 +199,23 @@ func (b *Backend) parts(ctx context.Context, c caller, dir meta.Ino) ([]part, er
 			if err != nil || len(e.Name) != 5 || n < 1 || n > MaxParts || e.Inode == nil || !e.Inode.IsRegular() {
 				continue
 			}
-			out = append(out, part{n: int32(n), in: *e.Inode, r: b.readRecord(ctx, e.Inode)})
+			out = append(out, part{n: int32(n), in: *e.Inode})
 		}
 		if !more {
-			return out, nil
+			break
 		}
 	}
+	each(len(out), recipeReads, func(i int) error {
+		out[i].r = b.readRecord(ctx, &out[i].in)
+		return nil
+	})
+	return out, nil
 }
 
 // ListParts lists an upload's parts after PartNumberMarker.
 func (b *Backend) ListParts(ctx context.Context, in *awss3.ListPartsInput) (s3response.ListPartsResult, error) {
 	var out s3response.ListPartsResult
-	c, err := b.who(ctx, false)
+	c, ctx, err := b.who(ctx, false)
 	if err != nil {
 		return out, err
 	}
@@ -239,7 +251,7 @@ func (b *Backend) ListParts(ctx context.Context, in *awss3.ListPartsInput) (s3re
 // most 1000, keys starting with Prefix).
 func (b *Backend) ListMultipartUploads(ctx context.Context, in *awss3.ListMultipartUploadsInput) (s3response.ListMultipartUploadsResult, error) {
 	out := s3response.ListMultipartUploadsResult{Bucket: deref(in.Bucket), Prefix: deref(in.Prefix), MaxUploads: 1000}
-	c, err := b.who(ctx, false)
+	c, ctx, err := b.who(ctx, false)
 	if err != nil {
 		return out, err
 	}
@@ -289,7 +301,7 @@ func (b *Backend) ListMultipartUploads(ctx context.Context, in *awss3.ListMultip
 
 // AbortMultipartUpload removes the upload and its parts.
 func (b *Backend) AbortMultipartUpload(ctx context.Context, in *awss3.AbortMultipartUploadInput) error {
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return err
 	}
@@ -302,6 +314,16 @@ func (b *Backend) AbortMultipartUpload(ctx context.Context, in *awss3.AbortMulti
 
 // removeUpload unlinks an upload's files and its directory.
 func (b *Backend) removeUpload(ctx context.Context, c caller, dir meta.Ino, bucket, id string) error {
+	bkt, err := b.bucket(ctx, c, bucket)
+	if err != nil {
+		return err
+	}
+	return b.removeUploadDir(ctx, c, dir, bkt.Ino, id)
+}
+
+// removeUploadDir unlinks the files of upload id (directory dir) of
+// bucket bkt, its directory, and the uploads directory if it was the last.
+func (b *Backend) removeUploadDir(ctx context.Context, c caller, dir, bkt meta.Ino, id string) error {
 	ctx = context.WithoutCancel(ctx)
 	for {
 		ents, _, err := b.v.ReadDir(ctx, c.cred, dir, "", 1024, false)
@@ -311,24 +333,23 @@ func (b *Backend) removeUpload(ctx context.Context, c caller, dir meta.Ino, buck
 		if len(ents) == 0 {
 			break
 		}
-		for _, e := range ents {
-			if err := b.v.Unlink(ctx, c.cred, dir, e.Name); err != nil && !errors.Is(err, syscall.ENOENT) {
-				return b.fail("remove upload", err)
+		if err := each(len(ents), recipeReads, func(i int) error {
+			if err := b.v.Unlink(ctx, c.cred, dir, ents[i].Name); err != nil && !errors.Is(err, syscall.ENOENT) {
+				return err
 			}
+			return nil
+		}); err != nil {
+			return b.fail("remove upload", err)
 		}
 	}
-	bkt, err := b.bucket(ctx, c, bucket)
-	if err != nil {
-		return err
-	}
-	ups, err := b.walk(ctx, c, bkt, []string{uploadsDir})
+	ups, err := b.v.Lookup(ctx, c.cred, bkt, uploadsDir)
 	if err != nil {
 		return b.fail("remove upload", err)
 	}
 	if err := b.v.Rmdir(ctx, c.cred, ups.Ino, id); err != nil && !errors.Is(err, syscall.ENOENT) {
 		return b.fail("remove upload", err)
 	}
-	b.v.Rmdir(ctx, c.cred, bkt.Ino, uploadsDir) // the last upload takes the directory with it
+	b.v.Rmdir(ctx, c.cred, bkt, uploadsDir) // the last upload takes the directory with it
 	return nil
 }
 
@@ -338,7 +359,7 @@ func (b *Backend) removeUpload(ctx context.Context, c caller, dir meta.Ino, buck
 // the key and removes the upload.
 func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *awss3.CompleteMultipartUploadInput) (s3response.CompleteMultipartUploadResult, string, error) {
 	var out s3response.CompleteMultipartUploadResult
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return out, "", err
 	}
@@ -400,7 +421,9 @@ func (b *Backend) CompleteMultipartUpload(ctx context.Context, in *awss3.Complet
 	if err != nil {
 		return out, "", err
 	}
-	w, _, err := b.newTemp(ctx, c, parent)
+	// The object's blocks are the first part's size: the parts written
+	// in it (partblocks.go) are then the object's blocks end to end.
+	w, _, err := b.newTemp(ctx, c, parent, srcs[0].BlockSize)
 	if err != nil {
 		return out, "", err
 	}

@@ -189,3 +189,84 @@ func TestCopySharesBlocks(t *testing.T) {
 		t.Errorf("the copy reads %d bytes that differ from its source", len(got))
 	}
 }
+
+// TestCompleteSharesOddSizedParts: parts of 5 MiB + 1 byte (no multiple of
+// the block size) are written in blocks that divide them, so the complete
+// uploads no block whatever the last part's size, and the object reads
+// back; a copy of it shares its blocks too. (A last part of at most
+// meta.InlineMax is kept inline, and is uploaded as a block at the
+// complete.) A last part sent before part
+// 1 is still right (copied if need be).
+func TestCompleteSharesOddSizedParts(t *testing.T) {
+	f := newFixture(t)
+	ctx := f.key(t, "alice", RoleRW, "")
+	f.bucket(t, ctx, "bkt")
+	const p = MinPartSize + 1
+	for _, tc := range []struct {
+		name string
+		last int
+	}{{"equal parts", p}, {"a short last part", 1<<20 + 7}, {"a last part of 100 KiB", 100 << 10}} {
+		parts := [][]byte{randData(11, p), randData(12, p), randData(13, tc.last)}
+		id, etags := f.upload(t, ctx, "bkt", "odd", parts...)
+		puts := f.st.Puts()
+		if _, _, err := f.b.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{
+			Bucket: ptr("bkt"), Key: ptr("odd"), UploadId: &id, MultipartUpload: completed([]int32{1, 2, 3}, etags)}); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if n := f.st.Puts() - puts; n != 0 {
+			t.Errorf("%s: the complete uploaded %d blocks; want none", tc.name, n)
+		}
+		want := slices.Concat(parts...)
+		if got := f.get(t, ctx, "bkt", "odd"); !bytes.Equal(got, want) {
+			t.Errorf("%s: GET after complete: %d bytes that differ from the %d sent", tc.name, len(got), len(want))
+		}
+	}
+	puts := f.st.Puts()
+	if _, err := f.b.CopyObject(ctx, s3response.CopyObjectInput{Bucket: ptr("bkt"), Key: ptr("odd-copy"), CopySource: ptr("bkt/odd")}); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.st.Puts() - puts; n != 0 {
+		t.Errorf("the copy of a multipart object uploaded %d blocks; want none", n)
+	}
+
+	// The last part first: right, whatever it costs.
+	res, err := f.b.CreateMultipartUpload(ctx, s3response.CreateMultipartUploadInput{Bucket: ptr("bkt"), Key: ptr("rev")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := [][]byte{randData(14, p), randData(15, p), randData(16, 2<<20+5)}
+	etags := make([]string, 3)
+	for _, i := range []int{2, 0, 1} {
+		n, size := int32(i+1), int64(len(parts[i]))
+		out, err := f.b.UploadPart(ctx, &awss3.UploadPartInput{Bucket: ptr("bkt"), Key: ptr("rev"), UploadId: &res.UploadId, PartNumber: &n, Body: bytes.NewReader(parts[i]), ContentLength: &size})
+		if err != nil {
+			t.Fatalf("part %d: %v", n, err)
+		}
+		etags[i] = *out.ETag
+	}
+	if _, _, err := f.b.CompleteMultipartUpload(ctx, &awss3.CompleteMultipartUploadInput{
+		Bucket: ptr("bkt"), Key: ptr("rev"), UploadId: &res.UploadId, MultipartUpload: completed([]int32{1, 2, 3}, etags)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := f.get(t, ctx, "bkt", "rev"), slices.Concat(parts...); !bytes.Equal(got, want) {
+		t.Errorf("last part first: GET after complete: %d bytes that differ from the %d sent", len(got), len(want))
+	}
+}
+
+func TestPartBlocks(t *testing.T) {
+	const def = 4 << 20
+	for _, tc := range []struct {
+		size int64
+		want uint32
+	}{
+		{-1, def}, {1000, def}, {def, def}, {8 << 20, def}, {64 << 20, def},
+		{5 << 20, 5 << 20}, {5<<20 + 1, 5<<20 + 1}, {maxPartBlock, def},
+		{maxPartBlock + 2, (maxPartBlock + 2) / 2},
+		{3 * (10<<20 + 1), 10<<20 + 1},
+		{100<<20 + 1, def}, // no divisor from 1 to 16 MiB
+	} {
+		if got := partBlocks(tc.size, def); got != tc.want {
+			t.Errorf("partBlocks(%d) = %d, want %d", tc.size, got, tc.want)
+		}
+	}
+}

@@ -47,6 +47,7 @@ func (b *Backend) mkdirAll(ctx context.Context, c caller, dir meta.Ino, comps []
 		if !in.IsDir() {
 			return 0, s3err.GetAPIError(s3err.ErrObjectParentIsFile)
 		}
+		c.seen.put(in)
 		dir = in.Ino
 	}
 	return dir, nil
@@ -71,9 +72,10 @@ type written struct {
 	md5    []byte
 }
 
-// newTemp makes an unnamed file in parent, open for writing.
-func (b *Backend) newTemp(ctx context.Context, c caller, parent meta.Ino) (written, *vfs.File, error) {
-	o, err := b.v.Tmpfile(ctx, c.cred, parent, 0o644, syscall.O_WRONLY)
+// newTemp makes an unnamed file in parent, open for writing, of blocks of
+// bs bytes (0: its parent's block size).
+func (b *Backend) newTemp(ctx context.Context, c caller, parent meta.Ino, bs uint32) (written, *vfs.File, error) {
+	o, err := b.v.TmpfileBlockSize(ctx, c.cred, parent, 0o644, syscall.O_WRONLY, bs)
 	if err != nil {
 		return written{}, nil, b.fail("create", err)
 	}
@@ -88,16 +90,16 @@ func (b *Backend) drop(ctx context.Context, w written) {
 }
 
 // writeTemp writes body (size bytes; -1: unknown, to EOF) into a new
-// unnamed file in parent, committed (Flush: an acknowledged change that
+// unnamed file in parent (blocks of bs bytes, 0: the parent's), committed (Flush: an acknowledged change that
 // survives a crash of this process and of the meta service, as a close
 // does; not fsync'd to disk, as versitygw's posix backend does not). The body must give
 // exactly size bytes; the checks its readers make (the Content-MD5 and
 // x-amz-checksum-* ones) fail the write. On error nothing is left.
-func (b *Backend) writeTemp(ctx context.Context, c caller, parent meta.Ino, body io.Reader, size int64) (written, error) {
+func (b *Backend) writeTemp(ctx context.Context, c caller, parent meta.Ino, bs uint32, body io.Reader, size int64) (written, error) {
 	if size > MaxObjectSize {
 		return written{}, s3err.GetEntityTooLargeErr(size, MaxObjectSize)
 	}
-	w, f, err := b.newTemp(ctx, c, parent)
+	w, f, err := b.newTemp(ctx, c, parent, bs)
 	if err != nil {
 		return written{}, err
 	}
@@ -151,27 +153,39 @@ func (b *Backend) copyIn(ctx context.Context, f *vfs.File, body io.Reader, size 
 	return off, nil
 }
 
-// publish sets w's record, names it (a temporary name in its directory),
-// releases it and renames it over name: readers see the old object or
-// the whole new one. Only a crash between the link and the rename leaves
-// a temporary name (never listed).
+// publish sets w's record, names it and releases it: a new key is linked
+// under its name at once; over an existing one, w is linked under a
+// temporary name and renamed over it. Readers see the old object or the
+// whole new one. Only a crash between that link and the rename leaves a
+// temporary name (never listed).
 func (b *Backend) publish(ctx context.Context, c caller, w written, name string, r record) (meta.Inode, error) {
 	in, err := b.writeRecord(ctx, c, w.ino, r)
+	free := false
 	if err == nil {
-		if old, lerr := b.v.Lookup(ctx, c.cred, w.parent, name); lerr == nil && old.IsDir() {
+		old, lerr := b.v.Lookup(ctx, c.cred, w.parent, name)
+		if lerr == nil && old.IsDir() {
 			err = s3err.GetAPIError(s3err.ErrExistingObjectIsDirectory)
+		}
+		free = errors.Is(lerr, syscall.ENOENT)
+	}
+	if err == nil && free {
+		// One meta update fewer than link and rename. EEXIST: made
+		// meanwhile; replaced as any existing object is.
+		_, err = b.v.Link(ctx, c.cred, w.ino, w.parent, name)
+		if errors.Is(err, syscall.EEXIST) {
+			free, err = false, nil
 		}
 	}
 	tmp := tmpName()
 	linked := false
-	if err == nil {
+	if err == nil && !free {
 		_, err = b.v.Link(ctx, c.cred, w.ino, w.parent, tmp)
 		linked = err == nil
 	}
 	if rerr := b.v.Release(context.WithoutCancel(ctx), w.fh); err == nil {
 		err = rerr
 	}
-	if err == nil {
+	if err == nil && !free {
 		err = b.v.Rename(ctx, c.cred, w.parent, tmp, w.parent, name, 0)
 	}
 	if err != nil {
@@ -212,7 +226,7 @@ func checksumReader(po *s3response.PutObjectInput) (io.Reader, error) {
 // PutObject writes an object: under a temporary name, committed and made
 // durable, its record set, then renamed over the key.
 func (b *Backend) PutObject(ctx context.Context, po s3response.PutObjectInput) (s3response.PutObjectOutput, error) {
-	c, err := b.who(ctx, true)
+	c, ctx, err := b.who(ctx, true)
 	if err != nil {
 		return s3response.PutObjectOutput{}, err
 	}
@@ -253,7 +267,7 @@ func (b *Backend) PutObject(ctx context.Context, po s3response.PutObjectInput) (
 	if err != nil {
 		return s3response.PutObjectOutput{}, s3err.GetAPIError(s3err.ErrInvalidChecksumHeader)
 	}
-	w, err := b.writeTemp(ctx, c, parent, body, size)
+	w, err := b.writeTemp(ctx, c, parent, 0, body, size)
 	if err != nil {
 		return s3response.PutObjectOutput{}, err
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"tessera/internal/meta"
-	"tessera/internal/vfs"
 )
 
 // RecordXattr holds an object's S3 record: its ETag (with the size and
@@ -48,7 +47,7 @@ func metaSize(m map[string]string) int {
 // has none or the file changed since (written through a mount): the ETag
 // is then derived from the inode number, size and mtime.
 func (b *Backend) readRecord(ctx context.Context, in *meta.Inode) record {
-	val, err := b.v.GetXattr(ctx, vfs.Root, in.Ino, RecordXattr)
+	val, err := b.v.GetXattr(ctx, asRecords, in.Ino, RecordXattr)
 	var r record
 	if err == nil && len(val) <= maxRecord && json.Unmarshal(val, &r) == nil &&
 		r.Size == in.Size && r.Mtime == in.Mtime && r.ETag != "" {
@@ -77,7 +76,7 @@ func (b *Backend) writeRecord(ctx context.Context, c caller, ino meta.Ino, r rec
 	if len(val) > maxRecord {
 		return in, fmt.Errorf("an object record of %d bytes (at most %d)", len(val), maxRecord)
 	}
-	return in, b.v.SetXattr(ctx, c.cred, ino, RecordXattr, val, 0)
+	return in, b.v.SetXattr(ctx, asRecords, ino, RecordXattr, val, 0)
 }
 
 func quote(s string) string { return `"` + s + `"` }

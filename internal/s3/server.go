@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"github.com/gofiber/fiber/v3"
@@ -24,7 +25,7 @@ import (
 
 // ServerConfig is how an S3 endpoint listens.
 type ServerConfig struct {
-	Listen string // HOST:PORT (a port of 0 is refused: versitygw binds by address)
+	Listen string // HOST:PORT (CheckListen: a port of 0 is refused)
 	// CertFile and KeyFile, when set, serve HTTPS; without them the
 	// caller has checked that plain HTTP is allowed (loopback or
 	// --insecure).
@@ -37,6 +38,11 @@ type ServerConfig struct {
 	// SlowDown.
 	MaxConns, MaxRequests, MaxPerClient int
 	Logger                              *slog.Logger
+	// AdminDir is where the private directory of versitygw's admin
+	// socket is made ("": the system's temporary directory): a data
+	// directory, or a test's, so that a killed process leaves nothing
+	// in /tmp.
+	AdminDir string
 }
 
 // DefaultMaxRequests bounds the requests in flight; with one ioChunk
@@ -57,11 +63,9 @@ type Server struct {
 // Serve starts an S3 endpoint over v, finding keys with iam; it returns
 // once the endpoint listens. Only one runs per process (versitygw's rule).
 func Serve(ctx context.Context, v *vfs.FS, iam *IAM, cfg ServerConfig) (*Server, error) {
-	host, port, err := net.SplitHostPort(cfg.Listen)
-	if err != nil || port == "0" || port == "" {
-		return nil, fmt.Errorf("s3: listen %q: want HOST:PORT with a port other than 0", cfg.Listen)
+	if err := CheckListen(cfg.Listen); err != nil {
+		return nil, fmt.Errorf("s3: %w", err)
 	}
-	_ = host
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -82,7 +86,7 @@ func Serve(ctx context.Context, v *vfs.FS, iam *IAM, cfg ServerConfig) (*Server,
 	}
 	// versitygw serves its admin API on the S3 port unless given one of
 	// its own: a socket in a private directory, which nothing calls.
-	admin, err := os.MkdirTemp("", "tessera-s3-admin-")
+	admin, err := adminDir(cfg.AdminDir)
 	if err != nil {
 		return nil, err
 	}
@@ -131,7 +135,62 @@ func Serve(ctx context.Context, v *vfs.FS, iam *IAM, cfg ServerConfig) (*Server,
 		return nil, ctx.Err()
 	}
 	cfg.Logger.Info("s3: serving", "listen", cfg.Listen, "tls", cfg.CertFile != "", "root", be.root)
+	go be.sweepUploads(sctx)
 	return s, nil
+}
+
+// sweepUploads runs ExpireUploads every expirySweep until ctx ends.
+func (b *Backend) sweepUploads(ctx context.Context) {
+	if b.expiry <= 0 {
+		return
+	}
+	t := b.clk.NewTimer(b.expirySweep())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+		}
+		if _, err := b.ExpireUploads(ctx); err != nil && ctx.Err() == nil {
+			b.log.Warn("s3: removing abandoned multipart uploads failed", "err", err)
+		}
+		t.Reset(b.expirySweep())
+	}
+}
+
+// CheckListen checks an S3 endpoint's listen address: HOST:PORT with a
+// port from 1 to 65535. Port 0 (any free port) is refused: versitygw binds
+// the address it is given and does not say which port it got, so the
+// endpoint could not tell its clients where it is.
+func CheckListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("listen address %q: want HOST:PORT, such as 127.0.0.1:9000", addr)
+	}
+	n, err := strconv.ParseUint(port, 10, 16)
+	switch {
+	case err != nil:
+		return fmt.Errorf("listen address %q: port %q is not a number from 1 to 65535", addr, port)
+	case n == 0:
+		return fmt.Errorf("listen address %q: port 0 (any free port) is not supported: the S3 server binds the address it is given and cannot report the port it got; name a port, such as 9000", addr)
+	}
+	return nil
+}
+
+// adminDir makes the private directory of the admin socket in parent, or
+// in the system's temporary directory when parent is "" or too long a
+// path for a Unix socket.
+func adminDir(parent string) (string, error) {
+	const sockPathMax = 107 // sun_path, with its NUL
+	if parent != "" && len(filepath.Join(parent, "tessera-s3-admin-0123456789", "admin.sock")) > sockPathMax {
+		parent = ""
+	}
+	dir, err := os.MkdirTemp(parent, "tessera-s3-admin-")
+	if err != nil {
+		return "", fmt.Errorf("s3: the admin socket's directory: %w", err)
+	}
+	return dir, nil
 }
 
 // Done reports the end of serving.

@@ -1,9 +1,14 @@
 package s3
 
 import (
+	"context"
+	"errors"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -53,5 +58,41 @@ func TestPerClientSlowDown(t *testing.T) {
 	resp, err = app.Test(httptest.NewRequest(http.MethodGet, "/", nil), fiber.TestConfig{Timeout: 0})
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Errorf("a request after the first ended: %v %v, want 200", resp, err)
+	}
+}
+
+// TestServeAdminDirAndListen: the admin socket's private directory is made
+// in ServerConfig.AdminDir (a test's or a data directory: a killed process
+// leaves nothing in /tmp) and removed at Close; a listen address of port 0
+// is refused with an error saying why.
+func TestServeAdminDirAndListen(t *testing.T) {
+	f := newFixture(t)
+	iam := NewIAM(f.svc, nil)
+	_, err := Serve(context.Background(), f.b.v, iam, ServerConfig{Listen: "127.0.0.1:0", AdminDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "port 0 (any free port) is not supported") {
+		t.Fatalf("listen on port 0: %v; want it refused, saying why", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	admin := t.TempDir()
+	s, err := Serve(context.Background(), f.b.v, iam, ServerConfig{Listen: addr, AdminDir: admin, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (The socket in it is bound by versitygw's admin server, which may
+	// start after the S3 one says it listens.)
+	dirs, _ := filepath.Glob(filepath.Join(admin, "tessera-s3-admin-*"))
+	if len(dirs) != 1 {
+		t.Errorf("admin socket directories in AdminDir: %q, want one", dirs)
+	}
+	if err := s.Close(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Logf("close: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(admin, "tessera-s3-admin-*")); len(left) != 0 {
+		t.Errorf("left after Close: %q", left)
 	}
 }

@@ -3,6 +3,7 @@ package s3
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -17,11 +18,13 @@ import (
 // a whole number of blocks, and only its last block may be short: from
 // the first source that breaks this, the rest is copied (copy.go).
 
-// blocksOf returns the block hashes of file in (size in.Size), or ok false
-// when they cannot be shared: block 0 kept inline, composed blocks, a
-// block size other than bs, or a change under the read.
-func (b *Backend) blocksOf(ctx context.Context, in *meta.Inode, bs uint32) ([]block.Hash, bool, error) {
-	if in.BlockSize != bs || in.HasInline {
+// blocksOf returns the block hashes of file in (size in.Size) as blocks
+// of bs bytes, or ok false when they cannot be shared: block 0 kept
+// inline, composed blocks, a block size other than bs, or a change under
+// the read. A file of one block no larger than bs is shared whatever its
+// block size when it comes last (its one block is the object's last).
+func (b *Backend) blocksOf(ctx context.Context, in *meta.Inode, bs uint32, last bool) ([]block.Hash, bool, error) {
+	if !shareable(in, bs, last) {
 		return nil, false, nil
 	}
 	nb := (in.Size + uint64(bs) - 1) / uint64(bs)
@@ -49,20 +52,52 @@ func (b *Backend) blocksOf(ctx context.Context, in *meta.Inode, bs uint32) ([]bl
 	return out, true, nil
 }
 
-// commitShared installs hashes at block indexes from first on in file
-// ino and sets its size to size: commits of at most meta.MaxCommitBlocks
-// changes, forced (the file is new and nobody else writes it).
-func (b *Backend) commitShared(ctx context.Context, ino meta.Ino, first uint64, hashes []block.Hash, size uint64) error {
-	for done := 0; done < len(hashes); {
-		n := min(len(hashes)-done, meta.MaxCommitBlocks)
-		ch := make([]meta.BlockChange, n)
-		for i := range ch {
-			ch[i] = meta.BlockChange{Index: first + uint64(done+i), New: hashes[done+i]}
-		}
+// shareable reports whether in's blocks can be blocks of bs bytes of an
+// object, by its attributes (blocksOf then reads its recipe).
+func shareable(in *meta.Inode, bs uint32, last bool) bool {
+	oneBlock := last && in.Size <= uint64(bs) && in.Size <= uint64(in.BlockSize)
+	return (in.BlockSize == bs || oneBlock) && !in.HasInline
+}
+
+// commitShared installs changes in file ino and sets its size to size:
+// commits of at most meta.MaxCommitBlocks changes, forced (the file is new
+// and nobody else writes it).
+func (b *Backend) commitShared(ctx context.Context, ino meta.Ino, changes []meta.BlockChange, size uint64) error {
+	for done := 0; done < len(changes); {
+		ch := changes[done:min(len(changes), done+meta.MaxCommitBlocks)]
 		if _, err := b.api.Commit(ctx, meta.CommitReq{Ino: ino, Changes: ch, Size: size, Forced: true}); err != nil {
-			return fmt.Errorf("commit of %d shared blocks at %d: %w", n, first+uint64(done), err)
+			return fmt.Errorf("commit of %d shared blocks at %d: %w", len(ch), ch[0].Index, err)
 		}
-		done += n
+		done += len(ch)
 	}
 	return nil
+}
+
+// recipeReads bounds the meta calls a complete or a part listing has in
+// flight at once.
+const recipeReads = 16
+
+// each runs f(0..n-1), at most limit at once, and returns the first error.
+func each(n, limit int, f func(i int) error) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, limit)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if err := f(i); err != nil {
+				mu.Lock()
+				if first == nil {
+					first = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return first
 }

@@ -10,11 +10,14 @@ import (
 
 // clusterInfo is what the meta process's RPC service says of its cluster
 // (Hello, ClusterStatus): the configured name and site, and the store's
-// members when it is a replicated one.
+// members and maintenance state when it is a replicated one.
 func (n *MetaNode) clusterInfo(cfg MetaConfig) metarpc.ClusterInfo {
 	info := metarpc.ClusterInfo{Name: cfg.Cluster, Site: cfg.Site}
 	if m, ok := n.store.(kv.Members); ok {
 		info.Members = m
+	}
+	if m, ok := n.store.(kv.Maintainer); ok {
+		info.Maintenance = m
 	}
 	return info
 }
@@ -32,6 +35,14 @@ func (n *MetaNode) describe(cfg MetaConfig) func(ctx context.Context) (admin.Clu
 				v.MembersErr = err.Error()
 			}
 			v.Members = admin.Members(ms)
+		}
+		if info.Maintenance != nil {
+			m, err := info.Maintenance.Maintenance(ctx)
+			if err != nil {
+				v.MaintenanceErr = err.Error()
+			} else {
+				v.Maintenance = admin.Maintenance(&m)
+			}
 		}
 		return v, nil
 	}

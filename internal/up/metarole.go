@@ -34,6 +34,15 @@ type MetaRole struct {
 	// ReclaimAfter is the reclaimer's safety window [reclaim.DefaultAfter];
 	// negative: no reclaimer (blocks wait for the full collection).
 	ReclaimAfter time.Duration
+	// StoreMaintainEvery is the time between rounds of compaction and
+	// defragmentation of a store that keeps a history (etcd)
+	// [DefaultStoreMaintainEvery]; negative: none. StoreRetain is the
+	// history kept [DefaultStoreRetain], StoreDefragFree the free bytes
+	// of a member's file that make it worth defragmenting
+	// [DefaultStoreDefragFree] (storemaint.go).
+	StoreMaintainEvery time.Duration
+	StoreRetain        time.Duration
+	StoreDefragFree    int64
 	// Creds are the meta process's ("meta" role) credentials, with which
 	// the mover, the reclaimer and the collector call the block servers
 	// (nil: plain HTTP, --insecure). StartMeta sets them from MetaConfig.
@@ -50,7 +59,8 @@ const (
 )
 
 // StartMetaRole starts the sweeper, the orphan reaper, the mover, the
-// reclaimer and the collector over svc; the returned function stops them
+// reclaimer, the collector and, over a store that keeps a history (etcd),
+// its compaction and defragmentation over svc; the returned function stops them
 // and waits for them to return. Over a store other meta processes share
 // (svc.Shared), it also runs svc.ServeShared, and each of those singletons
 // runs only while this process leads its election (meta.Elected, through
@@ -98,6 +108,9 @@ func StartMetaRole(ctx context.Context, svc *meta.Service, cfg MetaRole) (stop f
 			Logger: cfg.Logger,
 		})
 		single("reclaimer", rc.Run)
+	}
+	if st, ok := svc.Store().(kv.Maintainer); ok && cfg.StoreMaintainEvery >= 0 {
+		single("store-maintenance", func(ctx context.Context) { storeMaintainLoop(ctx, st, cfg) })
 	}
 	if cfg.GCInterval >= 0 {
 		single("gc", func(ctx context.Context) { gcLoop(ctx, svc, dial, cfg) })

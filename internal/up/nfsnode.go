@@ -40,11 +40,20 @@ func StartNFS(ctx context.Context, cfg NFSConfig) (*NFSNode, error) {
 		log = slog.Default()
 	}
 	cfg.Client.Sessions = true
+	// The server keeps attributes for its LOOKUP, GETATTR and ACCESS as
+	// a mount's kernel does (vfs.Options.AttrCache); what another client
+	// changes and this one hears of is dropped from them.
+	inv := new(vfs.Invalidations)
+	if next := cfg.Client.OnInvalidate; next != nil {
+		inv.Subscribe(next)
+	}
+	cfg.Client.OnInvalidate = inv.Invalidate
 	cl, err := client.New(ctx, cfg.Client)
 	if err != nil {
 		return nil, fmt.Errorf("nfs: %w", err)
 	}
-	v := vfs.New(cl, vfs.Options{Logger: log})
+	v := vfs.New(cl, vfs.Options{Logger: log, AttrCache: true})
+	inv.Subscribe(v.Invalidate)
 	cfg.Server.Logger = log
 	// The write verifier changes at every start.
 	var verifier [8]byte

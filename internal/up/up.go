@@ -30,6 +30,7 @@
 //	DIR/blocks/bN/     block server N's store
 //	DIR/cache/         the mount's local disk block cache
 //	DIR/tls/           the CA and certificates of its processes (TLSDir)
+//	DIR/tessera-s3-admin-*/  the S3 endpoint's private admin socket (up --s3)
 //
 // A second process on a data directory (a second `tessera up`, or `tessera
 // meta` on the directory of a running `up`) is refused with an error that
@@ -322,7 +323,7 @@ func Run(ctx context.Context, cfg Config) (err error) {
 		}
 	}
 	if cfg.S3 != "" {
-		sn, err := StartS3(ctx, S3Config{Server: s3.ServerConfig{Listen: cfg.S3}, Client: clientCfg})
+		sn, err := StartS3(ctx, S3Config{Server: s3.ServerConfig{Listen: cfg.S3, AdminDir: cfg.DataDir}, Client: clientCfg})
 		if err != nil {
 			_ = StopMount(mnt.srv, mnt.dir, mnt.Client, log)
 			return err

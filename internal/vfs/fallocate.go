@@ -59,6 +59,7 @@ func (v *FS) Allocate(ctx context.Context, ino meta.Ino, fh uint64, mode uint32,
 
 // grow makes ino at least size bytes long.
 func (v *FS) grow(ctx context.Context, ino meta.Ino, size uint64) error {
+	defer v.changed(ino)
 	in, err := v.api.GetAttr(ctx, ino)
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -284,6 +285,14 @@ func (v *FS) releaseOpen(ctx context.Context, op string, ino meta.Ino) {
 // starts as an orphan (Nlink 0): it is reaped when its last handle here
 // is released, unless Link gave it a name first.
 func (v *FS) Tmpfile(ctx context.Context, c Cred, parent meta.Ino, mode, flags uint32) (Opened, error) {
+	return v.TmpfileBlockSize(ctx, c, parent, mode, flags, 0)
+}
+
+// TmpfileBlockSize is Tmpfile making a file of blocks of bs bytes
+// (meta.BlockSizeXattr's bounds) instead of its parent's block size; 0
+// keeps the parent's. The S3 endpoint writes a multipart part in blocks
+// that divide it, so that the parts' blocks make the object's.
+func (v *FS) TmpfileBlockSize(ctx context.Context, c Cred, parent meta.Ino, mode, flags, bs uint32) (Opened, error) {
 	if !c.Checked {
 		if _, err := v.dir(ctx, c, "tmpfile", parent, MayWrite|MayExec); err != nil {
 			return Opened{}, err
@@ -301,7 +310,18 @@ func (v *FS) Tmpfile(ctx context.Context, c Cred, parent meta.Ino, mode, flags u
 	if err != nil {
 		return Opened{}, err
 	}
-	o, err := v.openCreated(ctx, c, in, mark, flags, true)
+	if bs != 0 && bs != in.BlockSize {
+		// Before the open: the client's handle takes the block size
+		// from in. Nobody else can have the unnamed file.
+		err = v.api.SetXattr(ctx, in.Ino, meta.BlockSizeXattr, []byte(strconv.FormatUint(uint64(bs), 10)), 0)
+		in.BlockSize = bs
+	}
+	o := Opened{Inode: in}
+	if err != nil {
+		v.releaseOpen(ctx, "tmpfile", in.Ino)
+	} else {
+		o, err = v.openCreated(ctx, c, in, mark, flags, true)
+	}
 	// Reaped now if the open failed, else at the last release.
 	if rerr := v.c.Unlinked(ctx, in.Ino); rerr != nil {
 		v.log.Warn("tmpfile: reap failed", "inode", in.Ino, "err", rerr)
@@ -344,7 +364,10 @@ func (f *File) Write(ctx context.Context, off int64, data []byte) (int, error) {
 func (f *File) Flush(ctx context.Context) error { return f.h.Flush(ctx) }
 
 // Fsync makes what the handle wrote durable.
-func (f *File) Fsync(ctx context.Context) error { return f.h.Fsync(ctx) }
+func (f *File) Fsync(ctx context.Context) error {
+	defer f.v.changed(f.ino)
+	return f.h.Fsync(ctx)
+}
 
 // Release closes open file fh: what it wrote is committed and the open
 // recorded with the meta service is dropped. An error means data written
@@ -358,5 +381,6 @@ func (v *FS) Release(ctx context.Context, fh uint64) error {
 	if f == nil {
 		return nil
 	}
+	defer v.changed(f.ino)
 	return f.h.Release(ctx)
 }

@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	"tessera/internal/block"
 	"tessera/internal/meta"
 )
 
@@ -195,4 +196,48 @@ func TestTmpfileAndAllocate(t *testing.T) {
 	defer v.Release(ctx, r.Fh)
 	err = v.Allocate(ctx, f.Ino, r.Fh, FallocZeroRange, 0, 4096)
 	wantErrno(t, "zero range through a read-only handle", err, syscall.EBADF)
+}
+
+// TestTmpfileBlockSize: an unnamed file made with a block size of its own
+// is written in blocks of that size (its recipe has one hash per such
+// block) and reads back; its directory's block size is untouched.
+func TestTmpfileBlockSize(t *testing.T) {
+	v := newFS(t)
+	ctx := context.Background()
+	d := mk(t, v, alice, meta.RootIno, "d", syscall.S_IFDIR|0o755)
+	const bs = 100000 // no power of two; the fixture's is 64 KiB
+	o, err := v.TmpfileBlockSize(ctx, alice, d.Ino, 0o644, syscall.O_RDWR, bs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release(ctx, o.Fh)
+	if o.Inode.BlockSize != bs {
+		t.Fatalf("block size %d, want %d", o.Inode.BlockSize, bs)
+	}
+	data := make([]byte, 2*bs+5)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	if _, err := o.File.Write(ctx, 0, data); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.File.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := v.Client().Meta().GetRecipe(ctx, o.Inode.Ino, 0, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Blocks) != 3 || r.Blocks[0] != block.Sum(data[:bs]) || r.Blocks[2] != block.Sum(data[2*bs:]) {
+		t.Fatalf("recipe of %d blocks (want 3 of %d bytes)", len(r.Blocks), bs)
+	}
+	buf := make([]byte, len(data))
+	if n, err := o.File.Read(ctx, 0, buf); err != nil || n != len(data) || !bytes.Equal(buf, data) {
+		t.Fatalf("read back %d bytes, %v; equal %v", n, err, bytes.Equal(buf[:n], data[:n]))
+	}
+	if got, _ := v.GetAttr(ctx, d.Ino); got.BlockSize != 64<<10 {
+		t.Fatalf("the directory's block size became %d", got.BlockSize)
+	}
+	_, err = v.TmpfileBlockSize(ctx, alice, d.Ino, 0o644, syscall.O_RDWR, 1000)
+	wantErrno(t, "a block size under the minimum", err, syscall.EINVAL)
 }

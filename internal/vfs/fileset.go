@@ -201,6 +201,7 @@ func (p *partial) ready(ctx context.Context, v *FS, off, n int64) (fetched bool,
 	// Whatever happens next, blocks were committed since this mount's
 	// client may have read the file's recipe (zeros where uncached), by
 	// a gateway's client, whose callback need not reach this one.
+	defer v.changed(p.ino)
 	defer v.c.Invalidate(p.ino)
 	p.learn(in.Gateway, meta.BlockRange{})
 	if in.Gateway == nil || p.holds(first, last) {

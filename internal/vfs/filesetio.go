@@ -75,6 +75,7 @@ func (v *FS) filesetWrite(ctx context.Context, of *openFile) error {
 		// committed by a gateway's client, whose callback need not reach
 		// this one).
 		v.c.Invalidate(of.ino)
+		v.changed(of.ino)
 		of.partial = nil
 	}
 	of.writable = true

@@ -126,6 +126,7 @@ func (v *FS) idle(of *openFile) {
 func (v *FS) releaseHandle(h *client.Handle, ino meta.Ino) {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
+	defer v.changed(ino) // committed: Overlay no longer shows the writes
 	if err := h.Release(ctx); err != nil {
 		v.log.Error("release of an idle handle: data written since the last commit may be lost", "inode", ino, "err", err)
 	}
@@ -253,6 +254,7 @@ func (v *FS) writeAt(ctx context.Context, ino meta.Ino, off int64, data []byte, 
 // Commit makes what was written to ino through the stateless I/O durable
 // (NFS's COMMIT).
 func (v *FS) Commit(ctx context.Context, ino meta.Ino) error {
+	defer v.changed(ino)
 	t := &v.open
 	t.mu.Lock()
 	of := t.m[ino]

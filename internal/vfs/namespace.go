@@ -25,8 +25,14 @@ func (v *FS) Create(ctx context.Context, c Cred, req meta.CreateReq) (meta.Inode
 	}
 	req.Uid, req.Gid = c.Uid, c.Gid
 	in, err := v.api.Create(ctx, req)
+	v.entriesChanged(req.Parent)
 	if err != nil {
 		return meta.Inode{}, err
+	}
+	if req.Excl {
+		// A new inode, which no one else has changed yet (an existing
+		// one, returned without Excl, may be changing meanwhile).
+		v.keep(v.attrs.begin(), in)
 	}
 	v.c.Overlay(&in)
 	return in, nil
@@ -34,8 +40,9 @@ func (v *FS) Create(ctx context.Context, c Cred, req meta.CreateReq) (meta.Inode
 
 // victim checks that c may remove or rename parent/name away: write and
 // search permission on parent and the sticky rule. It returns the entry
-// (zero for a Checked caller).
-func (v *FS) victim(ctx context.Context, c Cred, op string, parent meta.Ino, name string) (meta.Inode, error) {
+// (zero for a Checked caller, and, unless need, when the sticky rule
+// passes c whoever owns the entry: not looked up then).
+func (v *FS) victim(ctx context.Context, c Cred, op string, parent meta.Ino, name string, need bool) (meta.Inode, error) {
 	if c.Checked {
 		return meta.Inode{}, nil
 	}
@@ -45,6 +52,9 @@ func (v *FS) victim(ctx context.Context, c Cred, op string, parent meta.Ino, nam
 	d, err := v.dir(ctx, c, op, parent, MayWrite|MayExec)
 	if err != nil {
 		return meta.Inode{}, err
+	}
+	if !need && (d.Mode&syscall.S_ISVTX == 0 || c.Uid == 0 || c.Uid == d.Uid) {
+		return meta.Inode{}, nil
 	}
 	in, err := v.api.Lookup(ctx, parent, name)
 	if err != nil {
@@ -57,7 +67,7 @@ func (v *FS) victim(ctx context.Context, c Cred, op string, parent meta.Ino, nam
 // The inode the name held when last listed or looked up (names.go), or
 // the one the permission check looked up, spares the client its lookup.
 func (v *FS) Unlink(ctx context.Context, c Cred, parent meta.Ino, name string) error {
-	in, err := v.victim(ctx, c, "unlink", parent, name)
+	in, err := v.victim(ctx, c, "unlink", parent, name, false)
 	if err != nil {
 		return err
 	}
@@ -65,19 +75,23 @@ func (v *FS) Unlink(ctx context.Context, c Cred, parent meta.Ino, name string) e
 	if in.Ino != 0 && !in.IsDir() {
 		hint, ok = in.Ino, true
 	}
+	var out meta.Inode
 	if ok {
-		_, err = v.c.UnlinkHinted(ctx, parent, name, hint)
+		out, err = v.c.UnlinkHinted(ctx, parent, name, hint)
 	} else {
-		_, err = v.c.Unlink(ctx, parent, name)
+		out, err = v.c.Unlink(ctx, parent, name)
 	}
+	v.entriesChanged(parent)
+	v.changed(hint, out.Ino)
 	return err
 }
 
 // Rmdir removes the empty directory parent/name.
 func (v *FS) Rmdir(ctx context.Context, c Cred, parent meta.Ino, name string) error {
-	if _, err := v.victim(ctx, c, "rmdir", parent, name); err != nil {
+	if _, err := v.victim(ctx, c, "rmdir", parent, name, false); err != nil {
 		return err
 	}
+	defer v.changedAll() // the directory removed is not known by inode
 	return v.api.Rmdir(ctx, parent, name)
 }
 
@@ -89,7 +103,7 @@ func (v *FS) Rmdir(ctx context.Context, c Cred, parent meta.Ino, name string) er
 // without a name is reaped (or when this client's last handle goes).
 func (v *FS) Rename(ctx context.Context, c Cred, oldParent meta.Ino, oldName string, newParent meta.Ino, newName string, flags uint32) error {
 	if !c.Checked {
-		moved, err := v.victim(ctx, c, "rename", oldParent, oldName)
+		moved, err := v.victim(ctx, c, "rename", oldParent, oldName, true)
 		if err != nil {
 			return err
 		}
@@ -112,6 +126,7 @@ func (v *FS) Rename(ctx context.Context, c Cred, oldParent meta.Ino, oldName str
 		}
 	}
 	replaced, err := v.api.Rename(ctx, oldParent, oldName, newParent, newName, flags)
+	v.changedAll() // the parents, the inode moved (ctime, a directory's ..), the one replaced
 	if err != nil {
 		return err
 	}
@@ -135,6 +150,8 @@ func (v *FS) Link(ctx context.Context, c Cred, ino, newParent meta.Ino, newName 
 		}
 	}
 	in, err := v.api.Link(ctx, ino, newParent, newName)
+	v.changed(ino)
+	v.entriesChanged(newParent)
 	if err != nil {
 		return meta.Inode{}, err
 	}
@@ -165,6 +182,7 @@ func (v *FS) KillSuidgid(ctx context.Context, ino meta.Ino) (bool, error) {
 	if kill == 0 {
 		return false, nil
 	}
+	defer v.changed(ino)
 	if _, err = v.api.SetAttr(ctx, ino, meta.SetAttrReq{Valid: meta.SetMode, Mode: mode &^ kill}); err != nil {
 		return true, fmt.Errorf("clearing set-id bits of inode %d: %w", ino, err)
 	}

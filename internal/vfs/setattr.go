@@ -32,6 +32,7 @@ type SetAttr struct {
 // SetAttr changes ino's attributes as s says, checked for c (see the
 // package comment), and returns the inode after.
 func (v *FS) SetAttr(ctx context.Context, c Cred, ino meta.Ino, s SetAttr) (meta.Inode, error) {
+	defer v.changed(ino)
 	// The current attributes are needed for a truncate, to clear set-id
 	// bits of a mode not given, and for the checks; otherwise the SetAttr
 	// returns them (tar's futimens, fchown and fchmod: one meta call

@@ -28,6 +28,13 @@ type Options struct {
 	// writes the meta service would refuse only at the commit
 	// (readonly.go).
 	ReadOnly bool
+	// AttrCache keeps the attributes fetched from the meta service for
+	// GetAttrCached, as long as a FUSE mount's kernel may cache them
+	// (attrcache.go): for a front end with no cache of its own (NFS).
+	AttrCache bool
+	// AttrTTL is how long AttrCache trusts the attributes of anything
+	// but a regular file (default 1 s, FUSE's attribute timeout).
+	AttrTTL time.Duration
 }
 
 // FS is the file system of one client, by inode.
@@ -43,6 +50,7 @@ type FS struct {
 	names   names      // inodes of names seen last, hints for unlink (names.go)
 	reads   readCounts // bytes read from filesets, to report (filesetreads.go)
 	modes   modes      // modes of the filesets met (readonly.go)
+	attrs   attrCache  // Options.AttrCache (attrcache.go)
 	// homeLog keeps home down from logging every refused request.
 	homeLog ratelog.Limiter
 }
@@ -54,6 +62,9 @@ func New(c *client.Client, opts Options) *FS {
 	}
 	if opts.IdleRelease <= 0 {
 		opts.IdleRelease = 5 * time.Second
+	}
+	if opts.AttrTTL <= 0 {
+		opts.AttrTTL = time.Second
 	}
 	opts.Clock = clock.Or(opts.Clock)
 	v := &FS{c: c, api: c.Meta(), log: opts.Logger, opts: opts}
@@ -81,15 +92,20 @@ func (v *FS) GetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
 	if canFall {
 		ctx = metawait.NoWait(ctx)
 	}
+	gen := v.attrs.begin()
 	var in meta.Inode
 	var err error
-	if cs, ok := v.api.(cachedStat); ok {
+	cs, tier := v.api.(cachedStat)
+	if tier {
 		in, err = cs.CachedGetAttr(ctx, ino)
 	} else {
 		in, err = v.api.GetAttr(ctx, ino)
 	}
-	if err != nil && canFall && meta.Unavailable(err) {
+	switch {
+	case err != nil && canFall && meta.Unavailable(err):
 		in, err = fallback, nil
+	case err == nil && !tier:
+		v.keep(gen, in) // (the tier's answer may be a TTL old already)
 	}
 	if err != nil {
 		return meta.Inode{}, err
@@ -142,15 +158,20 @@ func (v *FS) Lookup(ctx context.Context, c Cred, parent meta.Ino, name string) (
 	if _, err := v.dir(ctx, c, "lookup", parent, MayExec); err != nil {
 		return meta.Inode{}, err
 	}
+	gen := v.attrs.begin()
 	var in meta.Inode
 	var err error
-	if cs, ok := v.api.(cachedStat); ok {
+	cs, tier := v.api.(cachedStat)
+	if tier {
 		in, err = cs.CachedLookup(ctx, parent, name)
 	} else {
 		in, err = v.api.Lookup(ctx, parent, name)
 	}
 	if err != nil {
 		return meta.Inode{}, err
+	}
+	if !tier {
+		v.keep(gen, in)
 	}
 	v.names.put(parent, name, in.Ino, in.Mode)
 	v.c.Overlay(&in)

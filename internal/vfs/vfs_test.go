@@ -18,6 +18,14 @@ import (
 // 01777 (sticky, writable by all), and a client.
 func newFS(t *testing.T) *FS {
 	t.Helper()
+	v, _ := newFSWith(t, Options{}, "")
+	return v
+}
+
+// newFSWith is newFS with opts and the client's default policy; it
+// returns the meta service too.
+func newFSWith(t *testing.T, opts Options, policy string) (*FS, *meta.Service) {
+	t.Helper()
 	ctx := context.Background()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: 64 << 10})
 	if err != nil {
@@ -34,16 +42,18 @@ func newFS(t *testing.T) *FS {
 		Meta:   svc,
 		Dial:   func(meta.Server) (block.Store, error) { return st, nil },
 		Logger: slog.New(slog.DiscardHandler),
+		Policy: policy,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := New(c, Options{Logger: slog.New(slog.DiscardHandler)})
+	opts.Logger = slog.New(slog.DiscardHandler)
+	v := New(c, opts)
 	t.Cleanup(func() {
 		v.Close()
 		c.Close(context.Background())
 	})
-	return v
+	return v, svc
 }
 
 var (

@@ -123,6 +123,7 @@ func (v *FS) SetXattr(ctx context.Context, c Cred, ino meta.Ino, name string, va
 	if err := mayXattr(c, &in, name, xattrSet); err != nil {
 		return err
 	}
+	defer v.changed(ino)
 	return v.c.SetXattr(ctx, ino, name, value, flags)
 }
 
@@ -135,5 +136,6 @@ func (v *FS) RemoveXattr(ctx context.Context, c Cred, ino meta.Ino, name string)
 	if err := mayXattr(c, &in, name, xattrSet); err != nil {
 		return err
 	}
+	defer v.changed(ino)
 	return v.c.RemoveXattr(ctx, ino, name)
 }

@@ -25,7 +25,9 @@ func (c *Cluster) StartS3(listen string, args ...string) (*Daemon, error) {
 			}
 			return nil
 		},
-		env: c.opts.Env, log: c.d.log, plain: true, readyTimeout: c.opts.ReadyTimeout, stopTimeout: c.opts.StopTimeout,
+		// Its temporary directory (versitygw's admin socket) in the
+		// test's data directory: a killed endpoint leaves nothing in /tmp.
+		env: append(slices.Clone(c.opts.Env), "TMPDIR="+c.opts.DataDir), log: c.d.log, plain: true, readyTimeout: c.opts.ReadyTimeout, stopTimeout: c.opts.StopTimeout,
 	}
 	if err := d.start(); err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -24,6 +25,11 @@ func TestS3Kill9(t *testing.T) {
 	d, err := c.StartS3(addr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Its admin socket's directory is in the test's data directory
+	// (TMPDIR): the kill below leaves nothing in /tmp.
+	if adm, _ := filepath.Glob(filepath.Join(c.DataDir(), "tessera-s3-admin-*")); len(adm) != 1 {
+		t.Errorf("the endpoint's admin directory in the data directory: %q, want one", adm)
 	}
 	k := s3KeyAdd(t, c, "crash", "--role", "rw")
 	mc := s3TLSClient(t, c, addr, k)

@@ -11,4 +11,9 @@
 //
 // The model-based subtest draws random operations from a seed it logs; set
 // BLOCKTEST_SEED to replay one.
+//
+// MemStore (NewMem, mem.go) is an in-memory block.Store for tests of the layers
+// above block servers (vfs, nfs, s3): it keeps every block in a map,
+// checks hashes on Put, and counts Puts so a test can show that an
+// operation stored no new bytes.
 package blocktest

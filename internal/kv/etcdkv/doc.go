@@ -28,6 +28,23 @@
 // (ScanPage keys per request) at the snapshot's revision instead of
 // asking for it in one reply.
 //
+// Batched reads (getmany.go, prefetch.go). GetMany (kv.MultiGetter) sends
+// the keys a transaction has not read yet as one read-only etcd Txn of
+// Gets at the snapshot's revision, with readAt's fallback when a member
+// lags; Prefetch (kv.Prefetcher) does the same for keys and small ranges
+// (a range as one Get of at most ScanPage keys) and answers the
+// transaction's later Gets, and Scans inside a range it read whole, from
+// what it read. Keys read so are recorded for the commit's compares as
+// Get records them; a Scan answered from a prefetched range records the
+// keys it returns and its range, as a Scan that went to etcd does.
+//
+// Maintenance (maintain.go; kv.Maintainer). Maintain, run by the meta
+// role's leader on a schedule, compacts the history to the newest
+// revision an earlier round noted at least Retain ago and defragments the
+// members one at a time; its state is one record at Prefix+"maint",
+// outside the store's keys, which Maintenance reads. Members report each
+// member's db size and in-use size.
+//
 // Updates are optimistic. Reads go to etcd as in a View (linearizable,
 // unless Options.LocalUpdateReads, below) and are recorded: each key read with the ModRevision it had (0
 // when absent), each scanned range with the extent actually scanned.

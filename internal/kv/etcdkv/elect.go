@@ -139,6 +139,7 @@ func (s *Store) Members(ctx context.Context) ([]kv.Member, error) {
 			km.Healthy = true
 			km.Leader = st.Leader == m.ID
 			km.Rev = st.Header.Revision
+			km.DBSize, km.DBInUse = st.DbSize, st.DbSizeInUse
 			if len(st.Errors) > 0 {
 				km.Healthy = false
 				km.Err = fmt.Sprint(st.Errors)

@@ -29,6 +29,10 @@ type txn struct {
 	// absent) and value; ranges are the extents scanned.
 	reads  map[string]read
 	ranges []span
+	// cached are the ranges a Prefetch read whole, pre the keys it read
+	// (prefetch.go).
+	cached []cachedRange
+	pre    map[string]read
 	// readErr is the last error a read got from etcd: when fn fails with
 	// it, nothing was written, so Update may run fn again.
 	readErr error
@@ -107,6 +111,9 @@ func (t *txn) Get(key []byte) ([]byte, bool, error) {
 		}
 	}
 	if r, ok := t.reads[string(key)]; ok {
+		return r.value, r.present, nil
+	}
+	if r, ok := t.pre[string(key)]; ok {
 		return r.value, r.present, nil
 	}
 	resp, err := t.get(t.s.data + string(key))
@@ -255,6 +262,21 @@ func (it *snapIter) peek(cur []byte) ([]byte, []byte, bool, error) {
 
 func (it *snapIter) fetch(from []byte) error {
 	t := it.t
+	if page, ok := t.cachedPage(from, it.end); ok {
+		// Read whole by a Prefetch. A copy, as the next fetch reuses
+		// the page; its keys are recorded as read, as a fetch's are.
+		it.page, it.i, it.more, it.fetched = append(it.page[:0], page...), 0, false, true
+		if t.reads != nil {
+			for _, p := range page {
+				t.reads[string(p.key)] = read{value: p.value, present: true, modRev: p.modRev}
+			}
+		}
+		it.next = from
+		if n := len(it.page); n > 0 {
+			it.next = after(it.page[n-1].key)
+		}
+		return nil
+	}
 	rangeEnd := clientv3.GetPrefixRangeEnd(t.s.data)
 	if it.end != nil {
 		rangeEnd = t.s.data + string(it.end)

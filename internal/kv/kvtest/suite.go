@@ -32,6 +32,8 @@ type testCase struct {
 var cases = []testCase{
 	{"GetPutDelete", testGetPutDelete},
 	{"Absent", testAbsent},
+	{"GetMany", testGetMany},
+	{"Prefetch", testPrefetch},
 	{"ScanBounds", testScanBounds},
 	{"ScanManyKeys", testScanManyKeys},
 	{"ReadYourWrites", testReadYourWrites},

@@ -4,7 +4,9 @@
 // Contract. Each call's context carries the caller's auth.Identity, put
 // there by the transport (auth.NewContext); a call without one is refused
 // with an error wrapping auth.ErrUnauthenticated. Every method of meta.API
-// maps to one auth.Permission in one table (table.go); a caller whose role
+// and of its optional interfaces maps to one auth.Permission in the table
+// of its interface (table.go: meta.FS, meta.Cluster, meta.Sessions, quotas,
+// the write-back queue, filesets and gateways); a caller whose role
 // lacks it is refused with an error wrapping auth.ErrDenied and
 // syscall.EACCES, so a mount shows "Permission denied". A read-only mount
 // (client-ro) may read, hold files open, keep a session and its callbacks,

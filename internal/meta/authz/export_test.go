@@ -16,3 +16,23 @@ func RuleNames() []string {
 	}
 	return names
 }
+
+// Tables returns each per-interface table's interface names and methods.
+func Tables() map[string][]string {
+	out := map[string][]string{}
+	for _, t := range tables {
+		var names []string
+		for n := range t.rules {
+			names = append(names, n)
+		}
+		key := ""
+		for i, it := range t.ifaces {
+			if i > 0 {
+				key += ","
+			}
+			key += it
+		}
+		out[key] = names
+	}
+	return out
+}

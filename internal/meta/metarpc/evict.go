@@ -25,11 +25,6 @@ func (c *Client) EvictData(ctx context.Context, ino meta.Ino) (meta.Inode, error
 	return unary(c, ctx, "EvictData", c.mc.EvictData, &pb.InoRequest{Ino: uint64(ino)}, inodeIn)
 }
 
-// EvictData implements meta.EvictAPI.
-func (m *Many) EvictData(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
-	return many1(m, ctx, func(c *Client) (meta.Inode, error) { return c.EvictData(ctx, ino) })
-}
-
 // errNoEvict answers EvictData on a service without it.
 var errNoEvict = fmt.Errorf("meta service cannot evict: %w", syscall.ENOTSUP)
 
@@ -47,11 +42,6 @@ func (c *Client) RemoveVanished(ctx context.Context, parent meta.Ino, name strin
 	_, err := unary(c, ctx, "RemoveVanished", c.mc.RemoveVanished,
 		&pb.RemoveVanishedRequest{Parent: uint64(parent), Name: name, Ino: uint64(ino), IsDir: isDir}, emptyIn)
 	return err
-}
-
-// RemoveVanished implements meta.VanishAPI.
-func (m *Many) RemoveVanished(ctx context.Context, parent meta.Ino, name string, ino meta.Ino, isDir bool) error {
-	return m.do(ctx, func(c *Client) error { return c.RemoveVanished(ctx, parent, name, ino, isDir) })
 }
 
 // errNoVanish answers RemoveVanished on a service without it.

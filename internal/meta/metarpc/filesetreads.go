@@ -19,11 +19,6 @@ func (c *Client) AddFilesetReads(ctx context.Context, root meta.Ino, d meta.File
 	return err
 }
 
-// AddFilesetReads implements meta.FilesetReadsAPI.
-func (m *Many) AddFilesetReads(ctx context.Context, root meta.Ino, d meta.FilesetReads) error {
-	return m.do(ctx, func(c *Client) error { return c.AddFilesetReads(ctx, root, d) })
-}
-
 // AddFilesetReads serves meta.FilesetReadsAPI.AddFilesetReads.
 func (s *server) AddFilesetReads(ctx context.Context, r *pb.FilesetReadsRequest) (*pb.Empty, error) {
 	ra, ok := s.api.(meta.FilesetReadsAPI)

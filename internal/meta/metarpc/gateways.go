@@ -64,16 +64,6 @@ func (c *Client) Gateways(ctx context.Context) ([]meta.GatewayNode, error) {
 	return unary(c, ctx, "Gateways", c.mc.Gateways, &pb.Empty{}, gatewayListIn)
 }
 
-// RegisterGateway implements meta.GatewaysAPI.
-func (m *Many) RegisterGateway(ctx context.Context, g meta.GatewayNode) ([]meta.GatewayNode, error) {
-	return many1(m, ctx, func(c *Client) ([]meta.GatewayNode, error) { return c.RegisterGateway(ctx, g) })
-}
-
-// Gateways implements meta.GatewaysAPI.
-func (m *Many) Gateways(ctx context.Context) ([]meta.GatewayNode, error) {
-	return many1(m, ctx, func(c *Client) ([]meta.GatewayNode, error) { return c.Gateways(ctx) })
-}
-
 // gateways is the served API's registry; a service without one answers
 // ENOTSUP.
 func (s *server) gateways() (meta.GatewaysAPI, error) {

@@ -67,31 +67,6 @@ func (c *Client) QuotaOf(ctx context.Context, ino meta.Ino) (meta.Quota, error) 
 	return unary(c, ctx, "QuotaOf", c.mc.QuotaOf, &pb.InoRequest{Ino: uint64(ino)}, quotaIn)
 }
 
-// QuotaOf implements meta.QuotaAPI.
-func (m *Many) QuotaOf(ctx context.Context, ino meta.Ino) (meta.Quota, error) {
-	return many1(m, ctx, func(c *Client) (meta.Quota, error) { return c.QuotaOf(ctx, ino) })
-}
-
-// SetQuota implements meta.QuotaAPI.
-func (m *Many) SetQuota(ctx context.Context, q meta.Quota) (meta.Quota, error) {
-	return many1(m, ctx, func(c *Client) (meta.Quota, error) { return c.SetQuota(ctx, q) })
-}
-
-// Quota implements meta.QuotaAPI.
-func (m *Many) Quota(ctx context.Context, dir meta.Ino) (meta.Quota, error) {
-	return many1(m, ctx, func(c *Client) (meta.Quota, error) { return c.Quota(ctx, dir) })
-}
-
-// Quotas implements meta.QuotaAPI.
-func (m *Many) Quotas(ctx context.Context) ([]meta.Quota, error) {
-	return many1(m, ctx, func(c *Client) ([]meta.Quota, error) { return c.Quotas(ctx) })
-}
-
-// RemoveQuota implements meta.QuotaAPI.
-func (m *Many) RemoveQuota(ctx context.Context, dir meta.Ino) error {
-	return m.do(ctx, func(c *Client) error { return c.RemoveQuota(ctx, dir) })
-}
-
 // errNoQuotas answers quota calls to a service that has none.
 var errNoQuotas = fmt.Errorf("meta service has no quotas: %w", syscall.ENOTSUP)
 

@@ -4251,8 +4251,10 @@ type StoreMember struct {
 	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
 	Leader        bool                   `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
 	Healthy       bool                   `protobuf:"varint,4,opt,name=healthy,proto3" json:"healthy,omitempty"`
-	Err           string                 `protobuf:"bytes,5,opt,name=err,proto3" json:"err,omitempty"`  // why not healthy
-	Rev           int64                  `protobuf:"varint,6,opt,name=rev,proto3" json:"rev,omitempty"` // latest applied revision, when healthy
+	Err           string                 `protobuf:"bytes,5,opt,name=err,proto3" json:"err,omitempty"`                           // why not healthy
+	Rev           int64                  `protobuf:"varint,6,opt,name=rev,proto3" json:"rev,omitempty"`                          // latest applied revision, when healthy
+	DbSize        int64                  `protobuf:"varint,7,opt,name=db_size,json=dbSize,proto3" json:"db_size,omitempty"`      // the member's backend file, bytes, when healthy; 0 unknown
+	DbInUse       int64                  `protobuf:"varint,8,opt,name=db_in_use,json=dbInUse,proto3" json:"db_in_use,omitempty"` // the part of it holding data, bytes
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4329,22 +4331,126 @@ func (x *StoreMember) GetRev() int64 {
 	return 0
 }
 
+func (x *StoreMember) GetDbSize() int64 {
+	if x != nil {
+		return x.DbSize
+	}
+	return 0
+}
+
+func (x *StoreMember) GetDbInUse() int64 {
+	if x != nil {
+		return x.DbInUse
+	}
+	return 0
+}
+
+// StoreMaintenance is what the meta role last did to a replicated store's
+// history and files (compaction, defragmentation). Times are unix ns, 0 never.
+type StoreMaintenance struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CompactedRev  int64                  `protobuf:"varint,1,opt,name=compacted_rev,json=compactedRev,proto3" json:"compacted_rev,omitempty"` // the history was compacted to this revision; 0 never
+	CompactedAt   int64                  `protobuf:"varint,2,opt,name=compacted_at,json=compactedAt,proto3" json:"compacted_at,omitempty"`
+	DefragAt      int64                  `protobuf:"varint,3,opt,name=defrag_at,json=defragAt,proto3" json:"defrag_at,omitempty"`            // a member was last defragmented then
+	DefragMember  string                 `protobuf:"bytes,4,opt,name=defrag_member,json=defragMember,proto3" json:"defrag_member,omitempty"` // which one
+	Err           string                 `protobuf:"bytes,5,opt,name=err,proto3" json:"err,omitempty"`                                       // why the latest round failed; "" it did not
+	At            int64                  `protobuf:"varint,6,opt,name=at,proto3" json:"at,omitempty"`                                        // the latest round; 0 none yet
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreMaintenance) Reset() {
+	*x = StoreMaintenance{}
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreMaintenance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreMaintenance) ProtoMessage() {}
+
+func (x *StoreMaintenance) ProtoReflect() protoreflect.Message {
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreMaintenance.ProtoReflect.Descriptor instead.
+func (*StoreMaintenance) Descriptor() ([]byte, []int) {
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *StoreMaintenance) GetCompactedRev() int64 {
+	if x != nil {
+		return x.CompactedRev
+	}
+	return 0
+}
+
+func (x *StoreMaintenance) GetCompactedAt() int64 {
+	if x != nil {
+		return x.CompactedAt
+	}
+	return 0
+}
+
+func (x *StoreMaintenance) GetDefragAt() int64 {
+	if x != nil {
+		return x.DefragAt
+	}
+	return 0
+}
+
+func (x *StoreMaintenance) GetDefragMember() string {
+	if x != nil {
+		return x.DefragMember
+	}
+	return ""
+}
+
+func (x *StoreMaintenance) GetErr() string {
+	if x != nil {
+		return x.Err
+	}
+	return ""
+}
+
+func (x *StoreMaintenance) GetAt() int64 {
+	if x != nil {
+		return x.At
+	}
+	return 0
+}
+
 type ClusterStatusReply struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
 	Cluster string                 `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	Site    string                 `protobuf:"bytes,2,opt,name=site,proto3" json:"site,omitempty"`
 	// replicated: the store lists its members (an etcd cluster); an
 	// embedded store has none and leaves members empty.
-	Replicated    bool           `protobuf:"varint,3,opt,name=replicated,proto3" json:"replicated,omitempty"`
-	Members       []*StoreMember `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
-	MembersErr    string         `protobuf:"bytes,5,opt,name=members_err,json=membersErr,proto3" json:"members_err,omitempty"` // the members could not be listed: why
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Replicated bool           `protobuf:"varint,3,opt,name=replicated,proto3" json:"replicated,omitempty"`
+	Members    []*StoreMember `protobuf:"bytes,4,rep,name=members,proto3" json:"members,omitempty"`
+	MembersErr string         `protobuf:"bytes,5,opt,name=members_err,json=membersErr,proto3" json:"members_err,omitempty"` // the members could not be listed: why
+	// maintenance: the store's compaction and defragmentation (etcd); unset
+	// for a store that has none.
+	Maintenance    *StoreMaintenance `protobuf:"bytes,6,opt,name=maintenance,proto3" json:"maintenance,omitempty"`
+	MaintenanceErr string            `protobuf:"bytes,7,opt,name=maintenance_err,json=maintenanceErr,proto3" json:"maintenance_err,omitempty"` // the maintenance state could not be read: why
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ClusterStatusReply) Reset() {
 	*x = ClusterStatusReply{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4356,7 +4462,7 @@ func (x *ClusterStatusReply) String() string {
 func (*ClusterStatusReply) ProtoMessage() {}
 
 func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[61]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4369,7 +4475,7 @@ func (x *ClusterStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterStatusReply.ProtoReflect.Descriptor instead.
 func (*ClusterStatusReply) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{61}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ClusterStatusReply) GetCluster() string {
@@ -4407,6 +4513,20 @@ func (x *ClusterStatusReply) GetMembersErr() string {
 	return ""
 }
 
+func (x *ClusterStatusReply) GetMaintenance() *StoreMaintenance {
+	if x != nil {
+		return x.Maintenance
+	}
+	return nil
+}
+
+func (x *ClusterStatusReply) GetMaintenanceErr() string {
+	if x != nil {
+		return x.MaintenanceErr
+	}
+	return ""
+}
+
 // GatewayCounters are what a gateway process did since it started.
 type GatewayCounters struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -4420,7 +4540,7 @@ type GatewayCounters struct {
 
 func (x *GatewayCounters) Reset() {
 	*x = GatewayCounters{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4432,7 +4552,7 @@ func (x *GatewayCounters) String() string {
 func (*GatewayCounters) ProtoMessage() {}
 
 func (x *GatewayCounters) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[62]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4445,7 +4565,7 @@ func (x *GatewayCounters) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayCounters.ProtoReflect.Descriptor instead.
 func (*GatewayCounters) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{62}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GatewayCounters) GetBytesIngested() uint64 {
@@ -4494,7 +4614,7 @@ type GatewayNode struct {
 
 func (x *GatewayNode) Reset() {
 	*x = GatewayNode{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4506,7 +4626,7 @@ func (x *GatewayNode) String() string {
 func (*GatewayNode) ProtoMessage() {}
 
 func (x *GatewayNode) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[63]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4519,7 +4639,7 @@ func (x *GatewayNode) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayNode.ProtoReflect.Descriptor instead.
 func (*GatewayNode) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{63}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GatewayNode) GetId() string {
@@ -4594,7 +4714,7 @@ type GatewayNodeList struct {
 
 func (x *GatewayNodeList) Reset() {
 	*x = GatewayNodeList{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4606,7 +4726,7 @@ func (x *GatewayNodeList) String() string {
 func (*GatewayNodeList) ProtoMessage() {}
 
 func (x *GatewayNodeList) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[64]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4619,7 +4739,7 @@ func (x *GatewayNodeList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GatewayNodeList.ProtoReflect.Descriptor instead.
 func (*GatewayNodeList) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{64}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *GatewayNodeList) GetGateways() []*GatewayNode {
@@ -4642,7 +4762,7 @@ type RemoveVanishedRequest struct {
 
 func (x *RemoveVanishedRequest) Reset() {
 	*x = RemoveVanishedRequest{}
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4654,7 +4774,7 @@ func (x *RemoveVanishedRequest) String() string {
 func (*RemoveVanishedRequest) ProtoMessage() {}
 
 func (x *RemoveVanishedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_tessera_meta_v1_meta_proto_msgTypes[65]
+	mi := &file_tessera_meta_v1_meta_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4667,7 +4787,7 @@ func (x *RemoveVanishedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveVanishedRequest.ProtoReflect.Descriptor instead.
 func (*RemoveVanishedRequest) Descriptor() ([]byte, []int) {
-	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{65}
+	return file_tessera_meta_v1_meta_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *RemoveVanishedRequest) GetParent() uint64 {
@@ -5039,14 +5159,23 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"\n" +
 	"HelloReply\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
-	"\x04site\x18\x02 \x01(\tR\x04site\"\x8b\x01\n" +
+	"\x04site\x18\x02 \x01(\tR\x04site\"\xc0\x01\n" +
 	"\vStoreMember\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x16\n" +
 	"\x06leader\x18\x03 \x01(\bR\x06leader\x12\x18\n" +
 	"\ahealthy\x18\x04 \x01(\bR\ahealthy\x12\x10\n" +
 	"\x03err\x18\x05 \x01(\tR\x03err\x12\x10\n" +
-	"\x03rev\x18\x06 \x01(\x03R\x03rev\"\xbb\x01\n" +
+	"\x03rev\x18\x06 \x01(\x03R\x03rev\x12\x17\n" +
+	"\adb_size\x18\a \x01(\x03R\x06dbSize\x12\x1a\n" +
+	"\tdb_in_use\x18\b \x01(\x03R\adbInUse\"\xbe\x01\n" +
+	"\x10StoreMaintenance\x12#\n" +
+	"\rcompacted_rev\x18\x01 \x01(\x03R\fcompactedRev\x12!\n" +
+	"\fcompacted_at\x18\x02 \x01(\x03R\vcompactedAt\x12\x1b\n" +
+	"\tdefrag_at\x18\x03 \x01(\x03R\bdefragAt\x12#\n" +
+	"\rdefrag_member\x18\x04 \x01(\tR\fdefragMember\x12\x10\n" +
+	"\x03err\x18\x05 \x01(\tR\x03err\x12\x0e\n" +
+	"\x02at\x18\x06 \x01(\x03R\x02at\"\xa9\x02\n" +
 	"\x12ClusterStatusReply\x12\x18\n" +
 	"\acluster\x18\x01 \x01(\tR\acluster\x12\x12\n" +
 	"\x04site\x18\x02 \x01(\tR\x04site\x12\x1e\n" +
@@ -5055,7 +5184,9 @@ const file_tessera_meta_v1_meta_proto_rawDesc = "" +
 	"replicated\x126\n" +
 	"\amembers\x18\x04 \x03(\v2\x1c.tessera.meta.v1.StoreMemberR\amembers\x12\x1f\n" +
 	"\vmembers_err\x18\x05 \x01(\tR\n" +
-	"membersErr\"\x93\x01\n" +
+	"membersErr\x12C\n" +
+	"\vmaintenance\x18\x06 \x01(\v2!.tessera.meta.v1.StoreMaintenanceR\vmaintenance\x12'\n" +
+	"\x0fmaintenance_err\x18\a \x01(\tR\x0emaintenanceErr\"\x93\x01\n" +
 	"\x0fGatewayCounters\x12%\n" +
 	"\x0ebytes_ingested\x18\x01 \x01(\x04R\rbytesIngested\x12\x18\n" +
 	"\afetches\x18\x02 \x01(\x04R\afetches\x12\x1a\n" +
@@ -5154,7 +5285,7 @@ func file_tessera_meta_v1_meta_proto_rawDescGZIP() []byte {
 }
 
 var file_tessera_meta_v1_meta_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 66)
+var file_tessera_meta_v1_meta_proto_msgTypes = make([]protoimpl.MessageInfo, 67)
 var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(CallbackKind)(0),              // 0: tessera.meta.v1.CallbackKind
 	(*WBOp)(nil),                   // 1: tessera.meta.v1.WBOp
@@ -5218,11 +5349,12 @@ var file_tessera_meta_v1_meta_proto_goTypes = []any{
 	(*CallbackBatch)(nil),          // 59: tessera.meta.v1.CallbackBatch
 	(*HelloReply)(nil),             // 60: tessera.meta.v1.HelloReply
 	(*StoreMember)(nil),            // 61: tessera.meta.v1.StoreMember
-	(*ClusterStatusReply)(nil),     // 62: tessera.meta.v1.ClusterStatusReply
-	(*GatewayCounters)(nil),        // 63: tessera.meta.v1.GatewayCounters
-	(*GatewayNode)(nil),            // 64: tessera.meta.v1.GatewayNode
-	(*GatewayNodeList)(nil),        // 65: tessera.meta.v1.GatewayNodeList
-	(*RemoveVanishedRequest)(nil),  // 66: tessera.meta.v1.RemoveVanishedRequest
+	(*StoreMaintenance)(nil),       // 62: tessera.meta.v1.StoreMaintenance
+	(*ClusterStatusReply)(nil),     // 63: tessera.meta.v1.ClusterStatusReply
+	(*GatewayCounters)(nil),        // 64: tessera.meta.v1.GatewayCounters
+	(*GatewayNode)(nil),            // 65: tessera.meta.v1.GatewayNode
+	(*GatewayNodeList)(nil),        // 66: tessera.meta.v1.GatewayNodeList
+	(*RemoveVanishedRequest)(nil),  // 67: tessera.meta.v1.RemoveVanishedRequest
 }
 var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	1,  // 0: tessera.meta.v1.WBOpList.ops:type_name -> tessera.meta.v1.WBOp
@@ -5253,122 +5385,123 @@ var file_tessera_meta_v1_meta_proto_depIdxs = []int32{
 	24, // 25: tessera.meta.v1.Callback.changes:type_name -> tessera.meta.v1.BlockChange
 	58, // 26: tessera.meta.v1.CallbackBatch.callbacks:type_name -> tessera.meta.v1.Callback
 	61, // 27: tessera.meta.v1.ClusterStatusReply.members:type_name -> tessera.meta.v1.StoreMember
-	63, // 28: tessera.meta.v1.GatewayNode.counters:type_name -> tessera.meta.v1.GatewayCounters
-	63, // 29: tessera.meta.v1.GatewayNode.prev:type_name -> tessera.meta.v1.GatewayCounters
-	64, // 30: tessera.meta.v1.GatewayNodeList.gateways:type_name -> tessera.meta.v1.GatewayNode
-	26, // 31: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
-	25, // 32: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
-	28, // 33: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
-	29, // 34: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
-	30, // 35: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
-	31, // 36: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
-	27, // 37: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
-	32, // 38: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
-	33, // 39: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
-	36, // 40: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
-	39, // 41: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
-	25, // 42: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
-	25, // 43: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
-	25, // 44: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
-	40, // 45: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
-	41, // 46: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
-	25, // 47: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
-	40, // 48: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
-	8,  // 49: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
-	8,  // 50: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
-	8,  // 51: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
-	45, // 52: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
-	47, // 53: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
-	48, // 54: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
-	8,  // 55: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
-	52, // 56: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
-	53, // 57: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
-	8,  // 58: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
-	8,  // 59: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
-	57, // 60: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
-	8,  // 61: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
-	8,  // 62: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
-	14, // 63: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
-	25, // 64: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
-	8,  // 65: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
-	17, // 66: tessera.meta.v1.Meta.AddFilesetReads:input_type -> tessera.meta.v1.FilesetReadsRequest
-	25, // 67: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
-	20, // 68: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
-	21, // 69: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
-	25, // 70: tessera.meta.v1.Meta.EvictData:input_type -> tessera.meta.v1.InoRequest
-	66, // 71: tessera.meta.v1.Meta.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
-	3,  // 72: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
-	4,  // 73: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
-	5,  // 74: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
-	25, // 75: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
-	25, // 76: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
-	25, // 77: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
-	64, // 78: tessera.meta.v1.Meta.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
-	8,  // 79: tessera.meta.v1.Meta.Gateways:input_type -> tessera.meta.v1.Empty
-	15, // 80: tessera.meta.v1.Meta.SetQuota:input_type -> tessera.meta.v1.Quota
-	25, // 81: tessera.meta.v1.Meta.GetQuota:input_type -> tessera.meta.v1.InoRequest
-	8,  // 82: tessera.meta.v1.Meta.Quotas:input_type -> tessera.meta.v1.Empty
-	25, // 83: tessera.meta.v1.Meta.RemoveQuota:input_type -> tessera.meta.v1.InoRequest
-	25, // 84: tessera.meta.v1.Meta.QuotaOf:input_type -> tessera.meta.v1.InoRequest
-	12, // 85: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
-	12, // 86: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 87: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
-	12, // 88: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
-	12, // 89: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
-	12, // 90: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
-	8,  // 91: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
-	12, // 92: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
-	35, // 93: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
-	38, // 94: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
-	12, // 95: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
-	12, // 96: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
-	8,  // 97: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
-	8,  // 98: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
-	42, // 99: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
-	8,  // 100: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
-	43, // 101: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
-	8,  // 102: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
-	8,  // 103: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
-	44, // 104: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
-	46, // 105: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
-	46, // 106: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
-	46, // 107: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
-	46, // 108: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
-	50, // 109: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
-	8,  // 110: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
-	55, // 111: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
-	56, // 112: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
-	8,  // 113: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
-	59, // 114: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
-	60, // 115: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
-	62, // 116: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
-	14, // 117: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
-	14, // 118: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
-	18, // 119: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
-	8,  // 120: tessera.meta.v1.Meta.AddFilesetReads:output_type -> tessera.meta.v1.Empty
-	8,  // 121: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
-	12, // 122: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
-	12, // 123: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
-	12, // 124: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
-	8,  // 125: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
-	2,  // 126: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
-	8,  // 127: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
-	8,  // 128: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
-	6,  // 129: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
-	7,  // 130: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
-	8,  // 131: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
-	65, // 132: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
-	65, // 133: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
-	15, // 134: tessera.meta.v1.Meta.SetQuota:output_type -> tessera.meta.v1.Quota
-	15, // 135: tessera.meta.v1.Meta.GetQuota:output_type -> tessera.meta.v1.Quota
-	16, // 136: tessera.meta.v1.Meta.Quotas:output_type -> tessera.meta.v1.QuotaList
-	8,  // 137: tessera.meta.v1.Meta.RemoveQuota:output_type -> tessera.meta.v1.Empty
-	15, // 138: tessera.meta.v1.Meta.QuotaOf:output_type -> tessera.meta.v1.Quota
-	85, // [85:139] is the sub-list for method output_type
-	31, // [31:85] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	62, // 28: tessera.meta.v1.ClusterStatusReply.maintenance:type_name -> tessera.meta.v1.StoreMaintenance
+	64, // 29: tessera.meta.v1.GatewayNode.counters:type_name -> tessera.meta.v1.GatewayCounters
+	64, // 30: tessera.meta.v1.GatewayNode.prev:type_name -> tessera.meta.v1.GatewayCounters
+	65, // 31: tessera.meta.v1.GatewayNodeList.gateways:type_name -> tessera.meta.v1.GatewayNode
+	26, // 32: tessera.meta.v1.Meta.Lookup:input_type -> tessera.meta.v1.LookupRequest
+	25, // 33: tessera.meta.v1.Meta.GetAttr:input_type -> tessera.meta.v1.InoRequest
+	28, // 34: tessera.meta.v1.Meta.SetAttr:input_type -> tessera.meta.v1.SetAttrRequest
+	29, // 35: tessera.meta.v1.Meta.Create:input_type -> tessera.meta.v1.CreateRequest
+	30, // 36: tessera.meta.v1.Meta.Link:input_type -> tessera.meta.v1.LinkRequest
+	31, // 37: tessera.meta.v1.Meta.Unlink:input_type -> tessera.meta.v1.UnlinkRequest
+	27, // 38: tessera.meta.v1.Meta.Rmdir:input_type -> tessera.meta.v1.NameRequest
+	32, // 39: tessera.meta.v1.Meta.Rename:input_type -> tessera.meta.v1.RenameRequest
+	33, // 40: tessera.meta.v1.Meta.ReadDir:input_type -> tessera.meta.v1.ReadDirRequest
+	36, // 41: tessera.meta.v1.Meta.GetRecipe:input_type -> tessera.meta.v1.GetRecipeRequest
+	39, // 42: tessera.meta.v1.Meta.Commit:input_type -> tessera.meta.v1.CommitRequest
+	25, // 43: tessera.meta.v1.Meta.HoldOpen:input_type -> tessera.meta.v1.InoRequest
+	25, // 44: tessera.meta.v1.Meta.ReleaseOpen:input_type -> tessera.meta.v1.InoRequest
+	25, // 45: tessera.meta.v1.Meta.Reap:input_type -> tessera.meta.v1.InoRequest
+	40, // 46: tessera.meta.v1.Meta.GetXattr:input_type -> tessera.meta.v1.XattrRequest
+	41, // 47: tessera.meta.v1.Meta.SetXattr:input_type -> tessera.meta.v1.SetXattrRequest
+	25, // 48: tessera.meta.v1.Meta.ListXattr:input_type -> tessera.meta.v1.InoRequest
+	40, // 49: tessera.meta.v1.Meta.RemoveXattr:input_type -> tessera.meta.v1.XattrRequest
+	8,  // 50: tessera.meta.v1.Meta.Sync:input_type -> tessera.meta.v1.Empty
+	8,  // 51: tessera.meta.v1.Meta.StatFS:input_type -> tessera.meta.v1.Empty
+	8,  // 52: tessera.meta.v1.Meta.Servers:input_type -> tessera.meta.v1.Empty
+	45, // 53: tessera.meta.v1.Meta.RegisterServer:input_type -> tessera.meta.v1.Server
+	47, // 54: tessera.meta.v1.Meta.SetServerState:input_type -> tessera.meta.v1.SetServerStateRequest
+	48, // 55: tessera.meta.v1.Meta.SetReplicas:input_type -> tessera.meta.v1.SetReplicasRequest
+	8,  // 56: tessera.meta.v1.Meta.MoverProgress:input_type -> tessera.meta.v1.Empty
+	52, // 57: tessera.meta.v1.Meta.Decompose:input_type -> tessera.meta.v1.DecomposeRequest
+	53, // 58: tessera.meta.v1.Meta.ListBlocks:input_type -> tessera.meta.v1.ListBlocksRequest
+	8,  // 59: tessera.meta.v1.Meta.OpenSession:input_type -> tessera.meta.v1.Empty
+	8,  // 60: tessera.meta.v1.Meta.CloseSession:input_type -> tessera.meta.v1.Empty
+	57, // 61: tessera.meta.v1.Meta.Callbacks:input_type -> tessera.meta.v1.Ack
+	8,  // 62: tessera.meta.v1.Meta.Hello:input_type -> tessera.meta.v1.Empty
+	8,  // 63: tessera.meta.v1.Meta.ClusterStatus:input_type -> tessera.meta.v1.Empty
+	14, // 64: tessera.meta.v1.Meta.CreateFileset:input_type -> tessera.meta.v1.Fileset
+	25, // 65: tessera.meta.v1.Meta.GetFileset:input_type -> tessera.meta.v1.InoRequest
+	8,  // 66: tessera.meta.v1.Meta.Filesets:input_type -> tessera.meta.v1.Empty
+	17, // 67: tessera.meta.v1.Meta.AddFilesetReads:input_type -> tessera.meta.v1.FilesetReadsRequest
+	25, // 68: tessera.meta.v1.Meta.DeleteFileset:input_type -> tessera.meta.v1.InoRequest
+	20, // 69: tessera.meta.v1.Meta.IngestDir:input_type -> tessera.meta.v1.IngestDirRequest
+	21, // 70: tessera.meta.v1.Meta.SetGateway:input_type -> tessera.meta.v1.SetGatewayRequest
+	25, // 71: tessera.meta.v1.Meta.EvictData:input_type -> tessera.meta.v1.InoRequest
+	67, // 72: tessera.meta.v1.Meta.RemoveVanished:input_type -> tessera.meta.v1.RemoveVanishedRequest
+	3,  // 73: tessera.meta.v1.Meta.ClaimWriteback:input_type -> tessera.meta.v1.ClaimWritebackRequest
+	4,  // 74: tessera.meta.v1.Meta.WritebackDone:input_type -> tessera.meta.v1.WritebackDoneRequest
+	5,  // 75: tessera.meta.v1.Meta.WritebackFailed:input_type -> tessera.meta.v1.WritebackFailedRequest
+	25, // 76: tessera.meta.v1.Meta.WritebackToken:input_type -> tessera.meta.v1.InoRequest
+	25, // 77: tessera.meta.v1.Meta.WritebackStats:input_type -> tessera.meta.v1.InoRequest
+	25, // 78: tessera.meta.v1.Meta.RequestFlush:input_type -> tessera.meta.v1.InoRequest
+	65, // 79: tessera.meta.v1.Meta.RegisterGateway:input_type -> tessera.meta.v1.GatewayNode
+	8,  // 80: tessera.meta.v1.Meta.Gateways:input_type -> tessera.meta.v1.Empty
+	15, // 81: tessera.meta.v1.Meta.SetQuota:input_type -> tessera.meta.v1.Quota
+	25, // 82: tessera.meta.v1.Meta.GetQuota:input_type -> tessera.meta.v1.InoRequest
+	8,  // 83: tessera.meta.v1.Meta.Quotas:input_type -> tessera.meta.v1.Empty
+	25, // 84: tessera.meta.v1.Meta.RemoveQuota:input_type -> tessera.meta.v1.InoRequest
+	25, // 85: tessera.meta.v1.Meta.QuotaOf:input_type -> tessera.meta.v1.InoRequest
+	12, // 86: tessera.meta.v1.Meta.Lookup:output_type -> tessera.meta.v1.Inode
+	12, // 87: tessera.meta.v1.Meta.GetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 88: tessera.meta.v1.Meta.SetAttr:output_type -> tessera.meta.v1.Inode
+	12, // 89: tessera.meta.v1.Meta.Create:output_type -> tessera.meta.v1.Inode
+	12, // 90: tessera.meta.v1.Meta.Link:output_type -> tessera.meta.v1.Inode
+	12, // 91: tessera.meta.v1.Meta.Unlink:output_type -> tessera.meta.v1.Inode
+	8,  // 92: tessera.meta.v1.Meta.Rmdir:output_type -> tessera.meta.v1.Empty
+	12, // 93: tessera.meta.v1.Meta.Rename:output_type -> tessera.meta.v1.Inode
+	35, // 94: tessera.meta.v1.Meta.ReadDir:output_type -> tessera.meta.v1.ReadDirReply
+	38, // 95: tessera.meta.v1.Meta.GetRecipe:output_type -> tessera.meta.v1.Recipe
+	12, // 96: tessera.meta.v1.Meta.Commit:output_type -> tessera.meta.v1.Inode
+	12, // 97: tessera.meta.v1.Meta.HoldOpen:output_type -> tessera.meta.v1.Inode
+	8,  // 98: tessera.meta.v1.Meta.ReleaseOpen:output_type -> tessera.meta.v1.Empty
+	8,  // 99: tessera.meta.v1.Meta.Reap:output_type -> tessera.meta.v1.Empty
+	42, // 100: tessera.meta.v1.Meta.GetXattr:output_type -> tessera.meta.v1.XattrValue
+	8,  // 101: tessera.meta.v1.Meta.SetXattr:output_type -> tessera.meta.v1.Empty
+	43, // 102: tessera.meta.v1.Meta.ListXattr:output_type -> tessera.meta.v1.XattrNames
+	8,  // 103: tessera.meta.v1.Meta.RemoveXattr:output_type -> tessera.meta.v1.Empty
+	8,  // 104: tessera.meta.v1.Meta.Sync:output_type -> tessera.meta.v1.Empty
+	44, // 105: tessera.meta.v1.Meta.StatFS:output_type -> tessera.meta.v1.FSStats
+	46, // 106: tessera.meta.v1.Meta.Servers:output_type -> tessera.meta.v1.ServerMap
+	46, // 107: tessera.meta.v1.Meta.RegisterServer:output_type -> tessera.meta.v1.ServerMap
+	46, // 108: tessera.meta.v1.Meta.SetServerState:output_type -> tessera.meta.v1.ServerMap
+	46, // 109: tessera.meta.v1.Meta.SetReplicas:output_type -> tessera.meta.v1.ServerMap
+	50, // 110: tessera.meta.v1.Meta.MoverProgress:output_type -> tessera.meta.v1.MoverReport
+	8,  // 111: tessera.meta.v1.Meta.Decompose:output_type -> tessera.meta.v1.Empty
+	55, // 112: tessera.meta.v1.Meta.ListBlocks:output_type -> tessera.meta.v1.ListBlocksReply
+	56, // 113: tessera.meta.v1.Meta.OpenSession:output_type -> tessera.meta.v1.SessionInfo
+	8,  // 114: tessera.meta.v1.Meta.CloseSession:output_type -> tessera.meta.v1.Empty
+	59, // 115: tessera.meta.v1.Meta.Callbacks:output_type -> tessera.meta.v1.CallbackBatch
+	60, // 116: tessera.meta.v1.Meta.Hello:output_type -> tessera.meta.v1.HelloReply
+	63, // 117: tessera.meta.v1.Meta.ClusterStatus:output_type -> tessera.meta.v1.ClusterStatusReply
+	14, // 118: tessera.meta.v1.Meta.CreateFileset:output_type -> tessera.meta.v1.Fileset
+	14, // 119: tessera.meta.v1.Meta.GetFileset:output_type -> tessera.meta.v1.Fileset
+	18, // 120: tessera.meta.v1.Meta.Filesets:output_type -> tessera.meta.v1.FilesetList
+	8,  // 121: tessera.meta.v1.Meta.AddFilesetReads:output_type -> tessera.meta.v1.Empty
+	8,  // 122: tessera.meta.v1.Meta.DeleteFileset:output_type -> tessera.meta.v1.Empty
+	12, // 123: tessera.meta.v1.Meta.IngestDir:output_type -> tessera.meta.v1.Inode
+	12, // 124: tessera.meta.v1.Meta.SetGateway:output_type -> tessera.meta.v1.Inode
+	12, // 125: tessera.meta.v1.Meta.EvictData:output_type -> tessera.meta.v1.Inode
+	8,  // 126: tessera.meta.v1.Meta.RemoveVanished:output_type -> tessera.meta.v1.Empty
+	2,  // 127: tessera.meta.v1.Meta.ClaimWriteback:output_type -> tessera.meta.v1.WBOpList
+	8,  // 128: tessera.meta.v1.Meta.WritebackDone:output_type -> tessera.meta.v1.Empty
+	8,  // 129: tessera.meta.v1.Meta.WritebackFailed:output_type -> tessera.meta.v1.Empty
+	6,  // 130: tessera.meta.v1.Meta.WritebackToken:output_type -> tessera.meta.v1.WritebackTokenReply
+	7,  // 131: tessera.meta.v1.Meta.WritebackStats:output_type -> tessera.meta.v1.WBStats
+	8,  // 132: tessera.meta.v1.Meta.RequestFlush:output_type -> tessera.meta.v1.Empty
+	66, // 133: tessera.meta.v1.Meta.RegisterGateway:output_type -> tessera.meta.v1.GatewayNodeList
+	66, // 134: tessera.meta.v1.Meta.Gateways:output_type -> tessera.meta.v1.GatewayNodeList
+	15, // 135: tessera.meta.v1.Meta.SetQuota:output_type -> tessera.meta.v1.Quota
+	15, // 136: tessera.meta.v1.Meta.GetQuota:output_type -> tessera.meta.v1.Quota
+	16, // 137: tessera.meta.v1.Meta.Quotas:output_type -> tessera.meta.v1.QuotaList
+	8,  // 138: tessera.meta.v1.Meta.RemoveQuota:output_type -> tessera.meta.v1.Empty
+	15, // 139: tessera.meta.v1.Meta.QuotaOf:output_type -> tessera.meta.v1.Quota
+	86, // [86:140] is the sub-list for method output_type
+	32, // [32:86] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_tessera_meta_v1_meta_proto_init() }
@@ -5382,7 +5515,7 @@ func file_tessera_meta_v1_meta_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_tessera_meta_v1_meta_proto_rawDesc), len(file_tessera_meta_v1_meta_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   66,
+			NumMessages:   67,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
