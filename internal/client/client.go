@@ -57,6 +57,7 @@ type Client struct {
 	// compactFailed keeps failed compactions from flooding the log.
 	compactFailed ratelog.Limiter
 	idleReleases  atomic.Uint64 // times an idle client gave its memory back
+	deferredAttrs atomic.Uint64 // attribute changes held for a commit (pendattr.go)
 
 	mu struct {
 		sync.Mutex
@@ -271,6 +272,9 @@ type Stats struct {
 	// ComposedHashedWhole those it hashed whole (no tree of the version
 	// before).
 	ComposedNamed, ComposedHashed, ComposedHashedWhole uint64
+	// AttrsDeferred counts the attribute changes held for the commit of
+	// the writes before them (pendattr.go).
+	AttrsDeferred uint64
 }
 
 // Stats returns the client's cache and buffer counters.
@@ -282,7 +286,7 @@ func (c *Client) Stats() Stats {
 		IdleReleases:   c.idleReleases.Load(),
 		BlockBytesSent: c.router.sent.Load(), BlockBytesReceived: c.router.received.Load(),
 		ComposedNamed: c.trees.named.Load(), ComposedHashed: c.trees.hashed.Load(),
-		ComposedHashedWhole: c.trees.whole.Load()}
+		ComposedHashedWhole: c.trees.whole.Load(), AttrsDeferred: c.deferredAttrs.Load()}
 	if c.disk != nil {
 		st.DiskHits, st.DiskMisses = c.disk.hits.Load(), c.disk.misses.Load()
 	}
@@ -300,7 +304,8 @@ func (c *Client) Stats() Stats {
 }
 
 // Overlay replaces the size and mtime of in with this client's view when it
-// has the file open with changes not yet committed.
+// has the file open with changes not yet committed, and shows an attribute
+// change held for their commit (pendattr.go).
 func (c *Client) Overlay(in *meta.Inode) {
 	c.mu.Lock()
 	f := c.mu.files[in.Ino]
@@ -322,6 +327,13 @@ func (c *Client) Overlay(in *meta.Inode) {
 	if (f.stale || f.unleased) && f.cleanLocked() && in.Change >= f.change {
 		return
 	}
+	f.overlayLocked(in)
+}
+
+// overlayLocked shows f's held attribute change and uncommitted size and
+// mtime on in (a write after a held mtime sets it again).
+func (f *file) overlayLocked(in *meta.Inode) {
+	f.applyPendLocked(in)
 	in.Size = uint64(f.size)
 	if f.mtime != 0 {
 		in.Mtime = f.mtime

@@ -44,9 +44,12 @@ func (f *file) commitLocked(ctx context.Context) error {
 		return fmt.Errorf("commit inode %d: %w", f.ino, uploadErrno(err))
 	}
 	if len(f.pending) == 0 && !inlineOK && !f.metaDirty {
-		return nil
+		return f.sendPendLocked(ctx)
 	}
 	if err := f.touchOldLocked(ctx); err != nil {
+		return err
+	}
+	if err := f.sendPendLocked(ctx); err != nil {
 		return err
 	}
 	// Under a coherent policy a commit returns only once every other

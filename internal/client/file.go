@@ -115,6 +115,9 @@ type file struct {
 	// attr is the inode as last read from the meta service; it answers a
 	// stat while the service is unavailable (StatFallback).
 	attr meta.Inode
+	// pendAttr is an attribute change held for the next commit
+	// (pendattr.go).
+	pendAttr pendAttr
 	// unleased: the session that leased the cached state may have ended
 	// (the meta service was unreachable or restarted); it is revalidated
 	// before a use that needs it (catchUpLocked).

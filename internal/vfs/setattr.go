@@ -116,6 +116,24 @@ func (v *FS) SetAttr(ctx context.Context, c Cred, ino meta.Ino, s SetAttr) (meta
 	if req.Valid&meta.SetMtime != 0 {
 		v.c.MtimeSet(ino)
 	}
+	if would, need := v.c.WouldDeferAttr(ino); would && req.Valid != 0 && s.Valid&meta.SetSize == 0 {
+		// Held for the commit of this mount's uncommitted writes to the
+		// file, where the policy allows (client/pendattr.go: tar's
+		// fchown, fchmod and futimens before its close); the current
+		// attributes are read for the first change held only.
+		cur := in
+		if cur.Ino == 0 && need {
+			var ok bool
+			if cur, ok = fresh(ctx, ino); !ok {
+				if cur, err = v.api.GetAttr(ctx, ino); err != nil {
+					return meta.Inode{}, err
+				}
+			}
+		}
+		if out, ok := v.c.DeferAttr(ino, req, cur); ok {
+			return out, nil
+		}
+	}
 	switch {
 	case req.Valid != 0:
 		if in, err = v.api.SetAttr(ctx, ino, req); err != nil {
