@@ -27,7 +27,9 @@ import (
 // maxKeys is the most keys one listing returns (S3's 1000).
 const maxKeys = 1000
 
-// maxDirEntries bounds the entries of one directory a listing reads.
+// maxDirEntries bounds the entries of one directory a listing holds read
+// but not yet listed (a chunk, and the directories whose keys sort past
+// it).
 const maxDirEntries = 1 << 20
 
 type listReq struct {
