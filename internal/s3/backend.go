@@ -37,6 +37,9 @@ type Backend struct {
 	// 0 or less: never.
 	expiry  time.Duration
 	buckets bucketCache // bucketcache.go
+	// listChunk is how many entries a listing reads from a directory at
+	// a time (list.go; tests make it small).
+	listChunk int
 }
 
 // Config is what a Backend serves.
@@ -68,7 +71,7 @@ func NewBackend(v *vfs.FS, iam *IAM, cfg Config) (*Backend, error) {
 		cfg.UploadExpiry = DefaultUploadExpiry
 	}
 	return &Backend{v: v, api: v.Client().Meta(), iam: iam, root: root, log: cfg.Logger,
-		clk: clock.Or(cfg.Clock), expiry: cfg.UploadExpiry}, nil
+		clk: clock.Or(cfg.Clock), expiry: cfg.UploadExpiry, listChunk: 1024}, nil
 }
 
 // String names the backend in versitygw's messages.

@@ -27,7 +27,9 @@ import (
 // maxKeys is the most keys one listing returns (S3's 1000).
 const maxKeys = 1000
 
-// maxDirEntries bounds the entries of one directory a listing reads.
+// maxDirEntries bounds the entries of one directory a listing holds read
+// but not yet listed (a chunk, and the directories whose keys sort past
+// it).
 const maxDirEntries = 1 << 20
 
 type listReq struct {
@@ -107,46 +109,6 @@ type entry struct {
 	in  *meta.Inode
 }
 
-// readAll returns the entries of directory ino, keyed under key and
-// sorted by key, but for names that sort before startAfter(marker): a
-// page after the first does not read again the entries the pages before
-// it listed.
-func (l *lister) readAll(ctx context.Context, ino meta.Ino, key string) ([]entry, error) {
-	var out []entry
-	after := ""
-	if strings.HasPrefix(l.req.marker, key) {
-		after = startAfter(l.req.marker[len(key):])
-	}
-	for {
-		ents, more, err := l.b.v.ReadDir(ctx, l.c.cred, ino, after, 1024, true)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range ents {
-			after = e.Name
-			if e.Inode == nil || hidden(e.Name, key == "") {
-				continue
-			}
-			k := key + e.Name
-			switch {
-			case e.Inode.IsDir():
-				k += "/"
-			case !e.Inode.IsRegular():
-				continue
-			}
-			out = append(out, entry{key: k, in: e.Inode})
-		}
-		if len(out) > maxDirEntries {
-			return nil, fmt.Errorf("a directory of more than %d entries", maxDirEntries)
-		}
-		if !more {
-			break
-		}
-	}
-	slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.key, b.key) })
-	return out, nil
-}
-
 // startAfter is the name a directory's read may start after when the
 // marker, relative to the directory, is m. Entries come in name order and
 // a directory's keys are its name and "/": a name before m has no key
@@ -182,60 +144,116 @@ func (l *lister) add(obj *s3response.Object, in *meta.Inode, prefix string) erro
 	return nil
 }
 
+// dir lists directory ino, whose keys start with key, in key order. Its
+// entries are read in name order, a chunk at a time, from
+// startAfter(marker) on: an entry is listed once no entry still unread
+// can sort before it (those have names past the last one read, so keys
+// past key+that name), and the listing stops reading once the page is
+// full. A page of a large directory reads about the page, not the
+// directory.
 func (l *lister) dir(ctx context.Context, ino meta.Ino, key string) error {
-	ents, err := l.readAll(ctx, ino, key)
-	if err != nil {
-		return err
+	after := ""
+	if strings.HasPrefix(l.req.marker, key) {
+		after = startAfter(l.req.marker[len(key):])
 	}
-	req := &l.req
-	for _, e := range ents {
-		k := e.key
-		if !strings.HasPrefix(k, req.prefix) && !strings.HasPrefix(req.prefix, k) {
-			continue
-		}
-		if e.in.IsDir() {
-			// Every key under k sorts after k and shares it: the subtree
-			// is skipped when all of it sorts up to the marker.
-			if k <= req.marker && !strings.HasPrefix(req.marker, k) {
-				continue
-			}
-			if strings.HasPrefix(k, req.prefix) && req.delim != "" {
-				if i := strings.Index(k[len(req.prefix):], req.delim); i >= 0 && len(req.prefix)+i+len(req.delim) <= len(k) {
-					cp := k[:len(req.prefix)+i+len(req.delim)]
-					if cp == k { // the directory is the common prefix
-						if cp > req.marker && !l.seen(cp) {
-							if err := l.add(nil, nil, cp); err != nil {
-								return err
-							}
-						}
-						continue
-					}
-				}
-			}
-			if err := l.dir(ctx, e.in.Ino, k); err != nil {
-				return err
-			}
-			continue
-		}
-		if !strings.HasPrefix(k, req.prefix) || k <= req.marker {
-			continue
-		}
-		if req.delim != "" {
-			if i := strings.Index(k[len(req.prefix):], req.delim); i >= 0 {
-				cp := k[:len(req.prefix)+i+len(req.delim)]
-				if cp > req.marker && !l.seen(cp) {
-					if err := l.add(nil, nil, cp); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-		}
-		size := int64(e.in.Size)
-		mt := time.Unix(0, e.in.Mtime)
-		if err := l.add(&s3response.Object{Key: ptr(k), Size: &size, LastModified: &mt, StorageClass: types.ObjectStorageClassStandard}, e.in, ""); err != nil {
+	var pending []entry // read, not listed yet, by key
+	for {
+		ents, more, err := l.b.v.ReadDir(ctx, l.c.cred, ino, after, l.b.listChunk, true)
+		if err != nil {
 			return err
 		}
+		for _, e := range ents {
+			after = e.Name
+			if e.Inode == nil || hidden(e.Name, key == "") {
+				continue
+			}
+			k := key + e.Name
+			switch {
+			case e.Inode.IsDir():
+				k += "/"
+			case !e.Inode.IsRegular():
+				continue
+			}
+			pending = append(pending, entry{key: k, in: e.Inode})
+		}
+		if len(pending) > maxDirEntries {
+			return fmt.Errorf("more than %d entries of a directory waiting to be listed", maxDirEntries)
+		}
+		slices.SortFunc(pending, func(a, b entry) int { return strings.Compare(a.key, b.key) })
+		n := len(pending)
+		if more && len(ents) > 0 {
+			bound := key + after
+			n, _ = slices.BinarySearchFunc(pending, bound, func(e entry, b string) int {
+				if e.key <= b {
+					return -1
+				}
+				return 1
+			})
+		} else {
+			more = false
+		}
+		for _, e := range pending[:n] {
+			if err := l.entry(ctx, e); err != nil {
+				return err
+			}
+		}
+		pending = append(pending[:0:0], pending[n:]...)
+		if !more {
+			return nil
+		}
+	}
+}
+
+// entry lists e (a key, a common prefix, or a directory walked into)
+// if the request asks for it.
+func (l *lister) entry(ctx context.Context, e entry) error {
+	req := &l.req
+	k := e.key
+	if !strings.HasPrefix(k, req.prefix) && !strings.HasPrefix(req.prefix, k) {
+		return nil
+	}
+	if e.in.IsDir() {
+		// Every key under k sorts after k and shares it: the subtree
+		// is skipped when all of it sorts up to the marker.
+		if k <= req.marker && !strings.HasPrefix(req.marker, k) {
+			return nil
+		}
+		if strings.HasPrefix(k, req.prefix) && req.delim != "" {
+			if i := strings.Index(k[len(req.prefix):], req.delim); i >= 0 && len(req.prefix)+i+len(req.delim) <= len(k) {
+				cp := k[:len(req.prefix)+i+len(req.delim)]
+				if cp == k { // the directory is the common prefix
+					if cp > req.marker && !l.seen(cp) {
+						if err := l.add(nil, nil, cp); err != nil {
+							return err
+						}
+					}
+					return nil
+				}
+			}
+		}
+		if err := l.dir(ctx, e.in.Ino, k); err != nil {
+			return err
+		}
+		return nil
+	}
+	if !strings.HasPrefix(k, req.prefix) || k <= req.marker {
+		return nil
+	}
+	if req.delim != "" {
+		if i := strings.Index(k[len(req.prefix):], req.delim); i >= 0 {
+			cp := k[:len(req.prefix)+i+len(req.delim)]
+			if cp > req.marker && !l.seen(cp) {
+				if err := l.add(nil, nil, cp); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	size := int64(e.in.Size)
+	mt := time.Unix(0, e.in.Mtime)
+	if err := l.add(&s3response.Object{Key: ptr(k), Size: &size, LastModified: &mt, StorageClass: types.ObjectStorageClassStandard}, e.in, ""); err != nil {
+		return err
 	}
 	return nil
 }

@@ -87,6 +87,49 @@ func TestListInKeyOrder(t *testing.T) {
 	}
 	want := slices.Clone(keys)
 	slices.Sort(want)
+	// With the delimiter "/": the top level's keys and common prefixes,
+	// in key order.
+	var wantTop []string
+	for _, k := range want {
+		if i := strings.IndexByte(k, '/'); i >= 0 {
+			k = k[:i+1]
+		}
+		if len(wantTop) == 0 || wantTop[len(wantTop)-1] != k {
+			wantTop = append(wantTop, k)
+		}
+	}
+	for _, chunk := range []int{1024, 1, 2, 3} {
+		f.b.listChunk = chunk // directories read a few entries at a time
+		listPages(t, f, ctx, chunk, want)
+		var got []string
+		var tok *string
+		for range 20 {
+			res, err := f.b.ListObjectsV2(ctx, &awss3.ListObjectsV2Input{Bucket: ptr("bkt"), Delimiter: ptr("/"), MaxKeys: ptr(int32(2)), ContinuationToken: tok})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var page []string
+			for _, o := range res.Contents {
+				page = append(page, *o.Key)
+			}
+			for _, p := range res.CommonPrefixes {
+				page = append(page, *p.Prefix)
+			}
+			slices.Sort(page)
+			got = append(got, page...)
+			if !*res.IsTruncated {
+				break
+			}
+			tok = res.NextContinuationToken
+		}
+		if !slices.Equal(got, wantTop) {
+			t.Errorf("listing with delimiter / in pages of 2, directories read %d entries at a time: %q, want %q", chunk, got, wantTop)
+		}
+	}
+}
+
+func listPages(t *testing.T, f *fixture, ctx context.Context, chunk int, want []string) {
+	t.Helper()
 	for _, page := range []int32{1, 2, 3, 1000} {
 		var got []string
 		var tok *string
@@ -107,7 +150,7 @@ func TestListInKeyOrder(t *testing.T) {
 			tok = res.NextContinuationToken
 		}
 		if !slices.Equal(got, want) {
-			t.Errorf("listing in pages of %d: %q, want %q", page, got, want)
+			t.Errorf("listing in pages of %d, directories read %d entries at a time: %q, want %q", page, chunk, got, want)
 		}
 	}
 }
