@@ -13,7 +13,8 @@ import (
 // its tree (meta.QuotaAPI.CheckQuota, one snapshot each) and reports each
 // that differs as a problem (QuotaDrift); a tree too large to walk, or
 // removed since the listing, is said and skipped. A service without
-// quotas (ErrNotSupported) has nothing to check.
+// quotas (none set, or ErrNotSupported) has nothing to check, and no
+// "quotas" phase is reported.
 func fsckQuotas(ctx context.Context, c *Cluster, w io.Writer, r *FsckReport) error {
 	qa, ok := c.Meta.(meta.QuotaAPI)
 	if !ok {
@@ -25,6 +26,9 @@ func fsckQuotas(ctx context.Context, c *Cluster, w io.Writer, r *FsckReport) err
 	}
 	if err != nil {
 		return fmt.Errorf("list quotas: %w", err)
+	}
+	if len(qs) == 0 {
+		return nil // no phase to report
 	}
 	c.report(Progress{Op: "fsck", Phase: "quotas", Total: int64(len(qs))})
 	for i, q := range qs {
