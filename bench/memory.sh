@@ -197,12 +197,28 @@ for w in ${WORKLOADS//,/ }; do
 done
 
 # ---------------------------------------------------------------- report
+sizes() { # the sizes of the workloads that ran, one clause each
+  local w out=""
+  for w in ${WORKLOADS//,/ }; do
+    case $w in
+      fsx) w="fsx $FSX_OPS ops" ;;
+      mmap) w="mmap $MMAP_OPS writes" ;;
+      sqlite-wal|sqlite-rollback) w="$w 2 x $SQL_TX transactions" ;;
+      create) w="create $CREATE_N files" ;;
+      untar) w="untar of $TAR_DIRS ($(du -m "$TARBALL" | cut -f1) MiB)" ;;
+      mdtest) w="mdtest 4 x $((MD_N / 4)) files" ;;
+      tree) w="tree = untar + rm -rf of Go's $TREE_DIR" ;;
+      writers) w="writers 4 x $WR_SIZE (fio, crc32c verified)" ;;
+    esac
+    out+="${out:+; }$w"
+  done
+  echo "$out"
+}
 report() {
   echo "# tessera up memory: peak (VmHWM) and settled (VmRSS after ${SETTLE} s idle), MiB"
   echo
   echo "$(date -u +%F) $(uname -r), $(nproc) cores, $(awk '/MemTotal/ {printf "%d MiB", $2/1024}' /proc/meminfo); args: --targets $TARGETS --workloads $WORKLOADS --settle $SETTLE$([ "$QUICK" = 1 ] && echo ' --quick')"
-  echo "fsx $FSX_OPS ops, mmap $MMAP_OPS writes, sqlite 2 x $SQL_TX transactions, create $CREATE_N files, untar of $TAR_DIRS ($(du -m "$TARBALL" | cut -f1) MiB)"
-  echo "jobs: mdtest 4 x $((MD_N / 4)) files, tree = untar + rm -rf of Go's $TREE_DIR, writers 4 x $WR_SIZE (fio, crc32c verified)"
+  echo "workloads run (each on a fresh instance): $(sizes)"
   echo
   echo "| workload | target | status | s | peak | settled | stated bound | peak / bound | peak / JuiceFS's |"
   echo "|---|---|---|---|---|---|---|---|---|"
