@@ -170,6 +170,10 @@ func (f *full) QuotaOf(context.Context, meta.Ino) (meta.Quota, error) {
 	f.note("QuotaOf")
 	return meta.Quota{}, nil
 }
+func (f *full) CheckQuota(context.Context, meta.Ino) (meta.QuotaCheck, error) {
+	f.note("CheckQuota")
+	return meta.QuotaCheck{}, nil
+}
 func (f *full) RemoveQuota(context.Context, meta.Ino) error { f.note("RemoveQuota"); return nil }
 
 // adminCtx carries an identity every decorator lets through (authz).

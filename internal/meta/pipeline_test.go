@@ -170,7 +170,7 @@ var pipeRows = map[string]pipeRow{
 	"ClaimWriteback": {none: queue}, "WritebackFailed": {none: queue}, "RequestFlush": {none: queue},
 	"FinishDrops":     {none: hidden},
 	"AddFilesetReads": {none: stats},
-	"SetQuota":        {none: quotas}, "RemoveQuota": {none: quotas}, "Quota": {none: reads}, "Quotas": {none: reads}, "QuotaOf": {none: reads},
+	"SetQuota":        {none: quotas}, "RemoveQuota": {none: quotas}, "Quota": {none: reads}, "Quotas": {none: reads}, "QuotaOf": {none: reads}, "CheckQuota": {none: reads},
 
 	"Create": {want: []editKind{editCreate}, call: func(e *pipeEnv) error {
 		e.spy.reset()
