@@ -106,6 +106,7 @@ func start(t testing.TB, n int, withTLS, partitionable bool) *Cluster {
 	for attempt := 1; ; attempt++ {
 		var initial []string
 		c.Members = nil
+		pick := distinctAddrs(t)
 		if partitionable {
 			c.peers = newPeerNet(t)
 		}
@@ -113,8 +114,8 @@ func start(t testing.TB, n int, withTLS, partitionable bool) *Cluster {
 			m := &Member{
 				Name:      fmt.Sprintf("m%d", i),
 				Dir:       filepath.Join(root, fmt.Sprintf("try%d", attempt), fmt.Sprintf("m%d", i)),
-				ClientURL: scheme + freeAddr(t),
-				PeerURL:   scheme + freeAddr(t),
+				ClientURL: scheme + pick(),
+				PeerURL:   scheme + pick(),
 			}
 			if c.peers != nil {
 				m.peerListen = m.PeerURL
@@ -161,6 +162,29 @@ func (c *Cluster) portTaken() bool {
 	}
 	return false
 }
+
+// distinctAddrs returns a picker of free addresses that never hands out
+// one twice: the kernel may give a just-closed port back to the next
+// net.Listen, and two members on one URL make etcd refuse the cluster
+// ("has duplicate url"; a CI run failed so).
+func distinctAddrs(t testing.TB) func() string {
+	seen := map[string]bool{}
+	return func() string {
+		t.Helper()
+		for range maxPickTries {
+			a := freeAddr(t)
+			if !seen[a] {
+				seen[a] = true
+				return a
+			}
+		}
+		t.Fatalf("etcdtest: no distinct free port after %d tries", maxPickTries)
+		return ""
+	}
+}
+
+// maxPickTries bounds how often distinctAddrs asks for another port.
+const maxPickTries = 100
 
 // freeAddr returns a 127.0.0.1 address with a port nobody listens on now
 // (a variable: a test makes it hand out a taken one).

@@ -34,3 +34,32 @@ func TestStartPicksNewPortsWhenOneIsTaken(t *testing.T) {
 		t.Fatalf("freeAddr called %d times, want a second pair of ports after the taken one", calls)
 	}
 }
+
+// TestStartNeverGivesTwoMembersOnePort: the kernel handed a just-closed
+// port to the next free-port probe, two members of a three-member cluster
+// got one URL and etcd refused the cluster ("has duplicate url"). Start
+// must ask again instead.
+func TestStartNeverGivesTwoMembersOnePort(t *testing.T) {
+	real := freeAddr
+	t.Cleanup(func() { freeAddr = real })
+	var last string
+	calls := 0
+	freeAddr = func(t testing.TB) string {
+		calls++
+		if calls%2 == 0 && last != "" {
+			return last // the same port twice in a row
+		}
+		last = real(t)
+		return last
+	}
+	c := Start(t, 3)
+	seen := map[string]bool{}
+	for _, m := range c.Members {
+		for _, u := range []string{m.ClientURL, m.PeerURL} {
+			if seen[u] {
+				t.Fatalf("URL %s given to two places", u)
+			}
+			seen[u] = true
+		}
+	}
+}
