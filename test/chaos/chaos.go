@@ -69,8 +69,11 @@ func (r *run) logf(format string, a ...any) {
 // Run starts the cluster, runs the workloads under faults for
 // cfg.Duration, checks the invariants and stops everything it started.
 // The error is for a run that could not be made (the cluster did not
-// start); broken invariants are in the Summary.
-func Run(cfg Config) (*Summary, error) {
+// start); broken invariants are in the Summary. When ctx ends first (the
+// command's SIGINT or SIGTERM), the faults and workloads stop at once, the
+// final checks are skipped and everything started is stopped and
+// unmounted all the same: the Summary says Interrupted.
+func Run(ctx context.Context, cfg Config) (*Summary, error) {
 	if cfg.Bin == "" || cfg.EtcdBin == "" || cfg.Dir == "" {
 		return nil, errors.New("chaos: Bin, EtcdBin and Dir are required")
 	}
@@ -113,16 +116,16 @@ func Run(cfg Config) (*Summary, error) {
 	r.lin.start = time.Now()
 	r.rec.healed = time.Now().Add(-cfg.Grace) // calm from the start
 
-	ctx, stop := context.WithCancel(context.Background())
+	work, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for m := range w.mounts {
-		wg.Go(func() { r.writer(ctx, m, 0) })
-		wg.Go(func() { r.writer(ctx, m, 1) })
-		wg.Go(func() { r.renamer(ctx, m) })
-		wg.Go(func() { r.reader(ctx, m) })
-		wg.Go(func() { r.linWorker(ctx, m) })
+		wg.Go(func() { r.writer(work, m, 0) })
+		wg.Go(func() { r.writer(work, m, 1) })
+		wg.Go(func() { r.renamer(work, m) })
+		wg.Go(func() { r.reader(work, m) })
+		wg.Go(func() { r.linWorker(work, m) })
 	}
-	faultCtx, stopFaults := context.WithTimeout(context.Background(), cfg.Duration)
+	faultCtx, stopFaults := context.WithTimeout(ctx, cfg.Duration)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -143,10 +146,20 @@ func Run(cfg Config) (*Summary, error) {
 	r.faults(faultCtx)
 	stopFaults()
 	<-done
-	r.logf("faults over; %v of calm load", cfg.Grace)
-	time.Sleep(cfg.Grace)
+	if ctx.Err() == nil {
+		r.logf("faults over; %v of calm load", cfg.Grace)
+		select {
+		case <-time.After(cfg.Grace):
+		case <-ctx.Done():
+		}
+	}
 	stop()
 	wg.Wait()
+	if ctx.Err() != nil {
+		r.logf("interrupted: stopping the cluster, no final checks")
+		sum.Interrupted = true
+		return sum, nil
+	}
 
 	r.logf("final checks")
 	sum.Files, sum.ReadbackMounts = r.checkReadback()

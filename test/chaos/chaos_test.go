@@ -32,7 +32,7 @@ func TestChaosShort(t *testing.T) {
 	if err := cluster.Build(ctx, root, bin); err != nil {
 		t.Fatal(err)
 	}
-	sum, err := Run(Config{Bin: bin, EtcdBin: etcdBin, Dir: filepath.Join(dir, "run"), Seed: 7,
+	sum, err := Run(context.Background(), Config{Bin: bin, EtcdBin: etcdBin, Dir: filepath.Join(dir, "run"), Seed: 7,
 		Duration: time.Minute, Log: testLog{t}})
 	if err != nil {
 		t.Fatal(err)

@@ -88,6 +88,7 @@ type Summary struct {
 	Fsck           string
 	LogFile        string         // the cluster's output, kept
 	LogSignatures  map[string]int // known error lines in it, counted
+	Interrupted    bool           // ended early by its context: not a verdict
 }
 
 func (s *Summary) fill(r *recorder) {
@@ -98,8 +99,11 @@ func (s *Summary) fill(r *recorder) {
 	}
 }
 
-// OK reports whether every invariant held.
-func (s *Summary) OK() bool { return total(s.Violations) == 0 }
+// OK reports whether every invariant held over a whole run.
+func (s *Summary) OK() bool { return s.Violated() == 0 && !s.Interrupted }
+
+// Violated is how many violations of any invariant the run saw.
+func (s *Summary) Violated() int { return total(s.Violations) }
 
 // Report is the violations' details, a line each.
 func (s *Summary) Report() string {
@@ -133,8 +137,11 @@ func (s *Summary) String() string {
 		inv = append(inv, name+"="+res)
 	}
 	verdict := "PASS"
-	if !s.OK() {
+	switch {
+	case s.Violated() > 0:
 		verdict = "FAIL"
+	case s.Interrupted:
+		verdict = "INTERRUPTED"
 	}
 	return fmt.Sprintf("chaos %s: seed %d, %v of faults; ops %d (%s); faults %d (%s); errors %d (%s); cluster log lines %s; invariants: %s",
 		verdict, s.Seed, s.Duration, total(s.Ops), counts(s.Ops), total(s.Faults), counts(s.Faults),

@@ -5,7 +5,9 @@
 // It builds the tessera binary unless --bin is given, prints progress,
 // then the violations' details, and on its last line the run's summary
 // (operations, faults, errors by kind, each invariant's result). It exits
-// 1 when an invariant failed and 2 when the run could not be made.
+// 1 when an invariant failed and 2 when the run could not be made or was
+// interrupted: on SIGINT or SIGTERM it stops the faults and workloads,
+// stops every process it started and unmounts its mounts before it exits.
 package main
 
 import (
@@ -15,7 +17,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"tessera/test/chaos"
@@ -29,9 +33,15 @@ func main() {
 	bin := flag.String("bin", "", "the tessera binary (default: built from the repository around the working directory)")
 	etcd := flag.String("etcd", "", "the etcd server binary (default: $TESSERA_ETCD, else etcd on PATH)")
 	flag.Parse()
-	err := run(*minutes, *seed, *dir, *bin, *etcd)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, *minutes, *seed, *dir, *bin, *etcd)
 	if errors.Is(err, errInvariants) {
 		os.Exit(1)
+	}
+	if errors.Is(err, errInterrupted) {
+		fmt.Println("chaos INTERRUPTED: everything it started is stopped and unmounted")
+		os.Exit(2)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chaos:", err)
@@ -44,7 +54,10 @@ func main() {
 // invariant failed.
 var errInvariants = errors.New("an invariant failed")
 
-func run(minutes float64, seed uint64, dir, bin, etcd string) error {
+// errInterrupted ends a run stopped by a signal (its cluster is stopped).
+var errInterrupted = errors.New("interrupted by a signal before the final checks")
+
+func run(ctx context.Context, minutes float64, seed uint64, dir, bin, etcd string) error {
 	if minutes <= 0 || minutes > 24*60 {
 		return fmt.Errorf("--minutes %v: want more than 0 and at most a day", minutes)
 	}
@@ -78,14 +91,14 @@ func run(minutes float64, seed uint64, dir, bin, etcd string) error {
 			return err
 		}
 		bin = filepath.Join(dir, "tessera")
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		bctx, cancel := context.WithTimeout(ctx, 10*time.Minute)
 		defer cancel()
 		fmt.Println("chaos: building", bin)
-		if err := cluster.Build(ctx, root, bin); err != nil {
+		if err := cluster.Build(bctx, root, bin); err != nil {
 			return err
 		}
 	}
-	sum, err := chaos.Run(chaos.Config{Bin: bin, EtcdBin: etcd, Dir: filepath.Join(dir, "run"), Seed: seed,
+	sum, err := chaos.Run(ctx, chaos.Config{Bin: bin, EtcdBin: etcd, Dir: filepath.Join(dir, "run"), Seed: seed,
 		Duration: time.Duration(minutes * float64(time.Minute)), Log: os.Stdout})
 	if err != nil {
 		return err
@@ -96,6 +109,9 @@ func run(minutes float64, seed uint64, dir, bin, etcd string) error {
 		fmt.Printf("chaos: the run's directory is kept: %s (cluster output: %s)\n", dir, sum.LogFile)
 	}
 	fmt.Println(sum)
+	if sum.Interrupted && sum.Violated() == 0 {
+		return errInterrupted
+	}
 	if !sum.OK() {
 		return errInvariants
 	}
