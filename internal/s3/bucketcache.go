@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -57,6 +58,7 @@ func (bc *bucketCache) put(k bucketKey, in meta.Inode, now time.Time) {
 	if bc.m == nil || len(bc.m) >= maxCachedBuckets {
 		bc.m = make(map[bucketKey]cachedBucket)
 	}
+	k.name = strings.Clone(k.name) // may be a view of the request's buffer, reused later
 	bc.m[k] = cachedBucket{in: in, until: now.Add(bucketTTL)}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -71,7 +72,10 @@ func (i *IAM) Key(ctx context.Context, id string) (Key, error) {
 	if len(i.cache) >= maxCachedKeys {
 		clear(i.cache)
 	}
-	i.cache[id] = cachedKey{key: k, err: err, until: now.Add(keyTTL)}
+	// id may be a view of the request's buffer (versitygw passes fiber's
+	// zero-copy strings), which the server reuses for later requests: the
+	// cache keeps a copy, or its key would change under it.
+	i.cache[strings.Clone(id)] = cachedKey{key: k, err: err, until: now.Add(keyTTL)}
 	i.mu.Unlock()
 	return k, err
 }

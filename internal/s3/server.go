@@ -115,6 +115,7 @@ func Serve(ctx context.Context, v *vfs.FS, iam *IAM, cfg ServerConfig) (*Server,
 		IAMService:          iam,
 		S3Options: []s3api.Option{
 			s3api.WithMiddleware("/", perClient(cfg.MaxPerClient)),
+			s3api.WithMiddleware("/", logSignatureMismatch(cfg.Logger, cfg.Backend.Clock)),
 			s3api.WithOnListen(func() { once.Do(func() { close(ready) }) }),
 		},
 	}

@@ -68,6 +68,24 @@ func s3Client(t *testing.T, addr string, k s3Key) *minio.Client {
 	return mc
 }
 
+// s3Why is err with its S3 error code and, for a signature refused, the
+// endpoint's log of it (the canonical request it computed, the key id, the
+// request's date and its own clock; internal/s3's logSignatureMismatch).
+func s3Why(c *cluster.Cluster, err error) string {
+	e := minio.ToErrorResponse(err)
+	msg := fmt.Sprintf("%v (code %q, status %d, request id %q)", err, e.Code, e.StatusCode, e.RequestID)
+	if e.Code != "SignatureDoesNotMatch" {
+		return msg
+	}
+	var lines []string
+	for _, l := range strings.Split(c.LogTail(64<<10), "\n") {
+		if strings.Contains(l, "signature does not match") {
+			lines = append(lines, l)
+		}
+	}
+	return msg + "; the endpoint logged:\n" + strings.Join(lines, "\n")
+}
+
 // s3Status is the HTTP status of an S3 error (0 for none).
 func s3Status(err error) int {
 	if err == nil {
@@ -301,11 +319,11 @@ func TestS3BesideFUSE(t *testing.T) {
 	t.Run("keys", func(t *testing.T) {
 		bad := s3Client(t, addr, s3Key{ID: rw.ID, Secret: rw.Secret[:len(rw.Secret)-1] + "x"})
 		if _, err := bad.StatObject(ctx, "bkt", "d/small.bin", minio.StatObjectOptions{}); s3Status(err) != http.StatusForbidden {
-			t.Errorf("a wrong secret: %v, want 403", err)
+			t.Errorf("a wrong secret: %s, want 403", s3Why(c, err))
 		}
 		ro := s3Client(t, addr, s3KeyAdd(t, c, "reader", "--role", "ro"))
-		if _, err := ro.PutObject(ctx, "bkt", "ro.txt", bytes.NewReader([]byte("no")), 2, minio.PutObjectOptions{}); s3Status(err) != http.StatusForbidden {
-			t.Errorf("PUT with a ro key: %v, want 403", err)
+		if _, err := ro.PutObject(ctx, "bkt", "ro.txt", bytes.NewReader([]byte("no")), 2, minio.PutObjectOptions{}); minio.ToErrorResponse(err).Code != "AccessDenied" {
+			t.Errorf("PUT with a ro key: %s, want 403 AccessDenied", s3Why(c, err))
 		}
 		if got := s3Get(t, ro, "bkt", "x/file", minio.GetObjectOptions{}); string(got) != "f" {
 			t.Errorf("GET with a ro key: %q", got)
@@ -316,13 +334,13 @@ func TestS3BesideFUSE(t *testing.T) {
 		conf := s3Client(t, addr, s3KeyAdd(t, c, "confined", "--role", "rw", "--root", "/proj"))
 		bs, err := conf.ListBuckets(ctx)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("ListBuckets with the key confined to /proj: %s", s3Why(c, err))
 		}
 		if len(bs) != 1 || bs[0].Name != "inner" {
 			t.Errorf("a key confined to /proj lists buckets %v, want [inner]", bs)
 		}
 		if _, err := conf.StatObject(ctx, "bkt", "x/file", minio.StatObjectOptions{}); s3Status(err) != http.StatusNotFound {
-			t.Errorf("a key confined to /proj reached bkt/x/file: %v, want 404 (no such bucket)", err)
+			t.Errorf("a key confined to /proj reached bkt/x/file: %s, want 404 (no such bucket)", s3Why(c, err))
 		}
 		s3Put(t, conf, "inner", "k", []byte("in"), minio.PutObjectOptions{})
 		if b, err := os.ReadFile(filepath.Join(mnt, "proj", "inner", "k")); err != nil || string(b) != "in" {
