@@ -51,3 +51,26 @@ func Prefetch(tx Txn, keys [][]byte, ranges []Range) error {
 	}
 	return nil
 }
+
+// Presumer is implemented by the Txns of engines where a read is a round
+// trip (etcdkv) and a commit can check a key's absence by itself.
+type Presumer interface {
+	// PresumeAbsent reports whether key is present, as Get does, but in
+	// the first run of an Update's fn it may answer "absent" without
+	// reading: the key then counts as read absent, so the commit fails
+	// with a conflict, and fn runs again (reading), unless the key is
+	// absent when it commits. In a View, or when fn runs again, it reads.
+	PresumeAbsent(key []byte) (bool, error)
+}
+
+// PresumeAbsent reports whether key is present in tx: through the
+// engine's Presumer, which may presume it absent and check that at commit,
+// else by Get. For keys that are almost always absent (an orphan marker),
+// read only to decide what a transaction writes.
+func PresumeAbsent(tx Txn, key []byte) (bool, error) {
+	if p, ok := tx.(Presumer); ok {
+		return p.PresumeAbsent(key)
+	}
+	_, ok, err := tx.Get(key)
+	return ok, err
+}

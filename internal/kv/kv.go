@@ -27,8 +27,10 @@
 // shared etcd cluster; cluster.go: change feeds, read consistency and
 // elections for several meta processes). Every engine passes the
 // conformance suite in kvtest. Engines that read several keys, or small
-// ranges, in one round trip offer it through GetMany and Prefetch
-// (getmany.go): optional, with a fallback that reads as Get and Scan do.
+// ranges, in one round trip offer it through GetMany and Prefetch, and
+// those that can check a key's absence at commit without reading it
+// through PresumeAbsent (getmany.go): optional, with a fallback that
+// reads as Get and Scan do.
 package kv
 
 import (

@@ -167,6 +167,10 @@ func (t *opTxn) GetMany(keys [][]byte) ([][]byte, []bool, error) {
 	return kv.GetMany(t.Txn, keys)
 }
 
+// PresumeAbsent costs no call: an engine that presumes checks the key at
+// the commit (kv.Presumer).
+func (t *opTxn) PresumeAbsent(key []byte) (bool, error) { return kv.PresumeAbsent(t.Txn, key) }
+
 func (t *opTxn) Prefetch(keys [][]byte, ranges []kv.Range) error {
 	t.c.prefetches.Add(1)
 	if t.pkeys == nil {

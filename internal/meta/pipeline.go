@@ -194,6 +194,10 @@ func (c changeTxn) Prefetch(keys [][]byte, ranges []kv.Range) error {
 	return kv.Prefetch(c.Txn, keys, ranges)
 }
 
+// PresumeAbsent passes kv.PresumeAbsent through to the store's
+// transaction.
+func (c changeTxn) PresumeAbsent(key []byte) (bool, error) { return kv.PresumeAbsent(c.Txn, key) }
+
 // changes returns t's change set and its Service; nil outside update.
 func (t txn) changes() (*Service, *changeSet) {
 	tx := t.Txn

@@ -129,6 +129,12 @@ func (t countTxn) GetMany(keys [][]byte) ([][]byte, []bool, error) {
 	return kv.GetMany(t.Txn, keys)
 }
 
+// PresumeAbsent counts the key as a read (a compare at commit) as Get does.
+func (t countTxn) PresumeAbsent(k []byte) (bool, error) {
+	t.c.reads[string(k)] = struct{}{}
+	return kv.PresumeAbsent(t.Txn, k)
+}
+
 // Prefetch counts the keys as reads (the store compares them at commit);
 // a prefetched range counts once it is scanned.
 func (t countTxn) Prefetch(keys [][]byte, ranges []kv.Range) error {

@@ -37,6 +37,11 @@
 // what it read. Keys read so are recorded for the commit's compares as
 // Get records them; a Scan answered from a prefetched range records the
 // keys it returns and its range, as a Scan that went to etcd does.
+// PresumeAbsent (kv.Presumer) reads nothing in the first run of an
+// Update's fn that has written: the key is recorded as read absent, and
+// the commit's compare (ModRevision 0) checks it; a wrong guess is a
+// conflict, and fn runs again, reading (txn.go). Requests counts the
+// unary requests sent (requests.go): an operation's round trips.
 //
 // Maintenance (maintain.go; kv.Maintainer). Maintain, run by the meta
 // role's leader on a schedule, compacts the history to the newest

@@ -12,6 +12,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+	"google.golang.org/grpc"
 
 	"tessera/internal/clock"
 	"tessera/internal/kv"
@@ -155,6 +156,8 @@ type Store struct {
 	// hook, when set (tests), sees every commit Txn before it is sent:
 	// the transactions it carries.
 	hook func(batch []*prepared)
+	// reqs count the unary requests sent to etcd (requests.go).
+	reqs *requestCounts
 }
 
 // Open connects to the cluster and checks that it answers a linearizable
@@ -164,6 +167,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if len(opts.Endpoints) == 0 {
 		return nil, errors.New("etcdkv: no endpoints")
 	}
+	reqs := new(requestCounts)
 	cli, err := clientv3.New(clientv3.Config{
 		Endpoints:          opts.Endpoints,
 		DialTimeout:        opts.DialTimeout,
@@ -176,11 +180,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 		// Fail over to another endpoint when one stops answering.
 		DialKeepAliveTime:    5 * time.Second,
 		DialKeepAliveTimeout: 5 * time.Second,
+		DialOptions:          []grpc.DialOption{grpc.WithChainUnaryInterceptor(reqs.interceptor)},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcdkv: connect %v: %w", opts.Endpoints, err)
 	}
-	s := &Store{cli: cli, opts: opts, data: opts.Prefix + "k/", sessions: make(map[*leadership]struct{})}
+	s := &Store{cli: cli, opts: opts, data: opts.Prefix + "k/", sessions: make(map[*leadership]struct{}), reqs: reqs}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if _, err := cli.Get(ctx, s.data, clientv3.WithCountOnly(), clientv3.WithLimit(1)); err != nil {
 		s.cancel()

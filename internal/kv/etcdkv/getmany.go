@@ -1,13 +1,10 @@
 package etcdkv
 
 import (
-	"context"
 	"fmt"
-	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"tessera/internal/clock"
 	"tessera/internal/kv"
 )
 
@@ -111,37 +108,4 @@ func getOps(keys []string, opts ...clientv3.OpOption) []clientv3.Op {
 		ops[i] = clientv3.OpGet(k, opts...)
 	}
 	return ops
-}
-
-// readOpsAt is readAt for several reads in one read-only Txn: etcd serves
-// it at the member when every read in it is serializable, else after the
-// leader's read index.
-func (s *Store) readOpsAt(ctx context.Context, rev int64, build func(opts ...clientv3.OpOption) []clientv3.Op) (*clientv3.TxnResponse, error) {
-	at := build(clientv3.WithRev(rev))
-	serial := build(clientv3.WithRev(rev), clientv3.WithSerializable())
-	resp, err := s.cli.Txn(ctx).Then(serial...).Commit()
-	if err == nil || !isFutureRev(err) {
-		return resp, err
-	}
-	s.lagged.Add(1)
-	clk := clock.Or(s.opts.Clock)
-	since := clk.Now()
-	wait := lagBackoff.Start()
-	for {
-		resp, err = s.cli.Txn(clientv3.WithRequireLeader(ctx)).Then(at...).Commit()
-		if err == nil || !retryLag(ctx, err) {
-			return resp, err
-		}
-		resp, err = s.cli.Txn(ctx).Then(serial...).Commit()
-		if err == nil || !retryLag(ctx, err) {
-			return resp, err
-		}
-		if waited := clock.Since(clk, since); waited >= s.opts.MajorityWait {
-			return nil, fmt.Errorf("no member has applied revision %d and none has a leader after %v: %w (%w)",
-				rev, waited.Round(time.Millisecond), ErrNoMajority, err)
-		}
-		if err := wait.Wait(ctx, clk); err != nil {
-			return nil, fmt.Errorf("waiting for a member with revision %d: %w", rev, err)
-		}
-	}
 }

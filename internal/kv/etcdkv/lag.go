@@ -26,20 +26,49 @@ import (
 var lagBackoff = backoff.Policy{Base: 10 * time.Millisecond, Max: 500 * time.Millisecond, Jitter: 0.5}
 
 // readAt reads key (with opts, which name no revision) at revision rev,
-// which some member has applied, so the cluster has committed it. It asks
-// first at whichever member the client picks, serializable; a member
-// that has not applied rev refuses (future revision), and readAt asks
-// again linearizably: the member that answers then waits until it has
-// applied the leader's commit index, which covers rev. When that finds no
-// leader (or no member answers), it asks serializably again (another
-// member may have rev, or the lagging one may catch up) and then
-// linearizably, with backoff on s's clock, until Options.MajorityWait has
-// passed since the first refusal; then it fails with ErrNoMajority.
-// Other errors are returned as they are.
+// which some member has applied, so the cluster has committed it; see
+// retryAtRev for what it does when the member asked has not.
 func (s *Store) readAt(ctx context.Context, rev int64, key string, opts ...clientv3.OpOption) (*clientv3.GetResponse, error) {
 	at := append(opts[:len(opts):len(opts)], clientv3.WithRev(rev))
 	serial := append(at[:len(at):len(at)], clientv3.WithSerializable())
-	resp, err := s.cli.Get(ctx, key, serial...)
+	return retryAtRev(ctx, s, rev, func(ctx context.Context, linear bool) (*clientv3.GetResponse, error) {
+		if linear {
+			return s.cli.Get(ctx, key, at...)
+		}
+		return s.cli.Get(ctx, key, serial...)
+	})
+}
+
+// readOpsAt is readAt for several reads in one read-only Txn (build makes
+// them, given the options that pick the revision and the consistency):
+// etcd serves it at the member when every read in it is serializable,
+// else after the leader's read index.
+func (s *Store) readOpsAt(ctx context.Context, rev int64, build func(opts ...clientv3.OpOption) []clientv3.Op) (*clientv3.TxnResponse, error) {
+	at := build(clientv3.WithRev(rev))
+	serial := build(clientv3.WithRev(rev), clientv3.WithSerializable())
+	return retryAtRev(ctx, s, rev, func(ctx context.Context, linear bool) (*clientv3.TxnResponse, error) {
+		if linear {
+			return s.cli.Txn(ctx).Then(at...).Commit()
+		}
+		return s.cli.Txn(ctx).Then(serial...).Commit()
+	})
+}
+
+// retryAtRev runs a read at revision rev, which some member has applied,
+// so the cluster has committed it. It asks first at whichever member the
+// client picks, serializable (ask with linear false); a member that has
+// not applied rev refuses (future revision), and retryAtRev asks again
+// linearizably (linear true, with a context requiring a leader, so that a
+// member without one says so at once instead of letting the read wait):
+// the member that answers then waits until it has applied the leader's
+// commit index, which covers rev. When that finds no leader (or no member
+// answers), it asks serializably again (another member may have rev, or
+// the lagging one may catch up) and then linearizably, with backoff on
+// s's clock, until Options.MajorityWait has passed since the first
+// refusal; then it fails with ErrNoMajority. Other errors are returned as
+// they are: reads never surface member lag as an error before then.
+func retryAtRev[R any](ctx context.Context, s *Store, rev int64, ask func(ctx context.Context, linear bool) (R, error)) (R, error) {
+	resp, err := ask(ctx, false)
 	if err == nil || !isFutureRev(err) {
 		return resp, err
 	}
@@ -48,22 +77,22 @@ func (s *Store) readAt(ctx context.Context, rev int64, key string, opts ...clien
 	since := clk.Now()
 	wait := lagBackoff.Start()
 	for {
-		// A member without a leader says so at once instead of letting
-		// the linearizable read wait for one.
-		resp, err = s.cli.Get(clientv3.WithRequireLeader(ctx), key, at...)
+		resp, err = ask(clientv3.WithRequireLeader(ctx), true)
 		if err == nil || !retryLag(ctx, err) {
 			return resp, err
 		}
-		resp, err = s.cli.Get(ctx, key, serial...)
+		resp, err = ask(ctx, false)
 		if err == nil || !retryLag(ctx, err) {
 			return resp, err
 		}
 		if waited := clock.Since(clk, since); waited >= s.opts.MajorityWait {
-			return nil, fmt.Errorf("no member has applied revision %d and none has a leader after %v: %w (%w)",
+			var zero R
+			return zero, fmt.Errorf("no member has applied revision %d and none has a leader after %v: %w (%w)",
 				rev, waited.Round(time.Millisecond), ErrNoMajority, err)
 		}
 		if err := wait.Wait(ctx, clk); err != nil {
-			return nil, fmt.Errorf("waiting for a member with revision %d: %w", rev, err)
+			var zero R
+			return zero, fmt.Errorf("waiting for a member with revision %d: %w", rev, err)
 		}
 	}
 }

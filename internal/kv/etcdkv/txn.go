@@ -19,8 +19,11 @@ type txn struct {
 	// local: an Update's first read is answered by the member alone
 	// (Options.LocalUpdateReads); its commit's compares check it.
 	local bool
-	rev   int64 // the snapshot's revision; 0 until the first read
-	done  bool
+	// presume: PresumeAbsent may answer without reading (the first run
+	// of an Update's fn); presumed: it did.
+	presume, presumed bool
+	rev               int64 // the snapshot's revision; 0 until the first read
+	done              bool
 
 	writable bool
 	buf      *btree.BTreeG[write] // nil in a View
@@ -129,6 +132,39 @@ func (t *txn) Get(key []byte) ([]byte, bool, error) {
 		t.reads[string(key)] = r
 	}
 	return r.value, r.present, nil
+}
+
+// PresumeAbsent implements kv.Presumer: in the first run of an Update's
+// fn that has written already (so it will commit, or fail), a key neither
+// written, read nor prefetched before is recorded as read absent without
+// a round trip; the commit compares its ModRevision with 0, which passes
+// only while the key is absent, so a wrong guess is a conflict and fn
+// runs again, reading. When fn fails after a presumption, it runs again
+// too (Update): its failure may rest on the guess.
+func (t *txn) PresumeAbsent(key []byte) (bool, error) {
+	if err := t.check(false); err != nil {
+		return false, err
+	}
+	if !t.presume || !t.writable || t.buf.Len() == 0 || t.known(key) {
+		_, ok, err := t.Get(key)
+		return ok, err
+	}
+	t.reads[string(key)] = read{}
+	t.presumed = true
+	return false, nil
+}
+
+// known reports whether t wrote, read or prefetched key: Get answers it
+// without a round trip.
+func (t *txn) known(key []byte) bool {
+	if t.buf != nil {
+		if _, ok := t.buf.Get(write{key: key}); ok {
+			return true
+		}
+	}
+	_, read := t.reads[string(key)]
+	_, pre := t.pre[string(key)]
+	return read || pre
 }
 
 // nonNil keeps a present empty value from reading as absent.

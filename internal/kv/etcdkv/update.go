@@ -43,6 +43,8 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			// After a conflict the snapshot is the latest: the local
 			// member lagged, or the key is hot.
 			local: (s.opts.LocalUpdateReads || kv.ConsistencyOf(ctx) == kv.Serializable) && attempt == 1,
+			// A presumption that failed at commit is not made again.
+			presume: attempt == 1,
 		}
 		err := fn(t)
 		t.finish()
@@ -56,6 +58,10 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			ok, err = s.commit(t.ctx, t)
 		case err == nil:
 			ok, err = s.commitGrouped(t.ctx, t)
+		case t.presumed && t.readErr == nil:
+			// fn failed after PresumeAbsent answered without reading:
+			// its failure may rest on the guess; it runs again, reading.
+			err = nil
 		case isCompacted(t.readErr):
 			// fn failed on a snapshot etcd compacted away while fn
 			// read it: nothing was written; fn runs again on a fresh

@@ -50,30 +50,13 @@ func testGetMany(t *testing.T, h *harness) {
 		return check(tx, []string{"1", "", "", "4", "", "1"}, []bool{true, false, true, true, false, true})
 	})
 	// Write skew with the reads made by GetMany.
-	zero := func(key string) func(tx kv.Txn, wait func()) error {
-		return func(tx kv.Txn, wait func()) error {
-			vs, _, err := kv.GetMany(tx, [][]byte{[]byte("x"), []byte("y")})
-			if err != nil {
-				return err
-			}
-			wait()
-			if string(vs[0]) == "1" && string(vs[1]) == "1" {
-				return tx.Put([]byte(key), []byte("0"))
-			}
-			return nil
+	writeSkewBy(t, s, invite, " by GetMany", func(tx kv.Txn) (x, y string, err error) {
+		vs, _, err := kv.GetMany(tx, [][]byte{[]byte("x"), []byte("y")})
+		if err != nil {
+			return "", "", err
 		}
-	}
-	for round := range raceRounds {
-		put(t, s, "x", "1", "y", "1")
-		errA, errB := race(s, round, invite, zero("x"), zero("y"))
-		okOrConflict(t, "zero x", errA)
-		okOrConflict(t, "zero y", errB)
-		x, _ := get(t, s, "x")
-		y, _ := get(t, s, "y")
-		if x == "0" && y == "0" {
-			t.Fatalf("round %d: both Updates zeroed their key, each having read both as 1 by GetMany (write skew)", round)
-		}
-	}
+		return string(vs[0]), string(vs[1]), nil
+	})
 }
 
 // testPrefetch: kv.Prefetch changes nothing a read returns (own writes
@@ -132,55 +115,10 @@ func testPrefetch(t *testing.T, h *harness) {
 		return tx.Delete([]byte("p/3"))
 	})
 	// The phantom, the emptiness scan prefetched.
-	prefix := []byte("d/")
-	rmdir := func(tx kv.Txn, wait func()) error {
-		if err := kv.Prefetch(tx, [][]byte{[]byte("dir")}, []kv.Range{{Start: prefix, End: kv.PrefixEnd(prefix)}}); err != nil {
-			return err
-		}
-		if _, ok, err := txGet(tx, "dir"); err != nil || !ok {
-			return err
-		}
-		ents, err := txScan(tx, prefix, kv.PrefixEnd(prefix))
-		if err != nil {
-			return err
-		}
-		wait()
-		if len(ents) > 0 {
-			return nil
-		}
-		return tx.Delete([]byte("dir"))
-	}
-	for round := range raceRounds {
-		name := fmt.Sprintf("d/e%02d", round)
-		create := func(tx kv.Txn, wait func()) error {
-			_, ok, err := txGet(tx, "dir")
-			if err != nil {
-				return err
-			}
-			wait()
-			if !ok {
-				return nil
-			}
-			return tx.Put([]byte(name), []byte("x"))
-		}
-		put(t, s, "dir", "1")
-		update(t, s, func(tx kv.Txn) error {
-			ents, err := txScan(tx, prefix, kv.PrefixEnd(prefix))
-			for _, e := range ents {
-				if err == nil {
-					err = tx.Delete([]byte(e.k))
-				}
-			}
-			return err
-		})
-		errA, errB := race(s, round, invite, rmdir, create)
-		okOrConflict(t, "rmdir", errA)
-		okOrConflict(t, "create", errB)
-		_, dir := get(t, s, "dir")
-		if ents := scan(t, s, prefix, kv.PrefixEnd(prefix)); !dir && len(ents) > 0 {
-			t.Fatalf("round %d: entries %v under a directory removed by an rmdir whose scan was prefetched (a phantom)", round, ents)
-		}
-	}
+	phantomWith(t, s, invite, " with its scan prefetched", func(tx kv.Txn) error {
+		prefix := []byte("d/")
+		return kv.Prefetch(tx, [][]byte{[]byte("dir")}, []kv.Range{{Start: prefix, End: kv.PrefixEnd(prefix)}})
+	})
 	// A deletion inside a prefetched, scanned range: counting the range
 	// and recording the count must not miss it.
 	for round := range raceRounds {

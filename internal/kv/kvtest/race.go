@@ -121,13 +121,21 @@ func racingIncrements(t testing.TB, s kv.Store, wait time.Duration) {
 func testWriteSkew(t *testing.T, h *harness) { writeSkew(t, h.store, invite) }
 
 func writeSkew(t testing.TB, s kv.Store, wait time.Duration) {
+	writeSkewBy(t, s, wait, "", func(tx kv.Txn) (x, y string, err error) {
+		if x, _, err = txGet(tx, "x"); err != nil {
+			return "", "", err
+		}
+		y, _, err = txGet(tx, "y")
+		return x, y, err
+	})
+}
+
+// writeSkewBy is the write-skew race with x and y read by read (by Get,
+// by GetMany, ...); how names the way in the failure.
+func writeSkewBy(t testing.TB, s kv.Store, wait time.Duration, how string, read func(tx kv.Txn) (x, y string, err error)) {
 	zero := func(key string) func(tx kv.Txn, wait func()) error {
 		return func(tx kv.Txn, wait func()) error {
-			x, _, err := txGet(tx, "x")
-			if err != nil {
-				return err
-			}
-			y, _, err := txGet(tx, "y")
+			x, y, err := read(tx)
 			if err != nil {
 				return err
 			}
@@ -146,7 +154,7 @@ func writeSkew(t testing.TB, s kv.Store, wait time.Duration) {
 		x, _ := get(t, s, "x")
 		y, _ := get(t, s, "y")
 		if x == "0" && y == "0" {
-			t.Fatalf("round %d: both Updates zeroed their key, each having read both as 1 (write skew: not serializable)", round)
+			t.Fatalf("round %d: both Updates zeroed their key, each having read both as 1%s (write skew: not serializable)", round, how)
 		}
 	}
 }
@@ -160,9 +168,19 @@ func writeSkew(t testing.TB, s kv.Store, wait time.Duration) {
 // commit.
 func testPhantom(t *testing.T, h *harness) { phantom(t, h.store, invite) }
 
-func phantom(t testing.TB, s kv.Store, wait time.Duration) {
+func phantom(t testing.TB, s kv.Store, wait time.Duration) { phantomWith(t, s, wait, "", nil) }
+
+// phantomWith is the rmdir-against-create race; the rmdir calls first
+// (when not nil) before its reads (a Prefetch of them, ...); how names
+// it in the failure.
+func phantomWith(t testing.TB, s kv.Store, wait time.Duration, how string, first func(tx kv.Txn) error) {
 	prefix := []byte("d/")
 	rmdir := func(tx kv.Txn, wait func()) error {
+		if first != nil {
+			if err := first(tx); err != nil {
+				return err
+			}
+		}
 		if _, ok, err := txGet(tx, "dir"); err != nil || !ok {
 			return err
 		}
@@ -208,7 +226,7 @@ func phantom(t testing.TB, s kv.Store, wait time.Duration) {
 		_, dir := get(t, s, "dir")
 		ents := scan(t, s, prefix, kv.PrefixEnd(prefix))
 		if !dir && len(ents) > 0 {
-			t.Fatalf("round %d: entries %v under a directory that rmdir removed: the create and the rmdir's emptiness scan both committed (a phantom)", round, ents)
+			t.Fatalf("round %d: entries %v under a directory that rmdir removed%s: the create and the rmdir's emptiness scan both committed (a phantom)", round, ents, how)
 		}
 		if dir && len(ents) == 0 && errA == nil && errB == nil {
 			t.Fatalf("round %d: both committed, yet the directory is there and empty", round)

@@ -34,6 +34,7 @@ var cases = []testCase{
 	{"Absent", testAbsent},
 	{"GetMany", testGetMany},
 	{"Prefetch", testPrefetch},
+	{"PresumeAbsent", testPresumeAbsent},
 	{"ScanBounds", testScanBounds},
 	{"ScanManyKeys", testScanManyKeys},
 	{"ReadYourWrites", testReadYourWrites},
