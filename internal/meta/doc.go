@@ -50,7 +50,7 @@
 //	"m" "epoch"          -> block-server map epoch (8 bytes)
 //	"m" "replicas"       -> the cluster's default replication factor (8 bytes, 1..MaxReplicas)
 //	"m" "progress"       -> the mover's latest report
-//	"m" "format"         -> key-schema version, FormatVersion (8 bytes)
+//	"m" "format"         -> key-schema version, FormatVersion (8 bytes; 4: inodes in layout 2)
 //	"m" "sessions"       -> 1: the store has served client sessions (opens.go)
 //	"h" hash             -> reference count of block hash (32 bytes)
 //	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)
@@ -78,10 +78,16 @@
 //
 // # Records
 //
-// Every record value starts with a version byte (1 today); decoders reject
+// Every record value starts with a version byte (1 today; 2 for inodes); decoders reject
 // unknown versions, short or over-long input, out-of-range lengths and
 // trailing bytes with ErrCorrupt, and never panic. Strings and byte strings
-// are a uvarint length then the bytes. Version 1 layouts:
+// are a uvarint length then the bytes. Inode records are written in
+// version 2: as version 1 below, but gen, mode, uid, gid, nlink, size,
+// mtime, rdev, change, blocksize and parent (in that order) are minimal
+// uvarints, and atime and ctime follow mtime as zigzag uvarints of
+// their difference from it (atime-mtime, ctime-mtime); the rest (policy
+// on) is version 1's. Version 1 inode records still decode. Version 1
+// layouts:
 //
 //	inode:   1 | flags(1: bit0 HasInline, bit1 a replicas byte follows the
 //	         inline data, bit2 some block was committed composed, bit3 a

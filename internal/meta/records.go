@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"syscall"
 
 	"tessera/internal/block"
@@ -19,8 +20,12 @@ func corruptf(format string, args ...any) error {
 	return fmt.Errorf("%s: %w (%w)", fmt.Sprintf(format, args...), ErrCorrupt, ErrIO)
 }
 
-// recordV1 is the version byte every record written today starts with.
-const recordV1 = 1
+// recordV1 is the version byte every record written today starts with
+// but the inode's, which is recordV2 (version 1 inodes still decode).
+const (
+	recordV1 = 1
+	recordV2 = 2
+)
 
 // Limits a decoder enforces on variable-length fields.
 const (
@@ -72,9 +77,29 @@ func appendString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
-// encodeInode encodes rec (its Ino is the key's, not stored).
+// encodeInode encodes rec (its Ino is the key's, not stored) in the
+// version 2 layout: the fixed-width fields of version 1 as uvarints, atime
+// and ctime as zigzag differences from mtime (one byte each for a file
+// just made), so an empty file's record is ~35 bytes, not ~100: every
+// file has one, and on etcd every byte of it is kept by each member.
 func encodeInode(rec *inodeRec) []byte {
-	b := make([]byte, 0, inodeFixedLen+3+len(rec.Policy)+len(rec.Target)+len(rec.Inline))
+	b := make([]byte, 0, 48+len(rec.Policy)+len(rec.Target)+len(rec.Inline))
+	b = append(b, recordV2, inodeFlags(rec))
+	for _, v := range [...]uint64{rec.Gen, uint64(rec.Mode), uint64(rec.Uid), uint64(rec.Gid), uint64(rec.Nlink),
+		rec.Size, uint64(rec.Mtime), zigzag(rec.Atime - rec.Mtime), zigzag(rec.Ctime - rec.Mtime),
+		uint64(rec.Rdev), rec.Change, uint64(rec.BlockSize), uint64(rec.Parent)} {
+		b = binary.AppendUvarint(b, v)
+	}
+	return appendInodeTail(b, rec)
+}
+
+// zigzag maps a signed difference to an unsigned one that is small when
+// the difference is near 0 either way.
+func zigzag(d int64) uint64 { return uint64(d<<1) ^ uint64(d>>63) }
+
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+func inodeFlags(rec *inodeRec) byte {
 	var flags byte
 	if rec.HasInline {
 		flags |= flagHasInline
@@ -94,21 +119,12 @@ func encodeInode(rec *inodeRec) []byte {
 			flags |= flagCachedRuns
 		}
 	}
-	b = append(b, recordV1, flags)
-	be := binary.BigEndian
-	b = be.AppendUint64(b, rec.Gen)
-	b = be.AppendUint32(b, rec.Mode)
-	b = be.AppendUint32(b, rec.Uid)
-	b = be.AppendUint32(b, rec.Gid)
-	b = be.AppendUint32(b, rec.Nlink)
-	b = be.AppendUint64(b, rec.Size)
-	b = be.AppendUint64(b, uint64(rec.Atime))
-	b = be.AppendUint64(b, uint64(rec.Mtime))
-	b = be.AppendUint64(b, uint64(rec.Ctime))
-	b = be.AppendUint32(b, rec.Rdev)
-	b = be.AppendUint64(b, rec.Change)
-	b = be.AppendUint32(b, rec.BlockSize)
-	b = be.AppendUint64(b, uint64(rec.Parent))
+	return flags
+}
+
+// appendInodeTail appends what both layouts end with: policy, target,
+// inline data and the optional sections their flags announce.
+func appendInodeTail(b []byte, rec *inodeRec) []byte {
 	b = appendString(b, rec.Policy)
 	b = appendString(b, rec.Target)
 	if rec.HasInline {
@@ -171,6 +187,28 @@ func (r *reader) u64() uint64 {
 	return 0
 }
 
+// uvarint reads a minimal uvarint of at most max.
+func (r *reader) uvarint(max uint64, field string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	n, k := binary.Uvarint(r.b)
+	if k <= 0 || k != len(binary.AppendUvarint(nil, n)) {
+		r.fail("bad %s", field) // absent, overflowing or not minimal
+		return 0
+	}
+	if n > max {
+		r.fail("%s %d, max %d", field, n, max)
+		return 0
+	}
+	r.b = r.b[k:]
+	return n
+}
+
+func (r *reader) u32v(field string) uint32 { return uint32(r.uvarint(math.MaxUint32, field)) }
+
+func (r *reader) u64v(field string) uint64 { return r.uvarint(math.MaxUint64, field) }
+
 func (r *reader) bytes(max int, field string) []byte {
 	if r.err != nil {
 		return nil
@@ -204,29 +242,48 @@ func (r *reader) version() {
 	}
 }
 
-// decodeInode decodes an inode record of inode ino.
+// decodeInode decodes an inode record of inode ino, of either layout.
 func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
 	r := reader{b: b, what: fmt.Sprintf("inode %d", ino)}
-	r.version()
+	v := r.fixed(1)
+	if r.err == nil && v[0] != recordV1 && v[0] != recordV2 {
+		r.fail("unknown version %d", v[0])
+	}
 	flags := r.fixed(1)
 	if r.err == nil && flags[0]&^(flagHasInline|flagHasReplicas|flagComposed|flagHasSites|flagGateway|flagCachedRuns) != 0 {
 		r.fail("unknown flags %#x", flags[0])
 	}
 	rec := &inodeRec{}
 	rec.Ino = ino
-	rec.Gen = r.u64()
-	rec.Mode = r.u32()
-	rec.Uid = r.u32()
-	rec.Gid = r.u32()
-	rec.Nlink = r.u32()
-	rec.Size = r.u64()
-	rec.Atime = int64(r.u64())
-	rec.Mtime = int64(r.u64())
-	rec.Ctime = int64(r.u64())
-	rec.Rdev = r.u32()
-	rec.Change = r.u64()
-	rec.BlockSize = r.u32()
-	rec.Parent = Ino(r.u64())
+	if r.err == nil && v[0] == recordV2 {
+		rec.Gen = r.u64v("gen")
+		rec.Mode = r.u32v("mode")
+		rec.Uid = r.u32v("uid")
+		rec.Gid = r.u32v("gid")
+		rec.Nlink = r.u32v("nlink")
+		rec.Size = r.u64v("size")
+		rec.Mtime = int64(r.u64v("mtime"))
+		rec.Atime = rec.Mtime + unzigzag(r.u64v("atime"))
+		rec.Ctime = rec.Mtime + unzigzag(r.u64v("ctime"))
+		rec.Rdev = r.u32v("rdev")
+		rec.Change = r.u64v("change")
+		rec.BlockSize = r.u32v("block size")
+		rec.Parent = Ino(r.u64v("parent"))
+	} else {
+		rec.Gen = r.u64()
+		rec.Mode = r.u32()
+		rec.Uid = r.u32()
+		rec.Gid = r.u32()
+		rec.Nlink = r.u32()
+		rec.Size = r.u64()
+		rec.Atime = int64(r.u64())
+		rec.Mtime = int64(r.u64())
+		rec.Ctime = int64(r.u64())
+		rec.Rdev = r.u32()
+		rec.Change = r.u64()
+		rec.BlockSize = r.u32()
+		rec.Parent = Ino(r.u64())
+	}
 	rec.Policy = r.str(MaxPolicyLen, "policy")
 	rec.Target = r.str(MaxTargetLen, "target")
 	inline := r.bytes(InlineMax, "inline data")

@@ -2,7 +2,9 @@ package meta
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
+	"math"
 	"reflect"
 	"syscall"
 	"testing"
@@ -20,6 +22,28 @@ func sampleInode() *inodeRec {
 		Atime: -1, Mtime: 2, Ctime: 3, Rdev: 4, Change: 5, BlockSize: 4096, Policy: "posix"}
 	rec.HasInline, rec.Inline = true, []byte("hello world")
 	return rec
+}
+
+// encodeInodeV1 encodes rec in the version 1 layout, which inode records
+// written before version 2 have.
+func encodeInodeV1(rec *inodeRec) []byte {
+	b := make([]byte, 0, inodeFixedLen+3+len(rec.Policy)+len(rec.Target)+len(rec.Inline))
+	b = append(b, recordV1, inodeFlags(rec))
+	be := binary.BigEndian
+	b = be.AppendUint64(b, rec.Gen)
+	b = be.AppendUint32(b, rec.Mode)
+	b = be.AppendUint32(b, rec.Uid)
+	b = be.AppendUint32(b, rec.Gid)
+	b = be.AppendUint32(b, rec.Nlink)
+	b = be.AppendUint64(b, rec.Size)
+	b = be.AppendUint64(b, uint64(rec.Atime))
+	b = be.AppendUint64(b, uint64(rec.Mtime))
+	b = be.AppendUint64(b, uint64(rec.Ctime))
+	b = be.AppendUint32(b, rec.Rdev)
+	b = be.AppendUint64(b, rec.Change)
+	b = be.AppendUint32(b, rec.BlockSize)
+	b = be.AppendUint64(b, uint64(rec.Parent))
+	return appendInodeTail(b, rec)
 }
 
 func wantCorrupt(t *testing.T, err error) {
@@ -41,6 +65,8 @@ func FuzzDecodeInode(f *testing.F) {
 	sited := sampleInode()
 	sited.Replicas, sited.Sites = 3, "a:1,b:1,c:1"
 	f.Add(encodeInode(sited))
+	f.Add(encodeInodeV1(sampleInode()))
+	f.Add(encodeInodeV1(sited))
 	f.Add([]byte{})
 	f.Add([]byte{2})
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -49,8 +75,15 @@ func FuzzDecodeInode(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if !bytes.Equal(encodeInode(rec), b) {
+		enc := encodeInode
+		if b[0] == recordV1 {
+			enc = encodeInodeV1
+		}
+		if !bytes.Equal(enc(rec), b) {
 			t.Fatalf("re-encoding %x differs", b)
+		}
+		if again, err := decodeInode(9, encodeInode(rec)); err != nil || !reflect.DeepEqual(again, rec) {
+			t.Fatalf("%x re-encoded in version 2 decodes to %+v, %v; want %+v", b, again, err, rec)
 		}
 	})
 }
@@ -95,6 +128,26 @@ func TestInodeRoundTrip(t *testing.T) {
 	got, err := decodeInode(rec.Ino, encodeInode(rec))
 	if err != nil || !reflect.DeepEqual(got, rec) {
 		t.Fatalf("round trip: %+v, %v", got, err)
+	}
+	// A record written in version 1 still reads the same.
+	if got, err := decodeInode(rec.Ino, encodeInodeV1(rec)); err != nil || !reflect.DeepEqual(got, rec) {
+		t.Fatalf("version 1 record: %+v, %v", got, err)
+	}
+	// Times far apart, before 1970 and at the ends of int64 round-trip.
+	for _, ts := range [][3]int64{{-1, 1 << 62, 3}, {math.MinInt64, math.MaxInt64, 0}, {math.MaxInt64, math.MinInt64, -5}} {
+		r := sampleInode()
+		r.Atime, r.Mtime, r.Ctime = ts[0], ts[1], ts[2]
+		if got, err := decodeInode(r.Ino, encodeInode(r)); err != nil || !reflect.DeepEqual(got, r) {
+			t.Fatalf("times %v: %+v, %v", ts, got, err)
+		}
+	}
+	// What an empty file costs: the point of version 2.
+	file := &inodeRec{Parent: 1 << 20}
+	now := int64(1_795_000_000_000_000_000)
+	file.Attr = Attr{Gen: 1, Mode: syscall.S_IFREG | 0o644, Uid: 1000, Gid: 1000, Nlink: 1, Atime: now, Mtime: now, Ctime: now,
+		Change: 1 << 20, BlockSize: 4 << 20, Policy: ""}
+	if n, n1 := len(encodeInode(file)), len(encodeInodeV1(file)); n > 40 {
+		t.Errorf("an empty file's inode record is %d bytes (version 1: %d); want at most 40", n, n1)
 	}
 	b := encodeInode(rec)
 	for _, bad := range [][]byte{b[:len(b)-1], append(b, 0), append([]byte{9}, b[1:]...)} {

@@ -17,8 +17,10 @@ import (
 // upgrades a store of version 1 (no reference counts) by counting its
 // recipes once, and one of version 1 or 2 (no parent pointers for
 // non-directories, subtree.go) by reading its directory entries once, in
-// one transaction.
-const FormatVersion = 3
+// one transaction. Version 4 writes inode records in their version 2
+// layout (records.go), which builds of version 3 cannot read; its own
+// build reads both, so a store of version 3 is marked 4 and nothing else.
+const FormatVersion = 4
 
 // InoBatch is how many inode numbers a Service reserves at a time.
 const InoBatch = 256
@@ -183,6 +185,8 @@ func New(store kv.Store, opts Options) (*Service, error) {
 			switch f {
 			case FormatVersion:
 				return nil
+			case 3:
+				return tx.Put(keyFormat, encodeU64(FormatVersion))
 			case 1, 2:
 				if f == 1 {
 					if err := (txn{tx}).addRefCounts(); err != nil {
