@@ -53,7 +53,17 @@ trap cleanup EXIT
 log "building tessera and s3bench"
 go build -o "$W/tessera-bin" "$REPO/cmd/tessera" || die "build tessera"
 go build -o "$W/s3bench" "$REPO/bench/cmd/s3bench" || die "build s3bench"
-freeport() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+# A free port below the ephemeral range: one from a :0 probe could go to one of tessera up's own :0
+# binds (its block servers) before its S3 listener binds it.
+freeport() { python3 -c '
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+for _ in range(100):
+    p = random.randint(10000, low - 1); s = socket.socket()
+    try: s.bind(("127.0.0.1", p)); print(p); break
+    except OSError: pass
+    finally: s.close()
+else: raise SystemExit("no free port below the ephemeral range")'; }
 waitport() { for _ in $(seq 1 120); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.25; done; return 1; }
 
 start_target() { # start_target NAME -> sets EP AK SK

@@ -38,6 +38,7 @@ type served struct {
 	addr string
 	key  Key
 	log  *syncBuffer
+	srv  *Server
 }
 
 func serveFixture(t *testing.T, cfg ServerConfig) *served {
@@ -68,7 +69,7 @@ func serveFixture(t *testing.T, cfg ServerConfig) *served {
 			t.Logf("close: %v", err)
 		}
 	})
-	return &served{fixture: f, addr: cfg.Listen, key: k, log: log}
+	return &served{fixture: f, addr: cfg.Listen, key: k, log: log, srv: s}
 }
 
 func (s *served) client(t *testing.T, id, secret string) *minio.Client {

@@ -111,10 +111,12 @@ func Serve(ctx context.Context, v *vfs.FS, iam *IAM, cfg ServerConfig) (*Server,
 		CertFile:            cfg.CertFile,
 		KeyFile:             cfg.KeyFile,
 		Quiet:               true,
+		KeepAlive:           true, // chunked bodies kept in sync: keepalive.go
 		SocketPerm:          "0600",
 		IAMService:          iam,
 		S3Options: []s3api.Option{
 			s3api.WithMiddleware("/", perClient(cfg.MaxPerClient)),
+			s3api.WithMiddleware("/", syncChunkedBody()),
 			s3api.WithMiddleware("/", logSignatureMismatch(cfg.Logger, cfg.Backend.Clock)),
 			s3api.WithOnListen(func() { once.Do(func() { close(ready) }) }),
 		},
