@@ -110,6 +110,12 @@ func (h *connHandler) serveIO(c call, cred vfs.Cred, args []byte) reply {
 		return h.access(cred, args)
 	case procNFSRemove:
 		return h.remove(cred, args)
+	case procNFSCreate:
+		return h.create(cred, args)
+	case procNFSMkdir:
+		return h.mkdir(cred, args)
+	case procNFSSetAttr:
+		return h.setattr(cred, args)
 	}
 	return reply{body: h.commit(args)}
 }
@@ -251,6 +257,16 @@ func errStatus(err error) uint32 {
 		return nfsErrStale
 	case syscall.EAGAIN:
 		return nfsErrJukebox
+	case syscall.EEXIST:
+		return nfsErrExist
+	case syscall.ENOTDIR:
+		return nfsErrNotDir
+	case syscall.ENAMETOOLONG:
+		return nfsErrNameTooLong
+	case syscall.ENOTEMPTY:
+		return nfsErrNotEmpty
+	case syscall.ENOTSUP:
+		return nfsErrNotSupp
 	}
 	return nfsErrIO
 }
