@@ -51,7 +51,9 @@
 // (read.go, write.go), not go-nfs (which opens and stats the file by path
 // for every READ and WRITE, answers every WRITE FILE_SYNC and makes COMMIT
 // a no-op): the inode's attributes check the handle and the caller's
-// permission (vfs.FS.ReadAtInode, WriteAtInode); an UNSTABLE write is buffered and
+// permission (vfs.FS.ReadAtInode, WriteAtInode); an UNSTABLE write is buffered
+// (pieces that come after a gap in their block held by vfs until the gap
+// is filled, so that a block is uploaded once, whole: vfs/reorder.go) and
 // made durable by COMMIT (vfs.FS.Commit); FILE_SYNC and DATA_SYNC commit
 // before the reply. Both carry the write verifier, which changes at every
 // start, so a client resends the UNSTABLE writes a restart may have lost.

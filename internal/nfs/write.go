@@ -193,10 +193,10 @@ func attrOf(in meta.Inode) *gonfs.FileAttribute {
 }
 
 // after is in as this server sees it now: the size and mtime of what it
-// wrote and has not committed yet (client.Overlay), without asking the
-// meta service again.
+// wrote and has not committed yet, and of the writes vfs holds for their
+// order (vfs.FS.Overlay), without asking the meta service again.
 func (s *Server) after(in meta.Inode) *gonfs.FileAttribute {
-	s.v.Client().Overlay(&in)
+	s.v.Overlay(&in)
 	return attrOf(in)
 }
 

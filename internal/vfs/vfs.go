@@ -111,7 +111,7 @@ func (v *FS) GetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
 	if err != nil {
 		return meta.Inode{}, err
 	}
-	v.c.Overlay(&in)
+	v.Overlay(&in)
 	return in, nil
 }
 
@@ -175,7 +175,7 @@ func (v *FS) Lookup(ctx context.Context, c Cred, parent meta.Ino, name string) (
 		v.keep(gen, in)
 	}
 	v.names.put(parent, name, in.Ino, in.Mode)
-	v.c.Overlay(&in)
+	v.Overlay(&in)
 	return in, nil
 }
 
