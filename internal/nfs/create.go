@@ -168,7 +168,7 @@ func (h *connHandler) createResult(in meta.Inode, pre *gonfs.FileCacheAttribute)
 	put(w, uint32(nfsOK))
 	put(w, uint32(1)) // post_op_fh3: handle follows
 	put(w, h.srv.handle(in.Ino, in.Gen))
-	_ = gonfs.WritePostOpAttrs(w, attrOf(in))
+	putPostOpAttr(w, attrOf(in))
 	w.Write(h.wcc(pre, nil))
 	return reply{body: w.Bytes()}
 }

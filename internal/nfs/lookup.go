@@ -111,7 +111,7 @@ func (h *connHandler) getattr(args []byte) reply {
 	}
 	w := new(bytes.Buffer)
 	put(w, uint32(nfsOK))
-	put(w, attrOf(in))
+	putFattr(w, attrOf(in))
 	return reply{body: w.Bytes()}
 }
 
@@ -140,12 +140,12 @@ func (h *connHandler) lookup(cred vfs.Cred, args []byte) reply {
 	w := new(bytes.Buffer)
 	put(w, uint32(nfsOK))
 	put(w, h.srv.handle(in.Ino, in.Gen))
-	_ = gonfs.WritePostOpAttrs(w, attrOf(in))
+	putPostOpAttr(w, attrOf(in))
 	var da *gonfs.FileAttribute
 	if whole {
 		da = attrOf(dir)
 	}
-	_ = gonfs.WritePostOpAttrs(w, da)
+	putPostOpAttr(w, da)
 	return reply{body: w.Bytes()}
 }
 
@@ -170,7 +170,7 @@ func (h *connHandler) access(cred vfs.Cred, args []byte) reply {
 	}
 	w := new(bytes.Buffer)
 	put(w, uint32(nfsOK))
-	_ = gonfs.WritePostOpAttrs(w, attrOf(in))
+	putPostOpAttr(w, attrOf(in))
 	put(w, granted)
 	return reply{body: w.Bytes()}
 }
@@ -277,6 +277,6 @@ func opAttrFail(st uint32, in *meta.Inode) []byte {
 	if in != nil {
 		a = attrOf(*in)
 	}
-	_ = gonfs.WritePostOpAttrs(w, a)
+	putPostOpAttr(w, a)
 	return w.Bytes()
 }

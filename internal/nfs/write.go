@@ -202,11 +202,7 @@ func (s *Server) after(in meta.Inode) *gonfs.FileAttribute {
 
 // wcc is a wcc_data: pre (nil: not known) and post.
 func (h *connHandler) wcc(pre *gonfs.FileCacheAttribute, post *gonfs.FileAttribute) []byte {
-	w := new(bytes.Buffer)
-	if err := gonfs.WriteWcc(w, pre, post); err != nil {
-		return []byte{0, 0, 0, 0, 0, 0, 0, 0} // neither known
-	}
-	return w.Bytes()
+	return appendWcc(make([]byte, 0, 4+24+4+fattrLen), pre, post)
 }
 
 // ioFail is a failed WRITE's or COMMIT's result: the status and a
@@ -221,8 +217,26 @@ func ioFail(status uint32, wcc []byte) []byte {
 	return w.Bytes()
 }
 
-// put appends v to a buffer (which cannot fail).
-func put(w *bytes.Buffer, v any) { _ = xdr.Write(w, v) }
+// put appends v to a buffer (which cannot fail): a uint32 or an opaque
+// written here, anything else by go-nfs-client's reflective encoder.
+func put(w *bytes.Buffer, v any) {
+	switch v := v.(type) {
+	case uint32:
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], v)
+		w.Write(b[:])
+	case []byte:
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(len(v)))
+		w.Write(b[:])
+		w.Write(v)
+		for range (4 - len(v)%4) % 4 {
+			w.WriteByte(0)
+		}
+	default:
+		_ = xdr.Write(w, v)
+	}
+}
 
 // errStatus is the NFS status of an error of vfs (an errno, possibly in
 // an *os.PathError).
