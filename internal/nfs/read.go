@@ -7,7 +7,6 @@ import (
 	"errors"
 	"sync"
 
-
 	"tessera/internal/meta"
 	"tessera/internal/vfs"
 )
