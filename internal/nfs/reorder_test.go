@@ -140,3 +140,33 @@ func TestOutOfOrderWritesPastTheBound(t *testing.T) {
 		t.Fatalf("read back %d bytes, want %d", len(got), size)
 	}
 }
+
+// TestHeldWritesComeBeforeASetattr: a piece held for its order (after a
+// gap) is passed on before a SETATTR of its file, so the SETATTR's
+// change is the later one: a truncate to 0 leaves the file empty after
+// the COMMIT (the piece does not come back), a time set stays set.
+func TestHeldWritesComeBeforeASetattr(t *testing.T) {
+	cl := newCluster(t)
+	srv := cl.serve(t, Config{Squash: SquashNone})
+	rc := dialRaw(t, srv.addr)
+	for _, c := range []struct {
+		name string
+		s    sattr
+	}{{"t", sattr{size: u64p(0)}}, {"m", sattr{mode: u32p(0o600)}}} {
+		fh := mkFile(t, srv, c.name)
+		rec, _ := rc.record(procNFSWrite, writeArgsOf(fh, 100, []byte("held"), unstable))
+		sendAll(t, rc, [][]byte{rec})
+		set, _ := rc.record(procNFSSetAttr, setattrArgs(fh, c.s, nil))
+		commit, _ := rc.record(procNFSCommit, readArgsOf(fh, 0, 0))
+		sendAll(t, rc, [][]byte{set, commit})
+		res := rc.one(0, 0, procNFSGetAttr, appendOpaque(nil, fh))
+		size := binary.BigEndian.Uint64(res[4+faSize:])
+		mode := fa32(res[4:], faMode) & 0o7777
+		switch {
+		case c.s.size != nil && size != 0:
+			t.Errorf("truncate to 0 after a piece held at 100: size %d after the COMMIT", size)
+		case c.s.mode != nil && (size != 104 || mode != 0o600):
+			t.Errorf("chmod after a piece held at 100: size %d mode %o after the COMMIT, want 104 and 600", size, mode)
+		}
+	}
+}
