@@ -83,12 +83,6 @@ func parseWrite(args []byte) (writeArgs, bool) {
 	return req, true
 }
 
-type commitArgs struct {
-	Handle []byte
-	Offset uint64
-	Count  uint32
-}
-
 // serveIO answers the call c the gate serves (gateServes) as cred's caller,
 // whose arguments are args (already bounded by checkArgs), and returns the
 // reply's body (the procedure's result, after an accepted SUCCESS). It
@@ -166,14 +160,14 @@ func (h *connHandler) write(cred vfs.Cred, args []byte) []byte {
 }
 
 func (h *connHandler) commit(args []byte) []byte {
-	var req commitArgs
-	if err := xdr.Read(bytes.NewReader(args), &req); err != nil {
+	fh, rest, ok := handleArg(args)
+	if !ok || len(rest) < 12 { // offset, count: not used (the whole file is committed)
 		return ioFail(nfsErrInval, nil)
 	}
 	if h.srv.cfg.ReadOnly {
 		return ioFail(nfsErrROFS, nil)
 	}
-	in, status := h.srv.inodeOf(h.ctx, req.Handle)
+	in, status := h.srv.inodeOf(h.ctx, fh)
 	if status != nfsOK {
 		return ioFail(status, nil)
 	}
