@@ -370,7 +370,9 @@ func (s *Service) Unlink(ctx context.Context, parent Ino, name string, reap Ino)
 			}
 			if fits && cl.claim(t, ino) {
 				rec.Nlink = 0
-				if err := t.deleteInode(rec, now); err != nil {
+				// Linked until now, and fitsOneTxn saw no pending drop
+				// of a regular file.
+				if err := t.deleteInode(rec, now, rec.IsRegular()); err != nil {
 					return err
 				}
 				deleted = true

@@ -74,7 +74,7 @@ func (s *Service) reap(ctx context.Context, ino Ino) (bool, error) {
 				return t.Put(pendingKey(ino), encodePending(pendingDrop{reap: true}))
 			}
 			gone = true
-			return t.deleteInode(rec, now)
+			return t.deleteInode(rec, now, false)
 		})
 		if err != nil || done {
 			break
@@ -120,8 +120,12 @@ func (s *Service) fitsOneTxn(t txn, rec *inodeRec) (bool, error) {
 
 // deleteInode removes an unlinked inode with its recipe, xattrs and orphan
 // marker, and takes it off the usage counters and its blocks' reference
-// counts (releasing those it named last at now).
-func (t txn) deleteInode(rec *inodeRec, now int64) error {
+// counts (releasing those it named last at now). linked says the inode
+// had a link when this transaction read it and, if regular, no pending
+// drop (fitsOneTxn looked): it has no orphan marker and no pending drop
+// to delete. Those Deletes are left out then: a Delete costs the store a
+// read of the key for its change feed (pebblekv), 3 of an unlink's 5.
+func (t txn) deleteInode(rec *inodeRec, now int64, linked bool) error {
 	ino := rec.Ino
 	refs := refDeltas{}
 	if err := t.dropSegmentsFrom(ino, 0, refs); err != nil {
@@ -130,14 +134,18 @@ func (t txn) deleteInode(rec *inodeRec, now int64) error {
 	if err := t.applyRefs(refs, now); err != nil {
 		return err
 	}
-	if err := t.Delete(pendingKey(ino)); err != nil {
-		return err
+	if !linked {
+		if err := t.Delete(pendingKey(ino)); err != nil {
+			return err
+		}
 	}
 	if err := t.deletePrefix(xattrPrefix(ino)); err != nil {
 		return err
 	}
-	if err := t.unorphan(rec); err != nil {
-		return err
+	if !linked {
+		if err := t.unorphan(rec); err != nil {
+			return err
+		}
 	}
 	if rec.IsDir() {
 		if err := t.reparentOrphans(ino, rec.Parent); err != nil {

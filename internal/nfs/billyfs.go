@@ -274,7 +274,7 @@ func (b *billyFS) ReadDir(p string) ([]os.FileInfo, error) {
 			in := meta.Inode{Attr: meta.Attr{Ino: e.Ino, Mode: e.Mode}}
 			if e.Inode != nil {
 				in = *e.Inode
-				b.v().Client().Overlay(&in)
+				b.v().Overlay(&in)
 			}
 			b.conn.remember(b.Join(p, e.Name), in)
 			out = append(out, &fileInfo{in: in, name: e.Name})

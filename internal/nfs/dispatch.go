@@ -9,8 +9,8 @@ import (
 	"tessera/internal/meta"
 )
 
-// The gate serves READ, WRITE, COMMIT, GETATTR, LOOKUP, ACCESS and REMOVE
-// of one connection several at a time, on workers of the connection's (at
+// The gate serves READ, WRITE, COMMIT, GETATTR, LOOKUP, ACCESS, REMOVE,
+// CREATE, MKDIR and SETATTR of one connection several at a time, on workers of the connection's (at
 // most maxCallsPerConn, started as needed and kept while it is open: a
 // fresh goroutine per call grew its stack through every call), so that a
 // client with several calls in flight on a connection (a kernel client
@@ -19,8 +19,10 @@ import (
 // call waits for the earlier calls in flight on the same inode whose byte
 // ranges overlap its own, unless both only read, and a WRITE for every
 // WRITE before it on the same inode (a COMMIT covers the whole file;
-// GETATTR and ACCESS read the whole inode, LOOKUP its directory). A
-// REMOVE changes its directory and an inode its arguments do not name
+// GETATTR and ACCESS read the whole inode, LOOKUP its directory; CREATE
+// and MKDIR change their directory, SETATTR its inode, each as a WRITE of
+// the whole of it). A REMOVE, and an UNCHECKED CREATE with a size (it may
+// truncate a file there), changes its directory and an inode its arguments do not name
 // (the one removed): it waits for every call before it and every call
 // after it waits for it, but for REMOVEs in other directories. Calls
 // go-nfs serves (everything else) wait until every call of the gate's
@@ -52,7 +54,8 @@ type ioCall struct {
 	start, end uint64   // [start, end)
 	write      bool
 	// wide: the call changes an inode besides ino, not known before it
-	// is served (REMOVE: ino is the directory).
+	// is served (REMOVE, a CREATE that may truncate: ino is the
+	// directory).
 	wide bool
 	done chan struct{}
 }
@@ -74,11 +77,13 @@ func (a *ioCall) conflicts(b *ioCall) bool {
 }
 
 // gateServes reports whether the gate answers NFS call c (record rec)
-// itself: READ, WRITE, COMMIT, GETATTR, ACCESS, REMOVE, and LOOKUP of a
+// itself: READ, WRITE, COMMIT, GETATTR, ACCESS, REMOVE, CREATE, MKDIR,
+// SETATTR, and LOOKUP of a
 // name other than "." and "..".
 func gateServes(c call, rec []byte) bool {
 	switch c.proc {
-	case procNFSRead, procNFSWrite, procNFSCommit, procNFSGetAttr, procNFSAccess, procNFSRemove:
+	case procNFSRead, procNFSWrite, procNFSCommit, procNFSGetAttr, procNFSAccess, procNFSRemove,
+		procNFSCreate, procNFSMkdir, procNFSSetAttr:
 		return true
 	case procNFSLookup:
 		return !dotName(rec[4+c.argsAt:])
@@ -89,7 +94,11 @@ func gateServes(c call, rec []byte) bool {
 // namespaceCall reports whether proc is one of the gate's calls that do
 // no I/O of file data.
 func namespaceCall(proc uint32) bool {
-	return proc == procNFSGetAttr || proc == procNFSLookup || proc == procNFSAccess || proc == procNFSRemove
+	switch proc {
+	case procNFSGetAttr, procNFSLookup, procNFSAccess, procNFSRemove, procNFSCreate, procNFSMkdir, procNFSSetAttr:
+		return true
+	}
+	return false
 }
 
 // ioCallOf says what call c (whose record is rec) touches.
@@ -107,6 +116,13 @@ func ioCallOf(rec []byte, c call) *ioCall {
 	switch {
 	case c.proc == procNFSRemove:
 		x.start, x.end, x.write, x.wide = 0, math.MaxUint64, true, true
+	case c.proc == procNFSCreate:
+		// Its directory; an UNCHECKED create with a size may truncate a
+		// file already there, which its arguments do not name.
+		_, truncates := createHow(rec[4+c.argsAt:])
+		x.start, x.end, x.write, x.wide = 0, math.MaxUint64, true, truncates
+	case c.proc == procNFSMkdir || c.proc == procNFSSetAttr:
+		x.start, x.end, x.write = 0, math.MaxUint64, true
 	case c.proc == procNFSGetAttr || c.proc == procNFSAccess || c.proc == procNFSLookup:
 		x.start, x.end = 0, math.MaxUint64
 	case c.proc == procNFSCommit || len(rest) < 12:
@@ -126,7 +142,7 @@ func ioCallOf(rec []byte, c call) *ioCall {
 // dispatch starts serving call c (record rec, holding need of the budget)
 // on a goroutine of its own, after the calls before it on the same bytes;
 // it waits first while the connection has maxCallsPerConn calls running.
-// A GETATTR, LOOKUP, ACCESS or REMOVE that comes alone (no call of the
+// A namespace call (namespaceCall) that comes alone (no call of the
 // connection's running, none read behind it) is served at once by the
 // reader instead: a client that waits for each reply (stat, rm) is not
 // made to wait for a worker to be woken too, which on a busy machine

@@ -9,11 +9,13 @@
 // plus 64 KiB) and its variable-length fields are checked (xdrcheck.go)
 // before go-nfs's decoder allocates them, and the bytes of all calls in
 // flight are bounded (Config.MaxInFlight, budget.go). READ, WRITE,
-// COMMIT, GETATTR, LOOKUP (but of "." and ".."), ACCESS and REMOVE the
-// gate serves itself, by inode, up to 16 at once per connection
-// (dispatch.go): calls on overlapping bytes of one file keep their order
-// unless both read, WRITEs of one file keep theirs, a REMOVE is ordered
-// against every other call but REMOVEs in other directories; a namespace
+// COMMIT, GETATTR, LOOKUP (but of "." and ".."), ACCESS, REMOVE, CREATE,
+// MKDIR and SETATTR the gate serves itself, by inode, up to 16 at once
+// per connection (dispatch.go): calls on overlapping bytes of one file
+// keep their order unless both read, WRITEs of one file keep theirs, a
+// CREATE or MKDIR waits for the calls before it on its directory, a
+// REMOVE is ordered against every other call but REMOVEs in other
+// directories; a namespace
 // call that comes alone is served by the reader. Every other call it
 // hands to go-nfs one at a time, once the gate's own calls before it are
 // done, and reads the next record only when go-nfs has replied: so the
@@ -39,13 +41,19 @@
 // and so hears of other clients' changes) and dropped by every change
 // this server makes; a
 // COMMIT's from the meta service (lookup.go). ACCESS answers the caller's
-// permissions.
+// permissions, and no change on a read-only server (--read-only or an
+// identity that may only read, which refuses every change with
+// NFS3ERR_ROFS) or in a read-only fileset. CREATE (GUARDED or UNCHECKED;
+// EXCLUSIVE is NFS3ERR_NOTSUPP) and MKDIR are one meta call each
+// (create.go).
 //
 // Reads and writes: the gate answers READ, WRITE and COMMIT itself
 // (read.go, write.go), not go-nfs (which opens and stats the file by path
 // for every READ and WRITE, answers every WRITE FILE_SYNC and makes COMMIT
 // a no-op): the inode's attributes check the handle and the caller's
-// permission (vfs.FS.ReadAtInode, WriteAtInode); an UNSTABLE write is buffered and
+// permission (vfs.FS.ReadAtInode, WriteAtInode); an UNSTABLE write is buffered
+// (pieces that come after a gap in their block held by vfs until the gap
+// is filled, so that a block is uploaded once, whole: vfs/reorder.go) and
 // made durable by COMMIT (vfs.FS.Commit); FILE_SYNC and DATA_SYNC commit
 // before the reply. Both carry the write verifier, which changes at every
 // start, so a client resends the UNSTABLE writes a restart may have lost.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"syscall"
 
 	gonfs "github.com/willscott/go-nfs"
 
@@ -110,7 +111,7 @@ func (h *connHandler) getattr(args []byte) reply {
 	}
 	w := new(bytes.Buffer)
 	put(w, uint32(nfsOK))
-	put(w, attrOf(in))
+	putFattr(w, attrOf(in))
 	return reply{body: w.Bytes()}
 }
 
@@ -139,18 +140,20 @@ func (h *connHandler) lookup(cred vfs.Cred, args []byte) reply {
 	w := new(bytes.Buffer)
 	put(w, uint32(nfsOK))
 	put(w, h.srv.handle(in.Ino, in.Gen))
-	_ = gonfs.WritePostOpAttrs(w, attrOf(in))
+	putPostOpAttr(w, attrOf(in))
 	var da *gonfs.FileAttribute
 	if whole {
 		da = attrOf(dir)
 	}
-	_ = gonfs.WritePostOpAttrs(w, da)
+	putPostOpAttr(w, da)
 	return reply{body: w.Bytes()}
 }
 
 // access answers ACCESS: of the bits asked, those the caller's
 // permissions on the inode grant (as Linux's server maps them), none that
-// change anything on a read-only server.
+// change a regular file, a directory or a symlink on a read-only server
+// (--read-only, or an identity that may only read) or in a read-only
+// fileset (what access(2) answers EROFS: vfs.FS.ReadOnlyAt).
 func (h *connHandler) access(cred vfs.Cred, args []byte) reply {
 	fh, rest, ok := handleArg(args)
 	if !ok || len(rest) < 4 {
@@ -162,12 +165,12 @@ func (h *connHandler) access(cred vfs.Cred, args []byte) reply {
 		return reply{body: opAttrFail(st, nil)}
 	}
 	granted := grants(cred, &in, asked)
-	if h.srv.cfg.ReadOnly {
+	if granted&(access3Modify|access3Extend|access3Delete) != 0 && h.srv.readOnlyAt(h.ctx, &in) {
 		granted &^= access3Modify | access3Extend | access3Delete
 	}
 	w := new(bytes.Buffer)
 	put(w, uint32(nfsOK))
-	_ = gonfs.WritePostOpAttrs(w, attrOf(in))
+	putPostOpAttr(w, attrOf(in))
 	put(w, granted)
 	return reply{body: w.Bytes()}
 }
@@ -241,6 +244,19 @@ func (h *connHandler) remove(cred vfs.Cred, args []byte) reply {
 	return reply{body: w.Bytes()}
 }
 
+// readOnlyAt reports whether in may not be changed through this server as
+// a read-only file system's (ACCESS grants no change of it).
+func (s *Server) readOnlyAt(ctx context.Context, in *meta.Inode) bool {
+	if s.cfg.ReadOnly {
+		switch in.Mode & syscall.S_IFMT {
+		case syscall.S_IFREG, syscall.S_IFDIR, syscall.S_IFLNK:
+			return true
+		}
+		return false
+	}
+	return s.v.ReadOnlyAt(ctx, in)
+}
+
 // freshOne is ctx with in as the attributes of its inode fetched for this
 // call (vfs.WithFresh): vfs's directory checks take them.
 func freshOne(ctx context.Context, in meta.Inode) context.Context {
@@ -261,6 +277,6 @@ func opAttrFail(st uint32, in *meta.Inode) []byte {
 	if in != nil {
 		a = attrOf(*in)
 	}
-	_ = gonfs.WritePostOpAttrs(w, a)
+	putPostOpAttr(w, a)
 	return w.Bytes()
 }

@@ -70,6 +70,12 @@ func (cl *cluster) serve(t testing.TB, cfg Config) *server {
 // (nil: the machine's).
 func (cl *cluster) serveWith(t testing.TB, cfg Config, policy string, clk clock.Clock) *server {
 	t.Helper()
+	return cl.serveVFS(t, cfg, policy, vfs.Options{Clock: clk})
+}
+
+// serveVFS is serveWith with vfs's options (its attribute cache always on).
+func (cl *cluster) serveVFS(t testing.TB, cfg Config, policy string, vopts vfs.Options) *server {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	c, err := client.New(ctx, client.Config{
 		Meta:   cl.svc,
@@ -80,7 +86,8 @@ func (cl *cluster) serveWith(t testing.TB, cfg Config, policy string, clk clock.
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := vfs.New(c, vfs.Options{Logger: slog.New(slog.DiscardHandler), AttrCache: true, Clock: clk})
+	vopts.Logger, vopts.AttrCache = slog.New(slog.DiscardHandler), true
+	v := vfs.New(c, vopts)
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	cfg.ClusterID = 42
 	var verf [8]byte

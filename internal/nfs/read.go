@@ -7,8 +7,6 @@ import (
 	"errors"
 	"sync"
 
-	gonfs "github.com/willscott/go-nfs"
-
 	"tessera/internal/meta"
 	"tessera/internal/vfs"
 )
@@ -74,7 +72,7 @@ func (h *connHandler) read(cred vfs.Cred, args []byte) reply {
 	}
 	w := new(bytes.Buffer)
 	put(w, uint32(nfsOK))
-	_ = gonfs.WritePostOpAttrs(w, attrOf(in))
+	putPostOpAttr(w, attrOf(in))
 	put(w, uint32(n))
 	put(w, boolU32(eof))
 	put(w, uint32(n)) // the data's length; the data follows

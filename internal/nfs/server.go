@@ -106,6 +106,9 @@ func New(ctx context.Context, v *vfs.FS, cfg Config, verifier [8]byte) (*Server,
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = DefaultInFlight
 	}
+	// An identity that may only read: every change is refused as a
+	// read-only server's (NFS3ERR_ROFS), not at the meta service (EACCES).
+	cfg.ReadOnly = cfg.ReadOnly || v.IdentityReadOnly()
 	cfg.Export = "/" + strings.Trim(cfg.Export, "/")
 	s := &Server{inFlight: newBudget(cfg.MaxInFlight), cfg: cfg, v: v, log: cfg.Logger, verifier: verifier, peers: make(map[netip.Addr]int), conns: make(map[*gate]struct{})}
 	ino := meta.RootIno

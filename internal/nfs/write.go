@@ -83,12 +83,6 @@ func parseWrite(args []byte) (writeArgs, bool) {
 	return req, true
 }
 
-type commitArgs struct {
-	Handle []byte
-	Offset uint64
-	Count  uint32
-}
-
 // serveIO answers the call c the gate serves (gateServes) as cred's caller,
 // whose arguments are args (already bounded by checkArgs), and returns the
 // reply's body (the procedure's result, after an accepted SUCCESS). It
@@ -110,6 +104,12 @@ func (h *connHandler) serveIO(c call, cred vfs.Cred, args []byte) reply {
 		return h.access(cred, args)
 	case procNFSRemove:
 		return h.remove(cred, args)
+	case procNFSCreate:
+		return h.create(cred, args)
+	case procNFSMkdir:
+		return h.mkdir(cred, args)
+	case procNFSSetAttr:
+		return h.setattr(cred, args)
 	}
 	return reply{body: h.commit(args)}
 }
@@ -160,14 +160,14 @@ func (h *connHandler) write(cred vfs.Cred, args []byte) []byte {
 }
 
 func (h *connHandler) commit(args []byte) []byte {
-	var req commitArgs
-	if err := xdr.Read(bytes.NewReader(args), &req); err != nil {
+	fh, rest, ok := handleArg(args)
+	if !ok || len(rest) < 12 { // offset, count: not used (the whole file is committed)
 		return ioFail(nfsErrInval, nil)
 	}
 	if h.srv.cfg.ReadOnly {
 		return ioFail(nfsErrROFS, nil)
 	}
-	in, status := h.srv.inodeOf(h.ctx, req.Handle)
+	in, status := h.srv.inodeOf(h.ctx, fh)
 	if status != nfsOK {
 		return ioFail(status, nil)
 	}
@@ -187,20 +187,16 @@ func attrOf(in meta.Inode) *gonfs.FileAttribute {
 }
 
 // after is in as this server sees it now: the size and mtime of what it
-// wrote and has not committed yet (client.Overlay), without asking the
-// meta service again.
+// wrote and has not committed yet, and of the writes vfs holds for their
+// order (vfs.FS.Overlay), without asking the meta service again.
 func (s *Server) after(in meta.Inode) *gonfs.FileAttribute {
-	s.v.Client().Overlay(&in)
+	s.v.Overlay(&in)
 	return attrOf(in)
 }
 
 // wcc is a wcc_data: pre (nil: not known) and post.
 func (h *connHandler) wcc(pre *gonfs.FileCacheAttribute, post *gonfs.FileAttribute) []byte {
-	w := new(bytes.Buffer)
-	if err := gonfs.WriteWcc(w, pre, post); err != nil {
-		return []byte{0, 0, 0, 0, 0, 0, 0, 0} // neither known
-	}
-	return w.Bytes()
+	return appendWcc(make([]byte, 0, 4+24+4+fattrLen), pre, post)
 }
 
 // ioFail is a failed WRITE's or COMMIT's result: the status and a
@@ -215,8 +211,26 @@ func ioFail(status uint32, wcc []byte) []byte {
 	return w.Bytes()
 }
 
-// put appends v to a buffer (which cannot fail).
-func put(w *bytes.Buffer, v any) { _ = xdr.Write(w, v) }
+// put appends v to a buffer (which cannot fail): a uint32 or an opaque
+// written here, anything else by go-nfs-client's reflective encoder.
+func put(w *bytes.Buffer, v any) {
+	switch v := v.(type) {
+	case uint32:
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], v)
+		w.Write(b[:])
+	case []byte:
+		var b [4]byte
+		binary.BigEndian.PutUint32(b[:], uint32(len(v)))
+		w.Write(b[:])
+		w.Write(v)
+		for range (4 - len(v)%4) % 4 {
+			w.WriteByte(0)
+		}
+	default:
+		_ = xdr.Write(w, v)
+	}
+}
 
 // errStatus is the NFS status of an error of vfs (an errno, possibly in
 // an *os.PathError).
@@ -251,6 +265,16 @@ func errStatus(err error) uint32 {
 		return nfsErrStale
 	case syscall.EAGAIN:
 		return nfsErrJukebox
+	case syscall.EEXIST:
+		return nfsErrExist
+	case syscall.ENOTDIR:
+		return nfsErrNotDir
+	case syscall.ENAMETOOLONG:
+		return nfsErrNameTooLong
+	case syscall.ENOTEMPTY:
+		return nfsErrNotEmpty
+	case syscall.ENOTSUP:
+		return nfsErrNotSupp
 	}
 	return nfsErrIO
 }

@@ -133,7 +133,7 @@ func TestWriteRefusals(t *testing.T) {
 	}
 }
 
-// FuzzServeIO feeds READ, WRITE and COMMIT arguments, bounded as the gate
+// FuzzServeIO feeds READ, WRITE, COMMIT, CREATE, MKDIR and SETATTR arguments, bounded as the gate
 // bounds them (checkArgs), to serveIO: every input gets a result that
 // starts with a status, never a panic.
 func FuzzServeIO(f *testing.F) {
@@ -160,10 +160,14 @@ func FuzzServeIO(f *testing.F) {
 	f.Add(uint8(procNFSWrite), args(procNFSWrite, math.MaxUint64-1, dataSync, []byte("overflow")))
 	f.Add(uint8(procNFSCommit), args(procNFSCommit, 0, 0, nil))
 	f.Add(uint8(procNFSRead), args(procNFSRead, 0, 0, []byte("count")))
+	root := rootHandle(srv)
+	f.Add(uint8(3), createArgs(root, "c", createUnchecked, sattr{mode: u32p(0o644), size: u64p(3)}))
+	f.Add(uint8(4), mkdirArgs(root, "m", 0o755))
+	f.Add(uint8(5), setattrArgs(fh, sattr{mode: u32p(0o600), size: u64p(1)}, []uint32{1, 2}))
 	g := newGate(ctx, nil, srv.s.squash, srv.s.inFlight)
 	h := newConnHandler(srv.s, g, ctx)
 	f.Fuzz(func(t *testing.T, proc uint8, b []byte) {
-		c := call{prog: progNFS, vers: 3, proc: []uint32{procNFSWrite, procNFSCommit, procNFSRead}[proc%3]}
+		c := call{prog: progNFS, vers: 3, proc: serveIOProcs[int(proc)%len(serveIOProcs)]}
 		if err := checkArgs(&xr{b: b}, &c); err != nil {
 			return // the gate closes the connection
 		}
@@ -178,6 +182,9 @@ func FuzzServeIO(f *testing.F) {
 		}
 	})
 }
+
+// serveIOProcs are the procedures FuzzServeIO sends, by the first byte.
+var serveIOProcs = []uint32{procNFSWrite, procNFSCommit, procNFSRead, procNFSCreate, procNFSMkdir, procNFSSetAttr}
 
 func appendOpaque(b, v []byte) []byte {
 	b = binary.BigEndian.AppendUint32(b, uint32(len(v)))

@@ -195,7 +195,7 @@ func (v *FS) GetAttrCached(ctx context.Context, ino meta.Ino) (meta.Inode, error
 		return v.GetAttr(ctx, ino)
 	}
 	if in, ok, whole := v.cached(ino); ok && whole {
-		v.c.Overlay(&in)
+		v.Overlay(&in)
 		return in, nil
 	}
 	return v.GetAttr(ctx, ino)
@@ -211,7 +211,7 @@ func (v *FS) IdentityCached(ctx context.Context, ino meta.Ino) (in meta.Inode, w
 	if v.opts.AttrCache {
 		if in, ok, whole := v.cached(ino); ok {
 			if whole {
-				v.c.Overlay(&in)
+				v.Overlay(&in)
 			}
 			return in, whole, nil
 		}

@@ -52,7 +52,11 @@
 // Stateless I/O (io.go): protocols without open and close (NFSv3) read and
 // write by inode; vfs keeps one client handle per inode, opened at the first
 // use and released once idle (Options.IdleRelease). It follows the
-// fileset rules as handles do (filesetio.go).
+// fileset rules as handles do (filesetio.go). Unstable writes that come
+// out of offset order are put back in order per block (reorder.go: at
+// most 8 MiB held per file, passed on before a read, a stable write, a
+// commit, a SetAttr or the release; Overlay counts them in the size), so
+// that the client uploads each block once, whole.
 //
 // Invalidations (invalidate.go) fans a client's invalidations out to the
 // front ends that keep caches of their own (a mount's kernel).

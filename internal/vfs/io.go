@@ -9,6 +9,7 @@ import (
 	"tessera/internal/client"
 	"tessera/internal/clock"
 	"tessera/internal/meta"
+	"tessera/internal/policy"
 )
 
 // Stateless I/O: protocols without open and close (NFSv3) read and write
@@ -46,6 +47,10 @@ type openFile struct {
 	// this handle need not ask again (a handle of OpenFile is checked
 	// once, at its open, too).
 	writable bool
+	// ro puts unstable writes back in offset order (reorder.go); nil
+	// where the file's policy commits every write.
+	wmu sync.Mutex
+	ro  *reorder
 }
 
 // acquire returns the shared handle of ino, opening it if there is none.
@@ -88,6 +93,13 @@ func (v *FS) acquire(ctx context.Context, ino meta.Ino) (*openFile, error) {
 		return of, nil
 	}
 	of := &openFile{ino: ino, h: h, users: 1}
+	if v.c.PolicyFor(in.Policy).Knobs().Commit == policy.CommitOnSync {
+		bs := int64(in.BlockSize)
+		if bs <= 0 {
+			bs = meta.DefaultBlockSize
+		}
+		of.ro = &reorder{bs: bs}
+	}
 	v.filesetOpen(of, &in, gin)
 	t.m[ino] = of
 	t.mu.Unlock()
@@ -120,6 +132,16 @@ func (v *FS) idle(of *openFile) {
 	}
 	delete(t.m, of.ino)
 	t.mu.Unlock()
+	v.release(of)
+}
+
+// release passes on the writes of held and releases its handle.
+func (v *FS) release(of *openFile) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := v.settle(ctx, of); err != nil {
+		v.log.Error("release of an idle handle: writes held for their order were not passed on", "inode", of.ino, "err", err)
+	}
 	v.releaseHandle(of.h, of.ino)
 }
 
@@ -150,7 +172,7 @@ func (v *FS) Close() {
 		if of.idle != nil {
 			of.idle.Stop()
 		}
-		v.releaseHandle(of.h, of.ino)
+		v.release(of)
 	}
 }
 
@@ -185,6 +207,9 @@ func (v *FS) readAt(ctx context.Context, ino meta.Ino, off int64, buf []byte) (i
 		return 0, false, err
 	}
 	defer v.done(of)
+	if err := v.settle(ctx, of); err != nil {
+		return 0, false, err
+	}
 	fetched, err := v.filesetRead(ctx, of, off, len(buf))
 	if err != nil {
 		return 0, false, err
@@ -239,6 +264,12 @@ func (v *FS) writeAt(ctx context.Context, ino meta.Ino, off int64, data []byte, 
 	if err := v.filesetWrite(ctx, of); err != nil {
 		return 0, err
 	}
+	if !stable && of.ro != nil {
+		return v.writeOrdered(ctx, of, off, data)
+	}
+	if err := v.settle(ctx, of); err != nil {
+		return 0, err
+	}
 	n, err := of.h.Write(ctx, off, data)
 	if err != nil {
 		return n, err
@@ -266,5 +297,8 @@ func (v *FS) Commit(ctx context.Context, ino meta.Ino) error {
 		return v.c.Sync(ctx)
 	}
 	defer v.done(of)
+	if err := v.settle(ctx, of); err != nil {
+		return err
+	}
 	return of.h.Fsync(ctx)
 }

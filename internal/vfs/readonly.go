@@ -115,3 +115,22 @@ func (v *FS) filesetOf(ctx context.Context, root meta.Ino) (meta.Fileset, error)
 	v.modes.mu.Unlock()
 	return f, nil
 }
+
+// IdentityReadOnly reports whether this client's identity may only read
+// (Options.ReadOnly): a front end refuses every change as a read-only file
+// system's.
+func (v *FS) IdentityReadOnly() bool { return v.opts.ReadOnly }
+
+// ReadOnlyAt reports whether in may not be written as a read-only file
+// system's file: the identity may only read, or in lies in a read-only
+// fileset. Only a regular file, a directory or a symlink: writing a
+// device, a FIFO or a socket changes nothing stored (access(2)'s EROFS,
+// Linux's rule).
+func (v *FS) ReadOnlyAt(ctx context.Context, in *meta.Inode) bool {
+	switch in.Mode & syscall.S_IFMT {
+	case syscall.S_IFREG, syscall.S_IFDIR, syscall.S_IFLNK:
+	default:
+		return false
+	}
+	return v.opts.ReadOnly || v.refuseReadOnly(ctx, "access", in) != nil
+}

@@ -33,6 +33,10 @@ type SetAttr struct {
 // package comment), and returns the inode after.
 func (v *FS) SetAttr(ctx context.Context, c Cred, ino meta.Ino, s SetAttr) (meta.Inode, error) {
 	defer v.changed(ino)
+	// The writes held for their order come before (reorder.go).
+	if err := v.settleIno(ctx, ino); err != nil {
+		return meta.Inode{}, err
+	}
 	// The current attributes are needed for a truncate, to clear set-id
 	// bits of a mode not given, and for the checks; otherwise the SetAttr
 	// returns them (tar's futimens, fchown and fchmod: one meta call

@@ -3,6 +3,7 @@ package vfs
 import (
 	"context"
 	"log/slog"
+	"syscall"
 	"time"
 
 	"tessera/internal/client"
@@ -110,7 +111,7 @@ func (v *FS) GetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
 	if err != nil {
 		return meta.Inode{}, err
 	}
-	v.c.Overlay(&in)
+	v.Overlay(&in)
 	return in, nil
 }
 
@@ -174,12 +175,14 @@ func (v *FS) Lookup(ctx context.Context, c Cred, parent meta.Ino, name string) (
 		v.keep(gen, in)
 	}
 	v.names.put(parent, name, in.Ino, in.Mode)
-	v.c.Overlay(&in)
+	v.Overlay(&in)
 	return in, nil
 }
 
 // Access checks that c may access ino as mask (MayRead|MayWrite|MayExec)
-// asks; EACCES if not. It checks also for a Checked caller (access(2)
+// asks; EACCES if not, and before that EROFS for MayWrite of a file that may not be
+// written whoever asks (ReadOnlyAt: an identity that may only read, a
+// read-only fileset). It checks also for a Checked caller (access(2)
 // asks exactly this), with the caller's uid and groups.
 func (v *FS) Access(ctx context.Context, c Cred, ino meta.Ino, mask uint32) (meta.Inode, error) {
 	in, err := v.api.GetAttr(ctx, ino)
@@ -187,6 +190,10 @@ func (v *FS) Access(ctx context.Context, c Cred, ino meta.Ino, mask uint32) (met
 		return in, err
 	}
 	c.Checked = false
+	if mask&MayWrite != 0 && v.ReadOnlyAt(ctx, &in) {
+		// First, as Linux's inode_permission checks.
+		return in, errorf("access", ino, syscall.EROFS)
+	}
 	return in, check(c, "access", &in.Attr, mask)
 }
 

@@ -302,3 +302,32 @@ func TestFreshAttributesAnswerDirectoryChecks(t *testing.T) {
 		t.Fatalf("lookup with nothing fresh for the directory: %v", err)
 	}
 }
+
+// TestAccessOfAReadOnlyIdentity: access(2) for writing by a client whose
+// identity may only read is EROFS (before the permission check, as Linux
+// checks), for a regular file and a directory, not for a FIFO; reading
+// is as the permissions say.
+func TestAccessOfAReadOnlyIdentity(t *testing.T) {
+	v, _ := newFSWith(t, Options{ReadOnly: true}, "")
+	ctx := context.Background()
+	d := mk(t, v, alice, meta.RootIno, "d", syscall.S_IFDIR|0o755)
+	f := mk(t, v, alice, d.Ino, "f", syscall.S_IFREG|0o600)
+	p := mk(t, v, alice, d.Ino, "p", syscall.S_IFIFO|0o666)
+	if !v.IdentityReadOnly() {
+		t.Fatal("IdentityReadOnly is false for Options.ReadOnly")
+	}
+	_, err := v.Access(ctx, alice, f.Ino, MayWrite)
+	wantErrno(t, "alice's access(W) of her file", err, syscall.EROFS)
+	_, err = v.Access(ctx, bob, f.Ino, MayWrite)
+	wantErrno(t, "bob's access(W) of alice's 0600 file", err, syscall.EROFS)
+	_, err = v.Access(ctx, alice, d.Ino, MayWrite|MayExec)
+	wantErrno(t, "alice's access(WX) of her directory", err, syscall.EROFS)
+	if _, err := v.Access(ctx, alice, f.Ino, MayRead); err != nil {
+		t.Errorf("alice's access(R) of her file: %v", err)
+	}
+	_, err = v.Access(ctx, bob, f.Ino, MayRead)
+	wantErrno(t, "bob's access(R) of alice's 0600 file", err, syscall.EACCES)
+	if _, err := v.Access(ctx, bob, p.Ino, MayWrite); err != nil {
+		t.Errorf("bob's access(W) of a 0666 FIFO: %v", err)
+	}
+}
