@@ -39,15 +39,15 @@ func TestMemFlags(t *testing.T) {
 	}
 }
 
-// TestUpMemFlags: tessera up's mount defaults to 32 MiB of cache and of
-// dirty data whatever the machine (its block servers' files are on this
-// host), and explicit values still win.
+// TestUpMemFlags: tessera up's mount defaults to 16 MiB of cache and 32
+// MiB of dirty data whatever the machine (its block servers' files are on
+// this host), and explicit values still win.
 func TestUpMemFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args         []string
 		cache, dirty int64
 	}{
-		{nil, 32 << 20, 32 << 20},
+		{nil, 16 << 20, 32 << 20},
 		{[]string{"--mem-cache", "67108864", "--dirty-bytes", "16777216"}, 64 << 20, 16 << 20},
 	} {
 		fs := flag.NewFlagSet("up", flag.ContinueOnError)

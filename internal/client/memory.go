@@ -24,9 +24,11 @@ import (
 // docs/design/2026-11-28-memory-bounds.md.)
 //
 // A client with no read or write for Config.IdleRelease (DefaultIdleRelease)
-// empties its memory block cache and its free lists of write and fetch
-// buffers and asks the Go runtime to return free memory to the system; the
-// next reader fetches again (from the local disk cache or the servers).
+// empties its memory block cache, its free lists of write and fetch
+// buffers and its hash trees, keeps the most recently used 1/16 of its
+// segment sums' bound (idleSumsShare), and asks the Go runtime to return
+// free memory to the system; the next reader fetches again (from the
+// local disk cache or the servers).
 //
 // Besides the cache's bound, the free list of fetch buffers (bufpool.go)
 // holds up to an eighth of it (at most 32 MiB): the memory of evicted
@@ -141,6 +143,7 @@ func (c *Client) releaseIdle(idle time.Duration, stop <-chan struct{}) {
 			c.bufs.drain()
 			c.pool.drain()
 			c.trees.clear()
+			c.sums.shrinkIdle()
 			debug.FreeOSMemory()
 			c.idleReleases.Add(1)
 			released = last

@@ -1,9 +1,12 @@
 package client
 
 import (
+	"encoding/binary"
 	"math/rand"
 	"testing"
 	"time"
+
+	"tessera/internal/block"
 )
 
 func TestShareOfMemory(t *testing.T) {
@@ -70,4 +73,40 @@ func TestMemoryBoundSumsItsParts(t *testing.T) {
 	if sum != small || small < (32<<20)+(16<<20)+8*(4<<20) {
 		t.Fatalf("bound %d MiB, parts %d MiB", small>>20, sum>>20)
 	}
+}
+
+// TestIdleClientShrinksSegSums: an idle client keeps at most 1/16 of its
+// segment sums' bound, the most recently used; they stayed whole (16 MiB
+// in tessera up) until the bound pushed them out, the largest part of an
+// idle daemon's heap after fsx.
+func TestIdleClientShrinksSegSums(t *testing.T) {
+	s := newShared(t, 64<<10)
+	c := testClient(t, s.api, map[string]*memStore{"b0": s.store}, Config{IdleRelease: 20 * time.Millisecond})
+	var last block.Hash
+	for i := range 1024 { // the sums of 1,024 blocks of 4 MiB: a quarter of the bound
+		binary.LittleEndian.PutUint64(last[:], uint64(i)+1)
+		fakeSums(c.sums, last, 1024)
+	}
+	// Used since (a release may have come while the table filled): the
+	// next idle period's release is after the fill.
+	c.active.touch(time.Now())
+	n := c.Stats().IdleReleases
+	waitFor(t, func() bool { return c.Stats().IdleReleases > n })
+	if used := c.sums.usedBytes(); used > DefaultSegSumsBytes/idleSumsShare {
+		t.Fatalf("an idle client keeps %d bytes of segment sums; want at most %d", used, DefaultSegSumsBytes/idleSumsShare)
+	}
+	if _, ok := c.sums.get(last); !ok {
+		t.Error("the most recently learned sums went")
+	}
+}
+
+// fakeSums records n made-up segment sums for h, as learn would for a
+// block of n segments (without hashing one).
+func fakeSums(s *segSums, h block.Hash, n int) {
+	e := &sumEntry{size: int64(n) * segSize, sums: make([]uint32, n)}
+	e.used.Store(s.clock.Add(1))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.items[h] = e
+	s.mu.used += e.cost()
 }

@@ -89,9 +89,39 @@ func (s *segSums) learn(h block.Hash, data []byte) {
 
 // evictLocked drops the least recently used entries other than keep until
 // the table is within 3/4 of its bound.
-func (s *segSums) evictLocked(keep block.Hash) {
+func (s *segSums) evictLocked(keep block.Hash) { s.evictToLocked(keep, s.max*3/4) }
+
+// idleSumsShare: an idle client keeps the most recently used 1/16 of its
+// segment sums' bound (1 MiB by default: the sums of 1 GiB of blocks).
+// Under fsx the table filled with the sums of versions truncated or
+// unlinked, which no read will ask for again, and was the largest part
+// of an idle tessera up's heap; a block whose sums went is read whole
+// and verified once more at its next read.
+const idleSumsShare = 16
+
+// shrinkIdle drops the least recently used entries until the table holds
+// at most its idle share (releaseIdle).
+func (s *segSums) shrinkIdle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.evictToLocked(block.Hash{}, s.max/idleSumsShare)
+}
+
+// usedBytes is what the table holds, by its entries' cost.
+func (s *segSums) usedBytes() int64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.mu.used
+}
+
+// evictToLocked drops the least recently used entries other than keep
+// until the table holds at most to bytes.
+func (s *segSums) evictToLocked(keep block.Hash, to int64) {
+	if s.mu.used <= to {
+		return
+	}
 	for _, h := range leastRecent(s.mu.items, keep, func(e *sumEntry) int64 { return e.used.Load() }) {
-		if s.mu.used <= s.max*3/4 {
+		if s.mu.used <= to {
 			break
 		}
 		s.mu.used -= s.mu.items[h].cost()

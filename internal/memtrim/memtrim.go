@@ -11,6 +11,16 @@
 // debug.FreeOSMemory after one more collection (trim): every free page
 // given back, the sync.Pools' buffers included.
 //
+// A quiet process (it allocated less than QuietAlloc since the last look)
+// is trimmed at a much smaller excess, QuietFloor: once a daemon's work
+// has stopped, collections still come now and then (timers, leases, the
+// change feed), so the "no collection" test above rarely holds, while the
+// pages the last burst's collections freed stay resident until the
+// runtime's scavenger gets to them (part of tessera up's settled memory
+// after fsx, bench/results/2026-11-29-memory-8.md). A quiet
+// process's trims cost a collection of its small live heap at most once
+// per Every, and only after QuietFloor more was freed again.
+//
 // The rate is bounded: at most one trim per Every, and only after a growth
 // of at least Floor, so a daemon whose live heap is large or steadily
 // churning pays at most two extra collections per Every. Time is a
@@ -29,15 +39,20 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultEvery = 10 * time.Second
-	DefaultFloor = 64 << 20
+	DefaultEvery      = 10 * time.Second
+	DefaultFloor      = 64 << 20
+	DefaultQuietFloor = 8 << 20
+	DefaultQuietAlloc = 16 << 20
 )
 
 // Config tunes Run; zero fields take the defaults.
 type Config struct {
 	Every time.Duration
 	Floor uint64
-	Clock clock.Clock
+	// QuietFloor is the excess trimmed in a process that allocated less
+	// than QuietAlloc since the last look.
+	QuietFloor, QuietAlloc uint64
+	Clock                  clock.Clock
 	// trim and read stand in for debug.FreeOSMemory and the runtime's
 	// metrics in tests.
 	trim func()
@@ -46,9 +61,10 @@ type Config struct {
 
 // Sample is what the heap holds, in bytes.
 type Sample struct {
-	Held uint64 // objects (live and not yet swept), their spans' slack, free pages not given back
-	Live uint64 // live after the last collection
-	GCs  uint64 // collections so far
+	Held   uint64 // objects (live and not yet swept), their spans' slack, free pages not given back
+	Live   uint64 // live after the last collection
+	GCs    uint64 // collections so far
+	Allocs uint64 // bytes allocated so far
 }
 
 var names = []string{
@@ -57,6 +73,7 @@ var names = []string{
 	"/memory/classes/heap/free:bytes",
 	"/gc/heap/live:bytes",
 	"/gc/cycles/total:gc-cycles",
+	"/gc/heap/allocs:bytes",
 }
 
 // Read samples the runtime's heap (no stop of the world).
@@ -72,7 +89,7 @@ func Read() Sample {
 		}
 		return s[i].Value.Uint64()
 	}
-	return Sample{Held: v(0) + v(1) + v(2), Live: v(3), GCs: v(4)}
+	return Sample{Held: v(0) + v(1) + v(2), Live: v(3), GCs: v(4), Allocs: v(5)}
 }
 
 // Due reports whether a heap holding s is worth a trim under floor, prev
@@ -85,6 +102,16 @@ func Due(s, prev Sample, floor uint64) bool {
 	return excess > floor && (excess > s.Live/2 || s.GCs == prev.GCs)
 }
 
+// QuietDue reports whether a heap holding s is worth a trim in a quiet
+// process: it allocated less than quietAlloc since prev, the sample of the
+// last look, and holds more than quietFloor beyond its live heap.
+func QuietDue(s, prev Sample, quietFloor, quietAlloc uint64) bool {
+	if s.Held <= s.Live || s.Allocs < prev.Allocs {
+		return false
+	}
+	return s.Allocs-prev.Allocs < quietAlloc && s.Held-s.Live > quietFloor
+}
+
 // Run trims every cfg.Every while due, until ctx is done.
 func Run(ctx context.Context, cfg Config) {
 	if cfg.Every <= 0 {
@@ -92,6 +119,12 @@ func Run(ctx context.Context, cfg Config) {
 	}
 	if cfg.Floor == 0 {
 		cfg.Floor = DefaultFloor
+	}
+	if cfg.QuietFloor == 0 {
+		cfg.QuietFloor = DefaultQuietFloor
+	}
+	if cfg.QuietAlloc == 0 {
+		cfg.QuietAlloc = DefaultQuietAlloc
 	}
 	clk := clock.Or(cfg.Clock)
 	if cfg.trim == nil {
@@ -110,7 +143,7 @@ func Run(ctx context.Context, cfg Config) {
 		case <-t.C():
 		}
 		s := cfg.read()
-		if Due(s, prev, cfg.Floor) {
+		if Due(s, prev, cfg.Floor) || QuietDue(s, prev, cfg.QuietFloor, cfg.QuietAlloc) {
 			cfg.trim()
 			s = cfg.read()
 		}
