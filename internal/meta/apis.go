@@ -104,14 +104,14 @@ type Cluster interface {
 	// the server from the map.
 	SetServerState(ctx context.Context, id, state string) (ServerMap, error)
 	// SetReplicas sets the cluster's default replication factor.
-	SetReplicas(ctx context.Context, r int) (ServerMap, error)
+	SetReplicas(ctx context.Context, replicas int) (ServerMap, error)
 	// MoverProgress returns the mover's latest report.
 	MoverProgress(ctx context.Context) (MoverProgress, error)
 	// Decompose records that composed block h is now stored whole on the
 	// block servers (BlockChange.Compose): its composition goes, and with
 	// it the references to its pieces. A hash that is not composed is left
 	// alone.
-	Decompose(ctx context.Context, h block.Hash) error
+	Decompose(ctx context.Context, hash block.Hash) error
 	// WalkBlocks calls fn with every block hash some recipe (or orphan's
 	// recipe) refers to, with the inode that refers to it; for gc and fsck.
 	// A composed block is reported as its pieces (BlockChange.Compose).

@@ -29,6 +29,7 @@ type field struct {
 type metaPkg struct {
 	ifaces   map[string]*ast.InterfaceType
 	optional []string          // OptionalInterfaces' list, in order
+	basic    map[string]string // named types over a basic one: Ino -> uint64
 	imports  map[string]string // package name -> import path
 }
 
@@ -38,7 +39,7 @@ func loadMeta(dir string) (*metaPkg, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &metaPkg{ifaces: map[string]*ast.InterfaceType{}, imports: map[string]string{}}
+	p := &metaPkg{ifaces: map[string]*ast.InterfaceType{}, imports: map[string]string{}, basic: map[string]string{}}
 	for _, f := range files {
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
@@ -55,6 +56,9 @@ func loadMeta(dir string) (*metaPkg, error) {
 					if ts, ok := s.(*ast.TypeSpec); ok {
 						if it, ok := ts.Type.(*ast.InterfaceType); ok {
 							p.ifaces[ts.Name.Name] = it
+						}
+						if id, ok := ts.Type.(*ast.Ident); ok && numeric[id.Name] {
+							p.basic[ts.Name.Name] = id.Name
 						}
 					}
 				}
