@@ -51,6 +51,11 @@ func generate(dir string, cfg config) ([]byte, error) {
 		if skipped, asserts, err = g.rpcMethods(dir, root, module, ifaces, hand); err != nil {
 			return nil, err
 		}
+	} else if g.cfg.style == "authz" {
+		if skipped, asserts, err = g.authzFile(ifaces, hand); err != nil {
+			return nil, err
+		}
+		g.usedIn()
 	} else {
 		for _, in := range ifaces {
 			asserts = append(asserts, g.q(in))
@@ -114,6 +119,8 @@ func generate(dir string, cfg config) ([]byte, error) {
 	switch g.cfg.style {
 	case "client":
 		doc = fmt.Sprintf("The protocol client's methods of %s for %s, each one call of its rpc.", typ, strings.Join(qs, ", "))
+	case "authz":
+		doc = fmt.Sprintf("The rules of %s, from each method's //tessera:authz directive, and %s's methods of them but those written by hand.", strings.Join(qs, ", "), typ)
 	case "server":
 		doc = fmt.Sprintf("The handlers of %s for %s, each one call of the API on(ctx) returns.", typ, strings.Join(asserts, ", "))
 	}

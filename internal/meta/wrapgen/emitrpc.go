@@ -337,7 +337,7 @@ func (p *proto) has(msg string, types []string, withErr bool) bool {
 // as an import followed by a dot), the types it matched but never wrote
 // left out.
 func (g *gen) usedIn() {
-	g.used = map[string]bool{"context": true}
+	g.used = map[string]bool{}
 	for _, m := range regexp.MustCompile(`\b([a-z]\w*)\.`).FindAllStringSubmatch(g.w.String(), -1) {
 		if _, ok := g.mp.imports[m[1]]; ok {
 			g.used[m[1]] = true

@@ -16,7 +16,7 @@
 //	         separated; "api" stands for FS, Cluster and Sessions,
 //	         "optional" for every optional interface OptionalInterfaces
 //	         lists but SessionBinder (which returns the decorator itself)
-//	-style   around (default), forward, client or server
+//	-style   around (default), forward, client, server or authz
 //	-pb      with -style client or server: the protocol's generated Go
 //	         package, as a directory below the decorator's (metapb)
 //	-next    with -style around: the type of the API the hook hands each
@@ -50,7 +50,9 @@
 // calls the method on the API on(ctx) returns and encodes the reply; the
 // package supplies on(ctx) and statusOf(err) error. How parameters and
 // results go into messages, and which conversions the package writes by
-// hand, is rpc.go's convention.
+// hand, is rpc.go's convention. With -style authz (package authz's view)
+// it writes the rule tables from each method's //tessera:authz directive
+// and the view's methods (authz.go says how).
 //
 // TestGeneratedFilesAreCurrent runs every //go:generate line of the module
 // that names wrapgen again and fails when a file differs from what it
@@ -116,8 +118,8 @@ func parseArgs(args []string) (config, error) {
 	switch {
 	case c.typ == "" || c.recv == "" || ifaces == "" || c.out == "":
 		return c, fmt.Errorf("-type, -recv, -ifaces and -o are required")
-	case c.style != "around" && c.style != "forward" && c.style != "client" && c.style != "server":
-		return c, fmt.Errorf("-style %q: want around, forward, client or server", c.style)
+	case c.style != "around" && c.style != "forward" && c.style != "client" && c.style != "server" && c.style != "authz":
+		return c, fmt.Errorf("-style %q: want around, forward, client, server or authz", c.style)
 	case filepath.Base(c.out) != c.out || filepath.Ext(c.out) != ".go":
 		return c, fmt.Errorf("-o %q: want a .go file name in the decorator's directory", c.out)
 	}
