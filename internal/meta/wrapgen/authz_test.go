@@ -90,3 +90,34 @@ func TestAuthzRefusesUnmappedShapes(t *testing.T) {
 		}
 	}
 }
+
+// TestMountrootRefusesUnmappedShapes: mountroot's generated method maps
+// meta.Ino arguments and meta.Inode results; a method with any other
+// shape that may carry an inode number is refused, to be written by hand.
+func TestMountrootRefusesUnmappedShapes(t *testing.T) {
+	for _, sig := range []string{
+		"Touch(ctx context.Context, req CreateReq) (Inode, error)",
+		"Touch(ctx context.Context, ino Ino) ([]DirEntry, error)",
+		"Touch(ctx context.Context, ino Ino) (Quota, error)",
+	} {
+		var b bytes.Buffer
+		g := &gen{cfg: config{typ: "*API", recv: "a", style: "mountroot"}, mp: metaOf(t, "type X interface{ "+sig+" }"), qual: "meta", used: map[string]bool{}, w: &b}
+		ms, err := g.mp.methods("X")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.rootMethod(ms[0], false); err == nil || !strings.Contains(err.Error(), "by hand") {
+			t.Errorf("%s: got %v, want a refusal saying to write it by hand", sig, err)
+		}
+	}
+	var b bytes.Buffer
+	g := &gen{cfg: config{typ: "*API", recv: "a", style: "mountroot"}, mp: metaOf(t, "type X interface{ Touch(ctx context.Context, ino, dir Ino, name string) (Inode, error) }"), qual: "meta", used: map[string]bool{}, w: &b}
+	ms, _ := g.mp.methods("X")
+	if err := g.rootMethod(ms[0], true); err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Join(strings.Fields(b.String()), " ")
+	if want := "r0, err = a.fwd().Touch(ctx, a.m(ino), a.m(dir), name) a.mapInode(&r0) return r0, a.e(err)"; !strings.Contains(s, want) {
+		t.Errorf("generated %q, want %q", s, want)
+	}
+}

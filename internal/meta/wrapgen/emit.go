@@ -68,7 +68,12 @@ func generate(dir string, cfg config) ([]byte, error) {
 					skipped = append(skipped, m.name)
 					continue
 				}
-				if err := g.method(m, slices.Contains(mp.optional, in)); err != nil {
+				if g.cfg.style == "mountroot" {
+					err = g.rootMethod(m, slices.Contains(mp.optional, in))
+				} else {
+					err = g.method(m, slices.Contains(mp.optional, in))
+				}
+				if err != nil {
 					return nil, err
 				}
 			}
@@ -119,6 +124,8 @@ func generate(dir string, cfg config) ([]byte, error) {
 	switch g.cfg.style {
 	case "client":
 		doc = fmt.Sprintf("The protocol client's methods of %s for %s, each one call of its rpc.", typ, strings.Join(qs, ", "))
+	case "mountroot":
+		doc = fmt.Sprintf("The methods of %s for %s that map only meta.Ino arguments and meta.Inode results.", typ, strings.Join(qs, ", "))
 	case "authz":
 		doc = fmt.Sprintf("The rules of %s, from each method's //tessera:authz directive, and %s's methods of them but those written by hand.", strings.Join(qs, ", "), typ)
 	case "server":

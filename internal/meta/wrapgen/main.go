@@ -16,7 +16,7 @@
 //	         separated; "api" stands for FS, Cluster and Sessions,
 //	         "optional" for every optional interface OptionalInterfaces
 //	         lists but SessionBinder (which returns the decorator itself)
-//	-style   around (default), forward, client, server or authz
+//	-style   around (default), forward, client, server, authz or mountroot
 //	-pb      with -style client or server: the protocol's generated Go
 //	         package, as a directory below the decorator's (metapb)
 //	-next    with -style around: the type of the API the hook hands each
@@ -52,7 +52,9 @@
 // results go into messages, and which conversions the package writes by
 // hand, is rpc.go's convention. With -style authz (package authz's view)
 // it writes the rule tables from each method's //tessera:authz directive
-// and the view's methods (authz.go says how).
+// and the view's methods (authz.go says how); with -style mountroot the
+// methods of package mountroot's API that only map inode numbers
+// (mountroot.go says which).
 //
 // TestGeneratedFilesAreCurrent runs every //go:generate line of the module
 // that names wrapgen again and fails when a file differs from what it
@@ -118,8 +120,8 @@ func parseArgs(args []string) (config, error) {
 	switch {
 	case c.typ == "" || c.recv == "" || ifaces == "" || c.out == "":
 		return c, fmt.Errorf("-type, -recv, -ifaces and -o are required")
-	case c.style != "around" && c.style != "forward" && c.style != "client" && c.style != "server" && c.style != "authz":
-		return c, fmt.Errorf("-style %q: want around, forward, client, server or authz", c.style)
+	case c.style != "around" && c.style != "forward" && c.style != "client" && c.style != "server" && c.style != "authz" && c.style != "mountroot":
+		return c, fmt.Errorf("-style %q: want around, forward, client, server, authz or mountroot", c.style)
 	case filepath.Base(c.out) != c.out || filepath.Ext(c.out) != ".go":
 		return c, fmt.Errorf("-o %q: want a .go file name in the decorator's directory", c.out)
 	}
