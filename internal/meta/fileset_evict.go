@@ -16,6 +16,7 @@ import (
 type EvictAPI interface {
 	// EvictData drops the cached data of fileset file ino (see
 	// Service.EvictData).
+	//tessera:authz cache cluster: admins and gateways
 	EvictData(ctx context.Context, ino Ino) (Inode, error)
 }
 

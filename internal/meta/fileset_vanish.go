@@ -24,6 +24,7 @@ var ErrDirty = syscall.EBUSY
 // RPC client (metarpc).
 type VanishAPI interface {
 	// RemoveVanished: see Service.RemoveVanished.
+	//tessera:authz cache cluster: admins and gateways
 	RemoveVanished(ctx context.Context, parent Ino, name string, ino Ino, isDir bool) error
 }
 

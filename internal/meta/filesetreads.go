@@ -30,6 +30,7 @@ func (r FilesetReads) Ratio() float64 {
 type FilesetReadsAPI interface {
 	// AddFilesetReads adds d to the counts of the fileset rooted at root
 	// (ErrNotFound if there is none).
+	//tessera:authz read cluster: a mount's read counts
 	AddFilesetReads(ctx context.Context, root Ino, d FilesetReads) error
 }
 

@@ -16,20 +16,26 @@ import (
 type FilesetAPI interface {
 	// CreateFileset makes the empty directory f.Root the root of a
 	// fileset caching f.Home; it returns f with defaults filled in.
+	//tessera:authz admin cluster
 	CreateFileset(ctx context.Context, f Fileset) (Fileset, error)
 	// Fileset returns the fileset rooted at root (ErrNotFound if none).
+	//tessera:authz read cluster
 	Fileset(ctx context.Context, root Ino) (Fileset, error)
 	// Filesets lists every fileset, by root.
+	//tessera:authz read cluster
 	Filesets(ctx context.Context) ([]Fileset, error)
 	// DeleteFileset detaches the fileset rooted at root: what it cached
 	// stays as ordinary files and directories.
+	//tessera:authz admin cluster
 	DeleteFileset(ctx context.Context, root Ino) error
 	// IngestDir adds placeholders for the entries a gateway listed at
 	// home in the fileset directory dir (see IngestDirReq).
+	//tessera:authz cache cluster
 	IngestDir(ctx context.Context, req IngestDirReq) (Inode, error)
 	// SetGateway replaces the gateway section of inode ino with g, only if
 	// the inode's Change is still ifChange (0: whatever it is); otherwise
 	// ErrConflict, so that an ingest never clobbers a local update.
+	//tessera:authz cache cluster
 	SetGateway(ctx context.Context, ino Ino, g GatewayInfo, ifChange uint64) (Inode, error)
 }
 

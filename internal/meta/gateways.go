@@ -82,9 +82,11 @@ type GatewaysAPI interface {
 	// RegisterGateway adds or refreshes gateway g (a heartbeat): Seen
 	// comes from the service's clock. It returns the live gateways. With
 	// Addr GatewayLeaving it removes g's record instead (returns none).
+	//tessera:authz cache cluster: bound to its name
 	RegisterGateway(ctx context.Context, g GatewayNode) ([]GatewayNode, error)
 	// Gateways lists the gateways known, by ID, Live set on those heard
 	// from within GatewayTTL.
+	//tessera:authz read cluster
 	Gateways(ctx context.Context) ([]GatewayNode, error)
 }
 

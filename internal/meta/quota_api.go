@@ -14,19 +14,25 @@ import (
 type QuotaAPI interface {
 	// SetQuota sets the limits of the quota of directory q.Dir (0: none),
 	// counting the usage under it the first time; it returns the quota.
+	//tessera:authz admin cluster
 	SetQuota(ctx context.Context, q Quota) (Quota, error)
 	// Quota returns the quota of directory dir (ErrNotFound if none).
+	//tessera:authz read tree
 	Quota(ctx context.Context, dir Ino) (Quota, error)
 	// Quotas lists every quota, by directory.
+	//tessera:authz read cluster
 	Quotas(ctx context.Context) ([]Quota, error)
 	// RemoveQuota drops the quota of directory dir (ErrNotFound if none).
+	//tessera:authz admin cluster
 	RemoveQuota(ctx context.Context, dir Ino) error
 	// QuotaOf returns the innermost quota whose tree holds inode ino (a
 	// directory's own quota included): what df in it shows (ErrNotFound
 	// if none).
+	//tessera:authz read tree: df in a quota tree
 	QuotaOf(ctx context.Context, ino Ino) (Quota, error)
 	// CheckQuota returns directory dir's quota beside what a walk of its
 	// tree counts, in one snapshot (quota_check.go): what fsck compares.
+	//tessera:authz admin cluster: fsck: walks a whole tree
 	CheckQuota(ctx context.Context, dir Ino) (QuotaCheck, error)
 }
 

@@ -286,11 +286,17 @@ func (s *Service) WritebackStats(ctx context.Context, root Ino) (WBStats, error)
 // gateways (claims, results) and status (stats). *Service implements it,
 // and so do the RPC client (metarpc) and the authorizing view (authz).
 type WritebackAPI interface {
+	//tessera:authz cache cluster
 	ClaimWriteback(ctx context.Context, req ClaimReq) ([]WBOp, error)
+	//tessera:authz cache cluster
 	WritebackDone(ctx context.Context, op WBOp, token string) error
+	//tessera:authz cache cluster
 	WritebackFailed(ctx context.Context, op WBOp, cause string, permanent bool, retryAt time.Time) error
+	//tessera:authz cache cluster
 	WritebackToken(ctx context.Context, ino Ino) (string, error)
+	//tessera:authz read cluster
 	WritebackStats(ctx context.Context, root Ino) (WBStats, error)
+	//tessera:authz cache cluster: admins and gateways
 	RequestFlush(ctx context.Context, root Ino) error
 }
 

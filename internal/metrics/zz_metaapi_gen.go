@@ -237,9 +237,9 @@ func (a *metaAPI) SetServerState(ctx context.Context, id string, state string) (
 }
 
 // SetReplicas implements meta.Cluster.
-func (a *metaAPI) SetReplicas(ctx context.Context, r int) (r0 meta.ServerMap, err error) {
+func (a *metaAPI) SetReplicas(ctx context.Context, replicas int) (r0 meta.ServerMap, err error) {
 	err = a.around(ctx, "set_replicas", func(ctx context.Context, next meta.API) (err error) {
-		r0, err = next.SetReplicas(ctx, r)
+		r0, err = next.SetReplicas(ctx, replicas)
 		return err
 	})
 	return r0, err
@@ -255,9 +255,9 @@ func (a *metaAPI) MoverProgress(ctx context.Context) (r0 meta.MoverProgress, err
 }
 
 // Decompose implements meta.Cluster.
-func (a *metaAPI) Decompose(ctx context.Context, h block.Hash) (err error) {
+func (a *metaAPI) Decompose(ctx context.Context, hash block.Hash) (err error) {
 	err = a.around(ctx, "decompose", func(ctx context.Context, next meta.API) (err error) {
-		err = next.Decompose(ctx, h)
+		err = next.Decompose(ctx, hash)
 		return err
 	})
 	return err

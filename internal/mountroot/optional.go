@@ -56,11 +56,6 @@ func (a *API) Filesets(ctx context.Context) ([]meta.Fileset, error) {
 	return l, err
 }
 
-// DeleteFileset implements meta.FilesetAPI.
-func (a *API) DeleteFileset(ctx context.Context, root meta.Ino) error {
-	return a.fwd().DeleteFileset(ctx, a.m(root))
-}
-
 // IngestDir implements meta.FilesetAPI.
 func (a *API) IngestDir(ctx context.Context, req meta.IngestDirReq) (meta.Inode, error) {
 	req.Dir = a.m(req.Dir)
@@ -71,21 +66,6 @@ func (a *API) IngestDir(ctx context.Context, req meta.IngestDirReq) (meta.Inode,
 func (a *API) SetGateway(ctx context.Context, ino meta.Ino, g meta.GatewayInfo, ifChange uint64) (meta.Inode, error) {
 	g.Fileset = a.m(g.Fileset)
 	return a.inode(a.fwd().SetGateway(ctx, a.m(ino), g, ifChange))
-}
-
-// AddFilesetReads implements meta.FilesetReadsAPI.
-func (a *API) AddFilesetReads(ctx context.Context, root meta.Ino, d meta.FilesetReads) error {
-	return a.fwd().AddFilesetReads(ctx, a.m(root), d)
-}
-
-// EvictData implements meta.EvictAPI.
-func (a *API) EvictData(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
-	return a.inode(a.fwd().EvictData(ctx, a.m(ino)))
-}
-
-// RemoveVanished implements meta.VanishAPI.
-func (a *API) RemoveVanished(ctx context.Context, parent meta.Ino, name string, ino meta.Ino, isDir bool) error {
-	return a.fwd().RemoveVanished(ctx, a.m(parent), name, a.m(ino), isDir)
 }
 
 // ClaimWriteback implements meta.WritebackAPI.
@@ -108,11 +88,6 @@ func (a *API) WritebackFailed(ctx context.Context, op meta.WBOp, cause string, p
 	return a.fwd().WritebackFailed(ctx, a.op(op), cause, permanent, retryAt)
 }
 
-// WritebackToken implements meta.WritebackAPI.
-func (a *API) WritebackToken(ctx context.Context, ino meta.Ino) (string, error) {
-	return a.fwd().WritebackToken(ctx, a.m(ino))
-}
-
 // WritebackStats implements meta.WritebackAPI.
 func (a *API) WritebackStats(ctx context.Context, root meta.Ino) (meta.WBStats, error) {
 	st, err := a.fwd().WritebackStats(ctx, a.m(root))
@@ -120,11 +95,6 @@ func (a *API) WritebackStats(ctx context.Context, root meta.Ino) (meta.WBStats, 
 		st.Failed[i] = a.op(st.Failed[i])
 	}
 	return st, err
-}
-
-// RequestFlush implements meta.WritebackAPI.
-func (a *API) RequestFlush(ctx context.Context, root meta.Ino) error {
-	return a.fwd().RequestFlush(ctx, a.m(root))
 }
 
 // RegisterGateway implements meta.GatewaysAPI.

@@ -40,11 +40,6 @@ func (a *API) QuotaOf(ctx context.Context, ino meta.Ino) (meta.Quota, error) {
 	return a.quota(a.fwd().QuotaOf(ctx, a.m(ino)))
 }
 
-// RemoveQuota implements meta.QuotaAPI.
-func (a *API) RemoveQuota(ctx context.Context, dir meta.Ino) error {
-	return a.fwd().RemoveQuota(ctx, a.m(dir))
-}
-
 // CheckQuota implements meta.QuotaAPI.
 func (a *API) CheckQuota(ctx context.Context, dir meta.Ino) (meta.QuotaCheck, error) {
 	c, err := a.fwd().CheckQuota(ctx, a.m(dir))

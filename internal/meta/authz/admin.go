@@ -60,17 +60,6 @@ func (v *view) SetServerState(ctx context.Context, id, state string) (meta.Serve
 	return m, err
 }
 
-// SetReplicas implements meta.API; it is logged with who asked.
-func (v *view) SetReplicas(ctx context.Context, r int) (meta.ServerMap, error) {
-	c, api, err := v.begin(ctx, "SetReplicas")
-	if err != nil {
-		return meta.ServerMap{}, err
-	}
-	m, err := api.SetReplicas(ctx, r)
-	v.a.admin(ctx, c.id, "SetReplicas", err, "replicas", r)
-	return m, err
-}
-
 // admin logs an administrative action: every one, not rate-limited (they
 // are rare and each matters).
 func (a *Authorizer) admin(ctx context.Context, id auth.Identity, method string, err error, args ...any) {

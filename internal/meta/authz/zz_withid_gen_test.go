@@ -227,9 +227,9 @@ func (w withID) SetServerState(ctx context.Context, id string, state string) (r0
 }
 
 // SetReplicas implements meta.Cluster.
-func (w withID) SetReplicas(ctx context.Context, r int) (r0 meta.ServerMap, err error) {
+func (w withID) SetReplicas(ctx context.Context, replicas int) (r0 meta.ServerMap, err error) {
 	err = w.around(ctx, "set_replicas", func(ctx context.Context, next meta.API) (err error) {
-		r0, err = next.SetReplicas(ctx, r)
+		r0, err = next.SetReplicas(ctx, replicas)
 		return err
 	})
 	return r0, err
@@ -245,9 +245,9 @@ func (w withID) MoverProgress(ctx context.Context) (r0 meta.MoverProgress, err e
 }
 
 // Decompose implements meta.Cluster.
-func (w withID) Decompose(ctx context.Context, h block.Hash) (err error) {
+func (w withID) Decompose(ctx context.Context, hash block.Hash) (err error) {
 	err = w.around(ctx, "decompose", func(ctx context.Context, next meta.API) (err error) {
-		err = next.Decompose(ctx, h)
+		err = next.Decompose(ctx, hash)
 		return err
 	})
 	return err

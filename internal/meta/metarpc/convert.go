@@ -1,6 +1,8 @@
 package metarpc
 
 import (
+	"time"
+
 	"fmt"
 	"math"
 
@@ -459,4 +461,32 @@ func callbacksIn(b *pb.CallbackBatch) ([]meta.Callback, error) {
 		out = append(out, meta.Callback{Seq: p.GetSeq(), Ino: meta.Ino(p.GetIno()), Kind: k, Inode: in, Changes: cs, SetSize: p.GetSetSize()})
 	}
 	return out, nil
+}
+
+func statFSOut(st meta.StatFS) *pb.FSStats {
+	return &pb.FSStats{Files: st.Files, LogicalBytes: st.LogicalBytes}
+}
+
+func statFSIn(r *pb.FSStats) (meta.StatFS, error) {
+	return meta.StatFS{Files: r.GetFiles(), LogicalBytes: r.GetLogicalBytes()}, nil
+}
+
+func sessionInfoOut(info meta.SessionInfo) *pb.SessionInfo {
+	return &pb.SessionInfo{Id: uint64(info.ID), Ttl: int64(info.TTL)}
+}
+
+func sessionInfoIn(r *pb.SessionInfo) (meta.SessionInfo, error) {
+	if r.GetTtl() < 0 {
+		return meta.SessionInfo{}, badf("session_info.ttl: %d", r.Ttl)
+	}
+	return meta.SessionInfo{ID: meta.SessionID(r.GetId()), TTL: time.Duration(r.GetTtl())}, nil
+}
+
+// xattrValueIn is a reply's value: proto drops empty bytes, and a present
+// value is never nil.
+func xattrValueIn(r *pb.XattrValue) ([]byte, error) {
+	if r.GetValue() == nil {
+		return []byte{}, nil
+	}
+	return r.Value, nil
 }

@@ -237,9 +237,9 @@ func (m *Many) SetServerState(ctx context.Context, id string, state string) (r0 
 }
 
 // SetReplicas implements meta.Cluster.
-func (m *Many) SetReplicas(ctx context.Context, r int) (r0 meta.ServerMap, err error) {
+func (m *Many) SetReplicas(ctx context.Context, replicas int) (r0 meta.ServerMap, err error) {
 	err = m.around(ctx, "set_replicas", func(ctx context.Context, next *Client) (err error) {
-		r0, err = next.SetReplicas(ctx, r)
+		r0, err = next.SetReplicas(ctx, replicas)
 		return err
 	})
 	return r0, err
@@ -255,9 +255,9 @@ func (m *Many) MoverProgress(ctx context.Context) (r0 meta.MoverProgress, err er
 }
 
 // Decompose implements meta.Cluster.
-func (m *Many) Decompose(ctx context.Context, h block.Hash) (err error) {
+func (m *Many) Decompose(ctx context.Context, hash block.Hash) (err error) {
 	err = m.around(ctx, "decompose", func(ctx context.Context, next *Client) (err error) {
-		err = next.Decompose(ctx, h)
+		err = next.Decompose(ctx, hash)
 		return err
 	})
 	return err

@@ -147,9 +147,9 @@ func (a *API) SetServerState(ctx context.Context, id string, state string) (r0 m
 }
 
 // SetReplicas implements meta.Cluster.
-func (a *API) SetReplicas(ctx context.Context, r int) (r0 meta.ServerMap, err error) {
+func (a *API) SetReplicas(ctx context.Context, replicas int) (r0 meta.ServerMap, err error) {
 	err = a.around(ctx, "setreplicas", func(ctx context.Context, next meta.API) (err error) {
-		r0, err = next.SetReplicas(ctx, r)
+		r0, err = next.SetReplicas(ctx, replicas)
 		return err
 	})
 	return r0, err
@@ -165,9 +165,9 @@ func (a *API) MoverProgress(ctx context.Context) (r0 meta.MoverProgress, err err
 }
 
 // Decompose implements meta.Cluster.
-func (a *API) Decompose(ctx context.Context, h block.Hash) (err error) {
+func (a *API) Decompose(ctx context.Context, hash block.Hash) (err error) {
 	err = a.around(ctx, "decompose", func(ctx context.Context, next meta.API) (err error) {
-		err = next.Decompose(ctx, h)
+		err = next.Decompose(ctx, hash)
 		return err
 	})
 	return err

@@ -16,7 +16,9 @@
 //	         separated; "api" stands for FS, Cluster and Sessions,
 //	         "optional" for every optional interface OptionalInterfaces
 //	         lists but SessionBinder (which returns the decorator itself)
-//	-style   around (default) or forward
+//	-style   around (default), forward, client, server, authz or mountroot
+//	-pb      with -style client or server: the protocol's generated Go
+//	         package, as a directory below the decorator's (metapb)
 //	-next    with -style around: the type of the API the hook hands each
 //	         call (default meta.API: optional methods then go through
 //	         meta.Forward, ErrNotSupported when the API lacks them; any
@@ -39,6 +41,20 @@
 // answers ErrNotSupported when not. A method the decorator's package
 // already defines on the type (outside the output file) is left out: that
 // is how a decorator writes by hand the few calls it treats differently.
+//
+// With -style client (metarpc.Client) each generated method sends its
+// call over the RPC of the method's name: the type supplies call(ctx,
+// method, rpc func(ctx, ...grpc.CallOption) error) error, ioErr(method,
+// err) error and a field mc holding the services' stubs. With -style
+// server (metarpc's server) each generated handler decodes its request,
+// calls the method on the API on(ctx) returns and encodes the reply; the
+// package supplies on(ctx) and statusOf(err) error. How parameters and
+// results go into messages, and which conversions the package writes by
+// hand, is rpc.go's convention. With -style authz (package authz's view)
+// it writes the rule tables from each method's //tessera:authz directive
+// and the view's methods (authz.go says how); with -style mountroot the
+// methods of package mountroot's API that only map inode numbers
+// (mountroot.go says which).
 //
 // TestGeneratedFilesAreCurrent runs every //go:generate line of the module
 // that names wrapgen again and fails when a file differs from what it
@@ -76,9 +92,9 @@ func main() {
 
 // config is what the flags say.
 type config struct {
-	typ, recv, style, next, out string
-	ifaces, lower               []string
-	args                        []string // as given, for the header
+	typ, recv, style, next, out, pb string
+	ifaces, lower                   []string
+	args                            []string // as given, for the header
 }
 
 // parseArgs reads the flags of one run.
@@ -90,7 +106,8 @@ func parseArgs(args []string) (config, error) {
 	fs.StringVar(&c.typ, "type", "", "the decorator's type (*T for a pointer receiver)")
 	fs.StringVar(&c.recv, "recv", "", "the receiver's name")
 	fs.StringVar(&ifaces, "ifaces", "", "interfaces to implement: names in package meta, api, optional")
-	fs.StringVar(&c.style, "style", "around", "around or forward")
+	fs.StringVar(&c.style, "style", "around", "around, forward, client or server")
+	fs.StringVar(&c.pb, "pb", "metapb", "with -style client or server: the protocol's Go package, a directory below the decorator's")
 	fs.StringVar(&c.next, "next", "meta.API", "the type of the API around hands each call")
 	fs.StringVar(&lower, "lower", "", "interfaces whose op names are lower case (all: every one)")
 	fs.StringVar(&c.out, "o", "", "output file (zz_*_gen.go)")
@@ -103,8 +120,8 @@ func parseArgs(args []string) (config, error) {
 	switch {
 	case c.typ == "" || c.recv == "" || ifaces == "" || c.out == "":
 		return c, fmt.Errorf("-type, -recv, -ifaces and -o are required")
-	case c.style != "around" && c.style != "forward":
-		return c, fmt.Errorf("-style %q: want around or forward", c.style)
+	case c.style != "around" && c.style != "forward" && c.style != "client" && c.style != "server" && c.style != "authz" && c.style != "mountroot":
+		return c, fmt.Errorf("-style %q: want around, forward, client, server, authz or mountroot", c.style)
 	case filepath.Base(c.out) != c.out || filepath.Ext(c.out) != ".go":
 		return c, fmt.Errorf("-o %q: want a .go file name in the decorator's directory", c.out)
 	}

@@ -17,6 +17,7 @@ type method struct {
 	iface   string // the interface that declares it (FS, not API)
 	params  []field
 	results []ast.Expr
+	authz   string // its //tessera:authz directive's words, "" without one
 }
 
 // field is one parameter: its name and type.
@@ -29,6 +30,7 @@ type field struct {
 type metaPkg struct {
 	ifaces   map[string]*ast.InterfaceType
 	optional []string          // OptionalInterfaces' list, in order
+	basic    map[string]string // named types over a basic one: Ino -> uint64
 	imports  map[string]string // package name -> import path
 }
 
@@ -38,7 +40,7 @@ func loadMeta(dir string) (*metaPkg, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &metaPkg{ifaces: map[string]*ast.InterfaceType{}, imports: map[string]string{}}
+	p := &metaPkg{ifaces: map[string]*ast.InterfaceType{}, imports: map[string]string{}, basic: map[string]string{}}
 	for _, f := range files {
 		for _, imp := range f.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
@@ -55,6 +57,9 @@ func loadMeta(dir string) (*metaPkg, error) {
 					if ts, ok := s.(*ast.TypeSpec); ok {
 						if it, ok := ts.Type.(*ast.InterfaceType); ok {
 							p.ifaces[ts.Name.Name] = it
+						}
+						if id, ok := ts.Type.(*ast.Ident); ok && numeric[id.Name] {
+							p.basic[ts.Name.Name] = id.Name
 						}
 					}
 				}
@@ -102,7 +107,7 @@ func parseDir(dir string) ([]*ast.File, error) {
 		if e.IsDir() || !strings.HasSuffix(n, ".go") || strings.HasSuffix(n, "_test.go") {
 			continue
 		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution)
+		f, err := parser.ParseFile(fset, filepath.Join(dir, n), nil, parser.SkipObjectResolution|parser.ParseComments)
 		if err != nil {
 			return nil, err
 		}
@@ -166,7 +171,7 @@ func (p *metaPkg) methods(name string) ([]method, error) {
 			}
 			out = append(out, sub...)
 		case *ast.FuncType:
-			mm := method{name: m.Names[0].Name, iface: name}
+			mm := method{name: m.Names[0].Name, iface: name, authz: docDirective(m.Doc, "//tessera:authz ")}
 			for i, f := range t.Params.List {
 				if len(f.Names) == 0 {
 					mm.params = append(mm.params, field{fmt.Sprintf("p%d", i), f.Type})
@@ -267,4 +272,18 @@ func declares(f *ast.File, typ string) bool {
 		}
 	}
 	return false
+}
+
+// docDirective returns the text after prefix of doc's line that starts with
+// it, "" when none does.
+func docDirective(doc *ast.CommentGroup, prefix string) string {
+	if doc == nil {
+		return ""
+	}
+	for _, c := range doc.List {
+		if rest, ok := strings.CutPrefix(c.Text, prefix); ok {
+			return strings.TrimSpace(rest)
+		}
+	}
+	return ""
 }
