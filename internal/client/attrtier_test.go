@@ -40,6 +40,12 @@ type tierEnv struct {
 	svc *meta.Service
 	url string
 	mc  *mctest.Server
+	// ticks is the clients' clock: it starts at the env's making and moves
+	// a nanosecond a reading, so that order is kept but a busy machine's
+	// seconds do not age an item past its TTL (a 3 s TTL on the real
+	// clock failed so at load 55).
+	base  time.Time
+	ticks atomic.Int64
 }
 
 func newTierEnv(t *testing.T) *tierEnv {
@@ -49,7 +55,7 @@ func newTierEnv(t *testing.T) *tierEnv {
 		t.Fatal(err)
 	}
 	mc := mctest.Start(t, mctest.Options{})
-	return &tierEnv{svc: svc, url: "memcached://" + mc.Addr, mc: mc}
+	return &tierEnv{svc: svc, url: "memcached://" + mc.Addr, mc: mc, base: time.Now()}
 }
 
 // client makes a client with the tier over its own counting view of the
@@ -63,8 +69,8 @@ func (e *tierEnv) client(t *testing.T, policy string) (*Client, *countingMeta, *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close(context.Background()) })
-	var skew atomic.Int64 // added to the real clock
-	c.attrs.now = func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }
+	var skew atomic.Int64 // added to the env's clock
+	c.attrs.now = func() time.Time { return e.base.Add(time.Duration(e.ticks.Add(1) + skew.Load())) }
 	return c, cm, &skew
 }
 

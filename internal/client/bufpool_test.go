@@ -68,12 +68,21 @@ func newPoolEnvIdle(t *testing.T, bs int64, cacheBlocks, poolBlocks int, idle ti
 		Logger:          slog.New(slog.DiscardHandler),
 		MemCacheBytes:   bs * int64(cacheBlocks),
 		ReadAheadBlocks: 2,
-		IdleRelease:     idle,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c.pool = newFetchPool((bs + hashSlack) * int64(poolBlocks))
+	if idle > 0 {
+		// Started here, not by New (Config.IdleRelease): the loop reads
+		// c.pool, which must be set before it runs (a race otherwise).
+		c.active.touch(time.Now())
+		c.loops.Add(1)
+		go func() {
+			defer c.loops.Done()
+			c.releaseIdle(idle, c.stop)
+		}()
+	}
 	t.Cleanup(func() { c.Close(context.Background()) })
 	return &env{api: svc, store: st.memStore, c: c}, st
 }
