@@ -6,6 +6,7 @@
 //
 //	blocks/ab/cd/abcd…(64 hex digits)   one file per block, named by its hash
 //	tmp/put-*                           Puts in flight
+//	journal                             small Puts' records (journal.go)
 //	LOCK                                flock'd while a process has the store open
 //	quarantine/<hash>.<unix ns>         corrupt copies moved aside (never deleted)
 //
@@ -29,7 +30,23 @@
 // before returning: a block that Put acknowledged survives a crash. Because a
 // block is only ever linked into place whole, a reader never sees a partial
 // block under its final name. Files left in tmp/ by a crash are removed by
-// Open. Remove does not fsync the directory: a removal lost in a crash brings
+// Open.
+//
+// A small block (at most 64 KiB: a patch of a small commit, a small file) is
+// made durable by one fdatasync of the journal instead of two fsyncs and a
+// directory's (issue 28): its file is written and linked without an fsync,
+// and its content is appended to DIR/journal, whose fdatasync is shared by
+// the Puts waiting on it. Crash argument: Put returns only after the record
+// is durable; a record is valid only if its bytes hash to its name, so a
+// torn one (never acknowledged) ends the replay; Open, before anything else
+// uses the store, writes every valid record's block durably under its name
+// unless its file holds it whole. The journal is never emptied before the
+// files its records cover (and their fan-out directories) are fsync'd: at a
+// checkpoint, when it holds 1,024 records or 8 MiB, after which it starts a
+// new generation (records of an older one are not valid). A Put of the same
+// block meanwhile waits on its hash stripe, so it never acknowledges a file
+// that is not yet durable. A removal lost in a crash brings a block back, as
+// below. The journal takes at most 8 MiB, not counted in OnDisk. Remove does not fsync the directory: a removal lost in a crash brings
 // the block back, which is harmless (the garbage collector sweeps it again).
 //
 // Page cache. A store leaves the pages of the blocks it wrote last in the
