@@ -41,9 +41,11 @@
 // torn one (never acknowledged) ends the replay; Open, before anything else
 // uses the store, writes every valid record's block durably under its name
 // unless its file holds it whole. The journal is never emptied before the
-// files its records cover (and their fan-out directories) are fsync'd: at a
-// checkpoint, when it holds 1,024 records or 8 MiB, after which it starts a
-// new generation (records of an older one are not valid). A Put of the same
+// files its records cover (and their fan-out directories) are fsync'd: the
+// journal has two halves of 4 MiB; when one holds 1,024 records or is full,
+// records go to the other and the full one is checkpointed in the
+// background (its files fsync'd, then its header given a new generation:
+// records of an older one are not valid). A Put of the same
 // block meanwhile waits on its hash stripe, so it never acknowledges a file
 // that is not yet durable. A removal lost in a crash brings a block back, as
 // below. The journal takes at most 8 MiB, not counted in OnDisk. Remove does not fsync the directory: a removal lost in a crash brings

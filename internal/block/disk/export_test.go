@@ -15,11 +15,11 @@ func (s *Store) SetBeforeJournalSync(fn func()) {
 	s.jn.mu.Unlock()
 }
 
-// JournalGen is the journal's generation.
-func (s *Store) JournalGen() uint32 {
+// JournalHalf is the half of the journal records go to.
+func (s *Store) JournalHalf() int {
 	s.jn.mu.Lock()
 	defer s.jn.mu.Unlock()
-	return s.jn.gen
+	return s.jn.cur
 }
 
 const JournalMax = journalMax

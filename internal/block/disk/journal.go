@@ -19,27 +19,34 @@ import (
 // content is appended to DIR/journal, which is fdatasync'd once for every
 // Put waiting on it (group commit). After a crash Open replays the journal:
 // every record whose content hashes to its name is made durable under its
-// name again. When the journal is full its block files are fsync'd with
-// their directories and it starts over, under a new generation.
+// name again.
 //
-// Layout of DIR/journal: a header of journalHeaderSize bytes (magic, the
-// generation, a CRC of both), then records: recHeaderSize bytes (magic,
-// the generation, the length, the block's hash) and the block's bytes. A
-// record is valid when its magic and generation are the header's and its
-// bytes hash to its hash (the name of a block is the BLAKE3 of its content,
-// so a torn record never passes); replay stops at the first that is not.
-// The file grows in journalFill steps of zeros, written ahead of the
-// records, so that the fdatasync of a record in the space written before
-// flushes only data, not the file's size.
+// The journal is two halves. Records go to one; when it is full (by bytes
+// or journalRecs records) they go to the other, and the full half is
+// checkpointed in the background: its block files are fsync'd with their
+// directories, then its header gets a new generation, which empties it.
+// Records wait for the switch only when the other half's checkpoint has
+// not finished yet.
+//
+// Layout of each half of DIR/journal: a header of journalHeaderSize bytes
+// (magic, the generation, a CRC of both), then records: recHeaderSize bytes
+// (magic, the generation, the length, the block's hash) and the block's
+// bytes. A record is valid when its magic and generation are its half's and
+// its bytes hash to its hash (the name of a block is the BLAKE3 of its
+// content, so a torn record never passes); replay stops at the first that
+// is not. The file grows in journalFill steps of zeros, written ahead of
+// the records, so that the fdatasync of a record in the space written
+// before flushes only data, not the file's size.
 
 const (
 	// journalMax is the largest block the journal takes; larger ones are
 	// written durably to their files (one block's fsync is then a small
 	// part of its cost).
 	journalMax = 64 << 10
-	// journalSize bounds the journal file; journalRecs the records of a
-	// generation (each costs an fsync of its file at the checkpoint).
-	journalSize = 8 << 20
+	// journalHalf is the size of each half of the journal file;
+	// journalRecs bounds the records of a half (each costs an fsync of
+	// its file at the checkpoint).
+	journalHalf = 4 << 20
 	journalRecs = 1024
 	// journalFill is the step of zeros the file grows by.
 	journalFill = 256 << 10
@@ -50,14 +57,28 @@ const (
 	recMagic          = 0x52535354 // "TSSR"
 )
 
+// half is one half of the journal: its generation and what its records
+// cover (the block files, and their leaves and parents: a leaf made for a
+// journaled Put was not synced into them, ensureDir).
+type half struct {
+	gen   uint32
+	paths []string
+	dirs  map[string]struct{}
+}
+
 // journal is DIR/journal while the store is open.
 type journal struct {
 	f *os.File
 
 	mu   sync.Mutex
-	cond *sync.Cond // broadcast when a sync ends
-	gen  uint32
-	off  int64 // where the next record goes
+	cond *sync.Cond // broadcast when a sync or a checkpoint ends
+	// gen is the last generation given to a half.
+	gen    uint32
+	halves [2]half
+	cur    int   // the half records go to
+	off    int64 // where the next record goes
+	// ckpt is set while the other half's checkpoint runs.
+	ckpt bool
 	// filled is how much of the file is written (zeros or records).
 	filled int64
 	// written counts the bytes of records appended since Open, synced
@@ -67,43 +88,48 @@ type journal struct {
 	// failed sticks once an fdatasync failed: the kernel may have dropped
 	// the pages it could not write, so no later sync proves anything.
 	failed error
-	// paths are the block files the generation's records cover, dirs
-	// their leaves: what the checkpoint fsyncs.
-	paths []string
-	dirs  map[string]struct{}
-	// maxRecs bounds the records of a generation (journalRecs; tests
-	// lower it). beforeSync, in tests, runs once a record is written and
-	// before it is synced.
+	// maxRecs bounds the records of a half (journalRecs; tests lower it).
+	// beforeSync, in tests, runs once a record is written and before it
+	// is synced.
 	maxRecs    int
 	beforeSync func()
 }
 
-// errJournalFull is append's answer for a record that does not fit the
-// journal's generation even after a checkpoint (never for journalMax).
+// errJournalFull is record's answer for a record larger than a half (never
+// for journalMax).
 var errJournalFull = errors.New("journal: record too large")
 
 // openJournal opens (creating it if needed) DIR/journal and replays it into
-// the store's blocks; the journal starts a new generation.
+// the store's blocks; both halves then start empty.
 func (s *Store) openJournal() error {
 	name := filepath.Join(s.dir, "journal")
 	f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
-	j := &journal{f: f, dirs: make(map[string]struct{}), maxRecs: journalRecs}
+	j := &journal{f: f, maxRecs: journalRecs}
 	j.cond = sync.NewCond(&j.mu)
+	for k := range j.halves {
+		j.halves[k].dirs = make(map[string]struct{})
+	}
 	fi, err := f.Stat()
 	if err == nil {
 		j.filled = fi.Size()
 		err = s.replay(j)
 	}
+	// Both halves start empty; the second is given a header only when it
+	// exists or is first used (switchLocked).
+	if err == nil && j.filled > journalHalf {
+		err = j.restart(1)
+	}
 	if err == nil {
-		err = j.restart()
+		err = j.restart(0)
 	}
 	if err != nil {
 		f.Close()
 		return fmt.Errorf("journal %s: %w", name, err)
 	}
+	j.cur, j.off = 0, journalHeaderSize
 	if fi.Size() == 0 {
 		if _, err := syncDir(s.dir); err != nil {
 			f.Close()
@@ -114,12 +140,12 @@ func (s *Store) openJournal() error {
 	return nil
 }
 
-// readHeader returns the generation of the journal's header; ok is false
-// for a file without a valid one (new, or a header torn while written,
-// which happens only when every record before it was made durable).
-func (j *journal) readHeader() (gen uint32, ok bool) {
+// readHeader returns the generation of half k's header; ok is false for a
+// half without a valid one (new, or a header torn while written, which
+// happens only when every record before it was made durable).
+func (j *journal) readHeader(k int) (gen uint32, ok bool) {
 	var b [12]byte
-	if _, err := j.f.ReadAt(b[:], 0); err != nil {
+	if _, err := j.f.ReadAt(b[:], int64(k)*journalHalf); err != nil {
 		return 0, false
 	}
 	if binary.LittleEndian.Uint32(b[0:]) != journalMagic ||
@@ -129,24 +155,33 @@ func (j *journal) readHeader() (gen uint32, ok bool) {
 	return binary.LittleEndian.Uint32(b[4:]), true
 }
 
-// restart begins generation gen+1 with no records: the caller made every
-// record of the current one durable in its block file.
-func (j *journal) restart() error {
-	var b [journalHeaderSize]byte
+// restart empties half k under a new generation: the caller made every
+// record of it durable in its block file, and no record goes to it
+// meanwhile (at Open, or its checkpoint running). Called without j.mu
+// except at Open.
+func (j *journal) restart(k int) error {
+	j.mu.Lock()
 	j.gen++
+	gen := j.gen
+	// Written up to the header, so that no hole is left before it.
+	err := j.fillLocked(int64(k)*journalHalf + journalHeaderSize)
+	j.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	var b [journalHeaderSize]byte
 	binary.LittleEndian.PutUint32(b[0:], journalMagic)
-	binary.LittleEndian.PutUint32(b[4:], j.gen)
+	binary.LittleEndian.PutUint32(b[4:], gen)
 	binary.LittleEndian.PutUint32(b[8:], crc32.ChecksumIEEE(b[:8]))
-	if _, err := j.f.WriteAt(b[:], 0); err != nil {
+	if _, err := j.f.WriteAt(b[:], int64(k)*journalHalf); err != nil {
 		return err
 	}
 	if err := fdatasync(j.f); err != nil {
 		return err
 	}
-	j.filled = max(j.filled, journalHeaderSize)
-	j.off = journalHeaderSize
-	j.paths = j.paths[:0]
-	clear(j.dirs)
+	j.mu.Lock()
+	j.halves[k].gen = gen
+	j.mu.Unlock()
 	return nil
 }
 
@@ -159,12 +194,12 @@ func (j *journal) record(h block.Hash, data []byte, p string) error {
 		return j.failed
 	}
 	n := int64(recHeaderSize + len(data))
-	if j.off+n > journalSize || len(j.paths) >= j.maxRecs {
-		if err := j.checkpointLocked(); err != nil {
+	if n > journalHalf-journalHeaderSize {
+		return errJournalFull
+	}
+	for j.fullLocked(n) {
+		if err := j.switchLocked(n); err != nil {
 			return err
-		}
-		if j.off+n > journalSize {
-			return errJournalFull
 		}
 	}
 	if j.off+n > j.filled {
@@ -172,9 +207,10 @@ func (j *journal) record(h block.Hash, data []byte, p string) error {
 			return err
 		}
 	}
+	hf := &j.halves[j.cur]
 	buf := make([]byte, n)
 	binary.LittleEndian.PutUint32(buf[0:], recMagic)
-	binary.LittleEndian.PutUint32(buf[4:], j.gen)
+	binary.LittleEndian.PutUint32(buf[4:], hf.gen)
 	binary.LittleEndian.PutUint32(buf[8:], uint32(len(data)))
 	copy(buf[16:recHeaderSize], h[:])
 	copy(buf[recHeaderSize:], data)
@@ -183,23 +219,90 @@ func (j *journal) record(h block.Hash, data []byte, p string) error {
 	}
 	j.off += n
 	j.written += n
-	// The leaf and its parents: a leaf made for a journaled Put was not
-	// synced into them (ensureDir).
-	j.paths = append(j.paths, p)
+	hf.paths = append(hf.paths, p)
 	leaf := filepath.Dir(p)
-	j.dirs[leaf] = struct{}{}
-	j.dirs[filepath.Dir(leaf)] = struct{}{}
-	j.dirs[filepath.Dir(filepath.Dir(leaf))] = struct{}{}
+	hf.dirs[leaf] = struct{}{}
+	hf.dirs[filepath.Dir(leaf)] = struct{}{}
+	hf.dirs[filepath.Dir(filepath.Dir(leaf))] = struct{}{}
 	if j.beforeSync != nil {
 		j.beforeSync()
 	}
 	return j.syncLocked(j.written)
 }
 
+// fullLocked reports whether a record of n bytes does not fit the current
+// half.
+func (j *journal) fullLocked(n int64) bool {
+	return j.off+n > int64(j.cur+1)*journalHalf || len(j.halves[j.cur].paths) >= j.maxRecs
+}
+
+// switchLocked sends the records to the other half, once its checkpoint
+// has finished (and, the first time, once it has a header), and starts the
+// checkpoint of the full one. It may let go of j.mu; the caller checks
+// again whether the half is full (another record may have switched).
+func (j *journal) switchLocked(n int64) error {
+	for j.ckpt && j.failed == nil {
+		j.cond.Wait()
+	}
+	if j.failed != nil {
+		return j.failed
+	}
+	if !j.fullLocked(n) {
+		return nil
+	}
+	if next := 1 - j.cur; j.halves[next].gen == 0 {
+		// Never used: the file is made to reach it only now, so
+		// that a store that never fills a half never takes both.
+		j.ckpt = true
+		j.mu.Unlock()
+		err := j.restart(next)
+		j.mu.Lock()
+		j.ckpt = false
+		j.cond.Broadcast()
+		if err != nil {
+			if j.failed == nil {
+				j.failed = fmt.Errorf("journal: %w", err)
+			}
+			return j.failed
+		}
+		return nil
+	}
+	full := j.cur
+	paths, dirs := j.halves[full].paths, j.halves[full].dirs
+	j.halves[full].paths, j.halves[full].dirs = nil, make(map[string]struct{})
+	j.cur = 1 - full
+	j.off = int64(j.cur)*journalHalf + journalHeaderSize
+	j.ckpt = true
+	go j.checkpoint(full, paths, dirs)
+	return nil
+}
+
+// checkpoint makes every block file of half k durable (its file and its
+// directories) and empties the half. A file removed since (the garbage
+// collector) is skipped: its removal may be lost in a crash, which brings
+// it back (harmless, package doc). A failure sticks: the records stay for
+// the next Open, and Puts write their blocks durably instead.
+func (j *journal) checkpoint(k int, paths []string, dirs map[string]struct{}) {
+	err := syncFiles(paths, dirs)
+	if err == nil {
+		err = j.restart(k)
+	}
+	j.mu.Lock()
+	if err != nil && j.failed == nil {
+		j.failed = fmt.Errorf("journal checkpoint: %w", err)
+	}
+	j.ckpt = false
+	j.cond.Broadcast()
+	j.mu.Unlock()
+}
+
 // fillLocked writes zeros from filled on, in journalFill steps, until the
 // file holds at least end bytes. On failure the file is cut back.
 func (j *journal) fillLocked(end int64) error {
-	to := min(journalSize, (end+journalFill-1)/journalFill*journalFill)
+	if end <= j.filled {
+		return nil
+	}
+	to := min(2*journalHalf, (end+journalFill-1)/journalFill*journalFill)
 	zeros := make([]byte, to-j.filled)
 	if _, err := j.f.WriteAt(zeros, j.filled); err != nil {
 		j.f.Truncate(j.filled)
@@ -238,26 +341,6 @@ func (j *journal) syncLocked(end int64) error {
 	return nil
 }
 
-// checkpointLocked makes every block file of the generation durable (its
-// file and its leaf, which holds its name) and restarts the journal. A
-// file removed since (the garbage collector) is skipped: its removal may
-// be lost in a crash, which brings it back (harmless, package doc).
-func (j *journal) checkpointLocked() error {
-	for j.syncing {
-		j.cond.Wait()
-	}
-	if err := syncFiles(j.paths, j.dirs); err != nil {
-		return err
-	}
-	if err := j.restart(); err != nil {
-		return err
-	}
-	// Every record written is in a durable block file now.
-	j.synced = j.written
-	j.cond.Broadcast()
-	return nil
-}
-
 // syncFiles fsyncs the files and directories named, skipping those gone.
 func syncFiles(paths []string, dirs map[string]struct{}) error {
 	for _, p := range paths {
@@ -287,7 +370,7 @@ func syncFiles(paths []string, dirs map[string]struct{}) error {
 func (j *journal) close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for j.syncing {
+	for j.syncing || j.ckpt {
 		j.cond.Wait()
 	}
 	if j.failed == nil {

@@ -120,9 +120,9 @@ func TestJournalStopsAtTornRecord(t *testing.T) {
 	}
 }
 
-// When a generation is full its files are made durable and the journal
-// starts over: the records of the old generation past the new ones are not
-// replayed.
+// When a half is full the records go to the other and the full one is
+// checkpointed in the background: its files are made durable and its
+// records are not replayed any more.
 func TestJournalCheckpointStartsOver(t *testing.T) {
 	dir := t.TempDir()
 	s, err := disk.Open(dir)
@@ -130,24 +130,28 @@ func TestJournalCheckpointStartsOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SetJournalRecs(4)
-	gen := s.JournalGen()
 	var hs []block.Hash
-	for i := range 5 {
+	for i := range 10 {
 		hs = append(hs, put(t, s, blocktest.Data(uint64(10+i), 3000)))
+		if i == 4 && s.JournalHalf() != 1 {
+			t.Fatalf("after 5 records of 4 a half, records go to half %d, want 1", s.JournalHalf())
+		}
 	}
-	if g := s.JournalGen(); g != gen+1 {
-		t.Fatalf("generation after 5 records of 4 a generation: %d, want %d", g, gen+1)
+	if h := s.JournalHalf(); h != 0 {
+		t.Fatalf("after 10 records of 4 a half, records go to half %d, want 0", h)
 	}
-	s.Close()
-	// The first four were fsync'd at the checkpoint; the fifth is the new
-	// generation's only record. Lose all five files: only the fifth
-	// comes back from the journal.
+	s.Close() // waits for the checkpoint
+	// Records 0-3 (half 0) and 4-7 (half 1) were checkpointed: their
+	// files were fsync'd. 8 and 9 are half 0's records now. Lose all
+	// ten files: only 8 and 9 come back from the journal.
 	loseFiles(t, s, hs)
 	s = open(t, dir)
-	mustGet(t, s, hs[4], blocktest.Data(14, 3000))
-	for _, h := range hs[:4] {
-		if _, err := s.Get(context.Background(), h); !errors.Is(err, block.ErrNotFound) {
-			t.Fatalf("Get %s of the old generation: %v, want ErrNotFound (not replayed)", h.Short(), err)
+	for i, h := range hs {
+		_, err := s.Get(context.Background(), h)
+		if i >= 8 {
+			mustGet(t, s, h, blocktest.Data(uint64(10+i), 3000))
+		} else if !errors.Is(err, block.ErrNotFound) {
+			t.Fatalf("Get %d (checkpointed): %v, want ErrNotFound (not replayed)", i, err)
 		}
 	}
 }
