@@ -42,13 +42,15 @@
 // uses the store, writes every valid record's block durably under its name
 // unless its file holds it whole. The journal is never emptied before the
 // files its records cover (and their fan-out directories) are fsync'd: the
-// journal has two halves of 4 MiB; when one holds 1,024 records or is full,
-// records go to the other and the full one is checkpointed in the
+// journal has two halves of 16 MiB; when one holds 4,096 records or is
+// full, records go to the other and the full one is checkpointed in the
 // background (its files fsync'd, then its header given a new generation:
-// records of an older one are not valid). A Put of the same
+// records of an older one are not valid) 40 s later, when the kernel has
+// written the files back and the fsyncs cost little, or at once when the
+// other half fills first. A Put of the same
 // block meanwhile waits on its hash stripe, so it never acknowledges a file
 // that is not yet durable. A removal lost in a crash brings a block back, as
-// below. The journal takes at most 8 MiB, not counted in OnDisk. Remove does not fsync the directory: a removal lost in a crash brings
+// below. The journal takes at most 32 MiB, not counted in OnDisk. Remove does not fsync the directory: a removal lost in a crash brings
 // the block back, which is harmless (the garbage collector sweeps it again).
 //
 // Page cache. A store leaves the pages of the blocks it wrote last in the

@@ -1,9 +1,20 @@
 package disk
 
-// SetJournalRecs lowers the records a journal generation takes.
+import "time"
+
+// SetJournalRecs lowers the records a journal half takes, and checkpoints
+// a full half at once.
 func (s *Store) SetJournalRecs(n int) {
 	s.jn.mu.Lock()
 	s.jn.maxRecs = n
+	s.jn.delay = 0
+	s.jn.mu.Unlock()
+}
+
+// SetCheckpointDelay sets how long a full half waits for its checkpoint.
+func (s *Store) SetCheckpointDelay(d time.Duration) {
+	s.jn.mu.Lock()
+	s.jn.delay = d
 	s.jn.mu.Unlock()
 }
 
@@ -23,3 +34,12 @@ func (s *Store) JournalHalf() int {
 }
 
 const JournalMax = journalMax
+
+// WaitCheckpoint returns once no checkpoint runs.
+func (s *Store) WaitCheckpoint() {
+	s.jn.mu.Lock()
+	defer s.jn.mu.Unlock()
+	for s.jn.ckpt {
+		s.jn.cond.Wait()
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"sync"
 	"syscall"
+	"time"
 
 	"tessera/internal/block"
 )
@@ -46,8 +47,15 @@ const (
 	// journalHalf is the size of each half of the journal file;
 	// journalRecs bounds the records of a half (each costs an fsync of
 	// its file at the checkpoint).
-	journalHalf = 4 << 20
-	journalRecs = 1024
+	journalHalf = 16 << 20
+	journalRecs = 4096
+	// ckptDelay is how long a full half waits before its checkpoint,
+	// unless the other half fills first: by then the kernel has written
+	// its files back (dirty pages expire after 30 s by default, metadata
+	// is committed every 5 s on ext4), and the fsyncs find little or
+	// nothing to do. Checkpointed at once, each fsync of a just-written
+	// file cost the disk a flush, as much as the Put saved.
+	ckptDelay = 40 * time.Second
 	// journalFill is the step of zeros the file grows by.
 	journalFill = 256 << 10
 
@@ -77,8 +85,12 @@ type journal struct {
 	halves [2]half
 	cur    int   // the half records go to
 	off    int64 // where the next record goes
-	// ckpt is set while the other half's checkpoint runs.
-	ckpt bool
+	// ckpt is set while the other half's checkpoint runs; hurry, closed
+	// by a record that needs the half, or stop, closed by close, end its
+	// wait (ckptDelay).
+	ckpt        bool
+	hurry, stop chan struct{}
+	delay       time.Duration
 	// filled is how much of the file is written (zeros or records).
 	filled int64
 	// written counts the bytes of records appended since Open, synced
@@ -107,7 +119,7 @@ func (s *Store) openJournal() error {
 	if err != nil {
 		return err
 	}
-	j := &journal{f: f, maxRecs: journalRecs}
+	j := &journal{f: f, maxRecs: journalRecs, delay: ckptDelay, stop: make(chan struct{})}
 	j.cond = sync.NewCond(&j.mu)
 	for k := range j.halves {
 		j.halves[k].dirs = make(map[string]struct{})
@@ -241,6 +253,10 @@ func (j *journal) fullLocked(n int64) bool {
 // checkpoint of the full one. It may let go of j.mu; the caller checks
 // again whether the half is full (another record may have switched).
 func (j *journal) switchLocked(n int64) error {
+	if j.ckpt && j.hurry != nil {
+		close(j.hurry)
+		j.hurry = nil
+	}
 	for j.ckpt && j.failed == nil {
 		j.cond.Wait()
 	}
@@ -273,16 +289,32 @@ func (j *journal) switchLocked(n int64) error {
 	j.cur = 1 - full
 	j.off = int64(j.cur)*journalHalf + journalHeaderSize
 	j.ckpt = true
-	go j.checkpoint(full, paths, dirs)
+	j.hurry = make(chan struct{})
+	go j.checkpoint(full, paths, dirs, j.hurry)
 	return nil
 }
 
 // checkpoint makes every block file of half k durable (its file and its
-// directories) and empties the half. A file removed since (the garbage
-// collector) is skipped: its removal may be lost in a crash, which brings
-// it back (harmless, package doc). A failure sticks: the records stay for
-// the next Open, and Puts write their blocks durably instead.
-func (j *journal) checkpoint(k int, paths []string, dirs map[string]struct{}) {
+// directories) and empties the half, after ckptDelay unless hurried. A
+// file removed since (the garbage collector) is skipped: its removal may be
+// lost in a crash, which brings it back (harmless, package doc). A failure
+// sticks: the records stay for the next Open, and Puts write their blocks
+// durably instead. Stopped by close, it leaves the records for the next
+// Open's replay.
+func (j *journal) checkpoint(k int, paths []string, dirs map[string]struct{}, hurry chan struct{}) {
+	t := time.NewTimer(j.delay)
+	select {
+	case <-t.C:
+	case <-hurry:
+		t.Stop()
+	case <-j.stop:
+		t.Stop()
+		j.mu.Lock()
+		j.ckpt = false
+		j.cond.Broadcast()
+		j.mu.Unlock()
+		return
+	}
 	err := syncFiles(paths, dirs)
 	if err == nil {
 		err = j.restart(k)
@@ -292,6 +324,7 @@ func (j *journal) checkpoint(k int, paths []string, dirs map[string]struct{}) {
 		j.failed = fmt.Errorf("journal checkpoint: %w", err)
 	}
 	j.ckpt = false
+	j.hurry = nil
 	j.cond.Broadcast()
 	j.mu.Unlock()
 }
@@ -368,6 +401,7 @@ func syncFiles(paths []string, dirs map[string]struct{}) error {
 // close closes the journal's file. Its records stay for the next Open,
 // which replays them.
 func (j *journal) close() error {
+	close(j.stop)
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for j.syncing || j.ckpt {

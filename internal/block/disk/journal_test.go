@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/block/blocktest"
@@ -140,7 +141,8 @@ func TestJournalCheckpointStartsOver(t *testing.T) {
 	if h := s.JournalHalf(); h != 0 {
 		t.Fatalf("after 10 records of 4 a half, records go to half %d, want 0", h)
 	}
-	s.Close() // waits for the checkpoint
+	s.WaitCheckpoint()
+	s.Close()
 	// Records 0-3 (half 0) and 4-7 (half 1) were checkpointed: their
 	// files were fsync'd. 8 and 9 are half 0's records now. Lose all
 	// ten files: only 8 and 9 come back from the journal.
@@ -152,6 +154,37 @@ func TestJournalCheckpointStartsOver(t *testing.T) {
 			mustGet(t, s, h, blocktest.Data(uint64(10+i), 3000))
 		} else if !errors.Is(err, block.ErrNotFound) {
 			t.Fatalf("Get %d (checkpointed): %v, want ErrNotFound (not replayed)", i, err)
+		}
+	}
+}
+
+// A full half waits for its checkpoint (the kernel writes its files back
+// meanwhile) until the other half fills, which hurries it; a store closed
+// meanwhile leaves its records for the next Open.
+func TestJournalCheckpointWaits(t *testing.T) {
+	dir := t.TempDir()
+	s, err := disk.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetJournalRecs(4)
+	s.SetCheckpointDelay(time.Hour)
+	var hs []block.Hash
+	for i := range 9 { // the ninth needs half 0 back: it hurries its checkpoint
+		hs = append(hs, put(t, s, blocktest.Data(uint64(40+i), 2000)))
+	}
+	if h := s.JournalHalf(); h != 0 {
+		t.Fatalf("after 9 records of 4 a half, records go to half %d, want 0", h)
+	}
+	s.Close() // half 1's checkpoint has not run: stopped
+	loseFiles(t, s, hs)
+	s = open(t, dir)
+	for i, h := range hs {
+		_, err := s.Get(context.Background(), h)
+		if i >= 4 {
+			mustGet(t, s, h, blocktest.Data(uint64(40+i), 2000))
+		} else if !errors.Is(err, block.ErrNotFound) {
+			t.Fatalf("Get %d (checkpointed when hurried): %v, want ErrNotFound", i, err)
 		}
 	}
 }
