@@ -30,7 +30,8 @@
 // before returning: a block that Put acknowledged survives a crash. Because a
 // block is only ever linked into place whole, a reader never sees a partial
 // block under its final name. Files left in tmp/ by a crash are removed by
-// Open.
+// Open. Remove does not fsync the directory: a removal lost in a crash brings
+// the block back, which is harmless (the garbage collector sweeps it again).
 //
 // A small block (at most 64 KiB: a patch of a small commit, a small file) is
 // made durable by one fdatasync of the journal instead of two fsyncs and a
@@ -41,17 +42,15 @@
 // torn one (never acknowledged) ends the replay; Open, before anything else
 // uses the store, writes every valid record's block durably under its name
 // unless its file holds it whole. The journal is never emptied before the
-// files its records cover (and their fan-out directories) are fsync'd: the
-// journal has two halves of 16 MiB; when one holds 4,096 records or is
-// full, records go to the other and the full one is checkpointed in the
-// background (its files fsync'd, then its header given a new generation:
-// records of an older one are not valid) 40 s later, when the kernel has
-// written the files back and the fsyncs cost little, or at once when the
-// other half fills first. A Put of the same
-// block meanwhile waits on its hash stripe, so it never acknowledges a file
-// that is not yet durable. A removal lost in a crash brings a block back, as
-// below. The journal takes at most 32 MiB, not counted in OnDisk. Remove does not fsync the directory: a removal lost in a crash brings
-// the block back, which is harmless (the garbage collector sweeps it again).
+// files its records cover (and their fan-out directories) are fsync'd: it
+// has two halves of 16 MiB; when one holds 4,096 records or is full, records
+// go to the other and the full one is checkpointed in the background (its
+// files fsync'd, then its header given a new generation: records of an
+// older one are not valid) 40 s later, when the kernel has written the
+// files back and the fsyncs cost little, or at once when the other half
+// fills first. A Put of the same block meanwhile waits on its hash stripe,
+// so it never acknowledges a file that is not yet durable. The journal
+// takes at most 32 MiB, not counted in OnDisk.
 //
 // Page cache. A store leaves the pages of the blocks it wrote last in the
 // page cache, DefaultWriteCache bytes of them unless SetWriteCache (blockd's
