@@ -263,14 +263,20 @@ func stampLocked(p string) error {
 
 // journalLocked records block h, just linked at p, in the journal and
 // returns once it is durable. When the journal cannot take it, the file and
-// its leaf are fsync'd instead; when that fails too the file is removed,
-// so that no later Put finds and acknowledges a block that is not durable.
+// its leaf are fsync'd instead, and the fan-out directories made durable
+// (ensureDir: a journaled Put may have made them without an fsync); when
+// that fails too the file is removed, so that no later Put finds and
+// acknowledges a block that is not durable. The caller holds lockDir(h)
+// for reading.
 func (s *Store) journalLocked(h block.Hash, p string, data []byte) error {
 	jerr := s.jn.record(h, data, p)
 	if jerr == nil {
 		return nil
 	}
 	err := syncFiles([]string{p}, map[string]struct{}{filepath.Dir(p): {}})
+	if err == nil {
+		err = s.ensureDir(h, true)
+	}
 	if err == nil {
 		return nil
 	}

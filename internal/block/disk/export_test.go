@@ -1,6 +1,10 @@
 package disk
 
-import "time"
+import (
+	"time"
+
+	"tessera/internal/block"
+)
 
 // SetJournalRecs lowers the records a journal half takes, and checkpoints
 // a full half at once.
@@ -43,3 +47,15 @@ func (s *Store) WaitCheckpoint() {
 		s.jn.cond.Wait()
 	}
 }
+
+// FailJournal makes the journal fail as after an fdatasync error: Puts
+// then make their blocks durable themselves.
+func (s *Store) FailJournal(err error) {
+	s.jn.mu.Lock()
+	s.jn.failed = err
+	s.jn.mu.Unlock()
+}
+
+// LeafDurable reports whether the fan-out leaf of h is known durable in
+// its parent, and its parent in blocks/.
+func (s *Store) LeafDurable(h block.Hash) bool { return s.fan.leaves[leafIndex(h)].durable.Load() }
