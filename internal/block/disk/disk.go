@@ -64,6 +64,9 @@ type Store struct {
 		written
 	}
 
+	// jn is the journal of small Puts (journal.go).
+	jn *journal
+
 	// verifyBufs is a free list of read buffers for verifyFile; unlike a
 	// sync.Pool it survives garbage collections, which 4 MiB reads make
 	// frequent.
@@ -133,7 +136,10 @@ func (s *Store) putChecked(ctx context.Context, h block.Hash, data []byte) (crea
 		return false, err
 	}
 
-	tmp, alloc, err := s.writeTmp(data)
+	// A small block's file is not fsync'd: its record in the journal is
+	// (journal.go).
+	journaled := s.jn != nil && len(data) <= journalMax
+	tmp, alloc, err := s.writeTmp(data, !journaled)
 	if err != nil {
 		return false, fmt.Errorf("put block %s: %w", h, err)
 	}
@@ -144,9 +150,15 @@ func (s *Store) putChecked(ctx context.Context, h block.Hash, data []byte) (crea
 	// into it (fanout.go).
 	dmu := s.lockDir(h)
 	dmu.RLock()
-	if err = s.ensureDir(h); err == nil {
+	if err = s.ensureDir(h, !journaled); err == nil {
 		mu.Lock()
-		created, err = s.installLocked(h, p, tmp, size, alloc)
+		created, err = s.installLocked(h, p, tmp, size, alloc, journaled)
+		if err == nil && created && journaled {
+			// Under the stripe until durable: a Put of the same
+			// block meanwhile must not answer before this one.
+			err = s.journalLocked(h, p, data)
+			created = err == nil
+		}
 		mu.Unlock()
 	}
 	dmu.RUnlock()
@@ -181,10 +193,13 @@ func (s *Store) refreshLocked(p string, size int64) (done bool, err error) {
 	return true, nil
 }
 
-// installLocked gives the durable temporary file tmp, which takes alloc
-// bytes on disk, its final name p. It links rather than renames so that a
-// concurrent Put of the same block is noticed (and counted once).
-func (s *Store) installLocked(h block.Hash, p, tmp string, size, alloc int64) (created bool, err error) {
+// installLocked gives the temporary file tmp, which takes alloc bytes on
+// disk, its final name p. It links rather than renames so that a
+// concurrent Put of the same block is noticed (and counted once). tmp is
+// durable unless journaled; a journaled block is new and linked, not yet
+// durable, when created comes back true: the caller records it in the
+// journal (journalLocked).
+func (s *Store) installLocked(h block.Hash, p, tmp string, size, alloc int64, journaled bool) (created bool, err error) {
 	err = os.Link(tmp, p)
 	if errors.Is(err, fs.ErrExist) {
 		fi, serr := os.Stat(p)
@@ -196,7 +211,12 @@ func (s *Store) installLocked(h block.Hash, p, tmp string, size, alloc int64) (c
 			// Put made it durable and set its mtime.
 			return false, nil
 		}
-		// A damaged copy: replace it.
+		// A damaged copy: replace it, durably.
+		if journaled {
+			if err := syncFiles([]string{tmp}, nil); err != nil {
+				return false, classify(err)
+			}
+		}
 		if err := os.Rename(tmp, p); err != nil {
 			return false, classify(err)
 		}
@@ -220,6 +240,10 @@ func (s *Store) installLocked(h block.Hash, p, tmp string, size, alloc int64) (c
 	if err := stampLocked(p); err != nil {
 		return true, classify(err)
 	}
+	if journaled {
+		s.raiseLeaf(i, allocOf(filepath.Dir(p)))
+		return true, nil
+	}
 	dirAlloc, err := syncDir(filepath.Dir(p))
 	if err != nil {
 		return true, classify(err)
@@ -237,15 +261,41 @@ func stampLocked(p string) error {
 	return os.Chtimes(p, now, now)
 }
 
-// writeTmp writes data to a new file in tmp/ and fsyncs it; it returns the
-// file's name and what it takes on disk. On failure the file is removed.
-func (s *Store) writeTmp(data []byte) (name string, alloc int64, err error) {
+// journalLocked records block h, just linked at p, in the journal and
+// returns once it is durable. When the journal cannot take it, the file and
+// its leaf are fsync'd instead, and the fan-out directories made durable
+// (ensureDir: a journaled Put may have made them without an fsync); when
+// that fails too the file is removed, so that no later Put finds and
+// acknowledges a block that is not durable. The caller holds lockDir(h)
+// for reading.
+func (s *Store) journalLocked(h block.Hash, p string, data []byte) error {
+	jerr := s.jn.record(h, data, p)
+	if jerr == nil {
+		return nil
+	}
+	err := syncFiles([]string{p}, map[string]struct{}{filepath.Dir(p): {}})
+	if err == nil {
+		err = s.ensureDir(h, true)
+	}
+	if err == nil {
+		return nil
+	}
+	if fi, serr := os.Lstat(p); serr == nil && os.Remove(p) == nil {
+		s.dropped(h, fi)
+	}
+	return classify(errors.Join(jerr, err))
+}
+
+// writeTmp writes data to a new file in tmp/, fsyncs it if asked to, and
+// returns the file's name and what it takes on disk. On failure the file
+// is removed.
+func (s *Store) writeTmp(data []byte, durable bool) (name string, alloc int64, err error) {
 	f, err := os.CreateTemp(s.tmp, "put-*")
 	if err != nil {
 		return "", 0, classify(err)
 	}
 	_, err = f.Write(data)
-	if err == nil {
+	if err == nil && durable {
 		err = f.Sync()
 	}
 	if err == nil {

@@ -6,6 +6,7 @@
 //
 //	blocks/ab/cd/abcd…(64 hex digits)   one file per block, named by its hash
 //	tmp/put-*                           Puts in flight
+//	journal                             small Puts' records (journal.go)
 //	LOCK                                flock'd while a process has the store open
 //	quarantine/<hash>.<unix ns>         corrupt copies moved aside (never deleted)
 //
@@ -31,6 +32,25 @@
 // block under its final name. Files left in tmp/ by a crash are removed by
 // Open. Remove does not fsync the directory: a removal lost in a crash brings
 // the block back, which is harmless (the garbage collector sweeps it again).
+//
+// A small block (at most 64 KiB: a patch of a small commit, a small file) is
+// made durable by one fdatasync of the journal instead of two fsyncs and a
+// directory's (issue 28): its file is written and linked without an fsync,
+// and its content is appended to DIR/journal, whose fdatasync is shared by
+// the Puts waiting on it. Crash argument: Put returns only after the record
+// is durable; a record is valid only if its bytes hash to its name, so a
+// torn one (never acknowledged) ends the replay; Open, before anything else
+// uses the store, writes every valid record's block durably under its name
+// unless its file holds it whole. The journal is never emptied before the
+// files its records cover (and their fan-out directories) are fsync'd: it
+// has two halves of 16 MiB; when one holds 4,096 records or is full, records
+// go to the other and the full one is checkpointed in the background (its
+// files fsync'd, then its header given a new generation: records of an
+// older one are not valid) 40 s later, when the kernel has written the
+// files back and the fsyncs cost little, or at once when the other half
+// fills first. A Put of the same block meanwhile waits on its hash stripe,
+// so it never acknowledges a file that is not yet durable. The journal
+// takes at most 32 MiB, not counted in OnDisk.
 //
 // Page cache. A store leaves the pages of the blocks it wrote last in the
 // page cache, DefaultWriteCache bytes of them unless SetWriteCache (blockd's

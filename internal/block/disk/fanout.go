@@ -37,6 +37,11 @@ type leaf struct {
 	// made is set once the directory exists and is durable, and cleared
 	// when it is pruned (both under its first-level lock).
 	made atomic.Bool
+	// durable is set once the directory's name is durable in its parent
+	// and the parent's in blocks/; a leaf made for a journaled Put is not
+	// until a Put that needs it so syncs them (the journal's replay and
+	// checkpoint cover its own blocks' directories).
+	durable atomic.Bool
 	// n counts the blocks in it: a hint for prune, which rmdir settles.
 	n atomic.Int32
 	// alloc is what the directory itself takes on disk, in 512-byte
@@ -60,12 +65,13 @@ func (s *Store) dirs(i int) (l1, l2 string) {
 // lockDir returns the first-level lock of h's fan-out directories.
 func (s *Store) lockDir(h block.Hash) *sync.RWMutex { return &s.fan.l1[h[0]] }
 
-// ensureDir creates the fan-out directories of h durably, once. The caller
-// holds lockDir(h) for reading.
-func (s *Store) ensureDir(h block.Hash) error {
+// ensureDir creates the fan-out directories of h, once, and makes them
+// durable if asked to (the journal covers those of a journaled Put). The
+// caller holds lockDir(h) for reading.
+func (s *Store) ensureDir(h block.Hash, durable bool) error {
 	i := leafIndex(h)
 	lf := &s.fan.leaves[i]
-	if lf.made.Load() {
+	if lf.made.Load() && (!durable || lf.durable.Load()) {
 		return nil
 	}
 	l1, l2 := s.dirs(i)
@@ -79,8 +85,10 @@ func (s *Store) ensureDir(h block.Hash) error {
 		s.fan.l1Alloc[h[0]].Store(allocOf(l1))
 		s.addDisk(s.fan.l1Alloc[h[0]].Load())
 	}
-	if _, err := syncDir(s.blocks); err != nil {
-		return classify(err)
+	if durable {
+		if _, err := syncDir(s.blocks); err != nil {
+			return classify(err)
+		}
 	}
 	err = os.Mkdir(l2, 0o755)
 	if err != nil && !errors.Is(err, fs.ErrExist) {
@@ -89,8 +97,11 @@ func (s *Store) ensureDir(h block.Hash) error {
 	if err == nil {
 		s.raiseLeaf(i, allocOf(l2))
 	}
-	if _, err := syncDir(l1); err != nil {
-		return classify(err)
+	if durable {
+		if _, err := syncDir(l1); err != nil {
+			return classify(err)
+		}
+		lf.durable.Store(true)
 	}
 	lf.made.Store(true)
 	return nil
@@ -130,6 +141,7 @@ func (s *Store) prune(h block.Hash) {
 		return // ENOTEMPTY, or something odd: leave it to the next Open
 	}
 	lf.made.Store(false)
+	lf.durable.Store(false)
 	s.addDisk(-int64(lf.alloc.Swap(0)) * 512)
 	if err := syscall.Rmdir(l1); err == nil || errors.Is(err, syscall.ENOENT) {
 		s.addDisk(-s.fan.l1Alloc[h[0]].Swap(0))

@@ -78,6 +78,9 @@ func (s *Store) init() error {
 			return fmt.Errorf("remove stale temporary file: %w", err)
 		}
 	}
+	if err := s.openJournal(); err != nil {
+		return err
+	}
 	if err := s.scan(); err != nil {
 		return fmt.Errorf("scan blocks: %w", err)
 	}
@@ -89,8 +92,15 @@ func (s *Store) Close() error {
 	if s.lock == nil {
 		return nil
 	}
+	var jerr error
+	if s.jn != nil {
+		jerr = s.jn.close()
+	}
 	err := s.lock.Close() // closing the descriptor drops the flock
 	s.lock = nil
+	if err == nil {
+		err = jerr
+	}
 	if err != nil {
 		return fmt.Errorf("close block store %s: %w", s.dir, err)
 	}

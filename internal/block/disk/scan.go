@@ -49,6 +49,7 @@ func (s *Store) scan() error {
 			i := int(b1)<<8 | int(b2)
 			lf := &s.fan.leaves[i]
 			lf.made.Store(true)
+			lf.durable.Store(true)
 			a := allocOf(leafDir)
 			lf.alloc.Store(int32(min(a/512, 1<<31-1)))
 			disk += int64(lf.alloc.Load()) * 512
