@@ -222,9 +222,29 @@ func (c *Client) compact(ctx context.Context, j compactJob) error {
 		return err
 	}
 	c.comps.drop(j.h)
+	c.forgetComposition(j.h)
 	c.mem.dropKept(j.h)
 	c.compacted.Add(1)
 	return nil
+}
+
+// forgetComposition makes every open file forget h's composition once h
+// is stored whole and its pieces released: a small write on h must build on
+// h itself, not on the pieces the reclaimer is about to remove (a file
+// kept open across a compaction committed compositions over removed
+// pieces, its fsync reporting success: TestWriteAfterCompactionKeepsData).
+func (c *Client) forgetComposition(h block.Hash) {
+	c.mu.Lock()
+	files := make([]*file, 0, len(c.mu.files))
+	for _, f := range c.mu.files {
+		files = append(files, f)
+	}
+	c.mu.Unlock()
+	for _, f := range files {
+		f.mu.Lock()
+		delete(f.comps, h)
+		f.mu.Unlock()
+	}
 }
 
 // getUncached is getOnce returning the block with a reference the caller

@@ -41,7 +41,7 @@ func (f *file) touchOldLocked(ctx context.Context) error {
 	var hs []block.Hash
 	var idxs []uint64
 	for idx, p := range f.pending {
-		if p.at.IsZero() || !p.at.Before(cutoff) || p.h.IsZero() {
+		if p.h.IsZero() || (p.at.IsZero() || !p.at.Before(cutoff)) && !f.inheritsUnvouchedLocked(p) {
 			continue
 		}
 		if p.comp != nil {
@@ -78,6 +78,22 @@ func (f *file) touchOldLocked(ctx context.Context) error {
 	f.c.log.Error("uncommitted data lost", "ino", f.ino, "blocks", len(gone), "err", err)
 	f.loseLocked(err)
 	return err
+}
+
+// inheritsUnvouchedLocked reports whether p's composition carries pieces
+// of the committed version it was made on (its base and patches, flattened)
+// that this client no longer knows to be live: that version's composition
+// left the client-wide cache, as it does when it is stored whole and its
+// pieces released (compaction, here or by another client). A commit naming
+// them after the reclaimer removed them would acknowledge data that is
+// gone, however recent the new patches are; so they are touched first,
+// which spares them, or fails the commit with EIO when they are gone.
+func (f *file) inheritsUnvouchedLocked(p pend) bool {
+	if p.comp == nil || !p.base.oldSet || p.comp.Base == p.base.old {
+		return false // stored whole, or composed over a whole block
+	}
+	_, known := f.c.comps.get(p.base.old)
+	return !known
 }
 
 // touchTimeout bounds the touch before a commit.
