@@ -2,36 +2,17 @@ package chaos
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"tessera/internal/kv/etcdkv/etcdtest"
-	"tessera/test/cluster"
+	"tessera/test/chaos/chaostest"
 )
 
 // TestChaosShort is the CI run: one minute of faults with a fixed seed
 // against a real cluster, and every invariant of the package comment.
 func TestChaosShort(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a minute of faults against a real cluster")
-	}
-	etcdBin := etcdtest.Binary(t)
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("no /dev/fuse")
-	}
-	root, err := cluster.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "tessera")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if err := cluster.Build(ctx, root, bin); err != nil {
-		t.Fatal(err)
-	}
+	dir, bin, etcdBin := chaostest.Binaries(t, "a minute of faults against a real cluster")
 	sum, err := Run(context.Background(), Config{Bin: bin, EtcdBin: etcdBin, Dir: filepath.Join(dir, "run"), Seed: 7,
 		Duration: time.Minute, Log: testLog{t}})
 	if err != nil {

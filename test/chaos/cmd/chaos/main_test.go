@@ -13,8 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"tessera/internal/kv/etcdkv/etcdtest"
-	"tessera/test/cluster"
+	"tessera/test/chaos/chaostest"
 )
 
 // TestSignalStopsTheCluster: a chaos run ended with SIGTERM (a user's
@@ -22,24 +21,9 @@ import (
 // mount behind, and says it was interrupted (exit 2), not that it passed.
 // Before, the command died on the signal and its daemons and mounts stayed.
 func TestSignalStopsTheCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a real cluster")
-	}
-	etcdBin := etcdtest.Binary(t)
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		t.Skip("no /dev/fuse")
-	}
-	root, err := cluster.RepoRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
+	dir, bin, etcdBin := chaostest.Binaries(t, "starts a real cluster")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bin := filepath.Join(dir, "tessera")
-	if err := cluster.Build(ctx, root, bin); err != nil {
-		t.Fatal(err)
-	}
 	chaosBin := filepath.Join(dir, "chaos")
 	if b, err := exec.CommandContext(ctx, "go", "build", "-o", chaosBin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build chaos: %v\n%s", err, b)
