@@ -114,10 +114,23 @@ func (a opCounts) within(b opCounts) bool {
 
 // opCounter counts the calls made on a store, counting kv.GetMany and
 // kv.Prefetch as one call each (an engine that reads several keys in one
-// round trip) and reads answered by a Prefetch as none.
+// round trip) and reads answered by a Prefetch as none. With onlyMarked,
+// it counts only the transactions whose context carries countMark (the
+// test's own calls), not those of the service's background work (lease
+// and session upkeep), which a busy machine may run in the middle of a
+// measured call.
 type opCounter struct {
 	kv.Store
+	onlyMarked                                        bool
 	views, updates, gets, scans, getManys, prefetches atomic.Int64
+}
+
+// countMark marks a context whose transactions an onlyMarked opCounter
+// counts.
+type countMark struct{}
+
+func (c *opCounter) counts(ctx context.Context) bool {
+	return !c.onlyMarked || ctx.Value(countMark{}) != nil
 }
 
 func (c *opCounter) snapshot() opCounts {
@@ -125,11 +138,17 @@ func (c *opCounter) snapshot() opCounts {
 }
 
 func (c *opCounter) View(ctx context.Context, fn func(kv.Txn) error) error {
+	if !c.counts(ctx) {
+		return c.Store.View(ctx, fn)
+	}
 	c.views.Add(1)
 	return c.Store.View(ctx, func(tx kv.Txn) error { return fn(&opTxn{Txn: tx, c: c}) })
 }
 
 func (c *opCounter) Update(ctx context.Context, fn func(kv.Txn) error) error {
+	if !c.counts(ctx) {
+		return c.Store.Update(ctx, fn)
+	}
 	c.updates.Add(1)
 	return c.Store.Update(ctx, func(tx kv.Txn) error { return fn(&opTxn{Txn: tx, c: c}) })
 }
