@@ -137,17 +137,7 @@ func (g *gen) viewMethod(m method, r authzRule, optional bool) error {
 			return fmt.Errorf("%s.%s: a result of type %s may carry an inode number a confined caller's root must map: write view's %s by hand in package authz", m.iface, m.name, t, m.name)
 		}
 	}
-	var params, results, rets []string
-	params = append(params, "ctx context.Context")
-	for i, n := range names {
-		params = append(params, n+" "+ptypes[i])
-	}
-	for i, t := range rtypes {
-		results = append(results, fmt.Sprintf("r%d %s", i, t))
-		rets = append(rets, fmt.Sprintf("r%d", i))
-	}
-	results = append(results, "err error")
-	ret := func(e string) string { return strings.Join(append(slices.Clone(rets), e), ", ") }
+	params, results, _, ret := signature(names, ptypes, rtypes)
 	c := "_"
 	if useC {
 		c = "c"

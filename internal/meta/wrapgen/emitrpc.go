@@ -188,17 +188,7 @@ func (g *gen) clientMethod(m method, r rpc) error {
 		}
 		req = "&" + strings.TrimPrefix(r.req, "*") + "{" + strings.Join(parts, ", ") + "}"
 	}
-	var params, results, rets []string
-	params = append(params, "ctx context.Context")
-	for i, n := range names {
-		params = append(params, n+" "+ptypes[i])
-	}
-	for i, t := range rtypes {
-		results = append(results, fmt.Sprintf("r%d %s", i, t))
-		rets = append(rets, fmt.Sprintf("r%d", i))
-	}
-	results = append(results, "err error")
-	ret := func(e string) string { return strings.Join(append(slices.Clone(rets), e), ", ") }
+	params, results, rets, ret := signature(names, ptypes, rtypes)
 	w := g.w
 	fmt.Fprintf(w, "\n// %s implements %s over rpc %s.%s.\n", m.name, g.q(m.iface), r.service, r.name)
 	fmt.Fprintf(w, "func (%s %s) %s(%s) (%s) {\n", c, g.cfg.typ, m.name, strings.Join(params, ", "), strings.Join(results, ", "))
@@ -343,4 +333,21 @@ func (g *gen) usedIn() {
 			g.used[m[1]] = true
 		}
 	}
+}
+
+// signature is a generated method's parameters (ctx first, then names with
+// their types), its named results r0.. and err, their names rets, and ret,
+// the return list of those results with the given error expression last.
+func signature(names, ptypes, rtypes []string) (params, results, rets []string, ret func(err string) string) {
+	params = append(params, "ctx context.Context")
+	for i, n := range names {
+		params = append(params, n+" "+ptypes[i])
+	}
+	for i, t := range rtypes {
+		results = append(results, fmt.Sprintf("r%d %s", i, t))
+		rets = append(rets, fmt.Sprintf("r%d", i))
+	}
+	results = append(results, "err error")
+	ret = func(e string) string { return strings.Join(append(slices.Clone(rets), e), ", ") }
+	return params, results, rets, ret
 }
