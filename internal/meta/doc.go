@@ -50,7 +50,8 @@
 //	"m" "epoch"          -> block-server map epoch (8 bytes)
 //	"m" "replicas"       -> the cluster's default replication factor (8 bytes, 1..MaxReplicas)
 //	"m" "progress"       -> the mover's latest report
-//	"m" "format"         -> key-schema version, FormatVersion (8 bytes; 4: inodes in layout 2)
+//	"m" "format"         -> key-schema version, FormatVersion (8 bytes; 4: inodes in layout 2; 5: "m" "quotas")
+//	"m" "quotas"         -> version of the quota set, bumped by each change of a "Q" record (8 bytes; quota_cache.go)
 //	"m" "sessions"       -> 1: the store has served client sessions (opens.go)
 //	"h" hash             -> reference count of block hash (32 bytes)
 //	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)

@@ -159,6 +159,11 @@ type changeSet struct {
 	// quotas are the quota records, read once (quotaHook).
 	quotas     map[Ino]*quotaState
 	quotasRead bool
+	// quotaVersion is the version of the quota set quotas were read at
+	// (0: none, or changed by this change: no cached chains);
+	// quotasChanged: this change wrote the set (quota_cache.go).
+	quotaVersion  uint64
+	quotasChanged bool
 	// filesets are the filesets, read once (writebackHook).
 	filesets     map[Ino]Fileset
 	filesetsRead bool

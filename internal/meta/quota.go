@@ -27,8 +27,8 @@ import (
 // rename of a directory, or of a file with several links, into another
 // set of quota directories, and a hard link into another set, are refused
 // with EXDEV (as Lustre's project quotas and CephFS's quota realms do):
-// tools copy instead. Without quotas the hook costs one scan of the empty
-// "Q" range per change.
+// tools copy instead. Without quotas the hook costs one read of the quota
+// set's version per change (quota_cache.go).
 
 // ErrQuota is a change that would take a directory quota's usage past its
 // limit.
@@ -104,6 +104,9 @@ func (t txn) getQuota(dir Ino) (*quotaState, bool, error) {
 
 // putQuota writes both records of q.
 func (t txn) putQuota(q *quotaState) error {
+	if err := t.bumpQuotas(); err != nil {
+		return err
+	}
 	if err := t.Put(quotaKey(q.Dir), encodePair(q.MaxBytes, q.MaxInodes)); err != nil {
 		return err
 	}
@@ -112,6 +115,9 @@ func (t txn) putQuota(q *quotaState) error {
 
 // deleteQuota deletes both records of the quota of dir.
 func (t txn) deleteQuota(dir Ino) error {
+	if err := t.bumpQuotas(); err != nil {
+		return err
+	}
 	if err := t.Delete(quotaKey(dir)); err != nil {
 		return err
 	}
@@ -149,38 +155,57 @@ func (t txn) quotasIn() (map[Ino]*quotaState, error) {
 	if cs.quotasRead {
 		return cs.quotas, nil
 	}
-	qs, err := t.readQuotas()
+	qs, ver, err := t.quotaSet()
 	if err != nil {
 		return nil, err
 	}
-	cs.quotas, cs.quotasRead = qs, true
+	cs.quotas, cs.quotasRead, cs.quotaVersion = qs, true, ver
 	return qs, nil
 }
 
 // quotaChain returns the quota directories an inode whose parent pointer
-// is dir counts in: dir and its ancestors that have a quota.
+// is dir counts in: dir and its ancestors that have a quota (kept between
+// changes: quota_cache.go).
 func (t txn) quotaChain(qs map[Ino]*quotaState, dir Ino) ([]Ino, error) {
+	s, cs := t.changes()
+	if s == nil || cs.quotaVersion == 0 {
+		chain, _, err := t.walkQuotaChain(qs, dir)
+		return chain, err
+	}
+	if chain, ok := s.quotaCache.chain(cs.quotaVersion, dir); ok {
+		return chain, nil
+	}
+	chain, whole, err := t.walkQuotaChain(qs, dir)
+	if err == nil && whole {
+		s.quotaCache.keepChain(cs.quotaVersion, dir, chain)
+	}
+	return chain, err
+}
+
+// walkQuotaChain is quotaChain by the parent pointers; whole is false
+// when the walk met a directory deleted in this change.
+func (t txn) walkQuotaChain(qs map[Ino]*quotaState, dir Ino) (chain []Ino, whole bool, err error) {
 	var out []Ino
 	for range maxDepth {
 		if dir == 0 {
-			return out, nil
+			return out, true, nil
 		}
 		if _, ok := qs[dir]; ok {
 			out = append(out, dir)
 		}
 		if dir == RootIno {
-			return out, nil
+			return out, true, nil
 		}
 		rec, err := t.getInode(dir)
 		if errors.Is(err, ErrNotFound) {
-			return out, nil // an orphan's directory deleted in this change
+			return out, false, nil // an orphan's directory deleted in this change
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		dir = rec.Parent
 	}
-	return nil, corruptf("directory %d: parent chain longer than %d", dir, maxDepth)
+	return nil, false, corruptf("directory %d: parent chain longer than %d", dir, maxDepth)
 }
 
 // charge adds inodes and bytes to the usage of the quota directories in
@@ -188,6 +213,9 @@ func (t txn) quotaChain(qs map[Ino]*quotaState, dir Ino) ([]Ino, error) {
 func (t txn) charge(qs map[Ino]*quotaState, chain []Ino, inodes, bytes int64) error {
 	for _, dir := range chain {
 		q := qs[dir]
+		if q == nil {
+			continue // its quota went earlier in this change
+		}
 		if err := t.loadUsage(q); err != nil {
 			return err
 		}

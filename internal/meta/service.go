@@ -20,7 +20,10 @@ import (
 // one transaction. Version 4 writes inode records in their version 2
 // layout (records.go), which builds of version 3 cannot read; its own
 // build reads both, so a store of version 3 is marked 4 and nothing else.
-const FormatVersion = 4
+// Version 5 keeps the quota set's version ("m" "quotas", quota_cache.go),
+// which builds of version 4 would not bump: a store of version 3 or 4
+// with quotas gets one.
+const FormatVersion = 5
 
 // InoBatch is how many inode numbers a Service reserves at a time.
 const InoBatch = 256
@@ -85,13 +88,16 @@ type Options struct {
 
 // Service implements API over a kv.Store. It is safe for concurrent use.
 type Service struct {
-	store     kv.Store
-	hints     *nameHints // which inode names had when last seen (hints.go)
-	now       func() time.Time
-	blockSize uint32
-	replicas  int    // default replication factor (Options.Replicas)
-	site      string // Options.Site
-	leases    *leaseTable
+	store kv.Store
+	hints *nameHints // which inode names had when last seen (hints.go)
+	// quotaCache keeps the quota set and directories' chains between
+	// changes (quota_cache.go).
+	quotaCache quotaCache
+	now        func() time.Time
+	blockSize  uint32
+	replicas   int    // default replication factor (Options.Replicas)
+	site       string // Options.Site
+	leases     *leaseTable
 	// sh is the state of a Service of a shared store (nil: alone).
 	sh *sharedState
 	// cut remembers a record write of a lag-tolerant read that failed
@@ -126,6 +132,7 @@ var (
 // format marker if the store is empty, and upgrading an older format.
 func New(store kv.Store, opts Options) (*Service, error) {
 	s := &Service{store: store, now: opts.Now, blockSize: opts.BlockSize, replicas: max(opts.Replicas, 1), site: opts.Site}
+	s.quotaCache.exclusive = !opts.Shared
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -185,7 +192,10 @@ func New(store kv.Store, opts Options) (*Service, error) {
 			switch f {
 			case FormatVersion:
 				return nil
-			case 3:
+			case 3, 4:
+				if err := (txn{tx}).addQuotaVersion(); err != nil {
+					return fmt.Errorf("upgrade from key-schema version %d: %w", f, err)
+				}
 				return tx.Put(keyFormat, encodeU64(FormatVersion))
 			case 1, 2:
 				if f == 1 {

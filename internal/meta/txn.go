@@ -96,17 +96,17 @@ func (t txn) getDirEntry(parent Ino, name string) (dir *inodeRec, ino Ino, typ u
 }
 
 // hookRanges are the key ranges the hooks of every change scan: the
-// filesets (write-back) and the quotas.
+// filesets (write-back). The quota hook reads one key, keyQuotas (quota_cache.go).
 func hookRanges() []kv.Range {
-	fs, q := []byte{pfxFileset}, []byte{pfxQuota}
-	return []kv.Range{{Start: fs, End: kv.PrefixEnd(fs)}, {Start: q, End: kv.PrefixEnd(q)}}
+	fs := []byte{pfxFileset}
+	return []kv.Range{{Start: fs, End: kv.PrefixEnd(fs)}}
 }
 
 // prefetchEntry reads, in one call where the store can (kv.Prefetch), the
 // directory parent, its entry name and the ranges of hookRanges: what a
 // change of the entry reads before it knows the inode.
 func (t txn) prefetchEntry(parent Ino, name string) error {
-	return kv.Prefetch(t.Txn, [][]byte{inodeKey(parent), dentryKey(parent, name)}, hookRanges())
+	return kv.Prefetch(t.Txn, [][]byte{inodeKey(parent), dentryKey(parent, name), keyQuotas}, hookRanges())
 }
 
 // prefetchRemoval reads, in one call where the store can, what removing a
@@ -125,9 +125,9 @@ func (t txn) prefetchRemoval(ino Ino) error {
 // prefetchCreate reads what a create of ino reads, in one call where the
 // store can (kv.Prefetch; etcd: one round trip, not four): the parent, the
 // name, the usage counter's shard, and the ranges of the hooks' records
-// every change reads (filesets, quotas).
+// every change reads (filesets; the quota set's version).
 func (t txn) prefetchCreate(req CreateReq, ino Ino) error {
-	keys := [][]byte{inodeKey(req.Parent), counterKey(ctrFiles, ino)}
+	keys := [][]byte{inodeKey(req.Parent), counterKey(ctrFiles, ino), keyQuotas}
 	if !req.Tmpfile {
 		keys = append(keys, dentryKey(req.Parent, req.Name))
 	}
