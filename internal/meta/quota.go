@@ -104,6 +104,9 @@ func (t txn) getQuota(dir Ino) (*quotaState, bool, error) {
 
 // putQuota writes both records of q.
 func (t txn) putQuota(q *quotaState) error {
+	if err := t.setHookFlag(keyQuotasFlag); err != nil {
+		return err
+	}
 	if err := t.Put(quotaKey(q.Dir), encodePair(q.MaxBytes, q.MaxInodes)); err != nil {
 		return err
 	}
@@ -143,13 +146,17 @@ func (t txn) readQuotas() (map[Ino]*quotaState, error) {
 }
 
 // quotasIn returns the quota records for the quota hook, read once per
-// change set.
+// change set (no scan without their flag, hookflags.go).
 func (t txn) quotasIn() (map[Ino]*quotaState, error) {
 	_, cs := t.changes()
 	if cs.quotasRead {
 		return cs.quotas, nil
 	}
-	qs, err := t.readQuotas()
+	var qs map[Ino]*quotaState
+	flagged, err := t.hookFlagged(keyQuotasFlag)
+	if err == nil && flagged {
+		qs, err = t.readQuotas()
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -95,8 +95,8 @@ func (t txn) getDirEntry(parent Ino, name string) (dir *inodeRec, ino Ino, typ u
 	return dir, ino, typ, err == nil, err
 }
 
-// hookRanges are the key ranges the hooks of every change scan: the
-// filesets (write-back) and the quotas.
+// hookRanges are the key ranges the hooks of every change scan when their
+// flags are set (hookflags.go): the filesets (write-back) and the quotas.
 func hookRanges() []kv.Range {
 	fs, q := []byte{pfxFileset}, []byte{pfxQuota}
 	return []kv.Range{{Start: fs, End: kv.PrefixEnd(fs)}, {Start: q, End: kv.PrefixEnd(q)}}
@@ -106,7 +106,7 @@ func hookRanges() []kv.Range {
 // directory parent, its entry name and the ranges of hookRanges: what a
 // change of the entry reads before it knows the inode.
 func (t txn) prefetchEntry(parent Ino, name string) error {
-	return kv.Prefetch(t.Txn, [][]byte{inodeKey(parent), dentryKey(parent, name)}, hookRanges())
+	return kv.Prefetch(t.Txn, append([][]byte{inodeKey(parent), dentryKey(parent, name)}, hookFlagKeys()...), hookRanges())
 }
 
 // prefetchRemoval reads, in one call where the store can, what removing a
@@ -131,7 +131,7 @@ func (t txn) prefetchCreate(req CreateReq, ino Ino) error {
 	if !req.Tmpfile {
 		keys = append(keys, dentryKey(req.Parent, req.Name))
 	}
-	return kv.Prefetch(t.Txn, keys, hookRanges())
+	return kv.Prefetch(t.Txn, append(keys, hookFlagKeys()...), hookRanges())
 }
 
 // lookup returns the inode parent/name names: the directory, the entry
