@@ -53,6 +53,7 @@
 //	"m" "format"         -> key-schema version, FormatVersion (8 bytes; 4: inodes in layout 2; 5: "m" "quotas")
 //	"m" "quotas"         -> version of the quota set, bumped by each change of a "Q" record (8 bytes; quota_cache.go)
 //	"m" "sessions"       -> 1: the store has served client sessions (opens.go)
+//	"m" "filesets"       -> 1: "g" records may exist; absent: none, no hook scans them (hookflags.go)
 //	"h" hash             -> reference count of block hash (32 bytes)
 //	"u" at hash          -> release: the block's count reached 0 at unix ns at (8)
 //	"g" root             -> fileset record: the directory root caches a home store (fileset.go)

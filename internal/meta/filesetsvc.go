@@ -91,6 +91,9 @@ func (s *Service) CreateFileset(ctx context.Context, f Fileset) (Fileset, error)
 		if err := t.putInode(root); err != nil {
 			return err
 		}
+		if err := t.setHookFlag(keyFilesetsFlag); err != nil {
+			return err
+		}
 		if err := t.Put(filesetKey(f.Root), encodeFileset(&f)); err != nil {
 			return err
 		}

@@ -149,7 +149,7 @@ func (t txn) readQuotas() (map[Ino]*quotaState, error) {
 }
 
 // quotasIn returns the quota records for the quota hook, read once per
-// change set.
+// change set (no scan without their flag, hookflags.go).
 func (t txn) quotasIn() (map[Ino]*quotaState, error) {
 	_, cs := t.changes()
 	if cs.quotasRead {

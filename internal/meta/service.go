@@ -184,6 +184,9 @@ func New(store kv.Store, opts Options) (*Service, error) {
 		if err != nil {
 			return err
 		}
+		if err := (txn{tx}).markHookFlags(); err != nil {
+			return err
+		}
 		if ok {
 			f, err := decodeU64(v)
 			if err != nil {

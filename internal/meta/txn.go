@@ -95,8 +95,9 @@ func (t txn) getDirEntry(parent Ino, name string) (dir *inodeRec, ino Ino, typ u
 	return dir, ino, typ, err == nil, err
 }
 
-// hookRanges are the key ranges the hooks of every change scan: the
-// filesets (write-back). The quota hook reads one key, keyQuotas (quota_cache.go).
+// hookRanges are the key ranges the hooks of every change scan when their
+// flags are set (hookflags.go): the filesets (write-back). The quota hook
+// reads one key, keyQuotas (quota_cache.go).
 func hookRanges() []kv.Range {
 	fs := []byte{pfxFileset}
 	return []kv.Range{{Start: fs, End: kv.PrefixEnd(fs)}}
@@ -106,7 +107,7 @@ func hookRanges() []kv.Range {
 // directory parent, its entry name and the ranges of hookRanges: what a
 // change of the entry reads before it knows the inode.
 func (t txn) prefetchEntry(parent Ino, name string) error {
-	return kv.Prefetch(t.Txn, [][]byte{inodeKey(parent), dentryKey(parent, name), keyQuotas}, hookRanges())
+	return kv.Prefetch(t.Txn, append([][]byte{inodeKey(parent), dentryKey(parent, name)}, hookFlagKeys()...), hookRanges())
 }
 
 // prefetchRemoval reads, in one call where the store can, what removing a
@@ -125,13 +126,13 @@ func (t txn) prefetchRemoval(ino Ino) error {
 // prefetchCreate reads what a create of ino reads, in one call where the
 // store can (kv.Prefetch; etcd: one round trip, not four): the parent, the
 // name, the usage counter's shard, and the ranges of the hooks' records
-// every change reads (filesets; the quota set's version).
+// every change reads (the fileset flag and range, the quota set's version).
 func (t txn) prefetchCreate(req CreateReq, ino Ino) error {
-	keys := [][]byte{inodeKey(req.Parent), counterKey(ctrFiles, ino), keyQuotas}
+	keys := [][]byte{inodeKey(req.Parent), counterKey(ctrFiles, ino)}
 	if !req.Tmpfile {
 		keys = append(keys, dentryKey(req.Parent, req.Name))
 	}
-	return kv.Prefetch(t.Txn, keys, hookRanges())
+	return kv.Prefetch(t.Txn, append(keys, hookFlagKeys()...), hookRanges())
 }
 
 // lookup returns the inode parent/name names: the directory, the entry

@@ -74,14 +74,19 @@ func (s *Service) writebackHook() hook {
 	}}
 }
 
-// wbFilesets reads the filesets ("g" records); nil when there are none.
-// A change's transaction reads them once (the change set keeps them).
+// wbFilesets reads the filesets ("g" records); nil when there are none
+// (no scan without their flag, hookflags.go). A change's transaction reads
+// them once (the change set keeps them).
 func (t txn) wbFilesets() (map[Ino]Fileset, error) {
 	_, cs := t.changes()
 	if cs != nil && cs.filesetsRead {
 		return cs.filesets, nil
 	}
-	sets, err := t.readFilesets()
+	var sets map[Ino]Fileset
+	flagged, err := t.hookFlagged(keyFilesetsFlag)
+	if err == nil && flagged {
+		sets, err = t.readFilesets()
+	}
 	if cs != nil && err == nil {
 		cs.filesets, cs.filesetsRead = sets, true
 	}
