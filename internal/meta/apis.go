@@ -26,10 +26,12 @@ import (
 // Every method may return ErrIO wrapped with context when the service is
 // unreachable. Decorators' pass-through methods, the RPC client's methods
 // and server's handlers, and authz's rules and view are generated from
-// these declarations (internal/meta/wrapgen): a method added here reaches
-// every generated decorator by `go generate ./...`. Each method carries a
-// //tessera:authz directive saying who may call it (wrapgen's authz.go);
-// one without fails generation.
+// these declarations and the optional interfaces' (internal/meta/wrapgen):
+// a method added here reaches every generated decorator by `go generate
+// ./...`. Each method carries a //tessera:authz directive saying who may
+// call it (wrapgen's authz.go); one without fails generation. Its RPC is
+// the one of its name, unless a //tessera:rpc NAME directive names
+// another.
 
 // API is the metadata service as clients see it: every concern.
 type API interface {

@@ -20,6 +20,7 @@ type FilesetAPI interface {
 	CreateFileset(ctx context.Context, f Fileset) (Fileset, error)
 	// Fileset returns the fileset rooted at root (ErrNotFound if none).
 	//tessera:authz read cluster
+	//tessera:rpc GetFileset
 	Fileset(ctx context.Context, root Ino) (Fileset, error)
 	// Filesets lists every fileset, by root.
 	//tessera:authz read cluster
@@ -32,11 +33,11 @@ type FilesetAPI interface {
 	// home in the fileset directory dir (see IngestDirReq).
 	//tessera:authz cache cluster
 	IngestDir(ctx context.Context, req IngestDirReq) (Inode, error)
-	// SetGateway replaces the gateway section of inode ino with g, only if
+	// SetGateway replaces the gateway section of inode ino with gateway, only if
 	// the inode's Change is still ifChange (0: whatever it is); otherwise
 	// ErrConflict, so that an ingest never clobbers a local update.
 	//tessera:authz cache cluster
-	SetGateway(ctx context.Context, ino Ino, g GatewayInfo, ifChange uint64) (Inode, error)
+	SetGateway(ctx context.Context, ino Ino, gateway GatewayInfo, ifChange uint64) (Inode, error)
 }
 
 // HomeEntry is an entry of a home directory as a gateway hands it to the

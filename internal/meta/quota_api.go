@@ -18,6 +18,7 @@ type QuotaAPI interface {
 	SetQuota(ctx context.Context, q Quota) (Quota, error)
 	// Quota returns the quota of directory dir (ErrNotFound if none).
 	//tessera:authz read tree
+	//tessera:rpc GetQuota
 	Quota(ctx context.Context, dir Ino) (Quota, error)
 	// Quotas lists every quota, by directory.
 	//tessera:authz read cluster

@@ -68,12 +68,12 @@ func (f Forward) IngestDir(ctx context.Context, req IngestDirReq) (r0 Inode, err
 }
 
 // SetGateway implements FilesetAPI.
-func (f Forward) SetGateway(ctx context.Context, ino Ino, g GatewayInfo, ifChange uint64) (r0 Inode, err error) {
+func (f Forward) SetGateway(ctx context.Context, ino Ino, gateway GatewayInfo, ifChange uint64) (r0 Inode, err error) {
 	c, err := capability[FilesetAPI](f.Next, "SetGateway")
 	if err != nil {
 		return r0, err
 	}
-	return c.SetGateway(ctx, ino, g, ifChange)
+	return c.SetGateway(ctx, ino, gateway, ifChange)
 }
 
 // AddFilesetReads implements FilesetReadsAPI.

@@ -354,9 +354,9 @@ func (a *metaAPI) IngestDir(ctx context.Context, req meta.IngestDirReq) (r0 meta
 }
 
 // SetGateway implements meta.FilesetAPI.
-func (a *metaAPI) SetGateway(ctx context.Context, ino meta.Ino, g meta.GatewayInfo, ifChange uint64) (r0 meta.Inode, err error) {
+func (a *metaAPI) SetGateway(ctx context.Context, ino meta.Ino, gateway meta.GatewayInfo, ifChange uint64) (r0 meta.Inode, err error) {
 	err = a.around(ctx, "set_gateway", func(ctx context.Context, next meta.API) (err error) {
-		r0, err = meta.Forward{Next: next}.SetGateway(ctx, ino, g, ifChange)
+		r0, err = meta.Forward{Next: next}.SetGateway(ctx, ino, gateway, ifChange)
 		return err
 	})
 	return r0, err

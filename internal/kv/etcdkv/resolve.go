@@ -5,11 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"tessera/internal/backoff"
 	"tessera/internal/clock"
 )
 
@@ -35,11 +35,9 @@ import (
 // another in between, passes "absent" again): its lost commit stays
 // "outcome unknown".
 
-// Backoff between the resends of a commit whose outcome is being found.
-const (
-	resolveBackoffMin = 50 * time.Millisecond
-	resolveBackoffMax = time.Second
-)
+// resolveBackoff spaces the resends of a commit whose outcome is being
+// found: 50 ms doubling to 1 s, each wait drawn from [1/2, 3/2) of it.
+var resolveBackoff = backoff.Policy{Base: 50 * time.Millisecond, Max: time.Second, Jitter: 0.5}
 
 // errUnknown marks every error whose commit may have been applied:
 // Update never runs fn again after one.
@@ -65,7 +63,7 @@ func (s *Store) resolve(ctx context.Context, p *prepared, cause error) (bool, er
 	}
 	clk := clock.Or(s.opts.Clock)
 	since := clk.Now()
-	backoff := resolveBackoffMin
+	bo := resolveBackoff.Start()
 	last := cause
 	for {
 		if ctx.Err() != nil {
@@ -83,10 +81,9 @@ func (s *Store) resolve(ctx context.Context, p *prepared, cause error) (bool, er
 		if waited := clock.Since(clk, since); waited >= s.opts.MajorityWait {
 			return false, unknownOutcome(ctx, fmt.Errorf("%w; etcd gave no answer for %v: %v", cause, waited.Round(time.Millisecond), last))
 		}
-		if clock.Sleep(ctx, clk, backoff/2+rand.N(backoff)) != nil {
+		if bo.Wait(ctx, clk) != nil {
 			return false, unknownOutcome(ctx, cause)
 		}
-		backoff = min(2*backoff, resolveBackoffMax)
 	}
 }
 

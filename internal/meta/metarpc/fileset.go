@@ -1,17 +1,17 @@
 package metarpc
 
 import (
-	"context"
-	"fmt"
-	"syscall"
 	"time"
 
 	"tessera/internal/meta"
 	pb "tessera/internal/meta/metarpc/metapb"
 )
 
-// The fileset methods (meta.FilesetAPI, issue 14): conversions, the
-// client's methods and the server's handlers.
+// The conversions of the fileset methods (meta.FilesetAPI and
+// FilesetReadsAPI, issue 14). The client's methods and the server's
+// handlers of those, of EvictAPI and of VanishAPI are generated
+// (zz_client_gen.go, zz_server_gen.go); Fileset travels as rpc GetFileset
+// (its //tessera:rpc directive).
 
 func gatewayOut(g *meta.GatewayInfo) *pb.GatewayInfo {
 	if g == nil {
@@ -100,133 +100,33 @@ func ingestDirOut(r meta.IngestDirReq) *pb.IngestDirRequest {
 	return p
 }
 
-func emptyIn(*pb.Empty) (struct{}, error) { return struct{}{}, nil }
-
-// CreateFileset implements meta.FilesetAPI.
-func (c *Client) CreateFileset(ctx context.Context, f meta.Fileset) (meta.Fileset, error) {
-	return unary(c, ctx, "CreateFileset", c.mc.CreateFileset, filesetOut(f), filesetIn)
-}
-
-// Fileset implements meta.FilesetAPI.
-func (c *Client) Fileset(ctx context.Context, root meta.Ino) (meta.Fileset, error) {
-	return unary(c, ctx, "GetFileset", c.mc.GetFileset, &pb.InoRequest{Ino: uint64(root)}, filesetIn)
-}
-
-// Filesets implements meta.FilesetAPI.
-func (c *Client) Filesets(ctx context.Context) ([]meta.Fileset, error) {
-	return unary(c, ctx, "Filesets", c.mc.Filesets, &pb.Empty{}, filesetListIn)
-}
-
-// DeleteFileset implements meta.FilesetAPI.
-func (c *Client) DeleteFileset(ctx context.Context, root meta.Ino) error {
-	_, err := unary(c, ctx, "DeleteFileset", c.mc.DeleteFileset, &pb.InoRequest{Ino: uint64(root)}, emptyIn)
-	return err
-}
-
-// IngestDir implements meta.FilesetAPI.
-func (c *Client) IngestDir(ctx context.Context, req meta.IngestDirReq) (meta.Inode, error) {
-	return unary(c, ctx, "IngestDir", c.mc.IngestDir, ingestDirOut(req), inodeIn)
-}
-
-// SetGateway implements meta.FilesetAPI.
-func (c *Client) SetGateway(ctx context.Context, ino meta.Ino, g meta.GatewayInfo, ifChange uint64) (meta.Inode, error) {
-	return unary(c, ctx, "SetGateway", c.mc.SetGateway,
-		&pb.SetGatewayRequest{Ino: uint64(ino), Gateway: gatewayOut(&g), IfChange: ifChange}, inodeIn)
-}
-
-// filesets is the served API's fileset half; a service without one
-// answers every fileset call ENOTSUP.
-func (s *server) filesets() (meta.FilesetAPI, error) {
-	fa, ok := s.api.(meta.FilesetAPI)
-	if !ok {
-		return nil, statusOf(errNoFilesets)
-	}
-	return fa, nil
-}
-
-// CreateFileset serves meta.FilesetAPI.CreateFileset.
-func (s *server) CreateFileset(ctx context.Context, r *pb.Fileset) (*pb.Fileset, error) {
-	fa, err := s.filesets()
-	if err != nil {
-		return nil, err
-	}
-	f, err := filesetIn(r)
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	return filesetReply(fa.CreateFileset(ctx, f))
-}
-
-func filesetReply(f meta.Fileset, err error) (*pb.Fileset, error) {
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	return filesetOut(f), nil
-}
-
-// GetFileset serves meta.FilesetAPI.Fileset.
-func (s *server) GetFileset(ctx context.Context, r *pb.InoRequest) (*pb.Fileset, error) {
-	fa, err := s.filesets()
-	if err != nil {
-		return nil, err
-	}
-	return filesetReply(fa.Fileset(ctx, meta.Ino(r.Ino)))
-}
-
-// Filesets serves meta.FilesetAPI.Filesets.
-func (s *server) Filesets(ctx context.Context, _ *pb.Empty) (*pb.FilesetList, error) {
-	fa, err := s.filesets()
-	if err != nil {
-		return nil, err
-	}
-	l, err := fa.Filesets(ctx)
-	if err != nil {
-		return nil, statusOf(err)
-	}
+func filesetListOut(l []meta.Fileset) *pb.FilesetList {
 	out := &pb.FilesetList{}
 	for _, f := range l {
 		out.Filesets = append(out.Filesets, filesetOut(f))
 	}
-	return out, nil
+	return out
 }
 
-// DeleteFileset serves meta.FilesetAPI.DeleteFileset.
-func (s *server) DeleteFileset(ctx context.Context, r *pb.InoRequest) (*pb.Empty, error) {
-	fa, err := s.filesets()
-	if err != nil {
-		return nil, err
+// gatewayValueOut is gatewayOut of a value (SetGateway's parameter).
+func gatewayValueOut(g meta.GatewayInfo) *pb.GatewayInfo { return gatewayOut(&g) }
+
+// gatewayValueIn is gatewayIn of a field that must be set (SetGateway's).
+func gatewayValueIn(field string, p *pb.GatewayInfo) (meta.GatewayInfo, error) {
+	if p == nil {
+		return meta.GatewayInfo{}, badf("%s: none", field)
 	}
-	return emptyReply(fa.DeleteFileset(ctx, meta.Ino(r.Ino)))
+	g, err := gatewayIn(p)
+	if err != nil {
+		return meta.GatewayInfo{}, err
+	}
+	return *g, nil
 }
 
-// IngestDir serves meta.FilesetAPI.IngestDir.
-func (s *server) IngestDir(ctx context.Context, r *pb.IngestDirRequest) (*pb.Inode, error) {
-	fa, err := s.filesets()
-	if err != nil {
-		return nil, err
-	}
-	req, err := ingestDirIn(r)
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	return inodeReply(fa.IngestDir(ctx, req))
+func filesetReadsOut(root meta.Ino, d meta.FilesetReads) *pb.FilesetReadsRequest {
+	return &pb.FilesetReadsRequest{Root: uint64(root), HitBytes: d.HitBytes, MissBytes: d.MissBytes}
 }
 
-// SetGateway serves meta.FilesetAPI.SetGateway.
-func (s *server) SetGateway(ctx context.Context, r *pb.SetGatewayRequest) (*pb.Inode, error) {
-	fa, err := s.filesets()
-	if err != nil {
-		return nil, err
-	}
-	g, err := gatewayIn(r.Gateway)
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	if g == nil {
-		return nil, statusOf(badf("set_gateway.gateway: none"))
-	}
-	return inodeReply(fa.SetGateway(ctx, meta.Ino(r.Ino), *g, r.IfChange))
+func filesetReadsIn(p *pb.FilesetReadsRequest) (meta.Ino, meta.FilesetReads) {
+	return meta.Ino(p.GetRoot()), meta.FilesetReads{HitBytes: p.GetHitBytes(), MissBytes: p.GetMissBytes()}
 }
-
-// errNoFilesets answers fileset calls to a service that has none.
-var errNoFilesets = fmt.Errorf("meta service has no filesets: %w", syscall.ENOTSUP)

@@ -1,21 +1,13 @@
 package metarpc
 
 import (
-	"context"
-	"fmt"
-	"syscall"
-
 	"tessera/internal/meta"
 	pb "tessera/internal/meta/metarpc/metapb"
 )
 
-// The gateway registry (meta.GatewaysAPI, issue 14): conversions, the
-// client's, Many's and the server's methods.
-
-var (
-	_ meta.GatewaysAPI = (*Client)(nil)
-	_ meta.GatewaysAPI = (*Many)(nil)
-)
+// The gateway registry's conversions (meta.GatewaysAPI, issue 14); the
+// client's methods and the server's handlers are generated
+// (zz_client_gen.go, zz_server_gen.go).
 
 func gwCountersOut(c meta.GatewayCounters) *pb.GatewayCounters {
 	return &pb.GatewayCounters{BytesIngested: c.BytesIngested, Fetches: c.Fetches, Listings: c.Listings, WritebackOps: c.WritebackOps}
@@ -43,51 +35,10 @@ func gatewayListIn(p *pb.GatewayNodeList) ([]meta.GatewayNode, error) {
 	return out, nil
 }
 
-func gatewayListReply(l []meta.GatewayNode, err error) (*pb.GatewayNodeList, error) {
-	if err != nil {
-		return nil, statusOf(err)
-	}
+func gatewayListOut(l []meta.GatewayNode) *pb.GatewayNodeList {
 	out := &pb.GatewayNodeList{}
 	for _, g := range l {
 		out.Gateways = append(out.Gateways, gatewayNodeOut(g))
 	}
-	return out, nil
-}
-
-// RegisterGateway implements meta.GatewaysAPI.
-func (c *Client) RegisterGateway(ctx context.Context, g meta.GatewayNode) ([]meta.GatewayNode, error) {
-	return unary(c, ctx, "RegisterGateway", c.mc.RegisterGateway, gatewayNodeOut(g), gatewayListIn)
-}
-
-// Gateways implements meta.GatewaysAPI.
-func (c *Client) Gateways(ctx context.Context) ([]meta.GatewayNode, error) {
-	return unary(c, ctx, "Gateways", c.mc.Gateways, &pb.Empty{}, gatewayListIn)
-}
-
-// gateways is the served API's registry; a service without one answers
-// ENOTSUP.
-func (s *server) gateways() (meta.GatewaysAPI, error) {
-	ga, ok := s.api.(meta.GatewaysAPI)
-	if !ok {
-		return nil, statusOf(fmt.Errorf("meta service has no gateway registry: %w", syscall.ENOTSUP))
-	}
-	return ga, nil
-}
-
-// RegisterGateway serves meta.GatewaysAPI.RegisterGateway.
-func (s *server) RegisterGateway(ctx context.Context, r *pb.GatewayNode) (*pb.GatewayNodeList, error) {
-	ga, err := s.gateways()
-	if err != nil {
-		return nil, err
-	}
-	return gatewayListReply(ga.RegisterGateway(ctx, gatewayNodeIn(r)))
-}
-
-// Gateways serves meta.GatewaysAPI.Gateways.
-func (s *server) Gateways(ctx context.Context, _ *pb.Empty) (*pb.GatewayNodeList, error) {
-	ga, err := s.gateways()
-	if err != nil {
-		return nil, err
-	}
-	return gatewayListReply(ga.Gateways(ctx))
+	return out
 }

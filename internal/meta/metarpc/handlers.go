@@ -2,7 +2,9 @@ package metarpc
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"syscall"
 	"time"
 
 	"tessera/internal/meta"
@@ -12,12 +14,14 @@ import (
 // server implements the protocol's service over a meta.API. Every handler
 // decodes its request (a malformed one is meta.ErrInvalid), calls the API
 // bound to the call's session, and encodes the reply or the error
-// (statusOf). The handlers of meta.FS, meta.Cluster and meta.Sessions are
-// generated (zz_server_gen.go) from the interfaces and the protocol; those
-// here are by hand: ListBlocks (no meta method of its own), OpenSession
-// and CloseSession (they run on the unbound API) and the Callbacks stream.
+// (statusOf). The handlers of every interface of meta's API, optional ones
+// included, are generated (zz_server_gen.go) from the interfaces and the
+// protocol; an optional interface's handler answers ENOTSUP when the API
+// lacks it (unsupported). Those here are by hand: ListBlocks (a walk when
+// the API cannot list by page), OpenSession and CloseSession (they run on
+// the unbound API) and the Callbacks stream.
 //
-//go:generate go run tessera/internal/meta/wrapgen -type *server -recv s -ifaces FS,Cluster,Sessions -style server -o zz_server_gen.go
+//go:generate go run tessera/internal/meta/wrapgen -type *server -recv s -ifaces api,optional -style server -o zz_server_gen.go
 type server struct {
 	unimplemented
 	api     meta.API
@@ -39,11 +43,10 @@ func (s *server) on(ctx context.Context) meta.API {
 	return s.api
 }
 
-func inodeReply(in meta.Inode, err error) (*pb.Inode, error) {
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	return inodeOut(in), nil
+// unsupported answers a call of method of optional interface iface on a
+// service without it.
+func unsupported(iface, method string) error {
+	return fmt.Errorf("meta service does not offer %s (%s): %w", method, iface, syscall.ENOTSUP)
 }
 
 func emptyReply(err error) (*pb.Empty, error) {

@@ -31,15 +31,16 @@ func unary[Req, Rep any, T any](c *Client, ctx context.Context, method string,
 
 func none(*pb.Empty) (struct{}, error) { return struct{}{}, nil }
 
-// The client's methods of meta.FS, meta.Cluster and meta.Sessions are
-// generated (zz_client_gen.go) from the interfaces and the protocol:
-// each sends its call over the RPC of its name, its parameters converted
-// into the request by convert.go's functions (rpc.go of wrapgen states
-// the convention). Written here by hand: ListBlocks, WalkBlocks (a walk
-// of ListBlocks pages), CloseSession (it drops the session's stream) and
-// Callbacks (callbacks.go, over a stream).
+// The client's methods of every interface of meta's API, optional ones
+// included, are generated (zz_client_gen.go) from the interfaces and the
+// protocol: each sends its call over the RPC of its name (or the one its
+// //tessera:rpc directive names), its parameters converted into the
+// request by the conversions of convert.go and the files of each concern
+// (rpc.go of wrapgen states the convention). Written here by hand:
+// ListBlocks, WalkBlocks (a walk of ListBlocks pages), CloseSession (it
+// drops the session's stream) and Callbacks (callbacks.go, over a stream).
 //
-//go:generate go run tessera/internal/meta/wrapgen -type *Client -recv c -ifaces api -style client -o zz_client_gen.go
+//go:generate go run tessera/internal/meta/wrapgen -type *Client -recv c -ifaces api,optional -style client -o zz_client_gen.go
 
 type refPage struct {
 	refs []meta.BlockRef

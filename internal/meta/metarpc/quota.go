@@ -1,21 +1,15 @@
 package metarpc
 
 import (
-	"context"
-	"fmt"
-	"syscall"
-
 	"tessera/internal/meta"
 	pb "tessera/internal/meta/metarpc/metapb"
 )
 
-// The quota methods (meta.QuotaAPI): conversions, the client's methods,
-// Many's and the server's handlers.
-
-var (
-	_ meta.QuotaAPI = (*Client)(nil)
-	_ meta.QuotaAPI = (*Many)(nil)
-)
+// The quota conversions (meta.QuotaAPI). The client's methods and the
+// server's handlers are generated (zz_client_gen.go, zz_server_gen.go);
+// Quota travels as rpc GetQuota (its //tessera:rpc directive). A quota
+// the server is asked to set carries usage too; meta.Service.SetQuota
+// counts its own and reads only the limits.
 
 // maxQuotas bounds the quotas a list reply may carry.
 const maxQuotas = 1 << 20
@@ -27,6 +21,14 @@ func quotaOut(q meta.Quota) *pb.Quota {
 func quotaIn(p *pb.Quota) (meta.Quota, error) {
 	return meta.Quota{Dir: meta.Ino(p.GetDir()), MaxBytes: p.GetMaxBytes(), MaxInodes: p.GetMaxInodes(),
 		Bytes: p.GetBytes(), Inodes: p.GetInodes()}, nil
+}
+
+func quotaListOut(l []meta.Quota) *pb.QuotaList {
+	out := &pb.QuotaList{}
+	for _, q := range l {
+		out.Quotas = append(out.Quotas, quotaOut(q))
+	}
+	return out
 }
 
 func quotaListIn(p *pb.QuotaList) ([]meta.Quota, error) {
@@ -41,125 +43,11 @@ func quotaListIn(p *pb.QuotaList) ([]meta.Quota, error) {
 	return out, nil
 }
 
-// SetQuota implements meta.QuotaAPI.
-func (c *Client) SetQuota(ctx context.Context, q meta.Quota) (meta.Quota, error) {
-	return unary(c, ctx, "SetQuota", c.mc.SetQuota, quotaOut(q), quotaIn)
-}
-
-// Quota implements meta.QuotaAPI.
-func (c *Client) Quota(ctx context.Context, dir meta.Ino) (meta.Quota, error) {
-	return unary(c, ctx, "GetQuota", c.mc.GetQuota, &pb.InoRequest{Ino: uint64(dir)}, quotaIn)
-}
-
-// Quotas implements meta.QuotaAPI.
-func (c *Client) Quotas(ctx context.Context) ([]meta.Quota, error) {
-	return unary(c, ctx, "Quotas", c.mc.Quotas, &pb.Empty{}, quotaListIn)
-}
-
-// RemoveQuota implements meta.QuotaAPI.
-func (c *Client) RemoveQuota(ctx context.Context, dir meta.Ino) error {
-	_, err := unary(c, ctx, "RemoveQuota", c.mc.RemoveQuota, &pb.InoRequest{Ino: uint64(dir)}, emptyIn)
-	return err
-}
-
-// QuotaOf implements meta.QuotaAPI.
-func (c *Client) QuotaOf(ctx context.Context, ino meta.Ino) (meta.Quota, error) {
-	return unary(c, ctx, "QuotaOf", c.mc.QuotaOf, &pb.InoRequest{Ino: uint64(ino)}, quotaIn)
-}
-
-// CheckQuota implements meta.QuotaAPI.
-func (c *Client) CheckQuota(ctx context.Context, dir meta.Ino) (meta.QuotaCheck, error) {
-	return unary(c, ctx, "CheckQuota", c.mc.CheckQuota, &pb.InoRequest{Ino: uint64(dir)}, quotaCheckIn)
+func quotaCheckOut(c meta.QuotaCheck) *pb.QuotaCheck {
+	return &pb.QuotaCheck{Quota: quotaOut(c.Quota), WalkBytes: c.WalkBytes, WalkInodes: c.WalkInodes}
 }
 
 func quotaCheckIn(p *pb.QuotaCheck) (meta.QuotaCheck, error) {
 	q, err := quotaIn(p.GetQuota())
 	return meta.QuotaCheck{Quota: q, WalkBytes: p.GetWalkBytes(), WalkInodes: p.GetWalkInodes()}, err
-}
-
-// errNoQuotas answers quota calls to a service that has none.
-var errNoQuotas = fmt.Errorf("meta service has no quotas: %w", syscall.ENOTSUP)
-
-// quotas is the served API's quota half.
-func (s *server) quotas() (meta.QuotaAPI, error) {
-	qa, ok := s.api.(meta.QuotaAPI)
-	if !ok {
-		return nil, statusOf(errNoQuotas)
-	}
-	return qa, nil
-}
-
-func quotaReply(q meta.Quota, err error) (*pb.Quota, error) {
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	return quotaOut(q), nil
-}
-
-// SetQuota serves meta.QuotaAPI.SetQuota.
-func (s *server) SetQuota(ctx context.Context, r *pb.Quota) (*pb.Quota, error) {
-	qa, err := s.quotas()
-	if err != nil {
-		return nil, err
-	}
-	q, _ := quotaIn(r)
-	q.Bytes, q.Inodes = 0, 0 // usage is the service's to count
-	return quotaReply(qa.SetQuota(ctx, q))
-}
-
-// GetQuota serves meta.QuotaAPI.Quota.
-func (s *server) GetQuota(ctx context.Context, r *pb.InoRequest) (*pb.Quota, error) {
-	qa, err := s.quotas()
-	if err != nil {
-		return nil, err
-	}
-	return quotaReply(qa.Quota(ctx, meta.Ino(r.Ino)))
-}
-
-// Quotas serves meta.QuotaAPI.Quotas.
-func (s *server) Quotas(ctx context.Context, _ *pb.Empty) (*pb.QuotaList, error) {
-	qa, err := s.quotas()
-	if err != nil {
-		return nil, err
-	}
-	l, err := qa.Quotas(ctx)
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	out := &pb.QuotaList{}
-	for _, q := range l {
-		out.Quotas = append(out.Quotas, quotaOut(q))
-	}
-	return out, nil
-}
-
-// QuotaOf serves meta.QuotaAPI.QuotaOf.
-func (s *server) QuotaOf(ctx context.Context, r *pb.InoRequest) (*pb.Quota, error) {
-	qa, err := s.quotas()
-	if err != nil {
-		return nil, err
-	}
-	return quotaReply(qa.QuotaOf(ctx, meta.Ino(r.Ino)))
-}
-
-// CheckQuota serves meta.QuotaAPI.CheckQuota.
-func (s *server) CheckQuota(ctx context.Context, r *pb.InoRequest) (*pb.QuotaCheck, error) {
-	qa, err := s.quotas()
-	if err != nil {
-		return nil, err
-	}
-	c, err := qa.CheckQuota(ctx, meta.Ino(r.Ino))
-	if err != nil {
-		return nil, statusOf(err)
-	}
-	return &pb.QuotaCheck{Quota: quotaOut(c.Quota), WalkBytes: c.WalkBytes, WalkInodes: c.WalkInodes}, nil
-}
-
-// RemoveQuota serves meta.QuotaAPI.RemoveQuota.
-func (s *server) RemoveQuota(ctx context.Context, r *pb.InoRequest) (*pb.Empty, error) {
-	qa, err := s.quotas()
-	if err != nil {
-		return nil, err
-	}
-	return emptyReply(qa.RemoveQuota(ctx, meta.Ino(r.Ino)))
 }

@@ -345,9 +345,9 @@ func (m *Many) IngestDir(ctx context.Context, req meta.IngestDirReq) (r0 meta.In
 }
 
 // SetGateway implements meta.FilesetAPI.
-func (m *Many) SetGateway(ctx context.Context, ino meta.Ino, g meta.GatewayInfo, ifChange uint64) (r0 meta.Inode, err error) {
+func (m *Many) SetGateway(ctx context.Context, ino meta.Ino, gateway meta.GatewayInfo, ifChange uint64) (r0 meta.Inode, err error) {
 	err = m.around(ctx, "set_gateway", func(ctx context.Context, next *Client) (err error) {
-		r0, err = next.SetGateway(ctx, ino, g, ifChange)
+		r0, err = next.SetGateway(ctx, ino, gateway, ifChange)
 		return err
 	})
 	return r0, err

@@ -39,7 +39,10 @@ func (g *gen) rpcMethods(dir, root, module string, ifaces []string, hand map[str
 			return nil, nil, err
 		}
 		for _, m := range ms {
-			byName[m.name] = m
+			if prev, ok := byName[m.rpcName()]; ok {
+				return nil, nil, fmt.Errorf("%s.%s and %s.%s both name rpc %s", prev.iface, prev.name, m.iface, m.name, m.rpcName())
+			}
+			byName[m.rpcName()] = m
 			all = append(all, m)
 		}
 	}
@@ -54,12 +57,12 @@ func (g *gen) rpcMethods(dir, root, module string, ifaces []string, hand map[str
 				skipped = append(skipped, m.name)
 				continue
 			}
-			r, ok := p.rpcs[m.name]
+			r, ok := p.rpcs[m.rpcName()]
 			switch {
 			case !ok:
-				return nil, nil, fmt.Errorf("%s.%s: the protocol has no rpc %s (add it to the proto, or write %s's method by hand)", m.iface, m.name, m.name, g.cfg.typ)
+				return nil, nil, fmt.Errorf("%s.%s: the protocol has no rpc %s (add it to the proto, name another with //tessera:rpc, or write %s's method by hand)", m.iface, m.name, m.rpcName(), g.cfg.typ)
 			case r.stream:
-				return nil, nil, fmt.Errorf("%s.%s: rpc %s is a stream: write %s's method by hand", m.iface, m.name, m.name, g.cfg.typ)
+				return nil, nil, fmt.Errorf("%s.%s: rpc %s is a stream: write %s's method by hand", m.iface, m.name, r.name, g.cfg.typ)
 			}
 			if err := g.clientMethod(m, r); err != nil {
 				return nil, nil, err
@@ -67,11 +70,24 @@ func (g *gen) rpcMethods(dir, root, module string, ifaces []string, hand map[str
 		}
 		return skipped, asserts, nil
 	}
+	// The services served are those holding the ifaces' RPCs, in the order
+	// their first method comes; every RPC of them must be some method's.
+	var services []string
 	for _, in := range ifaces {
-		svc := in + "Service"
-		if len(p.order[svc]) == 0 {
-			return nil, nil, fmt.Errorf("-ifaces %s: the protocol has no service %s", in, svc)
+		found := false
+		for _, m := range all {
+			if r, ok := p.rpcs[m.rpcName()]; ok && m.iface == in {
+				found = true
+				if !slices.Contains(services, r.service) {
+					services = append(services, r.service)
+				}
+			}
 		}
+		if !found {
+			return nil, nil, fmt.Errorf("-ifaces %s: no rpc of the protocol is one of its methods", in)
+		}
+	}
+	for _, svc := range services {
 		asserts = append(asserts, "pb."+svc+"Server")
 		for _, name := range p.order[svc] {
 			if hand[name] {
@@ -233,7 +249,7 @@ func (g *gen) clientMethod(m method, r rpc) error {
 // serverMethod writes the server's handler of rpc r, which serves m.
 func (g *gen) serverMethod(m method, r rpc) error {
 	s := g.cfg.recv
-	taken := map[string]bool{s: true, "ctx": true, "err": true, "r": true}
+	taken := map[string]bool{s: true, "ctx": true, "err": true, "r": true, "api": true, "ok": true}
 	for i := range m.results {
 		taken[fmt.Sprintf("r%d", i)] = true
 	}
@@ -243,6 +259,11 @@ func (g *gen) serverMethod(m method, r rpc) error {
 	fmt.Fprintf(w, "\n// %s serves %s.%s.\n", r.name, g.q(m.iface), m.name)
 	fmt.Fprintf(w, "func (%s %s) %s(ctx context.Context, r %s) (%s, error) {\n", s, g.cfg.typ, r.name, r.req, r.rep)
 	fail := "if err != nil {\n\t\treturn nil, statusOf(err)\n\t}\n"
+	if slices.Contains(g.mp.optional, m.iface) {
+		// An optional interface's method: ENOTSUP when the API lacks it.
+		fmt.Fprintf(w, "\tapi, ok := %s.on(ctx).(%s)\n", s, g.q(m.iface))
+		fmt.Fprintf(w, "\tif !ok {\n\t\treturn nil, statusOf(unsupported(%q, %q))\n\t}\n", m.iface, m.name)
+	}
 	args := []string{"ctx"}
 	switch {
 	case len(names) == 0:
@@ -279,6 +300,9 @@ func (g *gen) serverMethod(m method, r rpc) error {
 		}
 	}
 	call := fmt.Sprintf("%s.on(ctx).%s(%s)", s, m.name, strings.Join(args, ", "))
+	if slices.Contains(g.mp.optional, m.iface) {
+		call = fmt.Sprintf("api.%s(%s)", m.name, strings.Join(args, ", "))
+	}
 	if len(rtypes) == 0 {
 		if r.rep != "*pb.Empty" {
 			return fmt.Errorf("%s.%s returns only an error, but rpc %s replies %s, not *pb.Empty", m.iface, m.name, r.name, r.rep)

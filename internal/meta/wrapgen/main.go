@@ -48,7 +48,11 @@
 // err) error and a field mc holding the services' stubs. With -style
 // server (metarpc's server) each generated handler decodes its request,
 // calls the method on the API on(ctx) returns and encodes the reply; the
-// package supplies on(ctx) and statusOf(err) error. How parameters and
+// package supplies on(ctx) and statusOf(err) error, and, for an optional
+// interface's handler (which answers the error when the API lacks the
+// interface), unsupported(iface, method string) error. The RPC of a
+// method is the one of its name, or the one a //tessera:rpc NAME line of
+// its doc comment names (QuotaAPI.Quota travels as GetQuota). How parameters and
 // results go into messages, and which conversions the package writes by
 // hand, is rpc.go's convention. With -style authz (package authz's view)
 // it writes the rule tables from each method's //tessera:authz directive

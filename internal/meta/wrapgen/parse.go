@@ -18,6 +18,16 @@ type method struct {
 	params  []field
 	results []ast.Expr
 	authz   string // its //tessera:authz directive's words, "" without one
+	rpc     string // its //tessera:rpc directive's name, "" without one
+}
+
+// rpcName is the name of m's RPC: its //tessera:rpc directive's, else its
+// own.
+func (m method) rpcName() string {
+	if m.rpc != "" {
+		return m.rpc
+	}
+	return m.name
 }
 
 // field is one parameter: its name and type.
@@ -171,7 +181,11 @@ func (p *metaPkg) methods(name string) ([]method, error) {
 			}
 			out = append(out, sub...)
 		case *ast.FuncType:
-			mm := method{name: m.Names[0].Name, iface: name, authz: docDirective(m.Doc, "//tessera:authz ")}
+			mm := method{name: m.Names[0].Name, iface: name, authz: docDirective(m.Doc, "//tessera:authz "),
+				rpc: docDirective(m.Doc, "//tessera:rpc ")}
+			if mm.rpc != "" && !token.IsIdentifier(mm.rpc) {
+				return nil, fmt.Errorf("%s.%s: //tessera:rpc %q: want one RPC name", name, mm.name, mm.rpc)
+			}
 			for i, f := range t.Params.List {
 				if len(f.Names) == 0 {
 					mm.params = append(mm.params, field{fmt.Sprintf("p%d", i), f.Type})

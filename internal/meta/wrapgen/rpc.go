@@ -18,7 +18,8 @@ import (
 // between meta's types and the messages.
 //
 // The convention that lets them generate a method's plumbing: the RPC of
-// meta method M is the RPC named M in one of the protocol's services; its
+// meta method M is the RPC named M in one of the protocol's services (or
+// the one M's "//tessera:rpc NAME" directive names); its
 // request carries M's parameters and its reply M's results. A parameter
 // (or result) goes into the message
 //

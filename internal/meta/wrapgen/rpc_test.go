@@ -148,15 +148,79 @@ func (s *srv) ClusterStatus(ctx context.Context, r *pb.Empty) (*pb.ClusterStatus
 }
 
 // TestRPCMissingIsAnError: a meta method without an RPC of its name is
-// refused unless written by hand (QuotaAPI.Quota travels as GetQuota).
+// refused unless written by hand (Cluster.WalkBlocks has none).
 func TestRPCMissingIsAnError(t *testing.T) {
 	dir := scratch(t, rpcScratch)
-	_, err := gen1(t, dir, "-type", "*client", "-recv", "c", "-ifaces", "QuotaAPI", "-style", "client", "-o", "zz_c_gen.go")
-	if err == nil || !strings.Contains(err.Error(), "no rpc Quota") {
-		t.Fatalf("got %v, want an error saying the protocol has no rpc Quota", err)
+	if err := os.WriteFile(filepath.Join(dir, "hand.go"), []byte(`package rpcscratch
+
+import (
+	"context"
+
+	"tessera/internal/block"
+	"tessera/internal/meta"
+)
+
+func (c *client) Servers(ctx context.Context) (meta.ServerMap, error) { return meta.ServerMap{}, nil }
+func (c *client) RegisterServer(ctx context.Context, s meta.Server) (meta.ServerMap, error) { return meta.ServerMap{}, nil }
+func (c *client) SetServerState(ctx context.Context, id string, state meta.ServerState) (meta.ServerMap, error) { return meta.ServerMap{}, nil }
+func (c *client) SetReplicas(ctx context.Context, replicas int) (meta.ServerMap, error) { return meta.ServerMap{}, nil }
+func (c *client) MoverProgress(ctx context.Context) (meta.MoverProgress, error) { return meta.MoverProgress{}, nil }
+func (c *client) Decompose(ctx context.Context, hash block.Hash) error { return nil }
+`), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	_, err = gen1(t, dir, "-type", "*srv", "-recv", "s", "-ifaces", "QuotaAPI", "-style", "server", "-o", "zz_s_gen.go")
-	if err == nil || !strings.Contains(err.Error(), "no service QuotaAPIService") {
-		t.Fatalf("got %v, want an error naming the missing service", err)
+	_, err := gen1(t, dir, "-type", "*client", "-recv", "c", "-ifaces", "Cluster", "-style", "client", "-o", "zz_c_gen.go")
+	if err == nil || !strings.Contains(err.Error(), "Cluster.WalkBlocks: the protocol has no rpc WalkBlocks") {
+		t.Fatalf("got %v, want an error saying the protocol has no rpc WalkBlocks", err)
+	}
+}
+
+// TestRPCOptionalByDirective: an optional interface's methods are
+// generated like the API's; a //tessera:rpc directive names an RPC other
+// than the method's (QuotaAPI.Quota travels as GetQuota), and a handler
+// answers ENOTSUP (the package's unsupported) when the API served lacks
+// the interface.
+func TestRPCOptionalByDirective(t *testing.T) {
+	dir := scratch(t, rpcScratch)
+	if err := os.WriteFile(filepath.Join(dir, "quota.go"), []byte(`package rpcscratch
+
+import (
+	"tessera/internal/meta"
+	pb "tessera/internal/meta/metarpc/metapb"
+)
+
+func quotaListIn(p *pb.QuotaList) ([]meta.Quota, error) { return nil, nil }
+func quotaListOut(l []meta.Quota) *pb.QuotaList { return nil }
+func quotaCheckIn(p *pb.QuotaCheck) (meta.QuotaCheck, error) { return meta.QuotaCheck{}, nil }
+func quotaCheckOut(c meta.QuotaCheck) *pb.QuotaCheck { return nil }
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := gen1(t, dir, "-type", "*client", "-recv", "c", "-ifaces", "QuotaAPI", "-style", "client", "-o", "zz_c_gen.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`Quota implements meta.QuotaAPI over rpc QuotaService.GetQuota.`,
+		`err = c.call(ctx, "GetQuota", func(ctx context.Context, opts ...grpc.CallOption) (err error) { rep, err = c.mc.GetQuota(ctx, &pb.InoRequest{Ino: uint64(dir)}, opts...)`,
+		`_ meta.QuotaAPI = (*client)(nil)`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("client lacks %q:\n%s", want, s)
+		}
+	}
+	s, err = gen1(t, dir, "-type", "*srv", "-recv", "s", "-ifaces", "QuotaAPI", "-style", "server", "-o", "zz_s_gen.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`_ pb.QuotaServiceServer = (*srv)(nil)`,
+		`func (s *srv) GetQuota(ctx context.Context, r *pb.InoRequest) (*pb.Quota, error) { api, ok := s.on(ctx).(meta.QuotaAPI) if !ok { return nil, statusOf(unsupported("QuotaAPI", "Quota")) }`,
+		`r0, err := api.Quota(ctx, meta.Ino(r.Ino))`,
+		`return quotaCheckOut(r0), nil`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("server lacks %q:\n%s", want, s)
+		}
 	}
 }
