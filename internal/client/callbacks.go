@@ -39,6 +39,9 @@ type callbacks struct {
 	// false from a failed poll until a poll succeeds or a new session is
 	// open (catchUpLocked revalidates unleased files until then).
 	leased atomic.Bool
+	// epoch counts the times leased fell to false (and the times every
+	// cached state was invalidated): LeaseMark.
+	epoch atomic.Uint64
 	// reopened are the hooks reopen runs (onSessionReopened).
 	reopened struct {
 		sync.Mutex
@@ -112,7 +115,7 @@ func (cb *callbacks) run(ctx context.Context) {
 		case ctx.Err() != nil:
 			return
 		case errors.Is(err, meta.ErrSessionExpired):
-			cb.leased.Store(false)
+			cb.unlease()
 			log.Warn("meta session expired; opening a new one, cached attributes and recipes are revalidated", "session", uint64(b.id))
 			if err := cb.reopen(ctx); err != nil {
 				cb.c.invalidateAll()
@@ -130,7 +133,7 @@ func (cb *callbacks) run(ctx context.Context) {
 			// of our leases: what we cache is revalidated before use by
 			// policies that need the service (catchUpLocked) until a
 			// poll tells the session is alive.
-			cb.leased.Store(false)
+			cb.unlease()
 			cb.c.suspectAll()
 		}
 		if !dropped && time.Since(lastOK) > b.ttl*2/3 {
@@ -187,6 +190,27 @@ func (cb *callbacks) reopen(ctx context.Context) error {
 	return nil
 }
 
+// unlease notes that the session may no longer hold its leases.
+func (cb *callbacks) unlease() {
+	cb.leased.Store(false)
+	cb.epoch.Add(1)
+}
+
+// LeaseMark returns a mark of the client's meta session and whether the
+// session is known to hold its leases now (false without sessions: nothing
+// is leased). A state read from the meta service after a call of LeaseMark
+// that returned (m, true) is kept current by callbacks (OnCallback) for as
+// long as LeaseMark keeps returning (m, true): the mark changes whenever
+// the session may have lost its leases (a failed poll, an expired or
+// replaced session).
+func (c *Client) LeaseMark() (uint64, bool) {
+	if c.cb == nil {
+		return 0, false
+	}
+	m := c.cb.epoch.Load()
+	return m, c.cb.leased.Load()
+}
+
 // onSessionReopened registers fn to run each time the client's meta
 // session is replaced by a new one (reopen), with the API bound to the new
 // session: state the session held at the service (leases, open handles) is
@@ -213,6 +237,9 @@ func (cb *callbacks) apply(x meta.Callback) {
 	if f != nil {
 		f.enqueue(x)
 	}
+	if fn := c.cfg.OnCallback; fn != nil {
+		fn(x.Ino)
+	}
 	cb.tell(x.Ino)
 }
 
@@ -237,6 +264,9 @@ const leaseLost meta.CallbackKind = 255
 // invalidateAll marks every open file unleased and makes the kernel forget
 // what it cached: the session that covered them ended.
 func (c *Client) invalidateAll() {
+	if c.cb != nil {
+		c.cb.epoch.Add(1)
+	}
 	c.mu.Lock()
 	clear(c.mu.seen)
 	c.mu.Unlock()

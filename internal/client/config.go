@@ -81,6 +81,12 @@ type Config struct {
 	// the client's own caches were updated: the FUSE layer drops the
 	// kernel's caches of it.
 	OnInvalidate func(ino meta.Ino)
+	// OnCallback, if set, is called with the inode of every callback
+	// from the meta service, on the callback path, before the callback is
+	// acknowledged (so before the change it tells of returns, for a Sync
+	// change): it must not block. vfs's attribute cache drops the inode
+	// there (LeaseMark says how long what it keeps is called back).
+	OnCallback func(ino meta.Ino)
 
 	// Clock dates uploads for TouchAfter (touch.go) and times cached
 	// xattr answers (xattr.go); nil is the real clock. Tests give a

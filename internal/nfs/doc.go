@@ -37,8 +37,9 @@
 // The handle checks of the gate's calls take the inode's attributes from
 // vfs's attribute cache (vfs.Options.AttrCache, which the server's FS must
 // have: up.StartNFS turns it on), trusted as long as a FUSE mount's kernel
-// may trust them (a regular file's only while this server has it open,
-// and so hears of other clients' changes) and dropped by every change
+// may trust them (a regular file's only while this server hears of other
+// clients' changes of it: open here, or read under the session lease its
+// client still holds, whose callbacks drop it) and dropped by every change
 // this server makes; a
 // COMMIT's from the meta service (lookup.go). ACCESS answers the caller's
 // permissions, and no change on a read-only server (--read-only or an

@@ -20,8 +20,8 @@ import (
 // trust the same attributes, dropped by every change this server makes;
 // a directory's identity and permissions, which LOOKUP and REMOVE check,
 // kept across the entries this server adds and removes:
-// vfs.FS.IdentityCached; a regular file's only while this server has it
-// open), so a LOOKUP is one meta call (the name), a GETATTR or an ACCESS
+// vfs.FS.IdentityCached; a regular file's only while this server hears
+// of other clients' changes of it: open here, or leased), so a LOOKUP is one meta call (the name), a GETATTR or an ACCESS
 // none while the attributes are fresh, a REMOVE one
 // (the unlink, named by the inode the name was last looked up to; two
 // when it was not). The directory's attributes are sent when current. The gate serves them several at

@@ -42,18 +42,25 @@ func StartNFS(ctx context.Context, cfg NFSConfig) (*NFSNode, error) {
 	cfg.Client.Sessions = true
 	// The server keeps attributes for its LOOKUP, GETATTR and ACCESS as
 	// a mount's kernel does (vfs.Options.AttrCache); what another client
-	// changes and this one hears of is dropped from them.
+	// changes and this one hears of is dropped from them, before the
+	// callback is acknowledged (OnCallback).
 	inv := new(vfs.Invalidations)
 	if next := cfg.Client.OnInvalidate; next != nil {
 		inv.Subscribe(next)
 	}
 	cfg.Client.OnInvalidate = inv.Invalidate
+	called := new(vfs.Invalidations)
+	if next := cfg.Client.OnCallback; next != nil {
+		called.Subscribe(next)
+	}
+	cfg.Client.OnCallback = called.Invalidate
 	cl, err := client.New(ctx, cfg.Client)
 	if err != nil {
 		return nil, fmt.Errorf("nfs: %w", err)
 	}
 	v := vfs.New(cl, vfs.Options{Logger: log, AttrCache: true})
-	inv.Subscribe(v.Invalidate)
+	called.Subscribe(v.Invalidate)
+	inv.Subscribe(v.Invalidate) // also the open files of a lost session
 	cfg.Server.Logger = log
 	// The write verifier changes at every start.
 	var verifier [8]byte

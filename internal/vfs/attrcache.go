@@ -15,10 +15,19 @@ import (
 // kernel answers the same from its attribute cache. It trusts the
 // attributes the meta service gave for as long as a FUSE mount's kernel
 // may: the policy's CacheTTL for regular files (0 under posix and the other
-// coherent or uncached policies: never kept), and only while the file is
-// open in the stateless I/O's shared handles (leased: the meta service
-// calls back when another client changes it), Options.AttrTTL (1 s, FUSE's
-// attribute timeout) for directories and special files. What
+// coherent or uncached policies: never kept), Options.AttrTTL (1 s, FUSE's
+// attribute timeout) for directories and special files. A regular file's
+// are used besides only while the meta service calls this client back when
+// another client changes the file: while it is open in the stateless I/O's
+// shared handles, or when they were read under the client's session lease
+// (each Lookup and GetAttr grants one) that the client still holds
+// unbroken (client.LeaseMark: the same mark, and the callback stream alive,
+// from before the read to the use). The meta service's callbacks reach the
+// cache through Invalidate (give it to client.Config.OnCallback: it runs
+// before the callback is acknowledged, so before the change that caused
+// it returns, for a Sync change). So a file changed or removed on another
+// node is not answered from here after this client heard of it, and never
+// later than the policy's TTL, as on a mount. What
 // this FS changes is dropped at the change (the inode of a SetAttr, a
 // link, an unlink, a commit...; an rmdir or a rename drops everything),
 // and so is an inode another client changed when this client hears of it
@@ -54,38 +63,50 @@ type cachedAttr struct {
 	// size and link count changed): only its identity and permissions
 	// (Gen, Mode, Uid, Gid) still hold (IdentityCached).
 	ident bool
+	// mark, called: the client's LeaseMark before the fill.
+	mark   uint64
+	called bool
 }
 
-// begin returns the generation a fill starts at.
-func (a *attrCache) begin() uint64 {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.gen
+// fill is what a fill of the cache started at: the cache's generation and
+// the client's LeaseMark.
+type fill struct {
+	gen    uint64
+	mark   uint64
+	called bool
 }
 
-// get returns ino's attributes if kept and still good at now, and
-// whether they are whole (not only its identity and permissions).
-func (a *attrCache) get(ino meta.Ino, now time.Time) (meta.Inode, bool, bool) {
+// begin returns what a fill starts at.
+func (v *FS) begin() fill {
+	v.attrs.mu.Lock()
+	gen := v.attrs.gen
+	v.attrs.mu.Unlock()
+	mark, called := v.c.LeaseMark()
+	return fill{gen: gen, mark: mark, called: called}
+}
+
+// get returns ino's entry if kept and still good at now.
+func (a *attrCache) get(ino meta.Ino, now time.Time) (cachedAttr, bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	e, ok := a.m[ino]
 	if !ok || !now.Before(e.until) {
-		return meta.Inode{}, false, false
+		return cachedAttr{}, false
 	}
-	return e.in, true, !e.ident
+	return e, true
 }
 
-// put keeps in until until, unless something was dropped since gen.
-func (a *attrCache) put(gen uint64, in meta.Inode, until time.Time) {
+// put keeps in until until, unless something was dropped since f began.
+func (a *attrCache) put(f fill, in meta.Inode, until time.Time) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.gen != gen {
+	if a.gen != f.gen {
 		return
 	}
 	if a.m == nil || len(a.m) >= attrCacheMax {
 		a.m = make(map[meta.Ino]cachedAttr)
 	}
-	a.m[in.Ino] = cachedAttr{in: in, until: until}
+	a.m[in.Ino] = cachedAttr{in: in, until: until, mark: f.mark, called: f.called}
 }
 
 // drop forgets inos.
@@ -127,36 +148,48 @@ func (v *FS) attrTTL(in *meta.Inode) time.Duration {
 	return v.opts.AttrTTL
 }
 
-// keep records in, fetched from the meta service by a fill that began at
-// generation gen.
-func (v *FS) keep(gen uint64, in meta.Inode) {
-	if !v.opts.AttrCache || in.Ino == 0 || in.Target != "" || in.IsRegular() && !v.leased(in.Ino) {
+// keep records in, fetched from the meta service by fill f.
+func (v *FS) keep(f fill, in meta.Inode) {
+	if !v.opts.AttrCache || in.Ino == 0 || in.Target != "" || in.IsRegular() && !f.called && !v.leased(in.Ino) {
 		return
 	}
 	if ttl := v.attrTTL(&in); ttl > 0 {
-		v.attrs.put(gen, in, v.opts.Clock.Now().Add(ttl))
+		v.attrs.put(f, in, v.opts.Clock.Now().Add(ttl))
 	}
 }
 
 // leased reports whether regular file ino is open in the stateless I/O's
 // shared handles: its client holds it open with the meta service, whose
-// callbacks say when another client changes it (Invalidate). A file's
-// attributes are kept and used only while it is: a file removed elsewhere
-// is STALE at its next GETATTR here, not one TTL later.
+// callbacks say when another client changes it (Invalidate).
 func (v *FS) leased(ino meta.Ino) bool {
 	v.open.mu.Lock()
 	defer v.open.mu.Unlock()
 	return v.open.m[ino] != nil
 }
 
-// cached returns what the cache keeps of ino (see attrCache.get), a
-// regular file's only while leased.
+// cached returns what the cache keeps of ino (see attrCache.get) and
+// whether it is whole (not only its identity and permissions); a regular
+// file's only while callbacks tell of its changes: open here, or read
+// under the session lease the client still holds (client.LeaseMark).
 func (v *FS) cached(ino meta.Ino) (in meta.Inode, ok, whole bool) {
-	in, ok, whole = v.attrs.get(ino, v.opts.Clock.Now())
-	if ok && in.IsRegular() && !v.leased(ino) {
+	e, ok := v.attrs.get(ino, v.opts.Clock.Now())
+	if !ok {
 		return meta.Inode{}, false, false
 	}
-	return in, ok, whole
+	if e.in.IsRegular() && !v.called(e) && !v.leased(ino) {
+		return meta.Inode{}, false, false
+	}
+	return e.in, true, !e.ident
+}
+
+// called reports whether e was read under the session lease the client
+// still holds, unbroken since.
+func (v *FS) called(e cachedAttr) bool {
+	if !e.called {
+		return false
+	}
+	mark, ok := v.c.LeaseMark()
+	return ok && mark == e.mark
 }
 
 // changed drops what the cache keeps of inos: this FS changed them.
@@ -184,7 +217,9 @@ func (v *FS) changedAll() {
 }
 
 // Invalidate forgets what the attribute cache keeps of ino: another client
-// changed it. Give it to vfs.Invalidations.Subscribe.
+// changed it. It does not block: give it to client.Config.OnCallback
+// (through an Invalidations made before the FS), so that it runs before the
+// callback is acknowledged.
 func (v *FS) Invalidate(ino meta.Ino) { v.changed(ino) }
 
 // GetAttrCached is GetAttr answered from the attribute cache while the

@@ -64,10 +64,12 @@
 // Attribute cache (attrcache.go, Options.AttrCache): for a front end with
 // no cache of its own in front of vfs (NFS), GetAttrCached answers from
 // the attributes fetched while a FUSE mount's kernel could trust them
-// (the policy's CacheTTL for regular files, and only while they are open
-// in the shared handles; Options.AttrTTL for the rest); every change made
-// through the FS drops what it changed, and Invalidate what another
-// client changed. Off, GetAttrCached is GetAttr.
+// (the policy's CacheTTL for regular files, and only while callbacks tell
+// of their changes: open in the shared handles, or read under the
+// client's unbroken session lease, client.LeaseMark; Options.AttrTTL for
+// the rest); every change made through the FS drops what it changed, and
+// Invalidate (client.Config.OnCallback: before the callback is
+// acknowledged) what another client changed. Off, GetAttrCached is GetAttr.
 //
 // Paths (paths.go): Resolve walks a path from the root with the caller's
 // permissions; WriteFileAtomic writes a whole file under a temporary name

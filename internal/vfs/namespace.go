@@ -24,6 +24,7 @@ func (v *FS) Create(ctx context.Context, c Cred, req meta.CreateReq) (meta.Inode
 		}
 	}
 	req.Uid, req.Gid = c.Uid, c.Gid
+	mark, called := v.c.LeaseMark() // before the call, whose lease it is
 	in, err := v.api.Create(ctx, req)
 	v.entriesChanged(req.Parent)
 	if err != nil {
@@ -32,7 +33,9 @@ func (v *FS) Create(ctx context.Context, c Cred, req meta.CreateReq) (meta.Inode
 	if req.Excl {
 		// A new inode, which no one else has changed yet (an existing
 		// one, returned without Excl, may be changing meanwhile).
-		v.keep(v.attrs.begin(), in)
+		f := v.begin()
+		f.mark, f.called = mark, called && f.mark == mark && f.called
+		v.keep(f, in)
 	}
 	v.c.Overlay(&in)
 	return in, nil

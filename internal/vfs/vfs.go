@@ -93,7 +93,7 @@ func (v *FS) GetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
 	if canFall {
 		ctx = metawait.NoWait(ctx)
 	}
-	gen := v.attrs.begin()
+	f := v.begin()
 	var in meta.Inode
 	var err error
 	cs, tier := v.api.(cachedStat)
@@ -106,7 +106,7 @@ func (v *FS) GetAttr(ctx context.Context, ino meta.Ino) (meta.Inode, error) {
 	case err != nil && canFall && meta.Unavailable(err):
 		in, err = fallback, nil
 	case err == nil && !tier:
-		v.keep(gen, in) // (the tier's answer may be a TTL old already)
+		v.keep(f, in) // (the tier's answer may be a TTL old already)
 	}
 	if err != nil {
 		return meta.Inode{}, err
@@ -159,7 +159,7 @@ func (v *FS) Lookup(ctx context.Context, c Cred, parent meta.Ino, name string) (
 	if _, err := v.dir(ctx, c, "lookup", parent, MayExec); err != nil {
 		return meta.Inode{}, err
 	}
-	gen := v.attrs.begin()
+	f := v.begin()
 	var in meta.Inode
 	var err error
 	cs, tier := v.api.(cachedStat)
@@ -172,7 +172,7 @@ func (v *FS) Lookup(ctx context.Context, c Cred, parent meta.Ino, name string) (
 		return meta.Inode{}, err
 	}
 	if !tier {
-		v.keep(gen, in)
+		v.keep(f, in)
 	}
 	v.names.put(parent, name, in.Ino, in.Mode)
 	v.Overlay(&in)
