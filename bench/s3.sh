@@ -5,6 +5,7 @@
 #   bench/s3.sh [--quick] [--targets tessera,versitygw,juicefs] [--size 1G] [--count 1000]
 #               [--list 10000] [--parts 100] [--workdir /var/tmp] [--out FILE] [--keep]
 #               [--jobs big,small,list,complete] [--rounds N] [--bin NAME=TESSERA_BINARY]...
+#               [--osizes 4096,1048576]
 #   (S3BENCH_BIN=PATH: a built bench/cmd/s3bench; --bin tessera=PATH: a built tessera)
 set -uo pipefail
 #
@@ -23,9 +24,9 @@ REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$REPO/bench/lib.sh"
 TARGETS=tessera,versitygw,juicefs SIZE="" COUNT="" LIST="" PARTS="" WORKBASE=/var/tmp OUTFILE="" KEEP=0 QUICK=0
-JOBS=big,small,list,complete ROUNDS=1
+JOBS=big,small,list,complete ROUNDS=1 OSIZES=4096,1048576
 declare -A BINS=()
-usage() { sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
 while [ $# -gt 0 ]; do
   case $1 in
     --targets) TARGETS=$2; shift 2 ;;
@@ -39,6 +40,7 @@ while [ $# -gt 0 ]; do
     --quick) QUICK=1; shift ;;
     --jobs) JOBS=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
+    --osizes) OSIZES=$2; shift 2 ;;
     --bin) [[ $2 == *=* ]] || { echo "s3.sh: --bin wants NAME=PATH" >&2; exit 2; }
       BINS[${2%%=*}]=$(realpath "${2#*=}"); shift 2 ;;
     -h|--help) usage 0 ;;
@@ -133,7 +135,7 @@ for t in "${TS[@]}"; do
     bench "$t" big -job putbig -size "$SIZEB" -streams 8
     bench "$t" big -job getbig -size "$SIZEB" -streams 8
   fi
-  if want small; then for o in 4096 1048576; do for c in 1 16; do
+  if want small; then for o in ${OSIZES//,/ }; do for c in 1 16; do
     bench "$t" "o$o-c$c" -job small -osize "$o" -clients "$c" -count "$COUNT"
   done; done; fi
   want list && bench "$t" list -job list -count "$LIST"
