@@ -38,8 +38,6 @@ type Backend struct {
 	expiry  time.Duration
 	buckets bucketCache // bucketcache.go
 	dirs    bucketCache // dircache.go: prefix directories
-	// releases are the releases of handles not waited for (releaseLater).
-	releases sync.WaitGroup
 	// listChunk is how many entries a listing reads from a directory at
 	// a time (list.go; tests make it small).
 	listChunk int
@@ -80,20 +78,8 @@ func NewBackend(v *vfs.FS, iam *IAM, cfg Config) (*Backend, error) {
 // String names the backend in versitygw's messages.
 func (b *Backend) String() string { return "tessera" }
 
-// Shutdown waits for the releases of handles not waited for (the caller
-// closes the vfs).
-func (b *Backend) Shutdown() { b.releases.Wait() }
-
-// releaseLater releases open file fh (of inode ino) without making the
-// request wait: for a handle whose file is named (a PUT's, once linked) or
-// only read (a GET's), so that nothing waits on the release.
-func (b *Backend) releaseLater(fh uint64, ino meta.Ino) {
-	b.releases.Go(func() {
-		if err := b.v.Release(context.Background(), fh); err != nil {
-			b.log.Warn("s3: releasing a handle failed", "inode", ino, "err", err)
-		}
-	})
-}
+// Shutdown has nothing to release (the caller closes the vfs).
+func (b *Backend) Shutdown() {}
 
 // caller is who made a request: the key and the identity it maps to.
 type caller struct {

@@ -201,10 +201,7 @@ func (r *objectReader) Close() error {
 		return nil
 	}
 	r.closed = true
-	// Not waited for: the response is sent, and the next request on the
-	// connection need not wait for the meta service to hear of it.
-	r.log.releaseLater(r.fh, r.f.Ino())
-	return nil
+	return r.v.Release(context.Background(), r.fh)
 }
 
 // DeleteObject removes an object (a missing one is no error, as in S3)

@@ -208,10 +208,8 @@ func (b *Backend) copyIn(ctx context.Context, f *vfs.File, body io.Reader, size 
 // under its name at once; over an existing one (the link found the name
 // taken), w is linked under a temporary name and renamed over it. Readers
 // see the old object or the whole new one. Only a crash between that
-// link and the rename leaves a temporary name (never listed). Once w has
-// its name the release of its open is not waited for: the file is linked,
-// so nothing is reaped, and a crash before it loses nothing (the open goes
-// with the session).
+// link and the rename leaves a temporary name (never listed). w is
+// released once named (before, the release would reap it).
 func (b *Backend) publish(ctx context.Context, c caller, w written, name string, r record) (meta.Inode, error) {
 	in, err := b.writeRecord(ctx, c, w.ino, w.after, r)
 	free := false
@@ -246,7 +244,11 @@ func (b *Backend) publish(ctx context.Context, c caller, w written, name string,
 		b.drop(ctx, w)
 		return meta.Inode{}, b.fail("publish", err)
 	}
-	b.releaseLater(w.fh, w.ino)
+	if err := b.v.Release(context.WithoutCancel(ctx), w.fh); err != nil {
+		// Named already: the meta service drops the open with the
+		// session.
+		b.log.Warn("s3: releasing a named file failed", "inode", w.ino, "err", err)
+	}
 	return in, nil
 }
 
