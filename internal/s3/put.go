@@ -31,8 +31,8 @@ const emptyETag = `"d41d8cd98f00b204e9800998ecf8427e"`
 
 // mkdirAll returns directory dir/comps..., making what is missing (mode
 // 0755, owned by the caller). A component that is a file is
-// ObjectParentIsFile. Directories found come from the cache
-// (dircache.go) unless fresh; cached reports that one did.
+// ObjectParentIsFile. Directories come from the cache (dircache.go);
+// a failure past a kept one is tried again afresh.
 func (b *Backend) mkdirAll(ctx context.Context, c caller, dir meta.Ino, comps []string) (meta.Ino, error) {
 	ino, cached, err := b.mkdirs(ctx, c, dir, comps, false)
 	if err != nil && cached {
@@ -41,7 +41,8 @@ func (b *Backend) mkdirAll(ctx context.Context, c caller, dir meta.Ino, comps []
 	return ino, err
 }
 
-// mkdirs is mkdirAll, through the cache unless fresh.
+// mkdirs is mkdirAll, through the cache unless fresh; cached reports that
+// a directory came from it.
 func (b *Backend) mkdirs(ctx context.Context, c caller, dir meta.Ino, comps []string, fresh bool) (_ meta.Ino, cached bool, _ error) {
 	for _, name := range comps {
 		in, hit, err := b.lookupDir(ctx, c, dir, name, fresh)
