@@ -224,6 +224,7 @@ func (f *file) installLocked(req meta.CommitReq, in meta.Inode, ours []*ourBlock
 	f.mtime = 0
 	f.writes = 0
 	f.committedSize = int64(in.Size)
+	f.committed = in
 	f.policyName = in.Policy
 	f.change = in.Change
 	f.c.mu.Lock()

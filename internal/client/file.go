@@ -77,8 +77,11 @@ type file struct {
 	// saw; writes counts writes since then and firstWrite is when the
 	// first of them came (for the policies' commit knobs).
 	committedSize int64
-	writes        int
-	firstWrite    time.Time
+	// committed is the inode as this client's latest commit left it
+	// (the meta service's reply; Ino 0 before one).
+	committed  meta.Inode
+	writes     int
+	firstWrite time.Time
 	// forced: commits install this client's blocks without comparing the
 	// old hashes (last writer wins the whole block); false: a conflict is
 	// redone on top of the current blocks (redo.go). See Handle.SetForced.

@@ -369,6 +369,14 @@ func (h *Handle) Size() int64 {
 	return h.f.size
 }
 
+// Committed returns the inode as this client's latest commit of the file
+// left it (the meta service's reply), and false before any commit.
+func (h *Handle) Committed() (meta.Inode, bool) {
+	h.f.mu.Lock()
+	defer h.f.mu.Unlock()
+	return h.f.committed, h.f.committed.Ino != 0
+}
+
 // fetchJob is one block a read needs from the caches or the block servers.
 type fetchJob struct {
 	h    block.Hash

@@ -37,6 +37,7 @@ type Backend struct {
 	// 0 or less: never.
 	expiry  time.Duration
 	buckets bucketCache // bucketcache.go
+	dirs    bucketCache // dircache.go: prefix directories
 	// listChunk is how many entries a listing reads from a directory at
 	// a time (list.go; tests make it small).
 	listChunk int
@@ -238,20 +239,36 @@ func (b *Backend) bucket(ctx context.Context, c caller, name string) (meta.Inode
 }
 
 // walk returns what comps name under directory dir (nothing is made);
-// ENOENT or ENOTDIR when it is not there.
+// ENOENT or ENOTDIR when it is not there. The directories before the last
+// component come from the cache (dircache.go); a miss past a kept one is
+// looked up again afresh.
 func (b *Backend) walk(ctx context.Context, c caller, dir meta.Inode, comps []string) (meta.Inode, error) {
-	cur := dir
-	var err error
-	for _, name := range comps {
+	in, cached, err := b.walkFrom(ctx, c, dir, comps, false)
+	if err != nil && cached && stale(err) {
+		in, _, err = b.walkFrom(ctx, c, dir, comps, true)
+	}
+	return in, err
+}
+
+func (b *Backend) walkFrom(ctx context.Context, c caller, dir meta.Inode, comps []string, fresh bool) (cur meta.Inode, cached bool, err error) {
+	cur = dir
+	for i, name := range comps {
 		if !cur.IsDir() {
-			return meta.Inode{}, syscall.ENOTDIR
+			return meta.Inode{}, cached, syscall.ENOTDIR
 		}
-		if cur, err = b.v.Lookup(ctx, c.cred, cur.Ino, name); err != nil {
-			return meta.Inode{}, err
+		if i < len(comps)-1 {
+			var hit bool
+			cur, hit, err = b.lookupDir(ctx, c, cur.Ino, name, fresh)
+			cached = cached || hit
+		} else {
+			cur, err = b.v.Lookup(ctx, c.cred, cur.Ino, name)
+		}
+		if err != nil {
+			return meta.Inode{}, cached, err
 		}
 		c.seen.put(cur)
 	}
-	return cur, nil
+	return cur, cached, nil
 }
 
 // fail maps a file-system error to an S3 error: errnos to their S3

@@ -96,10 +96,10 @@ func (b *Backend) DeleteBucket(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := b.v.Rmdir(ctx, c.cred, bkt.Ino, uploadsDir); err != nil && !errors.Is(err, syscall.ENOENT) {
+	if err := b.rmdir(ctx, c.cred, bkt.Ino, uploadsDir); err != nil && !errors.Is(err, syscall.ENOENT) {
 		return s3err.GetBucketErr(s3err.ErrBucketNotEmpty, name)
 	}
-	err = b.v.Rmdir(ctx, c.cred, c.base, name)
+	err = b.rmdir(ctx, c.cred, c.base, name)
 	b.buckets.forget(c.base, name)
 	if errors.Is(err, syscall.ENOTEMPTY) {
 		return s3err.GetBucketErr(s3err.ErrBucketNotEmpty, name)

@@ -136,7 +136,14 @@ func (b *Backend) GetObject(ctx context.Context, in *awss3.GetObjectInput) (*aws
 		out.Body = io.NopCloser(eofReader{})
 		return out, nil
 	}
-	o, err := b.v.OpenFile(ctx, c.cred, obj.Ino, syscall.O_RDONLY)
+	// The attributes just looked up answer the permission check: the
+	// open does not fetch them again.
+	if err := b.mayRead(ctx, c, &obj); err != nil {
+		return nil, err
+	}
+	checked := c.cred
+	checked.Checked = true
+	o, err := b.v.OpenFile(ctx, checked, obj.Ino, syscall.O_RDONLY)
 	if err != nil {
 		return nil, b.fail("open", err)
 	}
@@ -243,7 +250,7 @@ func (b *Backend) deleteKey(ctx context.Context, c caller, bucket, key string) e
 	}
 	switch {
 	case isDir && old.IsDir():
-		err = b.v.Rmdir(ctx, c.cred, cur, name)
+		err = b.rmdir(ctx, c.cred, cur, name)
 		if errors.Is(err, syscall.ENOTEMPTY) {
 			return s3err.GetAPIError(s3err.ErrDirectoryNotEmpty)
 		}
@@ -257,7 +264,7 @@ func (b *Backend) deleteKey(ctx context.Context, c caller, bucket, key string) e
 	}
 	// The prefixes the key was the last object of go with it.
 	for i := len(dirs) - 1; i > 0; i-- {
-		if err := b.v.Rmdir(ctx, c.cred, dirs[i-1], comps[i-1]); err != nil {
+		if err := b.rmdir(ctx, c.cred, dirs[i-1], comps[i-1]); err != nil {
 			break
 		}
 	}

@@ -123,7 +123,7 @@ func (b *Backend) CreateMultipartUpload(ctx context.Context, in s3response.Creat
 	}
 	val, _ := json.Marshal(uploadRecord{Key: key, ContentType: deref(in.ContentType), Meta: in.Metadata, Initiated: b.clk.Now().Unix()})
 	if err := b.v.SetXattr(ctx, c.cred, dir.Ino, UploadXattr, val, 0); err != nil {
-		b.v.Rmdir(context.WithoutCancel(ctx), c.cred, ups, id)
+		b.rmdir(context.WithoutCancel(ctx), c.cred, ups, id)
 		return out, b.fail("create upload", err)
 	}
 	return s3response.InitiateMultipartUploadResult{Bucket: deref(in.Bucket), Key: key, UploadId: id}, nil
@@ -346,10 +346,10 @@ func (b *Backend) removeUploadDir(ctx context.Context, c caller, dir, bkt meta.I
 	if err != nil {
 		return b.fail("remove upload", err)
 	}
-	if err := b.v.Rmdir(ctx, c.cred, ups.Ino, id); err != nil && !errors.Is(err, syscall.ENOENT) {
+	if err := b.rmdir(ctx, c.cred, ups.Ino, id); err != nil && !errors.Is(err, syscall.ENOENT) {
 		return b.fail("remove upload", err)
 	}
-	b.v.Rmdir(ctx, c.cred, bkt, uploadsDir) // the last upload takes the directory with it
+	b.rmdir(ctx, c.cred, bkt, uploadsDir) // the last upload takes the directory with it
 	return nil
 }
 

@@ -31,10 +31,22 @@ const emptyETag = `"d41d8cd98f00b204e9800998ecf8427e"`
 
 // mkdirAll returns directory dir/comps..., making what is missing (mode
 // 0755, owned by the caller). A component that is a file is
-// ObjectParentIsFile.
+// ObjectParentIsFile. Directories come from the cache (dircache.go);
+// a failure past a kept one is tried again afresh.
 func (b *Backend) mkdirAll(ctx context.Context, c caller, dir meta.Ino, comps []string) (meta.Ino, error) {
+	ino, cached, err := b.mkdirs(ctx, c, dir, comps, false)
+	if err != nil && cached {
+		ino, _, err = b.mkdirs(ctx, c, dir, comps, true)
+	}
+	return ino, err
+}
+
+// mkdirs is mkdirAll, through the cache unless fresh; cached reports that
+// a directory came from it.
+func (b *Backend) mkdirs(ctx context.Context, c caller, dir meta.Ino, comps []string, fresh bool) (_ meta.Ino, cached bool, _ error) {
 	for _, name := range comps {
-		in, err := b.v.Lookup(ctx, c.cred, dir, name)
+		in, hit, err := b.lookupDir(ctx, c, dir, name, fresh)
+		cached = cached || hit
 		if errors.Is(err, syscall.ENOENT) {
 			in, err = b.v.Create(ctx, c.cred, meta.CreateReq{Parent: dir, Name: name, Mode: syscall.S_IFDIR | 0o755})
 			if errors.Is(err, syscall.EEXIST) { // made meanwhile
@@ -42,15 +54,29 @@ func (b *Backend) mkdirAll(ctx context.Context, c caller, dir meta.Ino, comps []
 			}
 		}
 		if err != nil {
-			return 0, b.fail("mkdir", err)
+			return 0, cached, b.fail("mkdir", err)
 		}
 		if !in.IsDir() {
-			return 0, s3err.GetAPIError(s3err.ErrObjectParentIsFile)
+			return 0, cached, s3err.GetAPIError(s3err.ErrObjectParentIsFile)
+		}
+		if !hit {
+			b.keepDir(c, dir, name, in)
 		}
 		c.seen.put(in)
 		dir = in.Ino
 	}
-	return dir, nil
+	return dir, cached, nil
+}
+
+// parentFor is the directory a PUT of comps (the key's, its last one the
+// object's name) writes in, made if missing, and whether it came from the
+// cache.
+func (b *Backend) parentFor(ctx context.Context, c caller, bkt meta.Ino, comps []string, fresh bool) (meta.Ino, bool, error) {
+	ino, cached, err := b.mkdirs(ctx, c, bkt, comps[:len(comps)-1], fresh)
+	if err != nil && cached {
+		return b.mkdirs(ctx, c, bkt, comps[:len(comps)-1], true)
+	}
+	return ino, cached, err
 }
 
 // tmpName is a fresh temporary name (vfs.TmpPrefix: never listed).
@@ -70,6 +96,9 @@ type written struct {
 	fh     uint64
 	size   int64
 	md5    []byte
+	// after is the inode as fill's commit left it (Ino 0: not known,
+	// asked for when needed).
+	after meta.Inode
 }
 
 // newTemp makes an unnamed file in parent, open for writing, of blocks of
@@ -103,6 +132,11 @@ func (b *Backend) writeTemp(ctx context.Context, c caller, parent meta.Ino, bs u
 	if err != nil {
 		return written{}, err
 	}
+	return b.fill(ctx, w, f, body, size)
+}
+
+// fill is writeTemp's copy of body into w, just made (newTemp).
+func (b *Backend) fill(ctx context.Context, w written, f *vfs.File, body io.Reader, size int64) (written, error) {
 	sum := md5.New()
 	n, werr := b.copyIn(ctx, f, body, size, sum)
 	if werr == nil {
@@ -113,6 +147,9 @@ func (b *Backend) writeTemp(ctx context.Context, c caller, parent meta.Ino, bs u
 		return written{}, b.fail("write", werr)
 	}
 	w.size, w.md5 = n, sum.Sum(nil)
+	if in, ok := f.Committed(); ok && in.Ino == w.ino && in.Size == uint64(n) {
+		w.after = in
+	}
 	return w, nil
 }
 
@@ -169,26 +206,22 @@ func (b *Backend) copyIn(ctx context.Context, f *vfs.File, body io.Reader, size 
 }
 
 // publish sets w's record, names it and releases it: a new key is linked
-// under its name at once; over an existing one, w is linked under a
-// temporary name and renamed over it. Readers see the old object or the
-// whole new one. Only a crash between that link and the rename leaves a
-// temporary name (never listed).
+// under its name at once; over an existing one (the link found the name
+// taken), w is linked under a temporary name and renamed over it. Readers
+// see the old object or the whole new one. Only a crash between that
+// link and the rename leaves a temporary name (never listed). w is
+// released once named (before, the release would reap it).
 func (b *Backend) publish(ctx context.Context, c caller, w written, name string, r record) (meta.Inode, error) {
-	in, err := b.writeRecord(ctx, c, w.ino, r)
+	in, err := b.writeRecord(ctx, c, w.ino, w.after, r)
 	free := false
 	if err == nil {
-		old, lerr := b.v.Lookup(ctx, c.cred, w.parent, name)
-		if lerr == nil && old.IsDir() {
-			err = s3err.GetAPIError(s3err.ErrExistingObjectIsDirectory)
-		}
-		free = errors.Is(lerr, syscall.ENOENT)
-	}
-	if err == nil && free {
-		// One meta update fewer than link and rename. EEXIST: made
-		// meanwhile; replaced as any existing object is.
+		// One meta call (and update) fewer than a lookup, then link and
+		// rename. EEXIST: the name is taken (or was made meanwhile):
+		// replaced as any existing object is.
 		_, err = b.v.Link(ctx, c.cred, w.ino, w.parent, name)
+		free = err == nil
 		if errors.Is(err, syscall.EEXIST) {
-			free, err = false, nil
+			err = nil
 		}
 	}
 	tmp := tmpName()
@@ -197,11 +230,11 @@ func (b *Backend) publish(ctx context.Context, c caller, w written, name string,
 		_, err = b.v.Link(ctx, c.cred, w.ino, w.parent, tmp)
 		linked = err == nil
 	}
-	if rerr := b.v.Release(context.WithoutCancel(ctx), w.fh); err == nil {
-		err = rerr
-	}
 	if err == nil && !free {
 		err = b.v.Rename(ctx, c.cred, w.parent, tmp, w.parent, name, 0)
+		if errors.Is(err, syscall.EISDIR) {
+			err = s3err.GetAPIError(s3err.ErrExistingObjectIsDirectory)
+		}
 	}
 	if err != nil {
 		if linked {
@@ -209,7 +242,13 @@ func (b *Backend) publish(ctx context.Context, c caller, w written, name string,
 				b.log.Warn("s3: removing a temporary name failed", "inode", w.ino, "err", uerr)
 			}
 		}
+		b.drop(ctx, w)
 		return meta.Inode{}, b.fail("publish", err)
+	}
+	if err := b.v.Release(context.WithoutCancel(ctx), w.fh); err != nil {
+		// Named already: the meta service drops the open with the
+		// session.
+		b.log.Warn("s3: releasing a named file failed", "inode", w.ino, "err", err)
 	}
 	return in, nil
 }
@@ -270,7 +309,10 @@ func (b *Backend) PutObject(ctx context.Context, po s3response.PutObjectInput) (
 		zero := int64(0)
 		return s3response.PutObjectOutput{ETag: emptyETag, Size: &zero}, nil
 	}
-	parent, err := b.mkdirAll(ctx, c, bkt.Ino, comps[:len(comps)-1])
+	if size > MaxObjectSize {
+		return s3response.PutObjectOutput{}, s3err.GetEntityTooLargeErr(size, MaxObjectSize)
+	}
+	parent, cached, err := b.parentFor(ctx, c, bkt.Ino, comps, false)
 	if err != nil {
 		return s3response.PutObjectOutput{}, err
 	}
@@ -282,7 +324,19 @@ func (b *Backend) PutObject(ctx context.Context, po s3response.PutObjectInput) (
 	if err != nil {
 		return s3response.PutObjectOutput{}, s3err.GetAPIError(s3err.ErrInvalidChecksumHeader)
 	}
-	w, err := b.writeTemp(ctx, c, parent, 0, body, size)
+	o, err := b.v.TmpfileBlockSize(ctx, c.cred, parent, 0o644, syscall.O_WRONLY, 0)
+	if err != nil && cached && stale(err) {
+		// The kept parent went (dircache.go): made afresh. Nothing of
+		// the body was read yet.
+		if parent, _, err = b.parentFor(ctx, c, bkt.Ino, comps, true); err != nil {
+			return s3response.PutObjectOutput{}, err
+		}
+		o, err = b.v.TmpfileBlockSize(ctx, c.cred, parent, 0o644, syscall.O_WRONLY, 0)
+	}
+	if err != nil {
+		return s3response.PutObjectOutput{}, b.fail("create", err)
+	}
+	w, err := b.fill(ctx, written{parent: parent, ino: o.Inode.Ino, fh: o.Fh}, o.File, body, size)
 	if err != nil {
 		return s3response.PutObjectOutput{}, err
 	}

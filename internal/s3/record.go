@@ -62,11 +62,14 @@ func (b *Backend) readRecord(ctx context.Context, in *meta.Inode) record {
 }
 
 // writeRecord stores r as ino's record, with the size and mtime ino has
-// now.
-func (b *Backend) writeRecord(ctx context.Context, c caller, ino meta.Ino, r record) (meta.Inode, error) {
-	in, err := b.v.GetAttr(ctx, ino)
-	if err != nil {
-		return in, err
+// now: those of in when the caller knows them (the reply to its own
+// commit of a file nobody else has yet; in.Ino 0: asked for).
+func (b *Backend) writeRecord(ctx context.Context, c caller, ino meta.Ino, in meta.Inode, r record) (meta.Inode, error) {
+	if in.Ino != ino {
+		var err error
+		if in, err = b.v.GetAttr(ctx, ino); err != nil {
+			return in, err
+		}
 	}
 	r.Size, r.Mtime = in.Size, in.Mtime
 	val, err := json.Marshal(r)

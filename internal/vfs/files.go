@@ -363,6 +363,11 @@ func (f *File) Write(ctx context.Context, off int64, data []byte) (int, error) {
 // does.
 func (f *File) Flush(ctx context.Context) error { return f.h.Flush(ctx) }
 
+// Committed returns the file's inode as the latest commit through this
+// client left it (Flush's, for one), and false before any: a writer that
+// just flushed need not ask the meta service for the attributes.
+func (f *File) Committed() (meta.Inode, bool) { return f.h.Committed() }
+
 // Fsync makes what the handle wrote durable.
 func (f *File) Fsync(ctx context.Context) error {
 	defer f.v.changed(f.ino)
