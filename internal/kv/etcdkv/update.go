@@ -45,14 +45,16 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			local: (s.opts.LocalUpdateReads || kv.ConsistencyOf(ctx) == kv.Serializable) && attempt == 1,
 			// A presumption that failed at commit is not made again.
 			presume: attempt == 1,
+			// After a conflict fn reads etcd, not the read cache.
+			useCache: attempt == 1 && s.rc != nil,
 		}
 		err := fn(t)
 		t.finish()
 		ok := false
 		switch {
-		case err == nil && t.local && t.buf.Len() == 0:
-			// Read only, from the local member: current only if its
-			// compares pass now.
+		case err == nil && (t.local || t.cachedReads) && t.buf.Len() == 0:
+			// Read only, from the local member or the read cache:
+			// current only if its compares pass now.
 			ok, err = s.validate(t.ctx, t)
 		case err == nil && s.opts.NoBatch:
 			ok, err = s.commit(t.ctx, t)
@@ -67,10 +69,10 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			// read it: nothing was written; fn runs again on a fresh
 			// snapshot, as after a conflict.
 			err = nil
-		case t.local && t.readErr == nil:
-			// fn failed on what it read from the local member: the
-			// failure stands only if that is current; else fn runs
-			// again on the latest snapshot.
+		case (t.local || t.cachedReads) && t.readErr == nil:
+			// fn failed on what it read from the local member or the
+			// read cache: the failure stands only if that is current;
+			// else fn runs again on the latest snapshot.
 			valid, verr := s.validate(t.ctx, t)
 			if verr != nil || !valid {
 				err = verr
@@ -94,6 +96,11 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			continue
 		}
 		leaderless = time.Time{}
+		if !ok && t.useCache {
+			// A conflict, a failure or an unknown outcome: what t read
+			// or wrote may be stale in the read cache.
+			s.rc.forget(t)
+		}
 		if err != nil || ok {
 			return err
 		}
@@ -160,15 +167,21 @@ func (s *Store) compares(t *txn, p *prepared) {
 		p.reads = append(p.reads, k)
 	}
 	for _, sp := range t.ranges {
-		if t.rev == 0 {
-			break // nothing was read from etcd
+		// The oldest revision the range's keys were read at: the
+		// snapshot's, or a cached page's (readcache.go).
+		rev := t.rev
+		if sp.rev != 0 && (rev == 0 || sp.rev < rev) {
+			rev = sp.rev
+		}
+		if rev == 0 {
+			continue // nothing was read from etcd
 		}
 		end := clientv3.GetPrefixRangeEnd(s.data)
 		if sp.end != nil {
 			end = s.data + string(sp.end)
 		}
 		start := s.data + string(sp.start)
-		p.cmps = append(p.cmps, clientv3.Compare(clientv3.ModRevision(start), "<", t.rev+1).WithRange(end))
+		p.cmps = append(p.cmps, clientv3.Compare(clientv3.ModRevision(start), "<", rev+1).WithRange(end))
 		p.bytes += len(start) + len(end) + itemOverhead
 		p.ranges = append(p.ranges, sp)
 	}
@@ -177,7 +190,7 @@ func (s *Store) compares(t *txn, p *prepared) {
 // validate reports whether what t read is still current: a read-only Txn
 // of its compares, which etcd answers linearizably.
 func (s *Store) validate(ctx context.Context, t *txn) (bool, error) {
-	if t.rev == 0 {
+	if t.rev == 0 && !t.cachedReads {
 		return true, nil // nothing was read from etcd
 	}
 	p := &prepared{rev: t.rev}
@@ -248,6 +261,9 @@ func (s *Store) send(ctx context.Context, p *prepared) (bool, error) {
 	resp, err := s.cli.Txn(ctx).If(p.cmps...).Then(p.ops...).Commit()
 	if err != nil {
 		return s.lost(ctx, p, err)
+	}
+	if resp.Succeeded {
+		s.rc.wrote(p.wr, resp.Header.Revision)
 	}
 	return resp.Succeeded, nil
 }
