@@ -56,6 +56,9 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			// Read only, from the local member or the read cache:
 			// current only if its compares pass now.
 			ok, err = s.validate(t.ctx, t)
+			if errors.Is(err, errTooManyReads) {
+				ok, err = false, nil // checked by running fn again at the leader
+			}
 		case err == nil && s.opts.NoBatch:
 			ok, err = s.commit(t.ctx, t)
 		case err == nil:
@@ -74,6 +77,11 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			// read cache: the failure stands only if that is current;
 			// else fn runs again on the latest snapshot.
 			valid, verr := s.validate(t.ctx, t)
+			if errors.Is(verr, errTooManyReads) {
+				// Too many reads to check in one Txn: fn runs again,
+				// reading at the leader, and its failure then stands.
+				valid, verr = false, nil
+			}
 			if verr != nil || !valid {
 				err = verr
 			}
@@ -187,6 +195,9 @@ func (s *Store) compares(t *txn, p *prepared) {
 	}
 }
 
+// errTooManyReads: validate cannot check the reads in one Txn.
+var errTooManyReads = fmt.Errorf("too many reads to check in one Txn: %w", ErrTooLarge)
+
 // validate reports whether what t read is still current: a read-only Txn
 // of its compares, which etcd answers linearizably.
 func (s *Store) validate(ctx context.Context, t *txn) (bool, error) {
@@ -196,7 +207,7 @@ func (s *Store) validate(ctx context.Context, t *txn) (bool, error) {
 	p := &prepared{rev: t.rev}
 	s.compares(t, p)
 	if len(p.cmps) > s.opts.MaxTxnOps {
-		return false, fmt.Errorf("etcdkv: update of %d reads: more than etcd's --max-txn-ops %d: %w", len(p.cmps), s.opts.MaxTxnOps, ErrTooLarge)
+		return false, fmt.Errorf("etcdkv: update of %d reads: more than etcd's --max-txn-ops %d: %w", len(p.cmps), s.opts.MaxTxnOps, errTooManyReads)
 	}
 	// etcd serves a Txn without operations as a serializable read (at
 	// the member, which may lag): a linearizable Get in Then makes the
