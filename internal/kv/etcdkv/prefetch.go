@@ -3,6 +3,7 @@ package etcdkv
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -112,7 +113,7 @@ func (t *txn) Prefetch(keys [][]byte, ranges []kv.Range) error {
 		c := cachedRange{start: bytes.Clone(r.Start), end: bytes.Clone(r.End)}
 		for _, x := range rr.Kvs {
 			k := x.Key[len(t.s.data):]
-			c.kvs = append(c.kvs, &snapKV{key: k, value: nonNil(x.Value), modRev: x.ModRevision})
+			c.kvs = append(c.kvs, &snapKV{key: k, value: slices.Clip(nonNil(x.Value)), modRev: x.ModRevision}) // clipped: the read cache shares it
 		}
 		t.cached = append(t.cached, c)
 		c.rev = t.rev

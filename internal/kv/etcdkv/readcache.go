@@ -2,6 +2,7 @@ package etcdkv
 
 import (
 	"bytes"
+	"slices"
 	"sync"
 )
 
@@ -77,6 +78,9 @@ func (c *readCache) learnLocked(key string, r read, at int64) {
 			break
 		}
 	}
+	// Clipped: a caller's append to a value it read from the cache
+	// copies it, never writes past its end into memory another sees.
+	r.value = slices.Clip(r.value)
 	c.keys[key] = cachedKey{r: r, at: at}
 }
 
