@@ -120,6 +120,9 @@ func (s *Store) runBatches() {
 		s.gc.inflight = slices.DeleteFunc(s.gc.inflight, func(x *keySets) bool { return x == sets })
 		if o.ok {
 			s.dropStale(sets, rev)
+			for _, m := range batch {
+				s.rc.wrote(m.p.wr, rev)
+			}
 		}
 		s.gc.mu.Unlock()
 		for _, m := range batch {

@@ -74,6 +74,16 @@
 // answer it at the member, which may lag) and, when they fail, runs fn
 // again. After a conflict fn reads at the leader.
 //
+// Read cache (readcache.go; Options.ReadCache, on by default). The first
+// run of an Update's fn reads keys, and small ranges a Prefetch read
+// whole, from what this Store last read or committed of them, with their
+// ModRevision (a range: the revision it was read at), instead of etcd.
+// They are compared at commit as any read; a stale one is a conflict,
+// after which fn reads etcd and the entries it used are dropped. An
+// Update that only read, or whose fn failed, after a cached read checks
+// its reads as with LocalUpdateReads. Views never read from the cache.
+// docs/design/2026-11-29-etcd-read-cache.md.
+//
 // Group commit (on unless Options.NoBatch, URL parameter batch=0). An
 // Update whose fn has run queues its transaction for a committer that has
 // at most Options.InFlight Txns in flight (default 1; an etcd:// URL's batch=N, 8 without it); the

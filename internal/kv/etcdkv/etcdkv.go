@@ -31,6 +31,8 @@ var (
 const (
 	DefaultMaxTxnOps       = 16384
 	DefaultMaxRequestBytes = 32 << 20
+	// DefaultReadCache is how many keys the read cache keeps by default.
+	DefaultReadCache = 4096
 )
 
 // ServerFlags are the etcd server flags the project's scripts and tests
@@ -92,6 +94,11 @@ type Options struct {
 	// returns. Off by
 	// default; URL parameter update-reads=local.
 	LocalUpdateReads bool
+	// ReadCache bounds the read cache (readcache.go): how many keys it
+	// keeps (default DefaultReadCache; -1 turns it off).
+	// The first run of an Update's fn reads a key from it when it holds
+	// one; the commit's compares check it as any read.
+	ReadCache int
 	// Clock times the waits of reads at a revision a member has not
 	// applied yet, and an Update's wait for a leader (nil: the machine's).
 	Clock clock.Clock
@@ -128,6 +135,9 @@ func (o *Options) defaults() {
 	if o.InFlight <= 0 {
 		o.InFlight = 1
 	}
+	if o.ReadCache == 0 {
+		o.ReadCache = DefaultReadCache
+	}
 }
 
 // Store is a kv.Store over etcd; see the package comment.
@@ -158,6 +168,8 @@ type Store struct {
 	hook func(batch []*prepared)
 	// reqs count the unary requests sent to etcd (requests.go).
 	reqs *requestCounts
+	// rc is the read cache (readcache.go); nil when off.
+	rc *readCache
 }
 
 // Open connects to the cluster and checks that it answers a linearizable
@@ -185,7 +197,8 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("etcdkv: connect %v: %w", opts.Endpoints, err)
 	}
-	s := &Store{cli: cli, opts: opts, data: opts.Prefix + "k/", sessions: make(map[*leadership]struct{}), reqs: reqs}
+	s := &Store{cli: cli, opts: opts, data: opts.Prefix + "k/", sessions: make(map[*leadership]struct{}), reqs: reqs,
+		rc: newReadCache(opts.ReadCache)}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if _, err := cli.Get(ctx, s.data, clientv3.WithCountOnly(), clientv3.WithLimit(1)); err != nil {
 		s.cancel()

@@ -42,6 +42,11 @@ func (t *txn) GetMany(keys [][]byte) ([][]byte, []bool, error) {
 			values[i], present[i] = r.value, r.present
 			continue
 		}
+		if t.fromCache(key) {
+			r := t.reads[string(key)]
+			values[i], present[i] = r.value, r.present
+			continue
+		}
 		miss = append(miss, i)
 	}
 	for len(miss) > 0 {
@@ -63,6 +68,7 @@ func (t *txn) GetMany(keys [][]byte) ([][]byte, []bool, error) {
 			if rr := resp.Responses[j].GetResponseRange(); rr != nil && len(rr.Kvs) > 0 {
 				r = read{value: nonNil(rr.Kvs[0].Value), present: true, modRev: rr.Kvs[0].ModRevision}
 			}
+			t.s.rc.learn(string(keys[i]), r, t.rev)
 			if t.reads != nil {
 				t.reads[string(keys[i])] = r
 			}

@@ -3,6 +3,7 @@ package etcdkv
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"sort"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -18,6 +19,9 @@ var _ kv.Prefetcher = (*txn)(nil)
 type cachedRange struct {
 	start, end []byte // store keys; a nil end is unbounded
 	kvs        []*snapKV
+	// rev is the revision the range was read at when it came from the
+	// read cache (readcache.go); 0: the transaction's snapshot.
+	rev int64
 }
 
 // Prefetch implements kv.Prefetcher: the keys the transaction neither
@@ -43,13 +47,24 @@ func (t *txn) Prefetch(keys [][]byte, ranges []kv.Range) error {
 		if _, ok := t.pre[string(key)]; ok {
 			continue
 		}
+		if t.fromCache(key) {
+			continue
+		}
 		want = append(want, key)
 	}
 	var rs []kv.Range
 	for _, r := range ranges {
-		if _, ok := t.cachedPage(r.Start, r.End); !ok {
-			rs = append(rs, r)
+		if _, _, ok := t.cachedPage(r.Start, r.End); ok {
+			continue
 		}
+		if t.useCache {
+			if c, ok := t.s.rc.span(r.Start, r.End); ok {
+				t.cached = append(t.cached, c)
+				t.cachedReads = true
+				continue
+			}
+		}
+		rs = append(rs, r)
 	}
 	if n := len(want) + len(rs); n == 0 || n > t.s.opts.MaxTxnOps {
 		return nil // nothing to read, or more than one Txn: read as asked
@@ -80,6 +95,7 @@ func (t *txn) Prefetch(keys [][]byte, ranges []kv.Range) error {
 		if rr := resp.Responses[i].GetResponseRange(); rr != nil && len(rr.Kvs) > 0 {
 			r = read{value: nonNil(rr.Kvs[0].Value), present: true, modRev: rr.Kvs[0].ModRevision}
 		}
+		t.s.rc.learn(string(key), r, t.rev)
 		if t.reads != nil {
 			t.reads[string(key)] = r // compared at commit, as after a Get
 		} else {
@@ -97,16 +113,19 @@ func (t *txn) Prefetch(keys [][]byte, ranges []kv.Range) error {
 		c := cachedRange{start: bytes.Clone(r.Start), end: bytes.Clone(r.End)}
 		for _, x := range rr.Kvs {
 			k := x.Key[len(t.s.data):]
-			c.kvs = append(c.kvs, &snapKV{key: k, value: nonNil(x.Value), modRev: x.ModRevision})
+			c.kvs = append(c.kvs, &snapKV{key: k, value: slices.Clip(nonNil(x.Value)), modRev: x.ModRevision}) // clipped: the read cache shares it
 		}
 		t.cached = append(t.cached, c)
+		c.rev = t.rev
+		t.s.rc.learnSpan(c)
 	}
 	return nil
 }
 
 // cachedPage returns the snapshot's keys in [from, end) when a Prefetch
-// read a range holding all of [from, end) whole.
-func (t *txn) cachedPage(from, end []byte) ([]*snapKV, bool) {
+// read a range holding all of [from, end) whole, and the revision they
+// were read at (0: the snapshot's).
+func (t *txn) cachedPage(from, end []byte) ([]*snapKV, int64, bool) {
 	for _, c := range t.cached {
 		if bytes.Compare(c.start, from) > 0 || !(c.end == nil || (end != nil && bytes.Compare(end, c.end) <= 0)) {
 			continue
@@ -116,7 +135,7 @@ func (t *txn) cachedPage(from, end []byte) ([]*snapKV, bool) {
 		if end != nil {
 			j = i + sort.Search(len(c.kvs)-i, func(n int) bool { return bytes.Compare(c.kvs[i+n].key, end) >= 0 })
 		}
-		return c.kvs[i:j], true
+		return c.kvs[i:j], c.rev, true
 	}
-	return nil, false
+	return nil, 0, false
 }

@@ -22,8 +22,11 @@ type txn struct {
 	// presume: PresumeAbsent may answer without reading (the first run
 	// of an Update's fn); presumed: it did.
 	presume, presumed bool
-	rev               int64 // the snapshot's revision; 0 until the first read
-	done              bool
+	// useCache: reads may come from the Store's read cache (the first
+	// run of an Update's fn); cachedReads: some did (readcache.go).
+	useCache, cachedReads bool
+	rev                   int64 // the snapshot's revision; 0 until the first read
+	done                  bool
 
 	writable bool
 	buf      *btree.BTreeG[write] // nil in a View
@@ -55,8 +58,12 @@ type read struct {
 }
 
 // span is a scanned key range [start, end) of store keys; a nil end is
-// unbounded.
-type span struct{ start, end []byte }
+// unbounded. rev is the oldest revision its keys were read at when some
+// came from the read cache; 0: the snapshot's.
+type span struct {
+	start, end []byte
+	rev        int64
+}
 
 func writeLess(a, b write) bool { return bytes.Compare(a.key, b.key) < 0 }
 
@@ -119,6 +126,10 @@ func (t *txn) Get(key []byte) ([]byte, bool, error) {
 	if r, ok := t.pre[string(key)]; ok {
 		return r.value, r.present, nil
 	}
+	if t.fromCache(key) {
+		r := t.reads[string(key)]
+		return r.value, r.present, nil
+	}
 	resp, err := t.get(t.s.data + string(key))
 	if err != nil {
 		return nil, false, fmt.Errorf("etcdkv: get %q: %w", key, err)
@@ -128,10 +139,26 @@ func (t *txn) Get(key []byte) ([]byte, bool, error) {
 		kv := resp.Kvs[0]
 		r = read{value: nonNil(kv.Value), present: true, modRev: kv.ModRevision}
 	}
+	t.s.rc.learn(string(key), r, t.rev)
 	if t.reads != nil {
 		t.reads[string(key)] = r
 	}
 	return r.value, r.present, nil
+}
+
+// fromCache records key as read from the Store's read cache, when t may
+// use it and the cache knows key; the commit compares its ModRevision.
+func (t *txn) fromCache(key []byte) bool {
+	if !t.useCache {
+		return false
+	}
+	r, ok := t.s.rc.get(string(key))
+	if !ok {
+		return false
+	}
+	t.reads[string(key)] = r
+	t.cachedReads = true
+	return true
 }
 
 // PresumeAbsent implements kv.Presumer: in the first run of an Update's
@@ -210,7 +237,7 @@ func (t *txn) Scan(start, end []byte, fn func(key, value []byte) (bool, error)) 
 	scannedTo := end // how far the snapshot was read; nil: unbounded
 	defer func() {
 		if t.reads != nil {
-			t.ranges = append(t.ranges, span{start: bytes.Clone(start), end: scannedTo})
+			t.ranges = append(t.ranges, span{start: bytes.Clone(start), end: scannedTo, rev: it.rev})
 		}
 	}()
 	for {
@@ -266,6 +293,9 @@ type snapIter struct {
 	next    []byte // where the next page starts
 	fetched bool   // a page was fetched
 	more    bool   // etcd holds keys after page
+	// rev is the oldest revision of a page from the read cache, if
+	// older than the snapshot's; 0: every page is the snapshot's.
+	rev int64
 }
 
 type snapKV struct {
@@ -298,7 +328,10 @@ func (it *snapIter) peek(cur []byte) ([]byte, []byte, bool, error) {
 
 func (it *snapIter) fetch(from []byte) error {
 	t := it.t
-	if page, ok := t.cachedPage(from, it.end); ok {
+	if page, rev, ok := t.cachedPage(from, it.end); ok {
+		if rev != 0 && (it.rev == 0 || rev < it.rev) {
+			it.rev = rev
+		}
 		// Read whole by a Prefetch. A copy, as the next fetch reuses
 		// the page; its keys are recorded as read, as a fetch's are.
 		it.page, it.i, it.more, it.fetched = append(it.page[:0], page...), 0, false, true

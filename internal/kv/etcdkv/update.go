@@ -45,15 +45,20 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			local: (s.opts.LocalUpdateReads || kv.ConsistencyOf(ctx) == kv.Serializable) && attempt == 1,
 			// A presumption that failed at commit is not made again.
 			presume: attempt == 1,
+			// After a conflict fn reads etcd, not the read cache.
+			useCache: attempt == 1 && s.rc != nil,
 		}
 		err := fn(t)
 		t.finish()
 		ok := false
 		switch {
-		case err == nil && t.local && t.buf.Len() == 0:
-			// Read only, from the local member: current only if its
-			// compares pass now.
+		case err == nil && (t.local || t.cachedReads) && t.buf.Len() == 0:
+			// Read only, from the local member or the read cache:
+			// current only if its compares pass now.
 			ok, err = s.validate(t.ctx, t)
+			if errors.Is(err, errTooManyReads) {
+				ok, err = false, nil // checked by running fn again at the leader
+			}
 		case err == nil && s.opts.NoBatch:
 			ok, err = s.commit(t.ctx, t)
 		case err == nil:
@@ -67,11 +72,16 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			// read it: nothing was written; fn runs again on a fresh
 			// snapshot, as after a conflict.
 			err = nil
-		case t.local && t.readErr == nil:
-			// fn failed on what it read from the local member: the
-			// failure stands only if that is current; else fn runs
-			// again on the latest snapshot.
+		case (t.local || t.cachedReads) && t.readErr == nil:
+			// fn failed on what it read from the local member or the
+			// read cache: the failure stands only if that is current;
+			// else fn runs again on the latest snapshot.
 			valid, verr := s.validate(t.ctx, t)
+			if errors.Is(verr, errTooManyReads) {
+				// Too many reads to check in one Txn: fn runs again,
+				// reading at the leader, and its failure then stands.
+				valid, verr = false, nil
+			}
 			if verr != nil || !valid {
 				err = verr
 			}
@@ -94,6 +104,11 @@ func (s *Store) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
 			continue
 		}
 		leaderless = time.Time{}
+		if !ok && t.useCache {
+			// A conflict, a failure or an unknown outcome: what t read
+			// or wrote may be stale in the read cache.
+			s.rc.forget(t)
+		}
 		if err != nil || ok {
 			return err
 		}
@@ -160,30 +175,39 @@ func (s *Store) compares(t *txn, p *prepared) {
 		p.reads = append(p.reads, k)
 	}
 	for _, sp := range t.ranges {
-		if t.rev == 0 {
-			break // nothing was read from etcd
+		// The oldest revision the range's keys were read at: the
+		// snapshot's, or a cached page's (readcache.go).
+		rev := t.rev
+		if sp.rev != 0 && (rev == 0 || sp.rev < rev) {
+			rev = sp.rev
+		}
+		if rev == 0 {
+			continue // nothing was read from etcd
 		}
 		end := clientv3.GetPrefixRangeEnd(s.data)
 		if sp.end != nil {
 			end = s.data + string(sp.end)
 		}
 		start := s.data + string(sp.start)
-		p.cmps = append(p.cmps, clientv3.Compare(clientv3.ModRevision(start), "<", t.rev+1).WithRange(end))
+		p.cmps = append(p.cmps, clientv3.Compare(clientv3.ModRevision(start), "<", rev+1).WithRange(end))
 		p.bytes += len(start) + len(end) + itemOverhead
 		p.ranges = append(p.ranges, sp)
 	}
 }
 
+// errTooManyReads: validate cannot check the reads in one Txn.
+var errTooManyReads = fmt.Errorf("too many reads to check in one Txn: %w", ErrTooLarge)
+
 // validate reports whether what t read is still current: a read-only Txn
 // of its compares, which etcd answers linearizably.
 func (s *Store) validate(ctx context.Context, t *txn) (bool, error) {
-	if t.rev == 0 {
+	if t.rev == 0 && !t.cachedReads {
 		return true, nil // nothing was read from etcd
 	}
 	p := &prepared{rev: t.rev}
 	s.compares(t, p)
 	if len(p.cmps) > s.opts.MaxTxnOps {
-		return false, fmt.Errorf("etcdkv: update of %d reads: more than etcd's --max-txn-ops %d: %w", len(p.cmps), s.opts.MaxTxnOps, ErrTooLarge)
+		return false, fmt.Errorf("etcdkv: update of %d reads: more than etcd's --max-txn-ops %d: %w", len(p.cmps), s.opts.MaxTxnOps, errTooManyReads)
 	}
 	// etcd serves a Txn without operations as a serializable read (at
 	// the member, which may lag): a linearizable Get in Then makes the
@@ -248,6 +272,9 @@ func (s *Store) send(ctx context.Context, p *prepared) (bool, error) {
 	resp, err := s.cli.Txn(ctx).If(p.cmps...).Then(p.ops...).Commit()
 	if err != nil {
 		return s.lost(ctx, p, err)
+	}
+	if resp.Succeeded {
+		s.rc.wrote(p.wr, resp.Header.Revision)
 	}
 	return resp.Succeeded, nil
 }
