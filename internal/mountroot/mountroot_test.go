@@ -115,3 +115,44 @@ func TestQuotasSeenFromTheSubtree(t *testing.T) {
 		t.Errorf("the quota of /a/b after RemoveQuota: %v", err)
 	}
 }
+
+// queueSpy is an API below with a write-back queue: it keeps the last
+// claim and operation it was handed and hands back ops.
+type queueSpy struct {
+	meta.API
+	meta.WritebackAPI
+	claim meta.ClaimReq
+	op    meta.WBOp
+	ops   []meta.WBOp
+}
+
+func (q *queueSpy) ClaimWriteback(_ context.Context, req meta.ClaimReq) ([]meta.WBOp, error) {
+	q.claim = req
+	return q.ops, nil
+}
+
+func (q *queueSpy) WritebackDone(_ context.Context, op meta.WBOp, _ string) error {
+	q.op = op
+	return nil
+}
+
+// TestQueuedOperationsSeenFromTheSubtree: the write-back methods
+// (generated, through mapClaimReq and mapWBOp) swap the root and the
+// mount's directory in a claim, in each claimed operation and in an
+// operation handed back, and leave other numbers alone.
+func TestQueuedOperationsSeenFromTheSubtree(t *testing.T) {
+	ctx := context.Background()
+	const dir, other = meta.Ino(5), meta.Ino(9)
+	spy := &queueSpy{ops: []meta.WBOp{{Root: dir, Ino: other}, {Root: meta.RootIno, Ino: dir}}}
+	api := New(spy, dir).(meta.WritebackAPI)
+	ops, err := api.ClaimWriteback(ctx, meta.ClaimReq{Root: meta.RootIno})
+	if err != nil || spy.claim.Root != dir {
+		t.Fatalf("claim of the mount's root reached the service for %d (%v), want %d", spy.claim.Root, err, dir)
+	}
+	if len(ops) != 2 || ops[0].Root != meta.RootIno || ops[0].Ino != other || ops[1].Root != dir || ops[1].Ino != meta.RootIno {
+		t.Errorf("claimed %+v, want the roots and inodes swapped", ops)
+	}
+	if err := api.WritebackDone(ctx, meta.WBOp{Root: meta.RootIno, Ino: other}, "t"); err != nil || spy.op.Root != dir || spy.op.Ino != other {
+		t.Errorf("done reached the service as %+v (%v), want root %d", spy.op, err, dir)
+	}
+}
