@@ -16,7 +16,7 @@ import (
 type FilesetAPI interface {
 	// CreateFileset makes the empty directory f.Root the root of a
 	// fileset caching f.Home; it returns f with defaults filled in.
-	//tessera:authz admin cluster
+	//tessera:authz admin cluster logged
 	CreateFileset(ctx context.Context, f Fileset) (Fileset, error)
 	// Fileset returns the fileset rooted at root (ErrNotFound if none).
 	//tessera:authz read cluster
@@ -27,7 +27,7 @@ type FilesetAPI interface {
 	Filesets(ctx context.Context) ([]Fileset, error)
 	// DeleteFileset detaches the fileset rooted at root: what it cached
 	// stays as ordinary files and directories.
-	//tessera:authz admin cluster
+	//tessera:authz admin cluster logged
 	DeleteFileset(ctx context.Context, root Ino) error
 	// IngestDir adds placeholders for the entries a gateway listed at
 	// home in the fileset directory dir (see IngestDirReq).

@@ -10,7 +10,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -82,104 +81,21 @@ func (bare) WalkBlocks(context.Context, func(meta.Ino, uint64, block.Hash) error
 }
 
 // full implements meta.API and every optional interface; each optional
-// method records its name.
+// method records its name. Those methods are generated: a method added to
+// an optional interface reaches the fake by `go generate` as it reaches
+// the decorators.
+//
+//go:generate go run tessera/internal/meta/wrapgen -type *full -recv f -ifaces optional -style record -o zz_full_gen_test.go
 type full struct {
 	bare
 	rec *recorder
 	sid meta.SessionID
 }
 
-func (f *full) note(m string) { f.rec.method, f.rec.sid = m, f.sid }
+// note records that method reached the fake, with its session.
+func (f *full) note(method string) { f.rec.method, f.rec.sid = method, f.sid }
 
 func (f *full) WithSession(id meta.SessionID) meta.API { return &full{rec: f.rec, sid: id} }
-
-func (f *full) ListBlocks(context.Context, meta.Ino, uint64, int) ([]meta.BlockRef, bool, error) {
-	f.note("ListBlocks")
-	return nil, false, nil
-}
-func (f *full) CreateFileset(context.Context, meta.Fileset) (meta.Fileset, error) {
-	f.note("CreateFileset")
-	return meta.Fileset{}, nil
-}
-func (f *full) Fileset(context.Context, meta.Ino) (meta.Fileset, error) {
-	f.note("Fileset")
-	return meta.Fileset{}, nil
-}
-func (f *full) Filesets(context.Context) ([]meta.Fileset, error) {
-	f.note("Filesets")
-	return nil, nil
-}
-func (f *full) DeleteFileset(context.Context, meta.Ino) error { f.note("DeleteFileset"); return nil }
-func (f *full) IngestDir(context.Context, meta.IngestDirReq) (meta.Inode, error) {
-	f.note("IngestDir")
-	return meta.Inode{}, nil
-}
-func (f *full) SetGateway(context.Context, meta.Ino, meta.GatewayInfo, uint64) (meta.Inode, error) {
-	f.note("SetGateway")
-	return meta.Inode{}, nil
-}
-func (f *full) AddFilesetReads(context.Context, meta.Ino, meta.FilesetReads) error {
-	f.note("AddFilesetReads")
-	return nil
-}
-func (f *full) EvictData(context.Context, meta.Ino) (meta.Inode, error) {
-	f.note("EvictData")
-	return meta.Inode{}, nil
-}
-func (f *full) RemoveVanished(context.Context, meta.Ino, string, meta.Ino, bool) error {
-	f.note("RemoveVanished")
-	return nil
-}
-func (f *full) ClaimWriteback(context.Context, meta.ClaimReq) ([]meta.WBOp, error) {
-	f.note("ClaimWriteback")
-	return nil, nil
-}
-func (f *full) WritebackDone(context.Context, meta.WBOp, string) error {
-	f.note("WritebackDone")
-	return nil
-}
-func (f *full) WritebackFailed(ctx context.Context, op meta.WBOp, cause string, permanent bool, retryAt time.Time) error {
-	f.note("WritebackFailed")
-	return nil
-}
-func (f *full) WritebackToken(context.Context, meta.Ino) (string, error) {
-	f.note("WritebackToken")
-	return "", nil
-}
-func (f *full) WritebackStats(context.Context, meta.Ino) (meta.WBStats, error) {
-	f.note("WritebackStats")
-	return meta.WBStats{}, nil
-}
-func (f *full) RequestFlush(context.Context, meta.Ino) error { f.note("RequestFlush"); return nil }
-func (f *full) RegisterGateway(context.Context, meta.GatewayNode) ([]meta.GatewayNode, error) {
-	f.note("RegisterGateway")
-	return nil, nil
-}
-func (f *full) Gateways(context.Context) ([]meta.GatewayNode, error) {
-	f.note("Gateways")
-	return nil, nil
-}
-func (f *full) SetQuota(context.Context, meta.Quota) (meta.Quota, error) {
-	f.note("SetQuota")
-	return meta.Quota{}, nil
-}
-func (f *full) Quota(context.Context, meta.Ino) (meta.Quota, error) {
-	f.note("Quota")
-	return meta.Quota{}, nil
-}
-func (f *full) Quotas(context.Context) ([]meta.Quota, error) {
-	f.note("Quotas")
-	return nil, nil
-}
-func (f *full) QuotaOf(context.Context, meta.Ino) (meta.Quota, error) {
-	f.note("QuotaOf")
-	return meta.Quota{}, nil
-}
-func (f *full) CheckQuota(context.Context, meta.Ino) (meta.QuotaCheck, error) {
-	f.note("CheckQuota")
-	return meta.QuotaCheck{}, nil
-}
-func (f *full) RemoveQuota(context.Context, meta.Ino) error { f.note("RemoveQuota"); return nil }
 
 // adminCtx carries an identity every decorator lets through (authz).
 func adminCtx() context.Context {

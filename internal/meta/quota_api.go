@@ -14,7 +14,7 @@ import (
 type QuotaAPI interface {
 	// SetQuota sets the limits of the quota of directory q.Dir (0: none),
 	// counting the usage under it the first time; it returns the quota.
-	//tessera:authz admin cluster
+	//tessera:authz admin cluster logged
 	SetQuota(ctx context.Context, q Quota) (Quota, error)
 	// Quota returns the quota of directory dir (ErrNotFound if none).
 	//tessera:authz read tree
@@ -24,7 +24,7 @@ type QuotaAPI interface {
 	//tessera:authz read cluster
 	Quotas(ctx context.Context) ([]Quota, error)
 	// RemoveQuota drops the quota of directory dir (ErrNotFound if none).
-	//tessera:authz admin cluster
+	//tessera:authz admin cluster logged
 	RemoveQuota(ctx context.Context, dir Ino) error
 	// QuotaOf returns the innermost quota whose tree holds inode ino (a
 	// directory's own quota included): what df in it shows (ErrNotFound

@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"path"
 	"strings"
-	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -49,15 +48,17 @@ func Walk(ctx context.Context, api meta.API, dir string) (meta.Ino, error) {
 	return ino, nil
 }
 
-// API is a meta.API seen from a directory. The methods whose only inode
-// numbers are meta.Ino arguments and meta.Inode results are generated
-// (zz_mountroot_gen.go, internal/meta/wrapgen -style mountroot); the
-// generator refuses any other shape that may carry an inode number, so
-// the methods that map other fields (entries, requests' fields, fileset
-// roots, queued operations, quota directories, callbacks, lost blocks)
-// are written here and in optional.go and quota.go by hand. API embeds no
-// meta.API: a new method is generated or, when its shape is refused,
-// fails `go generate` until it is written by hand.
+// API is a meta.API seen from a directory. Its methods are generated
+// (zz_mountroot_gen.go, internal/meta/wrapgen -style mountroot): meta.Ino
+// arguments go through m, and every argument and result of a type that
+// carries inode numbers through the type's mapper written here and in
+// optional.go and quota.go (mapInode, mapQuota, mapWBOp, ...). The
+// generator refuses a type that may carry an inode number and has no
+// mapper, so the few methods that map otherwise (entries, requests'
+// fields, callbacks, lost blocks, block walks) are written here by hand.
+// API embeds no meta.API: a new method is generated or, when its shape is
+// refused, fails `go generate` until its type's mapper or the method is
+// written.
 //
 //go:generate go run tessera/internal/meta/wrapgen -type *API -recv a -ifaces api,optional -style mountroot -o zz_mountroot_gen.go
 type API struct {
@@ -91,11 +92,6 @@ func (a *API) m(ino meta.Ino) meta.Ino {
 	return ino
 }
 
-func (a *API) inode(in meta.Inode, err error) (meta.Inode, error) {
-	a.mapInode(&in)
-	return in, a.e(err)
-}
-
 // mapInode maps an inode's number and its fileset's root (on a copy of
 // the gateway section: the caller's may be shared).
 func (a *API) mapInode(in *meta.Inode) {
@@ -125,39 +121,36 @@ func (a *API) WithSession(id meta.SessionID) meta.API {
 	return &API{api: sb.WithSession(id), root: a.root}
 }
 
-// Create implements meta.API.
-func (a *API) Create(ctx context.Context, req meta.CreateReq) (meta.Inode, error) {
-	req.Parent = a.m(req.Parent)
-	return a.inode(a.api.Create(ctx, req))
-}
+// mapCreateReq maps the parent a create names.
+func (a *API) mapCreateReq(req *meta.CreateReq) { req.Parent = a.m(req.Parent) }
 
-// ReadDir implements meta.API.
-func (a *API) ReadDir(ctx context.Context, dir meta.Ino, after string, limit int, plus bool) ([]meta.DirEntry, bool, error) {
-	ents, more, err := a.api.ReadDir(ctx, a.m(dir), after, limit, plus)
-	for i := range ents {
-		ents[i].Ino = a.m(ents[i].Ino)
-		if ents[i].Inode != nil {
-			a.mapInode(ents[i].Inode)
-		}
+// mapCommitReq maps the file a commit names.
+func (a *API) mapCommitReq(req *meta.CommitReq) { req.Ino = a.m(req.Ino) }
+
+// mapDirEntry maps an entry of a reply and its inode (the reply's own).
+func (a *API) mapDirEntry(e *meta.DirEntry) {
+	e.Ino = a.m(e.Ino)
+	if e.Inode != nil {
+		a.mapInode(e.Inode)
 	}
-	return ents, more, err
 }
 
-// Commit implements meta.API.
-func (a *API) Commit(ctx context.Context, req meta.CommitReq) (meta.Inode, error) {
-	req.Ino = a.m(req.Ino)
-	return a.inode(a.api.Commit(ctx, req))
-}
-
-// MoverProgress implements meta.API; lost blocks' inodes are mapped.
-func (a *API) MoverProgress(ctx context.Context) (meta.MoverProgress, error) {
-	p, err := a.api.MoverProgress(ctx)
+// mapMoverProgress maps the inodes of the lost blocks' files.
+func (a *API) mapMoverProgress(p *meta.MoverProgress) {
 	for i := range p.LostBlocks {
 		for j := range p.LostBlocks[i].Inos {
 			p.LostBlocks[i].Inos[j] = a.m(p.LostBlocks[i].Inos[j])
 		}
 	}
-	return p, err
+}
+
+// mapCallback maps a callback's inode and, when it carries one, the
+// inode after the change.
+func (a *API) mapCallback(cb *meta.Callback) {
+	cb.Ino = a.m(cb.Ino)
+	if cb.Inode.Ino != 0 {
+		cb.Inode.Ino = a.m(cb.Inode.Ino)
+	}
 }
 
 // WalkBlocks implements meta.API.
@@ -174,16 +167,4 @@ func (a *API) ListBlocks(ctx context.Context, afterIno meta.Ino, afterIndex uint
 		refs[i].Ino = a.m(refs[i].Ino)
 	}
 	return refs, more, err
-}
-
-// Callbacks implements meta.API; the callbacks' inodes are mapped.
-func (a *API) Callbacks(ctx context.Context, id meta.SessionID, ack uint64, wait time.Duration) ([]meta.Callback, error) {
-	cbs, err := a.api.Callbacks(ctx, id, ack, wait)
-	for i := range cbs {
-		cbs[i].Ino = a.m(cbs[i].Ino)
-		if cbs[i].Inode.Ino != 0 {
-			cbs[i].Inode.Ino = a.m(cbs[i].Inode.Ino)
-		}
-	}
-	return cbs, err
 }

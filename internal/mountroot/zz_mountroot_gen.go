@@ -4,6 +4,7 @@ package mountroot
 
 import (
 	"context"
+	"time"
 
 	"tessera/internal/block"
 	"tessera/internal/meta"
@@ -12,12 +13,9 @@ import (
 // The methods of API for meta.FS, meta.Cluster, meta.Sessions,
 // meta.BlockLister, meta.FilesetAPI, meta.FilesetReadsAPI, meta.EvictAPI,
 // meta.VanishAPI, meta.WritebackAPI, meta.GatewaysAPI, meta.QuotaAPI that
-// map only meta.Ino arguments and meta.Inode results. Written by hand, so
-// left out here: Create, ReadDir, Commit, MoverProgress, WalkBlocks,
-// Callbacks, ListBlocks, CreateFileset, Fileset, Filesets, IngestDir,
-// SetGateway, ClaimWriteback, WritebackDone, WritebackFailed,
-// WritebackStats, RegisterGateway, Gateways, SetQuota, Quota, Quotas,
-// QuotaOf, CheckQuota.
+// map meta.Ino arguments and, through the package's map<Type> methods, the
+// other types that carry inode numbers. Written by hand, so left out here:
+// WalkBlocks, ListBlocks.
 
 var (
 	_ meta.FS              = (*API)(nil)
@@ -54,6 +52,14 @@ func (a *API) SetAttr(ctx context.Context, ino meta.Ino, req meta.SetAttrReq) (r
 	return r0, a.e(err)
 }
 
+// Create implements meta.FS.
+func (a *API) Create(ctx context.Context, req meta.CreateReq) (r0 meta.Inode, err error) {
+	a.mapCreateReq(&req)
+	r0, err = a.api.Create(ctx, req)
+	a.mapInode(&r0)
+	return r0, a.e(err)
+}
+
 // Link implements meta.FS.
 func (a *API) Link(ctx context.Context, ino meta.Ino, newParent meta.Ino, newName string) (r0 meta.Inode, err error) {
 	r0, err = a.api.Link(ctx, a.m(ino), a.m(newParent), newName)
@@ -80,9 +86,26 @@ func (a *API) Rename(ctx context.Context, oldParent meta.Ino, oldName string, ne
 	return r0, a.e(err)
 }
 
+// ReadDir implements meta.FS.
+func (a *API) ReadDir(ctx context.Context, dir meta.Ino, after string, limit int, plus bool) (r0 []meta.DirEntry, r1 bool, err error) {
+	r0, r1, err = a.api.ReadDir(ctx, a.m(dir), after, limit, plus)
+	for i := range r0 {
+		a.mapDirEntry(&r0[i])
+	}
+	return r0, r1, a.e(err)
+}
+
 // GetRecipe implements meta.FS.
 func (a *API) GetRecipe(ctx context.Context, ino meta.Ino, first uint64, count uint64) (r0 meta.Recipe, err error) {
 	r0, err = a.api.GetRecipe(ctx, a.m(ino), first, count)
+	return r0, a.e(err)
+}
+
+// Commit implements meta.FS.
+func (a *API) Commit(ctx context.Context, req meta.CommitReq) (r0 meta.Inode, err error) {
+	a.mapCommitReq(&req)
+	r0, err = a.api.Commit(ctx, req)
+	a.mapInode(&r0)
 	return r0, a.e(err)
 }
 
@@ -160,6 +183,13 @@ func (a *API) SetReplicas(ctx context.Context, replicas int) (r0 meta.ServerMap,
 	return r0, a.e(err)
 }
 
+// MoverProgress implements meta.Cluster.
+func (a *API) MoverProgress(ctx context.Context) (r0 meta.MoverProgress, err error) {
+	r0, err = a.api.MoverProgress(ctx)
+	a.mapMoverProgress(&r0)
+	return r0, a.e(err)
+}
+
 // Decompose implements meta.Cluster.
 func (a *API) Decompose(ctx context.Context, hash block.Hash) (err error) {
 	return a.e(a.api.Decompose(ctx, hash))
@@ -171,14 +201,63 @@ func (a *API) OpenSession(ctx context.Context) (r0 meta.SessionInfo, err error) 
 	return r0, a.e(err)
 }
 
+// Callbacks implements meta.Sessions.
+func (a *API) Callbacks(ctx context.Context, id meta.SessionID, ack uint64, wait time.Duration) (r0 []meta.Callback, err error) {
+	r0, err = a.api.Callbacks(ctx, id, ack, wait)
+	for i := range r0 {
+		a.mapCallback(&r0[i])
+	}
+	return r0, a.e(err)
+}
+
 // CloseSession implements meta.Sessions.
 func (a *API) CloseSession(ctx context.Context, id meta.SessionID) (err error) {
 	return a.e(a.api.CloseSession(ctx, id))
 }
 
+// CreateFileset implements meta.FilesetAPI.
+func (a *API) CreateFileset(ctx context.Context, f meta.Fileset) (r0 meta.Fileset, err error) {
+	a.mapFileset(&f)
+	r0, err = a.fwd().CreateFileset(ctx, f)
+	a.mapFileset(&r0)
+	return r0, a.e(err)
+}
+
+// Fileset implements meta.FilesetAPI.
+func (a *API) Fileset(ctx context.Context, root meta.Ino) (r0 meta.Fileset, err error) {
+	r0, err = a.fwd().Fileset(ctx, a.m(root))
+	a.mapFileset(&r0)
+	return r0, a.e(err)
+}
+
+// Filesets implements meta.FilesetAPI.
+func (a *API) Filesets(ctx context.Context) (r0 []meta.Fileset, err error) {
+	r0, err = a.fwd().Filesets(ctx)
+	for i := range r0 {
+		a.mapFileset(&r0[i])
+	}
+	return r0, a.e(err)
+}
+
 // DeleteFileset implements meta.FilesetAPI.
 func (a *API) DeleteFileset(ctx context.Context, root meta.Ino) (err error) {
 	return a.e(a.fwd().DeleteFileset(ctx, a.m(root)))
+}
+
+// IngestDir implements meta.FilesetAPI.
+func (a *API) IngestDir(ctx context.Context, req meta.IngestDirReq) (r0 meta.Inode, err error) {
+	a.mapIngestDirReq(&req)
+	r0, err = a.fwd().IngestDir(ctx, req)
+	a.mapInode(&r0)
+	return r0, a.e(err)
+}
+
+// SetGateway implements meta.FilesetAPI.
+func (a *API) SetGateway(ctx context.Context, ino meta.Ino, gateway meta.GatewayInfo, ifChange uint64) (r0 meta.Inode, err error) {
+	a.mapGatewayInfo(&gateway)
+	r0, err = a.fwd().SetGateway(ctx, a.m(ino), gateway, ifChange)
+	a.mapInode(&r0)
+	return r0, a.e(err)
 }
 
 // AddFilesetReads implements meta.FilesetReadsAPI.
@@ -198,9 +277,38 @@ func (a *API) RemoveVanished(ctx context.Context, parent meta.Ino, name string, 
 	return a.e(a.fwd().RemoveVanished(ctx, a.m(parent), name, a.m(ino), isDir))
 }
 
+// ClaimWriteback implements meta.WritebackAPI.
+func (a *API) ClaimWriteback(ctx context.Context, req meta.ClaimReq) (r0 []meta.WBOp, err error) {
+	a.mapClaimReq(&req)
+	r0, err = a.fwd().ClaimWriteback(ctx, req)
+	for i := range r0 {
+		a.mapWBOp(&r0[i])
+	}
+	return r0, a.e(err)
+}
+
+// WritebackDone implements meta.WritebackAPI.
+func (a *API) WritebackDone(ctx context.Context, op meta.WBOp, token string) (err error) {
+	a.mapWBOp(&op)
+	return a.e(a.fwd().WritebackDone(ctx, op, token))
+}
+
+// WritebackFailed implements meta.WritebackAPI.
+func (a *API) WritebackFailed(ctx context.Context, op meta.WBOp, cause string, permanent bool, retryAt time.Time) (err error) {
+	a.mapWBOp(&op)
+	return a.e(a.fwd().WritebackFailed(ctx, op, cause, permanent, retryAt))
+}
+
 // WritebackToken implements meta.WritebackAPI.
 func (a *API) WritebackToken(ctx context.Context, ino meta.Ino) (r0 string, err error) {
 	r0, err = a.fwd().WritebackToken(ctx, a.m(ino))
+	return r0, a.e(err)
+}
+
+// WritebackStats implements meta.WritebackAPI.
+func (a *API) WritebackStats(ctx context.Context, root meta.Ino) (r0 meta.WBStats, err error) {
+	r0, err = a.fwd().WritebackStats(ctx, a.m(root))
+	a.mapWBStats(&r0)
 	return r0, a.e(err)
 }
 
@@ -209,7 +317,57 @@ func (a *API) RequestFlush(ctx context.Context, root meta.Ino) (err error) {
 	return a.e(a.fwd().RequestFlush(ctx, a.m(root)))
 }
 
+// RegisterGateway implements meta.GatewaysAPI.
+func (a *API) RegisterGateway(ctx context.Context, g meta.GatewayNode) (r0 []meta.GatewayNode, err error) {
+	r0, err = a.fwd().RegisterGateway(ctx, g)
+	return r0, a.e(err)
+}
+
+// Gateways implements meta.GatewaysAPI.
+func (a *API) Gateways(ctx context.Context) (r0 []meta.GatewayNode, err error) {
+	r0, err = a.fwd().Gateways(ctx)
+	return r0, a.e(err)
+}
+
+// SetQuota implements meta.QuotaAPI.
+func (a *API) SetQuota(ctx context.Context, q meta.Quota) (r0 meta.Quota, err error) {
+	a.mapQuota(&q)
+	r0, err = a.fwd().SetQuota(ctx, q)
+	a.mapQuota(&r0)
+	return r0, a.e(err)
+}
+
+// Quota implements meta.QuotaAPI.
+func (a *API) Quota(ctx context.Context, dir meta.Ino) (r0 meta.Quota, err error) {
+	r0, err = a.fwd().Quota(ctx, a.m(dir))
+	a.mapQuota(&r0)
+	return r0, a.e(err)
+}
+
+// Quotas implements meta.QuotaAPI.
+func (a *API) Quotas(ctx context.Context) (r0 []meta.Quota, err error) {
+	r0, err = a.fwd().Quotas(ctx)
+	for i := range r0 {
+		a.mapQuota(&r0[i])
+	}
+	return r0, a.e(err)
+}
+
 // RemoveQuota implements meta.QuotaAPI.
 func (a *API) RemoveQuota(ctx context.Context, dir meta.Ino) (err error) {
 	return a.e(a.fwd().RemoveQuota(ctx, a.m(dir)))
+}
+
+// QuotaOf implements meta.QuotaAPI.
+func (a *API) QuotaOf(ctx context.Context, ino meta.Ino) (r0 meta.Quota, err error) {
+	r0, err = a.fwd().QuotaOf(ctx, a.m(ino))
+	a.mapQuota(&r0)
+	return r0, a.e(err)
+}
+
+// CheckQuota implements meta.QuotaAPI.
+func (a *API) CheckQuota(ctx context.Context, dir meta.Ino) (r0 meta.QuotaCheck, err error) {
+	r0, err = a.fwd().CheckQuota(ctx, a.m(dir))
+	a.mapQuotaCheck(&r0)
+	return r0, a.e(err)
 }

@@ -2,6 +2,7 @@ package authz_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"syscall"
 	"testing"
@@ -78,5 +79,29 @@ func TestQuotaAuthorization(t *testing.T) {
 	}
 	if _, err := f.a.Quota(as(ro), tr.sub); !errors.Is(err, meta.ErrNotFound) {
 		t.Errorf("Quota after RemoveQuota: %v; want ErrNotFound", err)
+	}
+}
+
+// TestQuotaAboveConfinedRoot: a confined caller's df (QuotaOf) inside a
+// tree whose quota is on a directory above its root shows the quota's
+// limits with its directory as 0, a number it could not use; an
+// unconfined caller sees the directory. SetQuota's log names the quota's
+// fields (through the generated view's logQuota).
+func TestQuotaAboveConfinedRoot(t *testing.T) {
+	f := newFixture(t)
+	tr := makeTree(f)
+	subRW := auth.Identity{Name: "sub-mount", Role: auth.RoleClientRW, Root: "/proj/sub", Via: "cert"}
+	if _, err := f.a.SetQuota(as(admin), meta.Quota{Dir: tr.proj, MaxBytes: 1 << 30, MaxInodes: 7}); err != nil {
+		t.Fatalf("SetQuota of /proj as admin: %v", err)
+	}
+	if log := f.log.String(); !strings.Contains(log, "max_inodes=7") || !strings.Contains(log, fmt.Sprintf("dir=%d", tr.proj)) {
+		t.Errorf("SetQuota's log lacks the quota's fields:\n%s", log)
+	}
+	got, err := f.a.QuotaOf(as(subRW), tr.b)
+	if err != nil || got.Dir != 0 || got.MaxInodes != 7 {
+		t.Errorf("QuotaOf /proj/sub/b as %s under a quota on /proj: %+v %v; want its limits, directory 0", subRW.Name, got, err)
+	}
+	if got, err := f.a.QuotaOf(as(ro), tr.b); err != nil || got.Dir != tr.proj {
+		t.Errorf("QuotaOf /proj/sub/b as ro: %+v %v; want /proj's", got, err)
 	}
 }

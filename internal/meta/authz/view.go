@@ -13,12 +13,15 @@ import (
 // Most of its methods are generated (zz_view_gen.go, internal/meta/wrapgen
 // -style authz) from the //tessera:authz directive on each method in
 // package meta: each authorizes the call, checks its meta.Ino arguments
-// against a confined caller's root and maps its meta.Inode results. The
+// against a confined caller's root and maps its meta.Inode results; a
+// result of another type that carries inode numbers goes through the
+// type's out<T> mapper written here (quota.go's outQuota), and a logged
+// call's struct argument through its log<T> (logQuota, logFileset). The
 // generator refuses a method without a directive, and a subtree method
-// whose arguments or results carry inode numbers some other way; those
-// are written here by hand (Create, Unlink, ReadDir, Commit, ReleaseOpen,
-// ListBlocks), as are the ones that log or check more (admin.go,
-// session.go and the optional interfaces' files).
+// whose arguments or results carry inode numbers in a type without a
+// mapper; those are written here by hand (Create, Unlink, ReadDir,
+// Commit, ReleaseOpen, ListBlocks), as are the ones that check more
+// (admin.go, session.go, gateways.go).
 type view struct {
 	a   *Authorizer
 	api meta.API // the Service, bound to sid when sid != 0

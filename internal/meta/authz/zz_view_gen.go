@@ -4,6 +4,7 @@ package authz
 
 import (
 	"context"
+	"time"
 
 	"tessera/internal/auth"
 	"tessera/internal/block"
@@ -16,11 +17,7 @@ import (
 // directive, and view's methods of them but those written by hand. Written
 // by hand, so left out here: Create, Unlink, ReadDir, Commit, ReleaseOpen,
 // RegisterServer, SetServerState, OpenSession, Callbacks, CloseSession,
-// SetQuota, Quota, Quotas, RemoveQuota, QuotaOf, CheckQuota,
-// ClaimWriteback, WritebackDone, WritebackFailed, WritebackToken,
-// WritebackStats, RequestFlush, CreateFileset, Fileset, Filesets,
-// DeleteFileset, IngestDir, SetGateway, AddFilesetReads, EvictData,
-// RemoveVanished, RegisterGateway, Gateways.
+// RegisterGateway.
 
 var (
 	_ meta.FS              = (*view)(nil)
@@ -395,4 +392,220 @@ func (v *view) WalkBlocks(ctx context.Context, fn func(ino meta.Ino, index uint6
 	}
 	err = api.WalkBlocks(ctx, fn)
 	return err
+}
+
+// SetQuota implements meta.QuotaAPI (//tessera:authz admin cluster).
+func (v *view) SetQuota(ctx context.Context, q meta.Quota) (r0 meta.Quota, err error) {
+	c, err := v.a.authorize(ctx, "SetQuota")
+	if err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.SetQuota(ctx, q)
+	v.a.admin(ctx, c.id, "SetQuota", err, v.logQuota(q)...)
+	return r0, err
+}
+
+// Quota implements meta.QuotaAPI (//tessera:authz read tree).
+func (v *view) Quota(ctx context.Context, dir meta.Ino) (r0 meta.Quota, err error) {
+	c, err := v.a.authorize(ctx, "Quota")
+	if err != nil {
+		return r0, err
+	}
+	if dir, err = v.a.in(ctx, c, "Quota", dir); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.Quota(ctx, dir)
+	v.outQuota(ctx, c, "Quota", &r0)
+	return r0, err
+}
+
+// Quotas implements meta.QuotaAPI (//tessera:authz read cluster).
+func (v *view) Quotas(ctx context.Context) (r0 []meta.Quota, err error) {
+	if _, err = v.a.authorize(ctx, "Quotas"); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.Quotas(ctx)
+	return r0, err
+}
+
+// RemoveQuota implements meta.QuotaAPI (//tessera:authz admin cluster).
+func (v *view) RemoveQuota(ctx context.Context, dir meta.Ino) (err error) {
+	c, err := v.a.authorize(ctx, "RemoveQuota")
+	if err != nil {
+		return err
+	}
+	err = meta.Forward{Next: v.a.svc}.RemoveQuota(ctx, dir)
+	v.a.admin(ctx, c.id, "RemoveQuota", err, "dir", uint64(dir))
+	return err
+}
+
+// QuotaOf implements meta.QuotaAPI (//tessera:authz read tree).
+func (v *view) QuotaOf(ctx context.Context, ino meta.Ino) (r0 meta.Quota, err error) {
+	c, err := v.a.authorize(ctx, "QuotaOf")
+	if err != nil {
+		return r0, err
+	}
+	if ino, err = v.a.in(ctx, c, "QuotaOf", ino); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.QuotaOf(ctx, ino)
+	v.outQuota(ctx, c, "QuotaOf", &r0)
+	return r0, err
+}
+
+// CheckQuota implements meta.QuotaAPI (//tessera:authz admin cluster).
+func (v *view) CheckQuota(ctx context.Context, dir meta.Ino) (r0 meta.QuotaCheck, err error) {
+	if _, err = v.a.authorize(ctx, "CheckQuota"); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.CheckQuota(ctx, dir)
+	return r0, err
+}
+
+// ClaimWriteback implements meta.WritebackAPI (//tessera:authz cache cluster).
+func (v *view) ClaimWriteback(ctx context.Context, req meta.ClaimReq) (r0 []meta.WBOp, err error) {
+	if _, err = v.a.authorize(ctx, "ClaimWriteback"); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.ClaimWriteback(ctx, req)
+	return r0, err
+}
+
+// WritebackDone implements meta.WritebackAPI (//tessera:authz cache cluster).
+func (v *view) WritebackDone(ctx context.Context, op meta.WBOp, token string) (err error) {
+	if _, err = v.a.authorize(ctx, "WritebackDone"); err != nil {
+		return err
+	}
+	err = meta.Forward{Next: v.a.svc}.WritebackDone(ctx, op, token)
+	return err
+}
+
+// WritebackFailed implements meta.WritebackAPI (//tessera:authz cache cluster).
+func (v *view) WritebackFailed(ctx context.Context, op meta.WBOp, cause string, permanent bool, retryAt time.Time) (err error) {
+	if _, err = v.a.authorize(ctx, "WritebackFailed"); err != nil {
+		return err
+	}
+	err = meta.Forward{Next: v.a.svc}.WritebackFailed(ctx, op, cause, permanent, retryAt)
+	return err
+}
+
+// WritebackToken implements meta.WritebackAPI (//tessera:authz cache cluster).
+func (v *view) WritebackToken(ctx context.Context, ino meta.Ino) (r0 string, err error) {
+	if _, err = v.a.authorize(ctx, "WritebackToken"); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.WritebackToken(ctx, ino)
+	return r0, err
+}
+
+// WritebackStats implements meta.WritebackAPI (//tessera:authz read cluster).
+func (v *view) WritebackStats(ctx context.Context, root meta.Ino) (r0 meta.WBStats, err error) {
+	if _, err = v.a.authorize(ctx, "WritebackStats"); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.WritebackStats(ctx, root)
+	return r0, err
+}
+
+// RequestFlush implements meta.WritebackAPI (//tessera:authz cache cluster).
+func (v *view) RequestFlush(ctx context.Context, root meta.Ino) (err error) {
+	if _, err = v.a.authorize(ctx, "RequestFlush"); err != nil {
+		return err
+	}
+	err = meta.Forward{Next: v.a.svc}.RequestFlush(ctx, root)
+	return err
+}
+
+// CreateFileset implements meta.FilesetAPI (//tessera:authz admin cluster).
+func (v *view) CreateFileset(ctx context.Context, f meta.Fileset) (r0 meta.Fileset, err error) {
+	c, err := v.a.authorize(ctx, "CreateFileset")
+	if err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.CreateFileset(ctx, f)
+	v.a.admin(ctx, c.id, "CreateFileset", err, v.logFileset(f)...)
+	return r0, err
+}
+
+// Fileset implements meta.FilesetAPI (//tessera:authz read cluster).
+func (v *view) Fileset(ctx context.Context, root meta.Ino) (r0 meta.Fileset, err error) {
+	if _, err = v.a.authorize(ctx, "Fileset"); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.Fileset(ctx, root)
+	return r0, err
+}
+
+// Filesets implements meta.FilesetAPI (//tessera:authz read cluster).
+func (v *view) Filesets(ctx context.Context) (r0 []meta.Fileset, err error) {
+	if _, err = v.a.authorize(ctx, "Filesets"); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.Filesets(ctx)
+	return r0, err
+}
+
+// DeleteFileset implements meta.FilesetAPI (//tessera:authz admin cluster).
+func (v *view) DeleteFileset(ctx context.Context, root meta.Ino) (err error) {
+	c, err := v.a.authorize(ctx, "DeleteFileset")
+	if err != nil {
+		return err
+	}
+	err = meta.Forward{Next: v.a.svc}.DeleteFileset(ctx, root)
+	v.a.admin(ctx, c.id, "DeleteFileset", err, "root", uint64(root))
+	return err
+}
+
+// IngestDir implements meta.FilesetAPI (//tessera:authz cache cluster).
+func (v *view) IngestDir(ctx context.Context, req meta.IngestDirReq) (r0 meta.Inode, err error) {
+	if _, err = v.a.authorize(ctx, "IngestDir"); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.IngestDir(ctx, req)
+	return r0, err
+}
+
+// SetGateway implements meta.FilesetAPI (//tessera:authz cache cluster).
+func (v *view) SetGateway(ctx context.Context, ino meta.Ino, gateway meta.GatewayInfo, ifChange uint64) (r0 meta.Inode, err error) {
+	if _, err = v.a.authorize(ctx, "SetGateway"); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.SetGateway(ctx, ino, gateway, ifChange)
+	return r0, err
+}
+
+// AddFilesetReads implements meta.FilesetReadsAPI (//tessera:authz read cluster).
+func (v *view) AddFilesetReads(ctx context.Context, root meta.Ino, d meta.FilesetReads) (err error) {
+	if _, err = v.a.authorize(ctx, "AddFilesetReads"); err != nil {
+		return err
+	}
+	err = meta.Forward{Next: v.a.svc}.AddFilesetReads(ctx, root, d)
+	return err
+}
+
+// EvictData implements meta.EvictAPI (//tessera:authz cache cluster).
+func (v *view) EvictData(ctx context.Context, ino meta.Ino) (r0 meta.Inode, err error) {
+	if _, err = v.a.authorize(ctx, "EvictData"); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.EvictData(ctx, ino)
+	return r0, err
+}
+
+// RemoveVanished implements meta.VanishAPI (//tessera:authz cache cluster).
+func (v *view) RemoveVanished(ctx context.Context, parent meta.Ino, name string, ino meta.Ino, isDir bool) (err error) {
+	if _, err = v.a.authorize(ctx, "RemoveVanished"); err != nil {
+		return err
+	}
+	err = meta.Forward{Next: v.a.svc}.RemoveVanished(ctx, parent, name, ino, isDir)
+	return err
+}
+
+// Gateways implements meta.GatewaysAPI (//tessera:authz read cluster).
+func (v *view) Gateways(ctx context.Context) (r0 []meta.GatewayNode, err error) {
+	if _, err = v.a.authorize(ctx, "Gateways"); err != nil {
+		return r0, err
+	}
+	r0, err = meta.Forward{Next: v.a.svc}.Gateways(ctx)
+	return r0, err
 }

@@ -23,13 +23,22 @@ import (
 // or with one that does not parse, fails generation: there is no default
 // rule.
 //
-// A generated view method authorizes the call (view.begin), checks every
-// meta.Ino parameter against a confined caller's root, makes the call
-// (optional interfaces' through meta.Forward on the unbound service),
-// maps every meta.Inode result, and logs a logged method's call. A tree method whose parameters or results may carry
-// inode numbers the generator does not know how to map (a struct other
-// than those listed below, a slice of entries) fails generation: it is
-// written by hand in package authz.
+// A generated view method authorizes the call (view.begin; an optional
+// interface's, made through meta.Forward on the unbound service,
+// Authorizer.authorize), checks every meta.Ino parameter against a
+// confined caller's root, makes the call, maps every meta.Inode result,
+// and logs a logged method's call. A tree method's parameter or result of
+// a type meta.T or []meta.T (each element) that may carry inode numbers
+// goes through the view's per-type mappers, written by hand in package
+// authz where the type's fields are known:
+//
+//	func (v *view) inT(ctx context.Context, c caller, method string, x *meta.T) error // check and map an argument
+//	func (v *view) outT(ctx context.Context, c caller, method string, x *meta.T)      // map a result
+//
+// and a logged method's parameter of type meta.T is logged by
+// func (v *view) logT(x meta.T) []any (key-value pairs), when there is
+// one. A tree method with such a type and no mapper (a slice of entries,
+// a request) fails generation: write the mapper, or the method by hand.
 
 // perms are the directive's permissions.
 var perms = map[string]string{"read": "auth.ReadNamespace", "write": "auth.WriteNamespace",
@@ -114,27 +123,38 @@ func (g *gen) authzFile(ifaces []string, hand map[string]bool) (skipped, asserts
 // viewMethod writes the view's method of m under rule r.
 func (g *gen) viewMethod(m method, r authzRule, optional bool) error {
 	v := g.cfg.recv
-	taken := map[string]bool{v: true, "ctx": true, "err": true, "c": true, "api": true}
+	taken := map[string]bool{v: true, "ctx": true, "err": true, "c": true, "api": true, "i": true}
 	for i := range m.results {
 		taken[fmt.Sprintf("r%d", i)] = true
 	}
 	names, ptypes, rtypes := g.sig(m, taken)
 	tree := r.scope == "tree"
 	useC := r.logged
+	inMap := make([]string, len(names))   // a parameter's in<T> mapper
+	outMap := make([]string, len(rtypes)) // a result's out<T> mapper
+	slice := map[string]bool{}            // the mapped variables that are slices
 	for i, t := range ptypes {
 		switch {
 		case t == "meta.Ino":
 			useC = useC || tree
 		case tree && !treeSafe[t]:
-			return fmt.Errorf("%s.%s: parameter %s (%s) may carry an inode number a confined caller's root must map: write view's %s by hand in package authz", m.iface, m.name, names[i], t, m.name)
+			name, sl, ok := g.mapper("in", t)
+			if !ok {
+				return fmt.Errorf("%s.%s: parameter %s (%s) may carry an inode number a confined caller's root must map: write view's %s by hand in package authz, or a method in%s of view", m.iface, m.name, names[i], t, m.name, mapperBase(t))
+			}
+			inMap[i], slice[names[i]], useC = name, sl, true
 		}
 	}
-	for _, t := range rtypes {
+	for i, t := range rtypes {
 		switch {
 		case t == "meta.Inode":
 			useC = useC || tree
 		case tree && !treeSafe[t]:
-			return fmt.Errorf("%s.%s: a result of type %s may carry an inode number a confined caller's root must map: write view's %s by hand in package authz", m.iface, m.name, t, m.name)
+			name, sl, ok := g.mapper("out", t)
+			if !ok {
+				return fmt.Errorf("%s.%s: a result of type %s may carry an inode number a confined caller's root must map: write view's %s by hand in package authz, or a method out%s of view", m.iface, m.name, t, m.name, mapperBase(t))
+			}
+			outMap[i], slice[fmt.Sprintf("r%d", i)], useC = name, sl, true
 		}
 	}
 	params, results, _, ret := signature(names, ptypes, rtypes)
@@ -142,21 +162,44 @@ func (g *gen) viewMethod(m method, r authzRule, optional bool) error {
 	if useC {
 		c = "c"
 	}
-	api := "api"
-	on := "api"
-	if optional {
-		api = "_"
-		on = "meta.Forward{Next: " + v + ".a.svc}"
-	}
 	w := g.w
 	fmt.Fprintf(w, "\n// %s implements %s (//tessera:authz %s %s).\n", m.name, g.q(m.iface), r.perm, r.scope)
 	fmt.Fprintf(w, "func (%s %s) %s(%s) (%s) {\n", v, g.cfg.typ, m.name, strings.Join(params, ", "), strings.Join(results, ", "))
-	fmt.Fprintf(w, "\t%s, %s, err := %s.begin(ctx, %q)\n", c, api, v, m.name)
-	fmt.Fprintf(w, "\tif err != nil {\n\t\treturn %s\n\t}\n", ret("err"))
+	on := "api"
+	if optional {
+		// Made on the unbound service, so only the caller is checked
+		// (not the session's owner, as begin would).
+		on = "meta.Forward{Next: " + v + ".a.svc}"
+		if useC {
+			fmt.Fprintf(w, "\tc, err := %s.a.authorize(ctx, %q)\n\tif err != nil {\n\t\treturn %s\n\t}\n", v, m.name, ret("err"))
+		} else {
+			fmt.Fprintf(w, "\tif _, err = %s.a.authorize(ctx, %q); err != nil {\n\t\treturn %s\n\t}\n", v, m.name, ret("err"))
+		}
+	} else {
+		fmt.Fprintf(w, "\t%s, api, err := %s.begin(ctx, %q)\n", c, v, m.name)
+		fmt.Fprintf(w, "\tif err != nil {\n\t\treturn %s\n\t}\n", ret("err"))
+	}
+	// each writes mapper's call on variable n (each element of a slice).
+	each := func(n, call string) {
+		if !slice[n] {
+			fmt.Fprintf(w, call, "&"+n)
+			return
+		}
+		fmt.Fprintf(w, "\tfor i := range %s {\n\t", n)
+		fmt.Fprintf(w, call, "&"+n+"[i]")
+		fmt.Fprintf(w, "\t}\n")
+	}
 	if tree {
 		for i, n := range names {
-			if ptypes[i] == "meta.Ino" {
+			switch {
+			case ptypes[i] == "meta.Ino":
 				fmt.Fprintf(w, "\tif %s, err = %s.a.in(ctx, c, %q, %s); err != nil {\n\t\treturn %s\n\t}\n", n, v, m.name, n, ret("err"))
+			case inMap[i] != "":
+				if slice[n] { // the caller's slice is not changed
+					g.used["slices"] = true
+					fmt.Fprintf(w, "\t%s = slices.Clone(%s)\n", n, n)
+				}
+				each(n, fmt.Sprintf("\tif err = %s.%s(ctx, c, %q, %%s); err != nil {\n\t\treturn %s\n\t}\n", v, inMap[i], m.name, ret("err")))
 			}
 		}
 	}
@@ -164,13 +207,16 @@ func (g *gen) viewMethod(m method, r authzRule, optional bool) error {
 	fmt.Fprintf(w, "\t%s = %s.%s(%s)\n", lhs, on, m.name, strings.Join(append([]string{"ctx"}, names...), ", "))
 	if tree {
 		for i, t := range rtypes {
-			if t == "meta.Inode" {
+			switch {
+			case t == "meta.Inode":
 				fmt.Fprintf(w, "\tc.outInode(&r%d)\n", i)
+			case outMap[i] != "":
+				each(fmt.Sprintf("r%d", i), fmt.Sprintf("\t%s.%s(ctx, c, %q, %%s)\n", v, outMap[i], m.name))
 			}
 		}
 	}
 	if r.logged {
-		var kv []string
+		var kv, structs []string
 		for i, n := range names {
 			switch t := ptypes[i]; {
 			case t == "string":
@@ -179,9 +225,25 @@ func (g *gen) viewMethod(m method, r authzRule, optional bool) error {
 				kv = append(kv, fmt.Sprintf("%q, uint64(%s)", snake(n), n))
 			case numeric[t] || t == "bool":
 				kv = append(kv, fmt.Sprintf("%q, %s", snake(n), n))
+			default:
+				if name, sl, ok := g.mapper("log", t); ok && !sl {
+					structs = append(structs, fmt.Sprintf("%s.%s(%s)", v, name, n))
+				}
 			}
 		}
-		fmt.Fprintf(w, "\t%s.a.admin(%s)\n", v, strings.Join(append([]string{"ctx", "c.id", fmt.Sprintf("%q", m.name), "err"}, kv...), ", "))
+		args := strings.Join(append([]string{"ctx", "c.id", fmt.Sprintf("%q", m.name), "err"}, kv...), ", ")
+		if len(structs) > 0 { // a struct's fields, by the package's log<T> method
+			all := "[]any{" + strings.Join(kv, ", ") + "}"
+			if len(kv) == 0 && len(structs) == 1 {
+				all = structs[0]
+			} else {
+				for _, s := range structs {
+					all = "append(" + all + ", " + s + "...)"
+				}
+			}
+			args = fmt.Sprintf("ctx, c.id, %q, err, %s...", m.name, all)
+		}
+		fmt.Fprintf(w, "\t%s.a.admin(%s)\n", v, args)
 	}
 	fmt.Fprintf(w, "\treturn %s\n}\n", ret("err"))
 	return nil

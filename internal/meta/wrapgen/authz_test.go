@@ -27,11 +27,15 @@ func metaOf(t *testing.T, src string) *metaPkg {
 }
 
 // authzOf runs -style authz over mp's interface X for a view with no
-// method by hand.
-func authzOf(mp *metaPkg) (string, error) {
+// method by hand but the mappers named.
+func authzOf(mp *metaPkg, mappers ...string) (string, error) {
 	var b bytes.Buffer
-	g := &gen{cfg: config{typ: "*view", recv: "v", style: "authz"}, mp: mp, qual: "meta", used: map[string]bool{}, w: &b}
-	_, _, err := g.authzFile([]string{"X"}, map[string]bool{})
+	hand := map[string]bool{}
+	for _, m := range mappers {
+		hand[m] = true
+	}
+	g := &gen{cfg: config{typ: "*view", recv: "v", style: "authz"}, mp: mp, qual: "meta", used: map[string]bool{}, w: &b, hand: hand}
+	_, _, err := g.authzFile([]string{"X"}, hand)
 	return strings.Join(strings.Fields(b.String()), " "), err
 }
 
@@ -91,9 +95,36 @@ func TestAuthzRefusesUnmappedShapes(t *testing.T) {
 	}
 }
 
+// TestAuthzMapsThroughPerTypeMappers: a tree method's argument or result
+// of a type with the view's in<T> / out<T> method goes through it (each
+// element of a slice, on a copy of an argument's), a logged call's struct
+// argument through log<T>, and an optional interface's method authorizes
+// the caller only (it is made on the unbound service).
+func TestAuthzMapsThroughPerTypeMappers(t *testing.T) {
+	mp := metaOf(t, "type X interface {\n\t//tessera:authz read tree\n\tTouch(ctx context.Context, reqs []CreateReq) ([]Quota, error)\n"+
+		"\t//tessera:authz admin cluster logged\n\tSet(ctx context.Context, q Quota, dir Ino) error\n}\n")
+	mp.optional = []string{"X"}
+	s, err := authzOf(mp, "inCreateReq", "outQuota", "logQuota")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`c, err := v.a.authorize(ctx, "Touch")`,
+		`reqs = slices.Clone(reqs) for i := range reqs { if err = v.inCreateReq(ctx, c, "Touch", &reqs[i]); err != nil { return r0, err } }`,
+		`r0, err = meta.Forward{Next: v.a.svc}.Touch(ctx, reqs) for i := range r0 { v.outQuota(ctx, c, "Touch", &r0[i]) }`,
+		`v.a.admin(ctx, c.id, "Set", err, append([]any{"dir", uint64(dir)}, v.logQuota(q)...)...)`,
+	} {
+		if !strings.Contains(s, want) {
+			t.Errorf("generated code lacks %q:\n%s", want, s)
+		}
+	}
+}
+
 // TestMountrootRefusesUnmappedShapes: mountroot's generated method maps
-// meta.Ino arguments and meta.Inode results; a method with any other
-// shape that may carry an inode number is refused, to be written by hand.
+// meta.Ino arguments and, through the package's map<T> methods, arguments
+// and results of type meta.T or []meta.T; a method with any other shape
+// that may carry an inode number is refused, to be written by hand (or its
+// type's mapper).
 func TestMountrootRefusesUnmappedShapes(t *testing.T) {
 	for _, sig := range []string{
 		"Touch(ctx context.Context, req CreateReq) (Inode, error)",
@@ -101,7 +132,8 @@ func TestMountrootRefusesUnmappedShapes(t *testing.T) {
 		"Touch(ctx context.Context, ino Ino) (Quota, error)",
 	} {
 		var b bytes.Buffer
-		g := &gen{cfg: config{typ: "*API", recv: "a", style: "mountroot"}, mp: metaOf(t, "type X interface{ "+sig+" }"), qual: "meta", used: map[string]bool{}, w: &b}
+		g := &gen{cfg: config{typ: "*API", recv: "a", style: "mountroot"}, mp: metaOf(t, "type X interface{ "+sig+" }"), qual: "meta", used: map[string]bool{}, w: &b,
+			hand: map[string]bool{"mapInode": true}}
 		ms, err := g.mp.methods("X")
 		if err != nil {
 			t.Fatal(err)
@@ -111,13 +143,16 @@ func TestMountrootRefusesUnmappedShapes(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	g := &gen{cfg: config{typ: "*API", recv: "a", style: "mountroot"}, mp: metaOf(t, "type X interface{ Touch(ctx context.Context, ino, dir Ino, name string) (Inode, error) }"), qual: "meta", used: map[string]bool{}, w: &b}
+	g := &gen{cfg: config{typ: "*API", recv: "a", style: "mountroot"}, used: map[string]bool{}, w: &b, qual: "meta",
+		mp:   metaOf(t, "type X interface{ Touch(ctx context.Context, ino, dir Ino, name string, reqs []CreateReq) (Inode, []Quota, error) }"),
+		hand: map[string]bool{"mapInode": true, "mapQuota": true, "mapCreateReq": true}}
 	ms, _ := g.mp.methods("X")
 	if err := g.rootMethod(ms[0], true); err != nil {
 		t.Fatal(err)
 	}
 	s := strings.Join(strings.Fields(b.String()), " ")
-	if want := "r0, err = a.fwd().Touch(ctx, a.m(ino), a.m(dir), name) a.mapInode(&r0) return r0, a.e(err)"; !strings.Contains(s, want) {
+	if want := "reqs = slices.Clone(reqs) for i := range reqs { a.mapCreateReq(&reqs[i]) } " +
+		"r0, r1, err = a.fwd().Touch(ctx, a.m(ino), a.m(dir), name, reqs) a.mapInode(&r0) for i := range r1 { a.mapQuota(&r1[i]) } return r0, r1, a.e(err)"; !strings.Contains(s, want) {
 		t.Errorf("generated %q, want %q", s, want)
 	}
 }

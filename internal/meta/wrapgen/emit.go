@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"go/ast"
 	"go/format"
+	"go/token"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,8 +37,8 @@ func generate(dir string, cfg config) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	inMeta := abs == metaDir
-	g := &gen{cfg: cfg, mp: mp, used: map[string]bool{"context": true}}
+	inMeta := abs == metaDir && pkg == "meta" // not package meta_test
+	g := &gen{cfg: cfg, mp: mp, hand: hand, used: map[string]bool{"context": true}}
 	if !inMeta {
 		g.qual = "meta"
 		g.used["meta"] = true
@@ -124,8 +125,10 @@ func generate(dir string, cfg config) ([]byte, error) {
 	switch g.cfg.style {
 	case "client":
 		doc = fmt.Sprintf("The protocol client's methods of %s for %s, each one call of its rpc.", typ, strings.Join(qs, ", "))
+	case "record":
+		doc = fmt.Sprintf("The recording methods of %s for %s: each notes its name and returns zero results.", typ, strings.Join(qs, ", "))
 	case "mountroot":
-		doc = fmt.Sprintf("The methods of %s for %s that map only meta.Ino arguments and meta.Inode results.", typ, strings.Join(qs, ", "))
+		doc = fmt.Sprintf("The methods of %s for %s that map meta.Ino arguments and, through the package's map<Type> methods, the other types that carry inode numbers.", typ, strings.Join(qs, ", "))
 	case "authz":
 		doc = fmt.Sprintf("The rules of %s, from each method's //tessera:authz directive, and %s's methods of them but those written by hand.", strings.Join(qs, ", "), typ)
 	case "server":
@@ -156,6 +159,23 @@ type gen struct {
 	used map[string]bool
 	w    *bytes.Buffer
 	pb   *proto // -style client and server
+	// hand are the methods the decorator's package defines on its type:
+	// those of the interfaces are left out, and -style mountroot and
+	// authz look their per-type mappers up here (mapQuota, outQuota).
+	hand map[string]bool
+}
+
+// mapper returns the name of the decorator's method prefix+T for a type
+// meta.T or []meta.T (mapQuota for []meta.Quota), whether t is a slice,
+// and whether the decorator defines it.
+func (g *gen) mapper(prefix, t string) (name string, slice, ok bool) {
+	elem, slice := strings.CutPrefix(t, "[]")
+	base, isMeta := strings.CutPrefix(elem, "meta.")
+	if !isMeta || !token.IsIdentifier(base) {
+		return "", false, false
+	}
+	name = prefix + base
+	return name, slice, g.hand[name]
 }
 
 // q qualifies a name of package meta.
@@ -237,6 +257,8 @@ func (g *gen) method(m method, optional bool) error {
 		fmt.Fprintf(g.w, "\tc, err := capability[%s](%s.Next, %q)\n", g.q(m.iface), r, m.name)
 		fmt.Fprintf(g.w, "\tif err != nil {\n\t\treturn %s\n\t}\n", all)
 		fmt.Fprintf(g.w, "\treturn c.%s\n", call)
+	case "record":
+		fmt.Fprintf(g.w, "\t%s.note(%q)\n\treturn %s\n", r, m.name, strings.Join(append(slices.Clone(rets), "nil"), ", "))
 	case "around":
 		on := "next." + call
 		if optional && (g.cfg.next == "meta.API" || g.cfg.next == "API") {

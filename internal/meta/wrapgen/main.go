@@ -16,7 +16,8 @@
 //	         separated; "api" stands for FS, Cluster and Sessions,
 //	         "optional" for every optional interface OptionalInterfaces
 //	         lists but SessionBinder (which returns the decorator itself)
-//	-style   around (default), forward, client, server, authz or mountroot
+//	-style   around (default), forward, client, server, authz, mountroot
+//	         or record
 //	-pb      with -style client or server: the protocol's generated Go
 //	         package, as a directory below the decorator's (metapb)
 //	-next    with -style around: the type of the API the hook hands each
@@ -58,7 +59,9 @@
 // it writes the rule tables from each method's //tessera:authz directive
 // and the view's methods (authz.go says how); with -style mountroot the
 // methods of package mountroot's API that only map inode numbers
-// (mountroot.go says which).
+// (mountroot.go says which). With -style record (a test double) each
+// generated method calls the receiver's note(method name) and returns
+// zero results and a nil error.
 //
 // TestGeneratedFilesAreCurrent runs every //go:generate line of the module
 // that names wrapgen again and fails when a file differs from what it
@@ -124,8 +127,8 @@ func parseArgs(args []string) (config, error) {
 	switch {
 	case c.typ == "" || c.recv == "" || ifaces == "" || c.out == "":
 		return c, fmt.Errorf("-type, -recv, -ifaces and -o are required")
-	case c.style != "around" && c.style != "forward" && c.style != "client" && c.style != "server" && c.style != "authz" && c.style != "mountroot":
-		return c, fmt.Errorf("-style %q: want around, forward, client, server, authz or mountroot", c.style)
+	case c.style != "around" && c.style != "forward" && c.style != "client" && c.style != "server" && c.style != "authz" && c.style != "mountroot" && c.style != "record":
+		return c, fmt.Errorf("-style %q: want around, forward, client, server, authz, mountroot or record", c.style)
 	case filepath.Base(c.out) != c.out || filepath.Ext(c.out) != ".go":
 		return c, fmt.Errorf("-o %q: want a .go file name in the decorator's directory", c.out)
 	}
