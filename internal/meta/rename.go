@@ -40,127 +40,166 @@ func (s *Service) rename(ctx context.Context, oldParent Ino, oldName string, new
 	defer func() { cl.end(err == nil) }()
 	err = s.update(ctx, func(t txn) error {
 		replaced = Inode{}
-		op, err := t.getDir(oldParent)
-		if err != nil {
+		e := renameEnds{oldParent: oldParent, oldName: oldName, newParent: newParent, newName: newName, exchange: exchange}
+		same, err := t.readRenameEnds(&e, flags)
+		if err != nil || same {
 			return err
 		}
-		np := op
-		if newParent != oldParent {
-			if np, err = t.getDir(newParent); err != nil {
-				return err
-			}
-		}
-		srcIno, srcTyp, ok, err := t.getDentry(oldParent, oldName)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return ErrNotFound
-		}
-		dstIno, dstTyp, dstOk, err := t.getDentry(newParent, newName)
-		if err != nil {
-			return err
-		}
-		switch {
-		case flags&RenameNoReplace != 0 && dstOk:
-			return ErrExist
-		case exchange && !dstOk:
-			return ErrNotFound
-		}
-		crossDir := oldParent != newParent
-		if crossDir && srcTyp == syscall.S_IFDIR {
-			if err := t.checkNotUnder(newParent, srcIno); err != nil {
-				return err
-			}
-		}
-		if crossDir && exchange && dstTyp == syscall.S_IFDIR {
-			if err := t.checkNotUnder(oldParent, dstIno); err != nil {
-				return err
-			}
-		}
-		if dstOk && dstIno == srcIno {
-			return nil
-		}
-		if dstOk && !exchange {
-			switch {
-			case srcTyp == syscall.S_IFDIR && dstTyp != syscall.S_IFDIR:
-				return ErrNotDir
-			case srcTyp != syscall.S_IFDIR && dstTyp == syscall.S_IFDIR:
-				return ErrIsDir
-			}
-		}
-		src, err := t.getInode(srcIno)
+		src, err := t.getInode(e.srcIno)
 		if err != nil {
 			return err
 		}
 		now := s.nowNs()
 		if exchange {
-			dst, err := t.getInode(dstIno)
-			if err != nil {
-				return err
-			}
-			if crossDir {
-				if err := t.moveDir(src, op, np); err != nil {
-					return err
-				}
-				if err := t.moveDir(dst, np, op); err != nil {
-					return err
-				}
-			}
-			dst.touch(now)
-			if err := t.putInode(dst); err != nil {
-				return err
-			}
-			if err := t.putDentry(oldParent, oldName, dstIno, dstTyp); err != nil {
-				return err
-			}
+			err = t.exchangeEnds(&e, src, now)
 		} else {
-			if dstOk {
-				keep := dstTyp == syscall.S_IFDIR && s.keepDir(t, cl, dstIno)
-				if replaced, err = t.replaceTarget(dstIno, dstTyp, np, now, keep); err != nil {
-					return err
-				}
-				if replaced.Nlink == 0 {
-					s.leases.orphaned(dstIno)
-				}
-			}
-			if crossDir {
-				if err := t.moveDir(src, op, np); err != nil {
-					return err
-				}
-			}
-			if err := t.Delete(dentryKey(oldParent, oldName)); err != nil {
-				return err
-			}
+			replaced, err = s.moveOver(t, cl, &e, src, now)
 		}
-		if err := t.putDentry(newParent, newName, srcIno, srcTyp); err != nil {
+		if err != nil {
 			return err
 		}
-		src.touch(now)
-		if err := t.putInode(src); err != nil {
-			return err
-		}
-		op.touchDir(now)
-		if err := t.putInode(op); err != nil {
-			return err
-		}
-		e := edit{kind: editRename, ino: srcIno, rec: src, dir: oldParent, name: oldName, to: newParent, toName: newName,
-			isDir: srcTyp == syscall.S_IFDIR, exchange: exchange}
-		if dstOk && !exchange {
-			e.replaced = dstIno
-			// Its holders hear of it: it lost a name (and may be gone).
-			e.tell = &notice{change: change{ino: dstIno, inode: &replaced}}
-		}
-		if err := t.record(e); err != nil {
-			return err
-		}
-		if crossDir {
-			np.touchDir(now)
-			return t.putInode(np)
-		}
-		return nil
+		return t.placeRenamed(&e, src, replaced, now)
 	})
 	return replaced, err
+}
+
+// renameEnds is what a rename found at its two ends.
+type renameEnds struct {
+	oldParent, newParent Ino
+	oldName, newName     string
+	exchange             bool
+	op, np               *inodeRec // the old and new parent directories (one when the same)
+	srcIno, dstIno       Ino
+	srcTyp, dstTyp       uint32
+	dstOk, crossDir      bool
+}
+
+// readRenameEnds reads both parents and both names into e and makes the
+// checks that need no inode, in Linux's order (see Rename); same reports
+// a rename onto another name of the same inode: success, no change.
+func (t txn) readRenameEnds(e *renameEnds, flags uint32) (same bool, err error) {
+	if e.op, err = t.getDir(e.oldParent); err != nil {
+		return false, err
+	}
+	e.np = e.op
+	if e.newParent != e.oldParent {
+		if e.np, err = t.getDir(e.newParent); err != nil {
+			return false, err
+		}
+	}
+	var ok bool
+	if e.srcIno, e.srcTyp, ok, err = t.getDentry(e.oldParent, e.oldName); err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, ErrNotFound
+	}
+	if e.dstIno, e.dstTyp, e.dstOk, err = t.getDentry(e.newParent, e.newName); err != nil {
+		return false, err
+	}
+	switch {
+	case flags&RenameNoReplace != 0 && e.dstOk:
+		return false, ErrExist
+	case e.exchange && !e.dstOk:
+		return false, ErrNotFound
+	}
+	e.crossDir = e.oldParent != e.newParent
+	if e.crossDir && e.srcTyp == syscall.S_IFDIR {
+		if err := t.checkNotUnder(e.newParent, e.srcIno); err != nil {
+			return false, err
+		}
+	}
+	if e.crossDir && e.exchange && e.dstTyp == syscall.S_IFDIR {
+		if err := t.checkNotUnder(e.oldParent, e.dstIno); err != nil {
+			return false, err
+		}
+	}
+	if e.dstOk && e.dstIno == e.srcIno {
+		return true, nil
+	}
+	if e.dstOk && !e.exchange {
+		switch {
+		case e.srcTyp == syscall.S_IFDIR && e.dstTyp != syscall.S_IFDIR:
+			return false, ErrNotDir
+		case e.srcTyp != syscall.S_IFDIR && e.dstTyp == syscall.S_IFDIR:
+			return false, ErrIsDir
+		}
+	}
+	return false, nil
+}
+
+// exchangeEnds is RENAME_EXCHANGE's half that moves the target: it goes
+// to the old name (and, across directories, both parent pointers move).
+func (t txn) exchangeEnds(e *renameEnds, src *inodeRec, now int64) error {
+	dst, err := t.getInode(e.dstIno)
+	if err != nil {
+		return err
+	}
+	if e.crossDir {
+		if err := t.moveDir(src, e.op, e.np); err != nil {
+			return err
+		}
+		if err := t.moveDir(dst, e.np, e.op); err != nil {
+			return err
+		}
+	}
+	dst.touch(now)
+	if err := t.putInode(dst); err != nil {
+		return err
+	}
+	return t.putDentry(e.oldParent, e.oldName, e.dstIno, e.dstTyp)
+}
+
+// moveOver is a plain rename's half that clears the way: the target, if
+// any, loses its name (replaced: it as it is after; Ino 0 when none), the
+// source's parent pointer moves across directories, and the old name goes.
+func (s *Service) moveOver(t txn, cl *claims, e *renameEnds, src *inodeRec, now int64) (replaced Inode, err error) {
+	if e.dstOk {
+		keep := e.dstTyp == syscall.S_IFDIR && s.keepDir(t, cl, e.dstIno)
+		if replaced, err = t.replaceTarget(e.dstIno, e.dstTyp, e.np, now, keep); err != nil {
+			return Inode{}, err
+		}
+		if replaced.Nlink == 0 {
+			s.leases.orphaned(e.dstIno)
+		}
+	}
+	if e.crossDir {
+		if err := t.moveDir(src, e.op, e.np); err != nil {
+			return Inode{}, err
+		}
+	}
+	return replaced, t.Delete(dentryKey(e.oldParent, e.oldName))
+}
+
+// placeRenamed gives the source its new name, touches it and the parents,
+// and records the change for the pipeline's hooks.
+func (t txn) placeRenamed(e *renameEnds, src *inodeRec, replaced Inode, now int64) error {
+	if err := t.putDentry(e.newParent, e.newName, e.srcIno, e.srcTyp); err != nil {
+		return err
+	}
+	src.touch(now)
+	if err := t.putInode(src); err != nil {
+		return err
+	}
+	e.op.touchDir(now)
+	if err := t.putInode(e.op); err != nil {
+		return err
+	}
+	ed := edit{kind: editRename, ino: e.srcIno, rec: src, dir: e.oldParent, name: e.oldName, to: e.newParent, toName: e.newName,
+		isDir: e.srcTyp == syscall.S_IFDIR, exchange: e.exchange}
+	if e.dstOk && !e.exchange {
+		ed.replaced = e.dstIno
+		// Its holders hear of it: it lost a name (and may be gone).
+		ed.tell = &notice{change: change{ino: e.dstIno, inode: &replaced}}
+	}
+	if err := t.record(ed); err != nil {
+		return err
+	}
+	if e.crossDir {
+		e.np.touchDir(now)
+		return t.putInode(e.np)
+	}
+	return nil
 }
 
 // moveDir updates the parent pointer of rec, which moves from directory
