@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"syscall"
 
 	"tessera/internal/block"
@@ -152,13 +153,22 @@ type reader struct {
 	b    []byte
 	err  error
 	what string
+	ino  Ino // when not 0, the record is what's of this inode (formatted only on failure)
 }
 
 func (r *reader) fail(format string, args ...any) {
 	if r.err == nil {
-		r.err = corruptf("%s record: %s", r.what, fmt.Sprintf(format, args...))
+		what := r.what
+		if r.ino != 0 {
+			what = fmt.Sprintf("%s %d", r.what, r.ino)
+		}
+		r.err = corruptf("%s record: %s", what, fmt.Sprintf(format, args...))
 	}
 }
+
+// uvarintLen is the length of n's minimal uvarint (binary.AppendUvarint's,
+// without making it).
+func uvarintLen(n uint64) int { return (bits.Len64(n|1) + 6) / 7 }
 
 func (r *reader) fixed(n int) []byte {
 	if r.err != nil {
@@ -193,7 +203,7 @@ func (r *reader) uvarint(max uint64, field string) uint64 {
 		return 0
 	}
 	n, k := binary.Uvarint(r.b)
-	if k <= 0 || k != len(binary.AppendUvarint(nil, n)) {
+	if k <= 0 || k != uvarintLen(n) {
 		r.fail("bad %s", field) // absent, overflowing or not minimal
 		return 0
 	}
@@ -214,7 +224,7 @@ func (r *reader) bytes(max int, field string) []byte {
 		return nil
 	}
 	n, k := binary.Uvarint(r.b)
-	if k <= 0 || k != len(binary.AppendUvarint(nil, n)) {
+	if k <= 0 || k != uvarintLen(n) {
 		r.fail("bad %s length", field) // absent, overflowing or not minimal
 		return nil
 	}
@@ -244,7 +254,7 @@ func (r *reader) version() {
 
 // decodeInode decodes an inode record of inode ino, of either layout.
 func decodeInode(ino Ino, b []byte) (*inodeRec, error) {
-	r := reader{b: b, what: fmt.Sprintf("inode %d", ino)}
+	r := reader{b: b, what: "inode", ino: ino}
 	v := r.fixed(1)
 	if r.err == nil && v[0] != recordV1 && v[0] != recordV2 {
 		r.fail("unknown version %d", v[0])

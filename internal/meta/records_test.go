@@ -377,3 +377,36 @@ func TestProgressErrCut(t *testing.T) {
 		t.Fatalf("long error: %d bytes, %v", len(p.Err), err)
 	}
 }
+
+// TestUvarintLen: uvarintLen is the length binary.AppendUvarint makes, at
+// every boundary of a 7-bit group.
+func TestUvarintLen(t *testing.T) {
+	for shift := 0; shift < 64; shift++ {
+		for _, n := range []uint64{1<<shift - 1, 1 << shift, 1<<shift + 1} {
+			if got, want := uvarintLen(n), len(binary.AppendUvarint(nil, n)); got != want {
+				t.Fatalf("uvarintLen(%d) = %d, want %d", n, got, want)
+			}
+		}
+	}
+	if got := uvarintLen(math.MaxUint64); got != 10 {
+		t.Fatalf("uvarintLen(max) = %d, want 10", got)
+	}
+}
+
+// TestInodeRecordRefusesNonMinimalUvarint: a field of a layout-2 inode
+// record in a longer uvarint than it needs is corrupt, not read.
+func TestInodeRecordRefusesNonMinimalUvarint(t *testing.T) {
+	rec := &inodeRec{Parent: RootIno}
+	rec.Ino, rec.Gen, rec.Mode, rec.Nlink, rec.BlockSize = 9, 1, syscall.S_IFREG|0o644, 1, 1<<20
+	b := encodeInode(rec)
+	if b[0] != recordV2 || b[2] != 1 {
+		t.Fatalf("record %x: want version 2 and gen 1 in one byte at offset 2", b)
+	}
+	if _, err := decodeInode(9, b); err != nil {
+		t.Fatal(err)
+	}
+	bad := append(append(append([]byte{}, b[:2]...), 0x81, 0x00), b[3:]...) // gen 1 in two bytes
+	if _, err := decodeInode(9, bad); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("gen in a non-minimal uvarint: %v, want ErrCorrupt", err)
+	}
+}
