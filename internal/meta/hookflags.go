@@ -43,27 +43,13 @@ func (t txn) hookFlagged(key []byte) (bool, error) {
 // markHookFlags sets the fileset flag when the store has a fileset and no
 // flag (a store written before the flag).
 func (t txn) markHookFlags() error {
-	for _, k := range []struct {
-		flag []byte
-		pfx  byte
-	}{{keyFilesetsFlag, pfxFileset}} {
-		ok, err := t.hookFlagged(k.flag)
-		if err != nil {
-			return err
-		}
-		if ok {
-			continue
-		}
-		found := false
-		p := []byte{k.pfx}
-		if err := t.Scan(p, kv.PrefixEnd(p), func(_, _ []byte) (bool, error) { found = true; return false, nil }); err != nil {
-			return err
-		}
-		if found {
-			if err := t.Put(k.flag, []byte{recordV1}); err != nil {
-				return err
-			}
-		}
+	if ok, err := t.hookFlagged(keyFilesetsFlag); err != nil || ok {
+		return err
 	}
-	return nil
+	found := false
+	p := []byte{pfxFileset}
+	if err := t.Scan(p, kv.PrefixEnd(p), func(_, _ []byte) (bool, error) { found = true; return false, nil }); err != nil || !found {
+		return err
+	}
+	return t.Put(keyFilesetsFlag, []byte{recordV1})
 }

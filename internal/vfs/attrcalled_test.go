@@ -13,7 +13,6 @@ import (
 	"tessera/internal/block/blocktest"
 	"tessera/internal/client"
 	"tessera/internal/clock"
-	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 )
 
@@ -73,17 +72,7 @@ func sessionFS(t *testing.T, m *countingMeta) *FS {
 // service's callback, not through the TTL, which never runs out here.
 func TestAttrCacheOfFilesNotOpenIsCalledBack(t *testing.T) {
 	ctx := context.Background()
-	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.RegisterServer(ctx, meta.Server{ID: "b0", Addr: "mem", State: "up"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := svc.SetAttr(ctx, meta.RootIno, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o1777}); err != nil {
-		t.Fatal(err)
-	}
-	m := &countingMeta{Service: svc}
+	m := &countingMeta{Service: newMetaSvc(t)}
 	a, b := sessionFS(t, m), sessionFS(t, m)
 
 	f := mk(t, a, alice, meta.RootIno, "f", syscall.S_IFREG|0o644)

@@ -22,9 +22,9 @@ func newFS(t *testing.T) *FS {
 	return v
 }
 
-// newFSWith is newFS with opts and the client's default policy; it
-// returns the meta service too.
-func newFSWith(t *testing.T, opts Options, policy string) (*FS, *meta.Service) {
+// newMetaSvc is a meta service in memory with one block server ("b0",
+// which the tests' dialers answer) and a root every user may write in.
+func newMetaSvc(t *testing.T) *meta.Service {
 	t.Helper()
 	ctx := context.Background()
 	svc, err := meta.New(memkv.New(), meta.Options{BlockSize: 64 << 10})
@@ -37,6 +37,15 @@ func newFSWith(t *testing.T, opts Options, policy string) (*FS, *meta.Service) {
 	if _, err := svc.SetAttr(ctx, meta.RootIno, meta.SetAttrReq{Valid: meta.SetMode, Mode: 0o1777}); err != nil {
 		t.Fatal(err)
 	}
+	return svc
+}
+
+// newFSWith is newFS with opts and the client's default policy; it
+// returns the meta service too.
+func newFSWith(t *testing.T, opts Options, policy string) (*FS, *meta.Service) {
+	t.Helper()
+	ctx := context.Background()
+	svc := newMetaSvc(t)
 	st := blocktest.NewMem()
 	c, err := client.New(ctx, client.Config{
 		Meta:   svc,
