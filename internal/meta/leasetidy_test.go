@@ -52,9 +52,9 @@ func TestTidyingSparesARecordInUse(t *testing.T) {
 	if err := s.CloseSession(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	s.TidyLeases(ctx)
+	meta.TidyLeases(ctx, s)
 	// The next read finds the record; a round runs before its grant.
-	tidy := func() { s.TidyLeases(ctx) }
+	tidy := func() { meta.TidyLeases(ctx, s) }
 	store.hook.Store(&tidy)
 	id := read()
 	if store.hook.Load() != nil {
