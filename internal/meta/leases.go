@@ -80,7 +80,11 @@ type leaseTable struct {
 		reaping map[Ino]chan struct{}
 		orphans map[Ino]struct{}
 		// recorded mirrors this Service's lease records in a shared
-		// store: no lease is granted on an inode not in it.
+		// store: no lease is granted on an inode not in it. The value
+		// says a tidying round found the record unheld and unused since
+		// the round before (unheldRecorded): only such a record is
+		// dropped, so a read between its record check and its grant
+		// never loses the record to a round running in between.
 		recorded map[Ino]bool
 	}
 }
@@ -345,10 +349,14 @@ func (l *leaseTable) grantLocked(id SessionID, ino Ino, since uint64) bool {
 	if s == nil {
 		return true
 	}
-	if l.changedSinceLocked(ino, since) || (l.shared && !l.mu.recorded[ino]) {
+	_, recorded := l.mu.recorded[ino]
+	if l.changedSinceLocked(ino, since) || (l.shared && !recorded) {
 		l.queueLocked(s, Callback{Ino: ino, Kind: CallbackInvalidate})
 		l.dropLeaseLocked(s, ino)
 		return false
+	}
+	if recorded {
+		l.mu.recorded[ino] = false
 	}
 	if e, ok := s.leases[ino]; ok {
 		s.order.MoveToBack(e)
@@ -378,7 +386,11 @@ func (l *leaseTable) changedLocked(ino Ino) {
 func (l *leaseTable) isRecorded(ino Ino) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.mu.recorded[ino]
+	_, ok := l.mu.recorded[ino]
+	if ok {
+		l.mu.recorded[ino] = false // in use: the next round keeps it
+	}
+	return ok
 }
 
 // record notes that the lease record of ino was written. It counts as a
@@ -387,7 +399,7 @@ func (l *leaseTable) isRecorded(ino Ino) bool {
 func (l *leaseTable) record(ino Ino) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.mu.recorded[ino] = true
+	l.mu.recorded[ino] = false
 	l.changedLocked(ino)
 }
 
@@ -396,16 +408,17 @@ func (l *leaseTable) record(ino Ino) {
 func (l *leaseTable) recordNew(ino Ino) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.mu.recorded[ino] = true
+	l.mu.recorded[ino] = false
 }
 
 // unrecordIfUnheld forgets the lease record of ino when no session holds a
-// lease on it, and reports whether it did (the caller deletes the record;
-// until then, and after, no lease on ino is granted without a new one).
+// lease on it and nothing used it since unheldRecorded returned it, and
+// reports whether it did (the caller deletes the record; until then, and
+// after, no lease on ino is granted without a new one).
 func (l *leaseTable) unrecordIfUnheld(ino Ino) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.mu.holders[ino]) > 0 || !l.mu.recorded[ino] {
+	if idle := l.mu.recorded[ino]; len(l.mu.holders[ino]) > 0 || !idle {
 		return false
 	}
 	delete(l.mu.recorded, ino)
@@ -413,17 +426,26 @@ func (l *leaseTable) unrecordIfUnheld(ino Ino) bool {
 }
 
 // unheldRecorded returns up to n recorded inodes on which no session
-// holds a lease.
+// holds a lease and that nothing used since the previous call (a round of
+// tidyLeases) found them so; the unheld ones it finds in use it marks, for
+// the next round. A record is thus dropped only after a whole round
+// unheld and unused: a read that found the record (ensureLease) and has
+// not been granted yet is not robbed of it, which would turn its lease
+// into a needless invalidation.
 func (l *leaseTable) unheldRecorded(n int) []Ino {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []Ino
-	for ino := range l.mu.recorded {
+	for ino, idle := range l.mu.recorded {
 		if len(out) == n {
 			break
 		}
-		if len(l.mu.holders[ino]) == 0 {
+		switch {
+		case len(l.mu.holders[ino]) > 0:
+		case idle:
 			out = append(out, ino)
+		default:
+			l.mu.recorded[ino] = true
 		}
 	}
 	return out

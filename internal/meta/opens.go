@@ -141,6 +141,14 @@ func (l *leaseTable) startReap(ino Ino) bool {
 	return true
 }
 
+// reapUnderWay returns the gate of a reap of ino under way (closed when it
+// ends), nil when there is none.
+func (l *leaseTable) reapUnderWay(ino Ino) chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.mu.reaping[ino]
+}
+
 // endReap ends a reap startReap claimed; gone says the inode is no orphan
 // (any more): deleted, or linked.
 func (l *leaseTable) endReap(ino Ino, gone bool) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -177,5 +178,55 @@ func TestOpenGraceOption(t *testing.T) {
 	}
 	if s3.InGrace() {
 		t.Fatal("OrphanGrace negative: in a grace")
+	}
+}
+
+// duringUpdate is a memkv store that runs hook (once) at the start of the
+// next transaction after it is armed.
+type duringUpdate struct {
+	*memkv.Store
+	hook atomic.Pointer[func()]
+}
+
+func (s *duringUpdate) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
+	if h := s.hook.Swap(nil); h != nil {
+		(*h)()
+	}
+	return s.Store.Update(ctx, fn)
+}
+
+// TestReapWaitsForAReapUnderWay: Reap of an orphan another reap is
+// deleting (the background tidying's, or another caller's) waits for it
+// and does not report success before the orphan is gone. (It used to
+// return at once: the shared conformance suite found an orphan still there
+// after Reap when ServeShared's tidying reaped it at the same moment.)
+func TestReapWaitsForAReapUnderWay(t *testing.T) {
+	ctx := context.Background()
+	store := &duringUpdate{Store: memkv.New()}
+	s, err := meta.New(store, meta.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := mkfile(t, s, "f")
+	if _, err := s.Unlink(ctx, meta.RootIno, "f", 0); err != nil { // held by its caller: an orphan
+		t.Fatal(err)
+	}
+	// Inside the first reap's transaction, a second Reap whose caller
+	// gives up at once must say it did not see the orphan gone.
+	var during error
+	hook := func() {
+		gone, cancel := context.WithCancel(ctx)
+		cancel()
+		during = s.Reap(gone, f.Ino)
+	}
+	store.hook.Store(&hook)
+	if err := s.Reap(ctx, f.Ino); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(during, context.Canceled) {
+		t.Fatalf("Reap while another reap was under way = %v, want it to wait (and fail when its context ends)", during)
+	}
+	if _, err := s.GetAttr(ctx, f.Ino); !errors.Is(err, meta.ErrNotFound) {
+		t.Fatalf("after the reap: getattr = %v, want not found", err)
 	}
 }

@@ -12,12 +12,25 @@ import (
 // Reap deletes the orphan ino (Nlink 0): its inode, recipe, xattrs and
 // orphan marker, and takes it off the usage counters. Reaping a linked inode,
 // one already gone, one a live session has open (HoldOpen) or any during the
-// restart grace does nothing.
+// restart grace does nothing. A reap of ino already under way (the
+// background tidying's, or another caller's) is waited for, so that once
+// Reap returns an orphan nobody holds is gone.
 func (s *Service) Reap(ctx context.Context, ino Ino) error {
-	if _, err := s.reap(ctx, ino); err != nil {
-		return fmt.Errorf("reap %d: %w", ino, err)
+	for {
+		gone, err := s.reap(ctx, ino)
+		if err != nil {
+			return fmt.Errorf("reap %d: %w", ino, err)
+		}
+		gate := s.leases.reapUnderWay(ino)
+		if gone || gate == nil {
+			return nil
+		}
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return fmt.Errorf("reap %d: waiting for another reap of it: %w (%w)", ino, ctx.Err(), ErrIO)
+		}
 	}
-	return nil
 }
 
 // reap is Reap; it reports whether it deleted the inode. The recipe goes
