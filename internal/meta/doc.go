@@ -276,8 +276,10 @@
 // its requests (kv.Watcher), calls them back to its sessions as
 // invalidations, and deletes each request once they acknowledged or
 // expired. It keeps its lease record after a callback (the sessions it
-// invalidated tend to read again) and drops the records no session leases
-// every third of the session TTL. A Sync change also waits for those deletions, or for the
+// invalidated tend to read again) and drops a record once a whole tidying
+// round (every third of the session TTL) found it unleased and unused, so
+// a read between its record check and its grant keeps its record. A Sync
+// change also waits for those deletions, or for the
 // holder's liveness record ("M", renewed every third of the session TTL
 // by ServeShared) to lapse, so Sync means the same across Services. A
 // Service that cannot renew its liveness ends its sessions. Callbacks
