@@ -16,10 +16,11 @@ import (
 // outQuota maps the directory of a quota in a reply to c. The quota may be
 // on a directory above a confined caller's root (QuotaOf's: its project's,
 // what df shows): its limits and usage are shown, its directory reads as
-// 0.
+// 0. (Not through in: that reads meta.RootIno as the caller's own root,
+// and logs a refusal, where a reply is only being mapped.)
 func (v *view) outQuota(ctx context.Context, c caller, method string, q *meta.Quota) {
-	if c.root != 0 && q.Dir != 0 {
-		if _, err := v.a.in(ctx, c, method, q.Dir); err != nil {
+	if c.root != 0 && q.Dir != 0 && q.Dir != c.root {
+		if ok, err := v.a.svc.Within(ctx, q.Dir, c.root); err != nil || !ok {
 			q.Dir = 0
 		}
 	}

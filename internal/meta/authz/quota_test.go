@@ -104,4 +104,19 @@ func TestQuotaAboveConfinedRoot(t *testing.T) {
 	if got, err := f.a.QuotaOf(as(ro), tr.b); err != nil || got.Dir != tr.proj {
 		t.Errorf("QuotaOf /proj/sub/b as ro: %+v %v; want /proj's", got, err)
 	}
+	// A quota on the cluster's root is above every confined root too: its
+	// directory must not read as meta.RootIno, which to the caller is its
+	// own root.
+	if err := f.a.RemoveQuota(as(admin), tr.proj); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.a.SetQuota(as(admin), meta.Quota{Dir: meta.RootIno, MaxInodes: 9}); err != nil {
+		t.Fatalf("SetQuota of / as admin: %v", err)
+	}
+	if got, err := f.a.QuotaOf(as(subRW), tr.b); err != nil || got.Dir != 0 || got.MaxInodes != 9 {
+		t.Errorf("QuotaOf /proj/sub/b as %s under a quota on /: %+v %v; want its limits, directory 0", subRW.Name, got, err)
+	}
+	if strings.Contains(f.log.String(), "outside") {
+		t.Errorf("mapping a reply logged a denial:\n%s", f.log.String())
+	}
 }
