@@ -2,27 +2,11 @@ package meta_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
 
-	"tessera/internal/kv"
 	"tessera/internal/kv/memkv"
 	"tessera/internal/meta"
 )
-
-// duringView is a memkv store that runs hook (once) at the start of the
-// next read-only transaction after it is armed.
-type duringView struct {
-	*memkv.Store
-	hook atomic.Pointer[func()]
-}
-
-func (s *duringView) View(ctx context.Context, fn func(tx kv.Txn) error) error {
-	if h := s.hook.Swap(nil); h != nil {
-		(*h)()
-	}
-	return s.Store.View(ctx, fn)
-}
 
 // TestTidyingSparesARecordInUse: a tidying round that runs while a read
 // has found its Service's lease record and not been granted yet leaves
@@ -32,7 +16,7 @@ func (s *duringView) View(ctx context.Context, fn func(tx kv.Txn) error) error {
 // ServeShared met a test's first reads.)
 func TestTidyingSparesARecordInUse(t *testing.T) {
 	ctx := context.Background()
-	store := &duringView{Store: memkv.New()}
+	store := &armedStore{Store: memkv.New()}
 	s := sharedServices(t, store, meta.Options{}, 1, false)[0]
 	f := mkfile(t, s, "f")
 	read := func() meta.SessionID {
@@ -55,9 +39,9 @@ func TestTidyingSparesARecordInUse(t *testing.T) {
 	meta.TidyLeases(ctx, s)
 	// The next read finds the record; a round runs before its grant.
 	tidy := func() { meta.TidyLeases(ctx, s) }
-	store.hook.Store(&tidy)
+	store.onView.Store(&tidy)
 	id := read()
-	if store.hook.Load() != nil {
+	if store.onView.Load() != nil {
 		t.Fatal("the read ran no read-only transaction: the test tidied nothing in between")
 	}
 	cbs, err := s.Callbacks(ctx, id, 0, 0)

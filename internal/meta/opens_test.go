@@ -181,15 +181,24 @@ func TestOpenGraceOption(t *testing.T) {
 	}
 }
 
-// duringUpdate is a memkv store that runs hook (once) at the start of the
-// next transaction after it is armed.
-type duringUpdate struct {
+// armedStore is a memkv store that runs a hook (once) at the start of
+// its next read-only transaction (onView) or read-write one (onUpdate)
+// after the hook is armed: a test's way in between a method's record
+// check and its transaction.
+type armedStore struct {
 	*memkv.Store
-	hook atomic.Pointer[func()]
+	onView, onUpdate atomic.Pointer[func()]
 }
 
-func (s *duringUpdate) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
-	if h := s.hook.Swap(nil); h != nil {
+func (s *armedStore) View(ctx context.Context, fn func(tx kv.Txn) error) error {
+	if h := s.onView.Swap(nil); h != nil {
+		(*h)()
+	}
+	return s.Store.View(ctx, fn)
+}
+
+func (s *armedStore) Update(ctx context.Context, fn func(tx kv.Txn) error) error {
+	if h := s.onUpdate.Swap(nil); h != nil {
 		(*h)()
 	}
 	return s.Store.Update(ctx, fn)
@@ -202,7 +211,7 @@ func (s *duringUpdate) Update(ctx context.Context, fn func(tx kv.Txn) error) err
 // after Reap when ServeShared's tidying reaped it at the same moment.)
 func TestReapWaitsForAReapUnderWay(t *testing.T) {
 	ctx := context.Background()
-	store := &duringUpdate{Store: memkv.New()}
+	store := &armedStore{Store: memkv.New()}
 	s, err := meta.New(store, meta.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +228,7 @@ func TestReapWaitsForAReapUnderWay(t *testing.T) {
 		cancel()
 		during = s.Reap(gone, f.Ino)
 	}
-	store.hook.Store(&hook)
+	store.onUpdate.Store(&hook)
 	if err := s.Reap(ctx, f.Ino); err != nil {
 		t.Fatal(err)
 	}
