@@ -70,6 +70,11 @@ type sharedState struct {
 		opened map[Ino]bool
 		// inflight are the callback requests being delivered (by key).
 		inflight map[string]bool
+		// drops are the open records whose last open ended, to be
+		// deleted by the drainer (opendrops.go); dropsIdle is closed when
+		// the drainer running ends, nil when none runs.
+		drops     map[Ino]struct{}
+		dropsIdle chan struct{}
 	}
 }
 
@@ -141,6 +146,7 @@ func (s *Service) newShared(opts Options) error {
 	}
 	sh.mu.opened = make(map[Ino]bool)
 	sh.mu.inflight = make(map[string]bool)
+	sh.mu.drops = make(map[Ino]struct{})
 	s.sh = sh
 	s.leases.shared = true
 	return s.beat(context.Background())
