@@ -3,6 +3,7 @@ package meta
 import (
 	"context"
 	"slices"
+	"time"
 
 	"tessera/internal/kv"
 )
@@ -12,11 +13,13 @@ import (
 // inode, and nothing for this Service to reap, does not wait for the
 // deletion of its record: it queues the inode, and one drainer (started by
 // the release that finds none running, ending when the queue is empty)
-// deletes the queued records in one transaction per batch. A lone release
-// is drained at once; the releases that arrive while a batch travels go in
-// the next one. Over etcd that is one Raft proposal for many releases
-// instead of one each (issue 29: the release was one of a create's four
-// requests through the mount).
+// gathers releases for dropWindow (Options.After's clock), then deletes
+// the queued records in one transaction per batch; the releases that
+// arrive while a batch travels go in the next one. Over etcd that is one
+// Raft proposal for many releases instead of one each (issue 29: the
+// release was one of a create's four requests through the mount; the
+// kernel sends RELEASE after close(2) has returned, so nobody waits for
+// the window).
 //
 // Why a late deletion is safe: the record only keeps the inode from being
 // deleted through another Service while this one may hold it open. Until
@@ -31,6 +34,12 @@ import (
 // delete and a compare (the orphan marker), well inside etcd's default of
 // 128 operations per transaction.
 const maxDropBatch = 32
+
+// dropWindow is how long the drainer gathers releases before its first
+// batch: at a few hundred creates per second, a batch of several. It only
+// delays the deletion of records nobody waits for (and the reap of an
+// orphan unlinked through another Service while open here).
+const dropWindow = 20 * time.Millisecond
 
 // dropOpenLater queues the deletion of ino's open record, if this Service
 // has one, and starts the drainer unless one runs.
@@ -52,6 +61,10 @@ func (s *Service) dropOpenLater(ino Ino) {
 // queue is empty; then it closes idle.
 func (s *Service) drainDrops(idle chan struct{}) {
 	ctx := context.Background()
+	select {
+	case <-s.leases.after(dropWindow):
+	case <-s.sh.dropsNow:
+	}
 	for {
 		s.sh.mu.Lock()
 		var batch []Ino
@@ -140,8 +153,13 @@ func (s *Service) dropOpens(ctx context.Context, inos []Ino) (orphans []Ino, err
 	return orphans, nil
 }
 
-// flushOpenDrops waits until no drop is queued or being deleted.
+// flushOpenDrops waits until no drop is queued or being deleted, ending
+// the drainer's window at once.
 func (s *Service) flushOpenDrops() {
+	select {
+	case s.sh.dropsNow <- struct{}{}:
+	default:
+	}
 	for {
 		s.sh.mu.Lock()
 		idle := s.sh.mu.dropsIdle

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"tessera/internal/kv"
 	"tessera/internal/kv/memkv"
@@ -51,17 +52,19 @@ func (d *dropSpy) Delete(k []byte) error {
 }
 
 // TestReleasesDropOpenRecordsInBatches: releases do not wait for the
-// deletion of their open records, and the releases that arrive while one
-// batch of deletions travels go together in the next: 20 releases, 2
-// transactions (were 20, one per release). An inode opened again before its
-// batch keeps its record. Fails with ReleaseOpen calling dropOpen
-// (21 transactions: the reopened one deletes its record too).
+// deletion of their open records; the drainer gathers them for its window
+// and deletes them together: 20 releases, 1 transaction (were 20, one per
+// release), and while a batch travels the next releases queue behind it.
+// An inode opened again before its batch keeps its record. Fails with
+// ReleaseOpen calling dropOpen (a transaction per release, 21).
 func TestReleasesDropOpenRecordsInBatches(t *testing.T) {
 	ctx := context.Background()
 	inner := memkv.New()
 	defer inner.Close()
 	g := &gatedStore{Store: inner, Watcher: inner, entered: make(chan struct{}), release: make(chan struct{})}
-	s, err := New(g, Options{Shared: true})
+	// The drainer's window never ends by itself: FlushOpenDrops ends it.
+	never := func(time.Duration) <-chan time.Time { return nil }
+	s, err := New(g, Options{Shared: true, After: never})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,36 +74,47 @@ func TestReleasesDropOpenRecordsInBatches(t *testing.T) {
 	}
 	api := s.WithSession(info.ID)
 	var inos []Ino
-	for i := range 21 {
+	for i := range 42 {
 		in, err := api.Create(ctx, CreateReq{Parent: RootIno, Name: fmt.Sprintf("f%02d", i), Mode: 0o644, Excl: true, Open: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		inos = append(inos, in.Ino)
 	}
-	g.armed.Store(true)
-	first := make(chan error, 1)
-	go func() { first <- api.ReleaseOpen(ctx, inos[0]) }()
-	<-g.entered // the first batch (inos[0]) is in its transaction
-	for _, ino := range inos[1:20] {
-		if err := api.ReleaseOpen(ctx, ino); err != nil {
-			t.Fatal(err)
+	release := func(inos []Ino) {
+		t.Helper()
+		for _, ino := range inos {
+			if err := api.ReleaseOpen(ctx, ino); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	// Released and opened again before its batch: the record stays.
-	if err := api.ReleaseOpen(ctx, inos[20]); err != nil {
-		t.Fatal(err)
+	release(inos[:21])
+	if n := g.drops.Load(); n != 0 {
+		t.Errorf("releases in the drainer's window deleted open records in %d transactions already; want none yet", n)
 	}
+	// Released and opened again before its batch: the record stays.
 	if _, err := api.HoldOpen(ctx, inos[20]); err != nil {
 		t.Fatal(err)
 	}
+	FlushOpenDrops(s)
+	if n := g.drops.Load(); n != 1 {
+		t.Errorf("20 releases in one window deleted their open records in %d transactions; want 1", n)
+	}
+	// A batch in flight: the releases meanwhile go in the next one.
+	g.armed.Store(true)
+	first := make(chan error, 1)
+	go func() { first <- api.ReleaseOpen(ctx, inos[21]) }()
+	go FlushOpenDrops(s)
+	<-g.entered
+	release(inos[22:])
 	close(g.release)
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
 	FlushOpenDrops(s)
-	if n := g.drops.Load(); n != 2 {
-		t.Errorf("20 releases deleted their open records in %d transactions; want 2 (the first alone, the rest queued behind it)", n)
+	if n := g.drops.Load(); n != 3 {
+		t.Errorf("a batch in flight and 20 releases behind it: %d transactions in all; want 3", n)
 	}
 	for i, ino := range inos {
 		_, ok, err := getKey(inner, openRecKey(ino, s.ID()))

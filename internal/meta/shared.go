@@ -63,6 +63,8 @@ type sharedState struct {
 	// stripes serialize the writes and drops of this Service's lease and
 	// open records of one inode with the in-memory sets that mirror them.
 	stripes [lockStripes]sync.Mutex
+	// dropsNow ends the drainer's gathering window (flushOpenDrops).
+	dropsNow chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -147,6 +149,7 @@ func (s *Service) newShared(opts Options) error {
 	sh.mu.opened = make(map[Ino]bool)
 	sh.mu.inflight = make(map[string]bool)
 	sh.mu.drops = make(map[Ino]struct{})
+	sh.dropsNow = make(chan struct{}, 1)
 	s.sh = sh
 	s.leases.shared = true
 	return s.beat(context.Background())
