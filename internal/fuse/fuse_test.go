@@ -19,6 +19,12 @@ import (
 // on-disk block store (no HTTP), and unmounts it when the test ends.
 func mountForTest(t *testing.T) string {
 	t.Helper()
+	return mountWith(t, Options{})
+}
+
+// mountWith is mountForTest with opts (its Logger set here).
+func mountWith(t *testing.T, opts Options) string {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("mounting needs root")
 	}
@@ -42,7 +48,8 @@ func mountForTest(t *testing.T) string {
 		t.Fatal(err)
 	}
 	mnt := t.TempDir()
-	srv, err := Mount(New(c, Options{Logger: log}), mnt)
+	opts.Logger = log
+	srv, err := Mount(New(c, opts), mnt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -314,7 +314,11 @@
 // the inode for the open (its compares make that read current at the
 // commit, so it may come from the nearest store replica: one majority
 // round per open), and every delete reads them in its transaction: an orphan held
-// open through one Service is not deleted through another. The records of
+// open through one Service is not deleted through another. The last
+// release of an inode does not wait for its record's deletion: a drainer
+// deletes the released records in batches, one transaction per batch,
+// reaping what was orphaned through another Service meanwhile
+// (opendrops.go). The records of
 // a Service whose liveness lapsed hold for OrphanGrace more, while its
 // clients fail over and re-announce their opens elsewhere; then the
 // reaper's leader deletes them with the rest of its records (CleanupDead).

@@ -63,6 +63,8 @@ type sharedState struct {
 	// stripes serialize the writes and drops of this Service's lease and
 	// open records of one inode with the in-memory sets that mirror them.
 	stripes [lockStripes]sync.Mutex
+	// dropsNow ends the drainer's gathering window (flushOpenDrops).
+	dropsNow chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -70,6 +72,11 @@ type sharedState struct {
 		opened map[Ino]bool
 		// inflight are the callback requests being delivered (by key).
 		inflight map[string]bool
+		// drops are the open records whose last open ended, to be
+		// deleted by the drainer (opendrops.go); dropsIdle is closed when
+		// the drainer running ends, nil when none runs.
+		drops     map[Ino]struct{}
+		dropsIdle chan struct{}
 	}
 }
 
@@ -141,6 +148,8 @@ func (s *Service) newShared(opts Options) error {
 	}
 	sh.mu.opened = make(map[Ino]bool)
 	sh.mu.inflight = make(map[string]bool)
+	sh.mu.drops = make(map[Ino]struct{})
+	sh.dropsNow = make(chan struct{}, 1)
 	s.sh = sh
 	s.leases.shared = true
 	return s.beat(context.Background())
