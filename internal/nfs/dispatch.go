@@ -101,19 +101,14 @@ func namespaceCall(proc uint32) bool {
 	return false
 }
 
-// smallWrite reports whether c, whose record is rec, is an UNSTABLE
-// WRITE of at most pooledRecord bytes: an untar's file, which a client
-// sends alone and waits for; served by the reader when alone like a
-// namespace call (its data goes into the shared handle's buffer), it
-// spares a worker's wake-up per file. A larger WRITE (a stream's, with
-// others in flight), a stable one and COMMIT (an fsync each) go to a
-// worker, so that the reader goes on reading.
+// smallWrite reports whether c, whose record is rec, is a WRITE of at
+// most pooledRecord bytes: an untar's file, which a client sends alone and
+// waits for; served by the reader when alone like a namespace call (its
+// data goes into the shared handle's buffer), it spares a worker's wake-up
+// per file. A larger WRITE (a stream's, with others in flight) and COMMIT
+// (an fsync) go to a worker, so that the reader goes on reading.
 func smallWrite(c call, rec []byte) bool {
-	if c.proc != procNFSWrite || len(rec) > 4+pooledRecord {
-		return false
-	}
-	req, ok := parseWrite(rec[4+c.argsAt:])
-	return ok && req.How == unstable
+	return c.proc == procNFSWrite && len(rec) <= 4+pooledRecord
 }
 
 // ioCallOf says what call c (whose record is rec) touches.
@@ -159,9 +154,9 @@ func ioCallOf(rec []byte, c call) *ioCall {
 // it waits first while the connection has maxCallsPerConn calls running.
 // A namespace call (namespaceCall) or a small WRITE (smallWrite) that
 // comes alone (no call of the connection's running, none read behind it)
-// is served at once by the reader instead: a client that waits for each
-// reply (stat, rm, an untar's files) is not made to wait for a worker to
-// be woken too, which on a busy machine costs more than the call.
+// is served at once by the reader instead: a client that waits for each reply (stat, rm) is not
+// made to wait for a worker to be woken too, which on a busy machine
+// costs more than the call.
 func (g *gate) dispatch(rec []byte, c call, need int64) error {
 	x := ioCallOf(rec, c)
 	g.mu.Lock()
