@@ -101,16 +101,6 @@ func namespaceCall(proc uint32) bool {
 	return false
 }
 
-// smallWrite reports whether c, whose record is rec, is a WRITE of at
-// most pooledRecord bytes: an untar's file, which a client sends alone and
-// waits for; served by the reader when alone like a namespace call (its
-// data goes into the shared handle's buffer), it spares a worker's wake-up
-// per file. A larger WRITE (a stream's, with others in flight) and COMMIT
-// (an fsync) go to a worker, so that the reader goes on reading.
-func smallWrite(c call, rec []byte) bool {
-	return c.proc == procNFSWrite && len(rec) <= 4+pooledRecord
-}
-
 // ioCallOf says what call c (whose record is rec) touches.
 func ioCallOf(rec []byte, c call) *ioCall {
 	x := &ioCall{done: make(chan struct{})}
@@ -152,9 +142,9 @@ func ioCallOf(rec []byte, c call) *ioCall {
 // dispatch starts serving call c (record rec, holding need of the budget)
 // on a goroutine of its own, after the calls before it on the same bytes;
 // it waits first while the connection has maxCallsPerConn calls running.
-// A namespace call (namespaceCall) or a small WRITE (smallWrite) that
-// comes alone (no call of the connection's running, none read behind it)
-// is served at once by the reader instead: a client that waits for each reply (stat, rm) is not
+// A namespace call (namespaceCall) that comes alone (no call of the
+// connection's running, none read behind it) is served at once by the
+// reader instead: a client that waits for each reply (stat, rm) is not
 // made to wait for a worker to be woken too, which on a busy machine
 // costs more than the call.
 func (g *gate) dispatch(rec []byte, c call, need int64) error {
@@ -174,7 +164,7 @@ func (g *gate) dispatch(rec []byte, c call, need int64) error {
 			after = append(after, p.done)
 		}
 	}
-	inline := g.io.running == 0 && g.br.Buffered() == 0 && (namespaceCall(c.proc) || smallWrite(c, rec))
+	inline := g.io.running == 0 && g.br.Buffered() == 0 && namespaceCall(c.proc)
 	g.io.pending = append(g.io.pending, x)
 	g.io.running++
 	cred := g.squash(c.flavor, c.cred)
