@@ -1,6 +1,10 @@
 package client
 
 import (
+	"bytes"
+	"context"
+	"fmt"
+	"syscall"
 	"testing"
 	"unsafe"
 )
@@ -48,5 +52,39 @@ func TestBufListReusesAnyBlockSize(t *testing.T) {
 	}
 	if b := l.get(1 << 20); same(b[:1], bufs[0][:1]) || same(b[:1], bufs[1][:1]) {
 		t.Fatal("a drained buffer was handed out again")
+	}
+}
+
+// TestSmallFileBufferIsItsSize: the first write of a small file takes a
+// buffer of the size written (a page at least), not a fixed 64 KiB (an
+// untar's files of a few KiB made most of the client's allocation,
+// bench/results/2026-11-29-nfs-6.md); appends grow it by doubling, and the
+// bytes read back are those written.
+func TestSmallFileBufferIsItsSize(t *testing.T) {
+	e := newEnv(t, 1<<20, 0)
+	ctx := context.Background()
+	for _, c := range []struct{ size, want int }{{100, 4 << 10}, {3000, 4 << 10}, {10000, 10000}, {200 << 10, 200 << 10}} {
+		in := e.create(t, fmt.Sprintf("f%d", c.size))
+		h, _, err := e.c.Open(ctx, in, syscall.O_RDWR)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := bytes.Repeat([]byte{'s'}, c.size)
+		write(t, h, 0, data)
+		h.f.mu.Lock()
+		got := cap(h.f.dirty[0].buf)
+		h.f.mu.Unlock()
+		if got != c.want {
+			t.Errorf("a %d-byte file's first buffer: %d bytes, want %d", c.size, got, c.want)
+		}
+		more := bytes.Repeat([]byte{'m'}, 5000)
+		write(t, h, int64(c.size), more)
+		flush(t, h)
+		if err := h.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if back := e.readAll(t, in.Ino); !bytes.Equal(back, append(data, more...)) {
+			t.Errorf("a %d-byte file and 5000 more: read back %d bytes, not those written", c.size, len(back))
+		}
 	}
 }

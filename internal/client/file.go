@@ -457,9 +457,13 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 				}
 				d.buf, d.base, d.baseLen, d.shared = buf, b, int64(len(buf)), shared
 				if d.buf == nil {
-					// Small files start small; a file that fills whole
-					// blocks gets whole blocks at once, not by doubling.
-					c := min(f.bs, max(bo+n, 64<<10))
+					// Small files start at the size written (at least
+					// minFirstBuf): an untar's file of a few KiB took a
+					// 64 KiB buffer, most of the client's allocation
+					// (nfs-6); a later write grows it by doubling (extend).
+					// A file that fills whole blocks gets whole blocks at
+					// once, not by doubling.
+					c := min(f.bs, max(bo+n, minFirstBuf))
 					if idx > 0 || bo+n >= 256<<10 {
 						c = f.bs
 					}
@@ -501,6 +505,9 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 	f.writes++
 	return written, nil
 }
+
+// minFirstBuf is the smallest buffer of a file's first block: a page.
+const minFirstBuf = 4 << 10
 
 // extend returns b with length n (> len(b)); the added bytes are not
 // cleared when b's capacity suffices (the caller overwrites or clears them).

@@ -249,25 +249,41 @@ func (g *gate) waitCalls() {
 	}
 }
 
-// Records of more than pooledRecord bytes (WRITEs) come from a pool and go
-// back to it once the gate's call is answered; go-nfs's are left to the
-// garbage collector.
-const pooledRecord = 64 << 10
+// Records of more than minPooled bytes (WRITEs) come from two pools, of
+// records up to pooledRecord bytes (an untar's small files: their WRITEs
+// were a fresh buffer each, 7 % of the server's allocation, nfs-6) and of
+// larger ones, and go back to theirs once the gate's call is answered;
+// go-nfs's, and the small ones, are left to the garbage collector.
+const (
+	minPooled    = 4 << 10
+	pooledRecord = 64 << 10
+)
 
-var records = sync.Pool{New: func() any { b := make([]byte, 4+maxRecordSize); return &b }}
+var (
+	records      = sync.Pool{New: func() any { b := make([]byte, 4+maxRecordSize); return &b }}
+	smallRecords = sync.Pool{New: func() any { b := make([]byte, 4+pooledRecord); return &b }}
+)
 
 // newRecord returns a buffer for a record of n bytes and its mark.
 func newRecord(n int) []byte {
-	if n <= pooledRecord || n > maxRecordSize {
+	switch {
+	case n <= minPooled || n > maxRecordSize:
 		return make([]byte, 4+n)
+	case n <= pooledRecord:
+		return (*smallRecords.Get().(*[]byte))[:4+n]
 	}
 	return (*records.Get().(*[]byte))[:4+n]
 }
 
-// freeRecord gives rec back to the pool if it came from there.
+// freeRecord gives rec back to the pool it came from, if it did.
 func freeRecord(rec []byte) {
-	if cap(rec) == 4+maxRecordSize && len(rec) > 4+pooledRecord {
+	switch {
+	case len(rec) <= 4+minPooled:
+	case cap(rec) == 4+maxRecordSize:
 		rec = rec[:cap(rec)]
 		records.Put(&rec)
+	case cap(rec) == 4+pooledRecord:
+		rec = rec[:cap(rec)]
+		smallRecords.Put(&rec)
 	}
 }

@@ -34,6 +34,9 @@ import (
 type cluster struct {
 	svc *meta.Service
 	st  *blocktest.MemStore
+	// api, when set, is what the servers' clients call instead of svc,
+	// with meta sessions (as up.StartNFS wires them).
+	api meta.API
 }
 
 func newCluster(t testing.TB) *cluster {
@@ -77,12 +80,16 @@ func (cl *cluster) serveWith(t testing.TB, cfg Config, policy string, clk clock.
 func (cl *cluster) serveVFS(t testing.TB, cfg Config, policy string, vopts vfs.Options) *server {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	c, err := client.New(ctx, client.Config{
+	cc := client.Config{
 		Meta:   cl.svc,
 		Dial:   func(meta.Server) (block.Store, error) { return cl.st, nil },
 		Logger: slog.New(slog.DiscardHandler),
 		Policy: policy,
-	})
+	}
+	if cl.api != nil {
+		cc.Meta, cc.Sessions = cl.api, true
+	}
+	c, err := client.New(ctx, cc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 // WRITE and COMMIT are answered here, not by go-nfs (which answers every
 // WRITE FILE_SYNC and makes COMMIT a no-op): the gate hands them to
 // serveIO (gate.answer). A WRITE checks its handle and caller against the
-// attributes as READ does (read.go), a COMMIT against fresh ones. An UNSTABLE write is buffered in the inode's
+// attributes as READ does (read.go), a COMMIT too. An UNSTABLE write is buffered in the inode's
 // shared handle (vfs.FS.WriteAt without stable) and made durable by
 // COMMIT (vfs.FS.Commit); FILE_SYNC and DATA_SYNC commit before the reply.
 // Both replies carry the server's write verifier, which changes at every
@@ -167,7 +167,12 @@ func (h *connHandler) commit(args []byte) []byte {
 	if h.srv.cfg.ReadOnly {
 		return ioFail(nfsErrROFS, nil)
 	}
-	in, status := h.srv.inodeOf(h.ctx, fh)
+	// The handle's attributes as WRITE checks them (vfs's attribute
+	// cache, under the session's leases): a file removed or changed
+	// elsewhere is called back, so this asks the meta service only when
+	// the cache cannot answer; the reply's size is the shared handle's
+	// (after: Overlay), not the cached one.
+	in, status := h.srv.cachedInode(h.ctx, fh)
 	if status != nfsOK {
 		return ioFail(status, nil)
 	}

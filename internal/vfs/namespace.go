@@ -37,6 +37,11 @@ func (v *FS) Create(ctx context.Context, c Cred, req meta.CreateReq) (meta.Inode
 		f.mark, f.called = mark, called && f.mark == mark && f.called
 		v.keep(f, in)
 	}
+	if !req.Tmpfile {
+		// An unlink of the name spares the client its lookup (names.go),
+		// as after a Lookup of it.
+		v.names.put(req.Parent, req.Name, in.Ino, in.Mode)
+	}
 	v.c.Overlay(&in)
 	return in, nil
 }
