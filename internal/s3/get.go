@@ -1,6 +1,7 @@
 package s3
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -141,6 +142,20 @@ func (b *Backend) GetObject(ctx context.Context, in *awss3.GetObjectInput) (*aws
 	if err := b.mayRead(ctx, c, &obj); err != nil {
 		return nil, err
 	}
+	if body, ok := inlineBody(&obj); ok {
+		// The whole content came with the lookup: no open, no read.
+		size := int64(len(body))
+		start, length, ranged, err := backend.ParseObjectRange(size, deref(in.Range))
+		if err != nil {
+			return nil, err
+		}
+		if ranged {
+			out.ContentRange = ptr(fmt.Sprintf("bytes %d-%d/%d", start, start+length-1, size))
+		}
+		out.ContentLength = &length
+		out.Body = io.NopCloser(bytes.NewReader(body[start : start+length]))
+		return out, nil
+	}
 	checked := c.cred
 	checked.Checked = true
 	o, err := b.v.OpenFile(ctx, checked, obj.Ino, syscall.O_RDONLY)
@@ -159,6 +174,19 @@ func (b *Backend) GetObject(ctx context.Context, in *awss3.GetObjectInput) (*aws
 	out.ContentLength = &length
 	out.Body = &objectReader{v: b.v, fh: o.Fh, f: o.File, off: start, end: start + length, log: b}
 	return out, nil
+}
+
+// inlineBody returns the content of a regular file whose lookup carried
+// all of it (block 0 kept inline in the inode record, the file no longer
+// than that block): the lookup's reply is one version of the file, its
+// attributes and content together, as an open and a read would see it.
+// Not for a fileset's file, whose inline block may be a cache of a home
+// object not fetched yet.
+func inlineBody(in *meta.Inode) ([]byte, bool) {
+	if !in.IsRegular() || !in.HasInline || in.Gateway != nil || in.Size > uint64(len(in.Inline)) {
+		return nil, false
+	}
+	return in.Inline[:in.Size], true
 }
 
 type eofReader struct{}
