@@ -130,7 +130,7 @@ func TestCallsPerRequest(t *testing.T) {
 		{"GET again", func() { f.get(t, ctx, "bkt", "new") }, "Lookup=1"},
 		// One larger than a block is opened and read.
 		{"PUT of a large key", func() { f.put(t, ctx, "bkt", "big", make([]byte, 2*testBlock)) },
-			"Commit=1 Create=1 GetRecipe=1 Link=1 ReleaseOpen=1 SetXattr=1"},
+			"Commit=1 Create=1 Link=1 ReleaseOpen=1 SetXattr=1"},
 		{"HEAD of a large key", func() { head("big") }, "GetXattr=1 Lookup=1"},
 		{"GET of a large key", func() { f.get(t, ctx, "bkt", "big") }, "GetRecipe=1 HoldOpen=1 Lookup=1 ReleaseOpen=1"},
 		// Two levels deep: the first PUT makes the directories; after

@@ -265,7 +265,11 @@ func (v *FS) mayCreateOpen(ctx context.Context, c Cred, req meta.CreateReq, flag
 // CallbackMark taken before the create.
 func (v *FS) openCreated(ctx context.Context, c Cred, in meta.Inode, mark uint64, flags uint32, created bool) (Opened, error) {
 	v.c.Overlay(&in)
-	h, mode, err := v.c.OpenCreated(ctx, in, mark, int(flags))
+	open := v.c.OpenCreated
+	if created {
+		open = v.c.OpenNew // a new inode: no recipe to ask for
+	}
+	h, mode, err := open(ctx, in, mark, int(flags))
 	if err != nil {
 		return Opened{Inode: in}, err
 	}
