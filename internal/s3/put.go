@@ -171,7 +171,14 @@ const minCopyBuf = 4 << 10
 // copyIn writes body to f from offset 0, hashing it into sum, and checks
 // that it gave size bytes (any number up to MaxObjectSize when size < 0).
 func (b *Backend) copyIn(ctx context.Context, f *vfs.File, body io.Reader, size int64, sum hash.Hash) (int64, error) {
-	buf := make([]byte, copyBuf(size))
+	var buf []byte
+	if n := copyBuf(size); n == ioChunk {
+		bp := chunkPool.Get().(*[]byte)
+		defer chunkPool.Put(bp)
+		buf = *bp
+	} else {
+		buf = make([]byte, n)
+	}
 	var off int64
 	limit := size
 	if limit < 0 {
