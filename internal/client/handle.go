@@ -390,6 +390,16 @@ func (h *Handle) Size() int64 {
 	return h.f.size
 }
 
+// ExpectSize says the file will be size bytes once written (an S3 PUT
+// knows its body's length): the block it ends in gets a buffer of that
+// end, not of a whole block (a 1 MiB object in 4 MiB blocks allocated and
+// cleared 4 MiB). Only a hint: a write past it grows the buffer.
+func (h *Handle) ExpectSize(size int64) {
+	h.f.mu.Lock()
+	defer h.f.mu.Unlock()
+	h.f.expect = max(size, 0)
+}
+
 // Committed returns the inode as this client's latest commit of the file
 // left it (the meta service's reply), and false before any commit.
 func (h *Handle) Committed() (meta.Inode, bool) {

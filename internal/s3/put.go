@@ -138,6 +138,9 @@ func (b *Backend) writeTemp(ctx context.Context, c caller, parent meta.Ino, bs u
 // fill is writeTemp's copy of body into w, just made (newTemp).
 func (b *Backend) fill(ctx context.Context, w written, f *vfs.File, body io.Reader, size int64) (written, error) {
 	sum := md5.New()
+	if size > 0 {
+		f.ExpectSize(size) // the last block's buffer is no larger than its bytes
+	}
 	n, werr := b.copyIn(ctx, f, body, size, sum)
 	if werr == nil {
 		werr = f.Flush(ctx)

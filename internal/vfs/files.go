@@ -372,6 +372,10 @@ func (f *File) Flush(ctx context.Context) error { return f.h.Flush(ctx) }
 // just flushed need not ask the meta service for the attributes.
 func (f *File) Committed() (meta.Inode, bool) { return f.h.Committed() }
 
+// ExpectSize says the file will be size bytes once written
+// (client.Handle.ExpectSize): a hint for its buffers.
+func (f *File) ExpectSize(size int64) { f.h.ExpectSize(size) }
+
 // Fsync makes what the handle wrote durable.
 func (f *File) Fsync(ctx context.Context) error {
 	defer f.v.changed(f.ino)
