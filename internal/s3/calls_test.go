@@ -133,6 +133,7 @@ func TestCallsPerRequest(t *testing.T) {
 			"Commit=1 Create=1 Link=1 ReleaseOpen=1 SetXattr=1"},
 		{"HEAD of a large key", func() { head("big") }, "GetXattr=1 Lookup=1"},
 		{"GET of a large key", func() { f.get(t, ctx, "bkt", "big") }, "GetRecipe=1 HoldOpen=1 Lookup=1 ReleaseOpen=1"},
+		{"HEAD of a large key after its GET", func() { head("big") }, "Lookup=1"},
 		// Two levels deep: the first PUT makes the directories; after
 		// it they are kept (dircache.go).
 		{"PUT of a new key in new directories", func() { f.put(t, ctx, "bkt", "d1/d2/k", make([]byte, 4096)) },
