@@ -228,8 +228,16 @@ func (b *Backend) publish(ctx context.Context, c caller, w written, name string,
 		// One meta call (and update) fewer than a lookup, then link and
 		// rename. EEXIST: the name is taken (or was made meanwhile):
 		// replaced as any existing object is.
-		_, err = b.v.Link(ctx, c.cred, w.ino, w.parent, name)
+		var linked meta.Inode
+		linked, err = b.v.Link(ctx, c.cred, w.ino, w.parent, name)
 		free = err == nil
+		if free && linked.Ino == w.ino {
+			// The link's reply is the object as named, the record just
+			// written included (nobody else had the unnamed file): its
+			// change counter keys the record for the next GET or HEAD.
+			r.Size, r.Mtime = in.Size, in.Mtime
+			b.records.put(&linked, cachedRecord{r: r, ok: true, size: recordBytes(&r)})
+		}
 		if errors.Is(err, syscall.EEXIST) {
 			err = nil
 		}

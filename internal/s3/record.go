@@ -56,7 +56,7 @@ func (b *Backend) readRecord(ctx context.Context, in *meta.Inode) record {
 		if !cr.ok {
 			cr.r = record{}
 		}
-		cr.size = len(val) + 64
+		cr.size = recordBytes(&cr.r)
 		// A failure other than no record at all (a meta call that did not
 		// answer) is not kept: the next request asks again.
 		if err == nil || errors.Is(err, syscall.ENODATA) {

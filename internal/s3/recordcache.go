@@ -71,3 +71,8 @@ func (rc *recordCache) put(in *meta.Inode, cr cachedRecord) {
 	rc.m[in.Ino] = recordEntry{keyOf(in), cr}
 	rc.bytes += cr.size
 }
+
+// recordBytes estimates what r takes kept.
+func recordBytes(r *record) int {
+	return 64 + len(r.ETag) + len(r.ContentType) + metaSize(r.Meta)
+}
