@@ -358,6 +358,18 @@ func TestGetWriteTo(t *testing.T) {
 		data[i] = byte(i*7 + i>>11)
 	}
 	f.put(t, ctx, "bkt", "k", data)
+	// A small object's GET is answered from its lookup (inline content):
+	// ranges too.
+	f.put(t, ctx, "bkt", "small", data[:100])
+	r := "bytes=10-19"
+	out, err := f.b.GetObject(ctx, &awss3.GetObjectInput{Bucket: ptr("bkt"), Key: ptr("small"), Range: &r})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(out.Body)
+	if !bytes.Equal(got, data[10:20]) || *out.ContentLength != 10 || deref(out.ContentRange) != "bytes 10-19/100" {
+		t.Fatalf("ranged GET of a small object: %d bytes, length %d, range %q", len(got), *out.ContentLength, deref(out.ContentRange))
+	}
 	for _, rg := range []struct{ from, to int }{{0, len(data) - 1}, {1, 2}, {testBlock - 5, ioChunk + testBlock + 7}, {len(data) - 10, len(data) - 1}} {
 		r := fmt.Sprintf("bytes=%d-%d", rg.from, rg.to)
 		out, err := f.b.GetObject(ctx, &awss3.GetObjectInput{Bucket: ptr("bkt"), Key: ptr("k"), Range: &r})
