@@ -99,6 +99,10 @@ type file struct {
 	// tails are, by block index, the version whose buffer an append may
 	// write on in place (appends.go).
 	tails map[uint64]tail
+	// expect is the size the writer said the file will have
+	// (Handle.ExpectSize; 0: not said): the buffer of the block it ends
+	// in is allocated to that end, not to the whole block.
+	expect int64
 	// superseded are uploads replaced before a commit named them; the
 	// next commit has the meta service release them (CommitReq.Superseded).
 	superseded []block.Hash
@@ -466,6 +470,9 @@ func (f *file) write(ctx context.Context, off int64, data []byte) (int, error) {
 					c := min(f.bs, max(bo+n, minFirstBuf))
 					if idx > 0 || bo+n >= 256<<10 {
 						c = f.bs
+					}
+					if e := f.expect - int64(idx)*f.bs; e > 0 && e < f.bs {
+						c = max(e, bo+n) // the file's last block
 					}
 					d.buf = f.c.bufs.get(int(c))
 				}

@@ -66,6 +66,27 @@ func (c *Client) OpenCreated(ctx context.Context, in meta.Inode, mark uint64, fl
 	return c.opened(ctx, f, in, flags)
 }
 
+// OpenNew is OpenCreated for an inode the create made (an exclusive
+// create or O_TMPFILE, not a file it found): its recipe is known empty,
+// so a write's first commit does not ask the meta service for it. The
+// knowledge is window 0 of the cached recipe, which everything that may
+// make it stale (a callback, another client's commit, an adopted newer
+// state) drops as it drops any window.
+func (c *Client) OpenNew(ctx context.Context, in meta.Inode, mark uint64, flags int) (*Handle, OpenMode, error) {
+	c.heldByCreate(in.Ino)
+	f := c.ref(in.Ino)
+	f.mu.Lock()
+	fresh := !f.loaded
+	f.adoptLocked(in, mark)
+	if fresh && !f.stale && !in.HasInline && in.Size == 0 {
+		if _, ok := f.windows[0]; !ok {
+			f.windows[0] = nil
+		}
+	}
+	f.mu.Unlock()
+	return c.opened(ctx, f, in, flags)
+}
+
 // OpenIno opens ino, counting the opener before it records the open with
 // the meta service and reads the attributes (HoldOpen), under the file's
 // lock, so that an unlink racing with the open either sees the opener
@@ -367,6 +388,16 @@ func (h *Handle) Size() int64 {
 	defer h.f.mu.Unlock()
 	h.f.drainLocked()
 	return h.f.size
+}
+
+// ExpectSize says the file will be size bytes once written (an S3 PUT
+// knows its body's length): the block it ends in gets a buffer of that
+// end, not of a whole block (a 1 MiB object in 4 MiB blocks allocated and
+// cleared 4 MiB). Only a hint: a write past it grows the buffer.
+func (h *Handle) ExpectSize(size int64) {
+	h.f.mu.Lock()
+	defer h.f.mu.Unlock()
+	h.f.expect = max(size, 0)
 }
 
 // Committed returns the inode as this client's latest commit of the file

@@ -38,6 +38,7 @@ type Backend struct {
 	expiry  time.Duration
 	buckets bucketCache // bucketcache.go
 	dirs    bucketCache // dircache.go: prefix directories
+	records recordCache // recordcache.go
 	// listChunk is how many entries a listing reads from a directory at
 	// a time (list.go; tests make it small).
 	listChunk int

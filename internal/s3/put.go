@@ -138,6 +138,9 @@ func (b *Backend) writeTemp(ctx context.Context, c caller, parent meta.Ino, bs u
 // fill is writeTemp's copy of body into w, just made (newTemp).
 func (b *Backend) fill(ctx context.Context, w written, f *vfs.File, body io.Reader, size int64) (written, error) {
 	sum := md5.New()
+	if size > 0 {
+		f.ExpectSize(size) // the last block's buffer is no larger than its bytes
+	}
 	n, werr := b.copyIn(ctx, f, body, size, sum)
 	if werr == nil {
 		werr = f.Flush(ctx)
@@ -171,7 +174,14 @@ const minCopyBuf = 4 << 10
 // copyIn writes body to f from offset 0, hashing it into sum, and checks
 // that it gave size bytes (any number up to MaxObjectSize when size < 0).
 func (b *Backend) copyIn(ctx context.Context, f *vfs.File, body io.Reader, size int64, sum hash.Hash) (int64, error) {
-	buf := make([]byte, copyBuf(size))
+	var buf []byte
+	if n := copyBuf(size); n == ioChunk {
+		bp := chunkPool.Get().(*[]byte)
+		defer chunkPool.Put(bp)
+		buf = *bp
+	} else {
+		buf = make([]byte, n)
+	}
 	var off int64
 	limit := size
 	if limit < 0 {
@@ -218,8 +228,16 @@ func (b *Backend) publish(ctx context.Context, c caller, w written, name string,
 		// One meta call (and update) fewer than a lookup, then link and
 		// rename. EEXIST: the name is taken (or was made meanwhile):
 		// replaced as any existing object is.
-		_, err = b.v.Link(ctx, c.cred, w.ino, w.parent, name)
+		var linked meta.Inode
+		linked, err = b.v.Link(ctx, c.cred, w.ino, w.parent, name)
 		free = err == nil
+		if free && linked.Ino == w.ino {
+			// The link's reply is the object as named, the record just
+			// written included (nobody else had the unnamed file): its
+			// change counter keys the record for the next GET or HEAD.
+			r.Size, r.Mtime = in.Size, in.Mtime
+			b.records.put(&linked, cachedRecord{r: r, ok: true, size: recordBytes(&r)})
+		}
 		if errors.Is(err, syscall.EEXIST) {
 			err = nil
 		}

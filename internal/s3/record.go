@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"syscall"
 	"time"
 
 	"tessera/internal/meta"
@@ -47,10 +49,22 @@ func metaSize(m map[string]string) int {
 // has none or the file changed since (written through a mount): the ETag
 // is then derived from the inode number, size and mtime.
 func (b *Backend) readRecord(ctx context.Context, in *meta.Inode) record {
-	val, err := b.v.GetXattr(ctx, asRecords, in.Ino, RecordXattr)
-	var r record
-	if err == nil && len(val) <= maxRecord && json.Unmarshal(val, &r) == nil &&
-		r.Size == in.Size && r.Mtime == in.Mtime && r.ETag != "" {
+	cr, hit := b.records.get(in)
+	if !hit {
+		val, err := b.v.GetXattr(ctx, asRecords, in.Ino, RecordXattr)
+		cr.ok = err == nil && len(val) <= maxRecord && json.Unmarshal(val, &cr.r) == nil
+		if !cr.ok {
+			cr.r = record{}
+		}
+		cr.size = recordBytes(&cr.r)
+		// A failure other than no record at all (a meta call that did not
+		// answer) is not kept: the next request asks again.
+		if err == nil || errors.Is(err, syscall.ENODATA) {
+			b.records.put(in, cr)
+		}
+	}
+	r := cr.r
+	if cr.ok && r.Size == in.Size && r.Mtime == in.Mtime && r.ETag != "" {
 		return r
 	}
 	var buf [24]byte

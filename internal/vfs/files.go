@@ -265,7 +265,11 @@ func (v *FS) mayCreateOpen(ctx context.Context, c Cred, req meta.CreateReq, flag
 // CallbackMark taken before the create.
 func (v *FS) openCreated(ctx context.Context, c Cred, in meta.Inode, mark uint64, flags uint32, created bool) (Opened, error) {
 	v.c.Overlay(&in)
-	h, mode, err := v.c.OpenCreated(ctx, in, mark, int(flags))
+	open := v.c.OpenCreated
+	if created {
+		open = v.c.OpenNew // a new inode: no recipe to ask for
+	}
+	h, mode, err := open(ctx, in, mark, int(flags))
 	if err != nil {
 		return Opened{Inode: in}, err
 	}
@@ -367,6 +371,10 @@ func (f *File) Flush(ctx context.Context) error { return f.h.Flush(ctx) }
 // client left it (Flush's, for one), and false before any: a writer that
 // just flushed need not ask the meta service for the attributes.
 func (f *File) Committed() (meta.Inode, bool) { return f.h.Committed() }
+
+// ExpectSize says the file will be size bytes once written
+// (client.Handle.ExpectSize): a hint for its buffers.
+func (f *File) ExpectSize(size int64) { f.h.ExpectSize(size) }
 
 // Fsync makes what the handle wrote durable.
 func (f *File) Fsync(ctx context.Context) error {
