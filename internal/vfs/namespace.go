@@ -37,6 +37,7 @@ func (v *FS) Create(ctx context.Context, c Cred, req meta.CreateReq) (meta.Inode
 		f.mark, f.called = mark, called && f.mark == mark && f.called
 		v.keep(f, in)
 	}
+	v.noteCreated(&in)
 	v.c.Overlay(&in)
 	return in, nil
 }
