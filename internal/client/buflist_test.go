@@ -1,6 +1,7 @@
 package client
 
 import (
+	"context"
 	"testing"
 	"unsafe"
 )
@@ -48,5 +49,42 @@ func TestBufListReusesAnyBlockSize(t *testing.T) {
 	}
 	if b := l.get(1 << 20); same(b[:1], bufs[0][:1]) || same(b[:1], bufs[1][:1]) {
 		t.Fatal("a drained buffer was handed out again")
+	}
+}
+
+// TestSmallFileFirstBuffer: a small file's first block buffer is sized to
+// its first write (the power of two at least its end, from 4 KiB), not to
+// a 64 KiB floor, and grows by doubling as the file does: an untarred
+// tree's files are a few KiB each (issue 28).
+func TestSmallFileFirstBuffer(t *testing.T) {
+	for _, c := range []struct{ end, want int64 }{{1, 4 << 10}, {4 << 10, 4 << 10}, {10240, 16 << 10}, {40 << 10, 64 << 10}} {
+		if got := firstCap(c.end); int64(got) != c.want {
+			t.Errorf("firstCap(%d) = %d, want %d", c.end, got, c.want)
+		}
+	}
+	e := newEnv(t, 1<<20, 0)
+	ctx := context.Background()
+	in := e.create(t, "small")
+	h, _, err := e.c.Open(ctx, in, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Release(ctx)
+	capOf := func() int {
+		h.f.mu.Lock()
+		defer h.f.mu.Unlock()
+		return cap(h.f.dirty[0].buf)
+	}
+	if _, err := h.Write(ctx, 0, make([]byte, 10240)); err != nil {
+		t.Fatal(err)
+	}
+	if got := capOf(); got != 16<<10 {
+		t.Fatalf("after a 10 KiB write: buffer of %d bytes, want 16 KiB", got)
+	}
+	if _, err := h.Write(ctx, 10240, make([]byte, 10240)); err != nil {
+		t.Fatal(err)
+	}
+	if got := capOf(); got != 32<<10 {
+		t.Fatalf("after 20 KiB: buffer of %d bytes, want 32 KiB", got)
 	}
 }
