@@ -203,6 +203,7 @@ func (v *FS) CreateOpen(ctx context.Context, c Cred, req meta.CreateReq, flags u
 	if err != nil {
 		return Opened{}, err
 	}
+	v.noteCreated(&in)
 	if !created && v.opts.Gateway != nil && writes(flags) {
 		// An existing file opened for writing: refused in a read-only
 		// fileset (readonly.go).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"tessera/internal/meta"
 )
@@ -25,10 +26,41 @@ type Gateway interface {
 
 // ready remembers the inodes found in no fileset, so that each costs one
 // GetAttr per mount (an inode never joins a fileset: a fileset's root
-// must be empty when it is made, and what is created under it is in it).
-// A fileset inode is looked at every time, since revalidation can take
-// it back from cached to placeholder.
-type ready struct{ m sync.Map }
+// must be empty when it is made, and what is created under it is in it;
+// renames across a fileset's border are refused). A file, symlink or
+// special file this mount creates costs none: the meta service's reply to
+// the create says where it is (noteCreated). A directory it creates is
+// not noted: an admin may make it (empty) a fileset's root afterwards. A
+// fileset inode is looked at every time, since revalidation can take it
+// back from cached to placeholder. At most readyMax inodes are
+// remembered: past that the set starts afresh (each inode then costs its
+// GetAttr again).
+type ready struct {
+	m sync.Map
+	n atomic.Int64 // entries stored since the last reset (approximately)
+}
+
+// readyMax bounds ready: 2^18 inodes, ~25 MiB of sync.Map at most.
+const readyMax = 1 << 18
+
+// add remembers ino as in no fileset.
+func (r *ready) add(ino meta.Ino) {
+	if _, loaded := r.m.LoadOrStore(ino, struct{}{}); !loaded && r.n.Add(1) > readyMax {
+		r.m.Clear()
+		r.n.Store(0)
+	}
+}
+
+// noteCreated remembers in, an inode the meta service returned for a
+// create, as in no fileset when it is a non-directory in none: the reply
+// carries the inode's fileset (meta.Inode.Gateway), so the GetAttr Fill
+// would make at its first open is saved (tar -d of an untarred tree:
+// one meta call per file, issue 28).
+func (v *FS) noteCreated(in *meta.Inode) {
+	if v.opts.Gateway != nil && in.Ino != 0 && in.Gateway == nil && !in.IsDir() {
+		v.ready.add(in.Ino)
+	}
+}
 
 // dueChecker is implemented by a Gateway that can tell, without asking a
 // gateway, that a cached inode's validity lag has not passed yet (gwrpc's
@@ -59,7 +91,7 @@ func (v *FS) Fill(ctx context.Context, ino meta.Ino) (*meta.Inode, error) {
 		return nil, err
 	}
 	if in.Gateway == nil {
-		v.ready.m.Store(ino, struct{}{})
+		v.ready.add(ino)
 		return nil, nil
 	}
 	if !needs(&in) || in.Gateway.State == meta.CachePartial {

@@ -255,3 +255,66 @@ func TestFilesetStatelessIO(t *testing.T) {
 		t.Fatalf("read after a stateless write: %d bytes, %v; want home's bytes with the write over them", n, err)
 	}
 }
+
+// TestCreateNotesFilesetMembership: a file or symlink this mount creates
+// outside any fileset is known as such from the create's reply (its first
+// open asks the meta service nothing more: tar -d of an untarred tree,
+// issue 28), while one created in a fileset is still filled as a fileset
+// inode, and a directory is not noted (an admin may make it, empty, a
+// fileset's root later); the set of inodes known to be in none is bounded
+// (readyMax), starting afresh.
+func TestCreateNotesFilesetMembership(t *testing.T) {
+	v, _, _, _ := filesetFS(t, meta.ModeSW)
+	ctx := context.Background()
+	a, err := v.Create(ctx, vfs.Root, meta.CreateReq{Parent: meta.RootIno, Name: "a", Mode: syscall.S_IFREG | 0o644, Excl: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := v.Create(ctx, vfs.Root, meta.CreateReq{Parent: meta.RootIno, Name: "l", Mode: syscall.S_IFLNK | 0o777, Target: "a", Excl: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := v.CreateOpen(ctx, vfs.Root, meta.CreateReq{Parent: meta.RootIno, Name: "b", Mode: 0o644}, syscall.O_RDWR|syscall.O_CREAT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release(ctx, b.Fh)
+	for _, ino := range []meta.Ino{a.Ino, l.Ino, b.Inode.Ino} {
+		if !v.Ready(ino) {
+			t.Errorf("inode %d created outside any fileset: not known as such", ino)
+		}
+		if in, err := v.Fill(ctx, ino); err != nil || in != nil {
+			t.Errorf("Fill(%d) of a file in no fileset = %v, %v; want nil, nil", ino, in, err)
+		}
+	}
+	d, err := v.Create(ctx, vfs.Root, meta.CreateReq{Parent: meta.RootIno, Name: "d", Mode: syscall.S_IFDIR | 0o755, Excl: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Ready(d.Ino) {
+		t.Errorf("directory %d noted as in no fileset at its create: it may become a fileset's root", d.Ino)
+	}
+	lookupF(t, v) // fills /cache
+	c, err := v.Lookup(ctx, vfs.Root, meta.RootIno, "cache")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := v.CreateOpen(ctx, vfs.Root, meta.CreateReq{Parent: c.Ino, Name: "n", Mode: 0o644}, syscall.O_RDWR|syscall.O_CREAT)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Release(ctx, n.Fh)
+	if v.Ready(n.Inode.Ino) {
+		t.Fatalf("inode %d created in a fileset: known as in none", n.Inode.Ino)
+	}
+	if in, err := v.Fill(ctx, n.Inode.Ino); err != nil || in == nil || in.Gateway == nil {
+		t.Fatalf("Fill of a file created in a fileset = %v, %v; want its fileset inode", in, err)
+	}
+	// the bound: one inode past it starts the set afresh
+	for i := range vfs.ReadyMax {
+		v.AddReady(meta.Ino(1<<40 + i))
+	}
+	if v.Ready(a.Ino) {
+		t.Errorf("after %d more inodes, the set still holds the first: not bounded", vfs.ReadyMax)
+	}
+}

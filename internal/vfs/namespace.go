@@ -42,6 +42,7 @@ func (v *FS) Create(ctx context.Context, c Cred, req meta.CreateReq) (meta.Inode
 		// as after a Lookup of it.
 		v.names.put(req.Parent, req.Name, in.Ino, in.Mode)
 	}
+	v.noteCreated(&in)
 	v.c.Overlay(&in)
 	return in, nil
 }
