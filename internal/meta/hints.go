@@ -9,7 +9,10 @@ import "sync"
 // snapshot decides, and a wrong or stale hint costs the second read it
 // would have cost anyway. Bounded (maxNameHints entries, ~100 bytes each
 // plus the name: a few MiB), whatever the namespace's size: when full, an
-// arbitrary entry makes room.
+// arbitrary entry makes room. Kept only where the store reads several keys
+// in one call (kv.MultiGetter): on an engine that reads key by key (Pebble,
+// memkv) the hint saves no call and its map costs a lookup per Lookup and
+// Create and its share of the collector's work.
 type nameHints struct {
 	mu sync.Mutex
 	m  map[nameHint]Ino

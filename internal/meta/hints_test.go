@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"testing"
 
+	"tessera/internal/kv"
 	"tessera/internal/kv/memkv"
 )
 
@@ -15,8 +16,9 @@ import (
 // inode, and ErrNotFound for the name removed.
 func TestLookupWrongHint(t *testing.T) {
 	ctx := context.Background()
-	store := memkv.New()
-	defer store.Close()
+	inner := memkv.New()
+	defer inner.Close()
+	store := &opCounter{Store: inner} // reads several keys at once, as etcd: hints are kept
 	a, err := New(store, Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -54,5 +56,43 @@ func TestLookupWrongHint(t *testing.T) {
 	}
 	if _, err := a.Lookup(ctx, RootIno, "g"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("lookup g (inode %d) after it was removed elsewhere: %v; want ErrNotFound", gone.Ino, err)
+	}
+}
+
+// TestNoHintsWithoutMultiGet: on a store that reads key by key (memkv,
+// Pebble) a hint saves no call, so creates and lookups keep none; with
+// kv.GetMany (etcd; here the counting wrapper) they do.
+func TestNoHintsWithoutMultiGet(t *testing.T) {
+	ctx := context.Background()
+	for _, multi := range []bool{false, true} {
+		var store kv.Store = memkv.New()
+		if multi {
+			store = &opCounter{Store: store}
+		}
+		s, err := New(store, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := s.Create(ctx, CreateReq{Parent: RootIno, Name: "f", Mode: syscall.S_IFREG | 0o644, Excl: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.hints.drop(RootIno, "f")
+		if got, err := s.Lookup(ctx, RootIno, "f"); err != nil || got.Ino != f.Ino {
+			t.Fatalf("multi %v: lookup f = %d, %v; want %d", multi, got.Ino, err, f.Ino)
+		}
+		if _, err := s.Lookup(ctx, RootIno, "g"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("multi %v: lookup of a missing name: %v; want ErrNotFound", multi, err)
+		}
+		if _, err := s.Create(ctx, CreateReq{Parent: RootIno, Name: "h", Mode: syscall.S_IFREG | 0o644, Excl: true}); err != nil {
+			t.Fatal(err)
+		}
+		s.hints.mu.Lock()
+		n := len(s.hints.m)
+		s.hints.mu.Unlock()
+		if want := map[bool]int{false: 0, true: 2}[multi]; n != want {
+			t.Errorf("multi %v: %d hints kept after a lookup and a create; want %d", multi, n, want)
+		}
+		store.Close()
 	}
 }

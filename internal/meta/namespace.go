@@ -149,7 +149,7 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino, recs ne
 		}
 	}
 	var out Inode
-	used := false
+	used, hint := false, false
 	err := s.update(ctx, func(t txn) error {
 		used = false
 		var parent *inodeRec
@@ -254,13 +254,14 @@ func (s *Service) createIno(ctx context.Context, req CreateReq, ino Ino, recs ne
 		}
 		out = rec.Inode
 		used = true
+		hint = !req.Tmpfile && t.multiGets()
 		return nil
 	})
 	if !used {
 		s.releaseIno(ino)
 	} else if err == nil {
 		s.notedNew(ino, recs)
-		if !req.Tmpfile {
+		if hint {
 			s.hints.put(req.Parent, req.Name, ino)
 		}
 	}

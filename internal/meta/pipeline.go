@@ -215,6 +215,40 @@ func (t txn) changes() (*Service, *changeSet) {
 	return nil, nil
 }
 
+// engine returns the store's own transaction under t's wrappers (the
+// change set's, the segment's count), which pass kv.GetMany and
+// kv.Prefetch on whether or not the store batches them.
+func (t txn) engine() kv.Txn {
+	tx := t.Txn
+	for {
+		switch c := tx.(type) {
+		case changeTxn:
+			tx = c.Txn
+		case countTxn:
+			tx = c.Txn
+		default:
+			return tx
+		}
+	}
+}
+
+// multiGets reports whether the store reads several keys in one call
+// (kv.MultiGetter). Where it does not, kv.GetMany is a Get per key and
+// costs a slice of keys and two of results besides: callers read key by
+// key instead.
+func (t txn) multiGets() bool {
+	_, ok := t.engine().(kv.MultiGetter)
+	return ok
+}
+
+// prefetches reports whether the store prefetches (kv.Prefetcher); where
+// it does not, kv.Prefetch does nothing, and the keys and ranges made for
+// it are garbage: callers skip making them.
+func (t txn) prefetches() bool {
+	_, ok := t.engine().(kv.Prefetcher)
+	return ok
+}
+
 // record adds e to t's change set and runs the in-transaction hooks on it.
 func (t txn) record(e edit) error {
 	s, cs := t.changes()

@@ -72,6 +72,13 @@ func (t txn) putInode(rec *inodeRec) error {
 // getDirEntry is getDir(parent) and getDentry(parent, name) in one read
 // of the store (kv.GetMany: one round trip on etcd, not two).
 func (t txn) getDirEntry(parent Ino, name string) (dir *inodeRec, ino Ino, typ uint32, ok bool, err error) {
+	if !t.multiGets() {
+		if dir, err = t.getDir(parent); err != nil {
+			return nil, 0, 0, false, err
+		}
+		ino, typ, ok, err = t.getDentry(parent, name)
+		return dir, ino, typ, ok, err
+	}
 	vals, oks, err := kv.GetMany(t.Txn, [][]byte{inodeKey(parent), dentryKey(parent, name)})
 	if err != nil {
 		return nil, 0, 0, false, err
@@ -107,6 +114,9 @@ func hookRanges() []kv.Range {
 // directory parent, its entry name and the ranges of hookRanges: what a
 // change of the entry reads before it knows the inode.
 func (t txn) prefetchEntry(parent Ino, name string) error {
+	if !t.prefetches() {
+		return nil
+	}
 	return kv.Prefetch(t.Txn, append([][]byte{inodeKey(parent), dentryKey(parent, name)}, hookFlagKeys()...), hookRanges())
 }
 
@@ -116,6 +126,9 @@ func (t txn) prefetchEntry(parent Ino, name string) error {
 // records, recipe and xattrs (a range too large for one read is left to
 // the Scan).
 func (t txn) prefetchRemoval(ino Ino) error {
+	if !t.prefetches() {
+		return nil
+	}
 	var ranges []kv.Range
 	for _, p := range [][]byte{inoKey(pfxOpen, ino), segmentPrefix(ino), xattrPrefix(ino), inoKey(pfxLease, ino)} {
 		ranges = append(ranges, kv.Range{Start: p, End: kv.PrefixEnd(p)})
@@ -128,6 +141,9 @@ func (t txn) prefetchRemoval(ino Ino) error {
 // name, the usage counter's shard, and the ranges of the hooks' records
 // every change reads (the fileset flag and range, the quota set's version).
 func (t txn) prefetchCreate(req CreateReq, ino Ino) error {
+	if !t.prefetches() {
+		return nil
+	}
 	keys := [][]byte{inodeKey(req.Parent), counterKey(ctrFiles, ino)}
 	if !req.Tmpfile {
 		keys = append(keys, dentryKey(req.Parent, req.Name))
@@ -138,8 +154,20 @@ func (t txn) prefetchCreate(req CreateReq, ino Ino) error {
 // lookup returns the inode parent/name names: the directory, the entry
 // and, when hints has one, the inode the entry last named, in one
 // kv.GetMany; the inode again only when the hint was wrong. It records
-// what it found in hints.
+// what it found in hints. On a store that reads key by key it reads the
+// directory, the entry and the inode in turn, and keeps no hint.
 func (t txn) lookup(hints *nameHints, parent Ino, name string) (*inodeRec, error) {
+	if hints == nil || !t.multiGets() {
+		// One Get per key: a hint would save no call, so none is kept.
+		_, ino, _, ok, err := t.getDirEntry(parent, name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, ErrNotFound
+		}
+		return t.getInode(ino)
+	}
 	keys := [][]byte{inodeKey(parent), dentryKey(parent, name)}
 	hint, hinted := hints.get(parent, name)
 	if hinted {
