@@ -142,17 +142,21 @@ func limitMemory(total int64) {
 	}
 }
 
-// setGCPercent sets the collector's target (GOGC) to p.
-func setGCPercent(p int) { debug.SetGCPercent(p) }
-
 // upGCPercent is tessera up's GC target (GOGC; the other commands run at
 // main's 50). Its heap is mostly block buffers, which hold no pointers and
 // cost the collector almost nothing to mark, and it allocates fast (a
 // private copy per partial write of a block, fetch buffers): fsx allocated
 // 12 GB in 36 s. The heap's growth between collections was a third of
 // up's peak there; at 25 the collector ran 1.1% -> 2-3% of the process's
-// CPU (docs/design/2026-11-29-fsx-memory.md).
+// CPU (docs/design/2026-11-29-fsx-memory.md). Where its live heap is
+// small (a metadata phase: stat, create of small files), the heap may
+// still grow by upGCFloor between collections (memtrim.GrowthFloor): at
+// 25 alone a stat's collector cost doubled against GOGC 50
+// (docs/design/2026-11-29-gc-growth-floor.md).
 const upGCPercent = 25
+
+// upGCFloor is the least growth of tessera up's heap between collections.
+const upGCFloor = 16 << 20
 
 // upInFlight is tessera up's default of --max-inflight and
 // --max-inflight-per-ip: its block servers share one host and mostly its

@@ -10,6 +10,7 @@ import (
 	"tessera/internal/client"
 	"tessera/internal/fuse"
 	"tessera/internal/gateway/gwrpc"
+	"tessera/internal/memtrim"
 	"tessera/internal/meta"
 	"tessera/internal/up"
 )
@@ -133,7 +134,7 @@ func runUp(ctx context.Context, args []string) error {
 	log := newLogger(false)
 	parts := memParts()
 	limitMemory(memTotal(parts))
-	setGCPercent(upGCPercent)
+	defer memtrim.GrowthFloor(upGCPercent, upGCFloor)()
 	log.Info("memory bound", "total_mib", memTotal(parts)>>20, "parts", memBoundLine(parts))
 	mf, err := startMetrics(*metricsAddr, log)
 	if err != nil {
