@@ -2,7 +2,6 @@ package meta
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"tessera/internal/kv"
@@ -102,16 +101,7 @@ func (s *Service) drainDrops(idle chan struct{}) {
 // Service meanwhile). The inodes' stripes are held in ascending order
 // until the records are gone, as dropOpen holds one.
 func (s *Service) dropOpens(ctx context.Context, inos []Ino) (orphans []Ino, err error) {
-	var stripes []int
-	for _, ino := range inos {
-		stripes = append(stripes, int(uint64(ino)%lockStripes))
-	}
-	slices.Sort(stripes)
-	stripes = slices.Compact(stripes)
-	for _, i := range stripes {
-		s.sh.stripes[i].Lock()
-		defer s.sh.stripes[i].Unlock()
-	}
+	defer s.sh.lockStripes(inos)()
 	var drop []Ino
 	for _, ino := range inos {
 		s.sh.mu.Lock()

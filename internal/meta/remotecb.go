@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 
 	"tessera/internal/kv"
 )
@@ -143,20 +142,7 @@ func (s *Service) tidyLeases(ctx context.Context) {
 	// Lock the stripes in order (ensureLease and finishRequest hold one
 	// at a time), so no record is written between the check and the
 	// delete.
-	var stripes []int
-	for _, ino := range inos {
-		stripes = append(stripes, int(uint64(ino)%lockStripes))
-	}
-	slices.Sort(stripes)
-	stripes = slices.Compact(stripes)
-	for _, i := range stripes {
-		s.sh.stripes[i].Lock()
-	}
-	defer func() {
-		for _, i := range stripes {
-			s.sh.stripes[i].Unlock()
-		}
-	}()
+	defer s.sh.lockStripes(inos)()
 	var drop []Ino
 	for _, ino := range inos {
 		if s.leases.unrecordIfUnheld(ino) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -81,6 +82,25 @@ type sharedState struct {
 }
 
 func (sh *sharedState) stripe(ino Ino) *sync.Mutex { return &sh.stripes[uint64(ino)%lockStripes] }
+
+// lockStripes locks the stripes of inos in ascending order (one caller
+// holding several never deadlocks with another) and returns their unlock.
+func (sh *sharedState) lockStripes(inos []Ino) (unlock func()) {
+	var stripes []int
+	for _, ino := range inos {
+		stripes = append(stripes, int(uint64(ino)%lockStripes))
+	}
+	slices.Sort(stripes)
+	stripes = slices.Compact(stripes)
+	for _, i := range stripes {
+		sh.stripes[i].Lock()
+	}
+	return func() {
+		for _, i := range stripes {
+			sh.stripes[i].Unlock()
+		}
+	}
+}
 
 func metaKey(pfx byte, mid MetaID) []byte {
 	return binary.BigEndian.AppendUint64([]byte{pfx}, uint64(mid))
