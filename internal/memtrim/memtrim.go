@@ -25,6 +25,11 @@
 // of at least Floor, so a daemon whose live heap is large or steadily
 // churning pays at most two extra collections per Every. Time is a
 // clock.Clock, so tests step it.
+//
+// GrowthFloor (gcfloor.go) is the other side of the same trade: a daemon
+// that runs a low GOGC to bound its peak still lets a small live heap
+// grow by a floor between collections, so a metadata phase is not
+// collected every few MiB.
 package memtrim
 
 import (
