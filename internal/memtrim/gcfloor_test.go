@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestGCPercentFloor: a small live heap may grow by the floor, a large one
@@ -48,9 +49,9 @@ func TestGrowthFloorFollowsCollections(t *testing.T) {
 	}
 	waitSets := func(n int) []int {
 		t.Helper()
-		for range 200 { // collections until the finalizer has run (bounded: a hang fails)
+		for range 5000 { // collections until the finalizer has run (bounded: a hang fails)
 			runtime.GC()
-			runtime.Gosched()
+			time.Sleep(time.Millisecond) // the finalizer goroutine runs
 			if s := got(); len(s) >= n {
 				return s
 			}
